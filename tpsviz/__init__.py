@@ -1,0 +1,29 @@
+"""tpsviz: is my agent's confidence honest?
+
+The computation core of the tpsviz dashboard: trajectory logs, the beta family of proper
+scores, the Trajectory Proper Score (TPS) with weight schedules and censoring, a synthetic
+agent with known truth, and diagnostics. It never imports streamlit; scikit-learn is only
+imported inside the functions that fit models.
+
+Scores are rewards: higher is better, 0 is perfect (nats for the log score).
+"""
+
+from .inference import Estimate, mean_estimate, paired_difference
+from .io import LogFormatError, TrajectoryData, from_frame, load
+from .schedules import Schedule, Verdict, parse_schedule
+from .scores import (PRESETS, ScoreFamily, beta_score, beta_score_pair, clip_forecasts,
+                     elementary_loss, expected_score, omega)
+from .tps import (CENSORING_MODES, ScoreSettings, TPSResult, artificial_censoring_check,
+                  compute_tps, default_censoring)
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "Estimate", "mean_estimate", "paired_difference",
+    "LogFormatError", "TrajectoryData", "from_frame", "load",
+    "Schedule", "Verdict", "parse_schedule",
+    "PRESETS", "ScoreFamily", "beta_score", "beta_score_pair", "clip_forecasts",
+    "elementary_loss", "expected_score", "omega",
+    "CENSORING_MODES", "ScoreSettings", "TPSResult", "artificial_censoring_check",
+    "compute_tps", "default_censoring",
+]

@@ -1,0 +1,7 @@
+"""``python -m tpsviz``: see :mod:`tpsviz.cli`."""
+
+import sys
+
+from .cli import main
+
+sys.exit(main())

@@ -1,0 +1,444 @@
+"""The beta family of strictly proper binary scoring rules.
+
+Orientation: scores are *rewards*: higher is better, 0 is perfect, every score is <= 0
+(Gneiting & Raftery 2007, §3.2). With the Schervish/Buja threshold weight
+
+    ω_{α,β}(c) = c^(α-1) (1-c)^(β-1),    c in (0, 1),  α, β > -1,
+
+the scores are
+
+    S(p, 1) = -∫_p^1 c^(α-1) (1-c)^β dc = -B(1-p; β+1, α)
+    S(p, 0) = -∫_0^p c^α (1-c)^(β-1) dc = -B(p;   α+1, β)
+
+with B(x; a, b) the unregularised lower incomplete beta function. Special cases:
+(0, 0) is the log score in nats, (1, 1) is -½(p-y)² (half the Brier score),
+(-½, -½) is the boosting score -2·sqrt((1-p)/p) for y = 1.
+
+Numerics (see ``_lower_beta``): the complement 1-p is never formed in floating point where
+it would lose relative precision; parameters in (-1, 0] use the recurrence in b, and a
+parameter within ``_NEAR_ZERO`` of 0 uses a cubic interpolation in b across 0.
+"""
+
+from __future__ import annotations
+
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+
+import numpy as np
+from scipy import special
+
+__all__ = [
+    "PRESETS",
+    "ScoreFamily",
+    "beta_score",
+    "beta_score_pair",
+    "expected_score",
+    "omega",
+    "elementary_loss",
+    "clip_forecasts",
+    "validate_alpha_beta",
+]
+
+# |b| below this uses the interpolation branch of _lower_beta (measured: recurrence error
+# grows like 1e-16/|b|, interpolation error like |b|^4 * ln(1/(1-x))^4).
+_NEAR_ZERO = 1e-4
+# arrays at least this long are scored in two threads (scipy ufuncs release the GIL)
+_THREAD_MIN = 1_000_000
+
+
+@dataclass(frozen=True)
+class ScoreFamily:
+    """A named member of the beta family.
+
+    Parameters
+    ----------
+    alpha, beta : float
+        The family parameters, both > -1.
+    name : str
+        Short label used in the UI and the CLI.
+    description : str
+        One sentence for a stakeholder.
+    """
+
+    alpha: float
+    beta: float
+    name: str
+    description: str
+
+
+PRESETS: dict[str, ScoreFamily] = {
+    f.name: f
+    for f in (
+        ScoreFamily(0.0, 0.0, "log", "Logarithmic score in nats: every decision threshold weighted "
+                    "by 1/(c(1-c)); punishes confident mistakes without bound."),
+        ScoreFamily(1.0, 1.0, "brier", "Half the Brier score, -(p-y)²/2: every decision threshold "
+                    "weighted equally; bounded."),
+        ScoreFamily(-0.5, -0.5, "boosting", "Boosting score: weights extreme thresholds even more "
+                    "than the log score; unbounded."),
+        ScoreFamily(2.0, 1.0, "asym-high", "Emphasises high decision thresholds (c ≈ 2/3): cares "
+                    "most about whether confident 'will succeed' calls are right."),
+        ScoreFamily(1.0, 2.0, "asym-low", "Emphasises low decision thresholds (c ≈ 1/3): cares most "
+                    "about catching likely failures."),
+    )
+}
+
+
+def validate_alpha_beta(alpha: float, beta: float) -> tuple[float, float]:
+    """Check the beta-family parameters and return them as floats.
+
+    Raises
+    ------
+    ValueError
+        If α or β is not a finite number greater than -1.
+    """
+    out = []
+    for name, v in (("alpha", alpha), ("beta", beta)):
+        try:
+            f = float(v)
+        except (TypeError, ValueError):
+            raise ValueError(f"{name} must be a number greater than -1, got {v!r}") from None
+        if not np.isfinite(f) or f <= -1.0:
+            raise ValueError(
+                f"{name} = {v!r} is outside the beta family: it must be greater than -1 "
+                "(the threshold weight c^(α-1)(1-c)^(β-1) must be integrable against the scores)"
+            )
+        out.append(f)
+    return out[0], out[1]
+
+
+def _is(v: float, target: float) -> bool:
+    return v == target
+
+
+def _betainc_lower(a: float, b: float, x: np.ndarray, xc: np.ndarray) -> np.ndarray:
+    """B(x; a, b) for a > 0, b > 0, given x and xc = 1 - x both exactly.
+
+    Uses I_x(a, b) directly below the mean a/(a+b) and 1 - I_{1-x}(b, a) above it, so
+    that neither the rounding of 1-x nor a cancellation costs relative precision.
+    """
+    full = special.beta(a, b)
+    upper = x > a / (a + b)
+    out = np.empty_like(x)
+    lo = ~upper
+    out[lo] = special.betainc(a, b, x[lo])
+    out[upper] = 1.0 - special.betainc(b, a, xc[upper])
+    return out * full
+
+
+def _lower_beta_negative(a: float, b: float, x: np.ndarray, xc: np.ndarray) -> np.ndarray:
+    """B(x; a, b) for a > 0, b in (-1, 0) and |b| >= _NEAR_ZERO, by the recurrence
+
+    B(x; a, b) = [(a+b) B(x; a, b+1) - x^a (1-x)^b] / b.
+    """
+    with np.errstate(divide="ignore", over="ignore"):
+        head = x**a * xc**b
+    return ((a + b) * _betainc_lower(a, b + 1.0, x, xc) - head) / b
+
+
+def _lower_beta_series(a: float, b: float, x: np.ndarray) -> np.ndarray:
+    """B(x; a, b) for x <= 1/2 and b < 1 by the power series
+
+    B(x; a, b) = x^a Σ_k (1-b)_k / k! · x^k / (a+k),
+
+    whose terms are all positive for b < 1 (no cancellation, whatever the sign of b).
+    """
+    total = np.zeros_like(x)
+    coef = np.ones_like(x)  # (1-b)_k / k! · x^k
+    for k in range(200):
+        term = coef / (a + k)
+        total += term
+        if k > 5 and np.all(term <= 1e-17 * total):
+            break
+        coef = coef * ((k + 1.0 - b) / (k + 1.0)) * x
+    with np.errstate(under="ignore"):
+        return x**a * total
+
+
+def _lower_beta(a: float, b: float, x: np.ndarray, xc: np.ndarray) -> np.ndarray:
+    """Unregularised lower incomplete beta B(x; a, b) = ∫_0^x t^(a-1) (1-t)^(b-1) dt.
+
+    Parameters
+    ----------
+    a : float
+        First parameter, > 0.
+    b : float
+        Second parameter, > -1 (b <= 0 makes B diverge as x -> 1).
+    x, xc : ndarray
+        The argument and its complement 1 - x, both given exactly by the caller.
+
+    Notes
+    -----
+    b >= _NEAR_ZERO: regularised ``betainc`` (Boost). b < _NEAR_ZERO: the positive series for
+    x <= 1/2; for x > 1/2 the recurrence in b, or, within _NEAR_ZERO of 0 where the
+    recurrence divides by b, a cubic Lagrange interpolation in b through
+    {-2h, -h, h, 2h} (B is analytic in b for x < 1).
+    """
+    if b >= _NEAR_ZERO:
+        return _betainc_lower(a, b, x, xc)
+    out = np.empty_like(x)
+    small = x <= 0.5
+    if small.any():
+        out[small] = _lower_beta_series(a, b, x[small])
+    big = ~small
+    if not big.any():
+        return out
+    xb, xcb = x[big], xc[big]
+    if b <= -_NEAR_ZERO:
+        out[big] = _lower_beta_negative(a, b, xb, xcb)
+        return out
+    h = 2 * _NEAR_ZERO
+    nodes = (-2 * h, -h, h, 2 * h)
+    acc = np.zeros_like(xb)
+    for i, bi in enumerate(nodes):
+        vi = _lower_beta_negative(a, bi, xb, xcb) if bi < 0 else _betainc_lower(a, bi, xb, xcb)
+        li = 1.0
+        for j, bj in enumerate(nodes):
+            if j != i:
+                li *= (b - bj) / (bi - bj)
+        acc += li * vi
+    out[big] = acc
+    return out
+
+
+def _score_one(p: np.ndarray, alpha: float, beta: float) -> np.ndarray:
+    """S(p, 1) for p in (0, 1)."""
+    if alpha == 0.0 and beta == 0.0:
+        return np.log(p)
+    if alpha == 1.0 and beta == 1.0:
+        return -0.5 * (1.0 - p) ** 2
+    if alpha == -0.5 and beta == -0.5:
+        return -2.0 * np.sqrt((1.0 - p) / p)
+    xc = p
+    x = 1.0 - p
+    # where p >= 0.5, 1 - p is exact; where p < 0.5, xc = p is exact and x is only used
+    # in a way insensitive to its rounding (see _betainc_lower)
+    return -_lower_beta(beta + 1.0, alpha, x, xc)
+
+
+def _score_zero(p: np.ndarray, alpha: float, beta: float) -> np.ndarray:
+    """S(p, 0) for p in (0, 1), via the symmetry S(p, 0; α, β) = S(1-p, 1; β, α)."""
+    if alpha == 0.0 and beta == 0.0:
+        return np.log1p(-p)
+    if alpha == 1.0 and beta == 1.0:
+        return -0.5 * p**2
+    if alpha == -0.5 and beta == -0.5:
+        return -2.0 * np.sqrt(p / (1.0 - p))
+    return -_lower_beta(alpha + 1.0, beta, p, 1.0 - p)
+
+
+def _edge_values(alpha: float, beta: float) -> tuple[float, float, float, float]:
+    """(S(0,1), S(1,1), S(0,0), S(1,0)): the limits at the ends of [0, 1]."""
+    s01 = -special.beta(beta + 1.0, alpha) if alpha > 0 else -np.inf
+    s10 = -special.beta(alpha + 1.0, beta) if beta > 0 else -np.inf
+    return s01, 0.0, 0.0, s10
+
+
+def _threaded(fn, p: np.ndarray, alpha: float, beta: float) -> np.ndarray:
+    if p.size < _THREAD_MIN:
+        return fn(p, alpha, beta)
+    out = np.empty_like(p)
+    bounds = np.linspace(0, p.size, 3).astype(int)
+
+    def run(i: int) -> None:
+        out[bounds[i]: bounds[i + 1]] = fn(p[bounds[i]: bounds[i + 1]], alpha, beta)
+
+    with ThreadPoolExecutor(2) as ex:
+        list(ex.map(run, range(2)))
+    return out
+
+
+def _apply(fn, p: np.ndarray, alpha: float, beta: float, at0: float, at1: float) -> np.ndarray:
+    out = np.full(p.shape, np.nan)
+    inner = (p > 0.0) & (p < 1.0)
+    if inner.all():
+        return _threaded(fn, p, alpha, beta)
+    if inner.any():
+        out[inner] = _threaded(fn, p[inner], alpha, beta)
+    out[p == 0.0] = at0
+    out[p == 1.0] = at1
+    return out
+
+
+def _as_prob(p) -> np.ndarray:
+    arr = np.asarray(p, dtype=float)
+    bad = ~((arr >= 0.0) & (arr <= 1.0))
+    if bad.any():
+        first = arr[bad].flat[0]
+        raise ValueError(
+            f"forecasts must be probabilities in [0, 1]; {int(bad.sum())} value(s) are not "
+            f"(first: {first!r})"
+        )
+    return arr
+
+
+def beta_score_pair(p, alpha: float = 0.0, beta: float = 0.0) -> tuple[np.ndarray, np.ndarray]:
+    """Both branches of the beta-family score, S(p, 1) and S(p, 0).
+
+    Parameters
+    ----------
+    p : array_like
+        Forecast probabilities of the event y = 1, in [0, 1].
+    alpha, beta : float
+        Beta-family parameters, > -1.
+
+    Returns
+    -------
+    s1, s0 : ndarray
+        S(p, 1) and S(p, 0), positively oriented (<= 0, 0 is perfect); -inf where the
+        score is unbounded at p = 0 or p = 1.
+    """
+    alpha, beta = validate_alpha_beta(alpha, beta)
+    p = _as_prob(p)
+    s01, s11, s00, s10 = _edge_values(alpha, beta)
+    flat = p.ravel()
+    s1 = _apply(_score_one, flat, alpha, beta, s01, s11).reshape(p.shape)
+    s0 = _apply(_score_zero, flat, alpha, beta, s00, s10).reshape(p.shape)
+    return s1, s0
+
+
+def beta_score(p, y, alpha: float = 0.0, beta: float = 0.0) -> np.ndarray:
+    """Beta-family score S_{α,β}(p, y), vectorised, positively oriented.
+
+    Parameters
+    ----------
+    p : array_like
+        Forecast probabilities of y = 1, in [0, 1].
+    y : array_like
+        Binary outcomes (0 or 1), broadcastable against ``p``.
+    alpha, beta : float
+        Beta-family parameters, both > -1. (0, 0) is the log score in nats, (1, 1) is
+        half the Brier score, (-½, -½) the boosting score.
+
+    Returns
+    -------
+    ndarray
+        S(p, y) <= 0, 0 is perfect; -inf where unbounded (e.g. log score at p = 0, y = 1).
+
+    Raises
+    ------
+    ValueError
+        If α or β <= -1, if p leaves [0, 1], or if y is not 0/1.
+
+    Examples
+    --------
+    >>> float(beta_score(0.8, 1, 0, 0))  # log score: ln 0.8
+    -0.2231435513142097
+    >>> float(beta_score(0.8, 0, 1, 1))  # half Brier: -0.8²/2
+    -0.32000000000000006
+    """
+    alpha, beta = validate_alpha_beta(alpha, beta)
+    p = _as_prob(p)
+    y = np.asarray(y)
+    p, y = np.broadcast_arrays(p, y)
+    yf = y.astype(float)
+    if not np.isin(yf, (0.0, 1.0)).all():
+        raise ValueError("outcomes y must be 0 or 1")
+    out = np.empty(p.shape)
+    ones = yf == 1.0
+    s01, s11, s00, s10 = _edge_values(alpha, beta)
+    if ones.any():
+        out[ones] = _apply(_score_one, p[ones], alpha, beta, s01, s11)
+    if (~ones).any():
+        out[~ones] = _apply(_score_zero, p[~ones], alpha, beta, s00, s10)
+    return out
+
+
+def expected_score(p, q, alpha: float = 0.0, beta: float = 0.0) -> np.ndarray:
+    """Expected score q·S(p, 1) + (1-q)·S(p, 0) of forecast p when P(y = 1) = q.
+
+    Used for censored runs (q = q_Z). Terms with zero weight contribute exactly 0, so
+    q = 0 with S(p, 1) = -inf gives S(p, 0), not NaN.
+
+    Parameters
+    ----------
+    p : array_like
+        Forecasts in [0, 1].
+    q : array_like
+        Probabilities in [0, 1], broadcastable against ``p``.
+    alpha, beta : float
+        Beta-family parameters.
+
+    Returns
+    -------
+    ndarray
+    """
+    q = np.asarray(q, dtype=float)
+    if not ((q >= 0) & (q <= 1)).all():
+        raise ValueError("q must be a probability in [0, 1]")
+    s1, s0 = beta_score_pair(p, alpha, beta)
+    s1, s0, q = np.broadcast_arrays(s1, s0, q)
+    with np.errstate(invalid="ignore"):
+        a = np.where(q > 0, q * s1, 0.0)
+        b = np.where(q < 1, (1.0 - q) * s0, 0.0)
+    return a + b
+
+
+def omega(c, alpha: float = 0.0, beta: float = 0.0) -> np.ndarray:
+    """Threshold weight ω_{α,β}(c) = c^(α-1) (1-c)^(β-1) of the Schervish representation.
+
+    Parameters
+    ----------
+    c : array_like
+        Decision thresholds in (0, 1).
+    alpha, beta : float
+        Beta-family parameters.
+
+    Returns
+    -------
+    ndarray
+        ω(c) > 0; it says how much each decision threshold counts in the score.
+    """
+    alpha, beta = validate_alpha_beta(alpha, beta)
+    c = np.asarray(c, dtype=float)
+    with np.errstate(divide="ignore"):
+        return c ** (alpha - 1.0) * (1.0 - c) ** (beta - 1.0)
+
+
+def elementary_loss(p, y, c) -> np.ndarray:
+    """Elementary (cost-weighted misclassification) loss ℓ_c(p, y).
+
+    ℓ_c(p, y) = (1-c)·1{y=1, p<c} + c·1{y=0, p>=c}, so that
+    -S_{α,β}(p, y) = ∫ ℓ_c(p, y) ω_{α,β}(c) dc.
+
+    Parameters
+    ----------
+    p, y : array_like
+        Forecasts and 0/1 outcomes (broadcast together).
+    c : array_like
+        Threshold(s) in (0, 1), broadcast against ``p`` and ``y``.
+
+    Returns
+    -------
+    ndarray
+    """
+    p = np.asarray(p, dtype=float)
+    y = np.asarray(y, dtype=float)
+    c = np.asarray(c, dtype=float)
+    return (1.0 - c) * ((y == 1) & (p < c)) + c * ((y == 0) & (p >= c))
+
+
+def clip_forecasts(p, eps: float) -> tuple[np.ndarray, int]:
+    """Clip forecasts to [ε, 1-ε] and count how many were moved.
+
+    Parameters
+    ----------
+    p : array_like
+        Forecasts in [0, 1]; NaN (missing) is kept as NaN and never counted.
+    eps : float
+        ε in [0, 0.5). ε = 0 leaves every forecast as it is (unbounded scores may be -inf).
+
+    Returns
+    -------
+    clipped : ndarray
+    n_clipped : int
+        Number of forecasts that were changed.
+    """
+    eps = float(eps)
+    if not (0.0 <= eps < 0.5):
+        raise ValueError(f"eps must be in [0, 0.5), got {eps!r}")
+    p = np.asarray(p, dtype=float)
+    if eps == 0.0:
+        return p, 0
+    with np.errstate(invalid="ignore"):
+        moved = (p < eps) | (p > 1.0 - eps)
+    return np.clip(p, eps, 1.0 - eps), int(moved.sum())

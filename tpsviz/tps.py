@@ -1,0 +1,453 @@
+"""The Trajectory Proper Score, with censoring (DESIGN §2.2–§2.3).
+
+    TPS(F_1:T, Y) = Σ_t w_t S(F_t, Y)                                  complete run
+    TPS_cen(q_Z)  = Σ_{t<=Z} w_t [q_Z S(F_t, 1) + (1 - q_Z) S(F_t, 0)]   censored at Z
+
+Censoring modes:
+
+``complete``  complete-case: censored runs are left out (the population changes; say so).
+``simple``    q_Z = 0 for every censored run (censoring treated as failure); strictly
+              proper for the pseudo-label target m_t = P(Δ=1, Y=1 | H_t).
+``exact``     q_Z from the log's ``q_z`` column (or a supplied estimate, e.g. Monte-Carlo
+              rollouts); censored runs without q_Z fall back to ``simple`` and are counted.
+``upper``     q_Z = 1 for every censored run: with ``simple`` it bounds TPS_cen, which is
+              linear in q_Z, for any q_Z in [0, 1].
+
+Scores are rewards in the beta family's units (nats for the log score): higher is better,
+0 is perfect.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+
+import numpy as np
+import pandas as pd
+
+from .inference import DEFAULT_SEED, Estimate, bootstrap_weights
+from .io import TrajectoryData
+from .schedules import Schedule
+from .scores import beta_score, clip_forecasts, validate_alpha_beta
+
+__all__ = ["ScoreSettings", "TPSResult", "compute_tps", "default_censoring", "CENSORING_MODES",
+           "step_weights", "artificial_censoring_check"]
+
+CENSORING_MODES = ("complete", "simple", "exact", "upper")
+CENSORING_LABELS = {
+    "complete": "complete-case (censored runs left out)",
+    "simple": "simple (q_Z = 0: censoring scored as failure)",
+    "exact": "exact (q_Z from the log, simple where missing)",
+    "upper": "upper bound (q_Z = 1)",
+}
+
+
+@dataclass(frozen=True)
+class ScoreSettings:
+    """Everything that changes a TPS verdict.
+
+    Parameters
+    ----------
+    alpha, beta : float
+        Beta-family parameters (> -1). (0, 0) = log score.
+    schedule : Schedule
+        Weight schedule w_t.
+    censoring : str
+        One of ``CENSORING_MODES``.
+    eps : float
+        Forecasts are clipped to [ε, 1-ε] before scoring; ε = 0 disables clipping.
+    n_boot : int
+        Bootstrap replicates for CIs (0 = no bootstrap).
+    level : float
+        Confidence level.
+    seed : int
+        Bootstrap seed.
+    """
+
+    alpha: float = 0.0
+    beta: float = 0.0
+    schedule: Schedule = field(default_factory=Schedule)
+    censoring: str = "simple"
+    eps: float = 1e-6
+    n_boot: int = 2000
+    level: float = 0.95
+    seed: int = DEFAULT_SEED
+
+    def __post_init__(self) -> None:
+        validate_alpha_beta(self.alpha, self.beta)
+        if self.censoring not in CENSORING_MODES:
+            raise ValueError(f"censoring must be one of {', '.join(CENSORING_MODES)}, "
+                             f"got {self.censoring!r}")
+        if not (0.0 <= float(self.eps) < 0.5):
+            raise ValueError(f"eps must be in [0, 0.5), got {self.eps!r}")
+        if not (0.0 < self.level < 1.0):
+            raise ValueError(f"level must be in (0, 1), got {self.level!r}")
+        if int(self.n_boot) < 0:
+            raise ValueError("n_boot must be >= 0")
+
+    def describe(self) -> dict:
+        """Plain dict of the settings (for JSON output and report captions)."""
+        return {
+            "alpha": self.alpha, "beta": self.beta, "schedule": self.schedule.spec,
+            "schedule_verdict": self.schedule.verdict.status, "censoring": self.censoring,
+            "eps": self.eps, "n_boot": self.n_boot, "level": self.level, "seed": self.seed,
+        }
+
+
+def default_censoring(data: TrajectoryData) -> str:
+    """``exact`` when the log has a ``q_z`` value for some censored run, else ``simple``."""
+    t = data.trajectories
+    return "exact" if bool((t["censored"] & t["q_z"].notna()).any()) else "simple"
+
+
+def step_weights(data: TrajectoryData, schedule: Schedule) -> np.ndarray:
+    """w_t for every step row of ``data`` under ``schedule``."""
+    length = data.trajectories["length"].to_numpy()[data.steps["traj"].to_numpy()]
+    column = data.steps["weight"].to_numpy(dtype=float) if "weight" in data.steps else None
+    w = schedule.weights(data.steps["t"].to_numpy(), length, column)
+    if schedule.name == "column" and np.isnan(w).any():
+        raise ValueError(f"schedule 'column': the 'weight' column is empty on "
+                         f"{int(np.isnan(w).sum())} row(s); give every row a weight")
+    return w
+
+
+@dataclass
+class TPSResult:
+    """TPS of every predictor under one :class:`ScoreSettings`.
+
+    Attributes
+    ----------
+    settings : ScoreSettings
+    summary : DataFrame
+        One row per predictor (index): ``tps_mean`` (nats per trajectory), ``tps_se``,
+        ``tps_ci_low``, ``tps_ci_high``, ``tps_step_mean`` (Σ TPS_i / Σ w_t: a display
+        normalisation per weighted step), ``n_trajectories``, ``n_censored``, ``n_steps``
+        (scored), ``n_missing`` (steps without a forecast), ``n_clipped``,
+        ``n_qz_fallback`` (censored runs scored with q_Z = 0 for want of q_Z),
+        ``n_excluded_censored`` (complete-case), ``n_no_forecast`` (runs with no forecast).
+    per_trajectory : DataFrame
+        Long: ``trajectory_id``, ``traj``, ``predictor``, ``tps``, ``censored``,
+        ``n_scored``, ``weight_sum``, ``q_z_used`` (NaN for complete runs).
+    """
+
+    settings: ScoreSettings
+    summary: pd.DataFrame
+    per_trajectory: pd.DataFrame
+    _data: TrajectoryData = field(repr=False)
+    _weights: np.ndarray = field(repr=False)
+    _scores: dict[str, np.ndarray] = field(repr=False)
+
+    def tps_matrix(self) -> pd.DataFrame:
+        """Per-trajectory TPS as a wide frame (trajectory × predictor; NaN = not scored)."""
+        wide = self.per_trajectory.pivot(index="trajectory_id", columns="predictor", values="tps")
+        return wide[list(self.summary.index)]
+
+    def step_contributions(self, predictors: list[str] | None = None) -> pd.DataFrame:
+        """Per-step contributions w_t·S as a long frame.
+
+        Columns: ``trajectory_id``, ``step``, ``t``, ``predictor``, ``forecast`` (as clipped
+        for scoring), ``weight``, ``score`` (S or the censored expected score), ``contribution``.
+        Rows that were not scored (missing forecast, out of scope) are left out.
+        """
+        steps = self._data.steps
+        frames = []
+        for name in predictors or list(self.summary.index):
+            s, pclip = self._scores[name]
+            ok = ~np.isnan(s)
+            w = self._weights[ok]
+            sc = s[ok]
+            frames.append(pd.DataFrame({
+                "trajectory_id": steps["trajectory_id"].to_numpy()[ok],
+                "step": steps["step"].to_numpy()[ok],
+                "t": steps["t"].to_numpy()[ok],
+                "predictor": name,
+                "forecast": pclip[ok],
+                "weight": w,
+                "score": sc,
+                "contribution": np.where(w == 0, 0.0, w * sc),
+            }))
+        return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
+
+
+def _qz_per_trajectory(data: TrajectoryData, mode: str, q_z) -> tuple[np.ndarray, np.ndarray]:
+    """q_Z per trajectory (NaN for complete runs) and the mask of censored runs that fell
+    back to q_Z = 0 for want of an estimate (``exact`` mode only)."""
+    t = data.trajectories
+    cens = t["censored"].to_numpy()
+    q = np.full(len(t), np.nan)
+    none = np.zeros(len(t), dtype=bool)
+    if mode in ("simple", "complete"):
+        q[cens] = 0.0
+        return q, none
+    if mode == "upper":
+        q[cens] = 1.0
+        return q, none
+    given = t["q_z"].to_numpy(dtype=float) if q_z is None else _align_qz(data, q_z)
+    q[cens] = given[cens]
+    fallback = cens & np.isnan(q)
+    q[fallback] = 0.0
+    return q, fallback
+
+
+def _align_qz(data: TrajectoryData, q_z) -> np.ndarray:
+    if isinstance(q_z, pd.Series):
+        arr = q_z.reindex(data.trajectories["trajectory_id"]).to_numpy(dtype=float)
+    else:
+        arr = np.asarray(q_z, dtype=float)
+        if arr.shape != (data.n_trajectories,):
+            raise ValueError("q_z must have one value per trajectory (or be a Series indexed by "
+                             "trajectory_id)")
+    if np.any((arr < 0) | (arr > 1)):
+        raise ValueError("q_z estimates must be in [0, 1]")
+    return arr
+
+
+def _score_rows(p: np.ndarray, y: np.ndarray, q: np.ndarray, alpha: float, beta: float) -> np.ndarray:
+    """Score for each row: S(p, y) for complete rows (y in {0,1}); q·S(p,1) + (1-q)·S(p,0)
+    for censored rows (y NaN, q in [0,1]). NaN p gives NaN."""
+    out = np.full(p.shape, np.nan)
+    ok = ~np.isnan(p)
+    cens = ok & np.isnan(y)
+    need1 = ok & ((y == 1) | (cens & (q > 0)))
+    need0 = ok & ((y == 0) | (cens & (q < 1)))
+    s1 = np.zeros(p.shape)
+    s0 = np.zeros(p.shape)
+    if need1.any():
+        s1[need1] = beta_score(p[need1], 1, alpha, beta)
+    if need0.any():
+        s0[need0] = beta_score(p[need0], 0, alpha, beta)
+    comp = ok & ~cens
+    out[comp] = np.where(y[comp] == 1, s1[comp], s0[comp])
+    qc = q[cens]
+    with np.errstate(invalid="ignore"):
+        out[cens] = (np.where(qc > 0, qc * s1[cens], 0.0)
+                     + np.where(qc < 1, (1.0 - qc) * s0[cens], 0.0))
+    return out
+
+
+def _bootstrap_columns(values: np.ndarray, valid: np.ndarray, settings: ScoreSettings):
+    """Percentile CIs for the mean of each column over its valid rows (paired resampling)."""
+    n, k = values.shape
+    lo = np.full(k, np.nan)
+    hi = np.full(k, np.nan)
+    finite = np.array([np.isfinite(values[valid[:, j], j]).all() for j in range(k)])
+    if settings.n_boot <= 0 or n < 2:
+        return lo, hi
+    v = np.where(valid, values, 0.0)
+    v[~np.isfinite(v)] = 0.0
+    m = valid.astype(float)
+    reps = []
+    for w in bootstrap_weights(n, settings.n_boot, settings.seed):
+        with np.errstate(invalid="ignore", divide="ignore"):
+            reps.append((w @ v) / (w @ m))
+    reps = np.vstack(reps)
+    a = (1 - settings.level) / 2
+    for j in range(k):
+        if finite[j] and valid[:, j].sum() >= 2:
+            r = reps[:, j]
+            r = r[np.isfinite(r)]
+            lo[j], hi[j] = np.quantile(r, [a, 1 - a])
+    return lo, hi
+
+
+def compute_tps(
+    data: TrajectoryData,
+    settings: ScoreSettings | None = None,
+    predictors: list[str] | None = None,
+    q_z=None,
+) -> TPSResult:
+    """Score every predictor of a trajectory log with the Trajectory Proper Score.
+
+    Parameters
+    ----------
+    data : TrajectoryData
+        A validated log (see :func:`tpsviz.load`).
+    settings : ScoreSettings, optional
+        α, β, schedule, censoring mode, ε and bootstrap settings. Defaults: log score,
+        uniform weights, censoring from :func:`default_censoring`.
+    predictors : list of str, optional
+        Subset of ``data.predictors`` to score (default: all).
+    q_z : array_like or Series, optional
+        q_Z estimates per trajectory for ``exact`` mode (e.g. from Monte-Carlo rollouts),
+        overriding the log's ``q_z`` column; NaN falls back to q_Z = 0 (counted).
+
+    Returns
+    -------
+    TPSResult
+    """
+    if settings is None:
+        settings = ScoreSettings(censoring=default_censoring(data))
+    names = list(predictors) if predictors is not None else list(data.predictors)
+    unknown = [p for p in names if p not in data.predictors]
+    if unknown:
+        raise ValueError(f"unknown predictor(s) {unknown}; the log has {data.predictors}")
+    traj = data.trajectories
+    codes = data.steps["traj"].to_numpy()
+    n_traj = len(traj)
+    cens_t = traj["censored"].to_numpy()
+    q_t, fallback_t = _qz_per_trajectory(data, settings.censoring, q_z)
+    in_scope_t = ~cens_t if settings.censoring == "complete" else np.ones(n_traj, bool)
+    in_scope = in_scope_t[codes]
+    y = traj["outcome"].to_numpy(dtype=float)[codes]
+    q = q_t[codes]
+    w = step_weights(data, settings.schedule)
+
+    rows, per_traj, scores = [], [], {}
+    tps_cols, valid_cols = [], []
+    for name in names:
+        p_raw = data.forecasts(name)
+        p = np.where(in_scope, p_raw, np.nan)
+        present = ~np.isnan(p)
+        pc = p.copy()
+        pc[present], n_clipped = clip_forecasts(p[present], settings.eps)
+        s = _score_rows(pc, y, q, settings.alpha, settings.beta)
+        scores[name] = (s, pc)
+        with np.errstate(invalid="ignore"):
+            contrib = np.where(present, np.where(w == 0, 0.0, w * s), 0.0)
+        tps = np.bincount(codes, weights=contrib, minlength=n_traj)
+        # -inf contributions: bincount sums them to -inf (or NaN with +inf); keep -inf explicit
+        neg_inf = np.bincount(codes, weights=np.isneginf(contrib), minlength=n_traj) > 0
+        tps[neg_inf] = -np.inf
+        n_scored = np.bincount(codes, weights=present, minlength=n_traj).astype(int)
+        wsum = np.bincount(codes, weights=np.where(present, w, 0.0), minlength=n_traj)
+        valid = in_scope_t & (n_scored > 0)
+        tps_cols.append(np.where(valid, tps, np.nan))
+        valid_cols.append(valid)
+        per_traj.append(pd.DataFrame({
+            "trajectory_id": traj["trajectory_id"].to_numpy()[valid],
+            "traj": np.flatnonzero(valid),
+            "predictor": name,
+            "tps": tps[valid],
+            "censored": cens_t[valid],
+            "n_scored": n_scored[valid],
+            "weight_sum": wsum[valid],
+            "q_z_used": q_t[valid],
+        }))
+        v = tps[valid]
+        n = int(valid.sum())
+        mean = float(v.mean()) if n else np.nan
+        se = float(v.std(ddof=1) / np.sqrt(n)) if n >= 2 and np.isfinite(mean) else np.nan
+        wtot = float(wsum[valid].sum())
+        rows.append({
+            "predictor": name,
+            "tps_mean": mean,
+            "tps_se": se,
+            "tps_ci_low": np.nan,
+            "tps_ci_high": np.nan,
+            "tps_step_mean": float(v.sum() / wtot) if wtot > 0 else np.nan,
+            "n_trajectories": n,
+            "n_censored": int((valid & cens_t).sum()),
+            "n_steps": int(present.sum()),
+            "n_missing": int((in_scope & np.isnan(p_raw)).sum()),
+            "n_clipped": n_clipped,
+            "n_qz_fallback": int((valid & fallback_t).sum()),
+            "n_excluded_censored": int(cens_t.sum()) if settings.censoring == "complete" else 0,
+            "n_no_forecast": int((in_scope_t & (n_scored == 0)).sum()),
+        })
+    summary = pd.DataFrame(rows).set_index("predictor")
+    if names:
+        lo, hi = _bootstrap_columns(np.column_stack(tps_cols), np.column_stack(valid_cols), settings)
+        summary["tps_ci_low"] = lo
+        summary["tps_ci_high"] = hi
+    per_trajectory = pd.concat(per_traj, ignore_index=True) if per_traj else pd.DataFrame()
+    return TPSResult(settings, summary, per_trajectory, data, w, scores)
+
+
+def estimate_from_row(row: pd.Series, level: float = 0.95) -> Estimate:
+    """The TPS :class:`Estimate` of one summary row."""
+    return Estimate(row["tps_mean"], row["tps_se"], row["tps_ci_low"], row["tps_ci_high"],
+                    int(row["n_trajectories"]), level)
+
+
+def _censor_at(data: TrajectoryData, keep_t: np.ndarray, budget: int) -> TrajectoryData:
+    """The runs selected by ``keep_t``, cut after position ``budget`` and marked censored."""
+    sub = data.subset(keep_t)
+    steps = sub.steps[sub.steps["t"].to_numpy() <= budget].reset_index(drop=True)
+    traj = sub.trajectories.copy()
+    traj["outcome"] = np.nan
+    traj["censored"] = True
+    traj["q_z"] = np.nan
+    traj["length"] = np.bincount(steps["traj"].to_numpy(), minlength=len(traj))
+    traj["last_step"] = steps.groupby("traj")["step"].max().reindex(range(len(traj))).to_numpy()
+    return TrajectoryData(steps, traj, list(sub.predictors), dict(sub.signals), sub.source, [])
+
+
+def artificial_censoring_check(
+    data: TrajectoryData, budget: int, settings: ScoreSettings | None = None,
+    predictors: list[str] | None = None,
+) -> pd.DataFrame:
+    """Censor complete runs longer than ``budget`` after position B and check the closed-form
+    decomposition of the simple censored score (DESIGN §2.3):
+
+        TPS_full - TPS_cen,simple(B) = Σ_{t<=B} w_t Y [S(F_t,1) - S(F_t,0)] + Σ_{t>B} w_t S(F_t,Y)
+
+    The left side is computed directly: the full runs and the artificially censored copies
+    are each scored with :func:`compute_tps`. The right side is the closed form from per-step
+    scores. They agree to floating-point precision.
+
+    Parameters
+    ----------
+    data : TrajectoryData
+    budget : int
+        Artificial step budget B >= 1 (position within the run).
+    settings : ScoreSettings, optional
+        The schedule must fix w_t by t alone (not ``per-length`` or ``endpoint``, whose
+        weights change when a run is cut).
+    predictors : list of str, optional
+
+    Returns
+    -------
+    DataFrame
+        Per (trajectory, predictor): ``trajectory_id``, ``predictor``, ``tps_full``,
+        ``tps_cen_simple``, ``direct``, ``closed_form``, ``abs_error``. Empty when no complete
+        run is longer than B.
+    """
+    settings = settings or ScoreSettings()
+    budget = int(budget)
+    if budget < 1:
+        raise ValueError("the artificial budget B must be an integer >= 1")
+    if settings.schedule.name in ("per-length", "endpoint"):
+        raise ValueError(f"the artificial-censoring check needs weights fixed by the step index; "
+                         f"schedule {settings.schedule.spec!r} depends on the run's length")
+    traj = data.trajectories
+    keep = (~traj["censored"].to_numpy()) & (traj["length"].to_numpy() > budget)
+    cols = ["trajectory_id", "predictor", "tps_full", "tps_cen_simple", "direct", "closed_form",
+            "abs_error"]
+    if not keep.any():
+        return pd.DataFrame(columns=cols)
+    full_data = data.subset(keep)
+    quiet = replace(settings, n_boot=0)
+    full = compute_tps(full_data, replace(quiet, censoring="complete"), predictors)
+    cen = compute_tps(_censor_at(data, keep, budget), replace(quiet, censoring="simple"), predictors)
+    codes = full_data.steps["traj"].to_numpy()
+    t = full_data.steps["t"].to_numpy()
+    y = full_data.trajectories["outcome"].to_numpy(dtype=float)[codes]
+    w = step_weights(full_data, settings.schedule)
+    n = full_data.n_trajectories
+    out = []
+    for name in full.summary.index:
+        _, pc = full._scores[name]
+        ok = ~np.isnan(pc)
+        s1 = np.zeros(pc.shape)
+        s0 = np.zeros(pc.shape)
+        s1[ok] = beta_score(pc[ok], 1, settings.alpha, settings.beta)
+        s0[ok] = beta_score(pc[ok], 0, settings.alpha, settings.beta)
+        early, late = ok & (t <= budget), ok & (t > budget)
+        closed = (np.bincount(codes, weights=np.where(early, w * y * (s1 - s0), 0.0), minlength=n)
+                  + np.bincount(codes, weights=np.where(late, w * np.where(y == 1, s1, s0), 0.0),
+                                minlength=n))
+        f = full.per_trajectory[full.per_trajectory["predictor"] == name].set_index("traj")["tps"]
+        c = cen.per_trajectory[cen.per_trajectory["predictor"] == name].set_index("traj")["tps"]
+        both = f.index.intersection(c.index)
+        direct = f[both] - c[both]
+        out.append(pd.DataFrame({
+            "trajectory_id": full_data.trajectories["trajectory_id"].to_numpy()[both],
+            "predictor": name, "tps_full": f[both].to_numpy(), "tps_cen_simple": c[both].to_numpy(),
+            "direct": direct.to_numpy(), "closed_form": closed[both],
+            "abs_error": np.abs(direct.to_numpy() - closed[both]),
+        }))
+    return pd.concat(out, ignore_index=True)
+
+
+def with_settings(settings: ScoreSettings, **changes) -> ScoreSettings:
+    """A copy of ``settings`` with some fields changed (validated)."""
+    return replace(settings, **changes)
