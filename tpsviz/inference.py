@@ -126,12 +126,14 @@ def paired_difference(
     estimate : Estimate
         Mean difference, SE of the differences, bootstrap CI.
     z : float
-        Δ / SE (NaN when SE is 0 or undefined).
+        Δ / SE (NaN when SE is 0, at rounding level, or undefined).
     """
     a = np.asarray(a, dtype=float)
     b = np.asarray(b, dtype=float)
     if a.shape != b.shape:
         raise ValueError("paired values must have the same shape (same trajectories)")
     est = mean_estimate(a - b, n_boot=n_boot, level=level, seed=seed)
-    z = est.mean / est.se if est.se and np.isfinite(est.se) and est.se > 0 else np.nan
+    # an SE at rounding level (identical predictors up to float noise) gives no z
+    tiny = 1e-12 * max(1.0, abs(est.mean)) if np.isfinite(est.mean) else np.inf
+    z = est.mean / est.se if np.isfinite(est.se) and est.se > tiny else np.nan
     return est, float(z)

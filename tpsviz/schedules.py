@@ -213,13 +213,13 @@ def parse_schedule(spec: str) -> Schedule:
 
 def schedule_help() -> str:
     """A short multi-line description of every schedule and its verdict (for --help and the UI)."""
-    examples = [
-        Schedule("uniform"),
-        Schedule("linear"),
-        Schedule("front", 0.9),
-        Schedule("back", 0.9, 30),
-        Schedule("endpoint"),
-        Schedule("per-length"),
-        Schedule("column"),
+    rows = [
+        ("uniform", "w_t = 1", Schedule("uniform")),
+        ("linear", "w_t = t", Schedule("linear")),
+        ("front:G", "w_t = G^(t-1), front-loaded for G < 1", Schedule("front", 0.9)),
+        ("back:G:H", "w_t = G^(H-t), back-loaded to budget H", Schedule("back", 0.9, 30)),
+        ("endpoint", "w_t = 1 at the last observed step", Schedule("endpoint")),
+        ("per-length", "w_t = 1/T (T = observed length)", Schedule("per-length")),
+        ("column", "w_t from the log's 'weight' column", Schedule("column")),
     ]
-    return "\n".join(f"  {s.spec:<12} {s.formula:<40} {s.verdict.status}" for s in examples)
+    return "\n".join(f"  {spec:<11} {formula:<40} {s.verdict.status}" for spec, formula, s in rows)

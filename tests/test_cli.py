@@ -1,0 +1,107 @@
+"""The command line, run as a user runs it (a subprocess)."""
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+DEMO = ROOT / "demo_data"
+
+
+def run(*args, check_rc=None):
+    proc = subprocess.run([sys.executable, "-m", "tpsviz", *map(str, args)], cwd=ROOT,
+                          capture_output=True, text=True, timeout=120)
+    if check_rc is not None:
+        assert proc.returncode == check_rc, proc.stderr
+    return proc
+
+
+def test_help_documents_everything():
+    out = run("--help", check_rc=0).stdout
+    assert "score" in out and "trajectory_id" in out and "conf_<name>" in out
+    out = run("score", "--help", check_rc=0).stdout
+    for opt in ("--alpha", "--beta", "--schedule", "--censoring", "--eps", "--seed", "--json",
+                "--per-trajectory", "front:G", "back:G:H", "per-length", "endpoint", "column"):
+        assert opt in out, opt
+
+
+def test_table_output():
+    out = run("score", DEMO / "webshop-like.csv", check_rc=0).stdout
+    assert "higher is better, 0 is perfect" in out
+    assert "censoring: exact" in out  # default when q_z exists
+    assert "truthful" in out and "95% CI" in out
+    out = run("score", DEMO / "tau2-like.csv", "--schedule", "per-length", check_rc=0).stdout
+    assert "censoring: simple" in out and "not proper" in out
+
+
+def test_json_output_matches_core():
+    proc = run("score", DEMO / "tau2-like.csv", "--json", "--alpha", "1", "--beta", "1",
+               "--schedule", "front:0.9", "--seed", "3", check_rc=0)
+    obj = json.loads(proc.stdout)
+    assert obj["settings"]["alpha"] == 1.0 and obj["settings"]["schedule"] == "front:0.9"
+    keys = {"tps_mean", "tps_se", "tps_ci_low", "tps_ci_high", "tps_step_mean",
+            "n_trajectories", "n_censored", "n_clipped"}
+    for name, rec in obj["predictors"].items():
+        assert keys <= set(rec), name
+        assert rec["tps_ci_low"] <= rec["tps_mean"] <= rec["tps_ci_high"]
+    from tpsviz import ScoreSettings, compute_tps, load, parse_schedule
+    res = compute_tps(load(DEMO / "tau2-like.csv"),
+                      ScoreSettings(1, 1, parse_schedule("front:0.9"), "simple", seed=3))
+    for name, row in res.summary.iterrows():
+        assert obj["predictors"][name]["tps_mean"] == pytest.approx(row.tps_mean, rel=1e-12)
+        assert obj["predictors"][name]["tps_ci_low"] == pytest.approx(row.tps_ci_low, rel=1e-12)
+    # same seed, same output
+    assert run("score", DEMO / "tau2-like.csv", "--json", "--alpha", "1", "--beta", "1",
+               "--schedule", "front:0.9", "--seed", "3").stdout == proc.stdout
+
+
+def test_per_trajectory_csv(tmp_path):
+    out = tmp_path / "pt.csv"
+    run("score", DEMO / "webshop-like.csv", "--censoring", "complete", "--per-trajectory", out,
+        check_rc=0)
+    df = pd.read_csv(out)
+    assert list(df.columns) == ["trajectory_id", "predictor", "tps", "censored"]
+    assert not df["censored"].any()
+    run("score", DEMO / "webshop-like.csv", "--censoring", "simple", "--per-trajectory", out,
+        check_rc=0)
+    assert pd.read_csv(out)["censored"].any()
+
+
+@pytest.mark.parametrize("args,msg", [
+    (["score", "missing.csv"], "no such file"),
+    (["score", DEMO / "tau2-like.csv", "--alpha", "-1"], "greater than -1"),
+    (["score", DEMO / "tau2-like.csv", "--schedule", "front"], "front:G"),
+    (["score", DEMO / "tau2-like.csv", "--schedule", "column"], "'weight' column"),
+    (["score", DEMO / "tau2-like.csv", "--eps", "0.6"], "eps"),
+    (["score", DEMO / "tau2-like_truth.csv"], "missing required column"),
+])
+def test_bad_input_exit_2_without_traceback(args, msg):
+    proc = run(*args)
+    assert proc.returncode == 2
+    assert msg in proc.stderr
+    assert "Traceback" not in proc.stderr and proc.stdout == ""
+
+
+def test_bad_file_message_names_row_and_column(tmp_path):
+    bad = tmp_path / "bad.csv"
+    bad.write_text("trajectory_id,step,outcome,conf_v\nt1,1,1,0.5\nt1,2,1,oops\n")
+    proc = run("score", bad)
+    assert proc.returncode == 2
+    assert "bad.csv" in proc.stderr and "line 3" in proc.stderr and "conf_v" in proc.stderr
+
+
+def test_import_is_light():
+    code = ("import sys, tpsviz; bad = [m for m in ('streamlit', 'sklearn') if m in sys.modules];"
+            "print(','.join(bad))")
+    proc = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True)
+    assert proc.returncode == 0 and proc.stdout.strip() == "", proc.stdout
+
+
+def test_demo_data_command(tmp_path):
+    out = run("demo-data", "--out", tmp_path, check_rc=0).stdout
+    assert "tau2-like.csv" in out
+    assert (tmp_path / "webshop-like.csv").read_bytes() == (DEMO / "webshop-like.csv").read_bytes()
