@@ -180,3 +180,27 @@ def test_large_arrays_use_threads_consistently():
     small = np.concatenate([beta_score(p[i:i + 100_000], y[i:i + 100_000], 2.5, 0.7)
                             for i in range(0, p.size, 100_000)])
     np.testing.assert_array_equal(big, small)
+
+
+@pytest.mark.parametrize("a,b", [(2.5, 0.7), (0.5, 3.0), (-0.5, 2.0), (50.0, 50.0), (-0.99, 0.3),
+                                 (0.0, 2.0), (1e-5, 3.0), (7.0, -0.8)])
+def test_large_arrays_table_path_matches_exact(a, b):
+    """Large inputs go through the verified interpolation table: compare with the exact path."""
+    from tpsviz import _kernels
+    from tpsviz.scores import exact_branch
+
+    rng = np.random.default_rng(2)
+    u = rng.uniform(-27.6, 27.6, 60_000)
+    p = 1 / (1 + np.exp(-u))
+    p[:10] = [0.0, 1.0, 1e-13, 1 - 1e-13, 0.5, 1e-12, 1 - 1e-12, 0.25, 0.75, 1e-300]
+    y = rng.integers(0, 2, p.size)
+    assert p.size >= _kernels.TABLE_MIN
+    got = beta_score(p, y, a, b)
+    inner = (p > 0) & (p < 1)
+    exact = np.where(y == 1, exact_branch(p, 1 - p, 1, a, b), exact_branch(p, 1 - p, 0, a, b))
+    small = beta_score(p[:5000], y[:5000], a, b)  # below the table threshold: exact path
+    np.testing.assert_allclose(got[:5000], small, rtol=1e-9, atol=1e-295)
+    ok = inner & (np.abs(exact) > 1e-290)
+    np.testing.assert_allclose(got[ok], exact[ok], rtol=1e-9)
+    for i in rng.choice(np.flatnonzero(ok), 5, replace=False):
+        assert_close(got[i], ref_score(p[i], y[i], a, b), p[i], y[i], a, b)

@@ -47,8 +47,8 @@ class Estimate:
 def bootstrap_weights(n: int, n_boot: int, seed: int) -> Iterator[np.ndarray]:
     """Yield chunks of bootstrap resampling counts, shape (chunk, n).
 
-    Row r gives how often each of the n trajectories is drawn in replicate r (a multinomial
-    draw of n from n with equal probabilities). The same (n, n_boot, seed) always gives the
+    Row r gives how often each of the n trajectories is drawn in replicate r (n draws with
+    replacement, i.e. a multinomial draw of n from n with equal probabilities). The same (n, n_boot, seed) always gives the
     same replicates, so two predictors scored on the same runs are resampled identically
     (a paired bootstrap).
 
@@ -64,10 +64,12 @@ def bootstrap_weights(n: int, n_boot: int, seed: int) -> Iterator[np.ndarray]:
     rng = np.random.default_rng(seed)
     chunk = max(1, min(n_boot, _CHUNK_CELLS // max(n, 1)))
     done = 0
-    probs = np.full(n, 1.0 / n)
     while done < n_boot:
         m = min(chunk, n_boot - done)
-        yield rng.multinomial(n, probs, size=m).astype(np.float64)
+        # m resamples of n indices; per-row counts by one bincount over offset indices
+        idx = rng.integers(0, n, size=(m, n))
+        idx += (np.arange(m) * n)[:, None]
+        yield np.bincount(idx.ravel(), minlength=m * n).reshape(m, n).astype(np.float64)
         done += m
 
 

@@ -87,6 +87,16 @@ class TrajectoryData:
     notes: list[str] = field(default_factory=list)
 
     @property
+    def trajectory_ids(self) -> pd.Categorical:
+        """Trajectory ids in code order, as a categorical (cheap to select from; cached)."""
+        cached = self.__dict__.get("_ids")
+        if cached is None or len(cached) != len(self.trajectories):
+            ids = self.trajectories["trajectory_id"]
+            cached = pd.Categorical.from_codes(np.arange(len(ids)), categories=pd.Index(ids))
+            self.__dict__["_ids"] = cached
+        return cached
+
+    @property
     def n_trajectories(self) -> int:
         """Number of trajectories."""
         return len(self.trajectories)

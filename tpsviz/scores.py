@@ -21,11 +21,12 @@ parameter within ``_NEAR_ZERO`` of 0 uses a cubic interpolation in b across 0.
 
 from __future__ import annotations
 
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 import numpy as np
 from scipy import special
+
+from . import _kernels
 
 __all__ = [
     "PRESETS",
@@ -42,8 +43,6 @@ __all__ = [
 # |b| below this uses the interpolation branch of _lower_beta (measured: recurrence error
 # grows like 1e-16/|b|, interpolation error like |b|^4 * ln(1/(1-x))^4).
 _NEAR_ZERO = 1e-4
-# arrays at least this long are scored in two threads (scipy ufuncs release the GIL)
-_THREAD_MIN = 1_000_000
 
 
 @dataclass(frozen=True)
@@ -200,6 +199,16 @@ def _lower_beta(a: float, b: float, x: np.ndarray, xc: np.ndarray) -> np.ndarray
     return out
 
 
+def exact_branch(p: np.ndarray, q: np.ndarray, branch: int, alpha: float, beta: float) -> np.ndarray:
+    """S(p, branch) for p in (0, 1), given p and q = 1 - p both exactly (no closed forms).
+
+    S(p, 1) = -B(q; β+1, α) and S(p, 0) = -B(p; α+1, β).
+    """
+    if branch == 1:
+        return -_lower_beta(beta + 1.0, alpha, q, p)
+    return -_lower_beta(alpha + 1.0, beta, p, q)
+
+
 def _score_one(p: np.ndarray, alpha: float, beta: float) -> np.ndarray:
     """S(p, 1) for p in (0, 1)."""
     if alpha == 0.0 and beta == 0.0:
@@ -208,22 +217,20 @@ def _score_one(p: np.ndarray, alpha: float, beta: float) -> np.ndarray:
         return -0.5 * (1.0 - p) ** 2
     if alpha == -0.5 and beta == -0.5:
         return -2.0 * np.sqrt((1.0 - p) / p)
-    xc = p
-    x = 1.0 - p
-    # where p >= 0.5, 1 - p is exact; where p < 0.5, xc = p is exact and x is only used
-    # in a way insensitive to its rounding (see _betainc_lower)
-    return -_lower_beta(beta + 1.0, alpha, x, xc)
+    # where p >= 0.5, 1 - p is exact; where p < 0.5, p is exact and 1 - p is only used in
+    # a way insensitive to its rounding (see _betainc_lower)
+    return exact_branch(p, 1.0 - p, 1, alpha, beta)
 
 
 def _score_zero(p: np.ndarray, alpha: float, beta: float) -> np.ndarray:
-    """S(p, 0) for p in (0, 1), via the symmetry S(p, 0; α, β) = S(1-p, 1; β, α)."""
+    """S(p, 0) for p in (0, 1)."""
     if alpha == 0.0 and beta == 0.0:
         return np.log1p(-p)
     if alpha == 1.0 and beta == 1.0:
         return -0.5 * p**2
     if alpha == -0.5 and beta == -0.5:
         return -2.0 * np.sqrt(p / (1.0 - p))
-    return -_lower_beta(alpha + 1.0, beta, p, 1.0 - p)
+    return exact_branch(p, 1.0 - p, 0, alpha, beta)
 
 
 def _edge_values(alpha: float, beta: float) -> tuple[float, float, float, float]:
@@ -233,42 +240,27 @@ def _edge_values(alpha: float, beta: float) -> tuple[float, float, float, float]
     return s01, 0.0, 0.0, s10
 
 
-def _threaded(fn, p: np.ndarray, alpha: float, beta: float) -> np.ndarray:
-    if p.size < _THREAD_MIN:
-        return fn(p, alpha, beta)
-    out = np.empty_like(p)
-    bounds = np.linspace(0, p.size, 3).astype(int)
-
-    def run(i: int) -> None:
-        out[bounds[i]: bounds[i + 1]] = fn(p[bounds[i]: bounds[i + 1]], alpha, beta)
-
-    with ThreadPoolExecutor(2) as ex:
-        list(ex.map(run, range(2)))
-    return out
+def _flat_inputs(p, y) -> tuple[np.ndarray, np.ndarray, tuple]:
+    p = np.asarray(p, dtype=float)
+    y = np.asarray(y)
+    if p.shape != y.shape:
+        p, y = np.broadcast_arrays(p, y)
+    shape = p.shape
+    return np.ascontiguousarray(p).ravel(), np.ascontiguousarray(y).ravel(), shape
 
 
-def _apply(fn, p: np.ndarray, alpha: float, beta: float, at0: float, at1: float) -> np.ndarray:
-    out = np.full(p.shape, np.nan)
-    inner = (p > 0.0) & (p < 1.0)
-    if inner.all():
-        return _threaded(fn, p, alpha, beta)
-    if inner.any():
-        out[inner] = _threaded(fn, p[inner], alpha, beta)
-    out[p == 0.0] = at0
-    out[p == 1.0] = at1
-    return out
-
-
-def _as_prob(p) -> np.ndarray:
-    arr = np.asarray(p, dtype=float)
-    bad = ~((arr >= 0.0) & (arr <= 1.0))
-    if bad.any():
-        first = arr[bad].flat[0]
+def _score_flat(p: np.ndarray, y: np.ndarray, alpha: float, beta: float) -> np.ndarray:
+    try:
+        return _kernels.score(p, y, alpha, beta, _score_one, _score_zero,
+                              _edge_values(alpha, beta), exact_branch)
+    except _kernels.BadForecast:
+        bad = ~((p >= 0.0) & (p <= 1.0))
         raise ValueError(
             f"forecasts must be probabilities in [0, 1]; {int(bad.sum())} value(s) are not "
-            f"(first: {first!r})"
-        )
-    return arr
+            f"(first: {p[bad][0]!r})"
+        ) from None
+    except _kernels.BadOutcome:
+        raise ValueError("outcomes y must be 0 or 1") from None
 
 
 def beta_score_pair(p, alpha: float = 0.0, beta: float = 0.0) -> tuple[np.ndarray, np.ndarray]:
@@ -288,12 +280,10 @@ def beta_score_pair(p, alpha: float = 0.0, beta: float = 0.0) -> tuple[np.ndarra
         score is unbounded at p = 0 or p = 1.
     """
     alpha, beta = validate_alpha_beta(alpha, beta)
-    p = _as_prob(p)
-    s01, s11, s00, s10 = _edge_values(alpha, beta)
-    flat = p.ravel()
-    s1 = _apply(_score_one, flat, alpha, beta, s01, s11).reshape(p.shape)
-    s0 = _apply(_score_zero, flat, alpha, beta, s00, s10).reshape(p.shape)
-    return s1, s0
+    pf, _, shape = _flat_inputs(p, 0)
+    s1 = _score_flat(pf, np.ones(pf.size), alpha, beta)
+    s0 = _score_flat(pf, np.zeros(pf.size), alpha, beta)
+    return s1.reshape(shape), s0.reshape(shape)
 
 
 def beta_score(p, y, alpha: float = 0.0, beta: float = 0.0) -> np.ndarray:
@@ -319,6 +309,12 @@ def beta_score(p, y, alpha: float = 0.0, beta: float = 0.0) -> np.ndarray:
     ValueError
         If α or β <= -1, if p leaves [0, 1], or if y is not 0/1.
 
+    Notes
+    -----
+    Relative error <= 1e-9 against a 40-digit reference for p in [1e-12, 1 - 1e-12] and
+    α, β in (-1, 50]. Large arrays are scored in blocks on two threads; general (α, β) then
+    use a verified interpolation table (see :mod:`tpsviz._kernels`).
+
     Examples
     --------
     >>> float(beta_score(0.8, 1, 0, 0))  # log score: ln 0.8
@@ -327,20 +323,8 @@ def beta_score(p, y, alpha: float = 0.0, beta: float = 0.0) -> np.ndarray:
     -0.32000000000000006
     """
     alpha, beta = validate_alpha_beta(alpha, beta)
-    p = _as_prob(p)
-    y = np.asarray(y)
-    p, y = np.broadcast_arrays(p, y)
-    yf = y.astype(float)
-    if not np.isin(yf, (0.0, 1.0)).all():
-        raise ValueError("outcomes y must be 0 or 1")
-    out = np.empty(p.shape)
-    ones = yf == 1.0
-    s01, s11, s00, s10 = _edge_values(alpha, beta)
-    if ones.any():
-        out[ones] = _apply(_score_one, p[ones], alpha, beta, s01, s11)
-    if (~ones).any():
-        out[~ones] = _apply(_score_zero, p[~ones], alpha, beta, s00, s10)
-    return out
+    pf, yf, shape = _flat_inputs(p, y)
+    return _score_flat(pf, yf, alpha, beta).reshape(shape)
 
 
 def expected_score(p, q, alpha: float = 0.0, beta: float = 0.0) -> np.ndarray:

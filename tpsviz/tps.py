@@ -201,27 +201,32 @@ def _align_qz(data: TrajectoryData, q_z) -> np.ndarray:
     return arr
 
 
-def _score_rows(p: np.ndarray, y: np.ndarray, q: np.ndarray, alpha: float, beta: float) -> np.ndarray:
-    """Score for each row: S(p, y) for complete rows (y in {0,1}); q·S(p,1) + (1-q)·S(p,0)
-    for censored rows (y NaN, q in [0,1]). NaN p gives NaN."""
-    out = np.full(p.shape, np.nan)
-    ok = ~np.isnan(p)
-    cens = ok & np.isnan(y)
-    need1 = ok & ((y == 1) | (cens & (q > 0)))
-    need0 = ok & ((y == 0) | (cens & (q < 1)))
-    s1 = np.zeros(p.shape)
-    s0 = np.zeros(p.shape)
-    if need1.any():
-        s1[need1] = beta_score(p[need1], 1, alpha, beta)
-    if need0.any():
-        s0[need0] = beta_score(p[need0], 0, alpha, beta)
-    comp = ok & ~cens
-    out[comp] = np.where(y[comp] == 1, s1[comp], s0[comp])
-    qc = q[cens]
-    with np.errstate(invalid="ignore"):
-        out[cens] = (np.where(qc > 0, qc * s1[cens], 0.0)
-                     + np.where(qc < 1, (1.0 - qc) * s0[cens], 0.0))
+def _score_rows(p: np.ndarray, y: np.ndarray, q: np.ndarray, censored_rows: np.ndarray | None,
+                alpha: float, beta: float) -> np.ndarray:
+    """Score of each row with a forecast p (no NaN): S(p, y) for complete rows;
+    q·S(p,1) + (1-q)·S(p,0) for the censored rows (``censored_rows`` mask, or None if none)."""
+    if censored_rows is None:
+        return beta_score(p, y, alpha, beta)
+    out = np.empty(p.shape)
+    comp = ~censored_rows
+    if comp.any():
+        out[comp] = beta_score(p[comp], y[comp], alpha, beta)
+    pc, qc = p[censored_rows], q[censored_rows]
+    s = np.zeros(pc.shape)
+    some1, some0 = qc > 0, qc < 1
+    if some1.any():
+        s[some1] += qc[some1] * beta_score(pc[some1], 1, alpha, beta)
+    if some0.any():
+        s[some0] += (1.0 - qc[some0]) * beta_score(pc[some0], 0, alpha, beta)
+    out[censored_rows] = s
     return out
+
+
+def _sum_by_run(values: np.ndarray, starts: np.ndarray) -> np.ndarray:
+    """Per-trajectory sums of step values (rows sorted by trajectory, every run non-empty)."""
+    if values.size == 0:
+        return np.zeros(starts.size)
+    return np.add.reduceat(values, starts)
 
 
 def _bootstrap_columns(values: np.ndarray, valid: np.ndarray, settings: ScoreSettings):
@@ -229,9 +234,9 @@ def _bootstrap_columns(values: np.ndarray, valid: np.ndarray, settings: ScoreSet
     n, k = values.shape
     lo = np.full(k, np.nan)
     hi = np.full(k, np.nan)
-    finite = np.array([np.isfinite(values[valid[:, j], j]).all() for j in range(k)])
     if settings.n_boot <= 0 or n < 2:
         return lo, hi
+    finite = np.array([np.isfinite(values[valid[:, j], j]).all() for j in range(k)])
     v = np.where(valid, values, 0.0)
     v[~np.isfinite(v)] = 0.0
     m = valid.astype(float)
@@ -281,52 +286,106 @@ def compute_tps(
     if unknown:
         raise ValueError(f"unknown predictor(s) {unknown}; the log has {data.predictors}")
     traj = data.trajectories
-    codes = data.steps["traj"].to_numpy()
     n_traj = len(traj)
     cens_t = traj["censored"].to_numpy()
     q_t, fallback_t = _qz_per_trajectory(data, settings.censoring, q_z)
-    in_scope_t = ~cens_t if settings.censoring == "complete" else np.ones(n_traj, bool)
-    in_scope = in_scope_t[codes]
+    complete_case = settings.censoring == "complete"
+    in_scope_t = ~cens_t if complete_case else np.ones(n_traj, bool)
+    lengths = traj["length"].to_numpy()
+    starts = np.r_[0, np.cumsum(lengths)[:-1]].astype(np.int64)
+    # rows in scope, in trajectory order (complete-case drops the censored runs' rows)
+    codes_all = data.steps["traj"].to_numpy()
+    rows_in = in_scope_t[codes_all] if complete_case and cens_t.any() else None
+    codes = codes_all if rows_in is None else codes_all[rows_in]
+    scope_len = lengths * in_scope_t
+    scope_starts = np.r_[0, np.cumsum(scope_len)[:-1]].astype(np.int64)
+    has_rows = scope_len > 0
     y = traj["outcome"].to_numpy(dtype=float)[codes]
-    q = q_t[codes]
-    w = step_weights(data, settings.schedule)
+    cens_rows = cens_t[codes] if (cens_t[in_scope_t].any()) else None
+    q = q_t[codes] if cens_rows is not None else None
+    unit_w = settings.schedule.name == "uniform"
+    if unit_w:
+        w = None
+        zero_w = False
+    else:
+        w_all = step_weights(data, settings.schedule)
+        w = w_all if rows_in is None else w_all[rows_in]
+        zero_w = bool((w == 0).any())
+    ids = data.trajectory_ids
 
+    def by_run(values: np.ndarray) -> np.ndarray:
+        out = np.zeros(n_traj)
+        out[has_rows] = _sum_by_run(values, scope_starts[has_rows])
+        return out
+
+    wsum_all = scope_len.astype(float) if unit_w else by_run(w)
     rows, per_traj, scores = [], [], {}
     tps_cols, valid_cols = [], []
     for name in names:
-        p_raw = data.forecasts(name)
-        p = np.where(in_scope, p_raw, np.nan)
-        present = ~np.isnan(p)
-        pc = p.copy()
-        pc[present], n_clipped = clip_forecasts(p[present], settings.eps)
-        s = _score_rows(pc, y, q, settings.alpha, settings.beta)
-        scores[name] = (s, pc)
-        with np.errstate(invalid="ignore"):
-            contrib = np.where(present, np.where(w == 0, 0.0, w * s), 0.0)
-        tps = np.bincount(codes, weights=contrib, minlength=n_traj)
-        # -inf contributions: bincount sums them to -inf (or NaN with +inf); keep -inf explicit
-        neg_inf = np.bincount(codes, weights=np.isneginf(contrib), minlength=n_traj) > 0
-        tps[neg_inf] = -np.inf
-        n_scored = np.bincount(codes, weights=present, minlength=n_traj).astype(int)
-        wsum = np.bincount(codes, weights=np.where(present, w, 0.0), minlength=n_traj)
+        p_all = data.forecasts(name)
+        p = p_all if rows_in is None else p_all[rows_in]
+        eps = float(settings.eps)
+        lo, hi = (float(p.min()), float(p.max())) if p.size else (0.5, 0.5)
+        if lo >= eps and hi <= 1.0 - eps:  # the common case: nothing missing, nothing to clip
+            missing, n_missing, n_clipped, pc = None, 0, 0, p
+        else:
+            missing = np.isnan(p)
+            n_missing = int(missing.sum())
+            if eps > 0:
+                n_clipped = int(np.count_nonzero(p < eps) + np.count_nonzero(p > 1.0 - eps))
+                pc = np.clip(p, eps, 1.0 - eps)
+            else:
+                n_clipped, pc = 0, p
+        if n_missing:
+            present = ~missing
+            s = np.full(p.shape, np.nan)
+            s[present] = _score_rows(pc[present], y[present], None if q is None else q[present],
+                                     None if cens_rows is None else cens_rows[present],
+                                     settings.alpha, settings.beta)
+        else:
+            s = _score_rows(pc, y, q, cens_rows, settings.alpha, settings.beta)
+        if unit_w:
+            contrib = s
+        else:
+            with np.errstate(invalid="ignore"):
+                contrib = w * s
+            if zero_w:  # w = 0 with S = -inf contributes 0, not NaN
+                contrib[w == 0] = 0.0
+        if n_missing:
+            contrib = np.where(missing, 0.0, contrib)
+            n_scored = by_run((~missing).astype(float)).astype(int)
+            wsum = by_run(np.where(missing, 0.0, 1.0 if unit_w else w))
+        else:
+            n_scored = scope_len
+            wsum = wsum_all
+        tps = by_run(contrib)
+        if rows_in is None:
+            scores[name] = (s, pc)
+        else:
+            s_full = np.full(p_all.shape, np.nan)
+            pc_full = np.full(p_all.shape, np.nan)
+            s_full[rows_in], pc_full[rows_in] = s, pc
+            scores[name] = (s_full, pc_full)
         valid = in_scope_t & (n_scored > 0)
-        tps_cols.append(np.where(valid, tps, np.nan))
+        all_valid = bool(valid.all())
+        tps_cols.append(tps if all_valid else np.where(valid, tps, np.nan))
         valid_cols.append(valid)
+        sel = slice(None) if all_valid else valid
         per_traj.append(pd.DataFrame({
-            "trajectory_id": traj["trajectory_id"].to_numpy()[valid],
-            "traj": np.flatnonzero(valid),
+            "trajectory_id": ids[sel],
+            "traj": np.arange(n_traj)[sel],
             "predictor": name,
-            "tps": tps[valid],
-            "censored": cens_t[valid],
-            "n_scored": n_scored[valid],
-            "weight_sum": wsum[valid],
-            "q_z_used": q_t[valid],
+            "tps": tps[sel],
+            "censored": cens_t[sel],
+            "n_scored": n_scored[sel],
+            "weight_sum": wsum[sel],
+            "q_z_used": q_t[sel],
         }))
-        v = tps[valid]
-        n = int(valid.sum())
+        v = tps[sel]
+        n = int(v.size)
         mean = float(v.mean()) if n else np.nan
         se = float(v.std(ddof=1) / np.sqrt(n)) if n >= 2 and np.isfinite(mean) else np.nan
-        wtot = float(wsum[valid].sum())
+        wtot = float(wsum[sel].sum())
         rows.append({
             "predictor": name,
             "tps_mean": mean,
@@ -336,11 +395,11 @@ def compute_tps(
             "tps_step_mean": float(v.sum() / wtot) if wtot > 0 else np.nan,
             "n_trajectories": n,
             "n_censored": int((valid & cens_t).sum()),
-            "n_steps": int(present.sum()),
-            "n_missing": int((in_scope & np.isnan(p_raw)).sum()),
+            "n_steps": int(p.size - n_missing),
+            "n_missing": n_missing,
             "n_clipped": n_clipped,
             "n_qz_fallback": int((valid & fallback_t).sum()),
-            "n_excluded_censored": int(cens_t.sum()) if settings.censoring == "complete" else 0,
+            "n_excluded_censored": int(cens_t.sum()) if complete_case else 0,
             "n_no_forecast": int((in_scope_t & (n_scored == 0)).sum()),
         })
     summary = pd.DataFrame(rows).set_index("predictor")

@@ -1,0 +1,534 @@
+"""The usual metrics TPS is compared with, and their trajectory-bootstrap uncertainty.
+
+All functions work on arrays of (trajectory, step) rows: forecasts ``p`` in [0, 1], outcomes
+``y`` in {0, 1}, and, where the trajectory matters, ``groups``: one integer trajectory code per
+row. Rows are pooled over steps unless the caller passes a subset (e.g. the final step of each
+run for the "final" variants).
+
+- ``auroc``: area under the ROC curve, P(F_pos > F_neg) + ½ P(F_pos = F_neg), ties pooled.
+- ``auprc``: average precision Σ_k (R_k − R_{k−1}) P_k over the distinct thresholds, as
+  scikit-learn's ``average_precision_score``.
+- ``tece``: trajectory ECE, Σ_k (n_k / n) |mean F_k − mean Y_k| over bins of F.
+- ``scalarised_score``: the beta-family score S_{α,β}(Φ(F_1:T), Y) of one scalar per run.
+
+Both rank metrics are invariant under increasing transforms of F and the ECE is blind to
+resolution inside a bin (DESIGN §2.4): that is why the product shows them next to TPS.
+
+Inference resamples whole trajectories (``tpsviz.inference.bootstrap_weights``): a replicate
+gives every row the resampling count of its trajectory as a weight, so AUROC of a replicate is
+a weighted AUROC. ``bootstrap_metric`` and ``paired_metric_difference`` evaluate every
+replicate without materialising the resampled data.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from tpsviz.inference import DEFAULT_SEED, Estimate, bootstrap_weights
+from tpsviz.scores import beta_score
+
+__all__ = [
+    "METRICS",
+    "PairedMetric",
+    "auroc",
+    "auprc",
+    "tece",
+    "bin_edges",
+    "bin_index",
+    "scalarised_score",
+    "metric_replicates",
+    "bootstrap_metric",
+    "paired_metric_difference",
+]
+
+METRICS = ("auroc", "auprc", "tece")
+_STRATEGIES = ("uniform", "quantile")
+# the dense (trajectory × distinct value) path of the AUROC bootstrap is used up to this size
+_DENSE_CELLS = 8_000_000
+
+
+# --------------------------------------------------------------------------- validation
+def _check_xy(p, y, sample_weight=None):
+    p = np.asarray(p, dtype=float).ravel()
+    y = np.asarray(y, dtype=float).ravel()
+    if p.shape != y.shape:
+        raise ValueError(f"forecasts and outcomes differ in length ({p.size} vs {y.size})")
+    if p.size == 0:
+        raise ValueError("no rows to evaluate")
+    if not ((p >= 0) & (p <= 1)).all():
+        raise ValueError("forecasts must be probabilities in [0, 1] (no NaN)")
+    if not np.isin(y, (0.0, 1.0)).all():
+        raise ValueError("outcomes y must be 0 or 1 (censored rows must be removed first)")
+    if sample_weight is None:
+        return p, y, None
+    w = np.asarray(sample_weight, dtype=float).ravel()
+    if w.shape != p.shape:
+        raise ValueError(f"sample_weight has {w.size} values for {p.size} rows")
+    if not (np.isfinite(w).all() and (w >= 0).all()):
+        raise ValueError("sample_weight must be finite and non-negative")
+    return p, y, w
+
+
+def _check_groups(groups, n_rows: int) -> tuple[np.ndarray, int]:
+    """Re-code trajectory codes to 0..n-1 in increasing order of the original codes."""
+    g = np.asarray(groups).ravel()
+    if g.size != n_rows:
+        raise ValueError(f"groups has {g.size} values for {n_rows} rows")
+    if not np.issubdtype(g.dtype, np.integer):
+        raise ValueError("groups must be integer trajectory codes")
+    codes, inv = np.unique(g, return_inverse=True)
+    return inv.astype(np.intp), codes.size
+
+
+# --------------------------------------------------------------------------- rank metrics
+def _value_groups(p: np.ndarray):
+    """Sort order, index of each sorted row's distinct value, number of distinct values."""
+    order = np.argsort(p, kind="stable")
+    ps = p[order]
+    new = np.empty(ps.size, dtype=bool)
+    new[0] = True
+    np.not_equal(ps[1:], ps[:-1], out=new[1:])
+    key = np.cumsum(new) - 1
+    return order, key, int(key[-1]) + 1
+
+
+def auroc(p, y, sample_weight=None) -> float:
+    """Area under the ROC curve, ties between the classes counted ½.
+
+    AUROC = Σ_{i: y_i=1} Σ_{j: y_j=0} w_i w_j (1{p_i > p_j} + ½ 1{p_i = p_j}) / (W_1 W_0).
+
+    Parameters
+    ----------
+    p : array_like
+        Forecasts (any score that ranks; here probabilities in [0, 1]).
+    y : array_like
+        Outcomes 0/1.
+    sample_weight : array_like, optional
+        Non-negative row weights (integer weights equal repeating rows).
+
+    Returns
+    -------
+    float
+        In [0, 1]; 0.5 for an uninformative ranking.
+
+    Raises
+    ------
+    ValueError
+        If both classes are not present (with positive weight).
+    """
+    p, y, w = _check_xy(p, y, sample_weight)
+    w = np.ones_like(p) if w is None else w
+    order, key, k = _value_groups(p)
+    ys, ws = y[order], w[order]
+    pos = np.bincount(key, weights=ws * ys, minlength=k)
+    neg = np.bincount(key, weights=ws * (1.0 - ys), minlength=k)
+    w1, w0 = pos.sum(), neg.sum()
+    if w1 <= 0 or w0 <= 0:
+        raise ValueError("AUROC is undefined: outcomes contain only one class")
+    below = np.cumsum(neg) - neg
+    return float(pos @ (below + 0.5 * neg) / (w1 * w0))
+
+
+def auprc(p, y, sample_weight=None) -> float:
+    """Average precision, the step-wise area under the precision–recall curve.
+
+    AP = Σ_k (R_k − R_{k−1}) P_k over the distinct forecast values taken as thresholds in
+    decreasing order (no interpolation), as ``sklearn.metrics.average_precision_score``.
+
+    Parameters
+    ----------
+    p, y, sample_weight
+        As in :func:`auroc`.
+
+    Returns
+    -------
+    float
+        In [0, 1]; the base rate for an uninformative ranking.
+
+    Raises
+    ------
+    ValueError
+        If there is no positive outcome.
+    """
+    p, y, w = _check_xy(p, y, sample_weight)
+    w = np.ones_like(p) if w is None else w
+    order, key, k = _value_groups(-p)
+    ys, ws = y[order], w[order]
+    tp = np.cumsum(np.bincount(key, weights=ws * ys, minlength=k))
+    fp = np.cumsum(np.bincount(key, weights=ws * (1.0 - ys), minlength=k))
+    if tp[-1] <= 0:
+        raise ValueError("average precision is undefined: no positive outcome")
+    return _ap_from_counts(tp, fp)
+
+
+def _ap_from_counts(tp: np.ndarray, fp: np.ndarray) -> float:
+    recall_step = np.diff(tp, prepend=0.0) / tp[-1]
+    with np.errstate(invalid="ignore", divide="ignore"):
+        precision = np.where(tp + fp > 0, tp / (tp + fp), 0.0)
+    return float(recall_step @ precision)
+
+
+# --------------------------------------------------------------------------- binned calibration
+def bin_edges(p, n_bins: int = 10, strategy: str = "uniform") -> np.ndarray:
+    """Edges of the forecast bins used by the T-ECE and the reliability diagram.
+
+    Parameters
+    ----------
+    p : array_like
+        Forecasts in [0, 1] (only used by the quantile strategy).
+    n_bins : int
+        Number of bins, >= 1.
+    strategy : {"uniform", "quantile"}
+        "uniform": equal-width bins on [0, 1]; "quantile": equal-mass bins at the empirical
+        quantiles of ``p`` (repeated values can make some bins empty).
+
+    Returns
+    -------
+    ndarray
+        ``n_bins + 1`` non-decreasing edges from 0 (or min p) to 1 (or max p).
+    """
+    if isinstance(n_bins, bool) or not isinstance(n_bins, (int, np.integer)) or n_bins < 1:
+        raise ValueError(f"n_bins must be an integer >= 1, got {n_bins!r}")
+    if strategy == "uniform":
+        # k / n_bins exactly (np.linspace gives 0.7000000000000001 for k=7, n=10, which
+        # would put a forecast of 0.7 into the bin below)
+        return np.arange(int(n_bins) + 1) / int(n_bins)
+    if strategy == "quantile":
+        p = np.asarray(p, dtype=float).ravel()
+        if p.size == 0:
+            raise ValueError("no forecasts to take quantiles of")
+        return np.quantile(p, np.linspace(0.0, 1.0, int(n_bins) + 1))
+    raise ValueError(f"strategy must be one of {_STRATEGIES}, got {strategy!r}")
+
+
+def bin_index(p, edges: np.ndarray) -> np.ndarray:
+    """Bin of each forecast: bin k holds edges[k] <= p < edges[k+1]; the last bin is closed."""
+    k = len(edges) - 1
+    return np.clip(np.searchsorted(edges, p, side="right") - 1, 0, k - 1)
+
+
+def tece(p, y, n_bins: int = 10, strategy: str = "uniform", sample_weight=None) -> float:
+    """Trajectory expected calibration error over (trajectory, step) rows.
+
+    T-ECE = Σ_k (n_k / n) |mean_k F − mean_k Y| = Σ_k |Σ_{i in k} (F_i − Y_i)| / n.
+
+    Parameters
+    ----------
+    p, y : array_like
+        Forecasts in [0, 1] and 0/1 outcomes, one per row.
+    n_bins : int
+        Number of bins (>= 1).
+    strategy : {"uniform", "quantile"}
+        Equal-width or equal-mass bins (see :func:`bin_edges`).
+    sample_weight : array_like, optional
+        Row weights (n_k and the means become weighted).
+
+    Returns
+    -------
+    float
+        In [0, 1]; 0 means every bin's mean forecast equals its outcome rate (which does not
+        mean the forecasts are informative, DESIGN §2.4).
+    """
+    p, y, w = _check_xy(p, y, sample_weight)
+    w = np.ones_like(p) if w is None else w
+    edges = bin_edges(p, n_bins, strategy)
+    b = bin_index(p, edges)
+    gap = np.bincount(b, weights=w * (p - y), minlength=n_bins)
+    return float(np.abs(gap).sum() / w.sum())
+
+
+# --------------------------------------------------------------------------- scalarised scores
+def scalarised_score(p, y, groups, phi: str = "last", alpha: float = 0.0,
+                     beta: float = 0.0) -> np.ndarray:
+    """Beta-family score of one scalar summary Φ(F_1:T) per trajectory.
+
+    Parameters
+    ----------
+    p, y : array_like
+        Forecasts and 0/1 outcomes per row; y must be constant within a trajectory.
+    groups : array_like of int
+        Trajectory code of each row. Rows are assumed sorted by step within a trajectory
+        (only ``phi="last"`` depends on the order).
+    phi : {"last", "mean", "min"}
+        The summary: final forecast, mean forecast, or minimum forecast of the run.
+    alpha, beta : float
+        Beta-family parameters ((0, 0) log score, (1, 1) half Brier).
+
+    Returns
+    -------
+    ndarray
+        S_{α,β}(Φ(F_1:T_i), Y_i) for each trajectory, in increasing order of the codes.
+        Strictly proper only for the scalar Φ, not for the trace (DESIGN §2.4).
+    """
+    p, y, _ = _check_xy(p, y)
+    g, n = _check_groups(groups, p.size)
+    counts = np.bincount(g, minlength=n)
+    y_sum = np.bincount(g, weights=y, minlength=n)
+    if not np.all((y_sum == 0) | (y_sum == counts)):
+        raise ValueError("the outcome must be constant within each trajectory")
+    if phi == "last":
+        last = np.full(n, -1)
+        np.maximum.at(last, g, np.arange(g.size))
+        f = p[last]
+    elif phi == "mean":
+        f = np.bincount(g, weights=p, minlength=n) / counts
+    elif phi == "min":
+        f = np.full(n, np.inf)
+        np.minimum.at(f, g, p)
+    else:
+        raise ValueError(f"phi must be 'last', 'mean' or 'min', got {phi!r}")
+    return beta_score(np.clip(f, 0.0, 1.0), (y_sum > 0).astype(float), alpha, beta)
+
+
+# --------------------------------------------------------------------------- bootstrap
+class _AurocStat:
+    """Weighted AUROC of many trajectory-weight vectors, sharing one sort.
+
+    Dense path (few distinct values): per-value positive/negative weights are one matrix
+    product of the weights with a (trajectory × value) count table. Row path: with rows
+    sorted by (p, y), U = Σ_pos rw_i C_i − (W_1² + Σ_pos rw_i²)/2 − ½ Σ_ties P_k N_k, with
+    C_i the inclusive cumulative weight; every quantity is an integer, so it is exact
+    (the weights must be integer resampling counts).
+    """
+
+    def __init__(self, p, y, g, n):
+        order = np.lexsort((y, p))
+        ps, ys, gs = p[order], y[order], g[order]
+        new = np.empty(ps.size, dtype=bool)
+        new[0] = True
+        np.not_equal(ps[1:], ps[:-1], out=new[1:])
+        key = np.cumsum(new) - 1
+        k = int(key[-1]) + 1
+        pos = ys == 1
+        self.npos = np.bincount(gs[pos], minlength=n).astype(float)
+        self.nneg = np.bincount(gs[~pos], minlength=n).astype(float)
+        self.dense = None
+        if 2 * k * n <= _DENSE_CELLS:
+            table = np.zeros((n, 2 * k))
+            np.add.at(table, (gs, key + k * (~pos)), 1.0)
+            self.dense, self.k = table, k
+            return
+        self.gs, self.posi = gs, pos.astype(np.int64)
+        npk = np.bincount(key, weights=pos, minlength=k)
+        nnk = np.bincount(key, minlength=k) - npk
+        mixed = ((npk > 0) & (nnk > 0))[key]
+        self.tie_g, self.tie_pos = gs[mixed], pos[mixed]
+        _, self.tie_key = np.unique(key[mixed], return_inverse=True)
+
+    def __call__(self, wc: np.ndarray) -> np.ndarray:
+        w1, w0 = wc @ self.npos, wc @ self.nneg
+        if self.dense is not None:
+            pn = wc @ self.dense
+            pos, neg = pn[:, : self.k], pn[:, self.k:]
+            below = np.cumsum(neg, axis=1) - neg
+            u = np.einsum("ij,ij->i", pos, below + 0.5 * neg)
+        else:
+            u = np.empty(wc.shape[0])
+            sq = (wc * wc) @ self.npos
+            # bootstrap counts are integers: exact integer sums, twice as fast as float64;
+            # buffers are reused (fresh multi-MB arrays per replicate cost page faults)
+            rw, c = np.empty(self.gs.size, np.int32), np.empty(self.gs.size, np.int64)
+            for r, w in enumerate(wc.astype(np.int32)):
+                np.take(w, self.gs, out=rw)
+                np.cumsum(rw, out=c, dtype=np.int64)
+                np.multiply(c, rw, out=c)
+                u[r] = float(np.dot(c, self.posi))
+                if self.tie_g.size:
+                    tw = w.take(self.tie_g)
+                    pk = np.bincount(self.tie_key, weights=tw * self.tie_pos)
+                    nk = np.bincount(self.tie_key, weights=tw * ~self.tie_pos)
+                    u[r] -= 0.5 * (pk @ nk)
+            u -= 0.5 * (w1 * w1 + sq)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            return u / (w1 * w0)
+
+
+class _AuprcStat:
+    """Weighted average precision per weight vector (rows sorted once by decreasing p)."""
+
+    def __init__(self, p, y, g, n):
+        order, key, k = _value_groups(-p)
+        self.gs, self.ys, self.key, self.k = g[order], y[order], key, k
+        self.last = np.flatnonzero(np.r_[key[1:] != key[:-1], True])
+
+    def __call__(self, wc: np.ndarray) -> np.ndarray:
+        out = np.empty(wc.shape[0])
+        rw, c = np.empty(self.gs.size), np.empty(self.gs.size)
+        for r, w in enumerate(wc):
+            np.take(w, self.gs, out=rw)
+            np.cumsum(rw, out=c)
+            fp = c[self.last]
+            np.multiply(rw, self.ys, out=rw)
+            np.cumsum(rw, out=c)
+            tp = c[self.last]
+            fp -= tp
+            out[r] = _ap_from_counts(tp, fp) if tp[-1] > 0 else np.nan
+        return out
+
+
+class _TeceStat:
+    """Weighted T-ECE per weight vector; bins fixed at the full-sample edges."""
+
+    def __init__(self, p, y, g, n, n_bins, strategy):
+        b = bin_index(p, bin_edges(p, n_bins, strategy))
+        self.gap = np.zeros((n, n_bins))
+        np.add.at(self.gap, (g, b), p - y)
+        self.count = np.bincount(g, minlength=n).astype(float)
+
+    def __call__(self, wc: np.ndarray) -> np.ndarray:
+        return np.abs(wc @ self.gap).sum(axis=1) / (wc @ self.count)
+
+
+def _statistic(metric, p, y, g, n, n_bins, strategy):
+    if metric == "auroc":
+        return _AurocStat(p, y, g, n)
+    if metric == "auprc":
+        return _AuprcStat(p, y, g, n)
+    if metric == "tece":
+        return _TeceStat(p, y, g, n, n_bins, strategy)
+    raise ValueError(f"metric must be one of {METRICS}, got {metric!r}")
+
+
+def _point(metric, p, y, n_bins, strategy) -> float:
+    if metric == "auroc":
+        return auroc(p, y)
+    if metric == "auprc":
+        return auprc(p, y)
+    return tece(p, y, n_bins, strategy)
+
+
+def metric_replicates(metric: str, forecasts, y, groups, n_boot: int = 2000,
+                      seed: int = DEFAULT_SEED, n_bins: int = 10,
+                      strategy: str = "uniform") -> np.ndarray:
+    """Bootstrap replicates of a metric, resampling whole trajectories.
+
+    Parameters
+    ----------
+    metric : {"auroc", "auprc", "tece"}
+    forecasts : array_like or sequence of array_like
+        One forecast array, or several (predictors on the same rows): all are evaluated on
+        the same replicates (a paired bootstrap).
+    y, groups : array_like
+        Outcomes and trajectory codes per row. Trajectories are the distinct codes in
+        increasing order; with codes 0..n-1 all present, replicate r draws the same
+        trajectories as ``bootstrap_weights(n, n_boot, seed)`` does anywhere else.
+    n_boot : int
+        Number of replicates.
+    seed : int
+        Seed of the replicates.
+    n_bins, strategy
+        T-ECE binning; bin edges are fixed at the full-sample edges in every replicate.
+
+    Returns
+    -------
+    ndarray
+        Shape (n_boot,) for one forecast array, (n_predictors, n_boot) for several. NaN for
+        a replicate where the metric is undefined (e.g. one class only).
+    """
+    single = np.ndim(forecasts) == 1 or np.isscalar(forecasts)
+    arrays = [forecasts] if single else list(forecasts)
+    checked = [_check_xy(f, y)[:2] for f in arrays]
+    yv = checked[0][1]
+    g, n = _check_groups(groups, yv.size)
+    stats = [_statistic(metric, pv, yv, g, n, n_bins, strategy) for pv, _ in checked]
+    reps = [[] for _ in stats]
+    for wc in bootstrap_weights(n, int(n_boot), seed):
+        for out, stat in zip(reps, stats):
+            out.append(stat(wc))
+    res = np.array([np.concatenate(r) if r else np.empty(0) for r in reps])
+    return res[0] if single else res
+
+
+def bootstrap_metric(metric: str, p, y, groups, n_boot: int = 2000, seed: int = DEFAULT_SEED,
+                     level: float = 0.95, n_bins: int = 10,
+                     strategy: str = "uniform") -> Estimate:
+    """A metric with its trajectory-bootstrap uncertainty.
+
+    Returns
+    -------
+    Estimate
+        ``mean`` is the point estimate on the data, ``se`` the standard deviation of the
+        bootstrap replicates, ``ci_low``/``ci_high`` their percentile interval, ``n`` the
+        number of trajectories.
+    """
+    p, yv, _ = _check_xy(p, y)
+    point = _point(metric, p, yv, n_bins, strategy)
+    reps = metric_replicates(metric, p, yv, groups, n_boot, seed, n_bins, strategy)
+    n = np.unique(np.asarray(groups)).size
+    return Estimate(point, *_summary(reps, level), n=n, level=level)
+
+
+def _summary(reps: np.ndarray, level: float) -> tuple[float, float, float]:
+    if not 0 < level < 1:
+        raise ValueError(f"level must be in (0, 1), got {level!r}")
+    reps = reps[np.isfinite(reps)]
+    if reps.size < 2:
+        return np.nan, np.nan, np.nan
+    lo, hi = np.quantile(reps, [(1 - level) / 2, (1 + level) / 2])
+    return float(reps.std(ddof=1)), float(lo), float(hi)
+
+
+@dataclass(frozen=True)
+class PairedMetric:
+    """Difference of a metric between two predictors on the same runs (A − B).
+
+    Attributes
+    ----------
+    metric : str
+    delta : float
+        metric(A) − metric(B) on the data.
+    se : float
+        Standard deviation of the paired bootstrap replicates of the difference.
+    z : float
+        delta / se (NaN when se is 0 or undefined).
+    ci_low, ci_high : float
+        Percentile interval of the replicated differences.
+    n : int
+        Number of trajectories.
+    n_boot : int
+    level : float
+    """
+
+    metric: str
+    delta: float
+    se: float
+    z: float
+    ci_low: float
+    ci_high: float
+    n: int
+    n_boot: int
+    level: float = 0.95
+
+
+def paired_metric_difference(metric: str, p_a, p_b, y, groups, n_boot: int = 2000,
+                             seed: int = DEFAULT_SEED, level: float = 0.95, n_bins: int = 10,
+                             strategy: str = "uniform") -> PairedMetric:
+    """Paired trajectory bootstrap of metric(A) − metric(B) on the same rows.
+
+    Both predictors are evaluated on identical replicates, so what the runs have in common
+    cancels out of the SE.
+
+    Parameters
+    ----------
+    metric : {"auroc", "auprc", "tece"}
+    p_a, p_b : array_like
+        Forecasts of predictors A and B on the same rows.
+    y, groups : array_like
+        Outcomes and trajectory codes per row.
+    n_boot, seed, level, n_bins, strategy
+        As in :func:`bootstrap_metric`.
+
+    Returns
+    -------
+    PairedMetric
+    """
+    pa, yv, _ = _check_xy(p_a, y)
+    pb, _, _ = _check_xy(p_b, yv)
+    delta = _point(metric, pa, yv, n_bins, strategy) - _point(metric, pb, yv, n_bins, strategy)
+    reps = metric_replicates(metric, [pa, pb], yv, groups, n_boot, seed, n_bins, strategy)
+    se, lo, hi = _summary(reps[0] - reps[1], level)
+    z = delta / se if np.isfinite(se) and se > 0 else np.nan
+    n = np.unique(np.asarray(groups)).size
+    return PairedMetric(metric, float(delta), se, float(z), lo, hi, n, int(n_boot), level)
