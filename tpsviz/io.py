@@ -183,18 +183,23 @@ def _read_delimited(raw: bytes, name: str, sep: str) -> pd.DataFrame:
     text = _decode(raw, name)
     if not text.strip():
         raise LogFormatError(name, ["the file is empty"])
-    first = text.lstrip().splitlines()[0]
+    first = text.lstrip()[:65536].split("\n", 1)[0].rstrip("\r")
     if first.startswith(("{", "[")):
         raise LogFormatError(name, ["the file is named as CSV but looks like JSON; rename it to "
                                     ".jsonl (one JSON object per line)"])
     try:
-        df = pd.read_csv(_io.StringIO(text), sep=sep, dtype=str, keep_default_na=False,
+        header = [h.strip() for h in first.split(sep)]
+        text_cols = {h: str for h in header if h == "trajectory_id"}
+        df = pd.read_csv(_io.StringIO(text), sep=sep, dtype=text_cols, keep_default_na=False,
+                         na_values=sorted(_MISSING | {m.upper() for m in _MISSING}
+                                          | {m.title() for m in _MISSING}),
                          skipinitialspace=True)
     except pd.errors.ParserError as exc:
         raise LogFormatError(name, [f"not a well-formed {'CSV' if sep == ',' else 'TSV'} file: "
                                     f"{exc}".strip()]) from None
     df.columns = [str(c).strip() for c in df.columns]
-    df["_where"] = [f"line {i + 2}" for i in range(len(df))]
+    df["_where"] = np.arange(2, len(df) + 2)
+    df.attrs["where_prefix"] = "line"
     return df
 
 
@@ -218,7 +223,8 @@ def _read_parquet(raw: bytes, name: str) -> pd.DataFrame:
         raise LogFormatError(name, [f"the Parquet file cannot be read: {exc}"]) from None
     df.columns = [str(c).strip() for c in df.columns]
     df = df.reset_index(drop=True)
-    df["_where"] = [f"row {i + 1}" for i in range(len(df))]
+    df["_where"] = np.arange(1, len(df) + 1)
+    df.attrs["where_prefix"] = "row"
     return df
 
 
@@ -304,7 +310,8 @@ def _read_jsonl(raw: bytes, name: str) -> pd.DataFrame:
                 "(with a 'steps' list) and others are flat step rows; use one layout per file"])
         return _flatten_nested(records, name)
     df = pd.DataFrame([r for _, r in records])
-    df["_where"] = [f"line {line}" for line, _ in records]
+    df["_where"] = np.array([line for line, _ in records])
+    df.attrs["where_prefix"] = "line"
     return df
 
 
@@ -369,43 +376,76 @@ def load(source, name: str | None = None, fmt: str | None = None) -> TrajectoryD
 # validation of the long frame
 
 
+class _Locations:
+    """Row locations kept as integers and formatted as "line 12" / "row 12" only on demand."""
+
+    def __init__(self, numbers: pd.Series, prefix: str):
+        self.numbers = numbers
+        self.prefix = prefix
+
+    def __getitem__(self, mask) -> pd.Series:
+        return (self.prefix + " " + self.numbers[mask].astype(str)).rename("_where")
+
+    @property
+    def iloc(self):
+        return _LocIloc(self)
+
+
+class _LocIloc:
+    def __init__(self, loc: _Locations):
+        self.loc = loc
+
+    def __getitem__(self, idx):
+        return self.loc.prefix + " " + self.loc.numbers.iloc[idx].astype(str)
+
+
+def _show(v) -> str:
+    """A value from the file as the user would recognise it, quoted."""
+    if isinstance(v, (bool, np.bool_)):
+        return repr(str(bool(v)).lower())
+    if isinstance(v, (int, float, np.integer, np.floating)):
+        return repr(f"{float(v):g}")
+    return repr(str(v))
+
+
 def _examples(where: pd.Series, values: pd.Series | None = None) -> str:
     items = []
     for i, w in enumerate(where.iloc[:_MAX_EXAMPLES]):
-        items.append(f"{w}" + (f" ({values.iloc[i]!r})" if values is not None else ""))
+        items.append(f"{w}" + (f" ({_show(values.iloc[i])})" if values is not None else ""))
     more = f" and {len(where) - _MAX_EXAMPLES} more" if len(where) > _MAX_EXAMPLES else ""
     return ", ".join(items) + more
 
 
+def _text(s: pd.Series) -> pd.Series:
+    return s.astype("string").str.strip()
+
+
 def _is_missing(s: pd.Series) -> pd.Series:
-    if s.dtype == object or pd.api.types.is_string_dtype(s):
-        return s.isna() | s.astype(str).str.strip().str.lower().isin(_MISSING)
-    return s.isna()
+    if pd.api.types.is_numeric_dtype(s) or pd.api.types.is_bool_dtype(s):
+        return s.isna()
+    return (s.isna() | _text(s).str.lower().isin(_MISSING)).fillna(True).astype(bool)
 
 
 def _numeric(s: pd.Series) -> tuple[pd.Series, pd.Series]:
     """Values as float (NaN where missing) and a mask of present values that are not numbers."""
+    if pd.api.types.is_bool_dtype(s) or pd.api.types.is_numeric_dtype(s):
+        return s.astype(float), pd.Series(False, index=s.index)
     missing = _is_missing(s)
-    if pd.api.types.is_bool_dtype(s):
-        num = s.astype(float)
-    elif pd.api.types.is_numeric_dtype(s):
-        num = s.astype(float)
-    else:
-        cleaned = s.where(~missing, None).map(
-            lambda v: v.strip() if isinstance(v, str) else (float(v) if isinstance(v, bool) else v))
-        num = pd.to_numeric(cleaned, errors="coerce").astype(float)
-    bad = num.isna() & ~missing
-    num = num.where(~missing, np.nan)
-    return num, bad
+    is_bool = s.map(type).eq(bool)  # JSON true/false is not a number
+    num = pd.to_numeric(_text(s).where(~missing & ~is_bool), errors="coerce").astype(float)
+    bad = (num.isna() & ~missing) | is_bool
+    return num.where(~missing & ~is_bool, np.nan), bad
 
 
 def _boolean(s: pd.Series) -> tuple[pd.Series, pd.Series]:
     """Parse true/false/1/0 (any case); returns (values as float 1/0/NaN, bad mask)."""
+    if pd.api.types.is_bool_dtype(s):
+        return s.astype(float), pd.Series(False, index=s.index)
     missing = _is_missing(s)
-    txt = s.map(lambda v: str(v).strip().lower() if not isinstance(v, bool) else str(v).lower())
+    txt = _text(s).str.lower()
     val = pd.Series(np.nan, index=s.index)
-    val[txt.isin(_TRUE)] = 1.0
-    val[txt.isin(_FALSE)] = 0.0
+    val[txt.isin(_TRUE).fillna(False).astype(bool)] = 1.0
+    val[txt.isin(_FALSE).fillna(False).astype(bool)] = 0.0
     bad = val.isna() & ~missing
     return val, bad
 
@@ -440,11 +480,14 @@ def from_frame(df: pd.DataFrame, source: str = "<frame>") -> TrajectoryData:
     ------
     LogFormatError
     """
+    prefix = df.attrs.get("where_prefix", "row")
     df = df.copy()
     if "_where" not in df.columns:
-        df["_where"] = [f"row {i + 1}" for i in range(len(df))]
+        df["_where"] = np.arange(1, len(df) + 1)
     df = df.reset_index(drop=True)
     where = df["_where"]
+    if pd.api.types.is_integer_dtype(where):
+        where = _Locations(where, prefix)
     problems: list[str] = []
     cols = [c for c in df.columns if c != "_where"]
     if len(df) == 0:

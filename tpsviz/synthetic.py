@@ -22,7 +22,7 @@ The forecast F_t is reported at the end of step t. Everything below is computed 
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 import pandas as pd
@@ -173,7 +173,7 @@ def _first_hit_pmf(goals: int, emit: tuple[float, float, float], s_max: int) -> 
 
 
 def simulate(scenario: Scenario | str, n_trajectories: int | None = None,
-             seed: int | None = None) -> SimulatedLog:
+             seed: int | None = None, n_rollouts: int | None = None) -> SimulatedLog:
     """Simulate a benchmark of agent runs with exact truth.
 
     Parameters
@@ -184,6 +184,8 @@ def simulate(scenario: Scenario | str, n_trajectories: int | None = None,
         Override the scenario's number of runs.
     seed : int, optional
         Override the scenario's seed.
+    n_rollouts : int, optional
+        Override the number of Monte-Carlo continuations simulated per censored run.
 
     Returns
     -------
@@ -194,6 +196,8 @@ def simulate(scenario: Scenario | str, n_trajectories: int | None = None,
         ``unc_hesitation`` (higher = less confident).
     """
     sc = SCENARIOS[scenario] if isinstance(scenario, str) else scenario
+    if n_rollouts is not None:
+        sc = replace(sc, n_rollouts=int(n_rollouts))
     n = int(n_trajectories if n_trajectories is not None else sc.n_trajectories)
     rng = np.random.default_rng(sc.seed if seed is None else seed)
     H = int(sc.budget)
