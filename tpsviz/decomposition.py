@@ -20,22 +20,13 @@ import numpy as np
 import pandas as pd
 
 from tpsviz.scores import beta_score, validate_alpha_beta
+from tpsviz._validate import forecasts_and_outcomes
 
 __all__ = ["pav", "decompose", "decompose_by_step"]
 
 
 def _check(p, y) -> tuple[np.ndarray, np.ndarray]:
-    p = np.asarray(p, dtype=float).ravel()
-    y = np.asarray(y, dtype=float).ravel()
-    if p.shape != y.shape:
-        raise ValueError(f"forecasts and outcomes differ in length ({p.size} vs {y.size})")
-    if p.size == 0:
-        raise ValueError("no rows to decompose")
-    if not ((p >= 0) & (p <= 1)).all():
-        raise ValueError("forecasts must be probabilities in [0, 1] (no NaN)")
-    if not np.isin(y, (0.0, 1.0)).all():
-        raise ValueError("outcomes y must be 0 or 1 (censored rows must be removed first)")
-    return p, y
+    return forecasts_and_outcomes(p, y, "to decompose")
 
 
 def pav_unique(values, weights) -> np.ndarray:

@@ -28,6 +28,7 @@ import numpy as np
 
 from tpsviz.inference import DEFAULT_SEED, Estimate, bootstrap_weights
 from tpsviz.scores import beta_score
+from tpsviz._validate import forecasts_and_outcomes
 
 __all__ = [
     "METRICS",
@@ -51,16 +52,7 @@ _DENSE_CELLS = 8_000_000
 
 # --------------------------------------------------------------------------- validation
 def _check_xy(p, y, sample_weight=None):
-    p = np.asarray(p, dtype=float).ravel()
-    y = np.asarray(y, dtype=float).ravel()
-    if p.shape != y.shape:
-        raise ValueError(f"forecasts and outcomes differ in length ({p.size} vs {y.size})")
-    if p.size == 0:
-        raise ValueError("no rows to evaluate")
-    if not ((p >= 0) & (p <= 1)).all():
-        raise ValueError("forecasts must be probabilities in [0, 1] (no NaN)")
-    if not np.isin(y, (0.0, 1.0)).all():
-        raise ValueError("outcomes y must be 0 or 1 (censored rows must be removed first)")
+    p, y = forecasts_and_outcomes(p, y, "to evaluate")
     if sample_weight is None:
         return p, y, None
     w = np.asarray(sample_weight, dtype=float).ravel()

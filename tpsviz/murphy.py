@@ -15,6 +15,7 @@ import numpy as np
 import pandas as pd
 
 from tpsviz.scores import beta_score_pair, validate_alpha_beta
+from tpsviz._validate import forecasts_and_outcomes
 
 __all__ = ["MurphyCurve", "murphy_curve", "murphy_integral"]
 
@@ -72,16 +73,7 @@ def murphy_curve(p, y, thresholds=None) -> MurphyCurve:
     -------
     MurphyCurve
     """
-    p = np.asarray(p, dtype=float).ravel()
-    y = np.asarray(y, dtype=float).ravel()
-    if p.shape != y.shape:
-        raise ValueError(f"forecasts and outcomes differ in length ({p.size} vs {y.size})")
-    if p.size == 0:
-        raise ValueError("no rows for a Murphy curve")
-    if not ((p >= 0) & (p <= 1)).all():
-        raise ValueError("forecasts must be probabilities in [0, 1] (no NaN)")
-    if not np.isin(y, (0.0, 1.0)).all():
-        raise ValueError("outcomes y must be 0 or 1")
+    p, y = forecasts_and_outcomes(p, y, "for a Murphy curve")
     c = np.linspace(0.001, 0.999, 999) if thresholds is None else np.asarray(thresholds, float)
     if c.ndim != 1 or not ((c > 0) & (c < 1)).all():
         raise ValueError("thresholds must be a 1-d array of values in (0, 1)")
