@@ -206,3 +206,22 @@ def test_settings_validation():
         ScoreSettings(eps=0.7)
     with pytest.raises(ValueError, match="greater than -1"):
         ScoreSettings(alpha=-3)
+
+
+def test_complete_case_with_every_run_censored_is_empty_not_an_error():
+    df = pd.DataFrame({"trajectory_id": ["a", "a", "b"], "step": [1, 2, 1],
+                       "outcome": [np.nan] * 3, "conf_x": [0.2, 0.3, 0.9]})
+    res = compute_tps(from_frame(df), ScoreSettings(censoring="complete"))
+    row = res.summary.loc["x"]
+    assert row.n_trajectories == 0 and np.isnan(row.tps_mean) and row.n_excluded_censored == 2
+    assert res.per_trajectory.empty
+
+
+def test_predictor_without_any_forecast_in_a_run_is_left_out_and_counted():
+    df = pd.DataFrame({"trajectory_id": ["a", "a", "b"], "step": [1, 2, 1], "outcome": [1, 1, 0],
+                       "conf_x": [np.nan, np.nan, 0.4], "conf_z": [0.5, 0.6, 0.3]})
+    res = compute_tps(from_frame(df), ScoreSettings(n_boot=0))
+    assert res.summary.loc["x", "n_no_forecast"] == 1
+    assert res.summary.loc["x", "n_trajectories"] == 1
+    assert res.summary.loc["x", "tps_mean"] == pytest.approx(np.log(0.6))
+    assert res.summary.loc["z", "n_trajectories"] == 2
