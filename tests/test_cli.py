@@ -105,3 +105,96 @@ def test_demo_data_command(tmp_path):
     out = run("demo-data", "--out", tmp_path, check_rc=0).stdout
     assert "tau2-like.csv" in out
     assert (tmp_path / "webshop-like.csv").read_bytes() == (DEMO / "webshop-like.csv").read_bytes()
+
+
+# ------------------------------------------------------------------ metrics, recalibration, compare
+def test_score_json_metrics_skill_match_core():
+    obj = json.loads(run("score", DEMO / "webshop-like.csv", "--json", "--censoring", "simple",
+                         "--n-boot", "0", check_rc=0).stdout)
+    from sklearn.metrics import average_precision_score, roc_auc_score
+
+    from tpsviz import ScoreSettings, load
+    from tpsviz.diagnostics import base_rate_reference
+    from tpsviz.metrics import tece
+    data = load(DEMO / "webshop-like.csv")
+    st = data.steps
+    y = data.trajectories.outcome.to_numpy()[st.traj.to_numpy()]
+    ok = ~pd.isna(y)
+    last = st[ok].groupby("traj").tail(1).index.to_numpy()
+    ref = base_rate_reference(data, ScoreSettings(censoring="simple", n_boot=0))
+    assert obj["settings"]["reference_rate"] == pytest.approx(ref.rate)
+    for name, rec in obj["predictors"].items():
+        p = st[f"conf_{name}"].to_numpy()
+        assert rec["auroc"] == pytest.approx(roc_auc_score(y[ok], p[ok]), abs=1e-12)
+        assert rec["auprc"] == pytest.approx(average_precision_score(y[ok], p[ok]), abs=1e-12)
+        assert rec["auroc_final"] == pytest.approx(roc_auc_score(y[last], p[last]), abs=1e-12)
+        assert rec["tece_pooled"] == pytest.approx(tece(p[ok], y[ok], 10), abs=1e-12)
+        assert rec["tece_final"] == pytest.approx(tece(p[last], y[last], 10), abs=1e-12)
+        assert rec["tps_ref"] == pytest.approx(ref.summary.tps_mean, rel=1e-12)
+        assert rec["skill"] == pytest.approx(1 - rec["tps_mean"] / rec["tps_ref"], rel=1e-9)
+
+
+def test_score_table_shows_metrics_and_recalibrated():
+    out = run("score", DEMO / "tau2-like.csv", "--recalibrate", "platt", "--folds", "3",
+              "--n-boot", "100", check_rc=0).stdout
+    for word in ("AUROC", "AUPRC", "T-ECE", "skill", "base-rate reference", "verbal@platt",
+                 "logprob@platt", "hesitation@platt"):
+        assert word in out, word
+    obj = json.loads(run("score", DEMO / "tau2-like.csv", "--recalibrate", "beta", "--json",
+                         "--n-boot", "0", check_rc=0).stdout)
+    assert "verbal@beta" in obj["predictors"] and "logprob@beta" not in obj["predictors"]
+    assert any("beta calibration needs probabilities" in n for n in obj["settings"]["notes"])
+
+
+def test_compare_json_matches_core():
+    proc = run("compare", DEMO / "tau2-like.csv", "--baseline", "verbal", "--json",
+               "--n-boot", "200", "--seed", "4", check_rc=0)
+    obj = json.loads(proc.stdout)
+    assert obj["baseline"] == "verbal" and "verbal" not in obj["predictors"]
+    from tpsviz import ScoreSettings, load
+    from tpsviz.compare import compare
+    c = compare(load(DEMO / "tau2-like.csv"), ScoreSettings(censoring="simple", n_boot=200,
+                                                             seed=4), baseline="verbal")
+    keys = {"tps_delta", "tps_se", "tps_z", "auroc_delta", "auroc_se", "auroc_z"}
+    for name, rec in obj["predictors"].items():
+        assert keys <= set(rec)
+        for k in keys:
+            assert rec[k] == pytest.approx(c.loc[name, k], rel=1e-12), (name, k)
+    table = run("compare", DEMO / "tau2-like.csv", "--baseline", "verbal", "--recalibrate",
+                "platt", "--n-boot", "50", check_rc=0).stdout
+    assert "verbal@platt" in table and "delta/SE" in table and "AUROC" in table
+
+
+def test_compare_recalibrated_baseline_and_rollouts():
+    obj = json.loads(run("compare", DEMO / "webshop-like.csv", "--baseline", "verbal@isotonic",
+                         "--recalibrate", "isotonic", "--rollouts",
+                         DEMO / "webshop-like_rollouts.csv", "--json", "--n-boot", "0",
+                         check_rc=0).stdout)
+    assert obj["settings"]["censoring"] == "exact"
+    assert obj["predictors"]["verbal"]["tps_delta"] < 0
+
+
+def test_score_rollouts_equal_q_z_column():
+    # the demo log's q_z column is the rollout mean: both routes give the same exact scores
+    a = json.loads(run("score", DEMO / "webshop-like.csv", "--json", "--n-boot", "0",
+                       check_rc=0).stdout)
+    b = json.loads(run("score", DEMO / "webshop-like.csv", "--json", "--n-boot", "0",
+                       "--rollouts", DEMO / "webshop-like_rollouts.csv", check_rc=0).stdout)
+    for name in a["predictors"]:
+        assert b["predictors"][name]["tps_mean"] == pytest.approx(
+            a["predictors"][name]["tps_mean"], rel=1e-5)
+
+
+@pytest.mark.parametrize("args,msg", [
+    (["compare", DEMO / "tau2-like.csv", "--baseline", "oracle"], "unknown baseline 'oracle'"),
+    (["compare", DEMO / "tau2-like.csv"], "--baseline"),
+    (["score", DEMO / "tau2-like.csv", "--recalibrate", "platt", "--folds", "1"], "folds"),
+    (["score", DEMO / "webshop-like.csv", "--rollouts", DEMO / "tau2-like_truth.csv"],
+     "missing: outcome"),
+    (["score", DEMO / "webshop-like.csv", "--rollouts", "nope.csv"], "does not exist"),
+])
+def test_compare_and_options_bad_input(args, msg):
+    proc = run(*args)
+    assert proc.returncode == 2, proc.stderr
+    assert msg in proc.stderr
+    assert "Traceback" not in proc.stderr and proc.stdout == ""

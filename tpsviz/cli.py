@@ -1,6 +1,8 @@
-"""Command line: ``python -m tpsviz score PATH …`` and friends.
+"""Command line: ``python -m tpsviz score PATH …``, ``compare PATH --baseline NAME`` and friends.
 
 Bad input exits with code 2 and a one-paragraph message on stderr, never a traceback.
+Every number printed here is computed by the core (``tps``, ``diagnostics``, ``compare``,
+``calibrate``, ``audit``), the same functions the dashboard calls.
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ import os
 import sys
 from pathlib import Path
 
+from .inference import DEFAULT_SEED
 from .io import LogFormatError, load
 from .schedules import parse_schedule, schedule_help
 from .tps import CENSORING_LABELS, ScoreSettings, compute_tps, default_censoring
@@ -56,6 +59,16 @@ def _add_scoring_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--seed", type=int, default=None, help="bootstrap seed (default fixed)")
     p.add_argument("--n-boot", type=int, default=2000, help="bootstrap replicates (default 2000)")
     p.add_argument("--json", action="store_true", help="print one JSON object instead of a table")
+    p.add_argument("--recalibrate", choices=("platt", "isotonic", "beta"), default=None,
+                   help="add a cross-fitted recalibration of every predictor and raw_/unc_ "
+                        "signal as predictor <name>@<method> (fitted on complete runs, folds "
+                        "grouped by trajectory; beta skips raw signals)")
+    p.add_argument("--folds", type=int, default=5,
+                   help="cross-fitting folds for --recalibrate (default 5)")
+    p.add_argument("--rollouts", metavar="FILE", default=None,
+                   help="Monte-Carlo rollouts table (trajectory_id, outcome 0/1 per rollout): "
+                        "q_Z of censored runs = mean rollout outcome, used in exact mode "
+                        "(the default censoring when this is given)")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -72,6 +85,16 @@ def build_parser() -> argparse.ArgumentParser:
     score.add_argument("--per-trajectory", metavar="OUT.csv", default=None,
                        help="write per-trajectory TPS (trajectory_id, predictor, tps, censored); "
                             "complete-case mode leaves censored runs out")
+    cmp_ = sub.add_parser(
+        "compare", help="compare every predictor with a baseline: delta, SE, delta/SE",
+        description="Paired comparison on the same runs, delta = predictor - baseline. TPS: "
+                    "mean of per-run differences, SE = sd/sqrt(n); AUROC: paired trajectory "
+                    "bootstrap over complete runs (pooled over steps).",
+        epilog=_LOG_FORMAT, formatter_class=argparse.RawTextHelpFormatter)
+    _add_scoring_options(cmp_)
+    cmp_.add_argument("--baseline", required=True, metavar="NAME",
+                      help="predictor every other one is compared with (may be <name>@<method> "
+                           "with --recalibrate)")
     demo = sub.add_parser("demo-data", help="regenerate the synthetic demo logs (byte-identical)")
     demo.add_argument("--out", default="demo_data", help="output folder (default demo_data)")
     return parser
@@ -101,13 +124,56 @@ def _num(v):
     return v if math.isfinite(v) else (None if math.isnan(v) else ("-inf" if v < 0 else "inf"))
 
 
-def _score(args) -> int:
+def _prepare(args):
+    """Load the log, add recalibrated predictors, read rollouts, build the settings."""
     data = load(args.path)
     if args.schedule.strip().lower() == "column" and "weight" not in data.steps:
         raise _Fail("schedule 'column' needs a 'weight' column in the log; this file has none")
+    notes = []
+    q_z = None
+    if args.rollouts:
+        from .audit import rollout_qz_series
+
+        q_z, info = rollout_qz_series(data, args.rollouts)
+        if args.censoring is None:
+            args.censoring = "exact"
+        notes.append(f"rollouts: q_Z estimated for {info['n_with_rollouts']} of "
+                     f"{info['n_censored']} censored runs")
+        if info["censored_without"]:
+            notes.append(f"rollouts: {len(info['censored_without'])} censored runs have no "
+                         "rollouts and are scored with q_Z = 0")
+        if info["unknown_ids"]:
+            notes.append(f"rollouts: {len(info['unknown_ids'])} trajectory id(s) not in the log "
+                         f"were ignored (e.g. {', '.join(info['unknown_ids'][:3])})")
+        if args.censoring != "exact":
+            notes.append(f"rollouts: not used, censoring is {args.censoring} (use --censoring "
+                         "exact)")
+    if args.recalibrate:
+        from .calibrate import add_all_recalibrated
+
+        if args.folds < 2:
+            raise _Fail(f"--folds must be at least 2, got {args.folds}")
+        try:
+            data, reports = add_all_recalibrated(data, args.recalibrate, folds=args.folds,
+                                                 seed=args.seed if args.seed is not None
+                                                 else DEFAULT_SEED)
+        except ValueError as exc:
+            raise _Fail(str(exc)) from None
+        for src, rep in reports.items():
+            if isinstance(rep, str):
+                notes.append(f"recalibration of {src} {rep}")
     settings = _settings(args, data)
+    return data, settings, q_z, notes
+
+
+def _score(args) -> int:
+    from .diagnostics import metric_table, skill_table
+
+    data, settings, q_z, notes = _prepare(args)
     try:
-        result = compute_tps(data, settings)
+        result = compute_tps(data, settings, q_z=q_z)
+        metrics = metric_table(data, settings, n_bins=10, n_boot=0)
+        skill = skill_table(data, settings, q_z=q_z, n_boot=0)
     except ValueError as exc:
         raise _Fail(str(exc)) from None
     if args.per_trajectory:
@@ -115,13 +181,20 @@ def _score(args) -> int:
         Path(args.per_trajectory).write_text(out.to_csv(index=False, lineterminator="\n"),
                                              encoding="utf-8")
     s = result.summary
+    ref_rate = float(skill["ref_rate"].iloc[0]) if len(skill) else None
+    ref_rule = str(skill["ref_rule"].iloc[0]) if len(skill) else None
     if args.json:
         obj = {
             "settings": {**settings.describe(), "file": data.source,
                          "n_trajectories": data.n_trajectories, "n_steps": data.n_steps,
-                         "n_censored": data.n_censored, "notes": data.notes,
+                         "n_censored": data.n_censored, "notes": data.notes + notes,
                          "units": "TPS per trajectory in the score's units (nats for the log "
-                                  "score); higher is better, 0 is perfect"},
+                                  "score); higher is better, 0 is perfect",
+                         "reference_rate": _num(ref_rate), "reference_rule": ref_rule,
+                         "metrics": "auroc/auprc/tece_pooled pooled over (trajectory, step) "
+                                    "pairs of complete runs; *_final use each run's final "
+                                    "forecast; T-ECE with 10 equal-width bins; skill = 1 - "
+                                    "TPS/TPS_ref against the constant reference rate"},
             "predictors": {
                 name: {
                     "tps_mean": _num(r.tps_mean), "tps_se": _num(r.tps_se),
@@ -130,23 +203,17 @@ def _score(args) -> int:
                     "n_trajectories": int(r.n_trajectories), "n_censored": int(r.n_censored),
                     "n_clipped": int(r.n_clipped), "n_steps": int(r.n_steps),
                     "n_missing": int(r.n_missing), "n_qz_fallback": int(r.n_qz_fallback),
+                    "tps_ref": _num(skill.loc[name, "tps_ref"]),
+                    "skill": _num(skill.loc[name, "skill"]),
+                    **{k: _num(metrics.loc[name, k]) if k in metrics else None
+                       for k in ("auroc", "auprc", "auroc_final", "tece_pooled", "tece_final")},
                 }
                 for name, r in s.iterrows()
             },
         }
         print(json.dumps(obj, indent=2))
         return 0
-    v = settings.schedule.verdict
-    print(f"{data.source}: {data.n_trajectories} trajectories, {data.n_steps} steps, "
-          f"{data.n_censored} censored")
-    print(f"score: beta family alpha={settings.alpha:g}, beta={settings.beta:g}"
-          + ("  (log score, nats)" if settings.alpha == 0 and settings.beta == 0 else ""))
-    print(f"schedule: {settings.schedule.spec} ({settings.schedule.formula}) -> {v.status}")
-    if not v.is_strictly_proper:
-        print(f"  note: {v.reason}")
-    print(f"censoring: {CENSORING_LABELS[settings.censoring]}; eps = {settings.eps:g}")
-    for note in data.notes:
-        print(f"note: {note}")
+    _print_header(data, settings, notes)
     pct = int(round(settings.level * 100))
     print()
     print("TPS per trajectory (higher is better, 0 is perfect)")
@@ -154,7 +221,9 @@ def _score(args) -> int:
               f"{'runs':>6} {'cens':>5} {'clip':>5}")
     print(header)
     print("-" * len(header))
-    for name, r in s.sort_values("tps_mean", ascending=False).iterrows():
+    order = s.sort_values("tps_mean", ascending=False).index
+    for name in order:
+        r = s.loc[name]
         ci = f"[{r.tps_ci_low:.3f}, {r.tps_ci_high:.3f}]"
         print(f"{name:<20} {r.tps_mean:>10.4f} {r.tps_se:>8.4f} {ci:>21} {r.tps_step_mean:>9.4f} "
               f"{int(r.n_trajectories):>6} {int(r.n_censored):>5} {int(r.n_clipped):>5}")
@@ -164,6 +233,88 @@ def _score(args) -> int:
               f"without any forecast (left out), {int(r.n_qz_fallback)} censored runs scored with "
               "q_Z = 0 for want of q_z")
     print("per step = sum of TPS / sum of weights (a display normalisation)")
+    print()
+    if ref_rate is not None:
+        print(f"base-rate reference: constant forecast {ref_rate:.4f} ({ref_rule}); "
+              "skill = 1 - TPS/TPS_ref (> 0 beats the reference, 1 is perfect)")
+    n_lab = int(metrics["n_trajectories"].max()) if len(metrics) else 0
+    print(f"usual metrics on {n_lab} complete runs, pooled over steps unless 'final' "
+          "(T-ECE: 10 equal-width bins, lower is better; blind to what TPS sees)")
+    header = (f"{'predictor':<20} {'TPS_ref':>9} {'skill':>8} {'AUROC':>7} {'AUPRC':>7} "
+              f"{'AUROC fin':>9} {'T-ECE':>7} {'T-ECE fin':>9}")
+    print(header)
+    print("-" * len(header))
+    for name in order:
+        m = metrics.loc[name]
+        k = skill.loc[name]
+        print(f"{name:<20} {_fmt(k.tps_ref, 9, 3)} {_fmt(k.skill, 8, 3)} {_fmt(m.auroc, 7, 3)} "
+              f"{_fmt(m.auprc, 7, 3)} {_fmt(m.auroc_final, 9, 3)} {_fmt(m.tece_pooled, 7, 3)} "
+              f"{_fmt(m.tece_final, 9, 3)}")
+    return 0
+
+
+def _fmt(v, width: int, digits: int) -> str:
+    v = float(v)
+    return f"{'n/a':>{width}}" if not math.isfinite(v) else f"{v:>{width}.{digits}f}"
+
+
+def _print_header(data, settings, notes) -> None:
+    v = settings.schedule.verdict
+    print(f"{data.source}: {data.n_trajectories} trajectories, {data.n_steps} steps, "
+          f"{data.n_censored} censored")
+    print(f"score: beta family alpha={settings.alpha:g}, beta={settings.beta:g}"
+          + ("  (log score, nats)" if settings.alpha == 0 and settings.beta == 0 else ""))
+    print(f"schedule: {settings.schedule.spec} ({settings.schedule.formula}) -> {v.status}")
+    if not v.is_strictly_proper:
+        print(f"  note: {v.reason}")
+    print(f"censoring: {CENSORING_LABELS[settings.censoring]}; eps = {settings.eps:g}")
+    for note in data.notes + notes:
+        print(f"note: {note}")
+
+
+def _compare(args) -> int:
+    from .compare import compare
+
+    data, settings, q_z, notes = _prepare(args)
+    if args.baseline not in data.predictors:
+        raise _Fail(f"unknown baseline {args.baseline!r}: the log's predictors are "
+                    f"{', '.join(data.predictors)}")
+    try:
+        table = compare(data, settings, baseline=args.baseline, q_z=q_z, metrics=("auroc",))
+    except ValueError as exc:
+        raise _Fail(str(exc)) from None
+    if args.json:
+        obj = {
+            "baseline": args.baseline,
+            "settings": {**settings.describe(), "file": data.source,
+                         "n_trajectories": data.n_trajectories, "n_censored": data.n_censored,
+                         "notes": data.notes + notes,
+                         "definition": "delta = predictor - baseline on the same runs; TPS: "
+                                       "mean of per-run differences, SE = sd/sqrt(n); AUROC "
+                                       "pooled over steps of complete runs, SE from a paired "
+                                       "trajectory bootstrap; z = delta/SE"},
+            "predictors": {
+                name: {k: _num(r[k]) for k in ("tps_delta", "tps_se", "tps_z", "auroc_delta",
+                                                 "auroc_se", "auroc_z")}
+                | {"n_runs": int(r["n_runs"])}
+                for name, r in table.iterrows()
+            },
+        }
+        print(json.dumps(obj, indent=2))
+        return 0
+    _print_header(data, settings, notes)
+    print()
+    print(f"paired comparison with baseline {args.baseline!r}: delta = predictor - baseline "
+          "(TPS: higher is better; AUROC: complete runs, paired trajectory bootstrap with "
+          f"{settings.n_boot} replicates)")
+    header = (f"{'predictor':<20} {'TPS delta':>10} {'SE':>8} {'delta/SE':>9}   "
+              f"{'AUROC delta':>11} {'SE':>8} {'delta/SE':>9} {'runs':>6}")
+    print(header)
+    print("-" * len(header))
+    for name, r in table.sort_values("tps_delta", ascending=False).iterrows():
+        print(f"{name:<20} {_fmt(r.tps_delta, 10, 4)} {_fmt(r.tps_se, 8, 4)} "
+              f"{_fmt(r.tps_z, 9, 2)}   {_fmt(r.auroc_delta, 11, 4)} {_fmt(r.auroc_se, 8, 4)} "
+              f"{_fmt(r.auroc_z, 9, 2)} {int(r.n_runs):>6}")
     return 0
 
 
@@ -185,6 +336,8 @@ def main(argv: list[str] | None = None) -> int:
     try:
         if args.command == "score":
             return _score(args)
+        if args.command == "compare":
+            return _compare(args)
         if args.command == "demo-data":
             return _demo(args)
     except LogFormatError as exc:

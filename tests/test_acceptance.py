@@ -1,0 +1,111 @@
+"""The issue's headline checks on the committed demo data (DESIGN §1 headline results).
+
+Two checks fail on the committed demo data as the issue states them; they are kept at the
+issue's thresholds and marked ``xfail(strict=True)`` (so the suite goes red the day the demo
+data make them pass and the marker must be removed), next to tests of what does hold and of
+why the others fail:
+
+- tau2-like, 400 runs: Platt recalibration of ``verbal`` improves TPS by Δ/SE ≈ 7.7, not > 10.
+  Δ/SE grows like √n; with the same generator and 1,000 runs it is > 10
+  (``test_tau2_headline_with_more_runs``).
+- webshop-like: the complete-case → simple shift of mean TPS *per trajectory* is negative
+  for ``hedged`` too, because censored runs are 3× longer and TPS sums over steps; on the
+  per-step scale (Σ TPS / Σ w) the sign pattern of the paper holds with CIs excluding 0.
+"""
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from tpsviz import ScoreSettings, load
+from tpsviz.audit import mc_audit
+from tpsviz.calibrate import add_recalibrated
+from tpsviz.compare import censoring_shift, compare
+from tpsviz.synthetic import simulate
+
+DEMO = Path(__file__).resolve().parents[1] / "demo_data"
+LOG = ScoreSettings(alpha=0.0, beta=0.0, n_boot=2000)  # log score, uniform weights
+
+
+def _platt_vs_raw(data):
+    d2, _ = add_recalibrated(data, "verbal", "platt", folds=5)
+    return compare(d2, LOG, baseline="verbal", predictors=["verbal@platt"],
+                   metrics=("auroc",)).loc["verbal@platt"]
+
+
+@pytest.fixture(scope="module")
+def tau_platt():
+    return _platt_vs_raw(load(DEMO / "tau2-like.csv"))
+
+
+def test_tau2_platt_barely_moves_auroc(tau_platt):
+    assert abs(tau_platt.auroc_delta) < 0.01
+    assert abs(tau_platt.auroc_z) < 3
+
+
+def test_tau2_platt_tps_improves_many_times_the_auroc_z(tau_platt):
+    """What holds on 400 runs: a clear TPS gain, several times the AUROC's |Δ/SE|."""
+    assert tau_platt.tps_delta > 0 and tau_platt.tps_z > 5
+    assert tau_platt.tps_z > 3 * abs(tau_platt.auroc_z)
+
+
+@pytest.mark.xfail(strict=True, raises=AssertionError, reason="tau2-like has 400 runs: TPS Δ/SE ≈ 7.7 < 10 "
+                                       "(Δ/SE grows like √n; see the 1,000-run test)")
+def test_tau2_headline_as_stated(tau_platt):
+    assert tau_platt.tps_z > 10 and tau_platt.tps_z > 3 * abs(tau_platt.auroc_z)
+
+
+@pytest.mark.slow
+def test_tau2_headline_with_more_runs():
+    r = _platt_vs_raw(simulate("tau2-like", n_trajectories=1000).to_data())
+    assert abs(r.auroc_delta) < 0.01
+    assert r.tps_z > 10 and r.tps_z > 3 * abs(r.auroc_z)
+
+
+@pytest.fixture(scope="module")
+def web():
+    return load(DEMO / "webshop-like.csv")
+
+
+@pytest.fixture(scope="module")
+def shift(web):
+    return censoring_shift(web, LOG, ["hedged", "verbal", "truthful"], from_mode="complete",
+                           to_mode="simple")
+
+
+def test_webshop_is_heavily_censored(web):
+    t = web.trajectories
+    assert 0.4 < t.censored.mean() < 0.5
+    assert t[t.censored].length.mean() > 2.5 * t[~t.censored].length.mean()
+
+
+def test_webshop_shift_over_confident_negative(shift):
+    v = shift.loc["verbal"]
+    assert v["shift"] < 0 and v.shift_ci_high < 0            # per trajectory
+    assert v.shift_step < 0 and v.shift_step_ci_high < 0  # per step
+
+
+def test_webshop_shift_per_step_sign_pattern(shift):
+    h, v = shift.loc["hedged"], shift.loc["verbal"]
+    assert h.shift_step > 0 and h.shift_step_ci_low > 0
+    assert v.shift_step < 0 and v.shift_step_ci_high < 0
+
+
+@pytest.mark.xfail(strict=True, raises=AssertionError, reason="per trajectory the shift is negative for hedged "
+                                       "(censored runs are 3x longer and TPS sums over steps)")
+def test_webshop_shift_per_trajectory_under_confident_positive(shift):
+    h = shift.loc["hedged"]
+    assert h["shift"] > 0 and h.shift_ci_low > 0
+
+
+def test_mc_audit_exact_and_simple_differ_beyond_ci(web):
+    audit = mc_audit(web, DEMO / "webshop-like_rollouts.csv", LOG)
+    t = audit.table
+    assert audit.info["n_with_rollouts"] == audit.info["n_censored"] > 0
+    for name, r in t.iterrows():  # paired CI of exact − simple excludes 0
+        assert r.delta_ci_low > 0 or r.delta_ci_high < 0, name
+        assert abs(r.delta_z) > 5, name
+    for name in ("truthful", "verbal"):  # and the two scores' own CIs do not overlap
+        r = t.loc[name]
+        assert r.exact_ci_high < r.simple_ci_low or r.simple_ci_high < r.exact_ci_low, name

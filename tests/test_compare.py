@@ -1,0 +1,97 @@
+"""compare: paired Δ, SE, Δ/SE against brute force (numpy, scikit-learn, explicit resampling)."""
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+from sklearn.metrics import roc_auc_score
+
+from tpsviz import ScoreSettings, compute_tps, from_frame, load
+from tpsviz.compare import censoring_shift, compare, z_matrix
+from tpsviz.inference import bootstrap_weights
+from tpsviz.synthetic import simulate
+
+DEMO = Path(__file__).resolve().parents[1] / "demo_data"
+
+
+@pytest.fixture(scope="module")
+def small():
+    return simulate("webshop-like", n_trajectories=60, seed=4).to_data()
+
+
+def test_tps_delta_se_from_per_run_differences(small):
+    s = ScoreSettings(censoring="simple")
+    c = compare(small, s, baseline="truthful", n_boot=0)
+    m = compute_tps(small, s).tps_matrix()
+    for name in c.index:
+        d = (m[name] - m["truthful"]).to_numpy()
+        assert c.loc[name, "tps_delta"] == pytest.approx(d.mean(), rel=1e-12)
+        se = d.std(ddof=1) / np.sqrt(d.size)
+        assert c.loc[name, "tps_se"] == pytest.approx(se, rel=1e-10)
+        assert c.loc[name, "tps_z"] == pytest.approx(d.mean() / se, rel=1e-10)
+    assert "truthful" not in c.index and c.attrs["baseline"] == "truthful"
+
+
+def test_auroc_paired_bootstrap_by_explicit_resampling(small):
+    n_boot, seed = 40, 9
+    c = compare(small, ScoreSettings(), baseline="verbal", predictors=["noisy"], n_boot=n_boot,
+                seed=seed)
+    st = small.steps
+    y = small.trajectories.outcome.to_numpy()[st.traj.to_numpy()]
+    ok = ~np.isnan(y)
+    a, b, g = st.conf_noisy.to_numpy()[ok], st.conf_verbal.to_numpy()[ok], st.traj.to_numpy()[ok]
+    yy = y[ok]
+    assert c.loc["noisy", "auroc_delta"] == pytest.approx(
+        roc_auc_score(yy, a) - roc_auc_score(yy, b), abs=1e-12)
+    codes = np.unique(g)  # the complete runs, re-coded 0..n-1 in code order
+    reps = []
+    for w in np.vstack(list(bootstrap_weights(codes.size, n_boot, seed))):
+        count = dict(zip(codes, w.astype(int)))
+        rw = np.array([count[x] for x in g])
+        idx = np.repeat(np.arange(g.size), rw)
+        reps.append(roc_auc_score(yy[idx], a[idx]) - roc_auc_score(yy[idx], b[idx]))
+    assert c.loc["noisy", "auroc_se"] == pytest.approx(np.std(reps, ddof=1), rel=1e-9)
+    assert c.loc["noisy", "auroc_z"] == pytest.approx(
+        c.loc["noisy", "auroc_delta"] / np.std(reps, ddof=1), rel=1e-9)
+    assert np.isfinite(c.loc["noisy", "tece_z"])
+
+
+def test_unknown_baseline(small):
+    with pytest.raises(ValueError, match="unknown predictor"):
+        compare(small, baseline="oracle")
+
+
+def test_z_matrix_antisymmetric_and_consistent(small):
+    s = ScoreSettings()
+    z = z_matrix(small, s)
+    assert np.allclose(z.to_numpy(), -z.to_numpy().T, equal_nan=True)
+    c = compare(small, s, baseline="hedged", n_boot=0)
+    for name in c.index:
+        assert z.loc[name, "hedged"] == pytest.approx(c.loc[name, "tps_z"], rel=1e-12)
+    za = z_matrix(small, s, metric="auroc", n_boot=100, seed=2)
+    ca = compare(small, s, baseline="hedged", n_boot=100, seed=2)
+    # no missing forecasts: pairwise and all-at-once bootstraps use the same rows/replicates
+    for name in ca.index:
+        if np.isfinite(ca.loc[name, "auroc_z"]):
+            assert za.loc[name, "hedged"] == pytest.approx(ca.loc[name, "auroc_z"], rel=1e-9)
+
+
+def test_censoring_shift_brute_force(small):
+    s = ScoreSettings()
+    out = censoring_shift(small, s, ["verbal"], n_boot=30, seed=3)
+    full = compute_tps(small, ScoreSettings(censoring="simple", n_boot=0)).per_trajectory
+    cc = compute_tps(small, ScoreSettings(censoring="complete", n_boot=0)).per_trajectory
+    f = full[full.predictor == "verbal"].set_index("traj")
+    c = cc[cc.predictor == "verbal"].set_index("traj")
+    assert out.loc["verbal", "shift"] == pytest.approx(f.tps.mean() - c.tps.mean(), rel=1e-12)
+    assert out.loc["verbal", "shift_step"] == pytest.approx(
+        f.tps.sum() / f.weight_sum.sum() - c.tps.sum() / c.weight_sum.sum(), rel=1e-12)
+    reps = []
+    n = small.n_trajectories
+    for w in np.vstack(list(bootstrap_weights(n, 30, 3))):
+        idx = np.repeat(np.arange(n), w.astype(int))
+        fi = f.tps.reindex(idx).to_numpy()
+        ci = c.tps.reindex(idx).dropna().to_numpy()
+        reps.append(fi.mean() - ci.mean())
+    assert out.loc["verbal", "shift_se"] == pytest.approx(np.std(reps, ddof=1), rel=1e-9)
+    assert out.loc["verbal", "n_to"] == n and out.loc["verbal", "n_from"] == n - small.n_censored
