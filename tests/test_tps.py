@@ -107,9 +107,14 @@ def test_counts_and_step_mean(small):
     assert cc.loc["verbal", "n_trajectories"] == data.n_trajectories - n_cens
 
 
-def test_step_contributions_sum_to_tps(small):
-    res = compute_tps(from_frame(small), ScoreSettings(schedule=Schedule("linear"), n_boot=0))
+@pytest.mark.parametrize("sched", ["uniform", "linear", "endpoint"])
+@pytest.mark.parametrize("mode", ["complete", "simple", "exact"])
+def test_step_contributions_sum_to_tps(small, sched, mode):
+    res = compute_tps(from_frame(small), ScoreSettings(schedule=SCHEDULES[sched], censoring=mode,
+                                                       n_boot=0))
     contrib = res.step_contributions()
+    if mode == "complete":
+        assert not contrib.trajectory_id.isin(small.loc[small.censored, "trajectory_id"]).any()
     sums = contrib.groupby(["predictor", "trajectory_id"])["contribution"].sum()
     pt = res.per_trajectory.set_index(["predictor", "trajectory_id"])["tps"]
     np.testing.assert_allclose(sums.loc[pt.index].to_numpy(), pt.to_numpy(), rtol=1e-12)

@@ -133,7 +133,7 @@ class TPSResult:
     summary: pd.DataFrame
     per_trajectory: pd.DataFrame
     _data: TrajectoryData = field(repr=False)
-    _weights: np.ndarray = field(repr=False)
+    _weights: np.ndarray | None = field(repr=False)  # w_t for every step row (None: not yet)
     _scores: dict[str, np.ndarray] = field(repr=False)
 
     def tps_matrix(self) -> pd.DataFrame:
@@ -149,6 +149,8 @@ class TPSResult:
         Rows that were not scored (missing forecast, out of scope) are left out.
         """
         steps = self._data.steps
+        if self._weights is None:
+            self._weights = step_weights(self._data, self.settings.schedule)
         frames = []
         for name in predictors or list(self.summary.index):
             s, pclip = self._scores[name]
@@ -408,7 +410,9 @@ def compute_tps(
         summary["tps_ci_low"] = lo
         summary["tps_ci_high"] = hi
     per_trajectory = pd.concat(per_traj, ignore_index=True) if per_traj else pd.DataFrame()
-    return TPSResult(settings, summary, per_trajectory, data, w, scores)
+    # weights for every step row (the scope rows' weights were enough for the scores)
+    w_rows = None if (w is None or rows_in is not None) else w
+    return TPSResult(settings, summary, per_trajectory, data, w_rows, scores)
 
 
 def estimate_from_row(row: pd.Series, level: float = 0.95) -> Estimate:
