@@ -1,0 +1,39 @@
+"""tpsviz dashboard: is my agent's confidence honest?
+
+Run with ``streamlit run app.py``. This file registers the pages explicitly with st.navigation
+and owns the shared sidebar; the pages in ``pages/`` are thin (read state, call the core, render).
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+if str(HERE) not in sys.path:
+    sys.path.insert(0, str(HERE))
+
+import streamlit as st  # noqa: E402
+
+from pages._ui import sidebar  # noqa: E402
+
+st.set_page_config(page_title="tpsviz — is my agent's confidence honest?", page_icon=":material/target:", layout="wide")
+
+PAGES = [
+    st.Page(str(HERE / "pages" / "views" / "overview.py"), title="Overview / Compare", icon=":material/leaderboard:", url_path="overview", default=True),
+    st.Page(str(HERE / "pages" / "views" / "reliability.py"), title="Reliability", icon=":material/show_chart:", url_path="reliability"),
+    st.Page(str(HERE / "pages" / "views" / "steps.py"), title="Step contributions", icon=":material/grid_on:", url_path="steps"),
+    st.Page(str(HERE / "pages" / "views" / "censoring.py"), title="Censoring", icon=":material/content_cut:", url_path="censoring"),
+    st.Page(str(HERE / "pages" / "views" / "lab.py"), title="Scoring rule lab", icon=":material/science:", url_path="lab"),
+    st.Page(str(HERE / "pages" / "views" / "recalibration.py"), title="Recalibration", icon=":material/tune:", url_path="recalibration"),
+    st.Page(str(HERE / "pages" / "views" / "export.py"), title="Export", icon=":material/download:", url_path="export"),
+]
+
+nav = st.navigation(PAGES)
+st.session_state["_figures"] = {}
+try:
+    sidebar.render()
+except Exception as e:  # the sidebar must never leave the user with a traceback
+    st.sidebar.error(f"A setting could not be applied: {e}")
+st.session_state["_shell"] = True
+nav.run()

@@ -1,0 +1,1 @@
+"""Dashboard pages (registered explicitly by app.py with st.navigation)."""

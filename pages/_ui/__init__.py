@@ -1,0 +1,1 @@
+"""UI-side helpers of the dashboard: state and caching, the shared sidebar, page views."""

@@ -1,0 +1,142 @@
+"""Rendering helpers shared by the pages: the settings/verdict banner, designed empty and error
+states, estimate formatting, and figure display (SVG only, registered for the Export page)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import streamlit as st
+
+from tpsviz import figures as F
+from tpsviz.tps import CENSORING_LABELS
+
+from . import state as S
+from .sidebar import VERDICT_ICON
+
+PLOT_CONFIG = {"displaylogo": False, "toImageButtonOptions": {"format": "png", "scale": 2},
+               "modeBarButtonsToRemove": ["lasso2d", "select2d"]}
+_MD_SPECIAL = "\\`*_{}[]()#+-.!|<>~$:"
+
+
+def md(s) -> str:
+    """Escape untrusted text (log content) for a Markdown context."""
+    return "".join("\\" + ch if ch in _MD_SPECIAL else ch for ch in str(s))
+
+
+def fmt(v, digits: int = 4) -> str:
+    if v is None or (isinstance(v, float) and not np.isfinite(v)):
+        return "−∞" if v == -np.inf else "n/a"
+    return f"{v:.{digits}g}"
+
+
+def fmt_ci(mean, lo, hi, digits: int = 4) -> str:
+    if not (np.isfinite(lo) and np.isfinite(hi)):
+        return fmt(mean, digits)
+    return f"{fmt(mean, digits)} [{fmt(lo, digits)}, {fmt(hi, digits)}]"
+
+
+def fmt_interval(lo, hi, digits: int = 3) -> str:
+    if not (np.isfinite(lo) and np.isfinite(hi)):
+        return "n/a"
+    return f"[{lo:+.{digits}g}, {hi:+.{digits}g}]"
+
+
+def show_failure(f: S.LoadFailure) -> None:
+    """A bad file: what and where, as a list; the text comes from the log, so shown as text."""
+    st.error(f"**This log cannot be used.** {len(f.problems)} problem(s) found. Fix them in the file "
+             "(it was not modified) and load it again, or switch the data source back to Demo.",
+             icon=":material/block:")
+    st.caption(f"File: {f.source}")
+    st.code("\n".join(f"• {p}" for p in f.problems), language=None, wrap_lines=True)
+
+
+def ensure_shell() -> None:
+    """Make sure app.py (st.navigation and the shared sidebar) ran in this session.
+
+    Streamlit decides once per server process whether the app uses the legacy ``pages/``
+    directory; if the very first request of a fresh server is a page URL (a shared link),
+    it runs that page script alone, without app.py. Switch to st.navigation mode and rerun.
+    """
+    if st.session_state.get("_shell"):
+        return
+    try:
+        from streamlit.runtime.pages_manager import PagesManager
+
+        PagesManager.uses_pages_directory = False
+    except Exception:  # pragma: no cover - internal API moved
+        pass
+    st.rerun()
+
+
+def require_data():
+    """(cfg, data, problems) for the page, or render a designed empty/error state and stop."""
+    cfg = S.current()
+    src = S.current_source()
+    if src is None:
+        st.info("**No data loaded yet.** Upload a trajectory log in the sidebar (CSV, Parquet or JSON Lines: "
+                "one row per trajectory and step with `trajectory_id`, `step`, `outcome` and at least one "
+                "`conf_<name>` column), give a server path, or switch the data source back to **Demo**.",
+                icon=":material/folder_open:")
+        st.stop()
+    data, problems = S.get_data(cfg, src)
+    if S.is_failure(data):
+        show_failure(data)
+        st.stop()
+    for p in problems:
+        st.warning(p)
+    if data.n_trajectories == 0:
+        st.warning("**The filters leave no trajectories.** Widen the metadata filters in the sidebar.", icon=":material/search:")
+        st.stop()
+    if not cfg.predictors:
+        st.warning("**No predictor selected.** Choose at least one in the sidebar's *Predictors* box.", icon=":material/touch_app:")
+        st.stop()
+    return cfg, data, problems
+
+
+def banner(cfg: S.Config, data, extra: str | None = None) -> None:
+    """The settings that change the verdict, next to it (DESIGN §6)."""
+    s = cfg.schedule_obj
+    v = s.verdict
+    fam = cfg.family_name
+    qz = ""
+    if cfg.censoring == "exact":
+        qz = {"log": " · q_Z from the log", "rollouts": " · q_Z from rollouts",
+              "constant": f" · q_Z = {cfg.qz_const:g}"}[cfg.qz_source]
+    nf = f" · filtered ({len(cfg.filters)} filter(s))" if cfg.filters else ""
+    with st.container(border=True):
+        c = st.columns([1.25, 1.5, 1.6, 1.0])
+        c[0].markdown(f"**Score** {fam} (α={cfg.alpha:g}, β={cfg.beta:g})  \n{cfg.unit}; higher is better, 0 is perfect",
+                      help="Beta-family proper scoring rule S(p, y) applied at every step.")
+        c[1].markdown(f"**Weights** `{s.formula}`  \n{VERDICT_ICON.get(v.status, '')} {v.status}", help=v.reason)
+        c[2].markdown(f"**Censoring** {CENSORING_LABELS[cfg.censoring]}{qz}",
+                      help="How runs stopped before their outcome are scored (see the Censoring page).")
+        c[3].markdown(f"**ε** {cfg.eps:g}  \n**n** {data.n_trajectories} runs, {data.n_censored} censored{nf}",
+                      help="ε: forecasts clipped to [ε, 1−ε]. n: trajectories after filters.")
+        if extra:
+            st.caption(extra)
+
+
+def plot(fig, key: str, caption: str | None = None, name: str | None = None, height: int | None = None) -> None:
+    """Show a figure (theme off so the app matches exports) and register it for Export."""
+    if height:
+        fig.update_layout(height=height)
+    st.plotly_chart(fig, theme=None, config=PLOT_CONFIG, key=key)
+    if caption:
+        st.caption(caption)
+    S.register_figure(name or key, fig, caption or "")
+
+
+def column_help() -> dict:
+    """Column definitions (hover on the table header)."""
+    return {
+        "TPS": "Trajectory Proper Score: Σ_t w_t S(F_t, Y), mean over trajectories. Higher is better, 0 is perfect.",
+        "CI": "Percentile bootstrap interval resampling trajectories.",
+        "skill": "1 − TPS/TPS_ref, TPS_ref = the constant base-rate forecast. 1 is perfect, 0 = no better than "
+                 "the base rate, < 0 worse (± SE, delta method over trajectories).",
+        "AUROC": "Area under the ROC curve, pooled over (trajectory, step) pairs of complete runs: the chance a "
+                 "success step outranks a failure step. Ranking only: blind to calibration. 0.5 = chance, ↑ better.",
+        "AUPRC": "Average precision pooled over steps of complete runs. Ranking only. ↑ better.",
+        "T-ECE": "Trajectory ECE: Σ_bins (n_k/n)|mean F − success rate| over (trajectory, step) pairs, 10 equal-width "
+                 "bins. ↓ better; blind to resolution within a bin.",
+        "n": "Trajectories scored (censored among them).",
+    }

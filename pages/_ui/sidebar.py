@@ -1,0 +1,240 @@
+"""The shared sidebar (rendered by app.py on every page): data source, predictors, score family,
+schedule, censoring, ε, filters. Widgets are bound to the URL (``bind="query-params"``) so a copied
+link reproduces the view; recalibrations are mirrored by hand in ``?recal=``."""
+
+from __future__ import annotations
+
+import re
+
+import numpy as np
+import pandas as pd
+import streamlit as st
+
+import tpsviz
+from tpsviz import figures as F
+from tpsviz.schedules import SCHEDULE_NAMES
+from tpsviz.tps import CENSORING_LABELS, CENSORING_MODES
+
+from . import state as S
+
+BIND = "query-params"
+VERDICT_ICON = {"strictly proper": ":green[:material/check_circle:]", "final forecast only": ":orange[:material/warning:]",
+                "not proper": ":red[:material/cancel:]", "your responsibility": ":gray[:material/help:]"}
+CENSORING_HELP = ("How runs stopped by an administrative limit (censored: outcome unknown) are scored. "
+                  "complete-case drops them (changes the population); simple scores them as failures "
+                  "(q_Z = 0); exact uses q_Z, an honest estimate of P(success | history at the stop); "
+                  "upper uses q_Z = 1. Simple and upper bound every possible exact score.")
+
+
+SOURCES = {"Demo": "demo", "Upload": "upload", "Server path": "path"}
+
+
+def _default(key: str, value):
+    """Pass a widget default only when the key has no state yet (avoids Streamlit's warning)."""
+    return {} if key in st.session_state else value
+
+
+def _on_preset():
+    name = st.session_state.get("preset")
+    fam = tpsviz.PRESETS.get(name)
+    if fam is not None:
+        st.session_state["a"] = float(fam.alpha)
+        st.session_state["b"] = float(fam.beta)
+
+
+def _on_ab():
+    a, b = st.session_state.get("a", 0.0), st.session_state.get("b", 0.0)
+    match = [n for n, f in tpsviz.PRESETS.items() if f.alpha == a and f.beta == b]
+    st.session_state["preset"] = match[0] if match else "custom"
+
+
+def filter_key(col: str) -> str:
+    return "f_" + re.sub(r"[^A-Za-z0-9_]+", "_", str(col))[:40]
+
+
+def _source() -> S.Source | None:
+    sb = st.sidebar
+    label = sb.radio("Data source", list(SOURCES), key="src", bind=BIND, horizontal=True,
+                    help="Demo: synthetic logs whose true success probabilities are known. Upload: a CSV, "
+                         "Parquet or JSON Lines log (DESIGN §3). Server path: a file on this machine, "
+                         "for logs too big to upload.")
+    kind = SOURCES[label]
+    if kind == "demo":
+        name = sb.selectbox("Demo scenario", list(S.DEMOS), key="demo", bind=BIND,
+                            help=S.DEMOS_HELP + " ""Synthetic benchmarks made by tpsviz.synthetic; 'truthful' reports the true "
+                                 "q_t and is drawn in black as the reference.")
+        return S.demo_source(name)
+    if kind == "upload":
+        up = sb.file_uploader("Trajectory log", type=["csv", "tsv", "txt", "parquet", "pq", "jsonl", "ndjson", "json"],
+                              key="upload", help="One row per (trajectory, step): trajectory_id, step, outcome, "
+                                                 "conf_<name> columns; optional censored, q_z, raw_/unc_ signals, metadata.")
+        roll = sb.file_uploader("Rollouts (optional, CSV)", type=["csv"], key="upload_rollouts",
+                                help="Monte-Carlo continuations of censored runs: trajectory_id, outcome (0/1). "
+                                     "Their mean is q̂_Z for the exact censored score.")
+        if up is None:
+            return None
+        raw = up.getvalue()
+        rraw = roll.getvalue() if roll is not None else None
+        return S.Source(key=f"upload:{S.sha(raw)}", kind="upload", name=up.name, raw=raw,
+                        rollouts_key=f"upload:{S.sha(rraw)}:rollouts" if rraw else None,
+                        rollouts_raw=rraw, rollouts_name=roll.name if roll is not None else None)
+    path = sb.text_input("Path on the server", key="path", bind=BIND, placeholder="/data/run_logs.parquet",
+                         help="Absolute path of a log readable by the dashboard's server (read-only).")
+    rpath = sb.text_input("Rollouts path (optional)", key="rpath", bind=BIND,
+                          help="CSV with trajectory_id, outcome for Monte-Carlo q̂_Z.")
+    if not path.strip():
+        return None
+    p = path.strip()
+    rp = rpath.strip() or None
+    return S.Source(key=S.path_key(p), kind="path", name=p.rsplit("/", 1)[-1], path=p,
+                    rollouts_key=S.path_key(rp) + ":rollouts" if rp else None, rollouts_path=rp,
+                    rollouts_name=rp.rsplit("/", 1)[-1] if rp else None)
+
+
+def _recal_specs() -> tuple:
+    if "recal" not in st.session_state:
+        st.session_state["recal"] = [s for s in st.query_params.get_all("recal") if S.parse_recal(s)]
+    return tuple(st.session_state["recal"])
+
+
+def render() -> S.Config:
+    """Draw the sidebar, store the Config and Source in session state, mirror to the URL."""
+    sb = st.sidebar
+    src = _source()
+    st.session_state["_source"] = src
+    base = S.load_base(src) if src is not None else None
+    recal = _recal_specs()
+    data_key = src.key if src is not None else None
+    changed = st.session_state.get("_data_key", data_key) != data_key
+    st.session_state["_data_key"] = data_key
+
+    ok = base is not None and not S.is_failure(base)
+    if base is None:
+        sb.info("No log yet: upload a file or give a server path (or switch back to Demo).")
+    elif not ok:
+        sb.error(f"This log cannot be used ({len(base.problems)} problem(s)); details in the page.")
+
+    # ---------------------------------------------------------------- predictors
+    preds: list[str] = []
+    if ok:
+        rnames = [r["name"] for r in map(S.parse_recal, recal) if r]
+        options = list(base.predictors) + [n for n in rnames if n not in base.predictors]
+        if changed and "pred" in st.session_state:
+            st.session_state["pred"] = options
+        for k in [k for k in st.session_state if k.startswith("f_")] if changed else []:
+            del st.session_state[k]
+        if changed and "cens" in st.session_state:
+            st.session_state["cens"] = tpsviz.default_censoring(base)
+        preds = sb.multiselect("Predictors", options, key="pred", bind=BIND, **_default("pred", {"default": options}),
+                               help="conf_<name> columns of the log (and recalibrated predictors). Each has one "
+                                    "colour on every page; the truthful/oracle predictor is black, the reference.")
+        preds = [p for p in preds if p in options]
+
+    # ---------------------------------------------------------------- score family
+    sb.markdown("**Score family** (beta family, reward: higher is better, 0 is perfect)")
+    presets = list(tpsviz.PRESETS) + ["custom"]
+    sb.selectbox("Preset", presets, key="preset", bind=BIND, on_change=_on_preset,
+                 help="log (0,0): nats, punishes confident mistakes without bound. brier (1,1): half the "
+                      "Brier score, bounded. boosting (−½,−½): harsher than log at the extremes. asym-high/"
+                      "asym-low: emphasise high/low decision thresholds.")
+    c1, c2 = sb.columns(2)
+    alpha = c1.slider("α", -0.95, 4.0, step=0.05, key="a", bind=BIND, on_change=_on_ab, **_default("a", {"value": 0.0}),
+                      help="α > −1. ω(c) = c^(α−1)(1−c)^(β−1) weighs decision thresholds c; larger α moves weight "
+                           "to high thresholds. α ≤ 0 makes S(p,1) unbounded as p → 0.")
+    beta = c2.slider("β", -0.95, 4.0, step=0.05, key="b", bind=BIND, on_change=_on_ab, **_default("b", {"value": 0.0}),
+                     help="β > −1. Larger β moves weight to low thresholds. β ≤ 0 makes S(p,0) unbounded as p → 1.")
+    fam = tpsviz.PRESETS.get(st.session_state.get("preset", "log"))
+    if fam is not None and (fam.alpha, fam.beta) == (alpha, beta):
+        sb.caption(f"{fam.name}: {fam.description}")
+    else:
+        sb.caption(f"custom: α = {alpha:g}, β = {beta:g}")
+    c = np.linspace(0.005, 0.995, 199)
+    sb.plotly_chart(F.omega_figure(c, tpsviz.omega(c, alpha, beta), alpha, beta), theme=None,
+                    config={"displayModeBar": False, "staticPlot": True}, key="omega_small")
+
+    # ---------------------------------------------------------------- schedule
+    sched = sb.selectbox("Weight schedule w_t", list(SCHEDULE_NAMES), key="sched", bind=BIND,
+                         help="TPS = Σ_t w_t S(F_t, Y). Strictly proper only if every w_t > 0 is known at step t. "
+                              + " ".join(f"{k}: {v}" for k, v in S.SCHEDULE_HELP.items()))
+    sb.caption(S.SCHEDULE_HELP[sched])
+    c1, c2 = sb.columns(2)
+    gamma = c1.slider("γ", 0.5, 1.5, step=0.01, key="g", bind=BIND, disabled=sched not in ("front", "back"),
+                      **_default("g", {"value": 0.9}),
+                      help="Geometric ratio of the front (γ^(t−1)) and back (γ^(H−t)) schedules.")
+    horizon = c2.number_input("H (budget)", 1, 10_000, step=1, key="H", bind=BIND, disabled=sched != "back",
+                              **_default("H", {"value": 30}),
+                              help="Fixed step budget H of the back-loaded schedule (known in advance).")
+    try:
+        sobj = S.Config(schedule=sched, gamma=gamma, horizon=int(horizon)).schedule_obj
+        v = sobj.verdict
+        sb.markdown(f"{VERDICT_ICON.get(v.status, '')} **{v.status}** — `{sobj.formula}`",
+                    help=v.reason)
+    except ValueError as e:
+        sb.error(f"Schedule: {e}")
+
+    # ---------------------------------------------------------------- censoring
+    default_cens = tpsviz.default_censoring(base) if ok else "simple"
+    cens = sb.selectbox("Censored runs", list(CENSORING_MODES), key="cens", bind=BIND,
+                        **_default("cens", {"index": list(CENSORING_MODES).index(default_cens)}),
+                        help=CENSORING_HELP)
+    sb.caption(CENSORING_LABELS[cens])
+    exact = cens == "exact"
+    qz_label = sb.radio("q_Z source (exact mode)", list(S.QZ_LABELS), key="qzs", bind=BIND,
+                   disabled=not exact, horizontal=False,
+                   help="q_Z = P(success | history at the stop Z), the evaluator's estimate (never the agent's own "
+                        "F_Z). From the log's q_z column, from Monte-Carlo rollouts, or one value you set "
+                        "(the Censoring page sweeps it over [0, 1]).")
+    qzs = S.QZ_LABELS[qz_label]
+    qz_const = sb.slider("q_Z for every censored run", 0.0, 1.0, step=0.05, key="qz", bind=BIND,
+                         disabled=not (exact and qzs == "constant"), **_default("qz", {"value": 0.5}),
+                         help="Used when the q_Z source is 'one value'. 0 = simple (censoring as failure), 1 = upper.")
+    eps = sb.select_slider("ε (forecast clipping)", S.EPS_CHOICES, key="eps", bind=BIND,
+                           **_default("eps", {"value": 1e-6}), format_func=lambda e: "0 (off)" if e == 0 else f"{e:g}",
+                           help="Forecasts are clipped to [ε, 1−ε] before scoring so unbounded scores stay finite; "
+                                "ε = 0 shows −∞ honestly. The number of clipped forecasts is reported.")
+
+    # ---------------------------------------------------------------- filters and advanced
+    filters = []
+    if ok and base.metadata_columns:
+        with sb.expander("Filters on metadata", expanded=False):
+            t = base.trajectories
+            for col in base.metadata_columns:
+                vals = t[col]
+                key = filter_key(col)
+                num = pd.api.types.is_numeric_dtype(vals)
+                uniq = vals.dropna().astype(str).unique()
+                if num and len(uniq) > 20:
+                    lo, hi = float(vals.min()), float(vals.max())
+                    if lo == hi:
+                        continue
+                    rng = st.slider(str(col), lo, hi, key=key, bind=BIND, **_default(key, {"value": (lo, hi)}),
+                                    help=f"Keep runs whose {col} is in this range.")
+                    if tuple(rng) != (lo, hi):
+                        filters.append((col, "range", (float(rng[0]), float(rng[1]))))
+                elif len(uniq) <= 60:
+                    opts = sorted(uniq)
+                    chosen = st.multiselect(str(col), opts, key=key, bind=BIND, **_default(key, {"default": opts}),
+                                            help=f"Keep runs whose {col} is one of these values.")
+                    if set(chosen) != set(opts):
+                        filters.append((col, "in", tuple(sorted(chosen))))
+                else:
+                    st.caption(f"{col}: {len(uniq)} distinct values (no filter offered)")
+    with sb.expander("Uncertainty", expanded=False):
+        n_boot = st.select_slider("Bootstrap replicates", S.BOOT_CHOICES, key="boot", bind=BIND,
+                                  **_default("boot", {"value": 1000}),
+                                  help="Percentile bootstrap over trajectories (the unit; steps within a run are "
+                                       "dependent), seeded so numbers are reproducible. 0 = SE only.")
+
+    cfg = S.Config(source=src.kind if src else "none", demo=src.name if src else "", path=src.path or "" if src else "",
+                   alpha=float(alpha), beta=float(beta), schedule=sched, gamma=float(gamma), horizon=int(horizon),
+                   censoring=cens, qz_source=qzs, qz_const=float(qz_const), eps=float(eps), n_boot=int(n_boot),
+                   predictors=tuple(preds), filters=tuple(filters), recal=recal)
+    st.session_state["_cfg"] = cfg
+    # recalibrations are not widgets: mirror them by hand (page switches clear unbound params)
+    if list(st.query_params.get_all("recal")) != list(recal):
+        if recal:
+            st.query_params["recal"] = list(recal)
+        elif "recal" in st.query_params:
+            del st.query_params["recal"]
+    sb.caption("Settings are kept across pages and in the URL: copy the link to share this view.")
+    return cfg

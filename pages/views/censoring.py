@@ -1,0 +1,186 @@
+"""Censoring: who gets censored, how each treatment changes TPS, the q_Z band, the artificial check,
+and the Monte-Carlo audit when rollouts are given."""
+
+import numpy as np
+import pandas as pd
+import streamlit as st
+
+import tpsviz
+from pages._ui import common as C
+from pages._ui import state as S
+from tpsviz import figures as F
+from tpsviz.tps import CENSORING_LABELS
+
+C.ensure_shell()
+st.title("Censoring")
+st.caption("A censored run was stopped by an administrative limit (step budget, cost, time) before its outcome "
+           "was observed. How it is scored can change the verdict.")
+cfg, data, _ = C.require_data()
+C.banner(cfg, data)
+colors = S.selected_colors(cfg, data)
+preds = list(cfg.predictors)
+t = data.trajectories
+cens = t["censored"].to_numpy()
+
+if not cens.any():
+    st.info("**No censored runs in this log** (after filters): every run has an observed outcome, so all censoring "
+            "treatments give the same TPS. The artificial-censoring check below still works on complete runs.",
+            icon=":material/check_circle:")
+
+# ----------------------------------------------------------------- populations
+st.subheader("Censored vs complete runs")
+c = st.columns(4)
+c[0].metric("Censored runs", f"{cens.sum():,} of {len(t):,} ({cens.mean():.0%})",
+            help="Runs whose outcome is unknown because they were stopped early.")
+lc, lk = t.loc[cens, "length"], t.loc[~cens, "length"]
+ratio = lc.mean() / lk.mean() if len(lc) and len(lk) else np.nan
+c[1].metric("Mean length: censored / complete", f"{lc.mean():.1f} / {lk.mean():.1f}" if len(lc) and len(lk) else "n/a",
+            delta=f"×{ratio:.1f} longer" if np.isfinite(ratio) else None, delta_color="off",
+            help="Observed steps; censored runs stop at Z.")
+rate = t.loc[~cens, "outcome"].mean()
+c[2].metric("Success rate of complete runs", f"{rate:.1%}" if np.isfinite(rate) else "n/a",
+            help="Complete-case evaluation keeps only these runs: a different population when censoring "
+                 "correlates with difficulty.")
+c[3].metric("Censored runs with q_Z in the log", f"{int((cens & t['q_z'].notna().to_numpy()).sum()):,}",
+            help="q_Z: an honest estimate of P(success | history at the stop Z) supplied by the evaluator.")
+cc = st.columns([1, 1])
+with cc[0]:
+    C.plot(F.length_histogram_figure(t), "cens_lengths", name="Run lengths")
+with cc[1]:
+    codes = data.steps["traj"].to_numpy()
+    tt = data.steps["t"].to_numpy()
+    last = tt == t["length"].to_numpy()[codes]
+    rows = []
+    for p in preds:
+        f = data.forecasts(p)
+        for lab, m in (("complete", ~cens[codes]), ("censored", cens[codes])):
+            if m.any():
+                rows.append({"predictor": F.display_name(p), "runs": lab, "mean F (all steps)": np.nanmean(f[m]),
+                             "mean F (last step)": np.nanmean(f[m & last]), "n runs": int(np.unique(codes[m]).size)})
+    st.markdown("**Forecasts in each population**", help="Mean reported P(success): over all steps and at the "
+                "last observed step. Censored runs usually look less confident late.")
+    st.dataframe(pd.DataFrame(rows), hide_index=True, width="stretch",
+                 column_config={"mean F (all steps)": st.column_config.NumberColumn(format="%.3f"),
+                                "mean F (last step)": st.column_config.NumberColumn(format="%.3f")})
+
+# ----------------------------------------------------------------- treatments
+st.subheader("TPS under each treatment")
+modes = ["complete", "simple", "exact", "upper"]
+results = {m: S.get_tps(cfg, censoring=m) for m in modes}
+rows = []
+for m in modes:
+    s = results[m].summary
+    for p in s.index:
+        r = s.loc[p]
+        rows.append({"predictor": p, "mode": CENSORING_LABELS[m], "key": m, "tps_mean": r["tps_mean"],
+                     "tps_ci_low": r["tps_ci_low"], "tps_ci_high": r["tps_ci_high"],
+                     "n_trajectories": int(r["n_trajectories"]), "n_censored": int(r["n_censored"]),
+                     "n_qz_fallback": int(r["n_qz_fallback"])})
+table = pd.DataFrame(rows)
+C.plot(F.censoring_modes_figure(table, colors, cfg.alpha, cfg.beta), "cens_modes", name="TPS by censoring treatment")
+qnote = {"log": "exact uses the log's q_z column", "rollouts": "exact uses the Monte-Carlo mean of the rollouts",
+         "constant": f"exact uses q_Z = {cfg.qz_const:g} for every censored run"}[cfg.qz_source]
+fb = int(results["exact"].summary["n_qz_fallback"].max()) if len(preds) else 0
+st.caption(f"{cfg.unit} per run, higher is better, 95% bootstrap CI; {qnote}"
+           + (f"; {fb} censored run(s) had no q_Z and were scored with q_Z = 0" if fb else "") +
+           ". The current sidebar mode is **" + CENSORING_LABELS[cfg.censoring] + "**.")
+
+cur = results[cfg.censoring].summary
+st.markdown(f"**Under the current mode — {CENSORING_LABELS[cfg.censoring]}**",
+            help="The mode chosen in the sidebar; every other page uses it.")
+st.dataframe(pd.DataFrame({
+    "predictor": [F.display_name(p) for p in cur.index],
+    f"TPS ({cfg.unit}/run)": cur["tps_mean"].to_numpy(),
+    "95% CI": [C.fmt_interval(lo, hi, 4) for lo, hi in zip(cur["tps_ci_low"], cur["tps_ci_high"])],
+    "n runs": cur["n_trajectories"].to_numpy(), "censored runs scored": cur["n_censored"].to_numpy(),
+    "q_Z fallback": cur["n_qz_fallback"].to_numpy()}), hide_index=True, width="stretch", key="cens_current",
+    column_config={f"TPS ({cfg.unit}/run)": st.column_config.NumberColumn(format="%.4f")})
+
+st.markdown("**Shift between treatments** (per predictor; 95% trajectory-bootstrap CI)",
+            help="Difference of mean TPS. Complete-case averages over complete runs only, so its shift mixes a "
+                 "change of population with the censored runs' scores.")
+shift_rows = []
+for p in preds:
+    a = S.shift_estimate(results["simple"], results["complete"], p, data.n_trajectories, cfg.n_boot)
+    b = S.shift_estimate(results["exact"], results["simple"], p, data.n_trajectories, cfg.n_boot)
+    shift_rows.append({"predictor": F.display_name(p),
+                       "simple − complete-case": a["delta"], "95% CI (simple − cc)": C.fmt_interval(a["ci_low"], a["ci_high"]),
+                       "exact − simple": b["delta"], "95% CI (exact − simple)": C.fmt_interval(b["ci_low"], b["ci_high"])})
+st.dataframe(pd.DataFrame(shift_rows), hide_index=True, width="stretch",
+             column_config={"simple − complete-case": st.column_config.NumberColumn(f"simple − complete-case ({cfg.unit})", format="%+.4f",
+                                                                                     help="> 0: including censored runs as failures raises the mean."),
+                            "exact − simple": st.column_config.NumberColumn(f"exact − simple ({cfg.unit})", format="%+.4f",
+                                                                            help="Effect of using q_Z instead of 0.")})
+
+# ----------------------------------------------------------------- q_Z band
+st.subheader("q_Z sensitivity band")
+sweep = []
+qs = np.linspace(0, 1, 11)
+for p in preds:
+    lo = results["simple"].summary.loc[p, "tps_mean"]
+    hi = results["upper"].summary.loc[p, "tps_mean"]
+    for q in qs:  # TPS_cen is linear in q_Z, so the sweep is exact from its two ends
+        sweep.append({"predictor": p, "q_z": q, "tps_mean": (1 - q) * lo + q * hi})
+marks = {"current q_Z": cfg.qz_const} if cfg.censoring == "exact" and cfg.qz_source == "constant" else None
+C.plot(F.qz_band_figure(pd.DataFrame(sweep), colors, cfg.alpha, cfg.beta, marks), "cens_band",
+       caption="Each line gives every censored run the same q_Z. TPS_cen is linear in q_Z, so the lines at q_Z = 0 "
+               "(simple) and 1 (upper) bound every possible exact score: if the ranking does not change across the "
+               "band, no model of q_Z can change it.", name="q_Z sensitivity band")
+
+# ----------------------------------------------------------------- artificial censoring
+st.subheader("Artificial censoring check")
+comp_len = t.loc[~cens, "length"]
+if len(comp_len) == 0 or comp_len.max() < 2:
+    st.info("The check needs complete runs with at least 2 steps.")
+else:
+    bmax = int(comp_len.max()) - 1
+    budget = st.slider("Artificial budget B (steps)", 1, max(bmax, 1), min(max(int(comp_len.median()) // 2, 1), bmax),
+                       key="cens_budget", help="Complete runs longer than B are cut after step B and scored as censored "
+                                               "(simple). The closed form must match the direct difference.")
+    try:
+        chk = tpsviz.artificial_censoring_check(data, budget, cfg.score_settings(n_boot=0), preds)
+        if chk.empty:
+            st.info(f"No complete run is longer than B = {budget}.")
+        else:
+            n_runs = chk["trajectory_id"].nunique()
+            mx = chk["abs_error"].max()
+            st.markdown(f"On **{n_runs}** complete runs longer than B = {budget}: TPS_full − TPS_cen,simple(B) equals "
+                        f"Σ_(t≤B) w_t·Y·[S(F_t,1) − S(F_t,0)] + Σ_(t>B) w_t·S(F_t,Y) with max |error| = **{mx:.1e}** "
+                        + (":green[:material/check_circle: floating-point precision]" if mx < 1e-8 else ":orange[:material/warning:]"),
+                        help="DESIGN §2.3: the decomposition of the simple censored score.")
+            C.plot(F.artificial_check_figure(chk, colors), "cens_check", name="Artificial censoring check")
+    except ValueError as e:
+        st.warning(f"The check is not available with these settings: {e}", icon=":material/warning:")
+
+# ----------------------------------------------------------------- MC audit
+st.subheader("Monte-Carlo audit")
+ro = S.get_rollouts()
+if ro is None:
+    st.info("No rollouts file. Give one (trajectory_id, outcome per simulated continuation of a censored run) with "
+            "the upload or path source to estimate q̂_Z and compare the exact and simple scores. The WebShop-like "
+            "demo has one.", icon=":material/casino:")
+elif S.is_failure(ro):
+    C.show_failure(ro)
+else:
+    ids = t.loc[cens, "trajectory_id"].astype(str)
+    audit = ro.reindex(ids).reset_index().rename(columns={"index": "trajectory_id"})
+    audit["q_log"] = t.loc[cens, "q_z"].to_numpy()
+    covered = audit["q_hat"].notna()
+    st.caption(f"{int(covered.sum())} of {len(audit)} censored runs have rollouts "
+               f"(median {int(audit['n_rollouts'].median()) if covered.any() else 0} per run).")
+    if covered.any():
+        C.plot(F.mc_audit_figure(audit[covered]), "cens_mc", name="Monte-Carlo audit")
+        q = ro["q_hat"].reindex(t["trajectory_id"].astype(str)).to_numpy()
+        from dataclasses import replace
+        mc_cfg = replace(cfg, censoring="exact", qz_source="rollouts")
+        res_mc = S.get_tps(mc_cfg)
+        rows = []
+        for p in preds:
+            d = S.shift_estimate(res_mc, results["simple"], p, data.n_trajectories, cfg.n_boot)
+            rows.append({"predictor": F.display_name(p), "exact (q̂_Z)": res_mc.summary.loc[p, "tps_mean"],
+                         "simple (q_Z = 0)": results["simple"].summary.loc[p, "tps_mean"],
+                         "exact − simple": d["delta"], "95% CI": C.fmt_interval(d["ci_low"], d["ci_high"]),
+                         "differs beyond CI": bool(np.isfinite(d["ci_low"]) and (d["ci_low"] > 0 or d["ci_high"] < 0))})
+        st.dataframe(pd.DataFrame(rows), hide_index=True, width="stretch",
+                     column_config={c: st.column_config.NumberColumn(f"{c} ({cfg.unit})", format="%.4f")
+                                    for c in ("exact (q̂_Z)", "simple (q_Z = 0)", "exact − simple")})

@@ -1,0 +1,100 @@
+"""Export: per-step contributions and per-trajectory scores (CSV / Parquet), a standalone HTML report
+that opens offline, and a PNG of any figure."""
+
+import io
+
+import pandas as pd
+import streamlit as st
+
+from pages._ui import common as C
+from pages._ui import state as S
+from pages._ui import compute as V
+from tpsviz.report import build_report
+
+C.ensure_shell()
+st.title("Export")
+st.caption("Everything below uses the current settings (shown in the banner and written into every file).")
+cfg, data, _ = C.require_data()
+C.banner(cfg, data)
+src = S.current_source()
+stem = S.safe_filename(f"tpsviz_{src.name.rsplit('.', 1)[0]}")
+res = S.get_tps(cfg)
+
+
+def _per_traj() -> pd.DataFrame:
+    return res.per_trajectory.drop(columns=["traj"]).assign(
+        alpha=cfg.alpha, beta=cfg.beta, schedule=cfg.schedule_obj.spec, censoring=cfg.censoring, eps=cfg.eps)
+
+
+def _contrib() -> pd.DataFrame:
+    try:
+        return res.step_contributions(list(cfg.predictors))
+    except Exception:
+        return S.contributions_fallback(data, res, list(cfg.predictors))
+
+
+def _csv(fn):
+    return lambda: fn().to_csv(index=False).encode("utf-8")
+
+
+def _parquet(fn):
+    def make():
+        buf = io.BytesIO()
+        fn().to_parquet(buf, index=False)
+        return buf.getvalue()
+    return make
+
+
+st.subheader("Scores as data")
+n_rows = int(res.summary["n_steps"].sum())
+c = st.columns(2)
+with c[0]:
+    st.markdown(f"**Per-trajectory TPS** ({len(res.per_trajectory):,} rows)",
+                help="trajectory_id, predictor, tps, censored, n_scored, weight_sum, q_z_used and the settings.")
+    st.download_button("Per-trajectory scores (CSV)", _csv(_per_traj), f"{stem}_per_trajectory.csv", "text/csv",
+                       key="dl_traj_csv", on_click="ignore")
+    st.download_button("Per-trajectory scores (Parquet)", _parquet(_per_traj), f"{stem}_per_trajectory.parquet",
+                       "application/octet-stream", key="dl_traj_pq", on_click="ignore")
+with c[1]:
+    st.markdown(f"**Per-step contributions** ({n_rows:,} rows)",
+                help="trajectory_id, step, t, predictor, forecast (as clipped), weight, score, contribution = w_t·S.")
+    st.download_button("Per-step contributions (CSV)", _csv(_contrib), f"{stem}_steps.csv", "text/csv",
+                       key="dl_step_csv", on_click="ignore")
+    st.download_button("Per-step contributions (Parquet)", _parquet(_contrib), f"{stem}_steps.parquet",
+                       "application/octet-stream", key="dl_step_pq", on_click="ignore")
+
+st.subheader("HTML report")
+st.caption("One self-contained file (plotly.js embedded, ~5 MB): opens offline, interactive figures, the settings "
+           "and verdict at the top.")
+key = (src.key, cfg)
+if st.button("Build the HTML report", key="build_report", type="primary"):
+    with st.spinner("Building the report…"):
+        sections = V.report_sections(cfg, data)
+        html = build_report(f"tpsviz report — {src.name}", V.settings_dict(cfg, data, src), sections,
+                            notes=[f"Loader note: {n}" for n in data.notes])
+        st.session_state["_report"] = (key, html.encode("utf-8"))
+rep = st.session_state.get("_report")
+if rep and rep[0] == key:
+    st.download_button("Download the HTML report", rep[1], f"{stem}_report.html", "text/html", key="dl_report",
+                       on_click="ignore", type="primary")
+    st.caption(f"Report ready ({len(rep[1]) / 1e6:.1f} MB).")
+elif rep:
+    st.caption("The settings changed since the last report: build it again.")
+
+st.subheader("PNG of a figure")
+st.caption("Every figure also has a camera button (top right, on hover) that saves a PNG from the browser.")
+figs = V.all_figures(cfg, data)
+name = st.selectbox("Figure", list(figs), key="png_fig")
+if st.button("Render PNG", key="render_png"):
+    try:
+        with st.spinner("Rendering with kaleido (starts a headless browser, a few seconds)…"):
+            png = figs[name].to_image(format="png", width=1100, height=int(figs[name].layout.height or 450), scale=2)
+        st.session_state["_png"] = ((key, name), png)
+    except Exception as e:
+        st.error(f"The PNG could not be rendered on the server ({type(e).__name__}). Use the camera button on the "
+                 f"figure instead.")
+png = st.session_state.get("_png")
+if png and png[0] == (key, name):
+    st.download_button("Download PNG", png[1], S.safe_filename(f"{stem}_{name}") + ".png", "image/png",
+                       key="dl_png", on_click="ignore")
+    st.image(png[1], caption=name, width=500)

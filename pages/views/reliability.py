@@ -1,0 +1,70 @@
+"""Reliability: do the stated probabilities match observed success rates? Binned diagrams with
+intervals, CORP isotonic curves with consistency bands, histograms, and MCB/DSC/UNC."""
+
+import pandas as pd
+import streamlit as st
+
+from pages._ui import common as C
+from pages._ui import state as S
+from tpsviz import figures as F
+
+C.ensure_shell()
+st.title("Reliability")
+st.caption("A calibrated predictor's forecasts of 0.7 come true 70% of the time: its curve follows the diagonal.")
+cfg, data, _ = C.require_data()
+C.banner(cfg, data)
+colors = S.selected_colors(cfg, data)
+preds = list(cfg.predictors)
+
+c = st.columns([2, 1, 1, 1])
+scope = c[0].radio("Steps", ["all", "step", "final"], key="rel_scope", horizontal=True,
+                   format_func={"all": "all steps (pooled)", "step": "one step t", "final": "final step"}.get,
+                   help="Pool every (trajectory, step) pair, use only step t, or only each run's last forecast.")
+tmax = int(data.trajectories["length"].max())
+step = c[1].number_input("step t", 1, max(tmax, 1), 1, key="rel_step", disabled=scope != "step",
+                         help="Step position within the run (1 = first forecast).")
+n_bins = c[2].select_slider("Bins", [5, 10, 15, 20], 10, key="rel_bins", help="Equal-width bins of the forecast.")
+pseudo = c[3].toggle("Censored = failure", False, key="rel_pseudo",
+                     help="Off: only complete runs (they have an outcome). On: pseudo-labels, censored runs counted as "
+                          "failures — the target of the simple censored score, labelled as such.")
+if len(preds) > 6:
+    st.info(f"{len(preds)} predictors selected: the diagrams show the first 6 (choose fewer in the sidebar).")
+shown = preds[:6]
+panels, hists = S.get_reliability(scope, step if scope == "step" else None, pseudo, n_bins, cfg, shown)
+label = {"all": "all steps", "step": f"step t = {step}", "final": "final step"}[scope]
+lab_y = "pseudo-labels (censored = failure)" if pseudo else "complete runs"
+if not panels:
+    st.warning(f"No forecasts with an outcome at {label} ({lab_y}). Choose another step or include censored runs.",
+               icon=":material/search:")
+    st.stop()
+n_pairs = max(p["n"] for p in panels)
+n_traj = max(p["n_traj"] for p in panels)
+C.plot(F.reliability_figure(panels, colors, f"Reliability, {label}, {lab_y}"), "rel_diagrams", name="Reliability diagrams",
+       caption=f"Dots: observed success rate per bin with a 95% Wilson interval (size ∝ count; hover for n). Line: CORP "
+               f"isotonic recalibration of the forecasts; grey: 90% consistency band — where the line would fall if the "
+               f"forecasts were calibrated. n = {n_pairs:,} (trajectory, step) pairs from {n_traj:,} runs; intervals treat "
+               f"steps as independent, so they are optimistic.")
+dec, by_step = S.get_decomposition(scope, step if scope == "step" else None, pseudo, cfg, by_step=scope == "all",
+                                   preds=shown)
+C.plot(F.histogram_figure(hists, {k: v for k, v in colors.items() if k in shown}), "rel_hist",
+       name="Forecast histograms", caption="Sharpness: where the forecasts sit. A spike near 1 = saturated confidence.")
+if len(dec):
+    C.plot(F.decomposition_figure(dec, colors, cfg.alpha, cfg.beta), "rel_decomp", name="CORP decomposition")
+if len(dec):
+    t = dec.assign(predictor=[F.display_name(p) for p in dec["predictor"]])
+    st.dataframe(t, hide_index=True, width="stretch", column_config={
+        "mcb": st.column_config.NumberColumn("MCB", format="%.4f", help="Miscalibration: loss removed by the isotonic "
+                                             "recalibration. 0 = calibrated; lower is better."),
+        "dsc": st.column_config.NumberColumn("DSC", format="%.4f", help="Discrimination: how much the recalibrated forecasts "
+                                             "beat the base rate. Higher is better."),
+        "unc": st.column_config.NumberColumn("UNC", format="%.4f", help="Uncertainty: loss of the base-rate forecast, the same for all."),
+        "mean_score": st.column_config.NumberColumn(f"mean score ({cfg.unit}/step)", format="%.4f",
+                                                    help="= −(MCB − DSC + UNC), per step, unweighted; higher is better."),
+        "n": st.column_config.NumberColumn("n pairs", help="(trajectory, step) pairs."),
+    })
+    st.caption(f"Per-step score S with the current α = {cfg.alpha:g}, β = {cfg.beta:g} and ε = {cfg.eps:g}; "
+               "no weights (the decomposition is of the mean per-step loss).")
+if scope == "all" and len(by_step):
+    C.plot(F.decomposition_by_step_figure(by_step, colors, cfg.alpha, cfg.beta), "rel_by_step",
+           name="Decomposition by step", caption="Per step t (steps with ≥ 30 pairs): where miscalibration and "
+                                                 "discrimination live along the run.")

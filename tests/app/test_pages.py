@@ -1,0 +1,165 @@
+"""Every page on the demo data, and the interactions the issue asks for."""
+
+import numpy as np
+import pytest
+
+from apptest_helpers import APP, DEMO, texts
+
+PAGES = ["pages/views/overview.py", "pages/views/reliability.py", "pages/views/steps.py", "pages/views/censoring.py", "pages/views/lab.py",
+         "pages/views/recalibration.py", "pages/views/export.py"]
+
+
+def _leaderboard(at):
+    df = at.dataframe[0].value
+    return df.set_index("predictor")["TPS mean"]
+
+
+def test_starts_on_demo_with_nothing_to_click(app):
+    labels = {m.label: m.value for m in app.metric}
+    assert labels["Trajectories"] == "600"
+    assert "271" in labels["Censored"]
+    lb = _leaderboard(app)
+    assert "truthful (reference)" in lb.index and len(lb) == 6
+    assert not app.error
+    t = texts(app)
+    assert "nats" in t and "strictly proper" in t
+
+
+@pytest.mark.parametrize("page", PAGES)
+def test_every_page_renders(app, page):
+    app.switch_page(page).run()
+    assert not app.exception, [e.value for e in app.exception]
+    assert not app.error, [e.value for e in app.error]
+    assert app.title[0].value
+    # the settings banner (score, weights + verdict, censoring, ε, n) is on every page
+    t = texts(app)
+    assert "**Weights**" in t and "**Censoring**" in t and "**ε**" in t
+
+
+def test_moving_alpha_beta_changes_the_numbers(app):
+    before = _leaderboard(app)
+    app.slider(key="a").set_value(1.0).run()
+    app.slider(key="b").set_value(1.0).run()
+    assert not app.exception
+    after = _leaderboard(app)
+    assert not np.allclose(before.to_numpy(), after.reindex(before.index).to_numpy())
+    # (1, 1) is the Brier preset: the preset follows the sliders and the unit changes
+    assert app.selectbox(key="preset").value == "brier"
+    assert "half-Brier" in texts(app)
+
+
+def test_preset_sets_alpha_beta(app):
+    app.selectbox(key="preset").set_value("boosting").run()
+    assert app.slider(key="a").value == -0.5 and app.slider(key="b").value == -0.5
+    assert not app.exception
+
+
+def test_schedule_verdict_is_shown_next_to_it(app):
+    app.selectbox(key="sched").set_value("per-length").run()
+    assert "not proper" in texts(app)
+    app.selectbox(key="sched").set_value("endpoint").run()
+    assert "final forecast only" in texts(app)
+
+
+def _current_mode_table(at):
+    return next(d.value for d in at.dataframe if "censored runs scored" in d.value.columns)
+
+
+def test_switching_censoring_mode_changes_censoring_page(app):
+    app.switch_page("pages/views/censoring.py").run()
+    t_exact = texts(app)
+    cur_exact = _current_mode_table(app).iloc[:, 1].to_numpy()
+    app.selectbox(key="cens").set_value("complete").run()
+    assert not app.exception
+    t_cc = texts(app)
+    cur_cc = _current_mode_table(app).iloc[:, 1].to_numpy()
+    assert "complete-case" in t_cc and t_cc != t_exact
+    assert not np.allclose(cur_exact, cur_cc)
+
+
+def test_bad_upload_shows_error_and_app_stays_usable(app):
+    app.radio(key="src").set_value("Upload").run()
+    assert "No data loaded yet" in texts(app)
+    app.file_uploader(key="upload").set_value(("broken.csv", b"trajectory_id,step\nt1,1\nt1,x\n", "text/csv")).run()
+    assert not app.exception
+    assert any("cannot be used" in e.value for e in app.error)
+    problems = "\n".join(c.value for c in app.code)
+    assert "outcome" in problems  # names the missing column
+    # still usable: back to the demo
+    app.radio(key="src").set_value("Demo").run()
+    assert not app.error and not app.exception
+    assert {m.label: m.value for m in app.metric}["Trajectories"] == "600"
+
+
+def test_good_upload_is_scored(app):
+    raw = (DEMO / "tau2-like.csv").read_bytes()
+    app.radio(key="src").set_value("Upload").run()
+    app.file_uploader(key="upload").set_value(("tau2-like.csv", raw, "text/csv")).run()
+    assert not app.exception and not app.error
+    assert {m.label: m.value for m in app.metric}["Trajectories"] == "400"
+
+
+def test_log_text_is_not_rendered_as_markup(app):
+    csv = ("trajectory_id,step,outcome,conf_a,conf_b,task\n" +
+           "".join(f"<b>r{i}</b>,{s},{i % 2},{0.3 + 0.05 * s},{0.6},<script>x</script>\n"
+                   for i in range(12) for s in (1, 2, 3))).encode()
+    app.radio(key="src").set_value("Upload").run()
+    app.file_uploader(key="upload").set_value(("evil.csv", csv, "text/csv")).run()
+    assert not app.exception
+    for page in PAGES:
+        app.switch_page(page).run()
+        assert not app.exception, (page, [e.value for e in app.exception])
+        for m in app.markdown:
+            assert "<script>" not in m.value and "<b>r" not in m.value
+
+
+def test_url_reproduces_settings():
+    from streamlit.testing.v1 import AppTest
+
+    at = AppTest.from_file(APP, default_timeout=120)
+    at.query_params.update({"a": "1.0", "b": "2.0", "cens": "simple", "demo": "tau2-like"})
+    at.run()
+    assert not at.exception
+    assert at.slider(key="a").value == 1.0 and at.slider(key="b").value == 2.0
+    assert at.selectbox(key="cens").value == "simple"
+    assert {m.label: m.value for m in at.metric}["Trajectories"] == "400"
+
+
+def test_no_predictor_selected_is_a_designed_state(app):
+    app.multiselect(key="pred").set_value([]).run()
+    assert not app.exception
+    assert "No predictor selected" in texts(app)
+
+
+def test_filters_restrict_the_runs(app):
+    app.multiselect(key="f_difficulty").set_value(["easy"]).run()
+    assert not app.exception
+    n = int({m.label: m.value for m in app.metric}["Trajectories"].replace(",", ""))
+    assert 0 < n < 600
+
+
+def test_recalibration_adds_a_predictor_everywhere(app):
+    app.switch_page("pages/views/recalibration.py").run()
+    app.selectbox(key="rc_src").set_value("verbal")
+    app.radio(key="rc_method").set_value("platt")
+    app.button[0].click().run()
+    assert not app.exception, [e.value for e in app.exception]
+    assert "verbal@platt" in app.session_state["pred"]
+    assert "verbal@platt" in texts(app)
+    app.switch_page("pages/views/overview.py").run()
+    assert "verbal@platt" in _leaderboard(app).index
+
+
+def test_steps_drill_down_censored_run(app):
+    app.switch_page("pages/views/steps.py").run()
+    app.radio(key="steps_group").set_value("censored").run()
+    assert not app.exception
+    assert "q_Z" in texts(app)
+
+
+def test_export_builds_report(app):
+    app.switch_page("pages/views/export.py").run()
+    app.button(key="build_report").click().run()
+    assert not app.exception
+    rep = app.session_state["_report"][1]
+    assert rep.startswith(b"<!DOCTYPE html>") and b"plotly" in rep

@@ -1,0 +1,30 @@
+"""The standalone HTML report: self-contained (opens offline) and escapes log text."""
+
+import pandas as pd
+import plotly.graph_objects as go
+
+from tpsviz.report import Section, build_report
+
+
+def test_report_is_self_contained_and_escaped():
+    fig = go.Figure(go.Scatter(x=[0, 1], y=[1, 0]))
+    sections = [Section("Leaderboard <script>", "text <b>bold</b>", fig,
+                        pd.DataFrame({"predictor": ["<img src=x onerror=alert(1)>"], "tps": [-1.2345678]})),
+                Section("Second", figure=go.Figure(go.Bar(x=[1], y=[2])), caption="cap")]
+    html = build_report("Report <x>", {"Score family": "log", "Verdict of the schedule": "strictly proper — ok"},
+                        sections, notes=["note <i>"])
+    assert html.startswith("<!DOCTYPE html>")
+    import re
+    # no external script tag outside the embedded bundle: every <script> tag is inline
+    tags = re.findall(r"<script[^>]*>", html)
+    assert tags and all("src=" not in t for t in tags if t.startswith("<script type") or t == "<script>")
+    assert html.count("plotly.js v") <= 2  # the bundle is embedded once
+    assert "Plotly.newPlot" in html and html.count("Plotly.newPlot") == 2
+    assert "<img src=x" not in html and "&lt;img src=x onerror=alert(1)&gt;" in html
+    assert "Leaderboard &lt;script&gt;" in html and "note &lt;i&gt;" in html
+    assert "verdict-ok" in html
+
+
+def test_report_without_figures():
+    html = build_report("t", {}, [Section("only text", "hello")])
+    assert "hello" in html and "Plotly.newPlot" not in html

@@ -1,0 +1,572 @@
+"""Plotly figure builders for the dashboard and the HTML report (DESIGN §4, §6).
+
+Compute and plot are separate: every ``*_figure`` function takes data frames or dicts that
+the core returns (or small aggregates made here by ``prepare_*`` helpers) and returns a
+``plotly.graph_objects.Figure``. Nothing here imports streamlit.
+
+Conventions (DESIGN §6):
+
+- one colour per predictor, the same everywhere (:func:`predictor_colors`, Okabe–Ito
+  colour-blind-safe palette); the truthful / oracle predictor, when present, is drawn in black
+  with a thicker line and labelled "(reference)";
+- every score axis says its units and direction (:func:`score_label`);
+- figures ship aggregates, never raw steps, and use SVG traces only (no WebGL).
+"""
+
+from __future__ import annotations
+
+import html
+
+import numpy as np
+import pandas as pd
+import plotly.graph_objects as go
+from plotly.subplots import make_subplots
+
+__all__ = [
+    "PALETTE", "REFERENCE_NAMES", "is_reference", "predictor_colors", "display_name", "plot_label",
+    "score_unit", "score_label", "omega_figure", "score_curves_figure", "leaderboard_figure",
+    "delta_matrix_figure", "prepare_heatmap", "contribution_heatmap_figure",
+    "prepare_step_means", "step_means_figure", "trajectory_figure", "length_histogram_figure",
+    "censoring_modes_figure", "qz_band_figure", "artificial_check_figure", "mc_audit_figure",
+    "reliability_figure", "histogram_figure", "decomposition_figure", "decomposition_by_step_figure",
+    "murphy_figure", "schedule_figure", "demo_bars_figure", "empty_figure",
+]
+
+# Okabe & Ito (2008) colour-blind-safe palette; black is reserved for the reference predictor.
+REFERENCE_COLOR = "#000000"
+PALETTE = ["#E69F00", "#56B4E9", "#009E73", "#0072B2", "#D55E00", "#CC79A7", "#F0E442",
+           # Paul Tol "muted" for more than 7 predictors
+           "#332288", "#88CCEE", "#44AA99", "#117733", "#999933", "#DDCC77", "#CC6677",
+           "#882255", "#AA4499"]
+REFERENCE_NAMES = ("truthful", "oracle", "truth", "true")
+TEMPLATE = "plotly_white"
+FONT = dict(family="Source Sans Pro, Arial, sans-serif", size=13)
+
+
+def is_reference(name: str) -> bool:
+    """True for the truthful/oracle predictor of synthetic data (drawn as the reference)."""
+    return str(name).lower() in REFERENCE_NAMES
+
+
+def predictor_colors(names) -> dict[str, str]:
+    """A stable colour per predictor: the reference in black, others in palette order.
+
+    Pass the full predictor list of the dataset (not a selection) so that colours do not
+    change when the user selects a subset.
+    """
+    out, i = {}, 0
+    for n in names:
+        if is_reference(n):
+            out[n] = REFERENCE_COLOR
+        else:
+            out[n] = PALETTE[i % len(PALETTE)]
+            i += 1
+    return out
+
+
+def display_name(name: str) -> str:
+    """Predictor label with the reference marked."""
+    return f"{name} (reference)" if is_reference(name) else str(name)
+
+
+def plot_label(name: str) -> str:
+    """Predictor / run label for plotly text (plotly renders a subset of HTML: escape log text)."""
+    return html.escape(display_name(name), quote=False)
+
+
+def _color(colors: dict, name: str) -> str:
+    return colors.get(name, "#777777")
+
+
+def _width(name: str) -> float:
+    return 3.5 if is_reference(name) else 2.0
+
+
+def score_unit(alpha: float, beta: float) -> str:
+    """Units of a beta-family score."""
+    if alpha == 0 and beta == 0:
+        return "nats"
+    if alpha == 1 and beta == 1:
+        return "half-Brier units"
+    return f"score units (α={alpha:g}, β={beta:g})"
+
+
+def score_label(alpha: float, beta: float, per: str = "trajectory", short: bool = False) -> str:
+    """Axis label with units and direction, e.g. 'TPS (nats per trajectory; higher is better, 0 is perfect)'."""
+    unit = score_unit(alpha, beta)
+    if short:
+        return f"TPS ({unit}/{per}, ↑ better)"
+    return f"TPS ({unit} per {per}; higher is better, 0 is perfect)"
+
+
+def _layout(fig: go.Figure, title: str | None = None, height: int = 380, legend_bottom: bool = False,
+            **kw) -> go.Figure:
+    """Common look: title top-left, horizontal legend between title and plot (or below it)."""
+    top = 30 + (30 if title else 0) + (0 if legend_bottom else 28)
+    legend = (dict(orientation="h", yanchor="top", y=-0.18, xanchor="left", x=0) if legend_bottom else
+              dict(orientation="h", yanchor="bottom", y=1.01, xanchor="left", x=0))
+    fig.update_layout(template=TEMPLATE, font=FONT, height=height,
+                      margin=dict(l=60, r=20, t=top, b=90 if legend_bottom else 50),
+                      title=dict(text=title, x=0, xanchor="left", y=0.995, yanchor="top", yref="container",
+                                 pad=dict(t=8), font=dict(size=15)) if title else None,
+                      legend=legend, **kw)
+    return fig
+
+
+def empty_figure(message: str, height: int = 240) -> go.Figure:
+    """A blank figure carrying a message (designed empty state)."""
+    fig = go.Figure()
+    fig.add_annotation(text=message, showarrow=False, x=0.5, y=0.5, xref="paper", yref="paper",
+                       font=dict(size=14, color="#555"))
+    fig.update_xaxes(visible=False)
+    fig.update_yaxes(visible=False)
+    return _layout(fig, height=height)
+
+
+# ------------------------------------------------------------------------- scoring rule
+def omega_figure(c: np.ndarray, w: np.ndarray, alpha: float, beta: float, small: bool = True) -> go.Figure:
+    """ω_{α,β}(c) against the decision threshold c (normalised to its maximum on the grid)."""
+    w = np.asarray(w, dtype=float)
+    finite = np.isfinite(w)
+    top = np.nanmax(w[finite]) if finite.any() else 1.0
+    fig = go.Figure(go.Scatter(x=c, y=w / top, mode="lines", line=dict(color="#0072B2", width=2),
+                               fill="tozeroy", name="ω(c)",
+                               hovertemplate="threshold c=%{x:.2f}<br>relative weight %{y:.2f}<extra></extra>"))
+    fig.update_xaxes(title="decision threshold c", range=[0, 1])
+    fig.update_yaxes(title="ω(c), relative" if not small else None, rangemode="tozero")
+    if small:
+        _layout(fig, height=150)
+        fig.update_layout(margin=dict(l=10, r=10, t=25, b=35), showlegend=False,
+                          title=dict(text=f"ω(c) for α={alpha:g}, β={beta:g}", font=dict(size=12), x=0))
+        fig.update_xaxes(title=dict(text="threshold c", font=dict(size=11)))
+        return fig
+    return _layout(fig, f"Threshold weight ω(c) = c^(α−1)(1−c)^(β−1), α={alpha:g}, β={beta:g}")
+
+
+def score_curves_figure(p: np.ndarray, s1: np.ndarray, s0: np.ndarray, alpha: float, beta: float) -> go.Figure:
+    """S(p, 1) and S(p, 0) against the forecast p."""
+    fig = go.Figure()
+    fig.add_trace(go.Scatter(x=p, y=s1, name="S(p, 1): the run succeeds", line=dict(color="#009E73", width=2.5)))
+    fig.add_trace(go.Scatter(x=p, y=s0, name="S(p, 0): the run fails", line=dict(color="#D55E00", width=2.5)))
+    fig.update_xaxes(title="forecast p (reported probability of success)", range=[0, 1])
+    fig.update_yaxes(title=f"score ({score_unit(alpha, beta)}; higher is better, 0 is perfect)")
+    return _layout(fig, f"The score of one forecast, α={alpha:g}, β={beta:g}")
+
+
+# ------------------------------------------------------------------------- overview
+def leaderboard_figure(summary: pd.DataFrame, colors: dict, alpha: float, beta: float,
+                       ref_value: float | None = None, level: float = 0.95) -> go.Figure:
+    """Mean TPS per predictor with its bootstrap CI (dot and whiskers), best at the top.
+
+    ``summary`` is ``TPSResult.summary`` (index = predictor).
+    """
+    s = summary.sort_values("tps_mean", ascending=True)
+    fig = go.Figure()
+    for name, row in s.iterrows():
+        lo, hi, m = row["tps_ci_low"], row["tps_ci_high"], row["tps_mean"]
+        fig.add_trace(go.Scatter(
+            x=[m], y=[plot_label(name)], mode="markers",
+            marker=dict(color=_color(colors, name), size=13 if is_reference(name) else 10,
+                        symbol="diamond" if is_reference(name) else "circle"),
+            error_x=dict(type="data", symmetric=False, array=[hi - m if np.isfinite(hi) else 0],
+                         arrayminus=[m - lo if np.isfinite(lo) else 0], color=_color(colors, name),
+                         thickness=2),
+            name=plot_label(name), showlegend=False,
+            hovertemplate=(f"<b>{plot_label(name)}</b><br>mean TPS %{{x:.4g}}<br>"
+                           f"{level:.0%} CI [{lo:.4g}, {hi:.4g}]<br>n = {int(row['n_trajectories'])} "
+                           f"trajectories ({int(row['n_censored'])} censored)<extra></extra>")))
+    if ref_value is not None and np.isfinite(ref_value):
+        fig.add_vline(x=ref_value, line=dict(color="#777", dash="dot"),
+                      annotation_text="base-rate reference", annotation_position="top")
+    fig.update_xaxes(title=score_label(alpha, beta))
+    fig.update_yaxes(title=None)
+    return _layout(fig, f"Mean TPS with {level:.0%} bootstrap CI", height=max(220, 60 + 42 * len(s)))
+
+
+def delta_matrix_figure(z: pd.DataFrame, title: str = "Paired Δ/SE (row − column)") -> go.Figure:
+    """Heatmap of a square Δ/SE matrix (rows minus columns), diverging colours centred on 0."""
+    vals = z.to_numpy(dtype=float)
+    lim = float(np.nanmax(np.abs(vals))) if np.isfinite(vals).any() else 1.0
+    lim = max(lim, 2.0)
+    text = np.where(np.isfinite(vals), np.vectorize(lambda v: f"{v:+.1f}")(np.nan_to_num(vals)), "")
+    fig = go.Figure(go.Heatmap(
+        z=vals, x=[plot_label(c) for c in z.columns], y=[plot_label(r) for r in z.index],
+        zmin=-lim, zmax=lim, colorscale="RdBu", text=text, texttemplate="%{text}",
+        colorbar=dict(title="Δ/SE"),
+        hovertemplate="%{y} − %{x}<br>Δ/SE = %{z:.2f}<extra></extra>"))
+    fig.update_yaxes(autorange="reversed")
+    return _layout(fig, title, height=max(260, 80 + 40 * len(z)))
+
+
+# ------------------------------------------------------------------------- step contributions
+def prepare_heatmap(contrib: pd.DataFrame, trajectories: pd.DataFrame, max_rows: int = 400,
+                    max_steps: int = 60) -> dict:
+    """Aggregate per-step contributions of ONE predictor into a (trajectory × step) matrix.
+
+    Trajectories are ordered by outcome (successes, failures, censored) then length; when
+    there are more than ``max_rows`` runs, consecutive runs in that order are averaged into
+    ``max_rows`` bands (so the figure ships an aggregate). Steps beyond ``max_steps`` are
+    pooled into the last column.
+    """
+    t = trajectories[["trajectory_id", "outcome", "censored", "length"]].copy()
+    group = np.where(t["censored"], 2, np.where(t["outcome"] == 1, 0, 1))
+    t["group"] = group
+    t = t.sort_values(["group", "length"], kind="stable").reset_index(drop=True)
+    t["row"] = np.arange(len(t))
+    n = len(t)
+    bands = min(n, max_rows)
+    t["band"] = (t["row"] * bands // max(n, 1)).astype(int)
+    c = contrib.merge(t[["trajectory_id", "band"]], on="trajectory_id", how="inner")
+    step = np.minimum(c["t"].to_numpy(), max_steps)
+    c = c.assign(col=step)
+    piv = c.pivot_table(index="band", columns="col", values="contribution", aggfunc="mean")
+    piv = piv.reindex(index=range(bands))
+    size = t.groupby("band").size().reindex(range(bands)).fillna(0).astype(int)
+    grp = t.groupby("band")["group"].agg(lambda g: int(np.bincount(g, minlength=3).argmax()))
+    labels = np.array(["success", "failure", "censored"])[grp.reindex(range(bands)).fillna(0).astype(int)]
+    first_id = t.groupby("band")["trajectory_id"].first().reindex(range(bands)).astype(str).map(
+        lambda v: html.escape(v, quote=False))
+    return {"z": piv.to_numpy(), "steps": list(piv.columns), "band_size": size.to_numpy(),
+            "band_label": labels, "band_first": first_id.to_numpy(), "n_trajectories": n,
+            "aggregated": n > max_rows, "capped": int(contrib["t"].max() if len(contrib) else 0) > max_steps,
+            "boundaries": [int(t.loc[t["group"] == g, "band"].min()) for g in (1, 2)
+                           if (t["group"] == g).any()]}
+
+
+def contribution_heatmap_figure(h: dict, predictor: str, alpha: float, beta: float) -> go.Figure:
+    """Heatmap of w_t·S over trajectories (rows) × steps (columns)."""
+    z = h["z"]
+    fin = z[np.isfinite(z)]
+    zmin = float(np.quantile(fin, 0.02)) if fin.size else -1
+    custom = np.stack([np.repeat(h["band_label"][:, None], z.shape[1], 1),
+                       np.repeat(h["band_size"][:, None], z.shape[1], 1),
+                       np.repeat(h["band_first"][:, None].astype(str), z.shape[1], 1)], axis=-1)
+    fig = go.Figure(go.Heatmap(
+        z=z, x=h["steps"], y=np.arange(z.shape[0]), colorscale="Viridis", zmin=zmin, zmax=0,
+        customdata=custom,
+        colorbar=dict(title=f"w_t·S<br>({score_unit(alpha, beta)})"),
+        hovertemplate=("step %{x}<br>%{customdata[0]} run(s), %{customdata[1]} in this row "
+                       "(first: %{customdata[2]})<br>mean w_t·S = %{z:.3g}<extra></extra>")))
+    for b in h["boundaries"]:
+        fig.add_hline(y=b - 0.5, line=dict(color="white", width=2))
+    fig.update_xaxes(title="step t" + (" (last column pools later steps)" if h["capped"] else ""))
+    fig.update_yaxes(title="runs: successes ▸ failures ▸ censored",
+                     showticklabels=False, autorange="reversed")
+    return _layout(fig, f"Per-step contribution w_t·S for {plot_label(predictor)} "
+                        f"(darker = more score lost; 0 is perfect)", height=460)
+
+
+def prepare_step_means(contrib: pd.DataFrame, max_steps: int = 60) -> pd.DataFrame:
+    """Mean and SE of w_t·S by step and predictor (steps beyond ``max_steps`` pooled)."""
+    c = contrib.assign(tt=np.minimum(contrib["t"].to_numpy(), max_steps))
+    g = c.groupby(["predictor", "tt"])["contribution"]
+    out = g.agg(["mean", "std", "count"]).reset_index().rename(columns={"tt": "t"})
+    out["se"] = out["std"] / np.sqrt(out["count"])
+    return out
+
+
+def step_means_figure(means: pd.DataFrame, colors: dict, alpha: float, beta: float) -> go.Figure:
+    """Mean contribution per step and predictor with a ±1 SE band."""
+    fig = go.Figure()
+    for name in colors:
+        m = means[means["predictor"] == name]
+        if m.empty:
+            continue
+        col = _color(colors, name)
+        x = m["t"].to_numpy()
+        y = m["mean"].to_numpy()
+        se = np.nan_to_num(m["se"].to_numpy())
+        fig.add_trace(go.Scatter(x=np.r_[x, x[::-1]], y=np.r_[y + se, (y - se)[::-1]], fill="toself",
+                                 fillcolor=col, opacity=0.15, line=dict(width=0), hoverinfo="skip",
+                                 showlegend=False, legendgroup=name))
+        fig.add_trace(go.Scatter(x=x, y=y, mode="lines", name=plot_label(name), legendgroup=name,
+                                 line=dict(color=col, width=_width(name)),
+                                 customdata=np.c_[se, m["count"]],
+                                 hovertemplate=(f"{plot_label(name)}<br>step %{{x}}: mean w_t·S %{{y:.3g}}"
+                                                " ± %{customdata[0]:.2g} (SE)<br>n = %{customdata[1]} runs"
+                                                "<extra></extra>")))
+    fig.update_xaxes(title="step t")
+    fig.update_yaxes(title=f"mean w_t·S ({score_unit(alpha, beta)}; ↑ better)")
+    return _layout(fig, "Mean contribution by step (±1 SE); fewer runs reach late steps")
+
+
+def trajectory_figure(steps: pd.DataFrame, predictors: list[str], colors: dict, outcome: float,
+                      censored: bool, q_z: float | None, title: str) -> go.Figure:
+    """F_t of every predictor along one run, with the outcome, the censoring point Z and q_Z."""
+    fig = go.Figure()
+    for name in predictors:
+        col = f"conf_{name}"
+        if col not in steps:
+            continue
+        fig.add_trace(go.Scatter(x=steps["step"], y=steps[col], mode="lines+markers", name=plot_label(name),
+                                 line=dict(color=_color(colors, name), width=_width(name)),
+                                 marker=dict(size=5),
+                                 hovertemplate=f"{plot_label(name)}<br>step %{{x}}: F = %{{y:.3f}}<extra></extra>"))
+    last = steps["step"].max() if len(steps) else 1
+    if censored:
+        fig.add_vline(x=last, line=dict(color="#555", dash="dash"),
+                      annotation_text=f"censored at Z = {last}", annotation_position="top left")
+        if q_z is not None and np.isfinite(q_z):
+            fig.add_trace(go.Scatter(x=[last], y=[q_z], mode="markers", name=f"q_Z = {q_z:.2f}",
+                                     marker=dict(symbol="star", size=14, color="#555"),
+                                     hovertemplate="q_Z: the evaluator's estimate of P(success | history at Z)"
+                                                   " = %{y:.3f}<extra></extra>"))
+    else:
+        label = "success (Y = 1)" if outcome == 1 else "failure (Y = 0)"
+        fig.add_trace(go.Scatter(x=[last], y=[outcome], mode="markers", name=f"outcome: {label}",
+                                 marker=dict(symbol="x", size=14, color="#555"),
+                                 hovertemplate=f"outcome {label}<extra></extra>"))
+    fig.update_xaxes(title="step")
+    fig.update_yaxes(title="F_t = reported P(success)", range=[-0.03, 1.03])
+    return _layout(fig, title)
+
+
+# ------------------------------------------------------------------------- censoring
+def length_histogram_figure(trajectories: pd.DataFrame) -> go.Figure:
+    """Run lengths of complete vs censored runs (aggregated counts, overlaid bars)."""
+    fig = go.Figure()
+    for cens, name, col in ((False, "complete", "#0072B2"), (True, "censored", "#D55E00")):
+        t = trajectories[trajectories["censored"] == cens]
+        if t.empty:
+            continue
+        counts = t["length"].value_counts().sort_index()
+        fig.add_trace(go.Bar(x=counts.index, y=counts.to_numpy(), name=f"{name} (n={len(t)})",
+                             marker_color=col, opacity=0.7,
+                             hovertemplate=f"{name}: %{{y}} runs of length %{{x}}<extra></extra>"))
+    fig.update_layout(barmode="overlay")
+    fig.update_xaxes(title="observed length (steps; for censored runs the stopping step Z)")
+    fig.update_yaxes(title="runs")
+    return _layout(fig, "Run length: complete vs censored")
+
+
+def censoring_modes_figure(table: pd.DataFrame, colors: dict, alpha: float, beta: float) -> go.Figure:
+    """Mean TPS with CI per predictor (y) and censoring treatment (marker), one row per predictor.
+
+    ``table`` columns: predictor, mode (label), tps_mean, tps_ci_low, tps_ci_high, n_trajectories.
+    """
+    symbols = ["circle", "square", "diamond", "triangle-up", "cross"]
+    modes = list(dict.fromkeys(table["mode"]))
+    fig = go.Figure()
+    preds = list(dict.fromkeys(table["predictor"]))
+    offsets = np.linspace(-0.25, 0.25, len(modes)) if len(modes) > 1 else [0.0]
+    for j, mode in enumerate(modes):
+        t = table[table["mode"] == mode]
+        ypos = [preds.index(p) + offsets[j] for p in t["predictor"]]
+        fig.add_trace(go.Scatter(
+            x=t["tps_mean"], y=ypos, mode="markers", name=mode,
+            marker=dict(symbol=symbols[j % len(symbols)], size=10,
+                        color=[_color(colors, p) for p in t["predictor"]], line=dict(color="#333", width=1)),
+            error_x=dict(type="data", symmetric=False, array=(t["tps_ci_high"] - t["tps_mean"]).fillna(0),
+                         arrayminus=(t["tps_mean"] - t["tps_ci_low"]).fillna(0), color="#666"),
+            customdata=np.c_[t["predictor"], t["tps_ci_low"], t["tps_ci_high"], t["n_trajectories"]],
+            hovertemplate=(f"{mode}<br>%{{customdata[0]}}: %{{x:.4g}} [%{{customdata[1]:.4g}}, "
+                           "%{customdata[2]:.4g}]<br>n = %{customdata[3]} runs<extra></extra>")))
+    fig.update_yaxes(tickvals=list(range(len(preds))), ticktext=[plot_label(p) for p in preds],
+                     autorange="reversed")
+    fig.update_xaxes(title=score_label(alpha, beta))
+    return _layout(fig, "Mean TPS (95% CI) by censoring treatment", height=max(300, 80 + 55 * len(preds)))
+
+
+def qz_band_figure(sweep: pd.DataFrame, colors: dict, alpha: float, beta: float,
+                   marks: dict | None = None) -> go.Figure:
+    """Mean TPS against a common q_Z for every censored run (linear in q_Z: a band with no model).
+
+    ``sweep`` columns: predictor, q_z, tps_mean.
+    """
+    fig = go.Figure()
+    for name in colors:
+        s = sweep[sweep["predictor"] == name]
+        if s.empty:
+            continue
+        fig.add_trace(go.Scatter(x=s["q_z"], y=s["tps_mean"], mode="lines", name=plot_label(name),
+                                 line=dict(color=_color(colors, name), width=_width(name)),
+                                 hovertemplate=f"{plot_label(name)}<br>q_Z=%{{x:.2f}}: mean TPS %{{y:.4g}}<extra></extra>"))
+    for label, x in (marks or {}).items():
+        fig.add_vline(x=x, line=dict(color="#999", dash="dot"), annotation_text=label)
+    fig.update_xaxes(title="q_Z given to every censored run (0 = simple: censoring as failure)", range=[0, 1])
+    fig.update_yaxes(title=score_label(alpha, beta, short=True))
+    return _layout(fig, "Sensitivity of mean TPS to q_Z (the band spans every possible q_Z)")
+
+
+def artificial_check_figure(check: pd.DataFrame, colors: dict) -> go.Figure:
+    """Absolute error |direct − closed form| per predictor (max and median), log scale."""
+    g = check.groupby("predictor")["abs_error"].agg(["max", "median"]).reset_index()
+    fig = go.Figure(go.Bar(x=[plot_label(p) for p in g["predictor"]], y=np.maximum(g["max"], 1e-18),
+                           marker_color=[_color(colors, p) for p in g["predictor"]],
+                           hovertemplate="%{x}: max |direct − closed form| = %{y:.2e}<extra></extra>"))
+    fig.update_yaxes(type="log", title="max |direct − closed form|", range=[-18, 0])
+    fig.add_hline(y=1e-9, line=dict(color="#999", dash="dot"), annotation_text="1e−9")
+    return _layout(fig, "Artificial censoring: closed form vs direct difference", height=300)
+
+
+def mc_audit_figure(audit: pd.DataFrame) -> go.Figure:
+    """q̂_Z from rollouts with ±1.96 SE per censored run, sorted, with the log's q_Z if given."""
+    a = audit.sort_values("q_hat").reset_index(drop=True)
+    fig = go.Figure()
+    fig.add_trace(go.Scatter(x=np.arange(len(a)), y=a["q_hat"], mode="markers", name="q̂_Z (rollouts)",
+                             marker=dict(color="#0072B2", size=5),
+                             error_y=dict(type="data", array=1.96 * a["q_se"].fillna(0), color="#9ecae1", thickness=1),
+                             customdata=np.c_[a["trajectory_id"].astype(str).map(lambda v: html.escape(v, quote=False)),
+                                              a["n_rollouts"]],
+                             hovertemplate="%{customdata[0]}: q̂_Z = %{y:.3f} from %{customdata[1]} rollouts<extra></extra>"))
+    if "q_log" in a and a["q_log"].notna().any():
+        fig.add_trace(go.Scatter(x=np.arange(len(a)), y=a["q_log"], mode="markers", name="q_Z in the log",
+                                 marker=dict(color="#D55E00", size=5, symbol="x"),
+                                 hovertemplate="log q_Z = %{y:.3f}<extra></extra>"))
+    fig.update_xaxes(title="censored runs, sorted by q̂_Z")
+    fig.update_yaxes(title="q_Z = P(success | history at Z)", range=[-0.03, 1.03])
+    return _layout(fig, "Monte-Carlo audit: continuation success per censored run (±1.96 SE)")
+
+
+# ------------------------------------------------------------------------- reliability
+def reliability_figure(panels: list[dict], colors: dict, title: str) -> go.Figure:
+    """Reliability diagrams side by side (one SVG figure with facets).
+
+    Each panel: ``name``; ``bins`` = :func:`tpsviz.reliability.reliability_bins` output
+    (``n``, ``mean_forecast``, ``observed_rate``, ``ci_low``, ``ci_high``); optional ``corp`` =
+    :func:`tpsviz.reliability.corp_curve` output (``x``, ``recalibrated``, ``band_low``,
+    ``band_high``).
+    """
+    n = len(panels)
+    cols = min(n, 3) or 1
+    rows = int(np.ceil(n / cols)) or 1
+    fig = make_subplots(rows=rows, cols=cols, subplot_titles=[plot_label(p["name"]) for p in panels] or [""],
+                        shared_yaxes=True, horizontal_spacing=0.05, vertical_spacing=0.12)
+    for i, p in enumerate(panels):
+        r, c = i // cols + 1, i % cols + 1
+        col = _color(colors, p["name"])
+        fig.add_trace(go.Scatter(x=[0, 1], y=[0, 1], mode="lines", line=dict(color="#bbb", dash="dot"),
+                                 showlegend=False, hoverinfo="skip"), r, c)
+        corp = p.get("corp")
+        if corp is not None and len(corp):
+            if "band_low" in corp and corp["band_low"].notna().any():
+                fig.add_trace(go.Scatter(x=np.r_[corp["x"], corp["x"][::-1]],
+                                         y=np.r_[corp["band_high"], corp["band_low"][::-1]], fill="toself",
+                                         fillcolor="rgba(120,120,120,0.18)", line=dict(width=0),
+                                         name="consistency band (calibrated)", showlegend=(i == 0),
+                                         legendgroup="band", hoverinfo="skip"), r, c)
+            fig.add_trace(go.Scatter(x=corp["x"], y=corp["recalibrated"], mode="lines", line=dict(color=col, width=2, shape="hv"),
+                                     name="CORP isotonic curve", showlegend=(i == 0), legendgroup="corp",
+                                     hovertemplate="F=%{x:.3f}: recalibrated %{y:.3f}<extra></extra>"), r, c)
+        b = p["bins"]
+        b = b[b["n"] > 0] if len(b) else b
+        if len(b):
+            fig.add_trace(go.Scatter(
+                x=b["mean_forecast"], y=b["observed_rate"], mode="markers", name="binned rate (95% interval)",
+                showlegend=(i == 0), legendgroup="bins",
+                marker=dict(color=col, size=np.clip(4 + 10 * np.sqrt(b["n"] / b["n"].max()), 4, 14),
+                            line=dict(color="#333", width=1)),
+                error_y=dict(type="data", symmetric=False, array=(b["ci_high"] - b["observed_rate"]).clip(lower=0),
+                             arrayminus=(b["observed_rate"] - b["ci_low"]).clip(lower=0), color=col),
+                customdata=np.c_[b["n"], b["ci_low"], b["ci_high"]],
+                hovertemplate=("mean F %{x:.3f}<br>observed success rate %{y:.3f} [%{customdata[1]:.3f}, "
+                               "%{customdata[2]:.3f}]<br>n = %{customdata[0]} (trajectory, step) pairs<extra></extra>")),
+                r, c)
+        fig.update_xaxes(range=[0, 1], row=r, col=c, title_text="forecast F" if r == rows else None)
+        fig.update_yaxes(range=[0, 1], row=r, col=c, title_text="observed success rate" if c == 1 else None)
+    _layout(fig, title, height=330 * rows + 110, legend_bottom=True)
+    fig.update_layout(legend=dict(y=-0.08 if rows > 1 else -0.2))
+    return fig
+
+
+def histogram_figure(hists: pd.DataFrame, colors: dict, title: str = "Forecast histograms") -> go.Figure:
+    """Forecast histograms (aggregated): columns predictor, bin_lo, bin_hi, count."""
+    fig = go.Figure()
+    for name in colors:
+        h = hists[hists["predictor"] == name]
+        if h.empty:
+            continue
+        mid = (h["bin_lo"] + h["bin_hi"]) / 2
+        share = h["count"] / max(h["count"].sum(), 1)
+        fig.add_trace(go.Scatter(x=mid, y=share, mode="lines", line=dict(color=_color(colors, name),
+                                 width=_width(name), shape="hvh"), name=plot_label(name),
+                                 hovertemplate=f"{plot_label(name)}<br>F≈%{{x:.2f}}: %{{y:.1%}} of forecasts<extra></extra>"))
+    fig.update_xaxes(title="forecast F", range=[0, 1])
+    fig.update_yaxes(title="share of forecasts", tickformat=".0%")
+    return _layout(fig, title, height=360)
+
+
+def decomposition_figure(dec: pd.DataFrame, colors: dict, alpha: float, beta: float) -> go.Figure:
+    """MCB / DSC / UNC bars per predictor. ``dec``: predictor, mcb, dsc, unc (loss units)."""
+    fig = make_subplots(rows=1, cols=3, horizontal_spacing=0.08, subplot_titles=[
+        "MCB miscalibration (↓)", "DSC discrimination (↑)", "UNC uncertainty (same for all)"])
+    names = [plot_label(p) for p in dec["predictor"]]
+    cols = [_color(colors, p) for p in dec["predictor"]]
+    for j, key in enumerate(("mcb", "dsc", "unc")):
+        fig.add_trace(go.Bar(x=names, y=dec[key], marker_color=cols, showlegend=False,
+                             hovertemplate=f"%{{x}}<br>{key.upper()} = %{{y:.4g}}<extra></extra>"), 1, j + 1)
+    fig.update_yaxes(title_text=f"loss units ({score_unit(alpha, beta)})", row=1, col=1)
+    fig.update_xaxes(tickangle=-35)
+    return _layout(fig, "CORP decomposition: mean loss = MCB − DSC + UNC", height=360)
+
+
+def decomposition_by_step_figure(dec: pd.DataFrame, colors: dict, alpha: float, beta: float) -> go.Figure:
+    """MCB and DSC per step t for each predictor (two panels). ``dec``: predictor, step, mcb, dsc."""
+    fig = make_subplots(rows=1, cols=2, subplot_titles=["MCB by step (↓ better)", "DSC by step (↑ better)"])
+    for name in colors:
+        d = dec[dec["predictor"] == name]
+        if d.empty:
+            continue
+        for j, key in enumerate(("mcb", "dsc")):
+            fig.add_trace(go.Scatter(x=d["step"], y=d[key], mode="lines", name=plot_label(name),
+                                     legendgroup=name, showlegend=(j == 0),
+                                     line=dict(color=_color(colors, name), width=_width(name)),
+                                     hovertemplate=f"{plot_label(name)} step %{{x}}: {key.upper()} %{{y:.3g}}<extra></extra>"),
+                          1, j + 1)
+    fig.update_xaxes(title_text="step t")
+    fig.update_yaxes(title_text=f"{score_unit(alpha, beta)}", row=1, col=1)
+    return _layout(fig, "Where along the run: miscalibration and discrimination per step", height=380,
+                   legend_bottom=True)
+
+
+def murphy_figure(curves: pd.DataFrame, colors: dict, c: np.ndarray, w: np.ndarray,
+                  alpha: float, beta: float) -> go.Figure:
+    """Murphy diagram: mean elementary loss against threshold c, with ω_{α,β}(c) shaded.
+
+    ``curves``: predictor, c, loss.
+    """
+    fig = make_subplots(specs=[[{"secondary_y": True}]])
+    wf = np.where(np.isfinite(w), w, np.nan)
+    top = np.nanmax(wf) if np.isfinite(wf).any() else 1
+    fig.add_trace(go.Scatter(x=c, y=wf / top, fill="tozeroy", line=dict(color="rgba(0,114,178,0.3)", width=0),
+                             fillcolor="rgba(0,114,178,0.12)", name=f"ω(c), α={alpha:g}, β={beta:g} (right axis)",
+                             hovertemplate="c=%{x:.2f}: relative weight %{y:.2f}<extra></extra>"), secondary_y=True)
+    for name in colors:
+        d = curves[curves["predictor"] == name]
+        if d.empty:
+            continue
+        fig.add_trace(go.Scatter(x=d["c"], y=d["loss"], mode="lines", name=plot_label(name),
+                                 line=dict(color=_color(colors, name), width=_width(name)),
+                                 hovertemplate=f"{plot_label(name)}<br>c=%{{x:.2f}}: mean ℓ_c %{{y:.4f}}<extra></extra>"),
+                      secondary_y=False)
+    fig.update_xaxes(title="decision threshold c (act as if success when F ≥ c)", range=[0, 1])
+    fig.update_yaxes(title_text="mean elementary loss ℓ_c (↓ better)", secondary_y=False, rangemode="tozero")
+    fig.update_yaxes(title_text="ω(c), relative", secondary_y=True, showgrid=False, rangemode="tozero")
+    return _layout(fig, "Murphy diagram: loss at every decision threshold")
+
+
+def schedule_figure(t: np.ndarray, w: np.ndarray, formula: str, verdict: str) -> go.Figure:
+    """The weight schedule w_t drawn as bars, titled with its propriety verdict."""
+    col = {"strictly proper": "#009E73", "not proper": "#D55E00"}.get(verdict, "#E69F00")
+    fig = go.Figure(go.Bar(x=t, y=w, marker_color=col, hovertemplate="t=%{x}: w_t=%{y:.3g}<extra></extra>"))
+    fig.update_xaxes(title="step t")
+    fig.update_yaxes(title="weight w_t")
+    return _layout(fig, f"{formula} — {verdict}", height=300)
+
+
+def demo_bars_figure(table: pd.DataFrame, title: str) -> go.Figure:
+    """Grouped bars for a why-not-AUROC demonstration.
+
+    ``table``: rows = forecasts (index), columns = metric names; each metric in its own facet
+    (different units), with the metric's direction in the facet title.
+    """
+    metrics = list(table.columns)
+    fig = make_subplots(rows=1, cols=len(metrics), subplot_titles=metrics, horizontal_spacing=0.18)
+    palette = ["#000000", "#E69F00", "#56B4E9", "#009E73"]
+    for j, m in enumerate(metrics):
+        fig.add_trace(go.Bar(x=list(table.index), y=table[m],
+                             marker_color=[palette[i % len(palette)] for i in range(len(table))],
+                             text=[f"{v:.3g}" for v in table[m]], textposition="outside", showlegend=False,
+                             hovertemplate=f"%{{x}}<br>{m}: %{{y:.4g}}<extra></extra>"), 1, j + 1)
+    fig.update_yaxes(rangemode="tozero")
+    return _layout(fig, title or None, height=320)
