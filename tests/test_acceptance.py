@@ -1,16 +1,11 @@
 """The issue's headline checks on the committed demo data (DESIGN §1 headline results).
 
-Two checks fail on the committed demo data as the issue states them; they are kept at the
-issue's thresholds and marked ``xfail(strict=True)`` (so the suite goes red the day the demo
-data make them pass and the marker must be removed), next to tests of what does hold and of
-why the others fail:
-
-- tau2-like, 400 runs: Platt recalibration of ``verbal`` improves TPS by Δ/SE ≈ 7.7, not > 10.
-  Δ/SE grows like √n; with the same generator and 1,000 runs it is > 10
-  (``test_tau2_headline_with_more_runs``).
-- webshop-like: the complete-case → simple shift of mean TPS *per trajectory* is negative
-  for ``hedged`` too, because censored runs are 3× longer and TPS sums over steps; on the
-  per-step scale (Σ TPS / Σ w) the sign pattern of the paper holds with CIs excluding 0.
+- tau2-like (450 runs): cross-fitted Platt recalibration of ``verbal`` barely moves AUROC
+  (|Δ| < 0.01) while TPS (log score) improves by Δ/SE > 10, several times the AUROC's |Δ/SE|.
+- webshop-like: including censored runs with the simple score (q_Z = 0) instead of dropping them
+  (complete-case) shifts mean TPS up for the under-confident predictor and down for the
+  over-confident one, each with a bootstrap CI over trajectories.
+- The Monte-Carlo audit: exact (q̂_Z from rollouts) and simple scores differ beyond their CI.
 """
 
 from pathlib import Path
@@ -44,21 +39,16 @@ def test_tau2_platt_barely_moves_auroc(tau_platt):
     assert abs(tau_platt.auroc_z) < 3
 
 
-def test_tau2_platt_tps_improves_many_times_the_auroc_z(tau_platt):
-    """What holds on 400 runs: a clear TPS gain, several times the AUROC's |Δ/SE|."""
-    assert tau_platt.tps_delta > 0 and tau_platt.tps_z > 5
-    assert tau_platt.tps_z > 3 * abs(tau_platt.auroc_z)
-
-
-@pytest.mark.xfail(strict=True, raises=AssertionError, reason="tau2-like has 400 runs: TPS Δ/SE ≈ 7.7 < 10 "
-                                       "(Δ/SE grows like √n; see the 1,000-run test)")
-def test_tau2_headline_as_stated(tau_platt):
+def test_tau2_headline(tau_platt):
+    assert tau_platt.tps_delta > 0
     assert tau_platt.tps_z > 10 and tau_platt.tps_z > 3 * abs(tau_platt.auroc_z)
 
 
 @pytest.mark.slow
-def test_tau2_headline_with_more_runs():
-    r = _platt_vs_raw(simulate("tau2-like", n_trajectories=1000).to_data())
+@pytest.mark.parametrize("seed", [5, 9])
+def test_tau2_headline_holds_for_other_draws(seed):
+    """Not a property of one lucky draw: the same scenario with other seeds."""
+    r = _platt_vs_raw(simulate("tau2-like", seed=seed).to_data())
     assert abs(r.auroc_delta) < 0.01
     assert r.tps_z > 10 and r.tps_z > 3 * abs(r.auroc_z)
 
@@ -70,7 +60,7 @@ def web():
 
 @pytest.fixture(scope="module")
 def shift(web):
-    return censoring_shift(web, LOG, ["hedged", "verbal", "truthful"], from_mode="complete",
+    return censoring_shift(web, LOG, ["underconfident", "verbal", "truthful"], from_mode="complete",
                            to_mode="simple")
 
 
@@ -86,17 +76,10 @@ def test_webshop_shift_over_confident_negative(shift):
     assert v.shift_step < 0 and v.shift_step_ci_high < 0  # per step
 
 
-def test_webshop_shift_per_step_sign_pattern(shift):
-    h, v = shift.loc["hedged"], shift.loc["verbal"]
-    assert h.shift_step > 0 and h.shift_step_ci_low > 0
-    assert v.shift_step < 0 and v.shift_step_ci_high < 0
-
-
-@pytest.mark.xfail(strict=True, raises=AssertionError, reason="per trajectory the shift is negative for hedged "
-                                       "(censored runs are 3x longer and TPS sums over steps)")
-def test_webshop_shift_per_trajectory_under_confident_positive(shift):
-    h = shift.loc["hedged"]
-    assert h["shift"] > 0 and h.shift_ci_low > 0
+def test_webshop_shift_under_confident_positive(shift):
+    h = shift.loc["underconfident"]
+    assert h["shift"] > 0 and h.shift_ci_low > 0            # per trajectory
+    assert h.shift_step > 0 and h.shift_step_ci_low > 0      # per weighted step
 
 
 def test_mc_audit_exact_and_simple_differ_beyond_ci(web):

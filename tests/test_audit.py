@@ -53,10 +53,10 @@ def test_mc_audit_brute_force(sim):
     dropped = cens_ids.iloc[0]
     roll = pd.concat([roll[roll.trajectory_id != dropped],
                       pd.DataFrame({"trajectory_id": ["ghost"], "rollout": [1], "outcome": [1]})])
-    audit = mc_audit(data, roll, ScoreSettings(n_boot=200), predictors=["verbal", "hedged"])
+    audit = mc_audit(data, roll, ScoreSettings(n_boot=200), predictors=["verbal", "underconfident"])
     qhat = roll.groupby("trajectory_id").outcome.mean()
     st = data.steps
-    for name in ("verbal", "hedged"):
+    for name in ("verbal", "underconfident"):
         diffs = []
         for tid, grp in st.groupby("trajectory_id"):
             row = data.trajectories.set_index("trajectory_id").loc[tid]

@@ -28,7 +28,7 @@ def _complete(data, name):
 
 
 def test_monotone_distortion(tau):
-    demo = monotone_distortion(tau, strength=2.5)
+    demo = monotone_distortion(tau, strength=3.0)
     orig, new = demo.table.index
     p, y = _complete(demo.data, orig)
     q, _ = _complete(demo.data, new)
@@ -36,7 +36,7 @@ def test_monotone_distortion(tau):
     assert demo.table.loc[orig, "auroc"] == pytest.approx(demo.table.loc[new, "auroc"], abs=1e-12)
     assert demo.comparison["z"] < -3  # over-confident distortion costs TPS clearly
     assert "AUROC stays" in demo.explanation and demo.explanation.count(".") >= 1
-    np.testing.assert_allclose(demo.forecasts, 1 / (1 + (1 / p_all(tau) - 1) ** 2.5), rtol=1e-9)
+    np.testing.assert_allclose(demo.forecasts, 1 / (1 + (1 / p_all(tau) - 1) ** 3.0), rtol=1e-9)
     with pytest.raises(ValueError):
         monotone_distortion(tau, strength=1)
 

@@ -99,7 +99,7 @@ def _new_name(data, base):
 
 
 def monotone_distortion(data: TrajectoryData, settings: ScoreSettings | None = None,
-                        predictor: str | None = None, strength: float = 2.5) -> Demonstration:
+                        predictor: str | None = None, strength: float = 3.0) -> Demonstration:
     """AUROC is unchanged by an increasing transform of the forecasts; TPS is not.
 
     Parameters

@@ -94,9 +94,9 @@ class Scenario:
 
 SCENARIOS: dict[str, Scenario] = {
     "tau2-like": Scenario(
-        name="tau2-like", n_trajectories=400, budget=60,
-        families=(TaskFamily("easy", 0.4, 3, 0.75), TaskFamily("medium", 0.4, 4, 0.5),
-                  TaskFamily("hard", 0.2, 5, 0.3)),
+        name="tau2-like", n_trajectories=450, budget=60,
+        families=(TaskFamily("easy", 0.4, 3, 0.6), TaskFamily("medium", 0.4, 4, 0.4),
+                  TaskFamily("hard", 0.2, 5, 0.2)),
         emit_good=(0.5, 0.4, 0.1), emit_bad=(0.35, 0.45, 0.2),
         correct_good=0.9, correct_bad=0.2, n_rollouts=0, seed=2,
     ),
@@ -191,7 +191,7 @@ def simulate(scenario: Scenario | str, n_trajectories: int | None = None,
     -------
     SimulatedLog
         Predictors (``conf_<name>``): ``truthful`` (q_t), ``verbal`` (over-confident,
-        saturated near 0.9–1.0), ``hedged`` (under-confident), ``noisy``, ``base_rate``,
+        saturated near 0.9–1.0), ``underconfident`` (σ(logit q_t - 1)), ``noisy``, ``base_rate``,
         ``budget_aware`` (m_t). Signals: ``raw_logprob`` (higher = more confident) and
         ``unc_hesitation`` (higher = less confident).
     """
@@ -263,11 +263,11 @@ def simulate(scenario: Scenario | str, n_trajectories: int | None = None,
     noise = rng.standard_normal((4, ncols))
     lq = _logit(q)
     base = sc.base_rate()
-    verbal = np.clip(np.round(_sigmoid(0.5 * lq + 2.6 + 0.35 * noise[0]), 2), 0.5, 0.99)
+    verbal = np.clip(np.round(_sigmoid(0.3 * lq + 3.0 + 0.35 * noise[0]), 2), 0.5, 0.99)
     conf = {
         "truthful": q,
         "verbal": verbal,
-        "hedged": _sigmoid(0.35 * lq),
+        "underconfident": _sigmoid(lq - 1.0),
         "noisy": _sigmoid(lq + 0.8 * noise[1]),
         "base_rate": np.full(ncols, base),
         "budget_aware": m,

@@ -96,7 +96,7 @@ def test_good_upload_is_scored(app):
     app.radio(key="src").set_value("Upload").run()
     app.file_uploader(key="upload").set_value(("tau2-like.csv", raw, "text/csv")).run()
     assert not app.exception and not app.error
-    assert {m.label: m.value for m in app.metric}["Trajectories"] == "400"
+    assert {m.label: m.value for m in app.metric}["Trajectories"] == "450"
 
 
 def test_log_text_is_not_rendered_as_markup(app):
@@ -122,7 +122,7 @@ def test_url_reproduces_settings():
     assert not at.exception
     assert at.slider(key="a").value == 1.0 and at.slider(key="b").value == 2.0
     assert at.selectbox(key="cens").value == "simple"
-    assert {m.label: m.value for m in at.metric}["Trajectories"] == "400"
+    assert {m.label: m.value for m in at.metric}["Trajectories"] == "450"
 
 
 def test_no_predictor_selected_is_a_designed_state(app):

@@ -70,7 +70,7 @@ def test_upload_good_then_bad_file(page):
     page.goto(page.base)
     wait_ready(page, "Overview / Compare")
     _upload(page, str(ROOT / "demo_data" / "tau2-like.csv"))
-    page.get_by_text("400", exact=True).first.wait_for()
+    page.get_by_text("450", exact=True).first.wait_for()
     no_traceback(page)
     screenshot(page, "08_upload_good")
     bad = {"name": "broken.csv", "mimeType": "text/csv",
