@@ -12,6 +12,11 @@ shared by every statistic of a run and is part of each bootstrap total below.
 
 from __future__ import annotations
 
+import sys as _sys
+from pathlib import Path as _Path
+
+_sys.path.insert(0, str(_Path(__file__).resolve().parents[1]))  # run from anywhere
+
 import sys
 import time
 

@@ -20,6 +20,11 @@ includes drawing its own counts.
 
 from __future__ import annotations
 
+import sys as _sys
+from pathlib import Path as _Path
+
+_sys.path.insert(0, str(_Path(__file__).resolve().parents[1]))  # run from anywhere
+
 import sys
 import time
 
