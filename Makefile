@@ -30,7 +30,7 @@ test: setup browser
 
 bench: setup
 	$(BIN)/python bench/bench_scores.py
-	$(BIN)/python bench/bench_bootstrap.py
+	$(BIN)/python bench/bench_inference.py
 
 demo-data: setup
 	$(BIN)/python -m tpsviz demo-data --out demo_data
