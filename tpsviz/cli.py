@@ -153,12 +153,17 @@ def _prepare(args):
 
         if args.folds < 2:
             raise _Fail(f"--folds must be at least 2, got {args.folds}")
+        before = list(data.notes)
         try:
             data, reports = add_all_recalibrated(data, args.recalibrate, folds=args.folds,
                                                  seed=args.seed if args.seed is not None
                                                  else DEFAULT_SEED)
         except ValueError as exc:
             raise _Fail(str(exc)) from None
+        added = [p for p in data.predictors if p.endswith(f"@{args.recalibrate}")]
+        data.notes = before + [  # one line instead of one note per recalibrated predictor
+            f"added {len(added)} predictors by cross-fitted {args.recalibrate} recalibration "
+            f"({args.folds} folds by trajectory, fitted on complete runs): {', '.join(added)}"]
         for src, rep in reports.items():
             if isinstance(rep, str):
                 notes.append(f"recalibration of {src} {rep}")
