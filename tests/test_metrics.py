@@ -204,3 +204,49 @@ def test_unknown_metric_raises():
     p, y, g = _data("continuous")
     with pytest.raises(ValueError, match="metric"):
         bootstrap_metric("brier", p, y, g, n_boot=5)
+
+
+def _clustered_log(n_traj, seed):
+    rng = np.random.default_rng(seed)
+    lengths = rng.integers(3, 12, n_traj)
+    g = np.repeat(np.arange(n_traj), lengths)
+    y = (rng.random(n_traj) < 0.4).astype(float)[g]
+    p = np.clip(rng.beta(2, 3, g.size) + 0.3 * y + 0.1 * rng.standard_normal(n_traj)[g], 0, 1)
+    return np.round(p, 3), y, g
+
+
+def test_linear_auroc_replicates_track_the_exact_ones():
+    """Same resampling counts: the first-order replicates follow the exact ones closely."""
+    from tpsviz.metrics import metric_replicates
+    p, y, g = _clustered_log(3000, 4)
+    exact = metric_replicates("auroc", p, y, g, n_boot=300, seed=1, method="exact")
+    lin = metric_replicates("auroc", p, y, g, n_boot=300, seed=1, method="linear")
+    assert np.corrcoef(exact, lin)[0, 1] > 0.99
+    assert lin.std() == pytest.approx(exact.std(), rel=0.05)
+    assert np.median(np.abs(lin - exact)) < 0.05 * exact.std()
+    assert np.abs(lin - exact).max() < 0.5 * exact.std()
+    assert lin.mean() == pytest.approx(auroc(p, y), abs=0.2 * exact.std())
+
+
+def test_linear_auroc_is_used_automatically_for_large_logs(monkeypatch):
+    from tpsviz import metrics
+    p, y, g = _clustered_log(400, 5)
+    monkeypatch.setattr(metrics, "LINEAR_AUROC_MIN_ROWS", 100)
+    auto = metrics.metric_replicates("auroc", p, y, g, n_boot=50, seed=2)
+    lin = metrics.metric_replicates("auroc", p, y, g, n_boot=50, seed=2, method="linear")
+    np.testing.assert_array_equal(auto, lin)
+    with pytest.raises(ValueError, match="method"):
+        metrics.metric_replicates("auroc", p, y, g, n_boot=5, method="fast")
+
+
+def test_linear_auprc_replicates_track_the_exact_ones():
+    from tpsviz.metrics import _AuprcLinearStat, metric_replicates
+    p, y, g = _clustered_log(3000, 6)
+    stat = _AuprcLinearStat(p, y, g, 3000)
+    assert stat.a == pytest.approx(auprc(p, y), rel=1e-12)
+    assert abs(stat.psi.sum()) < 1e-12  # AP is scale-free in the weights
+    exact = metric_replicates("auprc", p, y, g, n_boot=300, seed=1, method="exact")
+    lin = metric_replicates("auprc", p, y, g, n_boot=300, seed=1, method="linear")
+    assert np.corrcoef(exact, lin)[0, 1] > 0.99
+    assert lin.std() == pytest.approx(exact.std(), rel=0.05)
+    assert np.median(np.abs(lin - exact)) < 0.05 * exact.std()

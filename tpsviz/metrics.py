@@ -337,6 +337,76 @@ class _AurocStat:
             return u / (w1 * w0)
 
 
+class _AurocLinearStat:
+    """First-order (influence-function) AUROC replicates for large logs.
+
+    With trajectory resampling counts c, AUROC(c) = A + Σ_a (c_a - 1) ψ_a + O(1/n), where
+    ψ_a = Σ_{i in a, y=1} V10_i / n1 + Σ_{j in a, y=0} V01_j / n0 - A (n1_a / n1 + n0_a / n0)
+    and V10, V01 are the DeLong placement values (share of the other class ranked below,
+    ties ½). Σ_a ψ_a = 0, so a replicate is A + c·ψ: one matrix product, like TPS. Its
+    variance is the clustered DeLong variance; the quadratic term left out is O(1/n).
+    """
+
+    def __init__(self, p, y, g, n):
+        pos = y == 1
+        pp, pn = np.sort(p[pos]), np.sort(p[~pos])
+        n1, n0 = pp.size, pn.size
+        self.a = np.nan
+        self.psi = np.zeros(n)
+        if n1 == 0 or n0 == 0:
+            return
+        # placement of each positive among negatives, and of each negative among positives
+        v10 = (np.searchsorted(pn, p[pos], "left") + np.searchsorted(pn, p[pos], "right")) / (2 * n0)
+        v01 = (2 * n1 - np.searchsorted(pp, p[~pos], "left")
+               - np.searchsorted(pp, p[~pos], "right")) / (2 * n1)
+        self.a = float(v10.mean())
+        n1a = np.bincount(g[pos], minlength=n)
+        n0a = np.bincount(g[~pos], minlength=n)
+        self.psi = (np.bincount(g[pos], weights=v10, minlength=n) / n1
+                    + np.bincount(g[~pos], weights=v01, minlength=n) / n0
+                    - self.a * (n1a / n1 + n0a / n0))
+
+    def __call__(self, wc: np.ndarray) -> np.ndarray:
+        return self.a + (wc - 1.0) @ self.psi
+
+
+class _AuprcLinearStat:
+    """First-order (influence-function) average-precision replicates for large logs.
+
+    AP = (1/n1) Σ_{i: y=1} Prec_i with Prec_i = TP_i / D_i, TP_i and FP_i the positives and
+    negatives with forecast >= p_i, D_i = TP_i + FP_i. For trajectory weights c,
+    ∂AP/∂c_a = (1/n1) Σ_{r in a} [y_r (Prec_r + Σ_{i: p_i <= p_r} FP_i/D_i² - AP)
+    - (1 - y_r) Σ_{i: p_i <= p_r} TP_i/D_i²]. AP is scale-free in c, so Σ_a ψ_a = 0 and a
+    replicate is AP + c·ψ, as for TPS.
+    """
+
+    def __init__(self, p, y, g, n):
+        pos = y == 1
+        pp = np.sort(p[pos])
+        pn = np.sort(p[~pos])
+        n1, n0 = pp.size, pn.size
+        self.a = np.nan
+        self.psi = np.zeros(n)
+        if n1 == 0:
+            return
+        tp = n1 - np.searchsorted(pp, pp, "left")
+        fp = n0 - np.searchsorted(pn, pp, "left")
+        d = (tp + fp).astype(float)
+        prec = tp / d
+        self.a = float(prec.mean())
+        cum_a = np.r_[0.0, np.cumsum(fp / d**2)]
+        cum_b = np.r_[0.0, np.cumsum(tp / d**2)]
+        k = np.searchsorted(pp, p, "right")  # positives with p_i <= p_r
+        own = np.zeros(p.size)
+        own[pos] = n1 - np.searchsorted(pp, p[pos], "left")
+        own[pos] = own[pos] / (own[pos] + n0 - np.searchsorted(pn, p[pos], "left"))
+        row = np.where(pos, own + cum_a[k] - self.a, -cum_b[k]) / n1
+        self.psi = np.bincount(g, weights=row, minlength=n)
+
+    def __call__(self, wc: np.ndarray) -> np.ndarray:
+        return self.a + (wc - 1.0) @ self.psi
+
+
 class _AuprcStat:
     """Weighted average precision per weight vector (rows sorted once by decreasing p)."""
 
@@ -373,14 +443,21 @@ class _TeceStat:
         return np.abs(wc @ self.gap).sum(axis=1) / (wc @ self.count)
 
 
-def _statistic(metric, p, y, g, n, n_bins, strategy):
-    if metric == "auroc":
-        return _AurocStat(p, y, g, n)
-    if metric == "auprc":
-        return _AuprcStat(p, y, g, n)
+# logs with more rows than this use linearized AUROC/AUPRC replicates under method="auto"
+LINEAR_AUROC_MIN_ROWS = 200_000
+
+
+def _statistic(metric, p, y, g, n, n_bins, strategy, method="auto"):
     if metric == "tece":
         return _TeceStat(p, y, g, n, n_bins, strategy)
-    raise ValueError(f"metric must be one of {METRICS}, got {metric!r}")
+    if metric not in ("auroc", "auprc"):
+        raise ValueError(f"metric must be one of {METRICS}, got {metric!r}")
+    if method not in ("auto", "exact", "linear"):
+        raise ValueError(f"method must be 'auto', 'exact' or 'linear', got {method!r}")
+    linear = method == "linear" or (method == "auto" and p.size > LINEAR_AUROC_MIN_ROWS)
+    exact_cls, linear_cls = {"auroc": (_AurocStat, _AurocLinearStat),
+                             "auprc": (_AuprcStat, _AuprcLinearStat)}[metric]
+    return (linear_cls if linear else exact_cls)(p, y, g, n)
 
 
 def _point(metric, p, y, n_bins, strategy) -> float:
@@ -393,7 +470,7 @@ def _point(metric, p, y, n_bins, strategy) -> float:
 
 def metric_replicates(metric: str, forecasts, y, groups, n_boot: int = 2000,
                       seed: int = DEFAULT_SEED, n_bins: int = 10,
-                      strategy: str = "uniform") -> np.ndarray:
+                      strategy: str = "uniform", method: str = "auto") -> np.ndarray:
     """Bootstrap replicates of a metric, resampling whole trajectories.
 
     Parameters
@@ -412,6 +489,11 @@ def metric_replicates(metric: str, forecasts, y, groups, n_boot: int = 2000,
         Seed of the replicates.
     n_bins, strategy
         T-ECE binning; bin edges are fixed at the full-sample edges in every replicate.
+    method : {"auto", "exact", "linear"}
+        AUROC and AUPRC. ``exact`` recomputes the weighted AUROC in every replicate (cost grows
+        with rows × replicates); ``linear`` uses the first-order expansion in the resampling
+        counts (clustered DeLong; one matrix product for all replicates); ``auto`` is
+        ``linear`` above ``LINEAR_AUROC_MIN_ROWS`` rows, where the neglected term is O(1/n).
 
     Returns
     -------
@@ -424,7 +506,7 @@ def metric_replicates(metric: str, forecasts, y, groups, n_boot: int = 2000,
     checked = [_check_xy(f, y)[:2] for f in arrays]
     yv = checked[0][1]
     g, n = _check_groups(groups, yv.size)
-    stats = [_statistic(metric, pv, yv, g, n, n_bins, strategy) for pv, _ in checked]
+    stats = [_statistic(metric, pv, yv, g, n, n_bins, strategy, method) for pv, _ in checked]
     reps = [[] for _ in stats]
     for wc in bootstrap_weights(n, int(n_boot), seed):
         for out, stat in zip(reps, stats):
