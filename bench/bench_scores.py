@@ -67,9 +67,9 @@ def main() -> None:
                          "length": np.full(n_traj, k), "last_step": np.full(n_traj, k)})
     data = TrajectoryData(steps, traj, ["x"], {}, "bench", [])
     settings = ScoreSettings(n_boot=0)
-    t_full = best_of(lambda: compute_tps(data, settings), repeat=2)
+    t_full = best_of(lambda: compute_tps(data, settings), repeat=5)
     yy = traj["outcome"].to_numpy()[codes]
-    t_only = best_of(lambda: beta_score(p[: n_traj * k], yy, 0.0, 0.0))
+    t_only = best_of(lambda: beta_score(p[: n_traj * k], yy, 0.0, 0.0), repeat=5)
     agg = t_full - t_only
     print(f"compute_tps, log score, {n_traj:,} runs (no bootstrap): {t_full:.3f} s; "
           f"scoring alone {t_only:.3f} s")

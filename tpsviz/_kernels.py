@@ -197,9 +197,14 @@ def _block(pb, yb, ob, kind, alpha, beta, exact1, exact0, edges, tables):
     hi = pb.max() if pb.size else 0.0
     if not (lo >= 0.0 and hi <= 1.0):
         raise BadForecast
-    yf = yb.astype(np.float64, copy=False)
-    if np.count_nonzero(yf * (1.0 - yf)):
-        raise BadOutcome
+    if yb.dtype.kind in "iub":  # integer/bool outcomes: a range check is enough
+        if yb.size and (yb.min() < 0 or yb.max() > 1):
+            raise BadOutcome
+        yf = yb.astype(np.float64)
+    else:
+        yf = yb.astype(np.float64, copy=False)
+        if np.count_nonzero(yf * (1.0 - yf)):  # NaN and anything but 0/1 fail here
+            raise BadOutcome
     if kind == "brier":
         x = yf - pb
         np.multiply(x, x, out=ob)

@@ -97,6 +97,17 @@ class TrajectoryData:
         return cached
 
     @property
+    def row_outcome(self) -> np.ndarray:
+        """The run's outcome Y (1.0 / 0.0 / NaN if censored) for every step row (cached)."""
+        cached = self.__dict__.get("_row_outcome")
+        if cached is None or cached.shape[0] != len(self.steps):
+            cached = self.trajectories["outcome"].to_numpy(dtype=float)[
+                self.steps["traj"].to_numpy()]
+            cached.setflags(write=False)
+            self.__dict__["_row_outcome"] = cached
+        return cached
+
+    @property
     def n_trajectories(self) -> int:
         """Number of trajectories."""
         return len(self.trajectories)

@@ -302,7 +302,7 @@ def compute_tps(
     scope_len = lengths * in_scope_t
     scope_starts = np.r_[0, np.cumsum(scope_len)[:-1]].astype(np.int64)
     has_rows = scope_len > 0
-    y = traj["outcome"].to_numpy(dtype=float)[codes]
+    y = data.row_outcome if rows_in is None else data.row_outcome[rows_in]
     cens_rows = cens_t[codes] if (cens_t[in_scope_t].any()) else None
     q = q_t[codes] if cens_rows is not None else None
     unit_w = settings.schedule.name == "uniform"
