@@ -17,7 +17,7 @@ import streamlit as st  # noqa: E402
 
 from pages._ui import sidebar  # noqa: E402
 
-st.set_page_config(page_title="tpsviz — is my agent's confidence honest?", page_icon=":material/target:", layout="wide")
+st.set_page_config(page_title="tpsviz — is my agent's confidence honest?", page_icon="🎯", layout="wide")
 
 PAGES = [
     st.Page(str(HERE / "pages" / "views" / "overview.py"), title="Overview / Compare", icon=":material/leaderboard:", url_path="overview", default=True),
@@ -36,4 +36,9 @@ try:
 except Exception as e:  # the sidebar must never leave the user with a traceback
     st.sidebar.error(f"A setting could not be applied: {e}")
 st.session_state["_shell"] = True
-nav.run()
+try:
+    nav.run()
+except Exception as e:  # a setting the core rejects: say what and what to do, in the page (never a redacted box)
+    from pages._ui.common import show_page_error
+
+    show_page_error(e)

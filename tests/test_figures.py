@@ -19,9 +19,7 @@ def data():
 
 @pytest.fixture(scope="module")
 def res(data):
-    # linear weights: TPSResult.step_contributions currently fails for the uniform schedule (core bug)
-    return tpsviz.compute_tps(data, tpsviz.ScoreSettings(n_boot=100, censoring="simple",
-                                                         schedule=tpsviz.Schedule("linear")))
+    return tpsviz.compute_tps(data, tpsviz.ScoreSettings(n_boot=100, censoring="simple"))
 
 
 def _no_webgl(fig: go.Figure):
@@ -125,3 +123,71 @@ def test_untrusted_names_are_escaped():
 def test_empty_figure():
     fig = F.empty_figure("nothing to show")
     assert fig.layout.annotations[0].text == "nothing to show"
+
+
+# ------------------------------------------------------------------ first-user review fixes
+def _luminance(hex_color: str) -> float:
+    r, g, b = (int(hex_color[i:i + 2], 16) / 255 for i in (1, 3, 5))
+    return 0.2126 * r + 0.7152 * g + 0.0722 * b
+
+
+def test_palette_is_readable_on_white_and_distinct():
+    assert "#F0E442" not in F.PALETTE and "#DDCC77" not in F.PALETTE and "#88CCEE" not in F.PALETTE
+    assert all(_luminance(c) < 0.7 for c in F.PALETTE)
+    assert len(set(F.PALETTE)) == len(F.PALETTE)
+    # the two blues are not neighbours (they used to be two predictors side by side)
+    i, j = F.PALETTE.index("#0072B2"), F.PALETTE.index("#56B4E9")
+    assert abs(i - j) > 1
+
+
+def test_leaderboard_draws_minus_infinity_and_se_title(res):
+    s = res.summary.copy()
+    s.loc["verbal", ["tps_mean", "tps_ci_low", "tps_ci_high"]] = [-np.inf, np.nan, np.nan]
+    fig = F.leaderboard_figure(s, F.predictor_colors(s.index), 0, 0, -14.0,
+                               ci_label="± 1.96 SE (bootstrap off)")
+    texts = [t.text for t in fig.data if t.text is not None]
+    assert any("−∞" in tt for tt in texts)
+    assert "± 1.96 SE" in fig.layout.title.text and "bootstrap CI" not in fig.layout.title.text
+
+
+def test_demo_bars_show_noise_as_zero():
+    t = pd.DataFrame({"T-ECE (↓)": [3.4e-16, 0.12], "TPS": [-5.1, -5.2]}, index=["bin means", "truthful"])
+    fig = F.demo_bars_figure(t, "", colors=["#8c8c8c", "#000000"], errors={"TPS": [0.1, 0.1]})
+    bars = [tr for tr in fig.data if isinstance(tr, go.Bar)]
+    assert bars[0].y[0] == 0 and bars[0].text[0] == "≈0"
+    assert bars[1].error_y.array is not None
+
+
+def test_mc_audit_shows_both_series_when_identical():
+    a = pd.DataFrame({"trajectory_id": ["a", "b"], "q_hat": [0.2, 0.6], "q_se": [0.1, 0.1],
+                      "n_rollouts": [10, 10], "q_log": [0.2, 0.6]})
+    fig = F.mc_audit_figure(a)
+    names = [t.name for t in fig.data]
+    assert any("identical" in n for n in names)
+    ring = next(t for t in fig.data if "log" in t.name)
+    dots = next(t for t in fig.data if "rollouts" in t.name)
+    # an open ring, stroked in a visible colour (open symbols stroke in marker.color), drawn on top of the dots
+    assert ring.marker.symbol == "circle-open" and ring.marker.size > dots.marker.size
+    assert ring.marker.color.startswith("#") and list(fig.data).index(ring) > list(fig.data).index(dots)
+
+
+def test_censoring_modes_figure_marks_current_mode():
+    t = pd.DataFrame({"predictor": ["a", "a"], "mode": ["simple", "upper"], "tps_mean": [-1.0, -0.5],
+                      "tps_ci_low": [-1.1, -0.6], "tps_ci_high": [-0.9, -0.4], "n_trajectories": [5, 5]})
+    fig = F.censoring_modes_figure(t, {"a": "#E69F00"}, 0, 0, current="upper")
+    legend = [tr.name for tr in fig.data if tr.showlegend is not False]
+    assert any("current" in n and n.startswith("upper") for n in legend)
+    assert all(tr.marker.color == "#bbbbbb" for tr in fig.data if tr.showlegend is not False)
+
+
+def test_heatmap_axis_says_top_to_bottom(data, res):
+    h = F.prepare_heatmap(res.step_contributions(["verbal"]), data.trajectories)
+    fig = F.contribution_heatmap_figure(h, "verbal", 0, 0)
+    assert "top to bottom: successes" in fig.layout.yaxis.title.text
+
+
+def test_drill_down_success_is_not_a_cross(data):
+    steps = data.steps[data.steps["traj"] == 0]
+    fig = F.trajectory_figure(steps, ["truthful"], {"truthful": "#000"}, 1.0, False, None, "run")
+    out = next(t for t in fig.data if t.name.startswith("outcome"))
+    assert out.marker.symbol != "x"

@@ -28,3 +28,12 @@ def test_report_is_self_contained_and_escaped():
 def test_report_without_figures():
     html = build_report("t", {}, [Section("only text", "hello")])
     assert "hello" in html and "Plotly.newPlot" not in html
+
+
+def test_missing_values_are_a_dash_never_none_or_nan():
+    import numpy as np
+
+    t = pd.DataFrame({"predictor": ["a", "b"], "tps": [-1.0, np.nan], "ci": ["[−1, 0]", None]})
+    html = build_report("t", {}, [Section("s", table=t)])
+    body = html.split("<table border=\"0\" class=\"dataframe data\">")[-1]
+    assert "—" in body and "None" not in body and "NaN" not in body and ">nan<" not in body

@@ -32,12 +32,14 @@ __all__ = [
     "murphy_figure", "schedule_figure", "demo_bars_figure", "empty_figure",
 ]
 
-# Okabe & Ito (2008) colour-blind-safe palette; black is reserved for the reference predictor.
+# Okabe & Ito (2008) colour-blind-safe palette, ordered so that neighbours differ in hue and
+# lightness (orange, dark blue, green, pink, vermillion, sky blue); black is reserved for the
+# reference predictor. Okabe–Ito's yellow (#F0E442) and Tol's pale sand/cyan are left out: they are
+# unreadable as thin lines on white.
 REFERENCE_COLOR = "#000000"
-PALETTE = ["#E69F00", "#56B4E9", "#009E73", "#0072B2", "#D55E00", "#CC79A7", "#F0E442",
-           # Paul Tol "muted" for more than 7 predictors
-           "#332288", "#88CCEE", "#44AA99", "#117733", "#999933", "#DDCC77", "#CC6677",
-           "#882255", "#AA4499"]
+PALETTE = ["#E69F00", "#0072B2", "#009E73", "#CC79A7", "#D55E00", "#56B4E9",
+           # Paul Tol "muted" (darker members) for more than 6 predictors
+           "#332288", "#117733", "#882255", "#999933", "#44AA99", "#AA4499", "#CC6677", "#6699CC"]
 REFERENCE_NAMES = ("truthful", "oracle", "truth", "true")
 TEMPLATE = "plotly_white"
 FONT = dict(family="Source Sans Pro, Arial, sans-serif", size=13)
@@ -88,7 +90,10 @@ def score_unit(alpha: float, beta: float) -> str:
         return "nats"
     if alpha == 1 and beta == 1:
         return "half-Brier units"
-    return f"score units (α={alpha:g}, β={beta:g})"
+    named = {(-0.5, -0.5): "boosting-score units"}
+    if (alpha, beta) in named:
+        return named[(alpha, beta)]
+    return f"beta-score units (α={alpha:g}, β={beta:g})"
 
 
 def score_label(alpha: float, beta: float, per: str = "trajectory", short: bool = False) -> str:
@@ -155,15 +160,35 @@ def score_curves_figure(p: np.ndarray, s1: np.ndarray, s0: np.ndarray, alpha: fl
 
 # ------------------------------------------------------------------------- overview
 def leaderboard_figure(summary: pd.DataFrame, colors: dict, alpha: float, beta: float,
-                       ref_value: float | None = None, level: float = 0.95) -> go.Figure:
-    """Mean TPS per predictor with its bootstrap CI (dot and whiskers), best at the top.
+                       ref_value: float | None = None, level: float = 0.95, intervals: dict | None = None,
+                       ci_label: str = "bootstrap CI") -> go.Figure:
+    """Mean TPS per predictor with its interval (dot and whiskers), best at the top.
 
-    ``summary`` is ``TPSResult.summary`` (index = predictor).
+    ``summary`` is ``TPSResult.summary`` (index = predictor). ``intervals`` maps a predictor to
+    (low, high) to draw instead of the bootstrap CI (e.g. ± 1.96 SE when the bootstrap is off);
+    ``ci_label`` names them in the title. A predictor whose mean is −∞ (a forecast of exactly
+    0 or 1 under an unbounded score) is drawn as a "−∞" arrow at the left edge.
     """
-    s = summary.sort_values("tps_mean", ascending=True)
+    s = summary.assign(_m=summary["tps_mean"].fillna(-np.inf)).sort_values("_m", ascending=True)
     fig = go.Figure()
+    finite = s["tps_mean"][np.isfinite(s["tps_mean"])]
+    if len(finite):
+        lo_all = [intervals[n][0] if intervals and n in intervals else s.loc[n, "tps_ci_low"] for n in finite.index]
+        left = float(np.nanmin(np.r_[finite.to_numpy(), np.asarray(lo_all, dtype=float)]))
+        span = max(float(finite.max()) - left, 1e-9)
+        edge = left - 0.08 * span
+    else:
+        edge = -1.0
     for name, row in s.iterrows():
-        lo, hi, m = row["tps_ci_low"], row["tps_ci_high"], row["tps_mean"]
+        m = row["tps_mean"]
+        lo, hi = intervals[name] if intervals and name in intervals else (row["tps_ci_low"], row["tps_ci_high"])
+        if not np.isfinite(m):
+            fig.add_trace(go.Scatter(
+                x=[edge], y=[plot_label(name)], mode="markers+text", text=["−∞" if m == -np.inf else "n/a"],
+                textposition="middle right", marker=dict(color=_color(colors, name), size=12, symbol="triangle-left"),
+                showlegend=False, hovertemplate=(f"<b>{plot_label(name)}</b><br>mean TPS = "
+                                                 f"{'−∞' if m == -np.inf else 'undefined'}<extra></extra>")))
+            continue
         fig.add_trace(go.Scatter(
             x=[m], y=[plot_label(name)], mode="markers",
             marker=dict(color=_color(colors, name), size=13 if is_reference(name) else 10,
@@ -180,7 +205,8 @@ def leaderboard_figure(summary: pd.DataFrame, colors: dict, alpha: float, beta: 
                       annotation_text="base-rate reference", annotation_position="top")
     fig.update_xaxes(title=score_label(alpha, beta))
     fig.update_yaxes(title=None)
-    return _layout(fig, f"Mean TPS with {level:.0%} bootstrap CI", height=max(220, 60 + 42 * len(s)))
+    title = f"Mean TPS with {level:.0%} {ci_label}" if "SE" not in ci_label else f"Mean TPS {ci_label}"
+    return _layout(fig, title, height=max(220, 60 + 42 * len(s)))
 
 
 def delta_matrix_figure(z: pd.DataFrame, title: str = "Paired Δ/SE (row − column)") -> go.Figure:
@@ -248,9 +274,10 @@ def contribution_heatmap_figure(h: dict, predictor: str, alpha: float, beta: flo
         hovertemplate=("step %{x}<br>%{customdata[0]} run(s), %{customdata[1]} in this row "
                        "(first: %{customdata[2]})<br>mean w_t·S = %{z:.3g}<extra></extra>")))
     for b in h["boundaries"]:
-        fig.add_hline(y=b - 0.5, line=dict(color="white", width=2))
+        fig.add_hline(y=b - 0.5, line=dict(color="white", width=3), layer="above")
     fig.update_xaxes(title="step t" + (" (last column pools later steps)" if h["capped"] else ""))
-    fig.update_yaxes(title="runs: successes ▸ failures ▸ censored",
+    # the y axis runs top to bottom (reversed): say so, since a rotated title reads bottom to top
+    fig.update_yaxes(title="runs, top to bottom: successes | failures | censored",
                      showticklabels=False, autorange="reversed")
     return _layout(fig, f"Per-step contribution w_t·S for {plot_label(predictor)} "
                         f"(darker = more score lost; 0 is perfect)", height=460)
@@ -314,7 +341,9 @@ def trajectory_figure(steps: pd.DataFrame, predictors: list[str], colors: dict, 
     else:
         label = "success (Y = 1)" if outcome == 1 else "failure (Y = 0)"
         fig.add_trace(go.Scatter(x=[last], y=[outcome], mode="markers", name=f"outcome: {label}",
-                                 marker=dict(symbol="x", size=14, color="#555"),
+                                 marker=dict(symbol="circle" if outcome == 1 else "x", size=14,
+                                             color="#009E73" if outcome == 1 else "#D55E00",
+                                             line=dict(color="#333", width=1)),
                                  hovertemplate=f"outcome {label}<extra></extra>"))
     fig.update_xaxes(title="step")
     fig.update_yaxes(title="F_t = reported P(success)", range=[-0.03, 1.03])
@@ -339,10 +368,13 @@ def length_histogram_figure(trajectories: pd.DataFrame) -> go.Figure:
     return _layout(fig, "Run length: complete vs censored")
 
 
-def censoring_modes_figure(table: pd.DataFrame, colors: dict, alpha: float, beta: float) -> go.Figure:
+def censoring_modes_figure(table: pd.DataFrame, colors: dict, alpha: float, beta: float,
+                           current: str | None = None) -> go.Figure:
     """Mean TPS with CI per predictor (y) and censoring treatment (marker), one row per predictor.
 
     ``table`` columns: predictor, mode (label), tps_mean, tps_ci_low, tps_ci_high, n_trajectories.
+    ``current``: the mode label in use elsewhere in the app, drawn larger and named in the legend.
+    The legend shows each treatment's marker shape in grey (the colour is the predictor's).
     """
     symbols = ["circle", "square", "diamond", "triangle-up", "cross"]
     modes = list(dict.fromkeys(table["mode"]))
@@ -352,10 +384,17 @@ def censoring_modes_figure(table: pd.DataFrame, colors: dict, alpha: float, beta
     for j, mode in enumerate(modes):
         t = table[table["mode"] == mode]
         ypos = [preds.index(p) + offsets[j] for p in t["predictor"]]
+        cur = mode == current
+        fig.add_trace(go.Scatter(  # legend entry: the shape in neutral grey
+            x=[None], y=[None], mode="markers", name=mode + ("  ◀ current mode" if cur else ""),
+            marker=dict(symbol=symbols[j % len(symbols)], size=14 if cur else 10, color="#bbbbbb",
+                        line=dict(color="#000" if cur else "#333", width=2.5 if cur else 1)),
+            legendgroup=mode, hoverinfo="skip"))
         fig.add_trace(go.Scatter(
-            x=t["tps_mean"], y=ypos, mode="markers", name=mode,
-            marker=dict(symbol=symbols[j % len(symbols)], size=10,
-                        color=[_color(colors, p) for p in t["predictor"]], line=dict(color="#333", width=1)),
+            x=t["tps_mean"], y=ypos, mode="markers", name=mode, showlegend=False, legendgroup=mode,
+            marker=dict(symbol=symbols[j % len(symbols)], size=14 if cur else 10,
+                        color=[_color(colors, p) for p in t["predictor"]],
+                        line=dict(color="#000" if cur else "#333", width=2.5 if cur else 1)),
             error_x=dict(type="data", symmetric=False, array=(t["tps_ci_high"] - t["tps_mean"]).fillna(0),
                          arrayminus=(t["tps_mean"] - t["tps_ci_low"]).fillna(0), color="#666"),
             customdata=np.c_[t["predictor"], t["tps_ci_low"], t["tps_ci_high"], t["n_trajectories"]],
@@ -400,7 +439,10 @@ def artificial_check_figure(check: pd.DataFrame, colors: dict) -> go.Figure:
 
 
 def mc_audit_figure(audit: pd.DataFrame) -> go.Figure:
-    """q̂_Z from rollouts with ±1.96 SE per censored run, sorted, with the log's q_Z if given."""
+    """q̂_Z from rollouts with ±1.96 SE per censored run, sorted, with the log's q_Z if given.
+
+    The log's q_Z is drawn as a larger hollow ring so that it stays visible where it equals q̂_Z.
+    """
     a = audit.sort_values("q_hat").reset_index(drop=True)
     fig = go.Figure()
     fig.add_trace(go.Scatter(x=np.arange(len(a)), y=a["q_hat"], mode="markers", name="q̂_Z (rollouts)",
@@ -410,8 +452,11 @@ def mc_audit_figure(audit: pd.DataFrame) -> go.Figure:
                                               a["n_rollouts"]],
                              hovertemplate="%{customdata[0]}: q̂_Z = %{y:.3f} from %{customdata[1]} rollouts<extra></extra>"))
     if "q_log" in a and a["q_log"].notna().any():
-        fig.add_trace(go.Scatter(x=np.arange(len(a)), y=a["q_log"], mode="markers", name="q_Z in the log",
-                                 marker=dict(color="#D55E00", size=5, symbol="x"),
+        same = bool(np.allclose(a["q_log"], a["q_hat"], equal_nan=True, atol=1e-12))
+        fig.add_trace(go.Scatter(x=np.arange(len(a)), y=a["q_log"], mode="markers",
+                                 name="q_Z in the log" + (" (identical to q̂_Z)" if same else ""),
+                                 marker=dict(color="#D55E00", size=11, symbol="circle-open",  # open symbols
+                                             line=dict(width=2)),                        # stroke in marker.color
                                  hovertemplate="log q_Z = %{y:.3f}<extra></extra>"))
     fig.update_xaxes(title="censored runs, sorted by q̂_Z")
     fig.update_yaxes(title="q_Z = P(success | history at Z)", range=[-0.03, 1.03])
@@ -554,19 +599,33 @@ def schedule_figure(t: np.ndarray, w: np.ndarray, formula: str, verdict: str) ->
     return _layout(fig, f"{formula} — {verdict}", height=300)
 
 
-def demo_bars_figure(table: pd.DataFrame, title: str) -> go.Figure:
-    """Grouped bars for a why-not-AUROC demonstration.
+def demo_bars_figure(table: pd.DataFrame, title: str, colors: list | None = None,
+                     errors: dict | None = None) -> go.Figure:
+    """Bars for a why-not-AUROC demonstration.
 
     ``table``: rows = forecasts (index), columns = metric names; each metric in its own facet
-    (different units), with the metric's direction in the facet title.
+    (different units), with the metric's direction in the facet title. ``colors``: one colour per
+    row (the predictor's own colour; modified forecasts grey). ``errors``: column → half-widths
+    of an interval drawn on the bars. Values below 1e-9 in magnitude (floating-point noise, e.g.
+    a T-ECE that is 0 by construction) are drawn as 0 and labelled "≈0", so noise never fills an axis.
     """
     metrics = list(table.columns)
     fig = make_subplots(rows=1, cols=len(metrics), subplot_titles=metrics, horizontal_spacing=0.18)
-    palette = ["#000000", "#E69F00", "#56B4E9", "#009E73"]
+    cols = colors or ["#777777"] * len(table)
+    labels = [plot_label(n) for n in table.index]
     for j, m in enumerate(metrics):
-        fig.add_trace(go.Bar(x=list(table.index), y=table[m],
-                             marker_color=[palette[i % len(palette)] for i in range(len(table))],
-                             text=[f"{v:.3g}" for v in table[m]], textposition="outside", showlegend=False,
+        v = table[m].to_numpy(dtype=float)
+        tiny = np.isfinite(v) & (np.abs(v) < 1e-9)
+        v = np.where(tiny, 0.0, v)
+        err = None
+        if errors and m in errors:
+            err = dict(type="data", array=np.asarray(errors[m], dtype=float), color="#444", thickness=1.5)
+        fig.add_trace(go.Bar(x=labels, y=v, marker_color=cols, error_y=err,
+                             text=["≈0" if t else f"{x:.3g}" for x, t in zip(v, tiny)], textposition="outside",
+                             showlegend=False, cliponaxis=False,
                              hovertemplate=f"%{{x}}<br>{m}: %{{y:.4g}}<extra></extra>"), 1, j + 1)
+        if np.all(np.abs(v[np.isfinite(v)]) < 1e-9):
+            fig.update_yaxes(range=[0, 1], row=1, col=j + 1)
     fig.update_yaxes(rangemode="tozero")
-    return _layout(fig, title or None, height=320)
+    fig.update_xaxes(tickangle=-20)
+    return _layout(fig, title or None, height=340)

@@ -39,7 +39,7 @@ def _esc(s) -> str:
 
 
 def _table(df: pd.DataFrame) -> str:
-    return df.to_html(index=False, escape=True, classes="data", border=0, na_rep="",
+    return df.to_html(index=False, escape=True, classes="data", border=0, na_rep="—",
                       float_format=lambda v: f"{v:.4g}")
 
 

@@ -8,8 +8,6 @@ import pandas as pd
 import streamlit as st
 
 from tpsviz import figures as F
-from tpsviz.tps import CENSORING_LABELS
-
 from . import state as S
 from .sidebar import VERDICT_ICON
 
@@ -29,6 +27,18 @@ def fmt(v, digits: int = 4) -> str:
     return f"{v:.{digits}g}"
 
 
+def pct(k, n) -> str:
+    """k/n as a percentage: one decimal below 1% (never "0%" for a non-zero count), else whole."""
+    if not n:
+        return "n/a"
+    v = 100.0 * k / n
+    if k and v < 1:
+        return f"{v:.1f}%"
+    if k and v < 10 and abs(v - round(v)) > 0.05:
+        return f"{v:.1f}%"
+    return f"{v:.0f}%"
+
+
 def fmt_ci(mean, lo, hi, digits: int = 4) -> str:
     if not (np.isfinite(lo) and np.isfinite(hi)):
         return fmt(mean, digits)
@@ -37,17 +47,36 @@ def fmt_ci(mean, lo, hi, digits: int = 4) -> str:
 
 def fmt_interval(lo, hi, digits: int = 3) -> str:
     if not (np.isfinite(lo) and np.isfinite(hi)):
-        return "n/a"
+        return "—"
     return f"[{lo:+.{digits}g}, {hi:+.{digits}g}]"
 
 
 def show_failure(f: S.LoadFailure) -> None:
     """A bad file: what and where, as a list; the text comes from the log, so shown as text."""
-    st.error(f"**This log cannot be used.** {len(f.problems)} problem(s) found. Fix them in the file "
+    n = len(f.problems)
+    st.error(f"**This log cannot be used.** {n} problem{'s' if n != 1 else ''} found. Fix {'them' if n != 1 else 'it'} in the file "
              "(it was not modified) and load it again, or switch the data source back to Demo.",
              icon=":material/block:")
     st.caption(f"File: {f.source}")
     st.code("\n".join(f"• {p}" for p in f.problems), language=None, wrap_lines=True)
+
+
+def show_page_error(e: Exception) -> None:
+    """An exception raised while drawing a page, shown where it happened, with what to do next.
+
+    ValueErrors come from the core's validation and carry a message meant for the user (e.g. the
+    ``column`` schedule on a log without a ``weight`` column); anything else is unexpected and is
+    shown with its type so it can be reported.
+    """
+    msg = str(e) or type(e).__name__
+    if isinstance(e, ValueError):
+        st.error(f"**These settings cannot be applied to this log:** {md(msg.rstrip('.'))}.\n\n"
+                 "Change the setting named above in the sidebar (the rest of the app keeps working), "
+                 "or open the app without URL parameters to return to the defaults.", icon=":material/tune:")
+    else:
+        st.error(f"**Something went wrong while drawing this page** ({type(e).__name__}: {md(msg)}). "
+                 "Other pages and settings still work; please report this with a copy of the link.",
+                 icon=":material/bug_report:")
 
 
 def ensure_shell() -> None:
@@ -98,20 +127,22 @@ def banner(cfg: S.Config, data, extra: str | None = None) -> None:
     s = cfg.schedule_obj
     v = s.verdict
     fam = cfg.family_name
-    qz = ""
-    if cfg.censoring == "exact":
-        qz = {"log": " · q_Z from the log", "rollouts": " · q_Z from rollouts",
-              "constant": f" · q_Z = {cfg.qz_const:g}"}[cfg.qz_source]
-    nf = f" · filtered ({len(cfg.filters)} filter(s))" if cfg.filters else ""
+    nf = f" · filtered ({len(cfg.filters)} filter{'s' if len(cfg.filters) != 1 else ''})" if cfg.filters else ""
+    n_cens = data.n_censored
+    if cfg.censoring == "complete" and n_cens:
+        ntext = (f"**n** {data.n_trajectories - n_cens:,} runs scored ({n_cens:,} censored left out "
+                 f"of {data.n_trajectories:,})")
+    else:
+        ntext = f"**n** {data.n_trajectories:,} runs, {n_cens:,} censored"
     with st.container(border=True):
         c = st.columns([1.25, 1.5, 1.6, 1.0])
         c[0].markdown(f"**Score** {fam} (α={cfg.alpha:g}, β={cfg.beta:g})  \n{cfg.unit}; higher is better, 0 is perfect",
                       help="Beta-family proper scoring rule S(p, y) applied at every step.")
         c[1].markdown(f"**Weights** `{s.formula}`  \n{VERDICT_ICON.get(v.status, '')} {v.status}", help=v.reason)
-        c[2].markdown(f"**Censoring** {CENSORING_LABELS[cfg.censoring]}{qz}",
+        c[2].markdown(f"**Censoring** {S.censoring_label(cfg)}",
                       help="How runs stopped before their outcome are scored (see the Censoring page).")
-        c[3].markdown(f"**ε** {cfg.eps:g}  \n**n** {data.n_trajectories} runs, {data.n_censored} censored{nf}",
-                      help="ε: forecasts clipped to [ε, 1−ε]. n: trajectories after filters.")
+        c[3].markdown(f"**ε** {cfg.eps:g}{' (clipping off)' if cfg.eps == 0 else ''}  \n{ntext}{nf}",
+                      help="ε: forecasts clipped to [ε, 1−ε]. n: trajectories scored after filters.")
         if extra:
             st.caption(extra)
 
@@ -131,8 +162,9 @@ def column_help() -> dict:
     return {
         "TPS": "Trajectory Proper Score: Σ_t w_t S(F_t, Y), mean over trajectories. Higher is better, 0 is perfect.",
         "CI": "Percentile bootstrap interval resampling trajectories.",
-        "skill": "1 − TPS/TPS_ref, TPS_ref = the constant base-rate forecast. 1 is perfect, 0 = no better than "
-                 "the base rate, < 0 worse (± SE, delta method over trajectories).",
+        "skill": "1 − TPS/TPS_ref, TPS_ref = TPS of the constant base-rate forecast under the same settings (its "
+                 "rate follows the censoring mode). 1 is perfect, 0 = no better than the base rate, < 0 worse; "
+                 "± SE from a paired trajectory bootstrap; −∞/— when TPS is −∞.",
         "AUROC": "Area under the ROC curve, pooled over (trajectory, step) pairs of complete runs: the chance a "
                  "success step outranks a failure step. Ranking only: blind to calibration. 0.5 = chance, ↑ better.",
         "AUPRC": "Average precision pooled over steps of complete runs. Ranking only. ↑ better.",

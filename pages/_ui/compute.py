@@ -21,78 +21,185 @@ def _md(s) -> str:
     return "".join("\\" + ch if ch in _MD else ch for ch in str(s))
 
 
-# ----------------------------------------------------------------------------- overview
-def leaderboard(cfg: S.Config, data) -> dict:
+# ----------------------------------------------------------------------------- formatting
+def num(v, spec: str = ".4f") -> str:
+    """A number for a table cell: "−∞"/"+∞" for infinite values, "—" for missing ones (never "None")."""
+    try:
+        v = float(v)
+    except (TypeError, ValueError):
+        return "—"
+    if np.isnan(v):
+        return "—"
+    if np.isinf(v):
+        return "−∞" if v < 0 else "+∞"
+    return format(v, spec)
+
+
+def interval(lo, hi, spec: str = ".4f") -> str:
+    """"[lo, hi]" or "—" when either end is missing or infinite."""
+    try:
+        lo, hi = float(lo), float(hi)
+    except (TypeError, ValueError):
+        return "—"
+    if not (np.isfinite(lo) and np.isfinite(hi)):
+        return "—"
+    return f"[{format(lo, spec)}, {format(hi, spec)}]"
+
+
+def pm(v, se, spec: str = ".3f") -> str:
+    """"v ± se", or just v (or "−∞"/"—") when the SE is not available."""
+    txt = num(v, spec)
+    try:
+        ok = np.isfinite(float(v)) and np.isfinite(float(se))
+    except (TypeError, ValueError):
+        ok = False
+    return f"{txt} ± {format(float(se), spec)}" if ok else txt
+
+
+def tps_interval(row: pd.Series, level: float = 0.95) -> tuple[float, float, str]:
+    """(low, high, how) of the TPS interval of a summary row: the bootstrap CI, or mean ± z·SE
+    when the bootstrap is off (n_boot = 0)."""
+    lo, hi = row.get("tps_ci_low", np.nan), row.get("tps_ci_high", np.nan)
+    if np.isfinite(lo) and np.isfinite(hi):
+        return float(lo), float(hi), "bootstrap"
+    m, se = row.get("tps_mean", np.nan), row.get("tps_se", np.nan)
+    if np.isfinite(m) and np.isfinite(se):
+        z = 1.959963984540054
+        return float(m - z * se), float(m + z * se), "se"
+    return np.nan, np.nan, "none"
+
+
+def exact_01_counts(data, predictors) -> dict:
+    """Forecasts exactly 0 or 1 per predictor (they score −∞ under an unbounded rule when ε = 0)."""
+    out = {}
+    for name in predictors:
+        p = data.forecasts(name)
+        out[name] = int(np.sum((p == 0) | (p == 1)))
+    return out
+
+
+def infinite_note(cfg: S.Config, data, summary: pd.DataFrame) -> str | None:
+    """One sentence when some TPS is −∞: which predictors, how many forecasts are exactly 0/1, what to do."""
+    bad = [n for n in summary.index if np.isinf(summary.loc[n, "tps_mean"])]
+    if not bad:
+        return None
+    counts = exact_01_counts(data, bad)
+    who = "; ".join(f"{_md(n)}: {counts[n]:,} forecast{'s' if counts[n] != 1 else ''} exactly 0 or 1" for n in bad)
+    return (f"**TPS is −∞** for {', '.join(_md(n) for n in bad)} ({who}). With ε = {cfg.eps:g} and this score "
+            f"(α = {cfg.alpha:g}, β = {cfg.beta:g}), a forecast of exactly 0 for a success (or 1 for a failure) costs "
+            f"an infinite penalty, so the mean, its CI and the skill are −∞ or undefined (—). Raise ε in the sidebar "
+            f"to clip forecasts to [ε, 1−ε], or use a bounded score such as Brier.")
+
+
+def leaderboard(cfg: S.Config, data, ci: bool = True) -> dict:
+    """TPS summary (tps.compute_tps), skill against the base-rate reference (diagnostics.skill_table,
+    diagnostics.base_rate_reference) and the usual metrics (diagnostics.metric_table).
+
+    ``ci=False`` uses metric point estimates only (fast); the TPS CI is always there.
+    Returns the visible table (few columns), a details table, the figure and the raw frames.
+    """
     res = S.get_tps(cfg)
-    rate, ref = S.get_reference(cfg)
-    sk = S.skill_table(res, ref)
-    met = S.get_metrics(cfg)
+    sk = S.get_skill(cfg)
+    met = S.get_metrics(cfg, ci=ci)
     s = res.summary
-    rows = []
-    for name in s.index:
+    order = s["tps_mean"].fillna(-np.inf).sort_values(ascending=False, kind="stable").index
+    zeros = exact_01_counts(data, s.index) if cfg.eps == 0 else {}
+    rows, details = [], []
+    how = "bootstrap"
+    for name in order:
         r = s.loc[name]
         m = met.loc[name] if name in met.index else pd.Series(dtype=float)
+        k = sk.loc[name] if name in sk.index else pd.Series(dtype=float)
+        lo, hi, how_ = tps_interval(r)
+        how = how_ if how_ != "none" else how
+        label = F.display_name(name)
         rows.append({
-            "predictor": F.display_name(name),
-            "TPS mean": r["tps_mean"], "TPS CI low": r["tps_ci_low"], "TPS CI high": r["tps_ci_high"],
-            "± SE": r["tps_se"], "per step": r["tps_step_mean"],
-            "skill": sk.loc[name, "skill"], "skill ± SE": sk.loc[name, "skill_se"],
-            "AUROC": m.get("auroc", np.nan), "AUROC CI": _ci(m, "auroc"),
-            "AUPRC": m.get("auprc", np.nan), "AUPRC CI": _ci(m, "auprc"),
-            "T-ECE": m.get("tece", np.nan), "T-ECE CI": _ci(m, "tece"),
-            "n runs": int(r["n_trajectories"]), "censored": int(r["n_censored"]),
-            "n steps": int(r["n_steps"]), "clipped": int(r["n_clipped"]),
-            "q_Z fallback": int(r["n_qz_fallback"]),
+            "predictor": label,
+            "TPS": num(r["tps_mean"]),
+            "95% CI": interval(lo, hi),
+            "skill": pm(k.get("skill", np.nan), k.get("skill_se", np.nan)),
+            "AUROC": num(m.get("auroc", np.nan), ".3f"),
+            "T-ECE": num(m.get("tece_pooled", np.nan), ".3f"),
+            "n runs": int(r["n_trajectories"]),
+            "censored": int(r["n_censored"]),
+            "clipped": int(r["n_clipped"]) if cfg.eps > 0 else zeros.get(name, 0),
         })
-    table = pd.DataFrame(rows).sort_values("TPS mean", ascending=False, na_position="last")
-    ref_mean = float(ref.mean()) if len(ref) else np.nan
-    fig = F.leaderboard_figure(s, S.selected_colors(cfg, data), cfg.alpha, cfg.beta, ref_mean)
-    return {"res": res, "table": table, "ref_rate": rate, "ref_mean": ref_mean, "figure": fig,
-            "metrics": met, "skill": sk}
-
-
-def _ci(m: pd.Series, key: str) -> str:
-    lo, hi = m.get(f"{key}_lo", np.nan), m.get(f"{key}_hi", np.nan)
-    if lo is None or not (np.isfinite(lo) and np.isfinite(hi)):
-        return ""
-    return f"[{lo:.3f}, {hi:.3f}]"
-
-
-def compare(cfg: S.Config, data, baseline: str) -> dict:
-    """Δ, SE, Δ/SE of TPS (analytic, paired by trajectory) and AUROC (paired bootstrap) vs baseline."""
-    res = S.get_tps(cfg)
-    d, se, z = S.paired_z_matrix(res)
-    au = S.get_auroc_vs(baseline, cfg)
-    rows = []
-    for name in res.summary.index:
-        if name == baseline:
-            continue
-        pm = au.get(name)
-        rows.append({
-            "predictor": F.display_name(name),
-            "Δ TPS": d.loc[name, baseline], "SE (TPS)": se.loc[name, baseline], "Δ/SE (TPS)": z.loc[name, baseline],
-            "Δ AUROC": pm.delta if pm else np.nan, "SE (AUROC)": pm.se if pm else np.nan,
-            "Δ/SE (AUROC)": pm.z if pm else np.nan,
-            "_name": name,
+        details.append({
+            "predictor": label,
+            "TPS mean": num(r["tps_mean"]), "± SE": num(r["tps_se"]),
+            "TPS 95% CI": interval(lo, hi), "per weighted step": num(r["tps_step_mean"]),
+            "TPS_ref (same runs)": num(k.get("tps_ref", np.nan)),
+            "skill": num(k.get("skill", np.nan), ".3f"),
+            "skill 95% CI": interval(k.get("skill_ci_low", np.nan), k.get("skill_ci_high", np.nan), ".3f"),
+            "AUROC": num(m.get("auroc", np.nan), ".3f"),
+            "AUROC 95% CI": interval(m.get("auroc_ci_low", np.nan), m.get("auroc_ci_high", np.nan), ".3f"),
+            "AUPRC": num(m.get("auprc", np.nan), ".3f"),
+            "AUPRC 95% CI": interval(m.get("auprc_ci_low", np.nan), m.get("auprc_ci_high", np.nan), ".3f"),
+            "T-ECE": num(m.get("tece_pooled", np.nan), ".3f"),
+            "T-ECE 95% CI": interval(m.get("tece_pooled_ci_low", np.nan), m.get("tece_pooled_ci_high", np.nan), ".3f"),
+            "AUROC (final step)": num(m.get("auroc_final", np.nan), ".3f"),
+            "T-ECE (final step)": num(m.get("tece_final", np.nan), ".3f"),
+            "n steps": int(r["n_steps"]), "q_Z fallback": int(r["n_qz_fallback"]),
         })
     table = pd.DataFrame(rows)
+    # the reference's mean TPS over the runs of the predictor scored on the most runs (all runs, usually)
+    widest = sk["n_trajectories"].idxmax() if len(sk) else None
+    ref_mean = float(sk.loc[widest, "tps_ref"]) if widest is not None else np.nan
+    ref_rate = float(sk["ref_rate"].iloc[0]) if len(sk) else np.nan
+    ref_rule = str(sk["ref_rule"].iloc[0]) if len(sk) else ""
+    fig = F.leaderboard_figure(s, S.selected_colors(cfg, data), cfg.alpha, cfg.beta, ref_mean,
+                               intervals={n: tps_interval(s.loc[n])[:2] for n in s.index},
+                               ci_label="bootstrap CI" if how == "bootstrap" else "± 1.96 SE (bootstrap off)")
+    return {"res": res, "table": table, "details": pd.DataFrame(details), "ref_rate": ref_rate,
+            "ref_rule": ref_rule, "ref_mean": ref_mean, "figure": fig, "metrics": met, "skill": sk,
+            "ci_how": how, "infinite_note": infinite_note(cfg, data, s)}
+
+
+def compare(cfg: S.Config, data, baseline: str, metrics: bool = True) -> dict:
+    """compare.compare against ``baseline``: TPS Δ, SE, Δ/SE (analytic, paired by run) and, with
+    ``metrics``, AUROC and T-ECE Δ by paired bootstrap; compare.z_matrix for the heatmap."""
+    tps, z = S.get_compare_tps(baseline, cfg)
+    t = tps
+    if metrics:
+        t = tps.join(S.get_compare_metrics(baseline, cfg))
+    rows = []
+    for name in t.index:
+        r = t.loc[name]
+        row = {"predictor": F.display_name(name),
+               "Δ TPS": num(r["tps_delta"], "+.4f"), "SE (TPS)": num(r["tps_se"]),
+               "Δ/SE (TPS)": num(r["tps_z"], "+.1f")}
+        if metrics:
+            row.update({"Δ AUROC": num(r["auroc_delta"], "+.4f"), "SE (AUROC)": num(r["auroc_se"]),
+                        "Δ/SE (AUROC)": _z_text(r["auroc_delta"], r["auroc_se"], r["auroc_z"]),
+                        "Δ T-ECE": num(r["tece_delta"], "+.4f"),
+                        "Δ/SE (T-ECE)": _z_text(r["tece_delta"], r["tece_se"], r["tece_z"])})
+        rows.append(row)
     fig = F.delta_matrix_figure(z, "Paired Δ/SE of per-trajectory TPS (row − column); |Δ/SE| > 2 ≈ significant")
-    return {"table": table, "z": z, "figure": fig}
+    return {"table": pd.DataFrame(rows), "raw": t, "z": z, "figure": fig}
 
 
-def disagreements(cfg: S.Config, cmp_table: pd.DataFrame, met: pd.DataFrame, res, baseline: str) -> list[str]:
-    """Plain-language sentences where rank metrics and TPS disagree."""
+def _z_text(delta, se, z) -> str:
+    try:
+        if np.isfinite(float(delta)) and float(se) == 0:
+            return "— (identical)" if abs(float(delta)) < 1e-12 else "— (SE 0)"
+    except (TypeError, ValueError):
+        pass
+    return num(z, "+.1f")
+
+
+def disagreements(cfg: S.Config, raw: pd.DataFrame, met: pd.DataFrame, res, baseline: str) -> list[str]:
+    """Plain-language sentences where rank metrics and TPS disagree (``raw`` = compare.compare frame)."""
     out = []
     unit = cfg.unit
-    for _, r in cmp_table.iterrows():
-        zt, za = r["Δ/SE (TPS)"], r["Δ/SE (AUROC)"]
+    for name, r in raw.iterrows():
+        zt = r["tps_z"]
+        za = r.get("auroc_z", np.nan)
         if not np.isfinite(zt):
             continue
-        name = r["_name"]
         nm, bl = _md(name), _md(baseline)
         if abs(zt) >= 2 and (not np.isfinite(za) or abs(za) < 2 or np.sign(za) != np.sign(zt)):
             better = "better" if zt > 0 else "worse"
-            da = r["Δ AUROC"]
+            da = r.get("auroc_delta", np.nan)
             if np.isfinite(da) and abs(da) < 1e-9:
                 au = "AUROC is identical (Δ = 0: both rank the steps the same way)"
             elif not np.isfinite(za):
@@ -102,17 +209,16 @@ def disagreements(cfg: S.Config, cmp_table: pd.DataFrame, met: pd.DataFrame, res
             else:
                 au = f"AUROC points the other way (Δ = {da:+.3f}, Δ/SE = {za:+.1f})"
             out.append((abs(zt), f"**{nm}** vs **{bl}**: {au}, but TPS says {nm} is clearly {better} "
-                                 f"(Δ = {r['Δ TPS']:+.3g} {unit} per run, Δ/SE = {zt:+.1f}). The ranking of its "
+                                 f"(Δ = {r['tps_delta']:+.3g} {unit} per run, Δ/SE = {zt:+.1f}). The ranking of its "
                                  f"forecasts is similar; how honest the probabilities are is not."))
-    # rank flips between AUROC and TPS
     if len(met) >= 2 and "auroc" in met:
         s = res.summary["tps_mean"]
         a = met["auroc"].reindex(s.index)
         names = list(s.index)
         for i, x in enumerate(names):
             for y in names[i + 1:]:
-                if np.isfinite(a[x]) and np.isfinite(a[y]) and (s[x] - s[y]) * (a[x] - a[y]) < 0 \
-                        and abs(a[x] - a[y]) > 0.01:
+                if np.isfinite(a[x]) and np.isfinite(a[y]) and np.isfinite(s[x]) and np.isfinite(s[y]) \
+                        and (s[x] - s[y]) * (a[x] - a[y]) < 0 and abs(a[x] - a[y]) > 0.01:
                     hi_t, lo_t = (x, y) if s[x] > s[y] else (y, x)
                     out.append((0.5, f"Rank flip: **{_md(hi_t)}** has the better TPS but **{_md(lo_t)}** the better AUROC "
                                      f"({a[lo_t]:.3f} vs {a[hi_t]:.3f}). AUROC only checks ordering; TPS also checks "
@@ -135,10 +241,11 @@ def score_curves(cfg: S.Config):
 
 
 def murphy(cfg: S.Config, data):
+    from tpsviz.diagnostics import labelled_rows
     from tpsviz.murphy import murphy_curve, murphy_integral
-    from tpsviz.scores import beta_score, clip_forecasts
+    from tpsviz.scores import beta_score
 
-    comp, y, codes = S.complete_rows(data)
+    comp, y = labelled_rows(data)
     c = np.linspace(0.002, 0.998, 250)
     frames, checks = [], []
     for name in cfg.predictors:
@@ -173,96 +280,71 @@ def schedule_plot(cfg: S.Config, data):
                              s.verdict.status)
 
 
-def _tece(p, y):
-    from tpsviz.metrics import tece
-    return tece(p, y, 10)
-
-
-def _auroc(p, y):
-    from tpsviz.metrics import auroc
-    return auroc(p, y)
+MODIFIED_COLOR = "#8c8c8c"
+PHI_MEAN_HELP = ("Φ_mean-gamed trace: the truthful forecasts, except the last report of each run, which is "
+                 "changed so that the run's AVERAGE forecast equals the final truthful probability. A one-number "
+                 "summary Φ_mean = mean of F_1..F_T then looks better, although one report is dishonest.")
 
 
 def why_not_auroc(cfg: S.Config, data) -> dict:
-    """The three demonstrations of DESIGN §2.4 on the current log (complete runs).
+    """The three demonstrations of DESIGN §2.4 by tpsviz.demonstrators, cached by S.get_demos."""
+    return S.get_demos(cfg)
 
-    Uses the truthful/reference predictor if there is one, else the first selected. Scores use
-    the current α, β, schedule and ε.
-    """
-    from tpsviz.metrics import bin_edges, bin_index, scalarised_score
 
-    comp_t = ~data.trajectories["censored"].to_numpy()
-    d = data.subset(comp_t)
-    if d.n_trajectories < 10:
-        return {}
-    base = next((p for p in d.predictors if F.is_reference(p)), cfg.predictors[0] if cfg.predictors else d.predictors[0])
-    p = d.forecasts(base)
-    ok_rows = np.isfinite(p)
-    codes = d.steps["traj"].to_numpy()
-    y = d.trajectories["outcome"].to_numpy(dtype=float)[codes]
-    pf = np.where(ok_rows, p, 0.5)
-    # 1. monotone distortion: over-confident sharpening of the logit (ranking unchanged)
-    lg = np.log(np.clip(pf, 1e-9, 1 - 1e-9)) - np.log1p(-np.clip(pf, 1e-9, 1 - 1e-9))
-    sharp = 1 / (1 + np.exp(-3 * lg))
-    # 2. bin-mean forecast: every forecast replaced by the observed success rate of its bin
-    edges = bin_edges(pf, 10, "uniform")
-    b = bin_index(pf, edges)
-    rate = np.bincount(b, weights=y, minlength=10) / np.maximum(np.bincount(b, minlength=10), 1)
-    binned = rate[b]
-    # 3. Φ_mean manipulation: truthful until the last step, which is set so the run's mean forecast
-    #    equals the last truthful forecast (the best scalar) — wins on the mean-scalarised score
-    tt = d.steps["t"].to_numpy()
-    length = d.trajectories["length"].to_numpy()[codes]
-    last = tt == length
-    sum_before = np.bincount(codes, weights=np.where(last, 0.0, pf), minlength=d.n_trajectories)
-    target_last = pf[last]
-    manip_last = np.clip(length[last] * target_last - sum_before[codes[last]], 0, 1)
-    manip = pf.copy()
-    manip[last] = manip_last
-    # the same forecasts recalibrated by isotonic regression (PAV, in-sample like the bin means):
-    # also calibrated, but keeps the within-bin ordering
-    from tpsviz.decomposition import pav
-    iso = np.clip(pav(pf, y), 0.0, 1.0)
-    dd = (d.with_predictor("__sharp__", sharp).with_predictor("__binned__", binned)
-          .with_predictor("__manip__", manip).with_predictor("__iso__", iso))
-    from dataclasses import replace
-    res = tpsviz.compute_tps(dd, replace(cfg.score_settings(n_boot=0), censoring="complete"),
-                             [base, "__sharp__", "__binned__", "__manip__", "__iso__"])
-    tps = res.summary["tps_mean"]
-    lab = {base: f"{base} (as logged)", "__sharp__": "sharpened (logit × 3)", "__binned__": "bin-mean forecast",
-           "__manip__": "Φ_mean-gamed trace", "__iso__": "isotonic-recalibrated"}
+def demo_views(demos: dict, cfg: S.Config, colors: dict) -> list[dict]:
+    """Display tables and figures of the demonstrations (numbers from the core's Demonstration)."""
     unit = cfg.unit
-    t1 = pd.DataFrame({"AUROC (↑)": [_auroc(pf, y), _auroc(sharp, y)],
-                       f"TPS ({unit}/run, ↑)": [tps[base], tps["__sharp__"]]},
-                      index=[lab[base], lab["__sharp__"]])
-    t2 = pd.DataFrame({"T-ECE (↓)": [_tece(iso, y), _tece(binned, y)],
-                       f"TPS ({unit}/run, ↑)": [tps["__iso__"], tps["__binned__"]]},
-                      index=[lab["__iso__"], lab["__binned__"]])
-    s_true = scalarised_score(pf, y, codes, "mean", cfg.alpha, cfg.beta).mean()
-    s_man = scalarised_score(manip, y, codes, "mean", cfg.alpha, cfg.beta).mean()
-    t3 = pd.DataFrame({f"score of mean F ({unit}, ↑)": [s_true, s_man],
-                       f"TPS ({unit}/run, ↑)": [tps[base], tps["__manip__"]]},
-                      index=[lab[base], lab["__manip__"]])
-    return {"base": base, "n": d.n_trajectories, "tables": [t1, t2, t3]}
+    z = 1.959963984540054
+    out = []
+    for key, d in demos.items():
+        if isinstance(d, str):
+            out.append({"key": key, "error": d})
+            continue
+        t = d.table
+        names = list(t.index)
+        cols = [colors.get(n, MODIFIED_COLOR) for n in names]  # a modified forecast is grey, never a predictor's colour
+        cmp_ = d.comparison
+        diff = (f"Paired Δ TPS (modified − original) = {cmp_['delta']:+.3f} {unit}/run, 95% CI "
+                f"{interval(cmp_['delta'] - z * cmp_['se'], cmp_['delta'] + z * cmp_['se'], '+.3f')} "
+                f"(Δ/SE = {cmp_['z']:+.1f}, n = {cmp_.get('n', '?')} runs).") if np.isfinite(cmp_.get("se", np.nan)) else ""
+        if key == "distortion":
+            show = pd.DataFrame({"AUROC (↑)": t["auroc"], f"TPS ({unit}/run, ↑)": t["tps_mean"]}, index=names)
+            err = {f"TPS ({unit}/run, ↑)": z * t["tps_se"]}
+        elif key == "binmean":
+            show = pd.DataFrame({"T-ECE (↓)": t["tece_pooled"], f"TPS ({unit}/run, ↑)": t["tps_mean"]}, index=names)
+            err = {f"TPS ({unit}/run, ↑)": z * t["tps_se"]}
+            diff = (f"Paired Δ TPS (bin means − {names[-1]}) = {cmp_['delta']:+.3f} {unit}/run, 95% CI "
+                    f"{interval(cmp_['delta'] - z * cmp_['se'], cmp_['delta'] + z * cmp_['se'], '+.3f')} "
+                    f"(Δ/SE = {cmp_['z']:+.1f}).")
+        else:
+            show = pd.DataFrame({"Φ_mean Brier, expected (↑)": t["scal_brier_mean_expected"],
+                                 f"TPS, expected ({unit}/run, ↑)": t["tps_expected"]}, index=names)
+            err = {}
+            diff = (f"Realised on these runs: Φ_mean Brier Δ = {cmp_.get('scal_delta', np.nan):+.4f} ± "
+                    f"{cmp_.get('scal_se', np.nan):.4f}, TPS Δ = {cmp_['delta']:+.3f} ± {cmp_['se']:.3f} {unit}/run "
+                    f"(± SE; {cmp_.get('n_changed', 0)} runs had their last report changed).")
+        disp = show.rename(columns=lambda c: c.replace(f" ({unit}/run, ↑)", " (↑)").replace(f"({unit}/run, ↑)", "(↑)"))
+        for c in disp.columns:
+            disp[c] = [("≈0" if abs(v) < 1e-9 else f"{v:.4g}") if np.isfinite(v) else num(v) for v in disp[c]]
+        out.append({"key": key, "table": disp.rename_axis("forecast").reset_index(), "explanation": d.explanation,
+                    "difference": diff,
+                    "figure": F.demo_bars_figure(show, "", colors=cols, errors=err)})
+    return out
 
 
 # ----------------------------------------------------------------------------- report / export
 def settings_dict(cfg: S.Config, data, src) -> dict:
-    from tpsviz.tps import CENSORING_LABELS
-
     s = cfg.schedule_obj
-    qz = ""
-    if cfg.censoring == "exact":
-        qz = {"log": "from the log's q_z column", "rollouts": "Monte-Carlo mean of the rollouts",
-              "constant": f"{cfg.qz_const:g} for every censored run"}[cfg.qz_source]
     return {
         "Data": f"{src.name if src else '?'} ({data.n_trajectories} runs, {data.n_steps} steps, {data.n_censored} censored)",
         "Score family": f"{cfg.family_name} (α={cfg.alpha:g}, β={cfg.beta:g}); units: {cfg.unit}",
-        "Weight schedule": f"{s.spec}: {s.formula}",
+        "Weight schedule": f"{s.spec}: {s.formula}" + (f" (γ = {cfg.gamma:g})" if s.name == "front" else "")
+                           + (f" (γ = {cfg.gamma:g}, H = {cfg.horizon})" if s.name == "back" else ""),
         "Verdict of the schedule": f"{s.verdict.status} — {s.verdict.reason}",
-        "Censoring": CENSORING_LABELS[cfg.censoring] + (f"; q_Z {qz}" if qz else ""),
+        "Censoring": S.censoring_label(cfg),
         "ε (clipping)": f"{cfg.eps:g}",
-        "Bootstrap": f"{cfg.n_boot} replicates over trajectories, seed {S.SEED}",
+        "Bootstrap": f"TPS: {cfg.n_boot} replicates over trajectories, seed {S.SEED}; "
+                     f"{S.metric_boot_note(cfg, data)}",
         "Predictors": ", ".join(cfg.predictors),
         "Filters": "; ".join(f"{c} {k} {v}" for c, k, v in cfg.filters) or "none",
         "Recalibrations": ", ".join(cfg.recal) or "none",
@@ -274,16 +356,18 @@ def report_sections(cfg: S.Config, data) -> list:
 
     colors = S.selected_colors(cfg, data)
     lb = leaderboard(cfg, data)
-    table = lb["table"][["predictor", "TPS mean", "TPS CI low", "TPS CI high", "± SE", "skill", "skill ± SE",
-                         "AUROC", "AUROC CI", "AUPRC", "T-ECE", "n runs", "censored", "clipped"]]
+    table = lb["table"].merge(lb["details"][["predictor", "± SE", "AUPRC", "AUROC 95% CI", "T-ECE 95% CI"]],
+                              on="predictor")
     secs = [Section("Leaderboard", f"TPS in {cfg.unit} per trajectory (higher is better, 0 is perfect), 95% "
-                    "bootstrap CI over trajectories; skill against the base-rate forecast.", lb["figure"], table)]
+                    f"{'bootstrap CI over trajectories' if lb['ci_how'] == 'bootstrap' else 'interval ± 1.96 SE'}; "
+                    f"skill against the constant forecast F ≡ {lb['ref_rate']:.3f} ({lb['ref_rule']}); "
+                    f"{S.metric_boot_note(cfg, data)}.", lb["figure"], table)]
     preds = list(cfg.predictors)
     if len(preds) >= 2:
         base = next((p for p in preds if F.is_reference(p)), preds[0])
         cmp = compare(cfg, data, base)
         secs.append(Section(f"Paired comparison against {base}", "Δ = predictor − baseline on the same runs.",
-                            cmp["figure"], cmp["table"].drop(columns="_name")))
+                            cmp["figure"], cmp["table"]))
     panels, _ = S.get_reliability("all", None, False, 10, cfg, preds[:6])
     if panels:
         secs.append(Section("Reliability (all steps, complete runs)", "", F.reliability_figure(

@@ -13,7 +13,7 @@ import streamlit as st
 import tpsviz
 from tpsviz import figures as F
 from tpsviz.schedules import SCHEDULE_NAMES
-from tpsviz.tps import CENSORING_LABELS, CENSORING_MODES
+from tpsviz.tps import CENSORING_MODES
 
 from . import state as S
 
@@ -111,8 +111,8 @@ def render() -> S.Config:
     ok = base is not None and not S.is_failure(base)
     if base is None:
         sb.info("No log yet: upload a file or give a server path (or switch back to Demo).")
-    elif not ok:
-        sb.error(f"This log cannot be used ({len(base.problems)} problem(s)); details in the page.")
+    elif not ok:  # the page shows the problems (once); here only where to look
+        sb.caption(":red[:material/block:] This log cannot be used: the problems are listed on the page.")
 
     # ---------------------------------------------------------------- predictors
     preds: list[str] = []
@@ -157,6 +157,9 @@ def render() -> S.Config:
                          help="TPS = Σ_t w_t S(F_t, Y). Strictly proper only if every w_t > 0 is known at step t. "
                               + " ".join(f"{k}: {v}" for k, v in S.SCHEDULE_HELP.items()))
     sb.caption(S.SCHEDULE_HELP[sched])
+    if sched == "column" and ok and "weight" not in base.steps:
+        sb.warning("This log has no numeric `weight` column, so the `column` schedule cannot score it. "
+                   "Choose another schedule.", icon=":material/warning:")
     c1, c2 = sb.columns(2)
     gamma = c1.slider("γ", 0.5, 1.5, step=0.01, key="g", bind=BIND, disabled=sched not in ("front", "back"),
                       **_default("g", {"value": 0.9}),
@@ -177,7 +180,7 @@ def render() -> S.Config:
     cens = sb.selectbox("Censored runs", list(CENSORING_MODES), key="cens", bind=BIND,
                         **_default("cens", {"index": list(CENSORING_MODES).index(default_cens)}),
                         help=CENSORING_HELP)
-    sb.caption(CENSORING_LABELS[cens])
+    cens_caption = sb.empty()  # filled below, once the q_Z source is known
     exact = cens == "exact"
     qz_label = sb.radio("q_Z source (exact mode)", list(S.QZ_LABELS), key="qzs", bind=BIND,
                    disabled=not exact, horizontal=False,
@@ -188,10 +191,15 @@ def render() -> S.Config:
     qz_const = sb.slider("q_Z for every censored run", 0.0, 1.0, step=0.05, key="qz", bind=BIND,
                          disabled=not (exact and qzs == "constant"), **_default("qz", {"value": 0.5}),
                          help="Used when the q_Z source is 'one value'. 0 = simple (censoring as failure), 1 = upper.")
-    eps = sb.select_slider("ε (forecast clipping)", S.EPS_CHOICES, key="eps", bind=BIND,
-                           **_default("eps", {"value": 1e-6}), format_func=lambda e: "0 (off)" if e == 0 else f"{e:g}",
-                           help="Forecasts are clipped to [ε, 1−ε] before scoring so unbounded scores stay finite; "
-                                "ε = 0 shows −∞ honestly. The number of clipped forecasts is reported.")
+    cens_caption.caption(S.censoring_label(S.Config(censoring=cens, qz_source=qzs, qz_const=float(qz_const))))
+    eps_txt = sb.select_slider("ε (forecast clipping)", S.EPS_TEXT, key="eps", bind=BIND,
+                               **_default("eps", {"value": "1e-06"}),
+                               help="Forecasts are clipped to [ε, 1−ε] before scoring so unbounded scores stay finite; "
+                                    "ε = 0 turns clipping off and shows −∞ honestly. The leaderboard's 'clipped' column "
+                                    "counts the clipped forecasts (with ε = 0: those exactly 0 or 1).")
+    eps = S.EPS_CHOICES[S.EPS_TEXT.index(eps_txt)] if eps_txt in S.EPS_TEXT else 1e-6
+    if eps == 0:
+        sb.caption("ε = 0: clipping off.")
 
     # ---------------------------------------------------------------- filters and advanced
     filters = []
@@ -223,11 +231,18 @@ def render() -> S.Config:
         n_boot = st.select_slider("Bootstrap replicates", S.BOOT_CHOICES, key="boot", bind=BIND,
                                   **_default("boot", {"value": 1000}),
                                   help="Percentile bootstrap over trajectories (the unit; steps within a run are "
-                                       "dependent), seeded so numbers are reproducible. 0 = SE only.")
+                                       "dependent), seeded so numbers are reproducible. 0 = mean ± 1.96 SE.")
+        mb = st.select_slider("Metric bootstrap (AUROC, AUPRC, T-ECE)", S.METRIC_BOOT_CHOICES, key="mboot", bind=BIND,
+                              **_default("mboot", {"value": "auto"}),
+                              help=f"Replicates of the rank/binned metric bootstraps, which re-sort every replicate and "
+                                   f"take tens of seconds on a million rows. auto = the TPS value, capped at "
+                                   f"{S.LARGE_BOOT} on logs with more than {S.LARGE_ROWS:,} step rows.")
+        metric_boot = -1 if mb == "auto" else int(mb)
 
     cfg = S.Config(source=src.kind if src else "none", demo=src.name if src else "", path=src.path or "" if src else "",
                    alpha=float(alpha), beta=float(beta), schedule=sched, gamma=float(gamma), horizon=int(horizon),
                    censoring=cens, qz_source=qzs, qz_const=float(qz_const), eps=float(eps), n_boot=int(n_boot),
+                   metric_boot=metric_boot,
                    predictors=tuple(preds), filters=tuple(filters), recal=recal)
     st.session_state["_cfg"] = cfg
     # recalibrations are not widgets: mirror them by hand (page switches clear unbound params)

@@ -31,13 +31,15 @@ from tpsviz.tps import CENSORING_LABELS
 ROOT = Path(__file__).resolve().parents[2]
 DEMO_DIR = ROOT / "demo_data"
 DEMOS = {
-    "webshop-like": "WebShop-like: step budget 30, ~45% censored, Monte-Carlo rollouts.",
     "tau2-like": "Tau2-like: few censored runs, saturated verbal confidence.",
+    "webshop-like": "WebShop-like: step budget 30, ~45% censored, Monte-Carlo rollouts.",
 }
 DEMOS_HELP = " ".join(f"{k}: {v}" for k, v in DEMOS.items())
-DEFAULT_DEMO = "webshop-like"
+DEFAULT_DEMO = "tau2-like"  # the gentler landing: few censored runs; webshop-like is one click away
 EPS_CHOICES = [0.0, 1e-9, 1e-6, 1e-4, 1e-3, 1e-2]
+EPS_TEXT = ["0", "1e-09", "1e-06", "0.0001", "0.001", "0.01"]   # URL-friendly (?eps=0 works)
 BOOT_CHOICES = [0, 200, 500, 1000, 2000]
+METRIC_BOOT_CHOICES = ["auto", "0", "100", "200", "500", "1000", "2000"]
 QZ_LABELS = {"q_z column": "log", "rollouts": "rollouts", "one value": "constant"}
 QZ_SOURCES = {
     "log": "q_z column of the log",
@@ -74,6 +76,7 @@ class Config:
     qz_const: float = 0.5
     eps: float = 1e-6
     n_boot: int = 1000
+    metric_boot: int = -1                # −1 = auto (see metric_boot)
     predictors: tuple = ()
     filters: tuple = ()                  # ((column, kind, values), ...)
     recal: tuple = ()                    # recalibration specs, see parse_recal
@@ -219,6 +222,8 @@ def _filter_mask(data, filters: tuple) -> np.ndarray:
 
 @st.cache_resource(max_entries=6, show_spinner="Applying filters and recalibration…")
 def _prepared(key: str, filters: tuple, recal: tuple, _src: Source):
+    from tpsviz.calibrate import add_recalibrated
+
     base = load_base(_src)
     if isinstance(base, LoadFailure):
         return base, []
@@ -230,34 +235,11 @@ def _prepared(key: str, filters: tuple, recal: tuple, _src: Source):
             problems.append(f"recalibration {spec!r} is malformed and was ignored")
             continue
         try:
-            data = data.with_predictor(r["name"], _recal_values(data, r),
-                                       note=None)
+            data, _ = add_recalibrated(data, r["source"], r["method"], folds=r["folds"],
+                                       per_step=r["per_step"], seed=SEED, name=r["name"])
         except Exception as e:
             problems.append(f"recalibration of {r['source']} by {r['method']} failed: {e}")
     return data, problems
-
-
-def _recal_values(data, r: dict) -> np.ndarray:
-    from tpsviz.recalibration import recalibrate
-
-    src = r["source"]
-    if src in data.predictors:
-        x = data.forecasts(src)
-        signal, direction = "probability", 1
-    elif src in data.signals:
-        x = data.steps[src].to_numpy(dtype=float)
-        signal, direction = "raw", data.signals[src]
-    else:
-        raise ValueError(f"{src} is not a predictor or signal of this log")
-    ok = np.isfinite(x)
-    codes = data.steps["traj"].to_numpy()
-    y = data.trajectories["outcome"].to_numpy(dtype=float)[codes]
-    out = np.full(x.shape, np.nan)
-    res = recalibrate(x[ok], y[ok], codes[ok], method=r["method"], folds=r["folds"],
-                      per_step=data.steps["t"].to_numpy()[ok] if r["per_step"] else None,
-                      seed=SEED, direction=direction, signal=signal)
-    out[ok] = res.probabilities
-    return out
 
 
 def get_data(cfg: Config | None = None, src: Source | None = None):
@@ -270,36 +252,38 @@ def get_data(cfg: Config | None = None, src: Source | None = None):
 # ----------------------------------------------------------------------------- rollouts / q_Z
 @st.cache_resource(max_entries=6, show_spinner=False)
 def _rollouts(key: str, _src: Source):
-    """Per-trajectory q̂_Z, SE and n from a rollouts table, or a LoadFailure."""
+    """The validated rollouts table (tpsviz.audit.load_rollouts), or a LoadFailure."""
+    from tpsviz.audit import load_rollouts
+
     name = _src.rollouts_name or "rollouts"
     try:
         if _src.rollouts_raw is not None:
             import io
-            df = pd.read_csv(io.BytesIO(_src.rollouts_raw))
-        else:
-            df = pd.read_csv(_src.rollouts_path)
-    except Exception as e:
-        return LoadFailure(name, [f"the rollouts file could not be read as CSV ({type(e).__name__}: {e})"])
-    problems = [f"column {c!r} is missing (a rollouts table needs trajectory_id and outcome)"
-                for c in ("trajectory_id", "outcome") if c not in df]
-    if problems:
-        return LoadFailure(name, problems)
-    y = pd.to_numeric(df["outcome"], errors="coerce")
-    bad = ~y.isin([0, 1])
-    if bad.any():
-        rows = (np.flatnonzero(bad.to_numpy())[:3] + 2).tolist()
-        return LoadFailure(name, [f"column 'outcome': rows {rows} are not 0/1"])
-    g = pd.DataFrame({"trajectory_id": df["trajectory_id"].astype(str), "y": y}).groupby("trajectory_id")["y"]
-    out = g.agg(["mean", "count", "std"]).rename(columns={"mean": "q_hat", "count": "n_rollouts"})
-    out["q_se"] = np.sqrt(out["q_hat"] * (1 - out["q_hat"]) / np.maximum(out["n_rollouts"] - 1, 1))
-    return out[["q_hat", "q_se", "n_rollouts"]]
+            frame = pd.read_csv(io.BytesIO(_src.rollouts_raw), dtype=str, keep_default_na=False)
+            return load_rollouts(frame, name=name)
+        return load_rollouts(_src.rollouts_path, name=name)
+    except tpsviz.LogFormatError as e:
+        return LoadFailure(e.source, e.problems)
+    except Exception as e:  # never a traceback in the page
+        return LoadFailure(name, [f"the rollouts file could not be read ({type(e).__name__}: {e})"])
 
 
 def get_rollouts(src: Source | None = None):
+    """Validated rollouts table, a LoadFailure, or None when the source has no rollouts."""
     src = src or current_source()
     if src is None or src.rollouts_key is None:
         return None
     return _rollouts(src.rollouts_key, src)
+
+
+def _rollout_qz(data, src: Source):
+    from tpsviz.audit import rollout_qz_series
+
+    ro = get_rollouts(src)
+    if ro is None or isinstance(ro, LoadFailure):
+        return None
+    q, _ = rollout_qz_series(data, ro)
+    return q
 
 
 def qz_override(data, cfg: Config, src: Source):
@@ -309,15 +293,34 @@ def qz_override(data, cfg: Config, src: Source):
     if cfg.qz_source == "constant":
         return np.full(data.n_trajectories, float(cfg.qz_const)), f"q_Z = {cfg.qz_const:g} for every censored run"
     if cfg.qz_source == "rollouts":
-        ro = get_rollouts(src)
-        if ro is None or isinstance(ro, LoadFailure):
+        q = _rollout_qz(data, src)
+        if q is None:
             return None, "no usable rollouts file: q_Z taken from the log's q_z column"
-        q = ro["q_hat"].reindex(data.trajectories["trajectory_id"]).to_numpy(dtype=float)
         return q, "q_Z = Monte-Carlo mean of the rollouts"
     return None, "q_Z from the log's q_z column"
 
 
+def censoring_label(cfg: Config, censoring: str | None = None) -> str:
+    """The censoring mode in words, with the q_Z source that is really used in exact mode."""
+    mode = censoring or cfg.censoring
+    if mode != "exact":
+        return CENSORING_LABELS[mode]
+    src = current_source()
+    if cfg.qz_source == "constant":
+        return f"exact (q_Z = {cfg.qz_const:g} for every censored run)"
+    if cfg.qz_source == "rollouts":
+        ro = get_rollouts(src) if src is not None else None
+        if ro is not None and not isinstance(ro, LoadFailure):
+            return "exact (q_Z = Monte-Carlo mean of the rollouts, simple where a run has none)"
+        return "exact (no usable rollouts: q_Z from the log, simple where missing)"
+    return CENSORING_LABELS["exact"]
+
+
 # ----------------------------------------------------------------------------- TPS
+def _settings(cfg: Config, censoring: str) -> tpsviz.ScoreSettings:
+    return replace(cfg, censoring=censoring).score_settings()
+
+
 @st.cache_resource(max_entries=24, show_spinner="Scoring…")
 def _tps(key: str, filters: tuple, recal: tuple, score: tuple, preds: tuple, censoring: str,
          _cfg: Config, _src: Source):
@@ -335,130 +338,178 @@ def get_tps(cfg: Config | None = None, censoring: str | None = None, predictors=
     return _tps(src.key, cfg.filters, cfg.recal, cfg.score_tuple, preds, censoring or cfg.censoring, cfg, src)
 
 
-@st.cache_resource(max_entries=24, show_spinner=False)
-def _reference(key: str, filters: tuple, recal: tuple, score: tuple, censoring: str, _cfg: Config, _src: Source):
-    """Per-trajectory TPS of the base-rate forecast (success rate of the complete runs)."""
+@st.cache_resource(max_entries=24, show_spinner="Base-rate reference and skill…")
+def _skill(key: str, filters: tuple, recal: tuple, score: tuple, preds: tuple, n_boot: int, _cfg: Config,
+           _src: Source):
+    """diagnostics.skill_table under the current settings (it scores the base-rate reference too:
+    ``ref_rate``, ``ref_rule`` and ``tps_ref`` = the reference's mean TPS on each predictor's runs)."""
+    from tpsviz.diagnostics import skill_table
+
     data, _ = _prepared(key, filters, recal, _src)
-    t = data.trajectories
-    rate = float(t.loc[~t["censored"], "outcome"].mean())
-    ref = data.with_predictor("__base_rate__", np.full(data.n_steps, rate))
-    cfg = replace(_cfg, censoring=censoring)
-    q, _ = qz_override(data, cfg, _src)
-    res = tpsviz.compute_tps(ref, cfg.score_settings(n_boot=0), ["__base_rate__"], q_z=q)
-    return rate, res.per_trajectory.set_index("trajectory_id")["tps"]
+    q, _ = qz_override(data, _cfg, _src)
+    return skill_table(data, _cfg.score_settings(), list(preds), q_z=q, n_boot=n_boot)
 
 
-def get_reference(cfg: Config | None = None):
+def get_skill(cfg: Config | None = None, predictors=None):
+    """diagnostics.skill_table for the current settings."""
     cfg = cfg or current()
     src = current_source()
-    return _reference(src.key, cfg.filters, cfg.recal, cfg.score_tuple, cfg.censoring, cfg, src)
+    preds = tuple(predictors) if predictors is not None else cfg.predictors
+    return _skill(src.key, cfg.filters, cfg.recal, cfg.score_tuple, preds, skill_boot(cfg), cfg, src)
 
 
-def skill_table(res, ref_tps: pd.Series) -> pd.DataFrame:
-    """Skill = 1 − TPS/TPS_ref per predictor, with a delta-method SE over trajectories."""
-    rows = []
-    m = res.tps_matrix()
-    for name in m.columns:
-        a = m[name].dropna()
-        b = ref_tps.reindex(a.index)
-        ok = np.isfinite(a.to_numpy()) & np.isfinite(b.to_numpy())
-        a, b = a[ok].to_numpy(), b[ok].to_numpy()
-        if a.size < 2 or b.mean() == 0:
-            rows.append({"predictor": name, "skill": np.nan, "skill_se": np.nan, "tps_ref": np.nan})
-            continue
-        ma, mb = a.mean(), b.mean()
-        infl = -(a - ma * b / mb) / mb
-        rows.append({"predictor": name, "skill": 1 - ma / mb, "skill_se": infl.std(ddof=1) / np.sqrt(a.size),
-                     "tps_ref": mb})
-    return pd.DataFrame(rows).set_index("predictor")
+def skill_boot(cfg: Config | None = None, data=None) -> int:
+    """Replicates of the skill bootstrap: the TPS value, capped at LARGE_BOOT on large logs (the ratio
+    bootstrap reruns over every run; the TPS CI itself keeps the full count)."""
+    cfg = cfg or current()
+    return min(int(cfg.n_boot), LARGE_BOOT) if is_large(data) else int(cfg.n_boot)
 
 
-def paired_z_matrix(res) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
-    """Paired Δ (row − column), its SE and Δ/SE of per-trajectory TPS on runs scored by both."""
-    m = res.tps_matrix()
-    names = list(m.columns)
-    d = pd.DataFrame(np.nan, index=names, columns=names)
-    se = d.copy()
-    for a in names:
-        for b in names:
-            if a == b:
-                continue
-            diff = (m[a] - m[b]).to_numpy()
-            diff = diff[np.isfinite(diff)]
-            if diff.size >= 2:
-                d.loc[a, b] = diff.mean()
-                se.loc[a, b] = diff.std(ddof=1) / np.sqrt(diff.size)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        z = d / se
-    return d, se, z
+@st.cache_resource(max_entries=24, show_spinner="Paired TPS comparison…")
+def _compare_tps(key: str, filters: tuple, recal: tuple, score: tuple, preds: tuple, baseline: str,
+                 _cfg: Config, _src: Source):
+    from tpsviz.compare import compare, z_matrix
+
+    data, _ = _prepared(key, filters, recal, _src)
+    q, _ = qz_override(data, _cfg, _src)
+    settings = _cfg.score_settings()
+    # n_boot=0: the table shows Δ, the analytic SE and Δ/SE; the bootstrap CI of Δ is not shown
+    table = compare(data, settings, baseline=baseline, predictors=list(preds), q_z=q, metrics=(), n_boot=0)
+    z = z_matrix(data, settings, list(preds), metric="tps", q_z=q)
+    return table, z
+
+
+def get_compare_tps(baseline: str, cfg: Config | None = None, predictors=None):
+    """(compare.compare without metrics, compare.z_matrix of TPS) against ``baseline``."""
+    cfg = cfg or current()
+    src = current_source()
+    preds = tuple(predictors) if predictors is not None else cfg.predictors
+    return _compare_tps(src.key, cfg.filters, cfg.recal, cfg.score_tuple, preds, baseline, cfg, src)
+
+
+@st.cache_resource(max_entries=12, show_spinner="Paired bootstrap of AUROC and T-ECE against the baseline…")
+def _compare_metrics(key: str, filters: tuple, recal: tuple, preds: tuple, baseline: str, n_boot: int,
+                     _src: Source):
+    """Rank/binned metric part of compare.compare (does not depend on α, β, schedule or censoring)."""
+    from tpsviz.compare import compare
+
+    data, _ = _prepared(key, filters, recal, _src)
+    settings = tpsviz.ScoreSettings(n_boot=n_boot, seed=SEED)
+    t = compare(data, settings, baseline=baseline, predictors=list(preds), metrics=("auroc", "tece"))
+    return t[[c for c in t.columns if c.startswith(("auroc_", "tece_"))]]
+
+
+def get_compare_metrics(baseline: str, cfg: Config | None = None, predictors=None, n_boot: int | None = None):
+    cfg = cfg or current()
+    src = current_source()
+    preds = tuple(predictors) if predictors is not None else cfg.predictors
+    nb = metric_boot(cfg) if n_boot is None else n_boot
+    return _compare_metrics(src.key, cfg.filters, cfg.recal, preds, baseline, nb, src)
+
+
+@st.cache_resource(max_entries=24, show_spinner="Shift between censoring treatments…")
+def _shift(key: str, filters: tuple, recal: tuple, score: tuple, preds: tuple, from_mode: str, to_mode: str,
+           _cfg: Config, _src: Source):
+    from tpsviz.compare import censoring_shift
+
+    data, _ = _prepared(key, filters, recal, _src)
+    q, _ = qz_override(data, replace(_cfg, censoring="exact"), _src)
+    return censoring_shift(data, _cfg.score_settings(), list(preds), from_mode, to_mode, q_z=q)
+
+
+def get_shift(from_mode: str, to_mode: str, cfg: Config | None = None):
+    """compare.censoring_shift between two modes (q_Z of exact mode from the current source)."""
+    cfg = cfg or current()
+    src = current_source()
+    return _shift(src.key, cfg.filters, cfg.recal, cfg.score_tuple, cfg.predictors, from_mode, to_mode, cfg, src)
+
+
+@st.cache_resource(max_entries=12, show_spinner="Monte-Carlo audit…")
+def _mc_audit(key: str, filters: tuple, recal: tuple, score: tuple, preds: tuple, _cfg: Config, _src: Source):
+    from tpsviz.audit import mc_audit
+
+    data, _ = _prepared(key, filters, recal, _src)
+    return mc_audit(data, get_rollouts(_src), _cfg.score_settings(), list(preds))
+
+
+def get_mc_audit(cfg: Config | None = None):
+    """audit.mc_audit of the current source's rollouts (call only when get_rollouts() is a table)."""
+    cfg = cfg or current()
+    src = current_source()
+    return _mc_audit(src.key, cfg.filters, cfg.recal, cfg.score_tuple, cfg.predictors, cfg, src)
 
 
 # ----------------------------------------------------------------------------- rank metrics
-def complete_rows(data):
-    """Mask of step rows of complete runs, their outcomes and trajectory codes."""
-    codes = data.steps["traj"].to_numpy()
-    cens = data.trajectories["censored"].to_numpy()[codes]
-    y = data.trajectories["outcome"].to_numpy(dtype=float)[codes]
-    return ~cens, y, codes
+LARGE_ROWS = 200_000          # above this many step rows, metric bootstraps default to LARGE_BOOT
+LARGE_BOOT = 200
 
 
-@st.cache_resource(max_entries=12, show_spinner="Computing AUROC / AUPRC / T-ECE with bootstrap CIs…")
-def _metrics(key: str, filters: tuple, recal: tuple, preds: tuple, n_boot: int, _src: Source):
-    from tpsviz import metrics as M
+def is_large(data=None) -> bool:
+    if data is None:
+        data, _ = get_data()
+    return getattr(data, "n_steps", 0) > LARGE_ROWS
+
+
+def metric_boot(cfg: Config | None = None, data=None) -> int:
+    """Bootstrap replicates of AUROC/AUPRC/T-ECE: the sidebar value, or 'auto' = the TPS value
+    capped at LARGE_BOOT on large logs (those bootstraps re-sort every replicate: tens of seconds)."""
+    cfg = cfg or current()
+    if cfg.metric_boot >= 0:
+        return int(cfg.metric_boot)
+    return min(int(cfg.n_boot), LARGE_BOOT) if is_large(data) else int(cfg.n_boot)
+
+
+def metric_boot_note(cfg: Config | None = None, data=None) -> str:
+    cfg = cfg or current()
+    nb = metric_boot(cfg, data)
+    if nb == 0:
+        return "metric CIs off (0 replicates; raise 'Metric bootstrap' in the sidebar's Uncertainty box)"
+    if cfg.metric_boot < 0 and nb < cfg.n_boot:
+        return (f"metric CIs from {nb} replicates (large log); raise 'Metric bootstrap' in the sidebar's "
+                "Uncertainty box")
+    return f"metric CIs from {nb} replicates"
+
+
+@st.cache_resource(max_entries=24, show_spinner="Computing AUROC / AUPRC / T-ECE…")
+def _metrics(key: str, filters: tuple, recal: tuple, preds: tuple, n_boot: int, eps: float, _src: Source):
+    from tpsviz.diagnostics import metric_table
 
     data, _ = _prepared(key, filters, recal, _src)
-    comp, y, codes = complete_rows(data)
-    rows = []
-    for name in preds:
-        p = data.forecasts(name)
-        ok = comp & np.isfinite(p)
-        row = {"predictor": name, "n_traj_metrics": int(np.unique(codes[ok]).size), "n_rows_metrics": int(ok.sum())}
-        for metric in ("auroc", "auprc", "tece"):
-            try:
-                if n_boot > 0:
-                    e = M.bootstrap_metric(metric, p[ok], y[ok], codes[ok], n_boot=n_boot, seed=SEED)
-                    row.update({metric: e.mean, f"{metric}_lo": e.ci_low, f"{metric}_hi": e.ci_high,
-                                f"{metric}_se": e.se})
-                else:
-                    val = {"auroc": M.auroc, "auprc": M.auprc, "tece": M.tece}[metric](p[ok], y[ok])
-                    row.update({metric: val, f"{metric}_lo": np.nan, f"{metric}_hi": np.nan, f"{metric}_se": np.nan})
-            except Exception:
-                row.update({metric: np.nan, f"{metric}_lo": np.nan, f"{metric}_hi": np.nan, f"{metric}_se": np.nan})
-        rows.append(row)
-    return pd.DataFrame(rows).set_index("predictor") if rows else pd.DataFrame()
+    settings = tpsviz.ScoreSettings(eps=eps, n_boot=n_boot, seed=SEED)
+    return metric_table(data, settings, list(preds), n_bins=10, n_boot=n_boot)
 
 
-def get_metrics(cfg: Config | None = None):
+def get_metrics(cfg: Config | None = None, predictors=None, ci: bool = True):
+    """diagnostics.metric_table: points only (``ci=False``, fast) or with bootstrap CIs."""
     cfg = cfg or current()
     src = current_source()
-    return _metrics(src.key, cfg.filters, cfg.recal, cfg.predictors, cfg.n_boot, src)
+    preds = tuple(predictors) if predictors is not None else cfg.predictors
+    nb = metric_boot(cfg) if ci else 0
+    return _metrics(src.key, cfg.filters, cfg.recal, preds, nb, float(cfg.eps), src)
 
 
-@st.cache_resource(max_entries=12, show_spinner="Paired bootstrap of AUROC against the baseline…")
-def _auroc_vs(key: str, filters: tuple, recal: tuple, preds: tuple, baseline: str, n_boot: int, _src: Source):
-    from tpsviz import metrics as M
+# ----------------------------------------------------------------------------- why-not-AUROC demos
+@st.cache_resource(max_entries=12, show_spinner="Building the why-not-AUROC demonstrations…")
+def _demos(key: str, filters: tuple, recal: tuple, score: tuple, _cfg: Config, _src: Source):
+    """tpsviz.demonstrators on the current log; a failing demonstration gives its message instead."""
+    from tpsviz import demonstrators as D
 
     data, _ = _prepared(key, filters, recal, _src)
-    comp, y, codes = complete_rows(data)
-    pb = data.forecasts(baseline)
+    settings = _cfg.score_settings(n_boot=0)
     out = {}
-    for name in preds:
-        if name == baseline:
-            continue
-        pa = data.forecasts(name)
-        ok = comp & np.isfinite(pa) & np.isfinite(pb)
+    for k, fn in (("distortion", D.monotone_distortion), ("binmean", D.bin_mean_forecast),
+                  ("phimean", D.phi_mean_manipulation)):
         try:
-            out[name] = M.paired_metric_difference("auroc", pa[ok], pb[ok], y[ok], codes[ok],
-                                                   n_boot=max(n_boot, 200), seed=SEED)
-        except Exception:
-            out[name] = None
+            out[k] = fn(data, settings)
+        except ValueError as e:
+            out[k] = str(e)
     return out
 
 
-def get_auroc_vs(baseline: str, cfg: Config | None = None):
+def get_demos(cfg: Config | None = None) -> dict:
     cfg = cfg or current()
     src = current_source()
-    return _auroc_vs(src.key, cfg.filters, cfg.recal, cfg.predictors, baseline, cfg.n_boot, src)
+    return _demos(src.key, cfg.filters, cfg.recal, cfg.score_tuple, cfg, src)
 
 
 # ----------------------------------------------------------------------------- colours
@@ -510,51 +561,7 @@ def env_max_path_bytes() -> int:
 
 # ----------------------------------------------------------------------------- step contributions
 def _contrib(key, filters, recal, score, preds, censoring, cfg, src, which):
-    res = _tps(key, filters, recal, score, preds, censoring, cfg, src)
-    try:
-        out = res.step_contributions(which)
-        if len(out) and {"trajectory_id", "t", "contribution"} <= set(out.columns):
-            return out
-    except Exception:
-        pass
-    data, _ = _prepared(key, filters, recal, src)
-    return contributions_fallback(data, res, which)
-
-
-def contributions_fallback(data, res, which) -> pd.DataFrame:
-    """w_t·S per scored step row, recomputed from the core's public functions (used when
-    ``TPSResult.step_contributions`` is unavailable)."""
-    from tpsviz.scores import beta_score, clip_forecasts, expected_score
-    from tpsviz.tps import step_weights
-
-    st_ = res.settings
-    steps = data.steps
-    codes = steps["traj"].to_numpy()
-    y = data.trajectories["outcome"].to_numpy(dtype=float)[codes]
-    w = step_weights(data, st_.schedule)
-    frames = []
-    pt = res.per_trajectory
-    for name in which:
-        sub = pt[pt["predictor"] == name]
-        scored = np.zeros(data.n_trajectories, dtype=bool)
-        scored[sub["traj"].to_numpy()] = True
-        qz = np.full(data.n_trajectories, np.nan)
-        qz[sub["traj"].to_numpy()] = sub["q_z_used"].to_numpy(dtype=float)
-        p = data.forecasts(name)
-        ok = scored[codes] & np.isfinite(p)
-        pc, _ = clip_forecasts(p[ok], st_.eps)
-        yy, qq = y[ok], qz[codes][ok]
-        sc = np.empty(pc.shape)
-        comp = np.isfinite(yy)
-        sc[comp] = beta_score(pc[comp], yy[comp], st_.alpha, st_.beta)
-        if (~comp).any():
-            sc[~comp] = expected_score(pc[~comp], qq[~comp], st_.alpha, st_.beta)
-        ww = w[ok]
-        frames.append(pd.DataFrame({
-            "trajectory_id": steps["trajectory_id"].to_numpy()[ok], "step": steps["step"].to_numpy()[ok],
-            "t": steps["t"].to_numpy()[ok], "predictor": name, "forecast": pc, "weight": ww, "score": sc,
-            "contribution": np.where(ww == 0, 0.0, ww * sc)}))
-    return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
+    return _tps(key, filters, recal, score, preds, censoring, cfg, src).step_contributions(list(which))
 
 
 @st.cache_resource(max_entries=12, show_spinner="Aggregating per-step contributions…")
@@ -584,54 +591,18 @@ def get_heatmap(pred: str, cfg: Config | None = None):
     return _heatmap(src.key, cfg.filters, cfg.recal, cfg.score_tuple, cfg.predictors, cfg.censoring, pred, cfg, src)
 
 
-# ----------------------------------------------------------------------------- inference helpers
-def shift_estimate(res_a, res_b, name: str, n_traj: int, n_boot: int, level: float = 0.95) -> dict:
-    """mean TPS under res_a − mean TPS under res_b for one predictor, each over its own scored
-    runs (populations may differ, e.g. complete-case), with a trajectory-bootstrap CI."""
-    from tpsviz.inference import bootstrap_weights
-
-    def col(res):
-        pt = res.per_trajectory
-        pt = pt[pt["predictor"] == name]
-        v = np.full(n_traj, np.nan)
-        v[pt["traj"].to_numpy()] = pt["tps"].to_numpy()
-        return v
-
-    a, b = col(res_a), col(res_b)
-    ma, mb = np.isfinite(a), np.isfinite(b)
-    delta = float(a[ma].mean() - b[mb].mean()) if ma.any() and mb.any() else np.nan
-    lo = hi = se = np.nan
-    if n_boot > 0 and ma.sum() >= 2 and mb.sum() >= 2:
-        av, bv = np.where(ma, a, 0.0), np.where(mb, b, 0.0)
-        reps = []
-        for w in bootstrap_weights(n_traj, n_boot, SEED):
-            with np.errstate(invalid="ignore", divide="ignore"):
-                reps.append((w @ av) / (w @ ma) - (w @ bv) / (w @ mb))
-        reps = np.concatenate(reps)
-        reps = reps[np.isfinite(reps)]
-        lo, hi = np.quantile(reps, [(1 - level) / 2, (1 + level) / 2])
-        se = float(reps.std(ddof=1))
-    return {"delta": delta, "ci_low": float(lo), "ci_high": float(hi), "se": se}
-
-
 # ----------------------------------------------------------------------------- reliability
 def scope_rows(data, scope: str, step: int | None, pseudo: bool):
     """Row mask, outcomes and codes for a reliability scope (complete runs, or pseudo-labels)."""
+    from tpsviz.diagnostics import labelled_rows
+
+    keep, y = labelled_rows(data, pseudo)
     codes = data.steps["traj"].to_numpy()
-    t = data.trajectories
-    cens = t["censored"].to_numpy()[codes]
-    y = t["outcome"].to_numpy(dtype=float)[codes]
-    if pseudo:
-        y = np.where(cens, 0.0, y)
-        keep = np.ones(codes.size, dtype=bool)
-    else:
-        keep = ~cens
     tt = data.steps["t"].to_numpy()
     if scope == "step" and step is not None:
         keep &= tt == int(step)
     elif scope == "final":
-        length = t["length"].to_numpy()[codes]
-        keep &= tt == length
+        keep &= tt == data.trajectories["length"].to_numpy()[codes]
     return keep, y, codes
 
 

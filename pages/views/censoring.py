@@ -7,9 +7,10 @@ import streamlit as st
 
 import tpsviz
 from pages._ui import common as C
+from pages._ui import compute as V
 from pages._ui import state as S
 from tpsviz import figures as F
-from tpsviz.tps import CENSORING_LABELS
+
 
 C.ensure_shell()
 st.title("Censoring")
@@ -30,7 +31,7 @@ if not cens.any():
 # ----------------------------------------------------------------- populations
 st.subheader("Censored vs complete runs")
 c = st.columns(4)
-c[0].metric("Censored runs", f"{cens.sum():,} of {len(t):,} ({cens.mean():.0%})",
+c[0].metric("Censored runs", f"{cens.sum():,} of {len(t):,} ({C.pct(cens.sum(), len(t))})",
             help="Runs whose outcome is unknown because they were stopped early.")
 lc, lk = t.loc[cens, "length"], t.loc[~cens, "length"]
 ratio = lc.mean() / lk.mean() if len(lc) and len(lk) else np.nan
@@ -72,45 +73,50 @@ for m in modes:
     s = results[m].summary
     for p in s.index:
         r = s.loc[p]
-        rows.append({"predictor": p, "mode": CENSORING_LABELS[m], "key": m, "tps_mean": r["tps_mean"],
+        rows.append({"predictor": p, "mode": S.censoring_label(cfg, m), "key": m, "tps_mean": r["tps_mean"],
                      "tps_ci_low": r["tps_ci_low"], "tps_ci_high": r["tps_ci_high"],
                      "n_trajectories": int(r["n_trajectories"]), "n_censored": int(r["n_censored"]),
                      "n_qz_fallback": int(r["n_qz_fallback"])})
 table = pd.DataFrame(rows)
-C.plot(F.censoring_modes_figure(table, colors, cfg.alpha, cfg.beta), "cens_modes", name="TPS by censoring treatment")
-qnote = {"log": "exact uses the log's q_z column", "rollouts": "exact uses the Monte-Carlo mean of the rollouts",
-         "constant": f"exact uses q_Z = {cfg.qz_const:g} for every censored run"}[cfg.qz_source]
+C.plot(F.censoring_modes_figure(table, colors, cfg.alpha, cfg.beta, current=S.censoring_label(cfg)), "cens_modes",
+       name="TPS by censoring treatment")
+qnote = "exact = " + S.censoring_label(cfg, "exact")
 fb = int(results["exact"].summary["n_qz_fallback"].max()) if len(preds) else 0
 st.caption(f"{cfg.unit} per run, higher is better, 95% bootstrap CI; {qnote}"
            + (f"; {fb} censored run(s) had no q_Z and were scored with q_Z = 0" if fb else "") +
-           ". The current sidebar mode is **" + CENSORING_LABELS[cfg.censoring] + "**.")
+           ". The current sidebar mode (larger, outlined markers) is **" + S.censoring_label(cfg) + "**.")
 
 cur = results[cfg.censoring].summary
-st.markdown(f"**Under the current mode — {CENSORING_LABELS[cfg.censoring]}**",
+st.markdown(f"**Under the current mode — {S.censoring_label(cfg)}**",
             help="The mode chosen in the sidebar; every other page uses it.")
 st.dataframe(pd.DataFrame({
     "predictor": [F.display_name(p) for p in cur.index],
-    f"TPS ({cfg.unit}/run)": cur["tps_mean"].to_numpy(),
-    "95% CI": [C.fmt_interval(lo, hi, 4) for lo, hi in zip(cur["tps_ci_low"], cur["tps_ci_high"])],
+    f"TPS ({cfg.unit}/run)": [V.num(v) for v in cur["tps_mean"]],
+    "95% CI": [V.interval(*V.tps_interval(cur.loc[p])[:2]) for p in cur.index],
     "n runs": cur["n_trajectories"].to_numpy(), "censored runs scored": cur["n_censored"].to_numpy(),
-    "q_Z fallback": cur["n_qz_fallback"].to_numpy()}), hide_index=True, width="stretch", key="cens_current",
-    column_config={f"TPS ({cfg.unit}/run)": st.column_config.NumberColumn(format="%.4f")})
+    "q_Z fallback": cur["n_qz_fallback"].to_numpy()}), hide_index=True, width="stretch", key="cens_current")
 
 st.markdown("**Shift between treatments** (per predictor; 95% trajectory-bootstrap CI)",
             help="Difference of mean TPS. Complete-case averages over complete runs only, so its shift mixes a "
                  "change of population with the censored runs' scores.")
-shift_rows = []
-for p in preds:
-    a = S.shift_estimate(results["simple"], results["complete"], p, data.n_trajectories, cfg.n_boot)
-    b = S.shift_estimate(results["exact"], results["simple"], p, data.n_trajectories, cfg.n_boot)
-    shift_rows.append({"predictor": F.display_name(p),
-                       "simple − complete-case": a["delta"], "95% CI (simple − cc)": C.fmt_interval(a["ci_low"], a["ci_high"]),
-                       "exact − simple": b["delta"], "95% CI (exact − simple)": C.fmt_interval(b["ci_low"], b["ci_high"])})
-st.dataframe(pd.DataFrame(shift_rows), hide_index=True, width="stretch",
-             column_config={"simple − complete-case": st.column_config.NumberColumn(f"simple − complete-case ({cfg.unit})", format="%+.4f",
-                                                                                     help="> 0: including censored runs as failures raises the mean."),
-                            "exact − simple": st.column_config.NumberColumn(f"exact − simple ({cfg.unit})", format="%+.4f",
-                                                                            help="Effect of using q_Z instead of 0.")})
+sh_cs = S.get_shift("complete", "simple")
+sh_se = S.get_shift("simple", "exact")
+st.dataframe(pd.DataFrame({
+    "predictor": [F.display_name(p) for p in preds],
+    f"simple − complete-case ({cfg.unit})": [V.num(sh_cs.loc[p, "shift"], "+.4f") for p in preds],
+    "95% CI (simple − cc)": [V.interval(sh_cs.loc[p, "shift_ci_low"], sh_cs.loc[p, "shift_ci_high"], "+.4f") for p in preds],
+    f"exact − simple ({cfg.unit})": [V.num(sh_se.loc[p, "shift"], "+.4f") for p in preds],
+    "95% CI (exact − simple)": [V.interval(sh_se.loc[p, "shift_ci_low"], sh_se.loc[p, "shift_ci_high"], "+.4f") for p in preds],
+    "per step: simple − cc": [V.num(sh_cs.loc[p, "shift_step"], "+.4f") for p in preds],
+}), hide_index=True, width="stretch", key="cens_shift", column_config={
+    f"simple − complete-case ({cfg.unit})": st.column_config.TextColumn(
+        help="> 0: including censored runs as failures raises the mean (per trajectory)."),
+    f"exact − simple ({cfg.unit})": st.column_config.TextColumn(help=f"Effect of using q_Z instead of 0 ({qnote})."),
+    "per step: simple − cc": st.column_config.TextColumn(
+        help="The same shift on the per-step scale (Σ TPS / Σ w_t); it can differ in sign when censored runs are long."),
+})
+st.caption(f"From tpsviz.compare.censoring_shift: trajectory-bootstrap CI ({cfg.n_boot} replicates) resampling the "
+           "whole log, so the change of population under complete-case is part of the uncertainty.")
 
 # ----------------------------------------------------------------- q_Z band
 st.subheader("q_Z sensitivity band")
@@ -162,25 +168,30 @@ if ro is None:
 elif S.is_failure(ro):
     C.show_failure(ro)
 else:
-    ids = t.loc[cens, "trajectory_id"].astype(str)
-    audit = ro.reindex(ids).reset_index().rename(columns={"index": "trajectory_id"})
-    audit["q_log"] = t.loc[cens, "q_z"].to_numpy()
+    au = S.get_mc_audit(cfg)
+    qz = au.qz.set_index("trajectory_id").reindex(t.loc[cens, "trajectory_id"].astype(str))
+    audit = pd.DataFrame({"trajectory_id": qz.index, "q_hat": qz["q_hat"].to_numpy(), "q_se": qz["se"].to_numpy(),
+                          "n_rollouts": qz["n_rollouts"].to_numpy(), "q_log": t.loc[cens, "q_z"].to_numpy()})
     covered = audit["q_hat"].notna()
     st.caption(f"{int(covered.sum())} of {len(audit)} censored runs have rollouts "
-               f"(median {int(audit['n_rollouts'].median()) if covered.any() else 0} per run).")
+               f"(median {int(audit.loc[covered, 'n_rollouts'].median()) if covered.any() else 0} per run).")
+    for note in au.notes:
+        st.caption(C.md(note))
     if covered.any():
-        C.plot(F.mc_audit_figure(audit[covered]), "cens_mc", name="Monte-Carlo audit")
-        q = ro["q_hat"].reindex(t["trajectory_id"].astype(str)).to_numpy()
-        from dataclasses import replace
-        mc_cfg = replace(cfg, censoring="exact", qz_source="rollouts")
-        res_mc = S.get_tps(mc_cfg)
-        rows = []
-        for p in preds:
-            d = S.shift_estimate(res_mc, results["simple"], p, data.n_trajectories, cfg.n_boot)
-            rows.append({"predictor": F.display_name(p), "exact (q̂_Z)": res_mc.summary.loc[p, "tps_mean"],
-                         "simple (q_Z = 0)": results["simple"].summary.loc[p, "tps_mean"],
-                         "exact − simple": d["delta"], "95% CI": C.fmt_interval(d["ci_low"], d["ci_high"]),
-                         "differs beyond CI": bool(np.isfinite(d["ci_low"]) and (d["ci_low"] > 0 or d["ci_high"] < 0))})
-        st.dataframe(pd.DataFrame(rows), hide_index=True, width="stretch",
-                     column_config={c: st.column_config.NumberColumn(f"{c} ({cfg.unit})", format="%.4f")
-                                    for c in ("exact (q̂_Z)", "simple (q_Z = 0)", "exact − simple")})
+        C.plot(F.mc_audit_figure(audit[covered]), "cens_mc", name="Monte-Carlo audit",
+               caption="Blue dots: q̂_Z, the mean of the rollouts (±1.96 binomial SE). Orange rings: the q_Z written "
+                       "in the log, where there is one.")
+        tab = au.table
+        st.dataframe(pd.DataFrame({
+            "predictor": [F.display_name(p) for p in tab.index],
+            f"exact, q̂_Z ({cfg.unit})": [V.num(v) for v in tab["tps_exact"]],
+            f"simple, q_Z = 0 ({cfg.unit})": [V.num(v) for v in tab["tps_simple"]],
+            f"exact − simple ({cfg.unit})": [V.num(v, "+.4f") for v in tab["delta"]],
+            "95% CI": [V.interval(lo, hi, "+.4f") for lo, hi in zip(tab["delta_ci_low"], tab["delta_ci_high"])],
+            "of which MC noise (SE)": [V.num(v) for v in tab["mc_se"]],
+            "differs beyond CI": [bool(np.isfinite(lo) and (lo > 0 or hi < 0))
+                                  for lo, hi in zip(tab["delta_ci_low"], tab["delta_ci_high"])],
+        }), hide_index=True, width="stretch", key="cens_mc_table", column_config={
+            "of which MC noise (SE)": st.column_config.TextColumn(
+                help="The part of the SE of the difference due to the rollouts' own binomial noise (tpsviz.audit.mc_audit)."),
+        })

@@ -21,16 +21,25 @@ stem = S.safe_filename(f"tpsviz_{src.name.rsplit('.', 1)[0]}")
 res = S.get_tps(cfg)
 
 
+def _settings_columns() -> dict:
+    """The settings that change the numbers, written into every exported row."""
+    sch = cfg.schedule_obj
+    return {"alpha": cfg.alpha, "beta": cfg.beta, "schedule": sch.spec,
+            "gamma": cfg.gamma if sch.name in ("front", "back") else None,
+            "H": cfg.horizon if sch.name == "back" else None, "censoring": cfg.censoring,
+            "q_z_source": cfg.qz_source if cfg.censoring == "exact" else None,
+            "q_z_constant": cfg.qz_const if cfg.censoring == "exact" and cfg.qz_source == "constant" else None,
+            "eps": cfg.eps, "n_boot": cfg.n_boot, "seed": S.SEED}
+
+
 def _per_traj() -> pd.DataFrame:
-    return res.per_trajectory.drop(columns=["traj"]).assign(
-        alpha=cfg.alpha, beta=cfg.beta, schedule=cfg.schedule_obj.spec, censoring=cfg.censoring, eps=cfg.eps)
+    return res.per_trajectory.drop(columns=["traj"]).assign(**_settings_columns())
 
 
 def _contrib() -> pd.DataFrame:
-    try:
-        return res.step_contributions(list(cfg.predictors))
-    except Exception:
-        return S.contributions_fallback(data, res, list(cfg.predictors))
+    t = data.trajectories[["trajectory_id", "outcome", "censored"]]
+    c = res.step_contributions(list(cfg.predictors)).merge(t, on="trajectory_id", how="left")
+    return c.assign(**_settings_columns())
 
 
 def _csv(fn):
@@ -50,14 +59,17 @@ n_rows = int(res.summary["n_steps"].sum())
 c = st.columns(2)
 with c[0]:
     st.markdown(f"**Per-trajectory TPS** ({len(res.per_trajectory):,} rows)",
-                help="trajectory_id, predictor, tps, censored, n_scored, weight_sum, q_z_used and the settings.")
+                help="trajectory_id, predictor, tps, censored, n_scored, weight_sum, q_z_used and the settings "
+                     "(alpha, beta, schedule, gamma, H, censoring, q_Z source, eps, n_boot, seed).")
     st.download_button("Per-trajectory scores (CSV)", _csv(_per_traj), f"{stem}_per_trajectory.csv", "text/csv",
                        key="dl_traj_csv", on_click="ignore")
     st.download_button("Per-trajectory scores (Parquet)", _parquet(_per_traj), f"{stem}_per_trajectory.parquet",
                        "application/octet-stream", key="dl_traj_pq", on_click="ignore")
 with c[1]:
     st.markdown(f"**Per-step contributions** ({n_rows:,} rows)",
-                help="trajectory_id, step, t, predictor, forecast (as clipped), weight, score, contribution = w_t·S.")
+                help="trajectory_id, step, t, predictor, forecast (as clipped), weight, score, contribution = w_t·S, "
+                     "outcome and censored of the run (a censored run's score is the exact/simple reduced score), "
+                     "and the settings columns.")
     st.download_button("Per-step contributions (CSV)", _csv(_contrib), f"{stem}_steps.csv", "text/csv",
                        key="dl_step_csv", on_click="ignore")
     st.download_button("Per-step contributions (Parquet)", _parquet(_contrib), f"{stem}_steps.parquet",

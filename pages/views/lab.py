@@ -56,30 +56,40 @@ st.markdown(f"{icon} **{s.verdict.status}.** {s.verdict.reason}")
 
 # ----------------------------------------------------------------- why not AUROC
 st.subheader("Why AUROC and ECE are not enough")
-demo = V.why_not_auroc(cfg, data)
-if not demo:
-    st.info("The demonstrations need at least 10 complete runs.")
-else:
-    st.caption(f"Built from **{C.md(demo['base'])}** on the {demo['n']} complete runs of this log; scores use the current "
-               f"α, β, schedule and ε.")
-    texts = [
-        ("1 · Same ranking, different honesty",
-         "Making every forecast more extreme keeps their order, so AUROC does not move at all — but the "
-         "probabilities are now over-confident, and TPS drops."),
-        ("2 · Perfect bins, lost information",
-         "Two ways to calibrate the same forecasts on these runs: replace each by the success rate of its bin, or "
-         "by an isotonic (monotone) fit. Binned calibration (T-ECE) calls both near perfect, but the bin means throw "
-         "away what distinguished runs inside a bin: TPS sees the difference."),
-        ("3 · Gaming a one-number summary",
-         "A trace that is honest until the last step and then picks a value so that its *average* hits the best "
-         "guess wins on the score of the mean forecast, while TPS, which scores every step, catches the distorted report."),
-    ]
-    for i, ((title, text), tab) in enumerate(zip(texts, demo["tables"])):
-        c1, c2 = st.columns([2, 3], vertical_alignment="center")
-        with c1:
-            st.markdown(f"**{title}**")
-            st.caption(text)
-            st.dataframe(tab, width="stretch", column_config={col: st.column_config.NumberColumn(format="%.4g")
-                                                              for col in tab.columns})
-        with c2:
-            C.plot(F.demo_bars_figure(tab, ""), f"lab_demo_{i}", name=title)
+demos = V.why_not_auroc(cfg, data)
+views = V.demo_views(demos, cfg, S.colors(data))
+st.caption(f"Built by tpsviz.demonstrators on the {data.n_trajectories:,} runs of this log with the current α, β, "
+           f"schedule, censoring mode and ε (the CLI and the report use the same functions). Grey bars are the "
+           f"modified forecasts; the others keep their predictor's colour. TPS in {cfg.unit} per run (↑ better); "
+           f"whiskers: 95% interval (± 1.96 SE over runs).")
+texts = {
+    "distortion": ("1 · Same ranking, different honesty",
+                   "Making every forecast more extreme keeps their order, so AUROC does not move at all — but the "
+                   "probabilities are now over-confident, and TPS drops."),
+    "binmean": ("2 · Perfect bins, lost information",
+                "Replace each forecast by the success rate of its bin: binned calibration (T-ECE) becomes exactly 0, a "
+                "'perfect' score — yet the bin means throw away everything the forecast knew inside a bin and along "
+                "the run, and TPS ranks them below the truthful forecast."),
+    "phimean": ("3 · Gaming a one-number summary",
+                "A trace that is honest until the last step and then picks a value so that its *average* hits the best "
+                "guess wins on the score of the mean forecast, while TPS, which scores every step, catches the "
+                "distorted report."),
+}
+for i, v in enumerate(views):
+    title, text = texts[v["key"]]
+    st.markdown(f"**{title}**", help=V.PHI_MEAN_HELP if v["key"] == "phimean" else None)
+    if "error" in v:
+        st.info(f"This demonstration is not available on this log: {C.md(v['error'])}.")
+        continue
+    c1, c2 = st.columns([1, 1], vertical_alignment="top")
+    with c1:
+        st.caption(text)
+        st.dataframe(v["table"], hide_index=True, width="stretch",
+                     column_config={"forecast": st.column_config.TextColumn(
+                         "forecast", width="medium",
+                         help=V.PHI_MEAN_HELP if v["key"] == "phimean" else "The logged forecast and its modification.")})
+        st.markdown(C.md(v["explanation"]))
+        if v["difference"]:
+            st.caption(C.md(v["difference"]))
+    with c2:
+        C.plot(v["figure"], f"lab_demo_{i}", name=title)

@@ -5,6 +5,7 @@ import pandas as pd
 import streamlit as st
 
 from pages._ui import common as C
+from pages._ui import compute as V
 from pages._ui import state as S
 from tpsviz import figures as F
 
@@ -97,29 +98,32 @@ colors = {p: allc[p] for p in pair}
 
 # ----------------------------------------------------------------- before / after
 res = S.get_tps(cfg, predictors=pair)
-met_cfg = cfg.__class__(**{**cfg.__dict__, "predictors": tuple(pair)})
-met = S.get_metrics(met_cfg)
+met = S.get_metrics(cfg, predictors=pair)
 rows = []
 for p in pair:
-    s = res.summary.loc[p]
+    s_ = res.summary.loc[p]
     m = met.loc[p]
-    rows.append({"predictor": F.display_name(p), "TPS": s["tps_mean"],
-                 "95% CI": C.fmt_ci(s["tps_mean"], s["tps_ci_low"], s["tps_ci_high"], 4),
-                 "AUROC": m["auroc"], "AUROC CI": f"[{m['auroc_lo']:.3f}, {m['auroc_hi']:.3f}]" if np.isfinite(m["auroc_lo"]) else "",
-                 "T-ECE": m["tece"], "n runs": int(s["n_trajectories"])})
+    rows.append({"predictor": F.display_name(p), "TPS": V.num(s_["tps_mean"]),
+                 "95% CI": V.interval(*V.tps_interval(s_)[:2]),
+                 "AUROC": V.num(m["auroc"], ".3f"), "AUROC CI": V.interval(m["auroc_ci_low"], m["auroc_ci_high"], ".3f"),
+                 "T-ECE": V.num(m["tece_pooled"], ".3f"), "n runs": int(s_["n_trajectories"])})
 h = C.column_help()
 st.dataframe(pd.DataFrame(rows), hide_index=True, width="stretch", column_config={
-    "TPS": st.column_config.NumberColumn(f"TPS ({cfg.unit}/run)", format="%.4f", help=h["TPS"]),
-    "AUROC": st.column_config.NumberColumn(format="%.3f", help=h["AUROC"]),
-    "T-ECE": st.column_config.NumberColumn(format="%.3f", help=h["T-ECE"])})
+    "TPS": st.column_config.TextColumn(f"TPS ({cfg.unit}/run)", help=h["TPS"]),
+    "AUROC": st.column_config.TextColumn(help=h["AUROC"]),
+    "T-ECE": st.column_config.TextColumn(help=h["T-ECE"])})
+st.caption(f"TPS interval: {cfg.n_boot} bootstrap replicates; {S.metric_boot_note(cfg, data)}.")
 if len(pair) == 2:
-    d, se, z = S.paired_z_matrix(res)
-    au = S.get_auroc_vs(pair[0], met_cfg).get(focus)
-    zt = z.loc[focus, pair[0]]
-    za = au.z if au else np.nan
-    st.markdown(f"**Recalibrated − original:** TPS Δ = {d.loc[focus, pair[0]]:+.4g} {cfg.unit}/run "
-                f"(Δ/SE = {zt:+.1f}); AUROC Δ = {au.delta if au else np.nan:+.4f} (Δ/SE = {za:+.1f}).",
-                help="Paired over the same runs: TPS analytically from per-run differences, AUROC by paired bootstrap.")
+    ct, _ = S.get_compare_tps(pair[0], cfg, predictors=pair)
+    cm = S.get_compare_metrics(pair[0], cfg, predictors=pair)
+    r = ct.loc[focus]
+    m = cm.loc[focus]
+    zt, za = r["tps_z"], m["auroc_z"]
+    st.markdown(f"**Recalibrated − original:** TPS Δ = {V.num(r['tps_delta'], '+.4g')} {cfg.unit}/run "
+                f"(Δ/SE = {V.num(zt, '+.1f')}); AUROC Δ = {V.num(m['auroc_delta'], '+.4f')} "
+                f"(Δ/SE = {V.num(za, '+.1f')}).",
+                help="tpsviz.compare.compare, paired over the same runs: TPS analytically from per-run differences, "
+                     "AUROC by paired trajectory bootstrap.")
     if np.isfinite(zt) and np.isfinite(za) and abs(zt) > 3 * max(abs(za), 1):
         st.success("Recalibration barely changes the ranking (AUROC) but changes the honesty of the probabilities a lot "
                    "(TPS): the paper's headline, on your data.", icon=":material/lightbulb:")

@@ -37,6 +37,13 @@ if not panels:
     st.warning(f"No forecasts with an outcome at {label} ({lab_y}). Choose another step or include censored runs.",
                icon=":material/search:")
     st.stop()
+if data.n_censored and not pseudo:
+    st.info(f"**Complete runs only — a selected population.** {data.n_censored:,} of {data.n_trajectories:,} runs "
+            f"({C.pct(data.n_censored, data.n_trajectories)}) were censored and have no outcome, so they are left out "
+            "here. Which runs finish is not random (e.g. runs that were going well finish early, hard ones hit the "
+            "budget), so on the complete runs even an honest predictor such as the truthful one can sit off the "
+            "diagonal. Switch on **Censored = failure** to see the population the simple censored score uses, or see "
+            "the **Censoring** page.", icon=":material/filter_alt:")
 n_pairs = max(p["n"] for p in panels)
 n_traj = max(p["n_traj"] for p in panels)
 C.plot(F.reliability_figure(panels, colors, f"Reliability, {label}, {lab_y}"), "rel_diagrams", name="Reliability diagrams",

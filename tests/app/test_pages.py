@@ -9,15 +9,37 @@ PAGES = ["pages/views/overview.py", "pages/views/reliability.py", "pages/views/s
          "pages/views/recalibration.py", "pages/views/export.py"]
 
 
+def _num(v: str) -> float:
+    v = str(v).strip()
+    return {"−∞": -np.inf, "+∞": np.inf, "—": np.nan}.get(v, None) if v in ("−∞", "+∞", "—") else float(v)
+
+
 def _leaderboard(at):
     df = at.dataframe[0].value
-    return df.set_index("predictor")["TPS mean"]
+    return df.set_index("predictor")["TPS"].map(_num)
+
+
+def _webshop(qp=None):
+    from streamlit.testing.v1 import AppTest
+
+    at = AppTest.from_file(APP, default_timeout=120)
+    at.query_params.update({"demo": "webshop-like", **(qp or {})})
+    at.run()
+    assert not at.exception, [e.value for e in at.exception]
+    return at
+
+
+def _all_cells(at) -> list[str]:
+    out = []
+    for d in at.dataframe:
+        out += [str(v) for v in d.value.to_numpy().ravel()]
+    return out
 
 
 def test_starts_on_demo_with_nothing_to_click(app):
     labels = {m.label: m.value for m in app.metric}
-    assert labels["Trajectories"] == "600"
-    assert "271" in labels["Censored"]
+    assert labels["Trajectories"] == "450"  # tau2-like is the landing (few censored runs)
+    assert labels["Censored"] == "4 (0.9%)"  # one decimal below 1%, never "0%"
     lb = _leaderboard(app)
     assert "truthful (reference)" in lb.index and len(lb) == 6
     assert not app.error
@@ -65,14 +87,15 @@ def _current_mode_table(at):
     return next(d.value for d in at.dataframe if "censored runs scored" in d.value.columns)
 
 
-def test_switching_censoring_mode_changes_censoring_page(app):
+def test_switching_censoring_mode_changes_censoring_page():
+    app = _webshop()
     app.switch_page("pages/views/censoring.py").run()
     t_exact = texts(app)
-    cur_exact = _current_mode_table(app).iloc[:, 1].to_numpy()
+    cur_exact = _current_mode_table(app).iloc[:, 1].map(_num).to_numpy()
     app.selectbox(key="cens").set_value("complete").run()
     assert not app.exception
     t_cc = texts(app)
-    cur_cc = _current_mode_table(app).iloc[:, 1].to_numpy()
+    cur_cc = _current_mode_table(app).iloc[:, 1].map(_num).to_numpy()
     assert "complete-case" in t_cc and t_cc != t_exact
     assert not np.allclose(cur_exact, cur_cc)
 
@@ -88,7 +111,7 @@ def test_bad_upload_shows_error_and_app_stays_usable(app):
     # still usable: back to the demo
     app.radio(key="src").set_value("Demo").run()
     assert not app.error and not app.exception
-    assert {m.label: m.value for m in app.metric}["Trajectories"] == "600"
+    assert {m.label: m.value for m in app.metric}["Trajectories"] == "450"
 
 
 def test_good_upload_is_scored(app):
@@ -117,12 +140,13 @@ def test_url_reproduces_settings():
     from streamlit.testing.v1 import AppTest
 
     at = AppTest.from_file(APP, default_timeout=120)
-    at.query_params.update({"a": "1.0", "b": "2.0", "cens": "simple", "demo": "tau2-like"})
+    at.query_params.update({"a": "1.0", "b": "2.0", "cens": "simple", "demo": "webshop-like", "eps": "0"})
     at.run()
     assert not at.exception
     assert at.slider(key="a").value == 1.0 and at.slider(key="b").value == 2.0
     assert at.selectbox(key="cens").value == "simple"
-    assert {m.label: m.value for m in at.metric}["Trajectories"] == "450"
+    assert {m.label: m.value for m in at.metric}["Trajectories"] == "600"
+    assert at.session_state["_cfg"].eps == 0.0  # a hand-written ?eps=0 is a number, not a label
 
 
 def test_no_predictor_selected_is_a_designed_state(app):
@@ -135,7 +159,7 @@ def test_filters_restrict_the_runs(app):
     app.multiselect(key="f_difficulty").set_value(["easy"]).run()
     assert not app.exception
     n = int({m.label: m.value for m in app.metric}["Trajectories"].replace(",", ""))
-    assert 0 < n < 600
+    assert 0 < n < 450
 
 
 def test_recalibration_adds_a_predictor_everywhere(app):
@@ -163,3 +187,115 @@ def test_export_builds_report(app):
     assert not app.exception
     rep = app.session_state["_report"][1]
     assert rep.startswith(b"<!DOCTYPE html>") and b"plotly" in rep
+
+
+# ------------------------------------------------------------------ first-user review, P1 items
+@pytest.mark.parametrize("page", PAGES)
+def test_column_schedule_without_weights_is_an_in_page_message(page):
+    at = _webshop({"sched": "column"})
+    at.switch_page(page).run()
+    assert not at.exception, [e.value for e in at.exception]
+    assert at.title[0].value  # the page is drawn, not replaced by an error box
+    t = texts(at)
+    assert "no numeric `weight` column" in t  # sidebar hint
+    if page.endswith(("overview.py", "steps.py", "censoring.py", "export.py")):
+        msg = "\n".join(e.value for e in at.error)
+        assert "weight" in msg and "Change the setting" in msg
+
+
+def test_eps_zero_shows_minus_infinity_never_none():
+    at = _webshop({"eps": "0"})
+    cells = _all_cells(at)
+    assert "None" not in cells and "nan" not in cells
+    lb = at.dataframe[0].value.set_index("predictor")
+    assert lb.loc["budget_aware", "TPS"] == "−∞" and lb.loc["budget_aware", "skill"] == "−∞"
+    assert lb.loc["budget_aware", "95% CI"] == "—"
+    assert lb.loc["budget_aware", "clipped"] > 0  # with ε = 0: the forecasts exactly 0 or 1
+    warn = "\n".join(w.value for w in at.warning)
+    assert "exactly 0 or 1" in warn and "Raise ε" in warn
+    for page in PAGES[1:]:
+        at.switch_page(page).run()
+        assert not at.exception, (page, [e.value for e in at.exception])
+        assert "None" not in _all_cells(at), page
+
+
+@pytest.mark.parametrize("mode", ["complete", "simple", "exact", "upper"])
+def test_reference_rate_follows_censoring_mode(mode):
+    import tpsviz
+    from tpsviz.diagnostics import reference_rate, skill_table
+
+    at = _webshop({"cens": mode})
+    data = tpsviz.load(DEMO / "webshop-like.csv")
+    settings = tpsviz.ScoreSettings(censoring=mode)
+    rate, rule = reference_rate(data, settings)
+    assert {m.label: m.value for m in at.metric}["Base-rate reference"] == f"F ≡ {rate:.3f}"
+    assert rule in texts(at)  # the caption says which rate and why
+    # the skill shown is the core's (the CLI prints the same number)
+    sk = skill_table(data, settings, n_boot=0)
+    shown = at.dataframe[0].value.set_index("predictor")["skill"].str.split(" ").str[0].map(_num)
+    assert shown["verbal"] == pytest.approx(sk.loc["verbal", "skill"], abs=6e-4)
+
+
+def test_reference_rates_differ_between_modes():
+    rates = {m: {x.label: x.value for x in _webshop({"cens": m}).metric}["Base-rate reference"]
+             for m in ("complete", "simple", "upper")}
+    assert len(set(rates.values())) == 3
+
+
+def test_leaderboard_numbers_are_the_cores():
+    import tpsviz
+
+    at = _webshop()
+    data = tpsviz.load(DEMO / "webshop-like.csv")
+    res = tpsviz.compute_tps(data, tpsviz.ScoreSettings(censoring="exact", n_boot=0))
+    lb = _leaderboard(at)
+    for name in ("verbal", "noisy"):
+        assert lb[name] == pytest.approx(res.summary.loc[name, "tps_mean"], abs=6e-5)
+
+
+def test_censored_data_reliability_explains_selection():
+    at = _webshop()
+    at.switch_page("pages/views/reliability.py").run()
+    assert "selected population" in texts(at)
+    at.toggle(key="rel_pseudo").set_value(True).run()
+    assert "selected population" not in texts(at)
+
+
+def test_banner_label_follows_qz_source():
+    at = _webshop({"cens": "exact", "qzs": "one value", "qz": "0.7"})
+    t = texts(at)
+    assert "q_Z = 0.7 for every censored run" in t
+    assert "q_Z from the log" not in t
+    at.switch_page("pages/views/censoring.py").run()
+    assert "Under the current mode — exact (q_Z = 0.7" in texts(at)
+
+
+def test_banner_n_under_complete_case():
+    at = _webshop({"cens": "complete"})
+    assert "329 runs scored (271 censored left out of 600)" in texts(at)
+
+
+def test_bootstrap_off_shows_se_interval():
+    at = _webshop({"boot": "0"})
+    lb = at.dataframe[0].value.set_index("predictor")
+    assert lb.loc["verbal", "95% CI"].startswith("[")
+    assert "± 1.96 SE" in texts(at)
+    assert "None" not in _all_cells(at)
+
+
+def test_lab_demo_two_gives_tps_difference_with_ci():
+    at = _webshop()
+    at.switch_page("pages/views/lab.py").run()
+    assert not at.exception
+    t = texts(at).replace("\\", "")  # markdown escapes
+    assert "Paired Δ TPS (bin means" in t and "95% CI [" in t
+    tables = [d.value for d in at.dataframe if "T-ECE (↓)" in d.value.columns]
+    assert tables and "≈0" in tables[0]["T-ECE (↓)"].tolist()
+
+
+def test_large_log_uses_fewer_metric_replicates(tmp_path, monkeypatch):
+    from pages._ui import state as S
+
+    monkeypatch.setattr(S, "LARGE_ROWS", 1000)  # the demo counts as large
+    at = _webshop()
+    assert "metric CIs from 200 replicates (large log)" in texts(at)

@@ -85,7 +85,7 @@ def test_upload_good_then_bad_file(page):
     screenshot(page, "09_upload_bad")
     _sidebar(page).get_by_role("radiogroup", name="Data source").get_by_text("Demo", exact=True).click()
     wait_ready(page)
-    page.get_by_text("271 of 600").first.wait_for()
+    page.get_by_text("4 of 450").first.wait_for()
 
 
 def test_download_report_and_open_offline(page, browser):
@@ -111,3 +111,40 @@ def test_download_report_and_open_offline(page, browser):
     assert pg.get_by_text("Verdict of the schedule").is_visible()
     pg.screenshot(path=str(OUT / "screenshots" / "10_report_offline.png"), full_page=True)
     ctx.close()
+
+
+WEBSHOP = [("Overview / Compare", "overview"), ("Reliability", "reliability"), ("Step contributions", "steps"),
+           ("Censoring", "censoring"), ("Scoring rule lab", "lab")]
+
+
+def test_webshop_pages(page):
+    """The censored demo (45% censored, exact mode, rollouts): every page renders; screenshots."""
+    for i, (title, slug) in enumerate(WEBSHOP):
+        # the default page (Overview) lives at "/" (st.navigation gives it no path of its own)
+        page.goto(page.base + ("/" if slug == "overview" else f"/{slug}") + "?demo=webshop-like")
+        wait_ready(page, title)
+        no_traceback(page)
+        screenshot(page, f"2{i}_webshop_{slug}")
+    # the reliability page explains the selection effect of complete runs
+    page.goto(page.base + "/reliability?demo=webshop-like")
+    wait_ready(page, "Reliability")
+    assert page.get_by_text("a selected population").first.is_visible()
+
+
+def test_settings_the_core_rejects_stay_in_page(page):
+    """column schedule on a log without weights, and ε = 0 (−∞ TPS): designed messages, no error box."""
+    page.goto(page.base + "/?demo=webshop-like&sched=column")
+    wait_ready(page, "Overview / Compare")
+    no_traceback(page)
+    page.get_by_text("These settings cannot be applied to this log").first.wait_for()
+    screenshot(page, "30_column_schedule")
+    page.goto(page.base + "/?demo=webshop-like&eps=0")
+    wait_ready(page, "Overview / Compare")
+    no_traceback(page)
+    page.get_by_text("exactly 0 or 1").first.wait_for()
+    assert page.locator("[data-testid='stDataFrame']").first.inner_text().count("None") == 0
+    screenshot(page, "31_eps0")
+    page.goto(page.base + "/censoring?demo=webshop-like&cens=exact&qzs=one+value&qz=0.7")
+    wait_ready(page, "Censoring")
+    page.get_by_text("Under the current mode — exact (q_Z = 0.7").first.wait_for()
+    screenshot(page, "32_censoring_exact_constant")
