@@ -3,6 +3,7 @@
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 import pytest
 from sklearn.metrics import roc_auc_score
 
@@ -95,3 +96,21 @@ def test_censoring_shift_brute_force(small):
         reps.append(fi.mean() - ci.mean())
     assert out.loc["verbal", "shift_se"] == pytest.approx(np.std(reps, ddof=1), rel=1e-9)
     assert out.loc["verbal", "n_to"] == n and out.loc["verbal", "n_from"] == n - small.n_censored
+
+
+def test_reusing_a_tps_result_gives_the_same_numbers():
+    from tpsviz import ScoreSettings, compute_tps, load
+    from tpsviz.compare import compare, z_matrix
+    from tpsviz.diagnostics import skill_table
+
+    data = load(Path(__file__).resolve().parents[1] / "demo_data" / "tau2-like.csv")
+    st = ScoreSettings(alpha=1.0, beta=1.0, n_boot=50)
+    res = compute_tps(data, st)
+    a = compare(data, st, baseline="verbal", metrics=(), n_boot=0)
+    b = compare(data, st, baseline="verbal", metrics=(), n_boot=0, result=res)
+    pd.testing.assert_frame_equal(a, b)
+    pd.testing.assert_frame_equal(z_matrix(data, st), z_matrix(data, st, result=res))
+    pd.testing.assert_frame_equal(skill_table(data, st, n_boot=20),
+                                  skill_table(data, st, n_boot=20, result=res))
+    with pytest.raises(ValueError, match="other settings"):
+        compare(data, ScoreSettings(n_boot=0), baseline="verbal", metrics=(), result=res)

@@ -19,7 +19,7 @@ from dataclasses import replace
 import numpy as np
 import pandas as pd
 
-from .diagnostics import labelled_rows
+from .diagnostics import labelled_rows, tps_matrix_for
 from .inference import bootstrap_weights, paired_difference
 from .io import TrajectoryData
 from .metrics import _point, metric_replicates, paired_metric_difference
@@ -68,7 +68,7 @@ def _paired_metric(metric, data, a, b, labelled, y, n_boot, seed, level, n_bins)
 def compare(data: TrajectoryData, settings: ScoreSettings | None = None,
             baseline: str | None = None, predictors: list[str] | None = None,
             n_boot: int | None = None, seed: int | None = None, q_z=None,
-            n_bins: int = 10, metrics=COMPARE_METRICS) -> pd.DataFrame:
+            n_bins: int = 10, metrics=COMPARE_METRICS, result=None) -> pd.DataFrame:
     """Every predictor against a baseline on the same runs: Δ, SE and Δ/SE.
 
     Parameters
@@ -89,6 +89,8 @@ def compare(data: TrajectoryData, settings: ScoreSettings | None = None,
         T-ECE bins (equal width).
     metrics : sequence of {"auroc", "auprc", "tece"}
         Metrics compared by paired bootstrap over complete runs.
+    result : TPSResult, optional
+        TPS already computed under the same settings for these predictors (reused).
 
     Returns
     -------
@@ -105,8 +107,7 @@ def compare(data: TrajectoryData, settings: ScoreSettings | None = None,
     _check_names(data, [baseline])
     names = [p for p in (data.predictors if predictors is None else predictors) if p != baseline]
     _check_names(data, names)
-    res = compute_tps(data, replace(settings, n_boot=0), names + [baseline], q_z=q_z)
-    mat = res.tps_matrix()
+    mat = tps_matrix_for(data, settings, names + [baseline], q_z, result)
     labelled, y = labelled_rows(data)
     rows = []
     for name in names:
@@ -139,7 +140,7 @@ def compare(data: TrajectoryData, settings: ScoreSettings | None = None,
 def z_matrix(data: TrajectoryData, settings: ScoreSettings | None = None,
              predictors: list[str] | None = None, metric: str = "tps",
              n_boot: int | None = None, seed: int | None = None, q_z=None,
-             n_bins: int = 10) -> pd.DataFrame:
+             n_bins: int = 10, result=None) -> pd.DataFrame:
     """Δ/SE of every ordered pair of predictors (entry [a, b] is for a − b).
 
     Parameters
@@ -152,6 +153,8 @@ def z_matrix(data: TrajectoryData, settings: ScoreSettings | None = None,
         complete runs' rows where *every* listed predictor has a forecast.
     n_boot, seed : int, optional
         Bootstrap replicates and seed for the metrics.
+    result : TPSResult, optional
+        TPS already computed under the same settings (reused for ``metric="tps"``).
 
     Returns
     -------
@@ -164,7 +167,7 @@ def z_matrix(data: TrajectoryData, settings: ScoreSettings | None = None,
     k = len(names)
     z = np.full((k, k), np.nan)
     if metric == "tps":
-        mat = compute_tps(data, replace(settings, n_boot=0), names, q_z=q_z).tps_matrix()
+        mat = tps_matrix_for(data, settings, names, q_z, result)
         for i in range(k):
             for j in range(i + 1, k):
                 both = mat[[names[i], names[j]]].dropna()

@@ -323,9 +323,29 @@ def base_rate_reference(data: TrajectoryData, settings: ScoreSettings | None = N
     return BaseRateReference(rate, rule, name, res.summary.loc[name], per, res)
 
 
+def tps_matrix_for(data: TrajectoryData, settings: ScoreSettings, names: list[str], q_z=None,
+                   result: TPSResult | None = None) -> pd.DataFrame:
+    """Per-trajectory TPS (trajectory × predictor) of ``names``, reusing ``result`` when given.
+
+    Raises
+    ------
+    ValueError
+        If ``result`` was scored under other settings or lacks one of ``names``.
+    """
+    if result is None:
+        return compute_tps(data, replace(settings, n_boot=0), names, q_z=q_z).tps_matrix()
+    if replace(result.settings, n_boot=0, seed=0) != replace(settings, n_boot=0, seed=0):
+        raise ValueError("the TPS result passed was computed under other settings")
+    missing = [n for n in names if n not in result.summary.index]
+    if missing:
+        raise ValueError(f"the TPS result passed has no predictor {missing}")
+    return result.tps_matrix()[names]
+
+
 def skill_table(data: TrajectoryData, settings: ScoreSettings | None = None,
                 predictors: list[str] | None = None, q_z=None, rate: float | None = None,
-                n_boot: int | None = None, seed: int | None = None) -> pd.DataFrame:
+                n_boot: int | None = None, seed: int | None = None,
+                result: TPSResult | None = None) -> pd.DataFrame:
     """Skill = 1 − TPS/TPS_ref of every predictor against the base-rate reference.
 
     Both means run over the same trajectories (those where the predictor was scored), so a
@@ -338,6 +358,9 @@ def skill_table(data: TrajectoryData, settings: ScoreSettings | None = None,
         As in :func:`base_rate_reference` and :func:`compute_tps`.
     n_boot, seed : int, optional
         Paired trajectory bootstrap of the skill ratio (default from ``settings``).
+    result : TPSResult, optional
+        The predictors' TPS already computed under the same settings (and ``q_z``); saves
+        scoring the log again.
 
     Returns
     -------
@@ -351,8 +374,8 @@ def skill_table(data: TrajectoryData, settings: ScoreSettings | None = None,
     seed = settings.seed if seed is None else seed
     names = list(data.predictors if predictors is None else predictors)
     ref = base_rate_reference(data, replace(settings, n_boot=0), q_z, rate)
-    res = compute_tps(data, replace(settings, n_boot=0), names, q_z=q_z)
-    mat = res.tps_matrix().reindex(data.trajectories["trajectory_id"])
+    mat = tps_matrix_for(data, settings, names, q_z, result).reindex(
+        data.trajectories["trajectory_id"])
     r = ref.per_trajectory.to_numpy(dtype=float)
     rows = []
     n = data.n_trajectories

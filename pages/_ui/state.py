@@ -347,7 +347,8 @@ def _skill(key: str, filters: tuple, recal: tuple, score: tuple, preds: tuple, n
 
     data, _ = _prepared(key, filters, recal, _src)
     q, _ = qz_override(data, _cfg, _src)
-    return skill_table(data, _cfg.score_settings(), list(preds), q_z=q, n_boot=n_boot)
+    res = _tps(key, filters, recal, score, preds, _cfg.censoring, _cfg, _src)  # cached: not rescored
+    return skill_table(data, _cfg.score_settings(), list(preds), q_z=q, n_boot=n_boot, result=res)
 
 
 def get_skill(cfg: Config | None = None, predictors=None):
@@ -374,8 +375,11 @@ def _compare_tps(key: str, filters: tuple, recal: tuple, score: tuple, preds: tu
     q, _ = qz_override(data, _cfg, _src)
     settings = _cfg.score_settings()
     # n_boot=0: the table shows Δ, the analytic SE and Δ/SE; the bootstrap CI of Δ is not shown
-    table = compare(data, settings, baseline=baseline, predictors=list(preds), q_z=q, metrics=(), n_boot=0)
-    z = z_matrix(data, settings, list(preds), metric="tps", q_z=q)
+    names = list(dict.fromkeys(list(preds) + [baseline]))
+    res = _tps(key, filters, recal, score, tuple(names), _cfg.censoring, _cfg, _src)  # cached
+    table = compare(data, settings, baseline=baseline, predictors=list(preds), q_z=q, metrics=(), n_boot=0,
+                    result=res)
+    z = z_matrix(data, settings, list(preds), metric="tps", q_z=q, result=res)
     return table, z
 
 
