@@ -189,6 +189,15 @@ def test_export_builds_report(app):
     assert rep.startswith(b"<!DOCTYPE html>") and b"plotly" in rep
 
 
+def test_export_renders_a_png_of_a_figure(app):
+    """PNG export through kaleido (it drives the Debian chromium that `make test` installs)."""
+    app.switch_page("pages/views/export.py").run()
+    app.button(key="render_png").click().run()
+    assert not app.exception, [e.value for e in app.exception]
+    png = app.session_state["_png"][1]
+    assert png[:8] == b"\x89PNG\r\n\x1a\n" and len(png) > 10_000
+
+
 # ------------------------------------------------------------------ first-user review, P1 items
 @pytest.mark.parametrize("page", PAGES)
 def test_column_schedule_without_weights_is_an_in_page_message(page):
