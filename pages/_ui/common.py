@@ -97,6 +97,18 @@ def ensure_shell() -> None:
     st.rerun()
 
 
+def page(title: str, caption: str | None = None):
+    """The common top of every page: shell, title, caption, data (or a designed empty/error
+    state), and the settings banner. Returns (cfg, data)."""
+    ensure_shell()
+    st.title(title)
+    if caption:
+        st.caption(caption)
+    cfg, data, _ = require_data()
+    banner(cfg, data)
+    return cfg, data
+
+
 def require_data():
     """(cfg, data, problems) for the page, or render a designed empty/error state and stop."""
     cfg = S.current()

@@ -12,12 +12,9 @@ from pages._ui import state as S
 from tpsviz import figures as F
 
 
-C.ensure_shell()
-st.title("Censoring")
-st.caption("A censored run was stopped by an administrative limit (step budget, cost, time) before its outcome "
-           "was observed. How it is scored can change the verdict.")
-cfg, data, _ = C.require_data()
-C.banner(cfg, data)
+cfg, data = C.page("Censoring",
+                   "A censored run was stopped by an administrative limit (step budget, cost, time) before its outcome "
+                   "was observed. How it is scored can change the verdict.")
 colors = S.selected_colors(cfg, data)
 preds = list(cfg.predictors)
 t = data.trajectories

@@ -11,11 +11,8 @@ from pages._ui import state as S
 from pages._ui import compute as V
 from tpsviz.report import build_report
 
-C.ensure_shell()
-st.title("Export")
-st.caption("Everything below uses the current settings (shown in the banner and written into every file).")
-cfg, data, _ = C.require_data()
-C.banner(cfg, data)
+cfg, data = C.page("Export",
+                   "Everything below uses the current settings (shown in the banner and written into every file).")
 src = S.current_source()
 stem = S.safe_filename(f"tpsviz_{src.name.rsplit('.', 1)[0]}")
 res = S.get_tps(cfg)

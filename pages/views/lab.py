@@ -9,12 +9,9 @@ from pages._ui import state as S
 from pages._ui import compute as V
 from tpsviz import figures as F
 
-C.ensure_shell()
-st.title("Scoring rule lab")
-st.caption("A proper scoring rule gives the best expected score to whoever reports their honest probability. "
-           "This page shows what the current settings reward.")
-cfg, data, _ = C.require_data()
-C.banner(cfg, data)
+cfg, data = C.page("Scoring rule lab",
+                   "A proper scoring rule gives the best expected score to whoever reports their honest probability. "
+                   "This page shows what the current settings reward.")
 
 # ----------------------------------------------------------------- the score
 st.subheader("The score of one forecast")

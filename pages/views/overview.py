@@ -14,12 +14,9 @@ from pages._ui import state as S
 from tpsviz import figures as F
 from tpsviz.diagnostics import METRIC_INFO
 
-C.ensure_shell()
-st.title("Overview / Compare")
-st.caption("Which uncertainty signal is most honest? TPS rewards reporting the true probability of success "
-           "at every step; AUROC/AUPRC only check ranking and T-ECE only bin-level calibration.")
-cfg, data, _ = C.require_data()
-C.banner(cfg, data)
+cfg, data = C.page("Overview / Compare",
+                   "Which uncertainty signal is most honest? TPS rewards reporting the true probability of success "
+                   "at every step; AUROC/AUPRC only check ranking and T-ECE only bin-level calibration.")
 large = S.is_large(data)
 
 # ----------------------------------------------------------------- dataset summary

@@ -9,12 +9,9 @@ from pages._ui import compute as V
 from pages._ui import state as S
 from tpsviz import figures as F
 
-C.ensure_shell()
-st.title("Recalibration")
-st.caption("Fit a map from a signal to calibrated probabilities, cross-fitted by trajectory: every run is "
-           "recalibrated by a map fitted on other runs only, so no run sees its own outcome.")
-cfg, data, _ = C.require_data()
-C.banner(cfg, data)
+cfg, data = C.page("Recalibration",
+                   "Fit a map from a signal to calibrated probabilities, cross-fitted by trajectory: every run is "
+                   "recalibrated by a map fitted on other runs only, so no run sees its own outcome.")
 
 base_preds = [p for p in data.predictors if "@" not in p]
 sources = base_preds + list(data.signals)

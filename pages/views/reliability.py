@@ -8,11 +8,8 @@ from pages._ui import common as C
 from pages._ui import state as S
 from tpsviz import figures as F
 
-C.ensure_shell()
-st.title("Reliability")
-st.caption("A calibrated predictor's forecasts of 0.7 come true 70% of the time: its curve follows the diagonal.")
-cfg, data, _ = C.require_data()
-C.banner(cfg, data)
+cfg, data = C.page("Reliability",
+                   "A calibrated predictor's forecasts of 0.7 come true 70% of the time: its curve follows the diagonal.")
 colors = S.selected_colors(cfg, data)
 preds = list(cfg.predictors)
 

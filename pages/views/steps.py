@@ -8,12 +8,9 @@ from pages._ui import common as C
 from pages._ui import state as S
 from tpsviz import figures as F
 
-C.ensure_shell()
-st.title("Step contributions")
-st.caption("TPS is a sum over steps of w_t·S(F_t, Y). Each cell below is one step's contribution: 0 is perfect, "
-           "more negative means more score lost there.")
-cfg, data, _ = C.require_data()
-C.banner(cfg, data)
+cfg, data = C.page("Step contributions",
+                   "TPS is a sum over steps of w_t·S(F_t, Y). Each cell below is one step's contribution: 0 is perfect, "
+                   "more negative means more score lost there.")
 colors = S.selected_colors(cfg, data)
 preds = list(cfg.predictors)
 
