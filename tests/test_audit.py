@@ -6,7 +6,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from tpsviz import LogFormatError, ScoreSettings, load
+from tpsviz import LogFormatError, ScoreSettings
 from tpsviz.audit import load_rollouts, mc_audit, qz_from_rollouts
 from tpsviz.synthetic import simulate
 

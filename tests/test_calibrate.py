@@ -1,7 +1,6 @@
 """calibrate: data-level cross-fitted recalibration, never fitted on a run's own outcome."""
 
 import numpy as np
-import pandas as pd
 import pytest
 
 from tpsviz import ScoreSettings, compute_tps, from_frame

@@ -7,7 +7,7 @@ import pandas as pd
 import pytest
 from sklearn.metrics import roc_auc_score
 
-from tpsviz import ScoreSettings, compute_tps, from_frame, load
+from tpsviz import ScoreSettings, compute_tps, load
 from tpsviz.compare import censoring_shift, compare, z_matrix
 from tpsviz.inference import bootstrap_weights
 from tpsviz.synthetic import simulate
@@ -99,7 +99,6 @@ def test_censoring_shift_brute_force(small):
 
 
 def test_reusing_a_tps_result_gives_the_same_numbers():
-    from tpsviz import ScoreSettings, compute_tps, load
     from tpsviz.compare import compare, z_matrix
     from tpsviz.diagnostics import skill_table
 

@@ -1,7 +1,6 @@
 """Strict propriety by simulation on the synthetic agent whose true q_t is known."""
 
 import numpy as np
-import pandas as pd
 import pytest
 
 from tpsviz import ScoreSettings, Schedule, compute_tps, from_frame

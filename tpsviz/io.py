@@ -617,7 +617,7 @@ def from_frame(df: pd.DataFrame, source: str = "<frame>") -> TrajectoryData:
             problems.append(f"column {label!r} changes within trajectory "
                             f"{', '.join(repr(b) for b in bad_ids)}"
                             + (f" and {more} more" if more > 0 else "")
-                            + f"; it must be constant within a run")
+                            + "; it must be constant within a run")
         return vals
 
     outcome_t = per_traj(outcome, "outcome")

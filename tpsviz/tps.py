@@ -24,10 +24,10 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 import pandas as pd
 
-from .inference import DEFAULT_SEED, Estimate, bootstrap_weights
+from .inference import DEFAULT_SEED, bootstrap_weights
 from .io import TrajectoryData
 from .schedules import Schedule
-from .scores import beta_score, clip_forecasts, validate_alpha_beta
+from .scores import beta_score, validate_alpha_beta
 
 __all__ = ["ScoreSettings", "TPSResult", "compute_tps", "default_censoring", "CENSORING_MODES",
            "step_weights", "artificial_censoring_check"]
@@ -294,7 +294,6 @@ def compute_tps(
     complete_case = settings.censoring == "complete"
     in_scope_t = ~cens_t if complete_case else np.ones(n_traj, bool)
     lengths = traj["length"].to_numpy()
-    starts = np.r_[0, np.cumsum(lengths)[:-1]].astype(np.int64)
     # rows in scope, in trajectory order (complete-case drops the censored runs' rows)
     codes_all = data.steps["traj"].to_numpy()
     rows_in = in_scope_t[codes_all] if complete_case and cens_t.any() else None
@@ -415,12 +414,6 @@ def compute_tps(
     return TPSResult(settings, summary, per_trajectory, data, w_rows, scores)
 
 
-def estimate_from_row(row: pd.Series, level: float = 0.95) -> Estimate:
-    """The TPS :class:`Estimate` of one summary row."""
-    return Estimate(row["tps_mean"], row["tps_se"], row["tps_ci_low"], row["tps_ci_high"],
-                    int(row["n_trajectories"]), level)
-
-
 def _censor_at(data: TrajectoryData, keep_t: np.ndarray, budget: int) -> TrajectoryData:
     """The runs selected by ``keep_t``, cut after position ``budget`` and marked censored."""
     sub = data.subset(keep_t)
@@ -509,8 +502,3 @@ def artificial_censoring_check(
             "abs_error": np.abs(direct.to_numpy() - closed[both]),
         }))
     return pd.concat(out, ignore_index=True)
-
-
-def with_settings(settings: ScoreSettings, **changes) -> ScoreSettings:
-    """A copy of ``settings`` with some fields changed (validated)."""
-    return replace(settings, **changes)

@@ -4,10 +4,8 @@ states, estimate formatting, and figure display (SVG only, registered for the Ex
 from __future__ import annotations
 
 import numpy as np
-import pandas as pd
 import streamlit as st
 
-from tpsviz import figures as F
 from . import state as S
 from .sidebar import VERDICT_ICON
 

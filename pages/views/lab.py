@@ -1,13 +1,11 @@
 """Scoring rule lab: what the α/β sliders and the weight schedule mean, and why AUROC and ECE miss
 what TPS sees — for stakeholders."""
 
-import numpy as np
 import streamlit as st
 
 from pages._ui import common as C
 from pages._ui import state as S
 from pages._ui import compute as V
-from tpsviz import figures as F
 
 cfg, data = C.page("Scoring rule lab",
                    "A proper scoring rule gives the best expected score to whoever reports their honest probability. "

@@ -1,7 +1,6 @@
 """Reliability: do the stated probabilities match observed success rates? Binned diagrams with
 intervals, CORP isotonic curves with consistency bands, histograms, and MCB/DSC/UNC."""
 
-import pandas as pd
 import streamlit as st
 
 from pages._ui import common as C
