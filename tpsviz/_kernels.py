@@ -159,18 +159,20 @@ def table_for(exact_pq, alpha: float, beta: float) -> _Table | None:
 # block kernels
 
 
-def _exact_branch(p: np.ndarray, exact, at0: float, at1: float, alpha, beta) -> np.ndarray:
+def _exact_branch(p: np.ndarray, exact_pq, branch: int, at0: float, at1: float, alpha,
+                  beta) -> np.ndarray:
     """S(p, branch) by the exact evaluator, with the limits at p = 0 and p = 1."""
     out = np.empty_like(p)
     inner = (p > 0.0) & (p < 1.0)
     if inner.any():
-        out[inner] = exact(p[inner], alpha, beta)
+        pi = p[inner]
+        out[inner] = exact_pq(pi, 1.0 - pi, branch, alpha, beta)
     out[p == 0.0] = at0
     out[p == 1.0] = at1
     return out
 
 
-def _general(pb, yf, ob, alpha, beta, exact1, exact0, edges, table) -> None:
+def _general(pb, yf, ob, alpha, beta, exact_pq, edges, table) -> None:
     s01, s11, s00, s10 = edges
     if table is not None:
         ob[:] = table(pb, yf)
@@ -184,15 +186,15 @@ def _general(pb, yf, ob, alpha, beta, exact1, exact0, edges, table) -> None:
         vals = ob
     ones = yf == 1.0
     if ones.any():
-        vals[ones] = _exact_branch(pb[ones], exact1, s01, s11, alpha, beta)
+        vals[ones] = _exact_branch(pb[ones], exact_pq, 1, s01, s11, alpha, beta)
     zeros = ~ones
     if zeros.any():
-        vals[zeros] = _exact_branch(pb[zeros], exact0, s00, s10, alpha, beta)
+        vals[zeros] = _exact_branch(pb[zeros], exact_pq, 0, s00, s10, alpha, beta)
     if todo is not None:
         ob[todo] = vals
 
 
-def _block(pb, yb, ob, kind, alpha, beta, exact1, exact0, edges, tables):
+def _block(pb, yb, ob, kind, alpha, beta, exact_pq, edges, tables):
     lo = pb.min() if pb.size else 0.0
     hi = pb.max() if pb.size else 0.0
     if not (lo >= 0.0 and hi <= 1.0):
@@ -229,12 +231,15 @@ def _block(pb, yb, ob, kind, alpha, beta, exact1, exact0, edges, tables):
                 with np.errstate(divide="ignore"):
                     ob[fix] = np.log1p(-pf) if kind == "log" else -2.0 * np.sqrt(pf / (1.0 - pf))
         return
-    _general(pb, yf, ob, alpha, beta, exact1, exact0, edges, tables)
+    _general(pb, yf, ob, alpha, beta, exact_pq, edges, tables)
 
 
-def score(p: np.ndarray, y: np.ndarray, alpha: float, beta: float, exact1, exact0,
-          edges, exact_pq) -> np.ndarray:
+def score(p: np.ndarray, y: np.ndarray, alpha: float, beta: float, edges,
+          exact_pq) -> np.ndarray:
     """S(p, y) for flat arrays p (float) and y (0/1), block by block.
+
+    ``edges`` are (S(0,1), S(1,1), S(0,0), S(1,0)); ``exact_pq(p, 1-p, branch, α, β)`` is the
+    exact evaluator used where no closed form or verified table applies.
 
     Raises
     ------
@@ -257,7 +262,7 @@ def score(p: np.ndarray, y: np.ndarray, alpha: float, beta: float, exact1, exact
     def work(lo: int, hi: int) -> None:
         for b in range(lo, hi, BLOCK):
             e = min(b + BLOCK, hi)
-            _block(p[b:e], y[b:e], out[b:e], kind, alpha, beta, exact1, exact0, edges, tables)
+            _block(p[b:e], y[b:e], out[b:e], kind, alpha, beta, exact_pq, edges, tables)
 
     if n >= THREAD_MIN:
         mid = (n // 2 // BLOCK) * BLOCK

@@ -16,7 +16,9 @@ with B(x; a, b) the unregularised lower incomplete beta function. Special cases:
 
 Numerics (see ``_lower_beta``): the complement 1-p is never formed in floating point where
 it would lose relative precision; parameters in (-1, 0] use the recurrence in b, and a
-parameter within ``_NEAR_ZERO`` of 0 uses a cubic interpolation in b across 0.
+parameter within ``_NEAR_ZERO`` of 0 uses a cubic interpolation in b across 0. The closed
+forms of the three named cases, the block/thread loop and the interpolation tables for large
+arrays live in :mod:`tpsviz._kernels`.
 """
 
 from __future__ import annotations
@@ -103,10 +105,6 @@ def validate_alpha_beta(alpha: float, beta: float) -> tuple[float, float]:
             )
         out.append(f)
     return out[0], out[1]
-
-
-def _is(v: float, target: float) -> bool:
-    return v == target
 
 
 def _betainc_lower(a: float, b: float, x: np.ndarray, xc: np.ndarray) -> np.ndarray:
@@ -209,30 +207,6 @@ def exact_branch(p: np.ndarray, q: np.ndarray, branch: int, alpha: float, beta: 
     return -_lower_beta(alpha + 1.0, beta, p, q)
 
 
-def _score_one(p: np.ndarray, alpha: float, beta: float) -> np.ndarray:
-    """S(p, 1) for p in (0, 1)."""
-    if alpha == 0.0 and beta == 0.0:
-        return np.log(p)
-    if alpha == 1.0 and beta == 1.0:
-        return -0.5 * (1.0 - p) ** 2
-    if alpha == -0.5 and beta == -0.5:
-        return -2.0 * np.sqrt((1.0 - p) / p)
-    # where p >= 0.5, 1 - p is exact; where p < 0.5, p is exact and 1 - p is only used in
-    # a way insensitive to its rounding (see _betainc_lower)
-    return exact_branch(p, 1.0 - p, 1, alpha, beta)
-
-
-def _score_zero(p: np.ndarray, alpha: float, beta: float) -> np.ndarray:
-    """S(p, 0) for p in (0, 1)."""
-    if alpha == 0.0 and beta == 0.0:
-        return np.log1p(-p)
-    if alpha == 1.0 and beta == 1.0:
-        return -0.5 * p**2
-    if alpha == -0.5 and beta == -0.5:
-        return -2.0 * np.sqrt(p / (1.0 - p))
-    return exact_branch(p, 1.0 - p, 0, alpha, beta)
-
-
 def _edge_values(alpha: float, beta: float) -> tuple[float, float, float, float]:
     """(S(0,1), S(1,1), S(0,0), S(1,0)): the limits at the ends of [0, 1]."""
     s01 = -special.beta(beta + 1.0, alpha) if alpha > 0 else -np.inf
@@ -251,8 +225,7 @@ def _flat_inputs(p, y) -> tuple[np.ndarray, np.ndarray, tuple]:
 
 def _score_flat(p: np.ndarray, y: np.ndarray, alpha: float, beta: float) -> np.ndarray:
     try:
-        return _kernels.score(p, y, alpha, beta, _score_one, _score_zero,
-                              _edge_values(alpha, beta), exact_branch)
+        return _kernels.score(p, y, alpha, beta, _edge_values(alpha, beta), exact_branch)
     except _kernels.BadForecast:
         bad = ~((p >= 0.0) & (p <= 1.0))
         raise ValueError(

@@ -13,12 +13,7 @@ import tpsviz
 from tpsviz import figures as F
 
 from . import state as S
-
-_MD = "\\`*_{}[]()#+-.!|<>~$:"
-
-
-def _md(s) -> str:
-    return "".join("\\" + ch if ch in _MD else ch for ch in str(s))
+from .common import md as _md
 
 
 # ----------------------------------------------------------------------------- formatting

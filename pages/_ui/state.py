@@ -317,10 +317,6 @@ def censoring_label(cfg: Config, censoring: str | None = None) -> str:
 
 
 # ----------------------------------------------------------------------------- TPS
-def _settings(cfg: Config, censoring: str) -> tpsviz.ScoreSettings:
-    return replace(cfg, censoring=censoring).score_settings()
-
-
 @st.cache_resource(max_entries=24, show_spinner="Scoring…")
 def _tps(key: str, filters: tuple, recal: tuple, score: tuple, preds: tuple, censoring: str,
          _cfg: Config, _src: Source):
