@@ -230,26 +230,3 @@ def test_predictor_without_any_forecast_in_a_run_is_left_out_and_counted():
     assert res.summary.loc["x", "n_trajectories"] == 1
     assert res.summary.loc["x", "tps_mean"] == pytest.approx(np.log(0.6))
     assert res.summary.loc["z", "n_trajectories"] == 2
-
-
-def test_bootstrap_counts_are_replayed_identically(monkeypatch):
-    from tpsviz import inference
-
-    monkeypatch.setattr(inference, "_CACHE", type(inference._CACHE)())
-    first = [w.copy() for w in inference.bootstrap_weights(300, 50, 7)]
-    assert (300, 50, 7) in inference._CACHE
-    fresh = [c.astype(float) for c in inference._draw(300, 50, 7)]
-    again = list(inference.bootstrap_weights(300, 50, 7))
-    for a, b, c in zip(first, again, fresh):
-        np.testing.assert_array_equal(a, b)
-        np.testing.assert_array_equal(a, c)
-    assert all(w.sum(axis=1).tolist() == [300.0] * w.shape[0] for w in again)
-    # a bootstrap that is not consumed to the end is not kept
-    gen = inference.bootstrap_weights(400, 50, 7)
-    next(gen)
-    gen.close()
-    assert (400, 50, 7) not in inference._CACHE
-    # the memory bound evicts the oldest key
-    monkeypatch.setattr(inference, "_CACHE_MAX_CELLS", 300 * 50 + 10)
-    list(inference.bootstrap_weights(300, 50, 8))
-    assert (300, 50, 7) not in inference._CACHE and (300, 50, 8) in inference._CACHE

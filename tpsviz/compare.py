@@ -20,7 +20,7 @@ import numpy as np
 import pandas as pd
 
 from .diagnostics import labelled_rows, tps_matrix_for
-from .inference import bootstrap_weights, paired_difference
+from .inference import bootstrap_sums, paired_difference
 from .io import TrajectoryData
 from .metrics import _point, metric_replicates, paired_metric_difference
 from .tps import ScoreSettings, compute_tps, default_censoring
@@ -269,13 +269,11 @@ def censoring_shift(data: TrajectoryData, settings: ScoreSettings | None = None,
             rec.update({f"{key}_se": np.nan, f"{key}_ci_low": np.nan, f"{key}_ci_high": np.nan})
         finite = np.isfinite(vf).all() and np.isfinite(vt).all()
         if n_boot > 0 and n >= 2 and finite and np.isfinite(rec["shift"]):
-            r1, r2 = [], []
-            for w in bootstrap_weights(n, n_boot, seed):
-                with np.errstate(invalid="ignore", divide="ignore"):
-                    r1.append((w @ vt) / (w @ mt) - (w @ vf) / (w @ mf))
-                    r2.append((w @ vt) / (w @ wt) - (w @ vf) / (w @ wf))
+            s = bootstrap_sums(np.column_stack([vt, mt, vf, mf, wt, wf]), n_boot, seed)
+            with np.errstate(invalid="ignore", divide="ignore"):
+                r1 = s[:, 0] / s[:, 1] - s[:, 2] / s[:, 3]
+                r2 = s[:, 0] / s[:, 4] - s[:, 2] / s[:, 5]
             for key, reps in (("shift", r1), ("shift_step", r2)):
-                reps = np.concatenate(reps)
                 reps = reps[np.isfinite(reps)]
                 if reps.size >= 2:
                     lo, hi = np.quantile(reps, [a, 1 - a])

@@ -26,7 +26,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 import pandas as pd
 
-from .inference import bootstrap_weights, mean_estimate
+from .inference import bootstrap_sums, mean_estimate
 from .io import TrajectoryData
 from .metrics import auprc, auroc, bootstrap_metric, scalarised_score, tece
 from .tps import ScoreSettings, TPSResult, compute_tps, default_censoring
@@ -391,11 +391,9 @@ def skill_table(data: TrajectoryData, settings: ScoreSettings | None = None,
         se = lo = hi = np.nan
         if n_boot > 0 and m >= 2 and np.isfinite(sk) and np.isfinite(v[ok]).all():
             vv, rr = np.where(ok, v, 0.0), np.where(ok, r, 0.0)
-            reps = []
-            for w in bootstrap_weights(n, n_boot, seed):
-                with np.errstate(invalid="ignore", divide="ignore"):
-                    reps.append(1.0 - (w @ vv) / (w @ rr))
-            reps = np.concatenate(reps)
+            sums = bootstrap_sums(np.column_stack([vv, rr]), n_boot, seed)
+            with np.errstate(invalid="ignore", divide="ignore"):
+                reps = 1.0 - sums[:, 0] / sums[:, 1]
             reps = reps[np.isfinite(reps)]
             if reps.size >= 2:
                 se = float(reps.std(ddof=1))

@@ -6,22 +6,17 @@ trajectories, and paired differences of two predictors on the same runs.
 
 from __future__ import annotations
 
-from collections import OrderedDict
 from collections.abc import Iterator
 from dataclasses import dataclass
-from threading import Lock
 
 import numpy as np
 
-__all__ = ["Estimate", "mean_estimate", "paired_difference", "bootstrap_weights", "DEFAULT_SEED"]
+from . import resample
+
+__all__ = ["Estimate", "mean_estimate", "paired_difference", "bootstrap_weights",
+           "bootstrap_sums", "DEFAULT_SEED"]
 
 DEFAULT_SEED = 20260101
-# replicates drawn per chunk: bounds memory at chunk × n_trajectories counts
-_CHUNK_CELLS = 4_000_000
-# resampling counts kept for replay (uint8 cells, ≈ bytes): 100k runs × 2,000 replicates fit
-_CACHE_MAX_CELLS = 450_000_000
-_CACHE: OrderedDict = OrderedDict()
-_CACHE_LOCK = Lock()
 
 
 @dataclass(frozen=True)
@@ -50,32 +45,15 @@ class Estimate:
     level: float = 0.95
 
 
-def _draw(n: int, n_boot: int, seed: int) -> Iterator[np.ndarray]:
-    """The resampling counts (int64), chunk by chunk, straight from the generator."""
-    rng = np.random.default_rng(seed)
-    chunk = max(1, min(n_boot, _CHUNK_CELLS // max(n, 1)))
-    done = 0
-    while done < n_boot:
-        m = min(chunk, n_boot - done)
-        # m resamples of n indices; per-row counts by one bincount over offset indices
-        idx = rng.integers(0, n, size=(m, n))
-        idx += (np.arange(m) * n)[:, None]
-        yield np.bincount(idx.ravel(), minlength=m * n).reshape(m, n)
-        done += m
-
-
 def bootstrap_weights(n: int, n_boot: int, seed: int) -> Iterator[np.ndarray]:
     """Yield chunks of bootstrap resampling counts, shape (chunk, n), as float64.
 
     Row r gives how often each of the n trajectories is drawn in replicate r (n draws with
     replacement, i.e. a multinomial draw of n from n with equal probabilities). The same
     (n, n_boot, seed) always gives the same replicates, so two predictors scored on the same
-    runs are resampled identically (a paired bootstrap).
-
-    Drawing the counts is most of a bootstrap's cost on large logs, so the counts of recent
-    (n, n_boot, seed) are kept in memory as uint8 (at most ``_CACHE_MAX_CELLS`` cells in all)
-    and replayed: every later bootstrap with the same key (another statistic, a rerun after a
-    setting changed) gets the identical replicates without drawing them again.
+    runs are resampled identically (a paired bootstrap), and :func:`bootstrap_sums` uses
+    the very same replicates. How the counts are drawn (exactly, fast) and kept for replay
+    is described in :mod:`tpsviz.resample`.
 
     Parameters
     ----------
@@ -84,34 +62,32 @@ def bootstrap_weights(n: int, n_boot: int, seed: int) -> Iterator[np.ndarray]:
     n_boot : int
         Number of bootstrap replicates.
     seed : int
-        Seed of ``numpy.random.default_rng``.
+        Seed of the replicates.
     """
-    key = (int(n), int(n_boot), int(seed))
-    with _CACHE_LOCK:
-        cached = _CACHE.get(key)
-        if cached is not None:
-            _CACHE.move_to_end(key)
-    if cached is not None:
-        for counts in cached:
-            yield counts.astype(np.float64)
-        return
-    keep = n * n_boot <= _CACHE_MAX_CELLS
-    chunks = []
-    for counts in _draw(n, n_boot, seed):
-        if keep:
-            if counts.max(initial=0) > 255:  # cannot happen in practice; never truncate
-                keep = False
-                chunks = []
-            else:
-                chunks.append(counts.astype(np.uint8))
+    for counts in resample.count_blocks(n, n_boot, seed):
         yield counts.astype(np.float64)
-    if keep:
-        with _CACHE_LOCK:
-            _CACHE[key] = chunks
-            total = sum(c.size for v in _CACHE.values() for c in v)
-            while total > _CACHE_MAX_CELLS and len(_CACHE) > 1:
-                _, old = _CACHE.popitem(last=False)
-                total -= sum(c.size for c in old)
+
+
+def bootstrap_sums(x, n_boot: int, seed: int) -> np.ndarray:
+    """Replicated sums over trajectories: C @ x for the resampling counts C (n_boot × n).
+
+    Every statistic that is a function of a few sums over trajectories (a mean, a ratio of
+    means, binned sums) is bootstrapped through this one product; the counts are never
+    converted to float64 as a whole.
+
+    Parameters
+    ----------
+    x : array_like
+        Shape (n,) or (n, k), finite: one row per trajectory.
+    n_boot, seed : int
+        As in :func:`bootstrap_weights` (same replicates).
+
+    Returns
+    -------
+    ndarray
+        Shape (n_boot,) or (n_boot, k).
+    """
+    return resample.counts_times(x, n_boot, seed)
 
 
 def _percentiles(reps: np.ndarray, level: float) -> tuple[float, float]:
@@ -149,7 +125,7 @@ def mean_estimate(
     se = float(v.std(ddof=1) / np.sqrt(n))
     if n_boot <= 0 or not np.isfinite(mean):
         return Estimate(mean, se, np.nan, np.nan, n, level)
-    reps = np.concatenate([w @ v / n for w in bootstrap_weights(n, n_boot, seed)])
+    reps = bootstrap_sums(v, n_boot, seed) / n
     lo, hi = _percentiles(reps, level)
     return Estimate(mean, se, lo, hi, n, level)
 

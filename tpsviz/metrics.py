@@ -26,7 +26,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from tpsviz.inference import DEFAULT_SEED, Estimate, bootstrap_weights
+from tpsviz.inference import DEFAULT_SEED, Estimate, bootstrap_sums, bootstrap_weights
 from tpsviz.scores import beta_score
 from tpsviz._validate import forecasts_and_outcomes
 
@@ -70,6 +70,10 @@ def _check_groups(groups, n_rows: int) -> tuple[np.ndarray, int]:
         raise ValueError(f"groups has {g.size} values for {n_rows} rows")
     if not np.issubdtype(g.dtype, np.integer):
         raise ValueError("groups must be integer trajectory codes")
+    if g.size and g[0] == 0:  # already codes 0..n-1 in order (as TrajectoryData has them)
+        step = np.diff(g)
+        if ((step == 0) | (step == 1)).all():
+            return g.astype(np.intp, copy=False), int(g[-1]) + 1
     codes, inv = np.unique(g, return_inverse=True)
     return inv.astype(np.intp), codes.size
 
@@ -366,8 +370,13 @@ class _AurocLinearStat:
                     + np.bincount(g[~pos], weights=v01, minlength=n) / n0
                     - self.a * (n1a / n1 + n0a / n0))
 
-    def __call__(self, wc: np.ndarray) -> np.ndarray:
-        return self.a + (wc - 1.0) @ self.psi
+    def columns(self) -> np.ndarray:
+        """Per-trajectory values whose replicated sums give the replicates."""
+        return self.psi[:, None]
+
+    def from_sums(self, sums: np.ndarray) -> np.ndarray:
+        """Replicates from the replicated sums c·ψ: A + (c − 1)·ψ."""
+        return self.a + sums[:, 0] - self.psi.sum()
 
 
 class _AuprcLinearStat:
@@ -403,8 +412,8 @@ class _AuprcLinearStat:
         row = np.where(pos, own + cum_a[k] - self.a, -cum_b[k]) / n1
         self.psi = np.bincount(g, weights=row, minlength=n)
 
-    def __call__(self, wc: np.ndarray) -> np.ndarray:
-        return self.a + (wc - 1.0) @ self.psi
+    columns = _AurocLinearStat.columns
+    from_sums = _AurocLinearStat.from_sums
 
 
 class _AuprcStat:
@@ -435,12 +444,17 @@ class _TeceStat:
 
     def __init__(self, p, y, g, n, n_bins, strategy):
         b = bin_index(p, bin_edges(p, n_bins, strategy))
-        self.gap = np.zeros((n, n_bins))
-        np.add.at(self.gap, (g, b), p - y)
+        self.gap = np.bincount(g * n_bins + b, weights=p - y,
+                               minlength=n * n_bins).reshape(n, n_bins)
         self.count = np.bincount(g, minlength=n).astype(float)
 
-    def __call__(self, wc: np.ndarray) -> np.ndarray:
-        return np.abs(wc @ self.gap).sum(axis=1) / (wc @ self.count)
+    def columns(self) -> np.ndarray:
+        """Per-trajectory bin sums of F − Y, and row counts."""
+        return np.column_stack([self.gap, self.count])
+
+    def from_sums(self, sums: np.ndarray) -> np.ndarray:
+        """T-ECE of each replicate from its weighted bin sums and row count."""
+        return np.abs(sums[:, :-1]).sum(axis=1) / sums[:, -1]
 
 
 # logs with more rows than this use linearized AUROC/AUPRC replicates under method="auto"
@@ -507,11 +521,25 @@ def metric_replicates(metric: str, forecasts, y, groups, n_boot: int = 2000,
     yv = checked[0][1]
     g, n = _check_groups(groups, yv.size)
     stats = [_statistic(metric, pv, yv, g, n, n_bins, strategy, method) for pv, _ in checked]
-    reps = [[] for _ in stats]
-    for wc in bootstrap_weights(n, int(n_boot), seed):
-        for out, stat in zip(reps, stats):
-            out.append(stat(wc))
-    res = np.array([np.concatenate(r) if r else np.empty(0) for r in reps])
+    n_boot = int(n_boot)
+    res = np.empty((len(stats), max(n_boot, 0)))
+    # statistics of a few sums over trajectories: one product with the resampling counts
+    summed = [i for i, st in enumerate(stats) if hasattr(st, "from_sums")]
+    if summed and n_boot > 0:
+        cols = [stats[i].columns() for i in summed]
+        sums = bootstrap_sums(np.hstack(cols), n_boot, seed)
+        edges = np.cumsum([0] + [c.shape[1] for c in cols])
+        with np.errstate(invalid="ignore", divide="ignore"):
+            for i, a, b in zip(summed, edges[:-1], edges[1:]):
+                res[i] = stats[i].from_sums(sums[:, a:b])
+    # the others are recomputed with the counts as row weights, replicate by replicate
+    direct = [i for i in range(len(stats)) if i not in summed]
+    if direct and n_boot > 0:
+        r0 = 0
+        for wc in bootstrap_weights(n, n_boot, seed):
+            for i in direct:
+                res[i, r0:r0 + wc.shape[0]] = stats[i](wc)
+            r0 += wc.shape[0]
     return res[0] if single else res
 
 
@@ -530,7 +558,7 @@ def bootstrap_metric(metric: str, p, y, groups, n_boot: int = 2000, seed: int = 
     p, yv, _ = _check_xy(p, y)
     point = _point(metric, p, yv, n_bins, strategy)
     reps = metric_replicates(metric, p, yv, groups, n_boot, seed, n_bins, strategy)
-    n = np.unique(np.asarray(groups)).size
+    n = _check_groups(groups, yv.size)[1]
     return Estimate(point, *_summary(reps, level), n=n, level=level)
 
 
@@ -604,5 +632,5 @@ def paired_metric_difference(metric: str, p_a, p_b, y, groups, n_boot: int = 200
     reps = metric_replicates(metric, [pa, pb], yv, groups, n_boot, seed, n_bins, strategy)
     se, lo, hi = _summary(reps[0] - reps[1], level)
     z = delta / se if np.isfinite(se) and se > 0 else np.nan
-    n = np.unique(np.asarray(groups)).size
+    n = _check_groups(groups, yv.size)[1]
     return PairedMetric(metric, float(delta), se, float(z), lo, hi, n, int(n_boot), level)

@@ -24,7 +24,7 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 import pandas as pd
 
-from .inference import DEFAULT_SEED, bootstrap_weights
+from .inference import DEFAULT_SEED, bootstrap_sums
 from .io import TrajectoryData
 from .schedules import Schedule
 from .scores import beta_score, validate_alpha_beta
@@ -241,12 +241,14 @@ def _bootstrap_columns(values: np.ndarray, valid: np.ndarray, settings: ScoreSet
     finite = np.array([np.isfinite(values[valid[:, j], j]).all() for j in range(k)])
     v = np.where(valid, values, 0.0)
     v[~np.isfinite(v)] = 0.0
-    m = valid.astype(float)
-    reps = []
-    for w in bootstrap_weights(n, settings.n_boot, settings.seed):
-        with np.errstate(invalid="ignore", divide="ignore"):
-            reps.append((w @ v) / (w @ m))
-    reps = np.vstack(reps)
+    # replicated Σ c_i v_i and Σ c_i [valid_i]; a column valid on every run has Σ c_i = n
+    partial = ~valid.all(axis=0)
+    sums = bootstrap_sums(np.hstack([v, valid[:, partial].astype(float)]),
+                          settings.n_boot, settings.seed)
+    den = np.full((settings.n_boot, k), float(n))
+    den[:, partial] = sums[:, k:]
+    with np.errstate(invalid="ignore", divide="ignore"):
+        reps = sums[:, :k] / den
     a = (1 - settings.level) / 2
     for j in range(k):
         if finite[j] and valid[:, j].sum() >= 2:
