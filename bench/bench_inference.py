@@ -35,6 +35,7 @@ import numpy as np
 import pandas as pd
 
 from tpsviz import ScoreSettings, compute_tps, from_frame
+from tpsviz.diagnostics import leaderboard
 from tpsviz import resample
 from tpsviz.inference import paired_difference
 from tpsviz.metrics import auprc, auroc, bootstrap_metric, paired_metric_difference, tece
@@ -94,6 +95,10 @@ def main(n_traj: int = 100_000, n_boot: int = 2000) -> None:
          lambda: paired_difference(*tps_pair(), n_boot=n_boot, seed=7)),
         ("paired AUROC diff", lambda: auroc(p, y) - auroc(pg, y),
          lambda: paired_metric_difference("auroc", p, pg, y, g, n_boot, 7)),
+        # everything the dashboard's overview shows: TPS, skill, AUROC/AUPRC/T-ECE pooled
+        # and final, for both predictors; its bootstraps share one draw of the counts
+        ("leaderboard (all)", lambda: leaderboard(data, s0, n_boot=0),
+         lambda: leaderboard(data, sb, n_boot=n_boot, seed=7)),
     ]
     print(f"{'statistic':<20} {'point s':>8} {'first s':>8} {'replay s':>9} "
           f"{'ratio first':>12} {'ratio replay':>13}  target <= 10")

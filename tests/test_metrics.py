@@ -231,10 +231,15 @@ def test_linear_auroc_replicates_track_the_exact_ones():
 def test_linear_auroc_is_used_automatically_for_large_logs(monkeypatch):
     from tpsviz import metrics
     p, y, g = _clustered_log(400, 5)
-    monkeypatch.setattr(metrics, "LINEAR_AUROC_MIN_ROWS", 100)
-    auto = metrics.metric_replicates("auroc", p, y, g, n_boot=50, seed=2)
+    exact = metrics.metric_replicates("auroc", p, y, g, n_boot=50, seed=2, method="exact")
     lin = metrics.metric_replicates("auroc", p, y, g, n_boot=50, seed=2, method="linear")
-    np.testing.assert_array_equal(auto, lin)
+    # small: exact replicates
+    np.testing.assert_array_equal(metrics.metric_replicates("auroc", p, y, g, 50, 2), exact)
+    monkeypatch.setattr(metrics, "LINEAR_MIN_CELLS", 100)
+    # many rows × replicates but fewer runs than the linear replicates were checked at
+    np.testing.assert_array_equal(metrics.metric_replicates("auroc", p, y, g, 50, 2), exact)
+    monkeypatch.setattr(metrics, "LINEAR_MIN_TRAJECTORIES", 400)
+    np.testing.assert_array_equal(metrics.metric_replicates("auroc", p, y, g, 50, 2), lin)
     with pytest.raises(ValueError, match="method"):
         metrics.metric_replicates("auroc", p, y, g, n_boot=5, method="fast")
 

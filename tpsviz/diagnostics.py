@@ -28,7 +28,8 @@ import pandas as pd
 
 from .inference import bootstrap_sums, mean_estimate
 from .io import TrajectoryData
-from .metrics import auprc, auroc, bootstrap_metric, scalarised_score, tece
+from .metrics import (MeanStat, auprc, auroc, metric_statistic, replicate_statistics,
+                      replicate_summary, scalarised_score, tece)
 from .tps import ScoreSettings, TPSResult, compute_tps, default_censoring
 
 __all__ = ["METRIC_INFO", "LABELS", "metric_table", "BaseRateReference", "base_rate_reference",
@@ -106,14 +107,6 @@ def _metric_point(metric: str, p, y, n_bins: int, strategy: str) -> float:
         return np.nan
 
 
-def _metric_estimate(metric, p, y, g, n_boot, seed, level, n_bins, strategy):
-    """(point, se, ci_low, ci_high) of a rank/binned metric with a trajectory bootstrap."""
-    point = _metric_point(metric, p, y, n_bins, strategy)
-    if n_boot <= 0 or not np.isfinite(point) or np.unique(g).size < 2:
-        return point, np.nan, np.nan, np.nan
-    est = bootstrap_metric(metric, p, y, g, n_boot=n_boot, seed=seed, level=level,
-                           n_bins=n_bins, strategy=strategy)
-    return est.mean, est.se, est.ci_low, est.ci_high
 
 
 # --------------------------------------------------------------------------- metric table
@@ -182,20 +175,29 @@ def metric_table(data: TrajectoryData, settings: ScoreSettings | None = None,
                  ("tece_final", "tece", pf, yf, gf, "uniform"),
                  ("tece_pooled_mass", "tece", p, y, g, "quantile"),
                  ("tece_final_mass", "tece", pf, yf, gf, "quantile")]
+        runs = np.unique(g)
+        # every bootstrap of this predictor resamples the same runs: one set of replicates
+        point, se, boot = {}, {}, {}  # boot: column -> statistic to replicate
         for col, metric, pv, yv, gv, strategy in specs:
-            est = _metric_estimate(metric, pv, yv, gv, n_boot, seed, level, n_bins, strategy)
-            rec.update(zip((col, f"{col}_se", f"{col}_ci_low", f"{col}_ci_high"), est))
+            point[col] = _metric_point(metric, pv, yv, n_bins, strategy)
+            if n_boot > 0 and np.isfinite(point[col]) and runs.size >= 2:
+                boot[col] = metric_statistic(metric, pv, yv, gv, n_boot, n_bins, strategy)[0]
         pc = np.clip(p, eps, 1.0 - eps) if eps > 0 else p
         for sname, (a, b) in _SCAL.items():
             for phi in ("last", "mean", "min"):
                 col = f"scal_{sname}_{phi}"
                 with np.errstate(divide="ignore"):
                     v = scalarised_score(pc, y, g, phi, a, b)
-                e = mean_estimate(v, n_boot=n_boot if np.isfinite(v).all() else 0,
-                                  level=level, seed=seed)
-                rec.update({col: e.mean, f"{col}_se": e.se, f"{col}_ci_low": e.ci_low,
-                            f"{col}_ci_high": e.ci_high})
-        runs = np.unique(g)
+                e = mean_estimate(v, n_boot=0, level=level)
+                point[col], se[col] = e.mean, e.se  # SE: sd / sqrt(n) over runs
+                if n_boot > 0 and v.size >= 2 and np.isfinite(v).all():
+                    boot[col] = MeanStat(v)
+        reps = dict(zip(boot, replicate_statistics(list(boot.values()), runs.size, n_boot,
+                                                   seed)))
+        for col in point:
+            sd, lo, hi = replicate_summary(reps[col], level) if col in reps else (np.nan,) * 3
+            rec.update({col: point[col], f"{col}_se": se.get(col, sd), f"{col}_ci_low": lo,
+                        f"{col}_ci_high": hi})
         rec.update({
             "n_trajectories": int(runs.size), "n_steps": int(idx.size),
             "n_unlabelled": 0 if pseudo_labels else int(cens.sum()),

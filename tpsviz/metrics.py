@@ -40,6 +40,10 @@ __all__ = [
     "bin_index",
     "scalarised_score",
     "metric_replicates",
+    "metric_statistic",
+    "replicate_statistics",
+    "MeanStat",
+    "replicate_summary",
     "bootstrap_metric",
     "paired_metric_difference",
 ]
@@ -457,18 +461,22 @@ class _TeceStat:
         return np.abs(sums[:, :-1]).sum(axis=1) / sums[:, -1]
 
 
-# logs with more rows than this use linearized AUROC/AUPRC replicates under method="auto"
-LINEAR_AUROC_MIN_ROWS = 200_000
+# method="auto" uses first-order AUROC/AUPRC replicates when recomputing the metric in every
+# replicate would touch more than LINEAR_MIN_CELLS (rows × replicates) and there are at least
+# LINEAR_MIN_TRAJECTORIES runs (the size at which the tests check them against exact ones)
+LINEAR_MIN_CELLS = 50_000_000
+LINEAR_MIN_TRAJECTORIES = 3000
 
 
-def _statistic(metric, p, y, g, n, n_bins, strategy, method="auto"):
+def _statistic(metric, p, y, g, n, n_bins, strategy, method="auto", n_boot=0):
     if metric == "tece":
         return _TeceStat(p, y, g, n, n_bins, strategy)
     if metric not in ("auroc", "auprc"):
         raise ValueError(f"metric must be one of {METRICS}, got {metric!r}")
     if method not in ("auto", "exact", "linear"):
         raise ValueError(f"method must be 'auto', 'exact' or 'linear', got {method!r}")
-    linear = method == "linear" or (method == "auto" and p.size > LINEAR_AUROC_MIN_ROWS)
+    large = p.size * n_boot > LINEAR_MIN_CELLS and n >= LINEAR_MIN_TRAJECTORIES
+    linear = method == "linear" or (method == "auto" and large)
     exact_cls, linear_cls = {"auroc": (_AurocStat, _AurocLinearStat),
                              "auprc": (_AuprcStat, _AuprcLinearStat)}[metric]
     return (linear_cls if linear else exact_cls)(p, y, g, n)
@@ -480,6 +488,70 @@ def _point(metric, p, y, n_bins, strategy) -> float:
     if metric == "auprc":
         return auprc(p, y)
     return tece(p, y, n_bins, strategy)
+
+
+class MeanStat:
+    """The mean over trajectories of one value per trajectory, as a bootstrap statistic."""
+
+    def __init__(self, values):
+        self.values = np.asarray(values, dtype=float)
+
+    def columns(self) -> np.ndarray:
+        return self.values[:, None]
+
+    def from_sums(self, sums: np.ndarray) -> np.ndarray:
+        return sums[:, 0] / self.values.size
+
+
+def metric_statistic(metric: str, p, y, groups, n_boot: int, n_bins: int = 10,
+                     strategy: str = "uniform", method: str = "auto"):
+    """A bootstrap statistic of a metric, for :func:`replicate_statistics`.
+
+    Returns
+    -------
+    stat : object
+        Evaluates the metric on resampled trajectories.
+    n : int
+        Number of trajectories (distinct codes of ``groups``).
+    """
+    pv, yv, _ = _check_xy(p, y)
+    g, n = _check_groups(groups, yv.size)
+    return _statistic(metric, pv, yv, g, n, n_bins, strategy, method, int(n_boot)), n
+
+
+def replicate_statistics(stats: list, n: int, n_boot: int, seed: int) -> list[np.ndarray]:
+    """Bootstrap replicates of several statistics of the same n trajectories, all at once.
+
+    Every statistic made of a few sums over trajectories (T-ECE, first-order AUROC/AUPRC,
+    :class:`MeanStat`) is replicated through one product with the resampling counts; the
+    others (exact AUROC/AUPRC) are recomputed with the counts as row weights. All use the
+    replicates of ``bootstrap_weights(n, n_boot, seed)``.
+
+    Returns
+    -------
+    list of ndarray
+        One array of n_boot replicates per statistic (NaN where undefined).
+    """
+    n_boot = max(int(n_boot), 0)
+    res = [np.full(n_boot, np.nan) for _ in stats]
+    if n_boot == 0:
+        return res
+    summed = [i for i, st in enumerate(stats) if hasattr(st, "from_sums")]
+    if summed:
+        cols = [stats[i].columns() for i in summed]
+        sums = bootstrap_sums(np.hstack(cols), n_boot, seed)
+        edges = np.cumsum([0] + [c.shape[1] for c in cols])
+        with np.errstate(invalid="ignore", divide="ignore"):
+            for i, a, b in zip(summed, edges[:-1], edges[1:]):
+                res[i] = stats[i].from_sums(sums[:, a:b])
+    direct = [i for i in range(len(stats)) if i not in summed]
+    if direct:
+        r0 = 0
+        for wc in bootstrap_weights(n, n_boot, seed):
+            for i in direct:
+                res[i][r0:r0 + wc.shape[0]] = stats[i](wc)
+            r0 += wc.shape[0]
+    return res
 
 
 def metric_replicates(metric: str, forecasts, y, groups, n_boot: int = 2000,
@@ -507,7 +579,9 @@ def metric_replicates(metric: str, forecasts, y, groups, n_boot: int = 2000,
         AUROC and AUPRC. ``exact`` recomputes the weighted AUROC in every replicate (cost grows
         with rows × replicates); ``linear`` uses the first-order expansion in the resampling
         counts (clustered DeLong; one matrix product for all replicates); ``auto`` is
-        ``linear`` above ``LINEAR_AUROC_MIN_ROWS`` rows, where the neglected term is O(1/n).
+        ``linear`` when rows × replicates exceed ``LINEAR_MIN_CELLS`` and there are at least
+        ``LINEAR_MIN_TRAJECTORIES`` runs: the neglected term is O(1/n) against an SD of
+        O(1/√n).
 
     Returns
     -------
@@ -520,26 +594,10 @@ def metric_replicates(metric: str, forecasts, y, groups, n_boot: int = 2000,
     checked = [_check_xy(f, y)[:2] for f in arrays]
     yv = checked[0][1]
     g, n = _check_groups(groups, yv.size)
-    stats = [_statistic(metric, pv, yv, g, n, n_bins, strategy, method) for pv, _ in checked]
     n_boot = int(n_boot)
-    res = np.empty((len(stats), max(n_boot, 0)))
-    # statistics of a few sums over trajectories: one product with the resampling counts
-    summed = [i for i, st in enumerate(stats) if hasattr(st, "from_sums")]
-    if summed and n_boot > 0:
-        cols = [stats[i].columns() for i in summed]
-        sums = bootstrap_sums(np.hstack(cols), n_boot, seed)
-        edges = np.cumsum([0] + [c.shape[1] for c in cols])
-        with np.errstate(invalid="ignore", divide="ignore"):
-            for i, a, b in zip(summed, edges[:-1], edges[1:]):
-                res[i] = stats[i].from_sums(sums[:, a:b])
-    # the others are recomputed with the counts as row weights, replicate by replicate
-    direct = [i for i in range(len(stats)) if i not in summed]
-    if direct and n_boot > 0:
-        r0 = 0
-        for wc in bootstrap_weights(n, n_boot, seed):
-            for i in direct:
-                res[i, r0:r0 + wc.shape[0]] = stats[i](wc)
-            r0 += wc.shape[0]
+    stats = [_statistic(metric, pv, yv, g, n, n_bins, strategy, method, n_boot)
+             for pv, _ in checked]
+    res = np.array(replicate_statistics(stats, n, n_boot, seed)).reshape(len(stats), -1)
     return res[0] if single else res
 
 
@@ -559,10 +617,11 @@ def bootstrap_metric(metric: str, p, y, groups, n_boot: int = 2000, seed: int = 
     point = _point(metric, p, yv, n_bins, strategy)
     reps = metric_replicates(metric, p, yv, groups, n_boot, seed, n_bins, strategy)
     n = _check_groups(groups, yv.size)[1]
-    return Estimate(point, *_summary(reps, level), n=n, level=level)
+    return Estimate(point, *replicate_summary(reps, level), n=n, level=level)
 
 
-def _summary(reps: np.ndarray, level: float) -> tuple[float, float, float]:
+def replicate_summary(reps: np.ndarray, level: float) -> tuple[float, float, float]:
+    """(SD, percentile CI low, high) of the finite bootstrap replicates (NaN if < 2)."""
     if not 0 < level < 1:
         raise ValueError(f"level must be in (0, 1), got {level!r}")
     reps = reps[np.isfinite(reps)]
@@ -630,7 +689,7 @@ def paired_metric_difference(metric: str, p_a, p_b, y, groups, n_boot: int = 200
     pb, _, _ = _check_xy(p_b, yv)
     delta = _point(metric, pa, yv, n_bins, strategy) - _point(metric, pb, yv, n_bins, strategy)
     reps = metric_replicates(metric, [pa, pb], yv, groups, n_boot, seed, n_bins, strategy)
-    se, lo, hi = _summary(reps[0] - reps[1], level)
+    se, lo, hi = replicate_summary(reps[0] - reps[1], level)
     z = delta / se if np.isfinite(se) and se > 0 else np.nan
     n = _check_groups(groups, yv.size)[1]
     return PairedMetric(metric, float(delta), se, float(z), lo, hi, n, int(n_boot), level)
