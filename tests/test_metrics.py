@@ -160,6 +160,7 @@ def _replicate_reference(metric, p, y, g, n_boot, seed):
 def test_replicates_equal_weighted_metric_of_resampled_trajectories(kind, metric, dense,
                                                                     monkeypatch):
     monkeypatch.setattr(M, "_DENSE_CELLS", 10**9 if dense else 0)
+    monkeypatch.setattr(M, "_DENSE_PER_ROW", 10**9 if dense else 0)
     p, y, g = _data(kind, seed=4)
     got = metric_replicates(metric, p, y, g, n_boot=25, seed=11)
     want = _replicate_reference(metric, p, y, g, 25, 11)

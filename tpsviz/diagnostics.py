@@ -379,9 +379,7 @@ def skill_table(data: TrajectoryData, settings: ScoreSettings | None = None,
     mat = tps_matrix_for(data, settings, names, q_z, result).reindex(
         data.trajectories["trajectory_id"])
     r = ref.per_trajectory.to_numpy(dtype=float)
-    rows = []
-    n = data.n_trajectories
-    a = (1 - settings.level) / 2
+    stats = {}
     for name in names:
         v = mat[name].to_numpy(dtype=float)
         ok = ~np.isnan(v) & ~np.isnan(r)
@@ -390,12 +388,22 @@ def skill_table(data: TrajectoryData, settings: ScoreSettings | None = None,
         mr = float(r[ok].mean()) if m else np.nan
         with np.errstate(invalid="ignore", divide="ignore"):
             sk = 1.0 - mp / mr if m and mr != 0 else np.nan
+        boot = (n_boot > 0 and m >= 2 and np.isfinite(sk) and np.isfinite(v[ok]).all()
+                and np.isfinite(r[ok]).all())
+        stats[name] = (v, ok, m, mp, mr, sk, boot)
+    # the skill ratio Σ c·TPS / Σ c·TPS_ref of every predictor, from one set of replicates
+    boot_names = [k for k, st in stats.items() if st[-1]]
+    cols = [np.where(stats[k][1], x, 0.0) for k in boot_names for x in (stats[k][0], r)]
+    sums = bootstrap_sums(np.column_stack(cols), n_boot, seed) if cols else None
+    rows = []
+    a = (1 - settings.level) / 2
+    for name in names:
+        v, ok, m, mp, mr, sk, boot = stats[name]
         se = lo = hi = np.nan
-        if n_boot > 0 and m >= 2 and np.isfinite(sk) and np.isfinite(v[ok]).all():
-            vv, rr = np.where(ok, v, 0.0), np.where(ok, r, 0.0)
-            sums = bootstrap_sums(np.column_stack([vv, rr]), n_boot, seed)
+        if boot:
+            j = 2 * boot_names.index(name)
             with np.errstate(invalid="ignore", divide="ignore"):
-                reps = 1.0 - sums[:, 0] / sums[:, 1]
+                reps = 1.0 - sums[:, j] / sums[:, j + 1]
             reps = reps[np.isfinite(reps)]
             if reps.size >= 2:
                 se = float(reps.std(ddof=1))

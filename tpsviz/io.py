@@ -139,7 +139,7 @@ class TrajectoryData:
             raise ValueError(f"predictor {name!r} needs one value per step row ({self.n_steps})")
         if np.any((values < 0) | (values > 1)):
             raise ValueError(f"predictor {name!r} has values outside [0, 1]")
-        steps = self.steps.copy()
+        steps = self.steps.copy(deep=False)  # copy-on-write: the original frame is not touched
         steps[f"conf_{name}"] = values
         preds = self.predictors + ([name] if name not in self.predictors else [])
         notes = self.notes + ([note] if note else [])

@@ -50,8 +50,16 @@ __all__ = [
 
 METRICS = ("auroc", "auprc", "tece")
 _STRATEGIES = ("uniform", "quantile")
-# the dense (trajectory × distinct value) path of the AUROC bootstrap is used up to this size
+# the dense (trajectory × distinct value) path of the AUROC/AUPRC bootstraps is used up to this
+# size, and while its arithmetic (trajectories × values) stays within _DENSE_PER_ROW per row:
+# a BLAS product costs ~100× less per element than the per-replicate row pass it replaces
 _DENSE_CELLS = 8_000_000
+_DENSE_PER_ROW = 100
+
+
+def _use_dense(k: int, n: int, rows: int) -> bool:
+    """Dense path for k distinct values, n trajectories and ``rows`` rows?"""
+    return 2 * k * n <= _DENSE_CELLS and k * n <= _DENSE_PER_ROW * rows
 
 
 # --------------------------------------------------------------------------- validation
@@ -161,6 +169,21 @@ def auprc(p, y, sample_weight=None) -> float:
     if tp[-1] <= 0:
         raise ValueError("average precision is undefined: no positive outcome")
     return _ap_from_counts(tp, fp)
+
+
+def _ap_rows(tp: np.ndarray, fp: np.ndarray) -> np.ndarray:
+    """Average precision of each row of cumulative (tp, fp) counts over decreasing thresholds."""
+    step = np.diff(tp, axis=1, prepend=0.0)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        precision = np.where(tp + fp > 0, tp / (tp + fp), 0.0)
+        ap = np.einsum("ij,ij->i", step, precision) / tp[:, -1]
+    return np.where(tp[:, -1] > 0, ap, np.nan)
+
+
+def _row_slices(m: int, width: int, cells: int = 1 << 22) -> list[tuple[int, int]]:
+    """Slices of m replicates such that each slice × width stays within ``cells``."""
+    step = max(1, cells // max(width, 1))
+    return [(r0, min(r0 + step, m)) for r0 in range(0, m, step)]
 
 
 def _ap_from_counts(tp: np.ndarray, fp: np.ndarray) -> float:
@@ -305,7 +328,7 @@ class _AurocStat:
         self.npos = np.bincount(gs[pos], minlength=n).astype(float)
         self.nneg = np.bincount(gs[~pos], minlength=n).astype(float)
         self.dense = None
-        if 2 * k * n <= _DENSE_CELLS:
+        if _use_dense(k, n, p.size):
             table = np.zeros((n, 2 * k))
             np.add.at(table, (gs, key + k * (~pos)), 1.0)
             self.dense, self.k = table, k
@@ -314,8 +337,9 @@ class _AurocStat:
         npk = np.bincount(key, weights=pos, minlength=k)
         nnk = np.bincount(key, minlength=k) - npk
         mixed = ((npk > 0) & (nnk > 0))[key]
-        self.tie_g, self.tie_pos = gs[mixed], pos[mixed]
-        _, self.tie_key = np.unique(key[mixed], return_inverse=True)
+        self.tie_g, self.tie_pos = gs[mixed], pos[mixed].astype(np.int64)
+        tie_key = key[mixed]  # non-decreasing: rows are sorted by forecast
+        self.tie_start = np.flatnonzero(np.r_[True, tie_key[1:] != tie_key[:-1]])
 
     def __call__(self, wc: np.ndarray) -> np.ndarray:
         w1, w0 = wc @ self.npos, wc @ self.nneg
@@ -327,19 +351,18 @@ class _AurocStat:
         else:
             u = np.empty(wc.shape[0])
             sq = (wc * wc) @ self.npos
-            # bootstrap counts are integers: exact integer sums, twice as fast as float64;
-            # buffers are reused (fresh multi-MB arrays per replicate cost page faults)
-            rw, c = np.empty(self.gs.size, np.int32), np.empty(self.gs.size, np.int64)
-            for r, w in enumerate(wc.astype(np.int32)):
-                np.take(w, self.gs, out=rw)
-                np.cumsum(rw, out=c, dtype=np.int64)
-                np.multiply(c, rw, out=c)
-                u[r] = float(np.dot(c, self.posi))
+            # bootstrap counts are integers: exact integer sums; a few replicates at a time
+            w_int = wc.astype(np.int64)
+            for r0, r1 in _row_slices(wc.shape[0], self.gs.size):
+                rw = w_int[r0:r1].take(self.gs, axis=1)
+                c = np.cumsum(rw, axis=1)
+                c *= rw
+                u[r0:r1] = c @ self.posi
                 if self.tie_g.size:
-                    tw = w.take(self.tie_g)
-                    pk = np.bincount(self.tie_key, weights=tw * self.tie_pos)
-                    nk = np.bincount(self.tie_key, weights=tw * ~self.tie_pos)
-                    u[r] -= 0.5 * (pk @ nk)
+                    tw = w_int[r0:r1].take(self.tie_g, axis=1)
+                    pk = np.add.reduceat(tw * self.tie_pos, self.tie_start, axis=1)
+                    nk = np.add.reduceat(tw * (1 - self.tie_pos), self.tie_start, axis=1)
+                    u[r0:r1] -= 0.5 * np.einsum("ij,ij->i", pk, nk)
             u -= 0.5 * (w1 * w1 + sq)
         with np.errstate(invalid="ignore", divide="ignore"):
             return u / (w1 * w0)
@@ -421,25 +444,34 @@ class _AuprcLinearStat:
 
 
 class _AuprcStat:
-    """Weighted average precision per weight vector (rows sorted once by decreasing p)."""
+    """Weighted average precision per weight vector (rows sorted once by decreasing p).
+
+    Dense path (few distinct values, as for AUROC): the weighted positives and negatives at
+    each distinct forecast are one matrix product of the weights with a (trajectory × value)
+    count table, for all replicates of a chunk at once. Row path: one replicate at a time.
+    """
 
     def __init__(self, p, y, g, n):
         order, key, k = _value_groups(-p)
         self.gs, self.ys, self.key, self.k = g[order], y[order], key, k
         self.last = np.flatnonzero(np.r_[key[1:] != key[:-1], True])
+        self.dense = None
+        if _use_dense(k, n, p.size):
+            table = np.zeros((n, 2 * k))
+            np.add.at(table, (self.gs, key + k * (self.ys != 1)), 1.0)
+            self.dense = table
 
     def __call__(self, wc: np.ndarray) -> np.ndarray:
+        if self.dense is not None:
+            pn = wc @ self.dense
+            return _ap_rows(np.cumsum(pn[:, : self.k], axis=1), np.cumsum(pn[:, self.k:], axis=1))
         out = np.empty(wc.shape[0])
-        rw, c = np.empty(self.gs.size), np.empty(self.gs.size)
-        for r, w in enumerate(wc):
-            np.take(w, self.gs, out=rw)
-            np.cumsum(rw, out=c)
-            fp = c[self.last]
-            np.multiply(rw, self.ys, out=rw)
-            np.cumsum(rw, out=c)
-            tp = c[self.last]
-            fp -= tp
-            out[r] = _ap_from_counts(tp, fp) if tp[-1] > 0 else np.nan
+        for r0, r1 in _row_slices(wc.shape[0], self.gs.size):
+            rw = wc[r0:r1].take(self.gs, axis=1)
+            every = np.cumsum(rw, axis=1)[:, self.last]
+            rw *= self.ys
+            tp = np.cumsum(rw, axis=1)[:, self.last]
+            out[r0:r1] = _ap_rows(tp, every - tp)
         return out
 
 

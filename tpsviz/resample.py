@@ -61,6 +61,8 @@ _CACHE_MAX_CELLS = 450_000_000
 _CACHE: OrderedDict = OrderedDict()
 _CACHE_LOCK = threading.Lock()
 _THREADS = max(1, min(2, os.cpu_count() or 1))
+# smaller bootstraps run on the calling thread (handing work to threads costs more than it saves)
+_PARALLEL_CELLS = 1 << 22
 _POOL: ThreadPoolExecutor | None = None
 _POOL_LOCK = threading.Lock()
 _BLAS = None
@@ -239,10 +241,10 @@ def _one_blas_thread():
     return _BLAS.limit(limits=1, user_api="blas")
 
 
-def _map(fn: Callable, items: list) -> list:
-    """fn over items on the bootstrap threads, results in order."""
+def _map(fn: Callable, items: list, cells: int) -> list:
+    """fn over items on the bootstrap threads (one thread below ``_PARALLEL_CELLS`` counts)."""
     global _POOL
-    if _THREADS == 1 or len(items) < 2:
+    if _THREADS == 1 or len(items) < 2 or cells < _PARALLEL_CELLS:
         return [fn(it) for it in items]
     with _POOL_LOCK:
         if _POOL is None:
@@ -277,7 +279,8 @@ def _each_group(n: int, n_boot: int, seed: int, use: Callable) -> list:
     counts = _cached(n, n_boot, seed)
     groups = _groups(n_boot)
     if counts is not None:
-        return _map(lambda grp: use(grp[1], counts[grp[1]:grp[1] + grp[2]]), groups)
+        return _map(lambda grp: use(grp[1], counts[grp[1]:grp[1] + grp[2]]), groups,
+                    n * n_boot)
     keep = n * n_boot <= _CACHE_MAX_CELLS
     store = np.empty((n_boot, n), np.uint8) if keep else None
 
@@ -286,7 +289,7 @@ def _each_group(n: int, n_boot: int, seed: int, use: Callable) -> list:
         out = store[r0:r0 + rows] if keep else _scratch("group", (rows, n), np.uint8)
         return use(r0, _group_counts(n, seed, g, out))
 
-    results = _map(draw, groups)
+    results = _map(draw, groups, n * n_boot)
     if keep:
         _keep(n, n_boot, seed, store)
     return results

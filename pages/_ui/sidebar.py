@@ -229,14 +229,13 @@ def render() -> S.Config:
                     st.caption(f"{col}: {len(uniq)} distinct values (no filter offered)")
     with sb.expander("Uncertainty", expanded=False):
         n_boot = st.select_slider("Bootstrap replicates", S.BOOT_CHOICES, key="boot", bind=BIND,
-                                  **_default("boot", {"value": 1000}),
+                                  **_default("boot", {"value": 2000}),
                                   help="Percentile bootstrap over trajectories (the unit; steps within a run are "
                                        "dependent), seeded so numbers are reproducible. 0 = mean ± 1.96 SE.")
         mb = st.select_slider("Metric bootstrap (AUROC, AUPRC, T-ECE)", S.METRIC_BOOT_CHOICES, key="mboot", bind=BIND,
                               **_default("mboot", {"value": "auto"}),
-                              help=f"Replicates of the rank/binned metric bootstraps, which re-sort every replicate and "
-                                   f"take tens of seconds on a million rows. auto = the TPS value, capped at "
-                                   f"{S.LARGE_BOOT} on logs with more than {S.LARGE_ROWS:,} step rows.")
+                              help="Replicates of the AUROC / AUPRC / T-ECE bootstraps. auto = the TPS value "
+                                   "(all bootstraps then share the same replicates, drawn once).")
         metric_boot = -1 if mb == "auto" else int(mb)
 
     cfg = S.Config(source=src.kind if src else "none", demo=src.name if src else "", path=src.path or "" if src else "",

@@ -75,7 +75,7 @@ class Config:
     qz_source: str = "log"
     qz_const: float = 0.5
     eps: float = 1e-6
-    n_boot: int = 1000
+    n_boot: int = 2000
     metric_boot: int = -1                # −1 = auto (see metric_boot)
     predictors: tuple = ()
     filters: tuple = ()                  # ((column, kind, values), ...)
@@ -352,14 +352,7 @@ def get_skill(cfg: Config | None = None, predictors=None):
     cfg = cfg or current()
     src = current_source()
     preds = tuple(predictors) if predictors is not None else cfg.predictors
-    return _skill(src.key, cfg.filters, cfg.recal, cfg.score_tuple, preds, skill_boot(cfg), cfg, src)
-
-
-def skill_boot(cfg: Config | None = None, data=None) -> int:
-    """Replicates of the skill bootstrap: the TPS value, capped at LARGE_BOOT on large logs (the ratio
-    bootstrap reruns over every run; the TPS CI itself keeps the full count)."""
-    cfg = cfg or current()
-    return min(int(cfg.n_boot), LARGE_BOOT) if is_large(data) else int(cfg.n_boot)
+    return _skill(src.key, cfg.filters, cfg.recal, cfg.score_tuple, preds, int(cfg.n_boot), cfg, src)
 
 
 @st.cache_resource(max_entries=24, show_spinner="Paired TPS comparison…")
@@ -440,8 +433,7 @@ def get_mc_audit(cfg: Config | None = None):
 
 
 # ----------------------------------------------------------------------------- rank metrics
-LARGE_ROWS = 200_000          # above this many step rows, metric bootstraps default to LARGE_BOOT
-LARGE_BOOT = 200
+LARGE_ROWS = 200_000          # above this many step rows, the Overview shows point estimates before CIs
 
 
 def is_large(data=None) -> bool:
@@ -451,12 +443,11 @@ def is_large(data=None) -> bool:
 
 
 def metric_boot(cfg: Config | None = None, data=None) -> int:
-    """Bootstrap replicates of AUROC/AUPRC/T-ECE: the sidebar value, or 'auto' = the TPS value
-    capped at LARGE_BOOT on large logs (those bootstraps re-sort every replicate: tens of seconds)."""
+    """Bootstrap replicates of AUROC/AUPRC/T-ECE: the sidebar value, or 'auto' = the TPS value."""
     cfg = cfg or current()
     if cfg.metric_boot >= 0:
         return int(cfg.metric_boot)
-    return min(int(cfg.n_boot), LARGE_BOOT) if is_large(data) else int(cfg.n_boot)
+    return int(cfg.n_boot)
 
 
 def metric_boot_note(cfg: Config | None = None, data=None) -> str:
@@ -464,9 +455,6 @@ def metric_boot_note(cfg: Config | None = None, data=None) -> str:
     nb = metric_boot(cfg, data)
     if nb == 0:
         return "metric CIs off (0 replicates; raise 'Metric bootstrap' in the sidebar's Uncertainty box)"
-    if cfg.metric_boot < 0 and nb < cfg.n_boot:
-        return (f"metric CIs from {nb} replicates (large log); raise 'Metric bootstrap' in the sidebar's "
-                "Uncertainty box")
     return f"metric CIs from {nb} replicates"
 
 

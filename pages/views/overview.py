@@ -76,9 +76,7 @@ st.caption(f"TPS in {cfg.unit} per trajectory, higher is better, 0 is perfect; {
            f"against the constant forecast **F ≡ {lb['ref_rate']:.3f}**, the {lb['ref_rule']} — under "
            f"{S.censoring_label(cfg)} this is the constant the score itself rewards, so a predictor that always says "
            f"{lb['ref_rate']:.3f} has skill 0 (mean TPS_ref {C.fmt(lb['ref_mean'])} over all scored runs). "
-           f"AUROC and T-ECE use the steps of complete runs only (they need an outcome)."
-           + (f" Large log: skill ± SE from {S.skill_boot(cfg, data)} replicates, {S.metric_boot_note(cfg, data)}."
-              if large and cfg.n_boot > S.LARGE_BOOT else ""))
+           f"AUROC and T-ECE use the steps of complete runs only (they need an outcome).")
 details = st.expander("All columns: SE, per-step TPS, skill CI, AUPRC, metric CIs, final-step metrics")
 C.plot(lb["figure"], "overview_leaderboard", name="Leaderboard")
 
