@@ -182,7 +182,11 @@ def _top_up(rng: np.random.Generator, rows: np.ndarray, n: int, total: np.ndarra
     rows[reset] = 0
     short = np.where(reset, n, n - total)
     cells = np.repeat(np.arange(rows.shape[0], dtype=np.int64) * n, short)
-    cells += rng.integers(0, n, cells.size)
+    # uniform draws as floor(U·n) from 53-bit doubles (uniform to ~n/2^53, i.e. to double
+    # precision); Generator.random releases the GIL, Generator.integers does not
+    u = rng.random(cells.size)
+    u *= n
+    cells += u.astype(np.int64)
     cells.sort()
     flat = rows.reshape(-1)
     # (a uint8 count cannot overflow in practice: P(count >= 255) < 1e-400)
@@ -365,9 +369,10 @@ def counts_times(x, n_boot: int, seed: int) -> np.ndarray:
             acc = np.zeros((rows, k))
             part = np.empty((rows, k), dtype)
             for j0 in range(0, n, width):
-                cf = _scratch("cf" + np.dtype(dtype).char, (rows, min(width, n - j0)), dtype)
-                np.copyto(cf, c[:, j0:j0 + cf.shape[1]])
-                np.matmul(cf, xc[j0:j0 + cf.shape[1]], out=part)
+                # astype and np.dot release the GIL; copyto and matmul do not (measured: with
+                # them the two bootstrap threads ran the products one after the other)
+                cf = c[:, j0:j0 + width].astype(dtype)
+                np.dot(cf, xc[j0:j0 + cf.shape[1]], out=part)
                 acc += part
             out[r0:r0 + rows] = acc + n * level
 
