@@ -9,8 +9,9 @@ exact (the law of every replicate is the multinomial, not an approximation of it
 1. **Poisson stage.** Draw c_i ~ Poisson(λ) independently, with λ = 1 − 3/√n slightly below
    one. Given their total T, such counts are Multinomial(T; 1/n, …) (a standard property of
    independent Poisson variables).
-2. **Top-up.** Add n − T further draws, uniform over the n trajectories. A Multinomial(T)
-   vector plus n − T uniform draws is Multinomial(n), whatever T was. The Poisson total
+2. **Top-up.** Add n − T further draws, uniform over the n trajectories (⌊U·n⌋ from 53-bit
+   uniform doubles). A Multinomial(T) vector plus n − T uniform draws is Multinomial(n),
+   whatever T was. The Poisson total
    exceeds n with probability ≈ 0.13% per replicate (three standard deviations); such a
    replicate is discarded and drawn entirely by uniform draws, which is Multinomial(n) too.
 
@@ -22,8 +23,9 @@ double precision (``_poisson_layout``; ``layout_pmf`` and its test check this).
 
 Replicates are drawn in groups of 64; group g takes its random numbers from
 ``SeedSequence(seed, spawn_key=(g,))``, so the counts depend only on (n, n_boot, seed), never
-on how many threads drew them. Groups run on up to two threads (numpy releases the GIL in
-its random generators and array loops).
+on how many threads drew them. Groups run on up to two threads: numpy releases the GIL in
+its random generators, array loops, ``astype`` and ``np.dot`` (but not in ``np.copyto`` or
+``np.matmul``, which is why the products below use the former).
 
 The counts of recent (n, n_boot, seed) are kept in memory, one byte per count (at most
 ``_CACHE_MAX_CELLS`` in all; 100k runs × 2,000 replicates is 200 MB): every later bootstrap
