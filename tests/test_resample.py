@@ -12,6 +12,8 @@ import math
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from scipy import stats
 
 from tpsviz import resample as R
@@ -158,3 +160,16 @@ def test_counts_times_edge_cases():
         R.counts_times(np.array([1.0, np.nan]), 5, 1)
     one = R.counts_times(np.array([2.5]), 7, 1)  # one run is always drawn once
     np.testing.assert_array_equal(one, np.full(7, 2.5))
+
+
+@settings(max_examples=40, deadline=None)
+@given(n=st.integers(1, 400), n_boot=st.integers(1, 150), seed=st.integers(0, 2**31 - 1),
+       k=st.integers(1, 3))
+def test_any_size_gives_multinomial_rows_and_matching_sums(n, n_boot, seed, k):
+    """Every (n, n_boot): rows sum to n, and the product replays the very same counts."""
+    c = np.vstack(list(R.count_blocks(n, n_boot, seed)))
+    assert c.shape == (n_boot, n) and (c.sum(axis=1, dtype=np.int64) == n).all()
+    x = np.random.default_rng(seed).normal(size=(n, k))
+    got = R.counts_times(x, n_boot, seed)
+    want = c.astype(float) @ x
+    assert np.abs(got - want).max() <= 1e-9 * (1 + np.abs(want).max())
