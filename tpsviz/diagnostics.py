@@ -107,8 +107,6 @@ def _metric_point(metric: str, p, y, n_bins: int, strategy: str) -> float:
         return np.nan
 
 
-
-
 # --------------------------------------------------------------------------- metric table
 def metric_table(data: TrajectoryData, settings: ScoreSettings | None = None,
                  predictors: list[str] | None = None, n_bins: int = 10,

@@ -277,7 +277,7 @@ def _keep(n: int, n_boot: int, seed: int, counts: np.ndarray) -> None:
             total -= old.size
 
 
-def _each_group(n: int, n_boot: int, seed: int, use: Callable) -> list:
+def _each_group(n: int, n_boot: int, seed: int, use: Callable) -> None:
     """Call ``use(r0, counts)`` for every group of replicates (on the bootstrap threads).
 
     The counts come from the cache, or are drawn (and kept if they fit the cache).
@@ -285,20 +285,19 @@ def _each_group(n: int, n_boot: int, seed: int, use: Callable) -> list:
     counts = _cached(n, n_boot, seed)
     groups = _groups(n_boot)
     if counts is not None:
-        return _map(lambda grp: use(grp[1], counts[grp[1]:grp[1] + grp[2]]), groups,
-                    n * n_boot)
+        _map(lambda grp: use(grp[1], counts[grp[1]:grp[1] + grp[2]]), groups, n * n_boot)
+        return
     keep = n * n_boot <= _CACHE_MAX_CELLS
     store = np.empty((n_boot, n), np.uint8) if keep else None
 
-    def draw(grp: tuple[int, int, int]):
+    def draw(grp: tuple[int, int, int]) -> None:
         g, r0, rows = grp
         out = store[r0:r0 + rows] if keep else _scratch("group", (rows, n), np.uint8)
-        return use(r0, _group_counts(n, seed, g, out))
+        use(r0, _group_counts(n, seed, g, out))
 
-    results = _map(draw, groups, n * n_boot)
+    _map(draw, groups, n * n_boot)
     if keep:
         _keep(n, n_boot, seed, store)
-    return results
 
 
 def count_blocks(n: int, n_boot: int, seed: int) -> Iterator[np.ndarray]:

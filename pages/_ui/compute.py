@@ -339,7 +339,7 @@ def settings_dict(cfg: S.Config, data, src) -> dict:
         "Censoring": S.censoring_label(cfg),
         "ε (clipping)": f"{cfg.eps:g}",
         "Bootstrap": f"TPS: {cfg.n_boot} replicates over trajectories, seed {S.SEED}; "
-                     f"{S.metric_boot_note(cfg, data)}",
+                     f"{S.metric_boot_note(cfg)}",
         "Predictors": ", ".join(cfg.predictors),
         "Filters": "; ".join(f"{c} {k} {v}" for c, k, v in cfg.filters) or "none",
         "Recalibrations": ", ".join(cfg.recal) or "none",
@@ -356,7 +356,7 @@ def report_sections(cfg: S.Config, data) -> list:
     secs = [Section("Leaderboard", f"TPS in {cfg.unit} per trajectory (higher is better, 0 is perfect), 95% "
                     f"{'bootstrap CI over trajectories' if lb['ci_how'] == 'bootstrap' else 'interval ± 1.96 SE'}; "
                     f"skill against the constant forecast F ≡ {lb['ref_rate']:.3f} ({lb['ref_rule']}); "
-                    f"{S.metric_boot_note(cfg, data)}.", lb["figure"], table)]
+                    f"{S.metric_boot_note(cfg)}.", lb["figure"], table)]
     preds = list(cfg.predictors)
     if len(preds) >= 2:
         base = next((p for p in preds if F.is_reference(p)), preds[0])

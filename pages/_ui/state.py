@@ -442,7 +442,7 @@ def is_large(data=None) -> bool:
     return getattr(data, "n_steps", 0) > LARGE_ROWS
 
 
-def metric_boot(cfg: Config | None = None, data=None) -> int:
+def metric_boot(cfg: Config | None = None) -> int:
     """Bootstrap replicates of AUROC/AUPRC/T-ECE: the sidebar value, or 'auto' = the TPS value."""
     cfg = cfg or current()
     if cfg.metric_boot >= 0:
@@ -450,9 +450,9 @@ def metric_boot(cfg: Config | None = None, data=None) -> int:
     return int(cfg.n_boot)
 
 
-def metric_boot_note(cfg: Config | None = None, data=None) -> str:
+def metric_boot_note(cfg: Config | None = None) -> str:
     cfg = cfg or current()
-    nb = metric_boot(cfg, data)
+    nb = metric_boot(cfg)
     if nb == 0:
         return "metric CIs off (0 replicates; raise 'Metric bootstrap' in the sidebar's Uncertainty box)"
     return f"metric CIs from {nb} replicates"

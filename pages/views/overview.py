@@ -116,18 +116,18 @@ else:
 
 # ----------------------------------------------------------------- slow parts last (metric bootstraps)
 if large:
-    with st.spinner(f"Metric CIs ({S.metric_boot(cfg, data)} replicates over {data.n_steps:,} rows)…"):
+    with st.spinner(f"Metric CIs ({S.metric_boot(cfg)} replicates over {data.n_steps:,} rows)…"):
         lb = V.leaderboard(cfg, data, ci=True)
     _show_board(lb["table"])
 with details:
     st.dataframe(lb["details"], hide_index=True, width="stretch")
-    st.caption(f"TPS interval as above; {S.metric_boot_note(cfg, data)}; metric CIs resample trajectories. "
+    st.caption(f"TPS interval as above; {S.metric_boot_note(cfg)}; metric CIs resample trajectories. "
                "'per weighted step' = Σ TPS_i / Σ w_t, a display normalisation, not the score.")
 if len(preds) >= 2:
     cmp = V.compare(cfg, data, baseline, metrics=True)
     cmp_table.dataframe(cmp["table"], hide_index=True, width="stretch", column_config=cmp_cols)
     cmp_caption.caption(f"TPS on {int(cmp['raw']['n_runs'].max()) if len(cmp['raw']) else 0:,} runs, paired by "
-                        f"trajectory; AUROC and T-ECE on the {len(comp):,} complete runs ({S.metric_boot_note(cfg, data)}).")
+                        f"trajectory; AUROC and T-ECE on the {len(comp):,} complete runs ({S.metric_boot_note(cfg)}).")
     msgs = V.disagreements(cfg, cmp["raw"], lb["metrics"], lb["res"], baseline)
     with callout:
         if msgs:

@@ -109,7 +109,7 @@ st.dataframe(pd.DataFrame(rows), hide_index=True, width="stretch", column_config
     "TPS": st.column_config.TextColumn(f"TPS ({cfg.unit}/run)", help=h["TPS"]),
     "AUROC": st.column_config.TextColumn(help=h["AUROC"]),
     "T-ECE": st.column_config.TextColumn(help=h["T-ECE"])})
-st.caption(f"TPS interval: {cfg.n_boot} bootstrap replicates; {S.metric_boot_note(cfg, data)}.")
+st.caption(f"TPS interval: {cfg.n_boot} bootstrap replicates; {S.metric_boot_note(cfg)}.")
 if len(pair) == 2:
     ct, _ = S.get_compare_tps(pair[0], cfg, predictors=pair)
     cm = S.get_compare_metrics(pair[0], cfg, predictors=pair)
