@@ -53,6 +53,8 @@ def screenshot(pg, name: str) -> Path:
     w = pg.viewport_size["width"]
     pg.set_viewport_size({"width": w, "height": int(min(max(h, 1000), 8000))})
     pg.wait_for_timeout(800)
+    # elements still being computed show as skeletons: wait until the page is drawn in full
+    pg.wait_for_function("() => !document.querySelector('[data-testid=\"stSkeleton\"]')", timeout=90_000)
     path = SHOTS / f"{name}.png"
     pg.screenshot(path=str(path))
     pg.set_viewport_size({"width": w, "height": 1000})
