@@ -37,7 +37,11 @@ except Exception as e:  # the sidebar must never leave the user with a traceback
     st.sidebar.error(f"A setting could not be applied: {e}")
 st.session_state["_shell"] = True
 try:
-    nav.run()
+    # a computation whose browser session has ended stops at its next checkpoint (tpsviz.cancel)
+    with sidebar.S.cancel_when_session_ends():
+        nav.run()
+except sidebar.S.Cancelled:  # nobody is waiting for this page any more
+    pass
 except Exception as e:  # a setting the core rejects: say what and what to do, in the page (never a redacted box)
     from pages._ui.common import show_page_error
 

@@ -24,12 +24,14 @@ def test_load_rollouts_validation(tmp_path):
     with pytest.raises(LogFormatError) as e:
         load_rollouts(f)
     msg = str(e.value)
-    assert "r.csv" in msg and "line 3" in msg and "'2'" in msg and "outcome" in msg
-    assert "trajectory_id is empty at line 4" in msg and "'yes'" in msg
+    assert "r.csv" in msg and "line 3" in msg and "'2'" not in msg and "outcome" in msg
+    assert "trajectory_id is empty at line 4" in msg and "line 5" in msg and "yes" not in msg
     f.write_text("trajectory_id,result\na,1\n", encoding="utf-8")
     with pytest.raises(LogFormatError, match="missing: outcome"):
         load_rollouts(f)
-    with pytest.raises(LogFormatError, match="does not exist"):
+    from tpsviz.files import FileRefused
+
+    with pytest.raises(FileRefused, match="no such file"):
         load_rollouts(tmp_path / "nope.csv")
     ok = load_rollouts(pd.DataFrame({"trajectory_id": ["a", "a"], "outcome": [1.0, 0.0]}))
     assert ok.outcome.tolist() == [1, 0]

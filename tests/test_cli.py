@@ -191,7 +191,7 @@ def test_score_rollouts_equal_q_z_column():
     (["score", DEMO / "tau2-like.csv", "--recalibrate", "platt", "--folds", "1"], "folds"),
     (["score", DEMO / "webshop-like.csv", "--rollouts", DEMO / "tau2-like_truth.csv"],
      "missing: outcome"),
-    (["score", DEMO / "webshop-like.csv", "--rollouts", "nope.csv"], "does not exist"),
+    (["score", DEMO / "webshop-like.csv", "--rollouts", "nope.csv"], "no such file"),
 ])
 def test_compare_and_options_bad_input(args, msg):
     proc = run(*args)

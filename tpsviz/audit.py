@@ -25,40 +25,39 @@ from .tps import ScoreSettings, compute_tps
 __all__ = ["load_rollouts", "qz_from_rollouts", "MCAudit", "mc_audit", "rollout_qz_series"]
 
 _TRUE_VALUES = {"1": 1, "1.0": 1, "true": 1, "0": 0, "0.0": 0, "false": 0}
+_ROLLOUT_FORMATS = {".csv": "csv", ".tsv": "tsv", ".parquet": "parquet", ".pq": "parquet",
+                    ".jsonl": "jsonl", ".ndjson": "jsonl"}
 
 
-def _read_table(path: Path) -> pd.DataFrame:
-    suffix = path.suffix.lower()
-    if suffix in (".parquet", ".pq"):
-        df = pd.read_parquet(path)
-        df = df.astype(object).where(df.notna(), "")
-        return df.astype(str).assign(_where=[f"row {i + 1}" for i in range(len(df))])
-    if suffix in (".jsonl", ".ndjson", ".json"):
-        df = pd.read_json(path, lines=True, dtype=False)
-        df = df.astype(object).where(df.notna(), "")
-        return df.astype(str).assign(_where=[f"line {i + 1}" for i in range(len(df))])
-    sep = "\t" if suffix == ".tsv" else ","
-    df = pd.read_csv(path, sep=sep, dtype=str, keep_default_na=False, skipinitialspace=True)
-    return df.assign(_where=[f"line {i + 2}" for i in range(len(df))])
+def _as_text(df: pd.DataFrame) -> pd.DataFrame:
+    where = df.pop("_where") if "_where" in df else None
+    out = df.astype(object).where(df.notna(), "").astype(str)
+    prefix = df.attrs.get("where_prefix", "row")
+    if where is None:
+        where = np.arange(1, len(df) + 1)
+    out["_where"] = [f"{prefix} {w}" for w in where]
+    return out
 
 
-def _examples(where: pd.Series, values: pd.Series | None = None) -> str:
-    items = list(where.iloc[:3]) if values is None else [
-        f"{w} ({v!r})" for w, v in zip(where.iloc[:3], values.iloc[:3])]
+def _examples(where: pd.Series) -> str:
+    items = list(where.iloc[:3])
     more = f" and {len(where) - 3} more" if len(where) > 3 else ""
     return ", ".join(items) + more
 
 
-def load_rollouts(source, name: str | None = None) -> pd.DataFrame:
+def load_rollouts(source, name: str | None = None, limits=None) -> pd.DataFrame:
     """Read and validate a rollouts table.
 
     Parameters
     ----------
-    source : str, Path or DataFrame
-        A CSV/TSV/Parquet/JSON Lines file, or a frame with columns ``trajectory_id`` and
-        ``outcome``.
+    source : str, Path, bytes or DataFrame
+        A CSV/TSV/Parquet/JSON Lines file (a regular file of bounded size, read through
+        :func:`tpsviz.files.read_file`), its bytes (with ``name``), or a frame with columns
+        ``trajectory_id`` and ``outcome``.
     name : str, optional
-        Name used in messages (default: the file name, or ``<rollouts frame>``).
+        Name used in messages and, for bytes, for the format (default: the file name).
+    limits : tpsviz.files.Limits, optional
+        Largest file and number of rows (default: from the environment).
 
     Returns
     -------
@@ -68,29 +67,32 @@ def load_rollouts(source, name: str | None = None) -> pd.DataFrame:
     Raises
     ------
     LogFormatError
-        Missing columns, empty ids, or outcomes other than 0/1, naming the rows and columns.
-        The file is only read.
+        Unknown file type, missing columns, empty ids, or outcomes other than 0/1, naming the
+        rows and columns (never values). The file is only read.
+    tpsviz.files.FileRefused
+        A path that is not a readable regular file or is too large.
     """
     if isinstance(source, pd.DataFrame):
         label = name or "<rollouts frame>"
-        df = source.copy()
-        df = df.astype(object).where(df.notna(), "").astype(str)
-        df["_where"] = [f"row {i + 1}" for i in range(len(df))]
+        df = _as_text(source.copy())
     else:
-        path = Path(source)
-        label = name or path.name
-        if not path.exists():
-            raise LogFormatError(label, ["the rollouts file does not exist"])
-        try:
-            df = _read_table(path)
-        except (ValueError, UnicodeDecodeError, pd.errors.ParserError) as exc:
-            raise LogFormatError(label, [f"cannot be read as a table ({exc})"]) from None
+        from .files import limits_from_env
+        from .io import read_source
+        from .tables import read_table
+
+        limits = limits or limits_from_env()
+        label = name or (Path(source).name if isinstance(source, (str, Path)) else "rollouts")
+        fmt = _ROLLOUT_FORMATS.get(Path(label).suffix.lower())
+        if fmt is None:  # checked before a byte is read
+            raise LogFormatError(label, ["unknown file type for a rollouts table; use .csv, .tsv, "
+                                         ".parquet or .jsonl"])
+        raw, label = read_source(source, label, limits)
+        df = _as_text(read_table(raw, label, fmt, limits.max_rows))
     df.columns = [str(c).strip() for c in df.columns]
     missing = [c for c in ("trajectory_id", "outcome") if c not in df.columns]
     if missing:
         raise LogFormatError(label, [f"the rollouts table needs columns trajectory_id and "
-                                     f"outcome; missing: {', '.join(missing)} (found: "
-                                     f"{', '.join(c for c in df.columns if c != '_where')})"])
+                                     f"outcome; missing: {', '.join(missing)}"])
     if len(df) == 0:
         raise LogFormatError(label, ["the rollouts table has no rows"])
     problems = []
@@ -102,8 +104,8 @@ def load_rollouts(source, name: str | None = None) -> pd.DataFrame:
     outcome = out_txt.map(_TRUE_VALUES)
     bad = outcome.isna()
     if bad.any():
-        problems.append(f"column outcome must be 0 or 1 for every rollout; found "
-                        f"{_examples(df['_where'][bad], df['outcome'][bad])}")
+        problems.append(f"column outcome must be 0 or 1 for every rollout; not so at "
+                        f"{_examples(df['_where'][bad])}")
     if problems:
         raise LogFormatError(label, problems)
     out = pd.DataFrame({"trajectory_id": tid.to_numpy(), "outcome": outcome.astype(int)})

@@ -14,12 +14,18 @@ import os
 import sys
 from pathlib import Path
 
+import numpy as np
+
+from .export import safe_csv
 from .inference import DEFAULT_SEED
 from .io import LogFormatError, load
 from .schedules import parse_schedule, schedule_help
+from .schema import clean_text
 from .tps import CENSORING_LABELS, ScoreSettings, compute_tps, default_censoring
 
 EXIT_BAD_INPUT = 2
+MAX_N_BOOT = 20_000      # bootstrap replicates accepted by --n-boot
+MAX_SEED = 2 ** 63 - 1
 
 _DESCRIPTION = """\
 tpsviz scores an agent's step-by-step success probabilities F_t with the Trajectory Proper
@@ -57,7 +63,8 @@ def _add_scoring_options(p: argparse.ArgumentParser) -> None:
                    help="clip forecasts to [eps, 1-eps] before scoring (default 1e-6; 0 = off, "
                         "unbounded scores may then be -inf)")
     p.add_argument("--seed", type=int, default=None, help="bootstrap seed (default fixed)")
-    p.add_argument("--n-boot", type=int, default=2000, help="bootstrap replicates (default 2000)")
+    p.add_argument("--n-boot", type=int, default=2000,
+                   help=f"bootstrap replicates (default 2000, at most {MAX_N_BOOT:,}; 0 = no CI)")
     p.add_argument("--json", action="store_true", help="print one JSON object instead of a table")
     p.add_argument("--recalibrate", choices=("platt", "isotonic", "beta"), default=None,
                    help="add a cross-fitted recalibration of every predictor and raw_/unc_ "
@@ -102,6 +109,34 @@ def build_parser() -> argparse.ArgumentParser:
 
 class _Fail(Exception):
     pass
+
+
+def _name(s, limit: int | None = None) -> str:
+    """Text from a log (id, column or file name) for the terminal: no control characters."""
+    return clean_text(s, limit).replace("\n", " ").replace("\t", " ")
+
+
+def _check_args(args) -> None:
+    """Refuse option values before any file is read, naming the option."""
+    if not 0 <= args.n_boot <= MAX_N_BOOT:
+        raise _Fail(f"--n-boot must be between 0 and {MAX_N_BOOT:,}, got {args.n_boot}")
+    if args.seed is not None and not 0 <= args.seed <= MAX_SEED:
+        raise _Fail(f"--seed must be an integer between 0 and 2^63 - 1, got {args.seed}")
+    if not (math.isfinite(args.eps) and 0 <= args.eps < 0.5):
+        raise _Fail(f"--eps must be in [0, 0.5), got {args.eps:g}")
+    if not 2 <= args.folds <= 50:
+        raise _Fail(f"--folds must be between 2 and 50, got {args.folds}")
+    out = getattr(args, "per_trajectory", None)
+    if out:
+        target = Path(out)
+        if target.is_dir():
+            raise _Fail(f"--per-trajectory {_name(out)} is a folder; give a file name")
+        inputs = [args.path] + ([args.rollouts] if args.rollouts else [])
+        for src in inputs:
+            if os.path.realpath(out) == os.path.realpath(src) or (
+                    target.exists() and Path(src).exists() and os.path.samefile(out, src)):
+                raise _Fail(f"--per-trajectory would write over the input {_name(src)}; the "
+                            "input is never modified: choose another file name")
 
 
 def _settings(args, data) -> ScoreSettings:
@@ -151,8 +186,6 @@ def _prepare(args):
     if args.recalibrate:
         from .calibrate import add_all_recalibrated
 
-        if args.folds < 2:
-            raise _Fail(f"--folds must be at least 2, got {args.folds}")
         before = list(data.notes)
         try:
             data, reports = add_all_recalibrated(data, args.recalibrate, folds=args.folds,
@@ -174,6 +207,7 @@ def _prepare(args):
 def _score(args) -> int:
     from .diagnostics import metric_table, skill_table
 
+    _check_args(args)
     data, settings, q_z, notes = _prepare(args)
     try:
         result = compute_tps(data, settings, q_z=q_z)
@@ -183,8 +217,7 @@ def _score(args) -> int:
         raise _Fail(str(exc)) from None
     if args.per_trajectory:
         out = result.per_trajectory[["trajectory_id", "predictor", "tps", "censored"]]
-        Path(args.per_trajectory).write_text(out.to_csv(index=False, lineterminator="\n"),
-                                             encoding="utf-8")
+        Path(args.per_trajectory).write_text(safe_csv(out), encoding="utf-8")
     s = result.summary
     ref_rate = float(skill["ref_rate"].iloc[0]) if len(skill) else None
     ref_rule = str(skill["ref_rule"].iloc[0]) if len(skill) else None
@@ -199,7 +232,8 @@ def _score(args) -> int:
                          "metrics": "auroc/auprc/tece_pooled pooled over (trajectory, step) "
                                     "pairs of complete runs; *_final use each run's final "
                                     "forecast; T-ECE with 10 equal-width bins; skill = 1 - "
-                                    "TPS/TPS_ref against the constant reference rate"},
+                                    "TPS/TPS_ref against the constant reference rate",
+                         "missing": "a null value is explained in the predictor's 'why_null'"},
             "predictors": {
                 name: {
                     "tps_mean": _num(r.tps_mean), "tps_se": _num(r.tps_se),
@@ -212,6 +246,7 @@ def _score(args) -> int:
                     "skill": _num(skill.loc[name, "skill"]),
                     **{k: _num(metrics.loc[name, k]) if k in metrics else None
                        for k in ("auroc", "auprc", "auroc_final", "tece_pooled", "tece_final")},
+                    "why_null": _why_missing(r, settings, skill.loc[name], metrics.loc[name]),
                 }
                 for name, r in s.iterrows()
             },
@@ -226,17 +261,18 @@ def _score(args) -> int:
               f"{'runs':>6} {'cens':>5} {'clip':>5}")
     print(header)
     print("-" * len(header))
-    order = s.sort_values("tps_mean", ascending=False).index
+    order = s["tps_mean"].fillna(-np.inf).sort_values(ascending=False, kind="stable").index
     for name in order:
         r = s.loc[name]
-        ci = f"[{r.tps_ci_low:.3f}, {r.tps_ci_high:.3f}]"
-        print(f"{name:<20} {r.tps_mean:>10.4f} {r.tps_se:>8.4f} {ci:>21} {r.tps_step_mean:>9.4f} "
-              f"{int(r.n_trajectories):>6} {int(r.n_censored):>5} {int(r.n_clipped):>5}")
+        ci = _interval(r.tps_ci_low, r.tps_ci_high, 21)
+        print(f"{_name(name, 20):<20} {_fmt(r.tps_mean, 10, 4)} {_fmt(r.tps_se, 8, 4)} {ci} "
+              f"{_fmt(r.tps_step_mean, 9, 4)} {int(r.n_trajectories):>6} {int(r.n_censored):>5} "
+              f"{int(r.n_clipped):>5}")
     extra = s[(s.n_qz_fallback > 0) | (s.n_no_forecast > 0) | (s.n_missing > 0)]
     for name, r in extra.iterrows():
-        print(f"note: {name}: {int(r.n_missing)} steps without forecast, {int(r.n_no_forecast)} runs "
-              f"without any forecast (left out), {int(r.n_qz_fallback)} censored runs scored with "
-              "q_Z = 0 for want of q_z")
+        print(f"note: {_name(name)}: {int(r.n_missing)} steps without forecast, "
+              f"{int(r.n_no_forecast)} runs without any forecast (left out), "
+              f"{int(r.n_qz_fallback)} censored runs scored with q_Z = 0 for want of q_z")
     print("per step = sum of TPS / sum of weights (a display normalisation)")
     print()
     if ref_rate is not None:
@@ -252,20 +288,77 @@ def _score(args) -> int:
     for name in order:
         m = metrics.loc[name]
         k = skill.loc[name]
-        print(f"{name:<20} {_fmt(k.tps_ref, 9, 3)} {_fmt(k.skill, 8, 3)} {_fmt(m.auroc, 7, 3)} "
-              f"{_fmt(m.auprc, 7, 3)} {_fmt(m.auroc_final, 9, 3)} {_fmt(m.tece_pooled, 7, 3)} "
-              f"{_fmt(m.tece_final, 9, 3)}")
+        print(f"{_name(name, 20):<20} {_fmt(k.tps_ref, 9, 3)} {_fmt(k.skill, 8, 3)} "
+              f"{_fmt(m.auroc, 7, 3)} {_fmt(m.auprc, 7, 3)} {_fmt(m.auroc_final, 9, 3)} "
+              f"{_fmt(m.tece_pooled, 7, 3)} {_fmt(m.tece_final, 9, 3)}")
+    why = {name: _why_missing(s.loc[name], settings, skill.loc[name], metrics.loc[name])
+           for name in order}
+    grouped: dict = {}
+    for name, reasons in why.items():
+        for field_, reason in reasons.items():
+            grouped.setdefault((field_, reason), []).append(name)
+    if grouped:
+        print()
+    for (field_, reason), names in grouped.items():
+        who = "every predictor" if len(names) == len(why) > 1 else ", ".join(
+            _name(n, 40) for n in names)
+        print(f"n/a: {field_} of {who}: {reason}")
     return 0
+
+
+def _why_missing(r, settings, k, m) -> dict:
+    """Why a value of a predictor's row is not a finite number (field -> reason), so no result
+    is ever a bare ``nan``."""
+    out = {}
+    n = int(r.n_trajectories)
+    mean = float(r.tps_mean)
+    if n == 0:
+        out["tps"] = ("no run was scored (the predictor has no forecast on the runs in scope)"
+                      if int(r.n_no_forecast) else "no run is in scope")
+    elif math.isinf(mean):
+        out["tps"] = ("-inf: a forecast of exactly 0 or 1 was wrong under an unbounded score "
+                      "with eps = 0; raise --eps or use a bounded score (--alpha 1 --beta 1)")
+    elif n < 2:
+        out["tps_se"] = "the SE and CI need at least 2 runs; only 1 was scored"
+    elif settings.n_boot == 0:
+        out["tps_ci"] = "no CI: the bootstrap is off (--n-boot 0); mean ± 1.96 SE is an alternative"
+    elif not (math.isfinite(float(r.tps_ci_low)) and math.isfinite(float(r.tps_ci_high))):
+        out["tps_ci"] = "no CI could be formed from the bootstrap replicates"
+    if n and not math.isfinite(float(k.skill)):
+        out["skill"] = (str(k.get("skill_note", "")) or
+                        "skill is undefined when TPS or the reference's TPS is not finite")
+    if not math.isfinite(float(m.get("auroc", math.nan))):
+        out["auroc"] = ("AUROC needs complete runs with both outcomes (a success and a failure) "
+                        "and a forecast")
+    return out
+
+
+def _interval(lo, hi, width: int) -> str:
+    lo, hi = float(lo), float(hi)
+    if not (math.isfinite(lo) and math.isfinite(hi)):
+        return f"{'n/a':>{width}}"
+    return f"{'[' + _short(lo, 3) + ', ' + _short(hi, 3) + ']':>{width}}"
+
+
+def _short(v: float, digits: int) -> str:
+    """A number in fixed notation, or in scientific notation when fixed would show 0."""
+    if v != 0 and abs(v) < 0.5 * 10 ** -digits:
+        return f"{v:.{max(digits - 1, 1)}e}"
+    return f"{v:.{digits}f}"
 
 
 def _fmt(v, width: int, digits: int) -> str:
     v = float(v)
-    return f"{'n/a':>{width}}" if not math.isfinite(v) else f"{v:>{width}.{digits}f}"
+    if math.isnan(v):
+        return f"{'n/a':>{width}}"
+    if math.isinf(v):
+        return f"{'-inf' if v < 0 else 'inf':>{width}}"
+    return f"{_short(v, digits):>{width}}"
 
 
 def _print_header(data, settings, notes) -> None:
     v = settings.schedule.verdict
-    print(f"{data.source}: {data.n_trajectories} trajectories, {data.n_steps} steps, "
+    print(f"{_name(data.source)}: {data.n_trajectories} trajectories, {data.n_steps} steps, "
           f"{data.n_censored} censored")
     print(f"score: beta family alpha={settings.alpha:g}, beta={settings.beta:g}"
           + ("  (log score, nats)" if settings.alpha == 0 and settings.beta == 0 else ""))
@@ -274,16 +367,17 @@ def _print_header(data, settings, notes) -> None:
         print(f"  note: {v.reason}")
     print(f"censoring: {CENSORING_LABELS[settings.censoring]}; eps = {settings.eps:g}")
     for note in data.notes + notes:
-        print(f"note: {note}")
+        print(f"note: {_name(note)}")
 
 
 def _compare(args) -> int:
     from .compare import compare
 
+    _check_args(args)
     data, settings, q_z, notes = _prepare(args)
     if args.baseline not in data.predictors:
-        raise _Fail(f"unknown baseline {args.baseline!r}: the log's predictors are "
-                    f"{', '.join(data.predictors)}")
+        raise _Fail(f"unknown baseline {_name(args.baseline)!r}: the log's predictors are "
+                    f"{', '.join(_name(p, 40) for p in data.predictors)}")
     try:
         table = compare(data, settings, baseline=args.baseline, q_z=q_z, metrics=("auroc",))
     except ValueError as exc:
@@ -317,7 +411,7 @@ def _compare(args) -> int:
     print(header)
     print("-" * len(header))
     for name, r in table.sort_values("tps_delta", ascending=False).iterrows():
-        print(f"{name:<20} {_fmt(r.tps_delta, 10, 4)} {_fmt(r.tps_se, 8, 4)} "
+        print(f"{_name(name, 20):<20} {_fmt(r.tps_delta, 10, 4)} {_fmt(r.tps_se, 8, 4)} "
               f"{_fmt(r.tps_z, 9, 2)}   {_fmt(r.auroc_delta, 11, 4)} {_fmt(r.auroc_se, 8, 4)} "
               f"{_fmt(r.auroc_z, 9, 2)} {int(r.n_runs):>6}")
     return 0
@@ -345,19 +439,17 @@ def main(argv: list[str] | None = None) -> int:
             return _compare(args)
         if args.command == "demo-data":
             return _demo(args)
-    except LogFormatError as exc:
-        print(f"error: {exc}", file=sys.stderr)
+    except (LogFormatError, _Fail, OSError) as exc:
+        print(f"error: {clean_text(exc)}", file=sys.stderr)
         return EXIT_BAD_INPUT
-    except _Fail as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return EXIT_BAD_INPUT
-    except (OSError, MemoryError) as exc:
-        print(f"error: {exc}", file=sys.stderr)
+    except MemoryError:
+        print("error: not enough memory for this log; lower TPSVIZ_MAX_ROWS or split the log",
+              file=sys.stderr)
         return EXIT_BAD_INPUT
     except Exception as exc:  # a bug: say so in one line (TPSVIZ_DEBUG=1 shows the traceback)
         if os.environ.get("TPSVIZ_DEBUG"):
             raise
-        print(f"error: unexpected failure ({type(exc).__name__}: {exc}); this is a bug in "
+        print(f"error: unexpected failure ({type(exc).__name__}: {clean_text(exc, 300)}); this is a bug in "
               "tpsviz, please report it with the command you ran", file=sys.stderr)
         return 1
     parser.print_help()

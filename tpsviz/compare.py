@@ -244,9 +244,9 @@ def censoring_shift(data: TrajectoryData, settings: ScoreSettings | None = None,
     for mode in (from_mode, to_mode):
         r = compute_tps(data, replace(settings, censoring=mode, n_boot=0), names, q_z=q_z)
         pt = r.per_trajectory
-        res[mode] = (pt.pivot(index="trajectory_id", columns="predictor", values="tps")
-                     .reindex(ids), pt.pivot(index="trajectory_id", columns="predictor",
-                                             values="weight_sum").reindex(ids))
+        # reindexed to every run and every predictor: one that scored no run is all NaN
+        res[mode] = tuple(pt.pivot(index="trajectory_id", columns="predictor", values=v)
+                          .reindex(index=ids, columns=names) for v in ("tps", "weight_sum"))
     n = data.n_trajectories
     a = (1 - settings.level) / 2
     rows = []

@@ -203,6 +203,16 @@ def metric_table(data: TrajectoryData, settings: ScoreSettings | None = None,
         })
         rows.append(rec)
     out = pd.DataFrame(rows).set_index("predictor")
+    # a predictor (or a log) without labelled runs still has every column, as NaN
+    metric_cols = (["auroc", "auprc", "auroc_final", "tece_pooled", "tece_final",
+                    "tece_pooled_mass", "tece_final_mass"]
+                   + [f"scal_{s}_{phi}" for s in _SCAL for phi in ("last", "mean", "min")])
+    for col in metric_cols:
+        for c in (col, f"{col}_se", f"{col}_ci_low", f"{col}_ci_high"):
+            if c not in out:
+                out[c] = np.nan
+    for c in ("n_unlabelled", "n_pseudo"):
+        out[c] = out[c].fillna(0).astype(int) if c in out else 0
     out["labels"] = LABELS[bool(pseudo_labels)]
     out["n_bins"] = int(n_bins)
     return out
@@ -278,8 +288,9 @@ def reference_rate(data: TrajectoryData, settings: ScoreSettings, q_z=None) -> t
         vals = np.where(cens, q, out)
     vals = vals[~np.isnan(vals)]
     if vals.size == 0:
-        raise ValueError("no run to compute a success rate from (every run is censored and "
-                         "censored runs are left out)")
+        raise ValueError("no run to score: every run is censored and complete-case leaves "
+                         "censored runs out; choose another censoring mode (simple, exact or "
+                         "upper)")
     return float(vals.mean()), RATE_RULES[mode]
 
 
@@ -367,7 +378,7 @@ def skill_table(data: TrajectoryData, settings: ScoreSettings | None = None,
     DataFrame
         Index predictor; ``tps_mean``, ``tps_ref`` (mean reference TPS on the same runs),
         ``skill``, ``skill_se``, ``skill_ci_low``, ``skill_ci_high``, ``ref_rate``,
-        ``ref_rule``, ``n_trajectories``.
+        ``ref_rule``, ``n_trajectories``, ``skill_note`` (why skill is undefined, or "").
     """
     settings = settings or ScoreSettings(censoring=default_censoring(data))
     n_boot = int(settings.n_boot if n_boot is None else n_boot)
@@ -377,6 +388,12 @@ def skill_table(data: TrajectoryData, settings: ScoreSettings | None = None,
     mat = tps_matrix_for(data, settings, names, q_z, result).reindex(
         data.trajectories["trajectory_id"])
     r = ref.per_trajectory.to_numpy(dtype=float)
+    # a reference rate of exactly 0 or 1 is (up to ε) a perfect forecast on these labels:
+    # TPS_ref ≈ 0 and the ratio TPS/TPS_ref is meaningless, so skill is left undefined
+    degenerate = ref.rate in (0.0, 1.0)
+    note = (f"skill undefined: the reference rate is {ref.rate:g} (every scored run counts as "
+            f"{'a success' if ref.rate == 1.0 else 'a failure'}), so the constant reference is "
+            "already perfect" if degenerate else "")
     stats = {}
     for name in names:
         v = mat[name].to_numpy(dtype=float)
@@ -385,7 +402,7 @@ def skill_table(data: TrajectoryData, settings: ScoreSettings | None = None,
         mp = float(v[ok].mean()) if m else np.nan
         mr = float(r[ok].mean()) if m else np.nan
         with np.errstate(invalid="ignore", divide="ignore"):
-            sk = 1.0 - mp / mr if m and mr != 0 else np.nan
+            sk = 1.0 - mp / mr if m and mr != 0 and not degenerate else np.nan
         boot = (n_boot > 0 and m >= 2 and np.isfinite(sk) and np.isfinite(v[ok]).all()
                 and np.isfinite(r[ok]).all())
         stats[name] = (v, ok, m, mp, mr, sk, boot)
@@ -408,7 +425,8 @@ def skill_table(data: TrajectoryData, settings: ScoreSettings | None = None,
                 lo, hi = (float(x) for x in np.quantile(reps, [a, 1 - a]))
         rows.append({"predictor": name, "tps_mean": mp, "tps_ref": mr, "skill": sk,
                      "skill_se": se, "skill_ci_low": lo, "skill_ci_high": hi,
-                     "ref_rate": ref.rate, "ref_rule": ref.rule, "n_trajectories": m})
+                     "ref_rate": ref.rate, "ref_rule": ref.rule, "n_trajectories": m,
+                     "skill_note": note})
     return pd.DataFrame(rows).set_index("predictor")
 
 

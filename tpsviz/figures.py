@@ -361,7 +361,7 @@ def length_histogram_figure(trajectories: pd.DataFrame) -> go.Figure:
         counts = t["length"].value_counts().sort_index()
         fig.add_trace(go.Bar(x=counts.index, y=counts.to_numpy(), name=f"{name} (n={len(t)})",
                              marker_color=col, opacity=0.7,
-                             hovertemplate=f"{name}: %{{y}} runs of length %{{x}}<extra></extra>"))
+                             hovertemplate=f"{html.escape(str(name), quote=False)}: %{{y}} runs of length %{{x}}<extra></extra>"))
     fig.update_layout(barmode="overlay")
     fig.update_xaxes(title="observed length (steps; for censored runs the stopping step Z)")
     fig.update_yaxes(title="runs")

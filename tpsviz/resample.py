@@ -39,6 +39,7 @@ import contextlib
 import math
 import os
 import threading
+import time
 from collections import OrderedDict
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
@@ -46,7 +47,9 @@ from functools import lru_cache
 
 import numpy as np
 
-__all__ = ["count_blocks", "counts_times", "poisson_rate", "layout_pmf"]
+from .cancel import current_check
+
+__all__ = ["count_blocks", "counts_times", "poisson_rate", "layout_pmf", "forget_replay"]
 
 # replicates drawn together (a "group"): one task for a thread, one random stream
 _GROUP_ROWS = 64
@@ -61,6 +64,7 @@ _EXACT_CELLS = 1 << 24
 # by group without being kept
 _CACHE_MAX_CELLS = 450_000_000
 _CACHE: OrderedDict = OrderedDict()
+_USED: dict = {}   # key -> time.monotonic() of its last use (forget_replay)
 _CACHE_LOCK = threading.Lock()
 _THREADS = max(1, min(2, os.cpu_count() or 1))
 # smaller bootstraps run on the calling thread (handing work to threads costs more than it saves)
@@ -265,15 +269,30 @@ def _cached(n: int, n_boot: int, seed: int) -> np.ndarray | None:
         counts = _CACHE.get(key)
         if counts is not None:
             _CACHE.move_to_end(key)
+            _USED[key] = time.monotonic()
     return counts
+
+
+def forget_replay(idle_seconds: float = 0.0) -> int:
+    """Drop kept resampling counts not used for ``idle_seconds`` (all of them by default);
+    returns the bytes released. A long-running server calls it so idle memory goes back."""
+    now = time.monotonic()
+    freed = 0
+    with _CACHE_LOCK:
+        for key in [k for k in _CACHE if now - _USED.get(k, 0.0) >= idle_seconds]:
+            freed += _CACHE.pop(key).nbytes
+            _USED.pop(key, None)
+    return freed
 
 
 def _keep(n: int, n_boot: int, seed: int, counts: np.ndarray) -> None:
     with _CACHE_LOCK:
         _CACHE[(int(n), int(n_boot), int(seed))] = counts
+        _USED[(int(n), int(n_boot), int(seed))] = time.monotonic()
         total = sum(c.size for c in _CACHE.values())
         while total > _CACHE_MAX_CELLS and len(_CACHE) > 1:
-            _, old = _CACHE.popitem(last=False)
+            key, old = _CACHE.popitem(last=False)
+            _USED.pop(key, None)
             total -= old.size
 
 
@@ -284,13 +303,19 @@ def _each_group(n: int, n_boot: int, seed: int, use: Callable) -> None:
     """
     counts = _cached(n, n_boot, seed)
     groups = _groups(n_boot)
+    check = current_check()  # the caller's cancellation, carried into the worker threads
     if counts is not None:
-        _map(lambda grp: use(grp[1], counts[grp[1]:grp[1] + grp[2]]), groups, n * n_boot)
+        def replay(grp: tuple[int, int, int]) -> None:
+            check()
+            use(grp[1], counts[grp[1]:grp[1] + grp[2]])
+
+        _map(replay, groups, n * n_boot)
         return
     keep = n * n_boot <= _CACHE_MAX_CELLS
     store = np.empty((n_boot, n), np.uint8) if keep else None
 
     def draw(grp: tuple[int, int, int]) -> None:
+        check()
         g, r0, rows = grp
         out = store[r0:r0 + rows] if keep else _scratch("group", (rows, n), np.uint8)
         use(r0, _group_counts(n, seed, g, out))
@@ -320,7 +345,9 @@ def count_blocks(n: int, n_boot: int, seed: int) -> Iterator[np.ndarray]:
     if counts is None and n * n_boot <= _CACHE_MAX_CELLS:
         _each_group(n, n_boot, seed, lambda r0, c: None)
         counts = _cached(n, n_boot, seed)
+    check = current_check()
     for g, r0, rows in _groups(n_boot):
+        check()
         if counts is not None:
             view = counts[r0:r0 + rows]
             view.flags.writeable = False

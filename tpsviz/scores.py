@@ -84,13 +84,16 @@ PRESETS: dict[str, ScoreFamily] = {
 }
 
 
+MAX_PARAM = 100.0  # largest α or β accepted: 0.5**(MAX_PARAM+1) stays far above the float minimum
+
+
 def validate_alpha_beta(alpha: float, beta: float) -> tuple[float, float]:
     """Check the beta-family parameters and return them as floats.
 
     Raises
     ------
     ValueError
-        If α or β is not a finite number greater than -1.
+        If α or β is not a finite number greater than -1 and at most ``MAX_PARAM`` (100).
     """
     out = []
     for name, v in (("alpha", alpha), ("beta", beta)):
@@ -102,6 +105,12 @@ def validate_alpha_beta(alpha: float, beta: float) -> tuple[float, float]:
             raise ValueError(
                 f"{name} = {v!r} is outside the beta family: it must be greater than -1 "
                 "(the threshold weight c^(α-1)(1-c)^(β-1) must be integrable against the scores)"
+            )
+        if f > MAX_PARAM:
+            raise ValueError(
+                f"{name} = {v!r} is too large: use a value up to {MAX_PARAM:g} (beyond it every "
+                "score is a vanishing power of the forecast that floating point cannot tell "
+                "from 0)"
             )
         out.append(f)
     return out[0], out[1]

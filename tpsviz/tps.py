@@ -107,7 +107,37 @@ def step_weights(data: TrajectoryData, schedule: Schedule) -> np.ndarray:
     if schedule.name == "column" and np.isnan(w).any():
         raise ValueError(f"schedule 'column': the 'weight' column is empty on "
                          f"{int(np.isnan(w).sum())} row(s); give every row a weight")
+    check_weights(schedule, w)
     return w
+
+
+def check_weights(schedule: Schedule, w: np.ndarray) -> None:
+    """Refuse weights a schedule's verdict cannot stand behind (docs/theory.md, schedules).
+
+    A schedule labelled strictly proper needs every w_t > 0 and finite: γ^(t−1) or γ^(H−t)
+    can underflow to 0 or overflow to ∞ in floating point (``back:0.5:1000000``,
+    ``front:1e308``), which would score every predictor a perfect 0 or NaN. A ``column``
+    schedule of zeros scores nothing.
+    """
+    w = np.asarray(w, dtype=float)
+    if w.size == 0:
+        return
+    if schedule.name in ("uniform", "linear", "front", "back"):
+        zero = int(np.count_nonzero(w == 0))
+        inf = int(np.count_nonzero(~np.isfinite(w)))
+        if zero or inf:
+            what = []
+            if zero:
+                what.append(f"underflow to 0 on {zero:,} of {w.size:,} step rows")
+            if inf:
+                what.append(f"overflow to infinity on {inf:,} of {w.size:,} step rows")
+            raise ValueError(
+                f"schedule {schedule.spec}: the weights {' and '.join(what)} in floating point, "
+                "so the score would not be strictly proper (and could read as a perfect 0); "
+                "choose γ closer to 1 or a smaller budget H")
+    elif schedule.name == "column" and not np.any(w > 0):
+        raise ValueError("schedule 'column': every weight in the 'weight' column is 0, so "
+                         "nothing would be scored; give positive weights")
 
 
 @dataclass
@@ -138,8 +168,13 @@ class TPSResult:
 
     def tps_matrix(self) -> pd.DataFrame:
         """Per-trajectory TPS as a wide frame (trajectory × predictor; NaN = not scored)."""
+        names = list(self.summary.index)
+        if len(self.per_trajectory) == 0:
+            return pd.DataFrame(columns=names, index=pd.Index([], name="trajectory_id"), dtype=float)
         wide = self.per_trajectory.pivot(index="trajectory_id", columns="predictor", values="tps")
-        return wide[list(self.summary.index)]
+        # a predictor that scored no run (no forecast at all, or all runs out of scope) is a
+        # column of NaN, not missing
+        return wide.reindex(columns=names)
 
     def step_contributions(self, predictors: list[str] | None = None) -> pd.DataFrame:
         """Per-step contributions w_t·S as a long frame.

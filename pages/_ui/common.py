@@ -3,20 +3,17 @@ states, estimate formatting, and figure display (SVG only, registered for the Ex
 
 from __future__ import annotations
 
+import logging
+
 import numpy as np
 import streamlit as st
 
 from . import state as S
 from .sidebar import VERDICT_ICON
+from .text import md
 
 PLOT_CONFIG = {"displaylogo": False, "toImageButtonOptions": {"format": "png", "scale": 2},
                "modeBarButtonsToRemove": ["lasso2d", "select2d"]}
-_MD_SPECIAL = "\\`*_{}[]()#+-.!|<>~$:"
-
-
-def md(s) -> str:
-    """Escape untrusted text (log content) for a Markdown context."""
-    return "".join("\\" + ch if ch in _MD_SPECIAL else ch for ch in str(s))
 
 
 def fmt(v, digits: int = 4) -> str:
@@ -55,7 +52,7 @@ def show_failure(f: S.LoadFailure) -> None:
     st.error(f"**This log cannot be used.** {n} problem{'s' if n != 1 else ''} found. Fix {'them' if n != 1 else 'it'} in the file "
              "(it was not modified) and load it again, or switch the data source back to Demo.",
              icon=":material/block:")
-    st.caption(f"File: {f.source}")
+    st.caption(f"File: {md(f.source, 120)}")
     st.code("\n".join(f"• {p}" for p in f.problems), language=None, wrap_lines=True)
 
 
@@ -67,6 +64,8 @@ def show_page_error(e: Exception) -> None:
     shown with its type so it can be reported.
     """
     msg = str(e) or type(e).__name__
+    if not isinstance(e, ValueError):  # a bug: the traceback goes to the server log, not the page
+        logging.getLogger("tpsviz").error("page failed", exc_info=e)
     if isinstance(e, ValueError):
         st.error(f"**These settings cannot be applied to this log:** {md(msg.rstrip('.'))}.\n\n"
                  "Change the setting named above in the sidebar (the rest of the app keeps working), "

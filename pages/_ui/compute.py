@@ -257,7 +257,9 @@ def murphy(cfg: S.Config, data):
         mean_s = float(np.mean(beta_score(p[ok], y[ok], cfg.alpha, cfg.beta)))
         checks.append({"predictor": F.display_name(name), "ω-weighted area": integral, "mean score": mean_s,
                        "n steps": int(ok.sum())})
-    curves = pd.DataFrame(frames[0].iloc[:0]) if not frames else pd.concat(frames, ignore_index=True)
+    curves = (pd.concat(frames, ignore_index=True) if frames
+              else pd.DataFrame({"predictor": pd.Series(dtype=object), "c": pd.Series(dtype=float),
+                                 "loss": pd.Series(dtype=float)}))
     fig = F.murphy_figure(curves, S.selected_colors(cfg, data), c, tpsviz.omega(c, cfg.alpha, cfg.beta),
                           cfg.alpha, cfg.beta)
     return fig, pd.DataFrame(checks)

@@ -4,6 +4,7 @@ link reproduces the view; recalibrations are mirrored by hand in ``?recal=``."""
 
 from __future__ import annotations
 
+import hashlib
 import re
 
 import numpy as np
@@ -16,6 +17,7 @@ from tpsviz.schedules import SCHEDULE_NAMES
 from tpsviz.tps import CENSORING_MODES
 
 from . import state as S
+from .text import md
 
 BIND = "query-params"
 VERDICT_ICON = {"strictly proper": ":green[:material/check_circle:]", "final forecast only": ":orange[:material/warning:]",
@@ -49,7 +51,9 @@ def _on_ab():
 
 
 def filter_key(col: str) -> str:
-    return "f_" + re.sub(r"[^A-Za-z0-9_]+", "_", str(col))[:40]
+    """Widget (and URL) key of a metadata filter: readable, unique per column name."""
+    digest = hashlib.sha256(str(col).encode("utf-8", "replace")).hexdigest()[:6]
+    return "f_" + re.sub(r"[^A-Za-z0-9_]+", "_", str(col))[:32] + "_" + digest
 
 
 def _source() -> S.Source | None:
@@ -68,27 +72,65 @@ def _source() -> S.Source | None:
         up = sb.file_uploader("Trajectory log", type=["csv", "tsv", "txt", "parquet", "pq", "jsonl", "ndjson", "json"],
                               key="upload", help="One row per (trajectory, step): trajectory_id, step, outcome, "
                                                  "conf_<name> columns; optional censored, q_z, raw_/unc_ signals, metadata.")
-        roll = sb.file_uploader("Rollouts (optional, CSV)", type=["csv"], key="upload_rollouts",
+        roll = sb.file_uploader("Rollouts (optional)", type=["csv", "tsv", "parquet", "pq", "jsonl", "ndjson"],
+                                key="upload_rollouts",
                                 help="Monte-Carlo continuations of censored runs: trajectory_id, outcome (0/1). "
                                      "Their mean is q̂_Z for the exact censored score.")
         if up is None:
             return None
         raw = up.getvalue()
         rraw = roll.getvalue() if roll is not None else None
-        return S.Source(key=f"upload:{S.sha(raw)}", kind="upload", name=up.name, raw=raw,
-                        rollouts_key=f"upload:{S.sha(rraw)}:rollouts" if rraw else None,
+        return S.Source(key=S.upload_key(raw, up.name), kind="upload", name=up.name, raw=raw,
+                        rollouts_key=S.upload_key(rraw, roll.name) + ":rollouts" if rraw else None,
                         rollouts_raw=rraw, rollouts_name=roll.name if roll is not None else None)
-    path = sb.text_input("Path on the server", key="path", bind=BIND, placeholder="/data/run_logs.parquet",
-                         help="Absolute path of a log readable by the dashboard's server (read-only).")
-    rpath = sb.text_input("Rollouts path (optional)", key="rpath", bind=BIND,
-                          help="CSV with trajectory_id, outcome for Monte-Carlo q̂_Z.")
-    if not path.strip():
+    return _server_path()
+
+
+def _path_from_url(key: str) -> None:
+    """On a session's first run, take a server path from the link (before its widget exists)."""
+    if f"_{key}_init" not in st.session_state:
+        st.session_state[f"_{key}_init"] = True
+        given = st.query_params.get(key, "")
+        if given and key not in st.session_state:
+            st.session_state[key] = given
+
+
+def _url_path(key: str, roots) -> None:
+    """Put a server path into the URL only when it lies under a data root (docs/deployment.md)."""
+    value = str(st.session_state.get(key, "")).strip()
+    if value and roots.contains(value):
+        if st.query_params.get(key) != value:
+            st.query_params[key] = value
+    elif key in st.query_params:
+        del st.query_params[key]
+
+
+def _server_path() -> S.Source | None:
+    sb = st.sidebar
+    roots = S.data_roots()
+    if not roots.enabled:
+        sb.info("Server paths are off on this server. The administrator turns them on by listing the folders "
+                "logs may be read from in `TPSVIZ_DATA_ROOTS` (see the README's deployment notes). "
+                "Upload the log instead.", icon=":material/lock:")
+        for key in ("path", "rpath"):
+            if key in st.query_params:
+                del st.query_params[key]
         return None
-    p = path.strip()
-    rp = rpath.strip() or None
-    return S.Source(key=S.path_key(p), kind="path", name=p.rsplit("/", 1)[-1], path=p,
-                    rollouts_key=S.path_key(rp) + ":rollouts" if rp else None, rollouts_path=rp,
-                    rollouts_name=rp.rsplit("/", 1)[-1] if rp else None)
+    _path_from_url("path")
+    _path_from_url("rpath")
+    sb.text_input("Path on the server", key="path", placeholder="run_logs.parquet",
+                  help="A log file under one of the folders this server may read (relative paths start at "
+                       "the first one). It is only read, never modified.")
+    sb.text_input("Rollouts path (optional)", key="rpath",
+                  help="CSV/TSV/Parquet/JSON Lines with trajectory_id, outcome for Monte-Carlo q̂_Z.")
+    _url_path("path", roots)
+    _url_path("rpath", roots)
+    sb.caption("Readable folders: " + ", ".join(f"`{md(str(r))}`" for r in roots.roots))
+    path = str(st.session_state.get("path", "")).strip()
+    if not path:
+        return None
+    rpath = str(st.session_state.get("rpath", "")).strip() or None
+    return S.path_source(path, rpath)
 
 
 def _recal_specs() -> tuple:
@@ -103,6 +145,7 @@ def render() -> S.Config:
     src = _source()
     st.session_state["_source"] = src
     base = S.load_base(src) if src is not None else None
+    st.session_state["_base"] = (src.key, base) if src is not None else None
     recal = _recal_specs()
     data_key = src.key if src is not None else None
     changed = st.session_state.get("_data_key", data_key) != data_key
@@ -173,7 +216,7 @@ def render() -> S.Config:
         sb.markdown(f"{VERDICT_ICON.get(v.status, '')} **{v.status}** — `{sobj.formula}`",
                     help=v.reason)
     except ValueError as e:
-        sb.error(f"Schedule: {e}")
+        sb.error(f"Schedule: {md(e)}")
 
     # ---------------------------------------------------------------- censoring
     default_cens = tpsviz.default_censoring(base) if ok else "simple"
@@ -215,18 +258,18 @@ def render() -> S.Config:
                     lo, hi = float(vals.min()), float(vals.max())
                     if lo == hi:
                         continue
-                    rng = st.slider(str(col), lo, hi, key=key, bind=BIND, **_default(key, {"value": (lo, hi)}),
-                                    help=f"Keep runs whose {col} is in this range.")
+                    rng = st.slider(md(col, 60), lo, hi, key=key, bind=BIND, **_default(key, {"value": (lo, hi)}),
+                                    help=f"Keep runs whose {md(col, 60)} is in this range.")
                     if tuple(rng) != (lo, hi):
                         filters.append((col, "range", (float(rng[0]), float(rng[1]))))
                 elif len(uniq) <= 60:
                     opts = sorted(uniq)
-                    chosen = st.multiselect(str(col), opts, key=key, bind=BIND, **_default(key, {"default": opts}),
-                                            help=f"Keep runs whose {col} is one of these values.")
+                    chosen = st.multiselect(md(col, 60), opts, key=key, bind=BIND, **_default(key, {"default": opts}),
+                                            help=f"Keep runs whose {md(col, 60)} is one of these values.")
                     if set(chosen) != set(opts):
                         filters.append((col, "in", tuple(sorted(chosen))))
                 else:
-                    st.caption(f"{col}: {len(uniq)} distinct values (no filter offered)")
+                    st.caption(f"{md(col, 60)}: {len(uniq)} distinct values (no filter offered)")
     with sb.expander("Uncertainty", expanded=False):
         n_boot = st.select_slider("Bootstrap replicates", S.BOOT_CHOICES, key="boot", bind=BIND,
                                   **_default("boot", {"value": 2000}),

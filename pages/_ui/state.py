@@ -4,8 +4,9 @@ Pages are thin: ``cfg = current()`` gives the settings of the shared sidebar; th
 functions return cached results keyed by (dataset key, parameters) — small hashable values —
 never by hashing a large DataFrame (DESIGN §4). The dataset key is the SHA-256 of an upload,
 ``demo:<name>`` for the embedded demo data, or ``path:<abs>:<size>:<mtime>`` for a server file.
-Big objects (TrajectoryData, TPSResult) live in ``st.cache_resource`` (no copy per rerun) and are
-treated as read-only.
+Big objects (TrajectoryData, TPSResult) live in the shared, bounded cache of ``memo`` (no copy per
+rerun; bounded in bytes and idle time, exceptions never cached) and are treated as read-only.
+Server paths are read only under ``TPSVIZ_DATA_ROOTS`` (``tpsviz.files.DataRoots``).
 
 A parameter slider reruns only what depends on it: loading, filtering, recalibration, AUROC,
 AUPRC and T-ECE do not depend on α, β, the schedule or censoring and stay cached.
@@ -13,9 +14,11 @@ AUPRC and T-ECE do not depend on α, β, the schedule or censoring and stay cach
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
-import os
 import re
+import threading
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
@@ -25,8 +28,13 @@ import streamlit as st
 
 import tpsviz
 from tpsviz import figures as F
+from tpsviz.cancel import Cancelled, cancel_when
+from tpsviz.files import CANNOT_OPEN, DataRoots, PathRefused, size_text
 from tpsviz.schedules import Schedule
 from tpsviz.tps import CENSORING_LABELS
+
+from .memo import clear_all as _clear_memo
+from .memo import memo
 
 ROOT = Path(__file__).resolve().parents[2]
 DEMO_DIR = ROOT / "demo_data"
@@ -141,13 +149,45 @@ def sha(raw: bytes) -> str:
     return hashlib.sha256(raw).hexdigest()[:20]
 
 
-def path_key(path: str) -> str:
-    p = Path(path).expanduser()
+def upload_key(raw: bytes, name: str) -> str:
+    """Cache key of an upload: its bytes *and* its file name, so a session never sees the name
+    another session gave to the same bytes."""
+    return f"upload:{sha(raw)}:{sha(name.encode('utf-8', 'replace'))}"
+
+
+def data_roots() -> DataRoots:
+    """The folders server paths may be read from (``TPSVIZ_DATA_ROOTS``; none = off)."""
+    return DataRoots.from_env()
+
+
+def path_key(real: Path) -> str:
+    """Cache key of a resolved server path: real path, size and modification time."""
     try:
-        st_ = p.stat()
-        return f"path:{p.resolve()}:{st_.st_size}:{int(st_.st_mtime_ns)}"
+        st_ = real.stat()
+        return f"path:{real}:{st_.st_size}:{int(st_.st_mtime_ns)}"
     except OSError:
-        return f"path:{p}:missing"
+        return f"path:{real}:missing"
+
+
+def path_source(path: str, rpath: str | None) -> "Source":
+    """The Source of a server path (and optional rollouts path), checked against the data
+    roots. A refused path gives a Source whose load fails with one identical message."""
+    roots = data_roots()
+    try:
+        real = roots.resolve(path)
+    except PathRefused:
+        return Source(key="refused", kind="refused", name="server path")
+    rreal = None
+    if rpath:
+        try:
+            rreal = roots.resolve(rpath, "rollouts path")
+        except PathRefused:
+            rreal = None
+    return Source(key=path_key(real), kind="path", name=real.name, path=str(real),
+                  rollouts_key=(path_key(rreal) + ":rollouts") if rreal else
+                  ("refused:rollouts" if rpath else None),
+                  rollouts_path=str(rreal) if rreal else None,
+                  rollouts_name=rreal.name if rreal else ("rollouts path" if rpath else None))
 
 
 def demo_source(name: str) -> Source:
@@ -157,6 +197,30 @@ def demo_source(name: str) -> Source:
                   rollouts_key=f"demo:{name}:rollouts" if roll.exists() else None,
                   rollouts_path=str(roll) if roll.exists() else None,
                   rollouts_name=roll.name if roll.exists() else None)
+
+
+# ----------------------------------------------------------------------------- abandoned work
+def _session_gone(session_id: str) -> Callable[[], bool]:
+    """A cheap, thread-safe test: has this browser session ended (tab closed, disconnected)?"""
+    from streamlit.runtime import Runtime
+
+    def gone() -> bool:
+        try:
+            return Runtime.exists() and not Runtime.instance().is_active_session(session_id)
+        except Exception:  # the runtime is shutting down
+            return True
+
+    return gone
+
+
+def cancel_when_session_ends():
+    """A context in which the core's long loops stop once this session has ended."""
+    from streamlit.runtime.scriptrunner import get_script_run_ctx
+
+    ctx = get_script_run_ctx()
+    if ctx is None:  # not in a script run (bare mode, some tests)
+        return contextlib.nullcontext()
+    return cancel_when(_session_gone(ctx.session_id))
 
 
 # ----------------------------------------------------------------------------- recal specs
@@ -189,21 +253,43 @@ class LoadFailure:
         self.problems = problems
 
 
-@st.cache_resource(max_entries=6, show_spinner="Reading and validating the log…")
+_LOADS = threading.BoundedSemaphore(2)   # logs parsed at once (each can take GBs at the row cap)
+
+
+@memo(max_entries=6, spinner="Reading and validating the log…")
 def _load(key: str, _src: Source):
-    try:
-        if _src.raw is not None:
-            return tpsviz.load(_src.raw, name=_src.name)
-        return tpsviz.load(_src.path, name=_src.name)
-    except tpsviz.LogFormatError as e:
-        return LoadFailure(e.source, e.problems)
-    except Exception as e:  # never a traceback in the page
-        return LoadFailure(_src.name, [f"the file could not be read ({type(e).__name__}: {e})"])
+    """The validated log, or a LoadFailure for a file that cannot be used (cached: the key
+    pins the bytes). Failures that may pass (a missing file, memory) raise instead: they are
+    never cached."""
+    if _src.kind == "refused":
+        raise PathRefused()
+    with _LOADS:
+        try:
+            if _src.raw is not None:
+                return tpsviz.load(_src.raw, name=_src.name)
+            return tpsviz.load(data_roots().read(_src.path) if _src.kind == "path" else _src.path,
+                               name=_src.name)
+        except tpsviz.LogFormatError as e:
+            return LoadFailure(e.source, e.problems)
 
 
 def load_base(src: Source):
-    """TrajectoryData or LoadFailure for the source (cached by its key)."""
-    return _load(src.key, src)
+    """TrajectoryData or LoadFailure for the source (cached by its key, except failures that
+    may pass: those are reported every time and never cached)."""
+    try:
+        return _load(src.key, src)
+    except PathRefused:
+        return LoadFailure("server path", [CANNOT_OPEN])
+    except MemoryError:
+        return LoadFailure(src.name, ["the server ran out of memory reading this log; try a "
+                                      "smaller file, or ask the administrator to lower "
+                                      "TPSVIZ_MAX_ROWS"])
+    except OSError as e:  # FileRefused and friends: the message names no content
+        return LoadFailure(src.name, [str(e)])
+    except Cancelled:
+        raise
+    except Exception as e:  # never a traceback in the page
+        return LoadFailure(src.name, [f"the file could not be read ({type(e).__name__})"])
 
 
 def _filter_mask(data, filters: tuple) -> np.ndarray:
@@ -220,7 +306,7 @@ def _filter_mask(data, filters: tuple) -> np.ndarray:
     return keep
 
 
-@st.cache_resource(max_entries=6, show_spinner="Applying filters and recalibration…")
+@memo(max_entries=6, spinner="Applying filters and recalibration…")
 def _prepared(key: str, filters: tuple, recal: tuple, _src: Source):
     from tpsviz.calibrate import add_recalibrated
 
@@ -246,26 +332,35 @@ def get_data(cfg: Config | None = None, src: Source | None = None):
     """(TrajectoryData | LoadFailure, problems) for the current settings."""
     cfg = cfg or current()
     src = src or current_source()
+    seen = st.session_state.get("_base")  # what the sidebar loaded in this run
+    if seen is not None and seen[0] == src.key and is_failure(seen[1]):
+        return seen[1], []  # one answer per run, also for a failure that is not cached
     return _prepared(src.key, cfg.filters, cfg.recal, src)
 
 
 # ----------------------------------------------------------------------------- rollouts / q_Z
-@st.cache_resource(max_entries=6, show_spinner=False)
+@memo(max_entries=6)
 def _rollouts(key: str, _src: Source):
     """The validated rollouts table (tpsviz.audit.load_rollouts), or a LoadFailure."""
     from tpsviz.audit import load_rollouts
 
     name = _src.rollouts_name or "rollouts"
+    if _src.rollouts_raw is None and _src.rollouts_path is None:
+        return LoadFailure(name, [CANNOT_OPEN])  # a refused server path
     try:
         if _src.rollouts_raw is not None:
-            import io
-            frame = pd.read_csv(io.BytesIO(_src.rollouts_raw), dtype=str, keep_default_na=False)
-            return load_rollouts(frame, name=name)
-        return load_rollouts(_src.rollouts_path, name=name)
+            return load_rollouts(_src.rollouts_raw, name=name)
+        return load_rollouts(data_roots().read(_src.rollouts_path, label="rollouts path"), name=name)
     except tpsviz.LogFormatError as e:
         return LoadFailure(e.source, e.problems)
+    except PathRefused:
+        return LoadFailure("rollouts path", [CANNOT_OPEN])
+    except OSError as e:  # too large: the message names the limit, no content
+        return LoadFailure(name, [str(e)])
+    except Cancelled:
+        raise
     except Exception as e:  # never a traceback in the page
-        return LoadFailure(name, [f"the rollouts file could not be read ({type(e).__name__}: {e})"])
+        return LoadFailure(name, [f"the rollouts file could not be read ({type(e).__name__})"])
 
 
 def get_rollouts(src: Source | None = None):
@@ -317,7 +412,7 @@ def censoring_label(cfg: Config, censoring: str | None = None) -> str:
 
 
 # ----------------------------------------------------------------------------- TPS
-@st.cache_resource(max_entries=24, show_spinner="Scoring…")
+@memo(max_entries=24, spinner="Scoring…")
 def _tps(key: str, filters: tuple, recal: tuple, score: tuple, preds: tuple, censoring: str,
          _cfg: Config, _src: Source):
     data, _ = _prepared(key, filters, recal, _src)
@@ -334,7 +429,7 @@ def get_tps(cfg: Config | None = None, censoring: str | None = None, predictors=
     return _tps(src.key, cfg.filters, cfg.recal, cfg.score_tuple, preds, censoring or cfg.censoring, cfg, src)
 
 
-@st.cache_resource(max_entries=24, show_spinner="Base-rate reference and skill…")
+@memo(max_entries=24, spinner="Base-rate reference and skill…")
 def _skill(key: str, filters: tuple, recal: tuple, score: tuple, preds: tuple, n_boot: int, _cfg: Config,
            _src: Source):
     """diagnostics.skill_table under the current settings (it scores the base-rate reference too:
@@ -355,7 +450,7 @@ def get_skill(cfg: Config | None = None, predictors=None):
     return _skill(src.key, cfg.filters, cfg.recal, cfg.score_tuple, preds, int(cfg.n_boot), cfg, src)
 
 
-@st.cache_resource(max_entries=24, show_spinner="Paired TPS comparison…")
+@memo(max_entries=24, spinner="Paired TPS comparison…")
 def _compare_tps(key: str, filters: tuple, recal: tuple, score: tuple, preds: tuple, baseline: str,
                  _cfg: Config, _src: Source):
     from tpsviz.compare import compare, z_matrix
@@ -380,7 +475,7 @@ def get_compare_tps(baseline: str, cfg: Config | None = None, predictors=None):
     return _compare_tps(src.key, cfg.filters, cfg.recal, cfg.score_tuple, preds, baseline, cfg, src)
 
 
-@st.cache_resource(max_entries=12, show_spinner="Paired bootstrap of AUROC and T-ECE against the baseline…")
+@memo(max_entries=12, spinner="Paired bootstrap of AUROC and T-ECE against the baseline…")
 def _compare_metrics(key: str, filters: tuple, recal: tuple, preds: tuple, baseline: str, n_boot: int,
                      _src: Source):
     """Rank/binned metric part of compare.compare (does not depend on α, β, schedule or censoring)."""
@@ -400,7 +495,7 @@ def get_compare_metrics(baseline: str, cfg: Config | None = None, predictors=Non
     return _compare_metrics(src.key, cfg.filters, cfg.recal, preds, baseline, nb, src)
 
 
-@st.cache_resource(max_entries=24, show_spinner="Shift between censoring treatments…")
+@memo(max_entries=24, spinner="Shift between censoring treatments…")
 def _shift(key: str, filters: tuple, recal: tuple, score: tuple, preds: tuple, from_mode: str, to_mode: str,
            _cfg: Config, _src: Source):
     from tpsviz.compare import censoring_shift
@@ -417,7 +512,7 @@ def get_shift(from_mode: str, to_mode: str, cfg: Config | None = None):
     return _shift(src.key, cfg.filters, cfg.recal, cfg.score_tuple, cfg.predictors, from_mode, to_mode, cfg, src)
 
 
-@st.cache_resource(max_entries=12, show_spinner="Monte-Carlo audit…")
+@memo(max_entries=12, spinner="Monte-Carlo audit…")
 def _mc_audit(key: str, filters: tuple, recal: tuple, score: tuple, preds: tuple, _cfg: Config, _src: Source):
     from tpsviz.audit import mc_audit
 
@@ -458,7 +553,7 @@ def metric_boot_note(cfg: Config | None = None) -> str:
     return f"metric CIs from {nb} replicates"
 
 
-@st.cache_resource(max_entries=24, show_spinner="Computing AUROC / AUPRC / T-ECE…")
+@memo(max_entries=24, spinner="Computing AUROC / AUPRC / T-ECE…")
 def _metrics(key: str, filters: tuple, recal: tuple, preds: tuple, n_boot: int, eps: float, _src: Source):
     from tpsviz.diagnostics import metric_table
 
@@ -477,7 +572,7 @@ def get_metrics(cfg: Config | None = None, predictors=None, ci: bool = True):
 
 
 # ----------------------------------------------------------------------------- why-not-AUROC demos
-@st.cache_resource(max_entries=12, show_spinner="Building the why-not-AUROC demonstrations…")
+@memo(max_entries=12, spinner="Building the why-not-AUROC demonstrations…")
 def _demos(key: str, filters: tuple, recal: tuple, score: tuple, _cfg: Config, _src: Source):
     """tpsviz.demonstrators on the current log; a failing demonstration gives its message instead."""
     from tpsviz import demonstrators as D
@@ -525,26 +620,18 @@ def register_figure(name: str, fig, caption: str = "") -> None:
 def reset_caches() -> None:
     st.cache_resource.clear()
     st.cache_data.clear()
+    _clear_memo()
 
 
 def is_failure(obj) -> bool:
     return isinstance(obj, LoadFailure)
 
 
-def file_size_text(n: int) -> str:
-    for unit in ("B", "KB", "MB", "GB"):
-        if n < 1024:
-            return f"{n:.0f} {unit}"
-        n /= 1024
-    return f"{n:.1f} TB"
+file_size_text = size_text
 
 
 def safe_filename(s: str) -> str:
     return re.sub(r"[^A-Za-z0-9_.-]+", "_", s)[:80] or "tpsviz"
-
-
-def env_max_path_bytes() -> int:
-    return int(os.environ.get("TPSVIZ_MAX_PATH_BYTES", str(8 * 1024 ** 3)))
 
 
 # ----------------------------------------------------------------------------- step contributions
@@ -552,7 +639,7 @@ def _contrib(key, filters, recal, score, preds, censoring, cfg, src, which):
     return _tps(key, filters, recal, score, preds, censoring, cfg, src).step_contributions(list(which))
 
 
-@st.cache_resource(max_entries=12, show_spinner="Aggregating per-step contributions…")
+@memo(max_entries=12, spinner="Aggregating per-step contributions…")
 def _step_means(key: str, filters: tuple, recal: tuple, score: tuple, preds: tuple, censoring: str,
                 _cfg: Config, _src: Source):
     c = _contrib(key, filters, recal, score, preds, censoring, _cfg, _src, list(preds))
@@ -565,7 +652,7 @@ def get_step_means(cfg: Config | None = None):
     return _step_means(src.key, cfg.filters, cfg.recal, cfg.score_tuple, cfg.predictors, cfg.censoring, cfg, src)
 
 
-@st.cache_resource(max_entries=12, show_spinner="Building the heatmap…")
+@memo(max_entries=12, spinner="Building the heatmap…")
 def _heatmap(key: str, filters: tuple, recal: tuple, score: tuple, preds: tuple, censoring: str, pred: str,
              _cfg: Config, _src: Source):
     data, _ = _prepared(key, filters, recal, _src)
@@ -594,7 +681,7 @@ def scope_rows(data, scope: str, step: int | None, pseudo: bool):
     return keep, y, codes
 
 
-@st.cache_resource(max_entries=12, show_spinner="Reliability diagrams (CORP curves and consistency bands)…")
+@memo(max_entries=12, spinner="Reliability diagrams (CORP curves and consistency bands)…")
 def _reliability(key: str, filters: tuple, recal: tuple, preds: tuple, scope: str, step, pseudo: bool,
                  n_bins: int, _src: Source):
     from tpsviz.reliability import corp_curve, forecast_histogram, reliability_bins
@@ -623,7 +710,7 @@ def get_reliability(scope: str, step, pseudo: bool, n_bins: int = 10, cfg: Confi
                         None if step is None else int(step), pseudo, n_bins, src)
 
 
-@st.cache_resource(max_entries=24, show_spinner="CORP decomposition…")
+@memo(max_entries=24, spinner="CORP decomposition…")
 def _decomp(key: str, filters: tuple, recal: tuple, preds: tuple, scope: str, step, pseudo: bool,
             alpha: float, beta: float, eps: float, by_step: bool, _src: Source):
     from tpsviz.decomposition import decompose, decompose_by_step

@@ -137,9 +137,15 @@ if len(comp_len) == 0 or comp_len.max() < 2:
     st.info("The check needs complete runs with at least 2 steps.")
 else:
     bmax = int(comp_len.max()) - 1
-    budget = st.slider("Artificial budget B (steps)", 1, max(bmax, 1), min(max(int(comp_len.median()) // 2, 1), bmax),
-                       key="cens_budget", help="Complete runs longer than B are cut after step B and scored as censored "
-                                               "(simple). The closed form must match the direct difference.")
+    if bmax == 1:  # a slider needs two values: the only possible budget is B = 1
+        budget = 1
+        st.caption("Artificial budget B = 1 step (the longest complete run has 2 steps).")
+    else:
+        if not 1 <= st.session_state.get("cens_budget", 1) <= bmax:  # kept from a longer log
+            del st.session_state["cens_budget"]
+        budget = st.slider("Artificial budget B (steps)", 1, bmax, min(max(int(comp_len.median()) // 2, 1), bmax),
+                           key="cens_budget", help="Complete runs longer than B are cut after step B and scored as "
+                                                   "censored (simple). The closed form must match the direct difference.")
     try:
         chk = tpsviz.artificial_censoring_check(data, budget, cfg.score_settings(n_boot=0), preds)
         if chk.empty:
@@ -150,10 +156,10 @@ else:
             st.markdown(f"On **{n_runs}** complete runs longer than B = {budget}: TPS_full − TPS_cen,simple(B) equals "
                         f"Σ_(t≤B) w_t·Y·[S(F_t,1) − S(F_t,0)] + Σ_(t>B) w_t·S(F_t,Y) with max |error| = **{mx:.1e}** "
                         + (":green[:material/check_circle: floating-point precision]" if mx < 1e-8 else ":orange[:material/warning:]"),
-                        help="DESIGN §2.3: the decomposition of the simple censored score.")
+                        help="docs/theory.md, censoring: the decomposition of the simple censored score.")
             C.plot(F.artificial_check_figure(chk, colors), "cens_check", name="Artificial censoring check")
     except ValueError as e:
-        st.warning(f"The check is not available with these settings: {e}", icon=":material/warning:")
+        st.warning(f"The check is not available with these settings: {C.md(e)}", icon=":material/warning:")
 
 # ----------------------------------------------------------------- MC audit
 st.subheader("Monte-Carlo audit")

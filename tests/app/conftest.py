@@ -7,13 +7,19 @@ from streamlit.testing.v1 import AppTest
 from apptest_helpers import APP
 
 
+def _clear():
+    from pages._ui.memo import clear_all
+
+    st.cache_resource.clear()
+    st.cache_data.clear()
+    clear_all()
+
+
 @pytest.fixture(autouse=True)
 def _clear_caches():
-    st.cache_resource.clear()
-    st.cache_data.clear()
+    _clear()
     yield
-    st.cache_resource.clear()
-    st.cache_data.clear()
+    _clear()
 
 
 @pytest.fixture

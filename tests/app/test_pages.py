@@ -156,7 +156,9 @@ def test_no_predictor_selected_is_a_designed_state(app):
 
 
 def test_filters_restrict_the_runs(app):
-    app.multiselect(key="f_difficulty").set_value(["easy"]).run()
+    from pages._ui.sidebar import filter_key
+
+    app.multiselect(key=filter_key("difficulty")).set_value(["easy"]).run()
     assert not app.exception
     n = int({m.label: m.value for m in app.metric}["Trajectories"].replace(",", ""))
     assert 0 < n < 450

@@ -1,0 +1,233 @@
+"""The dashboard's result cache: shared by sessions, bounded in bytes and in idle time.
+
+``@memo(max_entries=…)`` replaces ``st.cache_resource`` for everything the pages compute
+(docs/architecture.md, "Caching"). What it adds for a server shared by a team
+(docs/deployment.md):
+
+- **A byte budget** (``TPSVIZ_CACHE_MB``, default 2048) over all cached results: the least
+  recently used entries go first. A result larger than the whole budget is returned but not
+  kept. Sizes are estimated from the arrays and frames a result holds; a loaded log referenced
+  by a derived result is counted once, where it is cached itself.
+- **An idle lifetime** (``TPSVIZ_CACHE_TTL_S``, default 1800 s): a sweeper thread drops
+  entries (and the bootstrap's kept resampling counts) not used for that long, so an idle
+  server gives its memory back.
+- **Exceptions are never cached** (a ``MemoryError`` or a vanished file must not poison a key
+  for every later user), and one computation runs per key at a time (others wait for it).
+- **Arguments whose name starts with ``_`` are not part of the key** (as with Streamlit's
+  caches): they carry big objects that the other arguments already identify.
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+import os
+import threading
+import time
+from collections import OrderedDict
+from dataclasses import fields, is_dataclass
+
+import numpy as np
+import pandas as pd
+
+__all__ = ["memo", "clear_all", "stats", "approx_bytes", "configure"]
+
+_LOCK = threading.RLock()
+_ENTRIES: "OrderedDict[tuple, _Entry]" = OrderedDict()
+_KEY_LOCKS: dict[tuple, threading.Lock] = {}
+_CONFIG = {"budget": None, "ttl": None}
+_SWEEPER: threading.Thread | None = None
+_SWEEP_EVERY = 30.0
+
+
+class _Entry:
+    __slots__ = ("value", "size", "used", "func")
+
+    def __init__(self, value, size: int, func: str):
+        self.value = value
+        self.size = size
+        self.used = time.monotonic()
+        self.func = func
+
+
+def _env_number(name: str, default: float) -> float:
+    try:
+        v = float(os.environ.get(name, "") or default)
+    except ValueError:
+        return default
+    return v if v > 0 else default
+
+
+def budget_bytes() -> int:
+    """The byte budget of all cached results."""
+    if _CONFIG["budget"] is not None:
+        return int(_CONFIG["budget"])
+    return int(_env_number("TPSVIZ_CACHE_MB", 2048) * 2 ** 20)
+
+
+def ttl_seconds() -> float:
+    """How long an unused entry is kept."""
+    if _CONFIG["ttl"] is not None:
+        return float(_CONFIG["ttl"])
+    return _env_number("TPSVIZ_CACHE_TTL_S", 1800.0)
+
+
+def configure(budget: int | None = None, ttl: float | None = None) -> None:
+    """Override the budget (bytes) and idle lifetime (seconds); ``None`` restores the
+    environment's values. Used by tests and benchmarks."""
+    _CONFIG["budget"] = budget
+    _CONFIG["ttl"] = ttl
+
+
+def approx_bytes(obj, _seen: set | None = None, _depth: int = 0) -> int:
+    """An estimate of the memory an object holds: arrays and frames exactly (object columns
+    at 64 bytes a cell), containers and dataclasses by their parts. A
+    :class:`tpsviz.data.TrajectoryData` inside another result is not counted (it is cached,
+    and counted, on its own)."""
+    from tpsviz.data import TrajectoryData
+
+    seen = _seen if _seen is not None else set()
+    if id(obj) in seen or _depth > 6:
+        return 0
+    seen.add(id(obj))
+    if isinstance(obj, np.ndarray):
+        return int(obj.nbytes)
+    if isinstance(obj, (pd.DataFrame, pd.Series)):
+        frame = obj.to_frame() if isinstance(obj, pd.Series) else obj
+        size = int(frame.memory_usage(index=True, deep=False).sum())
+        n_obj = sum(1 for dt in frame.dtypes if dt == object or pd.api.types.is_string_dtype(dt))
+        return size + 64 * n_obj * len(frame)
+    if isinstance(obj, (bytes, bytearray, str)):
+        return len(obj)
+    if isinstance(obj, TrajectoryData) and _depth > 0:
+        return 0
+    if isinstance(obj, dict):
+        return 64 + sum(approx_bytes(k, seen, _depth + 1) + approx_bytes(v, seen, _depth + 1)
+                        for k, v in obj.items())
+    if isinstance(obj, (list, tuple, set, frozenset)):
+        return 64 + sum(approx_bytes(v, seen, _depth + 1) for v in obj)
+    if is_dataclass(obj) and not isinstance(obj, type):
+        return 64 + sum(approx_bytes(getattr(obj, f.name, None), seen, _depth + 1)
+                        for f in fields(obj))
+    if hasattr(obj, "__dict__"):
+        return 64 + sum(approx_bytes(v, seen, _depth + 1) for v in vars(obj).values())
+    return 64
+
+
+def _evict_locked(budget: int) -> None:
+    total = sum(e.size for e in _ENTRIES.values())
+    while total > budget and _ENTRIES:
+        _, old = _ENTRIES.popitem(last=False)
+        total -= old.size
+
+
+def sweep(now: float | None = None) -> int:
+    """Drop entries idle for longer than the lifetime; returns how many were dropped."""
+    from tpsviz import resample
+
+    now = time.monotonic() if now is None else now
+    ttl = ttl_seconds()
+    with _LOCK:
+        old = [k for k, e in _ENTRIES.items() if now - e.used > ttl]
+        for k in old:
+            del _ENTRIES[k]
+    resample.forget_replay(ttl)
+    return len(old)
+
+
+def _sweeper_loop() -> None:
+    while True:
+        time.sleep(_SWEEP_EVERY)
+        try:
+            sweep()
+        except Exception:  # pragma: no cover - the sweeper must never die
+            pass
+
+
+def _ensure_sweeper() -> None:
+    global _SWEEPER
+    if _SWEEPER is None or not _SWEEPER.is_alive():
+        _SWEEPER = threading.Thread(target=_sweeper_loop, name="tpsviz-cache-sweeper", daemon=True)
+        _SWEEPER.start()
+
+
+def clear_all() -> None:
+    """Forget every cached result (and the bootstrap's kept counts)."""
+    from tpsviz import resample
+
+    with _LOCK:
+        _ENTRIES.clear()
+    resample.forget_replay(0)
+
+
+def stats() -> dict:
+    """Entries, bytes held and the budget (for tests and the deployment notes)."""
+    with _LOCK:
+        return {"entries": len(_ENTRIES), "bytes": sum(e.size for e in _ENTRIES.values()),
+                "budget": budget_bytes(), "ttl": ttl_seconds()}
+
+
+def memo(max_entries: int = 16, spinner: str | None = None):
+    """Decorator: cache a function's results in the shared, bounded cache.
+
+    Parameters
+    ----------
+    max_entries : int
+        Most results kept for this function.
+    spinner : str, optional
+        Text shown (``st.spinner``) while a result is computed.
+    """
+
+    def wrap(fn):
+        sig = inspect.signature(fn)
+        keyed = [p for p in sig.parameters if not p.startswith("_")]
+        qual = f"{fn.__module__}.{fn.__qualname__}"
+
+        @functools.wraps(fn)
+        def cached(*args, **kwargs):
+            bound = sig.bind(*args, **kwargs)
+            bound.apply_defaults()
+            key = (qual,) + tuple(bound.arguments[p] for p in keyed)
+            _ensure_sweeper()
+            with _LOCK:
+                e = _ENTRIES.get(key)
+                if e is not None:
+                    e.used = time.monotonic()
+                    _ENTRIES.move_to_end(key)
+                    return e.value
+                klock = _KEY_LOCKS.setdefault(key, threading.Lock())
+            with klock:
+                with _LOCK:  # computed by another session while this one waited?
+                    e = _ENTRIES.get(key)
+                    if e is not None:
+                        e.used = time.monotonic()
+                        return e.value
+                if spinner:
+                    import streamlit as st
+
+                    with st.spinner(spinner):
+                        value = fn(*args, **kwargs)
+                else:
+                    value = fn(*args, **kwargs)
+                size = approx_bytes(value)
+                budget = budget_bytes()
+                with _LOCK:
+                    _KEY_LOCKS.pop(key, None)
+                    if size <= budget:
+                        _ENTRIES[key] = _Entry(value, size, qual)
+                        mine = [k for k in _ENTRIES if k[0] == qual]
+                        for k in mine[:-max_entries] if len(mine) > max_entries else []:
+                            del _ENTRIES[k]
+                        _evict_locked(budget)
+                return value
+
+        cached.clear = lambda: _clear_func(qual)
+        return cached
+
+    return wrap
+
+
+def _clear_func(qual: str) -> None:
+    with _LOCK:
+        for k in [k for k in _ENTRIES if k[0] == qual]:
+            del _ENTRIES[k]

@@ -1,0 +1,23 @@
+"""Text from a log (ids, column names, file names, metadata values) made safe for the page.
+
+Streamlit renders Markdown in ``st.markdown``, captions, alerts, widget labels and help
+texts: an image link there makes the browser fetch a URL, ``$…$`` becomes LaTeX, HTML tags
+are shown literally. :func:`md` escapes every character with a meaning in those contexts, so
+log text always reads as the text it is (docs/deployment.md). Tables (``st.dataframe``),
+``st.code`` and ``st.text`` show text as text and need no escaping.
+"""
+
+from __future__ import annotations
+
+from tpsviz.schema import clean_text
+
+__all__ = ["md"]
+
+_MD_SPECIAL = "\\`*_{}[]()#+-.!|<>~$:&\"'="
+
+
+def md(s, limit: int | None = None) -> str:
+    """Escape untrusted text for a Markdown context (control characters removed, optionally
+    cut to ``limit`` characters)."""
+    text = clean_text(s, limit).replace("\n", " ").replace("\r", " ")
+    return "".join("\\" + ch if ch in _MD_SPECIAL else ch for ch in text)

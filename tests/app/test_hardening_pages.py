@@ -1,0 +1,185 @@
+"""Issue 8 (hardening), dashboard cases (Streamlit AppTest), by the issue's numbering."""
+
+from __future__ import annotations
+
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from apptest_helpers import APP, DEMO, texts
+
+PAGES = ["pages/views/overview.py", "pages/views/reliability.py", "pages/views/steps.py",
+         "pages/views/censoring.py", "pages/views/lab.py", "pages/views/recalibration.py",
+         "pages/views/export.py"]
+SECRET = "TOPSECRET-7f3a9"
+
+
+def _fresh(qp=None) -> AppTest:
+    at = AppTest.from_file(APP, default_timeout=120)
+    if qp:
+        at.query_params.update(qp)
+    at.run()
+    assert not at.exception, [e.value for e in at.exception]
+    return at
+
+
+def _all_text(at) -> str:
+    parts = [texts(at)] + [c.value for c in at.code]
+    parts += [str(w.label) for w in at.sidebar.text_input]
+    return "\n".join(parts)
+
+
+def _upload(at, name: str, raw: bytes) -> None:
+    at.radio(key="src").set_value("Upload").run()
+    at.file_uploader(key="upload").set_value((name, raw, "text/csv")).run()
+
+
+# ----------------------------------------------------------------------------- 1. disclosure
+def test_1_server_path_is_off_without_data_roots(monkeypatch):
+    monkeypatch.delenv("TPSVIZ_DATA_ROOTS", raising=False)
+    at = _fresh({"src": "Server path", "path": "/proc/self/environ", "rpath": "/etc/shadow"})
+    t = _all_text(at)
+    assert "Server paths are off" in t and "TPSVIZ_DATA_ROOTS" in t
+    assert "PATH=" not in t and "root:" not in t
+    assert "path" not in at.query_params and "rpath" not in at.query_params
+
+
+@pytest.fixture
+def root(tmp_path, monkeypatch):
+    r = tmp_path / "logs"
+    r.mkdir()
+    (r / "tau2.csv").write_bytes((DEMO / "tau2-like.csv").read_bytes())
+    (r / "rollouts.csv").write_bytes((DEMO / "webshop-like_rollouts.csv").read_bytes())
+    (tmp_path / "secret.csv").write_text(f"user,password\nroot,{SECRET}\n", encoding="utf-8")
+    monkeypatch.setenv("TPSVIZ_DATA_ROOTS", str(r))
+    return r
+
+
+def test_1_a_path_under_a_root_loads_and_is_kept_in_the_url(root):
+    at = _fresh({"src": "Server path", "path": "tau2.csv"})
+    assert {m.label: m.value for m in at.metric}["Trajectories"] == "450"
+    assert at.query_params["path"] == "tau2.csv"
+
+
+@pytest.mark.parametrize("path", ["/proc/self/environ", "/etc/shadow", "/etc/passwd", "../secret.csv",
+                                  "/dev/zero", "nope.csv", "."])
+def test_1_paths_outside_the_roots_get_one_message_and_leave_the_url(root, path):
+    at = _fresh({"src": "Server path", "path": path})
+    t = _all_text(at)
+    assert "cannot open this path" in t
+    assert SECRET not in t and "PATH=" not in t and "root:" not in t and "no such file" not in t
+    assert "path" not in at.query_params  # not bound to the URL outside a root
+    for page in PAGES:
+        at.switch_page(page).run()
+        assert not at.exception
+
+
+@pytest.mark.parametrize("rpath", ["/proc/self/environ", "/etc/shadow", "../secret.csv"])
+def test_1_rollouts_path_outside_the_roots(root, rpath):
+    at = _fresh({"src": "Server path", "path": "tau2.csv", "rpath": rpath, "cens": "exact", "qzs": "rollouts"})
+    at.switch_page("pages/views/censoring.py").run()
+    assert not at.exception
+    t = _all_text(at)
+    assert SECRET not in t and "PATH=" not in t and "root:" not in t
+    assert "rpath" not in at.query_params
+
+
+def test_1_upload_name_is_not_shared_between_sessions():
+    raw = b"trajectory_id,step\nt1,1\n"
+    a = _fresh()
+    _upload(a, "alice-private-name.csv", raw)
+    b = _fresh()
+    _upload(b, "bob.csv", raw)
+    assert "bob" in _all_text(b) and "alice" not in _all_text(b)
+
+
+# ----------------------------------------------------------------------------- 2. memory
+def test_2_a_memory_error_is_not_cached(monkeypatch):
+    import tpsviz
+
+    real = tpsviz.load
+    calls = {"n": 0}
+
+    def flaky(*args, **kwargs):
+        calls["n"] += 1
+        if calls["n"] == 1:
+            raise MemoryError
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(tpsviz, "load", flaky)
+    at = AppTest.from_file(APP, default_timeout=120)
+    at.run()
+    assert not at.exception
+    assert "ran out of memory" in _all_text(at)
+    at.run()  # the next rerun (or the next user) loads the demo
+    assert not at.exception and not at.error
+    assert {m.label: m.value for m in at.metric}["Trajectories"] == "450"
+
+
+def test_2_cancelled_work_ends_the_page_quietly(monkeypatch):
+    import tpsviz
+    from tpsviz.cancel import Cancelled
+
+    at = _fresh()
+
+    def cancelled(*a, **k):
+        raise Cancelled("the result is no longer needed")
+
+    monkeypatch.setattr(tpsviz, "compute_tps", cancelled)
+    at.slider(key="a").set_value(0.5).run()
+    assert not at.exception and not at.error
+
+
+def test_2_session_end_is_detected(monkeypatch):
+    from streamlit.runtime import Runtime
+
+    from pages._ui import state as S
+
+    class Fake:
+        active = True
+
+        def is_active_session(self, sid):
+            return self.active
+
+    fake = Fake()
+    monkeypatch.setattr(Runtime, "exists", classmethod(lambda cls: True))
+    monkeypatch.setattr(Runtime, "instance", classmethod(lambda cls: fake))
+    gone = S._session_gone("abc")
+    assert gone() is False
+    fake.active = False
+    assert gone() is True
+
+
+# ----------------------------------------------------------------------------- 3. crashes
+LOGS = {
+    "every run censored (one run)": b"trajectory_id,step,outcome,conf_a\nt1,1,,0.6\n",
+    "every run censored": b"trajectory_id,step,outcome,conf_a\nt1,1,,0.6\nt1,2,,0.5\nt2,1,,0.3\n",
+    "predictor without forecasts": (b"trajectory_id,step,outcome,conf_a,conf_b\nt1,1,1,0.6,\n"
+                                    b"t2,1,0,0.3,\nt2,2,0,0.2,\n"),
+    "a single run": b"trajectory_id,step,outcome,conf_a\nt1,1,1,0.6\nt1,2,1,0.7\n",
+}
+
+
+@pytest.mark.parametrize("case", list(LOGS))
+def test_3_valid_logs_render_every_page(case):
+    at = _fresh()
+    _upload(at, "case.csv", LOGS[case])
+    for page in PAGES:
+        at.switch_page(page).run()
+        assert not at.exception, (page, [e.value for e in at.exception])
+        bugs = [e.value for e in at.error if "Something went wrong" in e.value]
+        assert not bugs, (page, bugs)
+
+
+# ----------------------------------------------------------------------------- 5. rendering
+def test_5_log_text_in_widget_labels_is_escaped():
+    csv = ("trajectory_id,step,outcome,conf_a,![t](http://127.0.0.1:9/x.png)\n"
+           + "".join(f"r{i},1,{i % 2},0.5,v{i % 3}\n" for i in range(12))).encode()
+    at = _fresh()
+    _upload(at, "![f](http://127.0.0.1:9/f.png).csv", csv)
+    labels = [w.label for w in at.sidebar.multiselect]
+    assert any("\\!\\[t\\]" in lab for lab in labels), labels
+    for page in PAGES:
+        at.switch_page(page).run()
+        assert not at.exception
+        for m in list(at.markdown) + list(at.caption):
+            assert "](http://127.0.0.1:9" not in m.value

@@ -1,0 +1,452 @@
+"""Issue 8 (hardening), core and command line: one test per case of the issue, by its numbering.
+
+Dashboard cases are in tests/app/test_hardening_pages.py, browser cases in
+tests/browser/test_hardening_browser.py.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import threading
+import time
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+import tpsviz
+from tpsviz import cli
+from tpsviz.files import CANNOT_OPEN, DataRoots, FileRefused, Limits, PathRefused, read_file
+from tpsviz.io import LogFormatError, load
+
+DEMO = Path(__file__).resolve().parents[1] / "demo_data"
+SECRET = "TOPSECRET-7f3a9"
+
+
+def run_cli(args, capsys):
+    code = cli.main([str(a) for a in args])
+    out = capsys.readouterr()
+    return code, out.out, out.err
+
+
+# ----------------------------------------------------------------------------- 1. disclosure
+def test_1_rollouts_path_without_table_extension_is_refused_before_reading(tmp_path, capsys):
+    secret = tmp_path / "environ"
+    secret.write_text(f"SHELL=/bin/bash\0API_KEY={SECRET}\0", encoding="utf-8")
+    code, out, err = run_cli(["score", DEMO / "webshop-like.csv", "--rollouts", secret,
+                              "--n-boot", "0"], capsys)
+    assert code == 2 and "unknown file type" in err
+    assert SECRET not in out + err and "SHELL" not in out + err
+
+
+def test_1_proc_self_environ_is_never_echoed(capsys):
+    code, out, err = run_cli(["score", DEMO / "webshop-like.csv", "--rollouts",
+                              "/proc/self/environ", "--n-boot", "0"], capsys)
+    assert code == 2
+    assert "PATH=" not in out + err and "HOME=" not in out + err
+
+
+@pytest.mark.parametrize("name", ["secrets.csv", "secrets.tsv", "secrets.txt", "secrets.json",
+                                  "secrets.jsonl"])
+def test_1_main_path_never_leaks_the_first_line(tmp_path, capsys, name):
+    f = tmp_path / name
+    sep = "\t" if name.endswith(".tsv") else ","
+    if name.endswith(("json", "jsonl")):
+        f.write_text(json.dumps({"user": "root", "password": SECRET}) + "\n", encoding="utf-8")
+    else:
+        f.write_text(sep.join(["user", "password", SECRET]) + "\n" + sep.join(["a", "b", "c"]) + "\n",
+                     encoding="utf-8")
+    code, out, err = run_cli(["score", f, "--n-boot", "0"], capsys)
+    assert code == 2
+    assert SECRET not in out + err and "password" not in out + err
+
+
+def test_1_rollouts_with_wrong_columns_do_not_list_an_unrelated_header(tmp_path, capsys):
+    f = tmp_path / "r.csv"
+    f.write_text(f"user,{SECRET}\nroot,x\n", encoding="utf-8")
+    code, out, err = run_cli(["score", DEMO / "webshop-like.csv", "--rollouts", f, "--n-boot", "0"],
+                             capsys)
+    assert code == 2 and "missing: trajectory_id, outcome" in err and SECRET not in err
+
+
+def test_1_messages_never_echo_cell_values(tmp_path):
+    text = ("trajectory_id,step,outcome,conf_a,q_z,censored\n"
+            f"t1,1,{SECRET},0.5,,\nt1,2,1,{SECRET}x,,\nt2,1,,0.5,{SECRET}y,{SECRET}z\n")
+    f = tmp_path / "log.csv"
+    f.write_text(text, encoding="utf-8")
+    with pytest.raises(LogFormatError) as e:
+        load(f)
+    assert SECRET not in str(e.value)
+    assert "line 2" in str(e.value) and "outcome" in str(e.value)
+
+
+def test_1_a_header_of_ours_is_named_in_messages(tmp_path):
+    f = tmp_path / "log.csv"
+    f.write_text("trajectory_id,step,success,conf_a\nt1,1,1,0.5\n", encoding="utf-8")
+    with pytest.raises(LogFormatError) as e:
+        load(f)
+    assert "'outcome'" in str(e.value) and "'success'" in str(e.value)
+
+
+def test_1_data_roots_one_identical_message(tmp_path):
+    root = tmp_path / "root"
+    root.mkdir()
+    (root / "log.csv").write_bytes((DEMO / "tau2-like.csv").read_bytes())
+    (root / "sub").mkdir()
+    outside = tmp_path / "outside.csv"
+    outside.write_text("x", encoding="utf-8")
+    (root / "link.csv").symlink_to(outside)
+    (root / "dotdot.csv").symlink_to(Path("..") / "outside.csv")
+    roots = DataRoots([str(root)])
+    assert roots.enabled and roots.resolve("log.csv") == (root / "log.csv").resolve()
+    assert roots.resolve(str(root / "log.csv")) == (root / "log.csv").resolve()
+    messages = set()
+    for p in [str(outside), "/etc/shadow", "/proc/self/environ", "/dev/zero", str(root / "nope.csv"),
+              str(root / "sub"), str(root / "link.csv"), str(root / "dotdot.csv"),
+              str(root / ".." / "outside.csv"), "", "\x00", "../outside.csv"]:
+        with pytest.raises(PathRefused) as e:
+            roots.resolve(p)
+        messages.add(str(e.value))
+    assert messages == {CANNOT_OPEN}
+
+
+def test_1_no_roots_means_server_paths_are_off(tmp_path, monkeypatch):
+    monkeypatch.delenv("TPSVIZ_DATA_ROOTS", raising=False)
+    roots = DataRoots.from_env()
+    assert not roots.enabled
+    with pytest.raises(PathRefused):
+        roots.resolve(str(DEMO / "tau2-like.csv"))
+    monkeypatch.setenv("TPSVIZ_DATA_ROOTS", f"{DEMO}{os.pathsep}/no/such/folder")
+    roots = DataRoots.from_env()
+    assert roots.enabled and roots.ignored == ["/no/such/folder"]
+    assert roots.contains("tau2-like.csv")
+
+
+# ----------------------------------------------------------------------------- 2. memory, hangs
+def test_2_dev_zero_is_refused_before_reading():
+    t = time.monotonic()
+    with pytest.raises(FileRefused, match="not a regular file"):
+        load("/dev/zero")
+    with pytest.raises(FileRefused, match="not a regular file"):
+        read_file("/dev/zero")
+    assert time.monotonic() - t < 5
+
+
+def test_2_symlink_to_a_device_is_refused(tmp_path):
+    link = tmp_path / "zero.csv"
+    link.symlink_to("/dev/zero")
+    with pytest.raises(FileRefused, match="not a regular file"):
+        load(link)
+
+
+def test_2_fifo_does_not_hang(tmp_path, capsys):
+    fifo = tmp_path / "log.csv"
+    os.mkfifo(fifo)
+    box = {}
+
+    def go():
+        box["code"] = cli.main(["score", str(fifo), "--n-boot", "0"])
+
+    th = threading.Thread(target=go, daemon=True)
+    th.start()
+    th.join(10)
+    assert not th.is_alive(), "reading a FIFO hung"
+    assert box["code"] == 2 and "not a regular file" in capsys.readouterr().err
+
+
+def test_2_file_size_limit(tmp_path, monkeypatch):
+    f = tmp_path / "big.csv"
+    f.write_bytes(b"trajectory_id,step,outcome,conf_a\n" + b"t1,1,1,0.5\n" * 200_000)
+    with pytest.raises(FileRefused, match="TPSVIZ_MAX_FILE_MB"):
+        load(f, limits=Limits(max_bytes=1_000_000, max_rows=10**9))
+    monkeypatch.setenv("TPSVIZ_MAX_FILE_MB", "1")
+    with pytest.raises(FileRefused, match="TPSVIZ_MAX_FILE_MB"):
+        load(f)
+    with pytest.raises(LogFormatError, match="TPSVIZ_MAX_FILE_MB"):
+        load(f.read_bytes(), name="big.csv")
+
+
+def test_2_proc_file_with_size_zero_is_bounded_while_reading(tmp_path):
+    # /proc files report st_size 0; the cap still holds while reading
+    with pytest.raises(FileRefused, match="larger than"):
+        read_file("/proc/self/maps", max_bytes=10)
+
+
+def test_2_row_cap_is_checked_before_parsing_parquet(tmp_path):
+    # 3M constant rows compress to a few kB; the metadata says how many rows there are
+    f = tmp_path / "many.parquet"
+    pd.DataFrame({"trajectory_id": np.zeros(3_000_000, dtype=np.int64), "step": 1, "outcome": 1,
+                  "conf_a": 0.5}).to_parquet(f)
+    assert f.stat().st_size < 200_000
+    with pytest.raises(LogFormatError, match="3,000,000 data rows, more than the 1,000 this"):
+        load(f, limits=Limits(max_rows=1000))
+
+
+@pytest.mark.parametrize("suffix", [".csv", ".jsonl"])
+def test_2_row_cap_text_formats(tmp_path, suffix):
+    f = tmp_path / f"log{suffix}"
+    if suffix == ".csv":
+        f.write_text("trajectory_id,step,outcome,conf_a\n" + "t1,1,1,0.5\n" * 50, encoding="utf-8")
+    else:
+        f.write_text('{"trajectory_id":"t","step":1,"outcome":1,"conf_a":0.5}\n' * 50, encoding="utf-8")
+    with pytest.raises(LogFormatError, match="TPSVIZ_MAX_ROWS"):
+        load(f, limits=Limits(max_rows=10))
+
+
+def test_2_row_cap_nested_steps(tmp_path):
+    rec = {"trajectory_id": "a", "outcome": 1, "steps": [{"step": i, "conf": {"v": 0.5}}
+                                                         for i in range(1, 40)]}
+    f = tmp_path / "n.jsonl"
+    f.write_text(json.dumps(rec) + "\n", encoding="utf-8")
+    with pytest.raises(LogFormatError, match="39 steps"):
+        load(f, limits=Limits(max_rows=10))
+
+
+def test_2_cancelled_bootstrap_stops_quickly():
+    from tpsviz.cancel import Cancelled, cancel_when
+    from tpsviz.inference import bootstrap_sums
+
+    x = np.random.default_rng(0).normal(size=50_000)
+    stop = threading.Event()
+    threading.Timer(0.2, stop.set).start()
+    t = time.monotonic()
+    with pytest.raises(Cancelled), cancel_when(stop.is_set):
+        bootstrap_sums(x, 20_000, seed=123)  # ~10 s of work when not cancelled
+    assert time.monotonic() - t < 3
+    # without a predicate nothing changes
+    assert bootstrap_sums(x[:100], 10, seed=1).shape == (10,)
+
+
+def test_2_replay_cache_can_be_released():
+    from tpsviz import resample
+    from tpsviz.inference import bootstrap_sums
+
+    bootstrap_sums(np.arange(1000.0), 100, seed=5)
+    assert resample.forget_replay(3600) == 0     # used just now
+    assert resample.forget_replay(0) >= 100 * 1000
+
+
+# ----------------------------------------------------------------------------- 3. crashes
+ALL_CENSORED = "trajectory_id,step,outcome,conf_a\nt1,1,,0.6\n"
+EMPTY_PREDICTOR = "trajectory_id,step,outcome,conf_a,conf_b\nt1,1,1,0.6,\nt2,1,0,0.3,\nt2,2,0,0.2,\n"
+
+
+def _write(tmp_path, text, name="log.csv"):
+    f = tmp_path / name
+    f.write_text(text, encoding="utf-8")
+    return f
+
+
+@pytest.mark.parametrize("censoring", ["simple", "exact", "upper", "complete"])
+def test_3_every_run_censored(tmp_path, capsys, censoring):
+    f = _write(tmp_path, ALL_CENSORED)
+    code, out, err = run_cli(["score", f, "--censoring", censoring], capsys)
+    if censoring == "complete":
+        assert code == 2 and "every run is censored" in err and "censoring mode" in err
+    else:
+        assert code == 0, err
+        assert "nan" not in out.lower().replace("n/a", "")
+        assert "need at least 2 runs" in out and "AUROC needs complete runs" in out
+    code, out, err = run_cli(["compare", f, "--baseline", "a"], capsys)
+    assert code in (0, 2) and "unexpected" not in err
+
+
+def test_3_every_run_censored_skill_is_undefined_not_huge(tmp_path):
+    from tpsviz.diagnostics import skill_table
+
+    data = load(_write(tmp_path, ALL_CENSORED + "t2,1,,0.3\n"))
+    sk = skill_table(data, tpsviz.ScoreSettings(censoring="simple"), n_boot=0)
+    assert np.isnan(sk.loc["a", "skill"]) and "reference rate is 0" in sk.loc["a", "skill_note"]
+
+
+def test_3_predictor_without_any_forecast(tmp_path, capsys):
+    from tpsviz.compare import censoring_shift, compare, z_matrix
+    from tpsviz.diagnostics import metric_table, skill_table
+
+    f = _write(tmp_path, EMPTY_PREDICTOR)
+    data = load(f)
+    assert "holds no forecast at all" in " ".join(data.notes)
+    s = tpsviz.ScoreSettings(n_boot=50)
+    res = tpsviz.compute_tps(data, s)
+    assert list(res.tps_matrix().columns) == ["a", "b"] and res.tps_matrix()["b"].isna().all()
+    metric_table(data, s, n_boot=20)
+    skill_table(data, s, n_boot=20)
+    compare(data, s, baseline="a")
+    compare(data, s, baseline="b")
+    z_matrix(data, s, ["a", "b"])
+    censoring_shift(data, s, ["a", "b"])
+    for args in (["score", f], ["compare", f, "--baseline", "a"], ["compare", f, "--baseline", "b"],
+                 ["score", f, "--json"]):
+        code, out, err = run_cli(args, capsys)
+        assert code == 0, err
+    assert "no run was scored" in run_cli(["score", f], capsys)[1]
+
+
+def test_3_deeply_nested_json(tmp_path, capsys):
+    f = _write(tmp_path, "[" * 100_000 + "\n", "deep.jsonl")
+    code, out, err = run_cli(["score", f], capsys)
+    assert code == 2 and "nested too deeply" in err and "line 1" in err
+
+
+def test_3_fuzzed_tables_never_raise_anything_but_log_format_error():
+    rng = np.random.default_rng(8)
+    cells = ["", "0", "1", "0.5", "2", "-1", "nan", "inf", "1e19", "x", "true", "None", "=1+1"]
+    cols = ["trajectory_id", "step", "outcome", "conf_a", "conf_b", "censored", "q_z", "weight",
+            "raw_s", "Conf_C", "t"]
+    for _ in range(150):
+        chosen = list(rng.choice(cols, size=rng.integers(1, len(cols)), replace=True))
+        rows = [",".join(str(rng.choice(cells)) for _ in chosen) for _ in range(rng.integers(0, 6))]
+        raw = (",".join(chosen) + "\n" + "\n".join(rows) + "\n").encode()
+        try:
+            data = load(raw, name="fuzz.csv")
+        except LogFormatError:
+            continue
+        tpsviz.compute_tps(data, tpsviz.ScoreSettings(n_boot=20))
+
+
+# ----------------------------------------------------------------------------- 4. misread input
+def test_4_duplicate_header_names_are_an_error(tmp_path):
+    with pytest.raises(LogFormatError, match=r"repeats column 'conf_a' \(columns 4, 5\)"):
+        load(_write(tmp_path, "trajectory_id,step,outcome,conf_a,conf_a\nt1,1,1,0.5,0.6\n"))
+    with pytest.raises(LogFormatError, match="repeats column 'outcome'"):
+        load(_write(tmp_path, "trajectory_id,step,outcome,conf_a,outcome\nt1,1,1,0.5,1\n"))
+    with pytest.raises(LogFormatError, match="repeats column 'conf_a'"):
+        load(_write(tmp_path, "trajectory_id,step,outcome,conf_a,Conf_a\nt1,1,1,0.5,0.6\n"))
+
+
+def test_4_duplicate_names_in_parquet_and_frames(tmp_path):
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    t = pa.table([pa.array(["t1"]), pa.array([1]), pa.array([1]), pa.array([0.5]), pa.array([0.7])],
+                 names=["trajectory_id", "step", "outcome", "conf_a", "conf_a"])
+    pq.write_table(t, tmp_path / "d.parquet")
+    with pytest.raises(LogFormatError, match="repeats"):
+        load(tmp_path / "d.parquet")
+    df = pd.DataFrame([["t1", 1, 1, 0.5, 0.6]], columns=["trajectory_id", "step", "outcome",
+                                                         "conf_a", "conf_a"])
+    with pytest.raises(LogFormatError, match="repeats"):
+        tpsviz.from_frame(df)
+
+
+def test_4_names_are_matched_ignoring_case_with_a_note(tmp_path):
+    data = load(_write(tmp_path, "Trajectory_ID,STEP,Outcome,Conf_A\nt1,1,1,0.5\nt2,1,0,0.4\n"))
+    assert data.predictors == ["A"]
+    assert any("ignoring case" in n and "'Conf_A' as 'conf_A'" in n for n in data.notes)
+
+
+def test_4_metadata_named_like_internal_columns_is_kept_aside(tmp_path):
+    data = load(_write(tmp_path, "trajectory_id,step,outcome,conf_a,t,length\n"
+                                 "r1,1,1,0.5,9,x\nr1,2,1,0.6,8,x\nr2,1,0,0.4,7,y\n"))
+    assert data.steps["t"].tolist() == [1, 2, 1]          # positions, not the log's column
+    assert data.steps["t_log"].tolist() == [9, 8, 7]
+    assert data.trajectories["length"].tolist() == [2, 1]
+    assert data.trajectories["length_log"].tolist() == ["x", "y"]
+    assert any("kept as 't_log'" in n for n in data.notes)
+
+
+@pytest.mark.parametrize("step", ["1e19", "inf", "9223372036854775808", "-1", "1.5", "9007199254740993"])
+def test_4_steps_out_of_range_are_an_error(tmp_path, step):
+    with pytest.raises(LogFormatError, match="whole number from 0 to 2\\^53"):
+        load(_write(tmp_path, f"trajectory_id,step,outcome,conf_a\nt1,{step},1,0.5\nt2,1,0,0.4\n"))
+
+
+@pytest.mark.parametrize("spec,what", [("back:0.5:1000000", "underflow"), ("back:1e-300:30", "underflow"),
+                                       ("front:1e308", "overflow"), ("front:1e-300", "underflow")])
+def test_4_schedules_that_leave_floating_point_are_refused(capsys, spec, what):
+    code, out, err = run_cli(["score", DEMO / "tau2-like.csv", "--schedule", spec, "--n-boot", "0"],
+                             capsys)
+    assert code == 2 and what in err and "strictly proper" in err
+    data = load(DEMO / "tau2-like.csv")
+    with pytest.raises(ValueError, match=what):
+        tpsviz.compute_tps(data, tpsviz.ScoreSettings(schedule=tpsviz.parse_schedule(spec)))
+
+
+def test_4_weight_column_of_zeros_is_refused(tmp_path):
+    data = load(_write(tmp_path, "trajectory_id,step,outcome,conf_a,weight\nt1,1,1,0.5,0\nt2,1,0,0.4,0\n"))
+    with pytest.raises(ValueError, match="every weight .* is 0"):
+        tpsviz.compute_tps(data, tpsviz.ScoreSettings(schedule=tpsviz.parse_schedule("column")))
+
+
+def test_4_huge_alpha_is_refused_and_small_scores_print_as_numbers(capsys):
+    code, out, err = run_cli(["score", DEMO / "tau2-like.csv", "--alpha", "1e308"], capsys)
+    assert code == 2 and "--alpha" not in err and "alpha = 1e+308 is too large" in err
+    code, out, err = run_cli(["score", DEMO / "tau2-like.csv", "--alpha", "60", "--beta", "60",
+                              "--n-boot", "0"], capsys)
+    assert code == 0 and "-0.0000" not in out and "e-" in out
+
+
+# ----------------------------------------------------------------------------- 5. exports
+def test_5_csv_cells_are_neutralised_numbers_stay_numbers():
+    from tpsviz.export import neutralise_cells, safe_csv
+
+    df = pd.DataFrame({"trajectory_id": ["=HYPERLINK(\"http://x\")", "+1", "-2", "@SUM(A1)", "\tx",
+                                         "\rx", "ok"], "tps": [-0.5, 1, 2, 3, 4, 5, 6]})
+    out = neutralise_cells(df)
+    assert out["trajectory_id"].tolist()[:6] == ["'" + v for v in df["trajectory_id"][:6]]
+    assert out["trajectory_id"].iloc[6] == "ok" and out["tps"].tolist() == df["tps"].tolist()
+    back = pd.read_csv(io.StringIO(safe_csv(df)))
+    assert back["tps"].iloc[0] == -0.5
+    assert not back["trajectory_id"].str.startswith(("=", "+", "-", "@")).any()
+
+
+def test_5_per_trajectory_export_is_neutralised_and_never_overwrites_the_input(tmp_path, capsys):
+    log = _write(tmp_path, "trajectory_id,step,outcome,conf_a\n=1+1,1,1,0.6\n@x,1,0,0.3\n-3,1,1,0.5\n")
+    before = log.read_bytes()
+    out_file = tmp_path / "per.csv"
+    code, _, err = run_cli(["score", log, "--per-trajectory", out_file, "--n-boot", "0"], capsys)
+    assert code == 0, err
+    text = out_file.read_text(encoding="utf-8")
+    assert "'=1+1" in text and "'@x" in text and "'-3" in text
+    for target in (log, tmp_path / "." / "log.csv"):
+        code, _, err = run_cli(["score", log, "--per-trajectory", target], capsys)
+        assert code == 2 and "write over the input" in err
+    link = tmp_path / "alias.csv"
+    link.symlink_to(log)
+    code, _, err = run_cli(["score", log, "--per-trajectory", link], capsys)
+    assert code == 2 and "write over the input" in err
+    roll = _write(tmp_path, "trajectory_id,outcome\n=1+1,1\n", "roll.csv")
+    code, _, err = run_cli(["score", log, "--rollouts", roll, "--per-trajectory", roll], capsys)
+    assert code == 2 and "write over the input" in err
+    assert log.read_bytes() == before
+
+
+def test_5_cli_strips_control_characters(tmp_path, capsys):
+    log = _write(tmp_path, "trajectory_id,step,outcome,conf_\x1b[31mred\n t1,1,1,0.6\nt2,1,0,0.3\n")
+    code, out, err = run_cli(["score", log, "--n-boot", "0"], capsys)
+    assert "\x1b" not in out + err
+
+
+def test_5_no_nan_is_printed(capsys):
+    for args in (["score", DEMO / "tau2-like.csv", "--n-boot", "0"],
+                 ["score", DEMO / "tau2-like.csv", "--eps", "0"]):
+        code, out, err = run_cli(args, capsys)
+        assert code == 0, err
+        assert "nan" not in out.lower().replace("n/a", "")
+    code, out, _ = run_cli(["score", DEMO / "tau2-like.csv", "--eps", "0", "--json"], capsys)
+    obj = json.loads(out)
+    assert all("why_null" in v for v in obj["predictors"].values())
+
+
+@pytest.mark.parametrize("args,flag", [(["--seed", "-1"], "--seed"), (["--n-boot", "-5"], "--n-boot"),
+                                       (["--n-boot", "1000000"], "--n-boot"), (["--eps", "0.7"], "--eps"),
+                                       (["--folds", "1", "--recalibrate", "platt"], "--folds")])
+def test_5_option_errors_name_the_option(capsys, args, flag):
+    code, out, err = run_cli(["score", DEMO / "tau2-like.csv", *args], capsys)
+    assert code == 2 and flag in err
+
+
+# ----------------------------------------------------------------------------- helpers of the UI
+def test_markdown_escaper_neutralises_images_links_latex():
+    import re
+
+    from pages._ui.text import md
+
+    for evil in ["![t](http://127.0.0.1:9/x.png)", "[click](javascript:alert(1))", "$\\frac12$",
+                 "<img src=x>", "**bold**", ":red[x]", "a\x1b[31mb\nc"]:
+        out = md(evil)
+        assert not re.search(r"(?<!\\)[!\[\]()$<>*:]", out), out
+        assert "\x1b" not in out and "\n" not in out

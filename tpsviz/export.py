@@ -1,0 +1,50 @@
+"""Tables written for people to open: CSV that a spreadsheet cannot run (docs/deployment.md).
+
+A cell that begins with ``=``, ``+``, ``-``, ``@``, a tab or a carriage return is read as a
+formula by Excel, LibreOffice and Google Sheets ("CSV injection"). Text cells that begin so
+(trajectory ids, predictor names, metadata from a log) are prefixed with ``'``, which the
+spreadsheet shows as text. Numeric columns are left as numbers, so ``-0.41`` stays a number.
+"""
+
+from __future__ import annotations
+
+import pandas as pd
+
+__all__ = ["neutralise_cells", "safe_csv"]
+
+_TRIGGERS = ("=", "+", "-", "@", "\t", "\r")
+
+
+def _neutral(v):
+    if isinstance(v, str) and v.startswith(_TRIGGERS):
+        return "'" + v
+    return v
+
+
+def neutralise_cells(frame: pd.DataFrame) -> pd.DataFrame:
+    """A copy of ``frame`` whose text cells cannot start a spreadsheet formula.
+
+    Only text (object/string) columns are touched; numbers, booleans and missing values stay
+    as they are. Column names are neutralised the same way.
+
+    Parameters
+    ----------
+    frame : DataFrame
+
+    Returns
+    -------
+    DataFrame
+    """
+    out = frame.copy()
+    for col in out.columns:
+        s = out[col]
+        if pd.api.types.is_object_dtype(s) or pd.api.types.is_string_dtype(s):
+            out[col] = s.map(_neutral).astype(s.dtype if not pd.api.types.is_string_dtype(s)
+                                              else object)
+    out.columns = [_neutral(str(c)) for c in out.columns]
+    return out
+
+
+def safe_csv(frame: pd.DataFrame) -> str:
+    """CSV text of ``frame`` (no index, ``\\n`` line ends) with :func:`neutralise_cells` applied."""
+    return neutralise_cells(frame).to_csv(index=False, lineterminator="\n")

@@ -1,0 +1,243 @@
+"""Opening files safely: regular files only, bounded size, and (for a shared server) data roots.
+
+Every log, rollouts table or sidecar file tpsviz reads goes through :func:`read_file`:
+
+- the file is opened without blocking (a FIFO or a device never hangs the caller) and checked
+  to be a *regular* file with ``fstat`` on the open descriptor before a byte is read, so
+  ``/dev/zero``, FIFOs, sockets and folders are refused;
+- at most ``max_bytes`` are read (``/proc`` files report size 0, so the size is also checked
+  while reading);
+- messages never echo what a file holds.
+
+A dashboard served to a team reads server paths only under the folders listed in
+``TPSVIZ_DATA_ROOTS`` (:class:`DataRoots`); outside them, and for anything that is not a
+readable regular file, the message is one and the same (no existence oracle).
+See ``docs/deployment.md``.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import stat
+from dataclasses import dataclass
+from pathlib import Path
+
+__all__ = ["Limits", "DataRoots", "PathRefused", "read_file", "limits_from_env", "CANNOT_OPEN"]
+
+MB = 1024 * 1024
+DEFAULT_MAX_FILE_MB = 1024
+DEFAULT_MAX_ROWS = 5_000_000
+CANNOT_OPEN = ("cannot open this path: it is not a readable log file under the data roots of "
+               "this server")
+
+
+class PathRefused(PermissionError):
+    """A server path the dashboard will not open (outside the data roots, missing, not a file).
+
+    The message is identical for every reason, so it tells nothing about the server's files.
+    """
+
+    def __init__(self, label: str = "path"):
+        self.label = label
+        super().__init__(CANNOT_OPEN)
+
+
+@dataclass(frozen=True)
+class Limits:
+    """Size limits applied before and after parsing a file.
+
+    Attributes
+    ----------
+    max_bytes : int
+        Largest file read, in bytes (``TPSVIZ_MAX_FILE_MB``, default 1024 MB).
+    max_rows : int
+        Largest number of data rows parsed (``TPSVIZ_MAX_ROWS``, default 5,000,000).
+    """
+
+    max_bytes: int = DEFAULT_MAX_FILE_MB * MB
+    max_rows: int = DEFAULT_MAX_ROWS
+
+
+def _env_int(name: str, default: int, scale: int = 1) -> int:
+    raw = os.environ.get(name, "").strip()
+    if not raw:
+        return default * scale
+    try:
+        value = float(raw)
+    except ValueError:
+        raise ValueError(f"environment variable {name} must be a number, got {raw!r}") from None
+    if not value > 0:
+        raise ValueError(f"environment variable {name} must be positive, got {raw!r}")
+    return int(value * scale)
+
+
+def limits_from_env() -> Limits:
+    """The :class:`Limits` set by ``TPSVIZ_MAX_FILE_MB`` and ``TPSVIZ_MAX_ROWS``."""
+    return Limits(max_bytes=_env_int("TPSVIZ_MAX_FILE_MB", DEFAULT_MAX_FILE_MB, MB),
+                  max_rows=_env_int("TPSVIZ_MAX_ROWS", DEFAULT_MAX_ROWS))
+
+
+def size_text(n: float) -> str:
+    """A byte count for people: ``"1.5 GB"``."""
+    for unit in ("B", "KB", "MB", "GB"):
+        if n < 1024:
+            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
+        n /= 1024
+    return f"{n:.1f} TB"
+
+
+class FileRefused(OSError):
+    """A path that is not a readable regular file, or too large (message names no content)."""
+
+
+def read_file(path, max_bytes: int | None = None, label: str | None = None) -> bytes:
+    """The bytes of a regular file, read without blocking and never past ``max_bytes``.
+
+    Parameters
+    ----------
+    path : str or PathLike
+        The file.
+    max_bytes : int, optional
+        Largest size read (default: :func:`limits_from_env`).
+    label : str, optional
+        How to name the file in messages (default: its name).
+
+    Returns
+    -------
+    bytes
+
+    Raises
+    ------
+    FileRefused
+        When the path does not exist, is a folder, a FIFO, a device or a socket, cannot be
+        read, or is larger than ``max_bytes``. Messages say which, never what it holds.
+    """
+    limit = limits_from_env().max_bytes if max_bytes is None else int(max_bytes)
+    name = label or Path(path).name or str(path)
+    try:
+        fd = os.open(os.fspath(path), os.O_RDONLY | getattr(os, "O_NONBLOCK", 0)
+                     | getattr(os, "O_NOCTTY", 0))
+    except FileNotFoundError:
+        raise FileRefused(f"{name}: no such file") from None
+    except IsADirectoryError:
+        raise FileRefused(f"{name}: is a folder, not a file") from None
+    except PermissionError:
+        raise FileRefused(f"{name}: permission denied") from None
+    except OSError as exc:
+        raise FileRefused(f"{name}: cannot be opened ({errno.errorcode.get(exc.errno, 'error')})"
+                          ) from None
+    try:
+        info = os.fstat(fd)
+        if stat.S_ISDIR(info.st_mode):
+            raise FileRefused(f"{name}: is a folder, not a file")
+        if not stat.S_ISREG(info.st_mode):
+            raise FileRefused(f"{name}: is not a regular file (a device, FIFO or socket); "
+                              "give a log file")
+        if info.st_size > limit:
+            raise FileRefused(f"{name}: the file is {size_text(info.st_size)}, more than the "
+                              f"{size_text(limit)} this installation reads (TPSVIZ_MAX_FILE_MB)")
+        os.set_blocking(fd, True)
+        chunks = []
+        total = 0
+        while True:
+            chunk = os.read(fd, min(1 << 24, limit + 1 - total))
+            if not chunk:
+                break
+            chunks.append(chunk)
+            total += len(chunk)
+            if total > limit:
+                raise FileRefused(f"{name}: the file is larger than the {size_text(limit)} this "
+                                  "installation reads (TPSVIZ_MAX_FILE_MB)")
+        return b"".join(chunks)
+    except OSError as exc:
+        if isinstance(exc, FileRefused):
+            raise
+        raise FileRefused(f"{name}: cannot be read ({errno.errorcode.get(exc.errno, 'error')})"
+                          ) from None
+    finally:
+        os.close(fd)
+
+
+class DataRoots:
+    """The folders a shared dashboard may read server paths from (``TPSVIZ_DATA_ROOTS``).
+
+    Parameters
+    ----------
+    roots : list of str or PathLike
+        Folders; each is resolved to its real path once. Entries that are not folders are
+        ignored (and listed in ``ignored``).
+
+    Notes
+    -----
+    A path is accepted when its real path (symbolic links resolved) is a regular file inside
+    one of the roots. Everything else raises :class:`PathRefused` with one identical message.
+    """
+
+    def __init__(self, roots):
+        self.roots: list[Path] = []
+        self.ignored: list[str] = []
+        for r in roots:
+            r = str(r).strip()
+            if not r:
+                continue
+            p = Path(r).expanduser()
+            if p.is_absolute() and p.is_dir():
+                self.roots.append(Path(os.path.realpath(p)))
+            else:
+                self.ignored.append(r)
+
+    @classmethod
+    def from_env(cls) -> "DataRoots":
+        """Roots from ``TPSVIZ_DATA_ROOTS`` (separated by ``os.pathsep``, ``:`` on Linux)."""
+        return cls(os.environ.get("TPSVIZ_DATA_ROOTS", "").split(os.pathsep))
+
+    @property
+    def enabled(self) -> bool:
+        """True when at least one root is configured (server paths are off otherwise)."""
+        return bool(self.roots)
+
+    def resolve(self, path: str, label: str = "path") -> Path:
+        """The real path of ``path`` if it is a regular file under a root.
+
+        A relative path is taken relative to the first root.
+
+        Raises
+        ------
+        PathRefused
+            Identically for a path outside the roots, a missing file, a folder, a device, …
+        """
+        text = str(path).strip()
+        if not self.roots or not text or "\x00" in text:
+            raise PathRefused(label)
+        p = Path(text).expanduser()
+        if not p.is_absolute():
+            p = self.roots[0] / p
+        real = Path(os.path.realpath(p))
+        if not any(real == r or r in real.parents for r in self.roots):
+            raise PathRefused(label)
+        try:
+            if not stat.S_ISREG(os.stat(real).st_mode):
+                raise PathRefused(label)
+        except OSError:
+            raise PathRefused(label) from None
+        return real
+
+    def contains(self, path: str) -> bool:
+        """True when :meth:`resolve` accepts ``path``."""
+        try:
+            self.resolve(path)
+        except PathRefused:
+            return False
+        return True
+
+    def read(self, path: str, max_bytes: int | None = None, label: str = "path") -> bytes:
+        """:func:`read_file` of a path under a root; every failure is :class:`PathRefused`
+        except a size above the limit, which names the limit (not the content)."""
+        real = self.resolve(path, label)
+        try:
+            return read_file(real, max_bytes=max_bytes, label=Path(str(path)).name or label)
+        except FileRefused as exc:
+            if "larger than" in str(exc) or "more than the" in str(exc):
+                raise
+            raise PathRefused(label) from None

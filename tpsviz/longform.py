@@ -1,0 +1,366 @@
+"""Validating a long-format frame into a :class:`TrajectoryData` (docs/formats.md).
+
+One row per (trajectory, step). Every defect is collected and raised together as a
+:class:`LogFormatError` naming rows (lines), trajectories and columns, never cell values.
+Column names are matched to the long format regardless of case, with a note.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from .data import TrajectoryData
+from .errors import LogFormatError
+from .schema import REQUIRED, RESERVED, canonical_name, looks_like_ours, show_id
+from .tables import MISSING
+
+__all__ = ["from_frame", "MAX_STEP"]
+
+_TRUE = {"1", "1.0", "true", "t", "yes", "y"}
+_FALSE = {"0", "0.0", "false", "f", "no", "n"}
+_MAX_EXAMPLES = 3
+MAX_STEP = 2 ** 53   # largest step index kept exactly (an int64 and a float64 agree below it)
+
+
+class _Locations:
+    """Row locations kept as integers and formatted as "line 12" / "row 12" only on demand."""
+
+    def __init__(self, numbers: pd.Series, prefix: str):
+        self.numbers = numbers
+        self.prefix = prefix
+
+    def __getitem__(self, mask) -> pd.Series:
+        return (self.prefix + " " + self.numbers[mask].astype(str)).rename("_where")
+
+    @property
+    def iloc(self):
+        return _LocIloc(self)
+
+
+class _LocIloc:
+    def __init__(self, loc: _Locations):
+        self.loc = loc
+
+    def __getitem__(self, idx):
+        return self.loc.prefix + " " + self.loc.numbers.iloc[idx].astype(str)
+
+
+def _examples(where: pd.Series) -> str:
+    """Where a problem is: "line 3, line 7, line 9 and 12 more" (never the values there)."""
+    items = [str(w) for w in where.iloc[:_MAX_EXAMPLES]]
+    more = f" and {len(where) - _MAX_EXAMPLES} more" if len(where) > _MAX_EXAMPLES else ""
+    return ", ".join(items) + more
+
+
+def _ids(uniques, mask: np.ndarray) -> str:
+    """Trajectory ids for a message (at most three, cleaned and cut) and how many more."""
+    idx = np.flatnonzero(mask)
+    shown = ", ".join(show_id(uniques[i]) for i in idx[:_MAX_EXAMPLES])
+    more = len(idx) - min(len(idx), _MAX_EXAMPLES)
+    return shown + (f" and {more} more" if more > 0 else "")
+
+
+def _canonical_columns(df: pd.DataFrame, notes: list[str]) -> list[str]:
+    """Rename columns that match the long format ignoring case (``Conf_A`` -> ``conf_A``), with
+    a note; a name that would then appear twice is an error."""
+    cols = [c for c in df.columns if c != "_where"]
+    dup = pd.Index(cols)[pd.Index(cols).duplicated()].unique()
+    canon = {c: canonical_name(c) for c in cols}
+    taken = pd.Series(list(canon.values()))
+    clash = taken[taken.duplicated()].unique()
+    if len(dup) or len(clash):
+        ours = looks_like_ours(cols)
+        names = list(dict.fromkeys(list(dup) + list(clash)))
+        what = ", ".join(show_id(n) for n in names[:5]) if ours else "a column name"
+        raise LogFormatError(str(df.attrs.get("source", "<frame>")), [
+            f"the header repeats {what} (names are matched ignoring case); every column needs "
+            "its own name"])
+    renamed = {c: n for c, n in canon.items() if c != n}
+    if renamed:
+        df.columns = [renamed.get(c, c) for c in df.columns]
+        shown = ", ".join(f"{show_id(a)} as {show_id(b)}" for a, b in list(renamed.items())[:5])
+        notes.append(f"column names are matched ignoring case: read {shown}"
+                     + (f" and {len(renamed) - 5} more" if len(renamed) > 5 else "") + ".")
+    return [c for c in df.columns if c != "_where"]
+
+
+def _text(s: pd.Series) -> pd.Series:
+    return s.astype("string").str.strip()
+
+
+def _is_missing(s: pd.Series) -> pd.Series:
+    if pd.api.types.is_numeric_dtype(s) or pd.api.types.is_bool_dtype(s):
+        return s.isna()
+    return (s.isna() | _text(s).str.lower().isin(MISSING)).fillna(True).astype(bool)
+
+
+def _numeric(s: pd.Series) -> tuple[pd.Series, pd.Series]:
+    """Values as float (NaN where missing) and a mask of present values that are not numbers."""
+    if pd.api.types.is_bool_dtype(s) or pd.api.types.is_numeric_dtype(s):
+        return s.astype(float), pd.Series(False, index=s.index)
+    missing = _is_missing(s)
+    is_bool = s.map(type).eq(bool)  # JSON true/false is not a number
+    num = pd.to_numeric(_text(s).where(~missing & ~is_bool), errors="coerce").astype(float)
+    bad = (num.isna() & ~missing) | is_bool
+    return num.where(~missing & ~is_bool, np.nan), bad
+
+
+def _boolean(s: pd.Series) -> tuple[pd.Series, pd.Series]:
+    """Parse true/false/1/0 (any case); returns (values as float 1/0/NaN, bad mask)."""
+    if pd.api.types.is_bool_dtype(s):
+        return s.astype(float), pd.Series(False, index=s.index)
+    missing = _is_missing(s)
+    txt = _text(s).str.lower()
+    val = pd.Series(np.nan, index=s.index)
+    val[txt.isin(_TRUE).fillna(False).astype(bool)] = 1.0
+    val[txt.isin(_FALSE).fillna(False).astype(bool)] = 0.0
+    bad = val.isna() & ~missing
+    return val, bad
+
+
+def _per_traj_constant(values: pd.Series, codes: np.ndarray, n: int):
+    """First present value per trajectory, and which trajectories have conflicting values."""
+    present = values.notna().to_numpy()
+    first = pd.Series(values.to_numpy()[present]).groupby(codes[present]).agg(["min", "max"])
+    out = np.full(n, np.nan)
+    conflict = np.zeros(n, dtype=bool)
+    out[first.index.to_numpy()] = first["min"].to_numpy()
+    conflict[first.index.to_numpy()] = (first["min"] != first["max"]).to_numpy()
+    return out, conflict
+
+
+def from_frame(df: pd.DataFrame, source: str = "<frame>") -> TrajectoryData:
+    """Validate a long-format frame (one row per (trajectory, step)) into a :class:`TrajectoryData`.
+
+    Parameters
+    ----------
+    df : DataFrame
+        Columns as in docs/formats.md. Values may be strings (as read from CSV) or typed. An optional
+        ``_where`` column gives each row's location for messages (default "row N").
+    source : str
+        Name used in messages.
+
+    Returns
+    -------
+    TrajectoryData
+
+    Raises
+    ------
+    LogFormatError
+    """
+    prefix = df.attrs.get("where_prefix", "row")
+    df = df.copy()
+    df.attrs["source"] = source
+    notes: list[str] = []
+    _canonical_columns(df, notes)
+    if "_where" not in df.columns:
+        df["_where"] = np.arange(1, len(df) + 1)
+    df = df.reset_index(drop=True)
+    where = df["_where"]
+    if pd.api.types.is_integer_dtype(where):
+        where = _Locations(where, prefix)
+    problems: list[str] = []
+    cols = [c for c in df.columns if c != "_where"]
+    if len(df) == 0:
+        raise LogFormatError(source, ["the file has a header but no data rows" if cols else
+                                      "the file is empty"])
+    missing_req = [c for c in REQUIRED if c not in cols]
+    if missing_req:
+        # a header is named only when it is recognisably a log's (never an unrelated file's
+        # first line: docs/deployment.md)
+        found = (f" (columns: {', '.join(show_id(c, 30) for c in cols[:12])}"
+                 + (f" and {len(cols) - 12} more" if len(cols) > 12 else "") + ")"
+                 if looks_like_ours(cols) else " (the file's header names none of the log's "
+                 "columns; see the log format)")
+        problems.append(
+            f"missing required column{'s' if len(missing_req) > 1 else ''} "
+            f"{', '.join(repr(c) for c in missing_req)}{found}")
+    conf_cols = [c for c in cols if c.startswith("conf_")]
+    sig_cols = [c for c in cols if c.startswith(("raw_", "unc_"))]
+    bad_names = [c for c in conf_cols + sig_cols if c.split("_", 1)[1] == ""]
+    if bad_names:
+        problems.append(f"column {show_id(bad_names[0])} has no predictor name after the prefix")
+    if not conf_cols:
+        extra = (" (raw_/unc_ signals were found: recalibrate them into probabilities first)"
+                 if sig_cols else "")
+        problems.append("no predictor column: at least one column named conf_<name> holding "
+                        f"probabilities of success is required{extra}")
+    if problems:
+        raise LogFormatError(source, problems)
+
+    # trajectory ids
+    tid_missing = _is_missing(df["trajectory_id"])
+    if tid_missing.any():
+        problems.append(f"column 'trajectory_id': empty at {_examples(where[tid_missing])}")
+    tid = df["trajectory_id"].astype(str).str.strip()
+
+    # steps
+    step, step_bad = _numeric(df["step"])
+    step_missing = step.isna() & ~step_bad
+    non_int = step.notna() & ~((step == np.floor(step)) & (step >= 0) & (step < MAX_STEP))
+    if step_bad.any() or non_int.any() or step_missing.any():
+        m = step_bad | non_int | step_missing
+        problems.append("column 'step': every row needs a whole number from 0 to 2^53; not so "
+                        f"at {_examples(where[m])}")
+    else:
+        key = pd.DataFrame({"t": tid, "s": step})
+        dup = key.duplicated(keep=False) & ~tid_missing
+        if dup.any():
+            problems.append("duplicate (trajectory_id, step): the same step appears twice in a "
+                            f"run at {_examples(where[dup])}")
+
+    # outcomes
+    outcome, out_bad = _numeric(df["outcome"])
+    if pd.api.types.is_bool_dtype(df["outcome"]) is False and out_bad.any():
+        # accept true/false words too
+        ob, ob_bad = _boolean(df["outcome"])
+        outcome = outcome.where(~out_bad, ob)
+        out_bad = out_bad & ob_bad
+    not01 = outcome.notna() & ~outcome.isin([0.0, 1.0])
+    if out_bad.any() or not01.any():
+        m = out_bad | not01
+        problems.append("column 'outcome' must be 1 (success), 0 (failure) or empty (censored); "
+                        f"not so at {_examples(where[m])}")
+
+    # forecasts and signals
+    values: dict[str, pd.Series] = {}
+    for c in conf_cols:
+        num, bad = _numeric(df[c])
+        if bad.any():
+            problems.append(f"column {show_id(c)}: not a number at {_examples(where[bad])}")
+        out = num.notna() & ((num < 0) | (num > 1))
+        if out.any():
+            hint = (" (they look like percentages: divide by 100)"
+                    if bool(((num >= 0) & (num <= 100)).where(num.notna(), True).all())
+                    and float(num.max()) > 1 else "")
+            problems.append(f"column {show_id(c)}: probabilities must be in [0, 1]; not so at "
+                            f"{_examples(where[out])}{hint}")
+        values[c] = num
+    for c in sig_cols:
+        num, bad = _numeric(df[c])
+        inf = num.notna() & ~np.isfinite(num)
+        if bad.any() or inf.any():
+            m = bad | inf
+            problems.append(f"column {show_id(c)}: not a finite number at {_examples(where[m])}")
+        values[c] = num
+    if "weight" in cols:
+        wnum, wbad = _numeric(df["weight"])
+        wneg = wnum.notna() & (~np.isfinite(wnum) | (wnum < 0))
+        if wbad.any() or wneg.any():
+            m = wbad | wneg
+            problems.append("column 'weight': weights must be finite numbers >= 0; not so at "
+                            f"{_examples(where[m])}")
+        values["weight"] = wnum
+    if "q_z" in cols:
+        qz, qbad = _numeric(df["q_z"])
+        qout = qz.notna() & ((qz < 0) | (qz > 1))
+        if qbad.any() or qout.any():
+            m = qbad | qout
+            problems.append("column 'q_z' (continuation success probability) must be in [0, 1] "
+                            f"or empty; not so at {_examples(where[m])}")
+    else:
+        qz = pd.Series(np.nan, index=df.index)
+    if "censored" in cols:
+        cens, cbad = _boolean(df["censored"])
+        if cbad.any():
+            problems.append("column 'censored' must be true/false or 1/0; not so at "
+                            f"{_examples(where[cbad])}")
+    else:
+        cens = pd.Series(np.nan, index=df.index)
+    if problems:
+        raise LogFormatError(source, problems)
+
+    # sort once, code trajectories
+    codes_unsorted, uniques = pd.factorize(tid, sort=True)
+    order = np.lexsort((step.to_numpy(), codes_unsorted))
+    codes = codes_unsorted[order]
+    n = len(uniques)
+    where_s = where.iloc[order].reset_index(drop=True)
+
+    def per_traj(series: pd.Series, label: str):
+        vals, conflict = _per_traj_constant(series.iloc[order].reset_index(drop=True), codes, n)
+        if conflict.any():
+            problems.append(f"column {label!r} changes within trajectory "
+                            f"{_ids(uniques, conflict)}; it must be constant within a run")
+        return vals
+
+    outcome_t = per_traj(outcome, "outcome")
+    cens_t = per_traj(cens, "censored")
+    qz_t = per_traj(qz, "q_z")
+    if problems:
+        raise LogFormatError(source, problems)
+
+    partial = (pd.Series(outcome.iloc[order].isna().to_numpy()).groupby(codes).any().to_numpy()
+               & ~np.isnan(outcome_t))
+    if partial.any():
+        notes.append(f"{int(partial.sum())} trajectories give 'outcome' on some rows only; the "
+                     "value given was used for the whole run.")
+    marked = ~np.isnan(cens_t)
+    censored = np.where(marked, cens_t == 1.0, np.isnan(outcome_t))
+    both = censored & ~np.isnan(outcome_t)
+    if both.any():
+        problems.append(f"trajectory {_ids(uniques, both)}: column 'censored' is true while 'outcome' "
+                        "is present; a censored run has no observed outcome")
+    neither = ~censored & np.isnan(outcome_t)
+    if neither.any():
+        problems.append(f"trajectory {_ids(uniques, neither)}: 'outcome' is empty but column 'censored' "
+                        "says the run finished; give the outcome (1/0) or mark it censored")
+    if problems:
+        raise LogFormatError(source, problems)
+    qz_complete = ~np.isnan(qz_t) & ~censored
+    if qz_complete.any():
+        notes.append(f"{int(qz_complete.sum())} complete trajectories carry a q_z value; q_z is "
+                     "only used for censored runs, so it was ignored there.")
+        qz_t = np.where(censored, qz_t, np.nan)
+
+    # steps frame
+    steps = pd.DataFrame({
+        "trajectory_id": tid.to_numpy()[order],
+        "step": step.to_numpy()[order].astype(np.int64),
+        "traj": codes.astype(np.int64),
+    })
+    starts = np.r_[0, np.flatnonzero(np.diff(codes)) + 1]
+    lengths = np.diff(np.r_[starts, len(codes)])
+    steps["t"] = np.arange(len(codes)) - np.repeat(starts, lengths) + 1
+    for c, v in values.items():
+        steps[c] = v.to_numpy()[order]
+    meta_cols = [c for c in cols if c not in RESERVED and c not in values]
+    internal = {"t", "traj", "length", "last_step"}  # columns tpsviz adds to the frames
+    meta_names = {c: (f"{c}_log" if c in internal else c) for c in meta_cols}
+    moved = [c for c, m in meta_names.items() if c != m]
+    if moved:
+        notes.append("metadata column(s) " + ", ".join(f"{show_id(c)} kept as {show_id(meta_names[c])}"
+                                                       for c in moved)
+                     + " (the name is used by tpsviz itself).")
+    traj = pd.DataFrame({
+        "trajectory_id": np.asarray(uniques, dtype=object).astype(str),
+        "outcome": outcome_t,
+        "censored": censored.astype(bool),
+        "q_z": qz_t,
+        "length": lengths.astype(np.int64),
+        "last_step": steps["step"].to_numpy()[starts + lengths - 1],
+    })
+    for c in meta_cols:
+        col = df[c].iloc[order].reset_index(drop=True)
+        try:
+            nun = col.groupby(codes).nunique(dropna=False)
+        except TypeError:  # unhashable (lists/dicts from JSON): keep as text at step level
+            steps[meta_names[c]] = col.astype(str).to_numpy()
+            continue
+        if (nun <= 1).all():
+            traj[meta_names[c]] = col.groupby(codes).first().reindex(range(n)).to_numpy()
+        else:
+            steps[meta_names[c]] = col.to_numpy()
+    for c in conf_cols:
+        miss = int(steps[c].isna().sum())
+        if miss == len(steps):
+            notes.append(f"{c}: the column holds no forecast at all; the predictor is listed but "
+                         "cannot be scored.")
+        elif miss:
+            notes.append(f"{c}: {miss} step(s) have no forecast; they are left out of that "
+                         "predictor's score (and counted).")
+    del where_s
+    predictors = [c[len("conf_"):] for c in conf_cols]
+    signals = {c: (1 if c.startswith("raw_") else -1) for c in sig_cols}
+    return TrajectoryData(steps, traj, predictors, signals, source, notes)

@@ -1,0 +1,50 @@
+"""Names of the long format (docs/formats.md): required and reserved columns, signal prefixes,
+and how names from a file are matched and shown in messages."""
+
+from __future__ import annotations
+
+import re
+
+__all__ = ["REQUIRED", "RESERVED", "PREFIXES", "looks_like_ours", "canonical_name", "show_id",
+           "clean_text"]
+
+REQUIRED = ("trajectory_id", "step", "outcome")
+RESERVED = ("trajectory_id", "step", "outcome", "censored", "q_z", "weight")
+PREFIXES = {"conf_": "conf", "raw_": "raw", "unc_": "unc"}
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u200b-\u200f\u2028-\u202e\u2066-\u2069]")
+
+
+def canonical_name(column: str) -> str:
+    """The long-format name a column stands for, matching reserved names and prefixes
+    regardless of case (``Conf_A`` -> ``conf_A``, ``Outcome`` -> ``outcome``); other names
+    are returned unchanged."""
+    c = str(column).strip()
+    low = c.lower()
+    if low in RESERVED:
+        return low
+    for prefix in PREFIXES:
+        if low.startswith(prefix):
+            return prefix + c[len(prefix):]
+    return c
+
+
+def looks_like_ours(columns) -> bool:
+    """True when a header names at least two long-format columns (so naming its columns in a
+    message cannot disclose an unrelated file's first line)."""
+    names = [canonical_name(c) for c in columns]
+    hits = sum(1 for c in names if c in RESERVED or c.startswith(tuple(PREFIXES)))
+    return hits >= 2
+
+
+def clean_text(s, limit: int | None = None) -> str:
+    """Text from a log with control and bidirectional-override characters removed (for a
+    terminal or a message), cut to ``limit`` characters with an ellipsis."""
+    out = _CONTROL.sub("", str(s))
+    if limit is not None and len(out) > limit:
+        out = out[: max(limit - 1, 1)] + "…"
+    return out
+
+
+def show_id(value, limit: int = 40) -> str:
+    """A trajectory id (or column name) for a message: cleaned, cut, quoted."""
+    return repr(clean_text(value, limit))

@@ -1,0 +1,284 @@
+"""Reading table files into a raw long frame (values as read; ``_where`` locates each row).
+
+Formats: CSV, TSV, Parquet and JSON Lines (flat rows, or nested: one trajectory per line with
+a ``steps`` list). The row cap is checked before a file is parsed (line count, Parquet
+metadata), so a small compressed file cannot expand into memory. Messages name lines, rows
+and columns, never values (docs/formats.md, "Messages").
+"""
+
+from __future__ import annotations
+
+import codecs
+import csv
+import io as _io
+import json
+from collections import Counter
+
+import numpy as np
+import pandas as pd
+
+from .errors import LogFormatError
+from .schema import PREFIXES, canonical_name, looks_like_ours, show_id
+
+__all__ = ["FORMATS", "read_table", "MISSING"]
+
+FORMATS = {".csv": "csv", ".tsv": "tsv", ".txt": "csv", ".parquet": "parquet", ".pq": "parquet",
+           ".jsonl": "jsonl", ".ndjson": "jsonl", ".json": "jsonl"}
+MISSING = {"", "na", "n/a", "nan", "null", "none"}
+_NA_VALUES = sorted(MISSING | {m.upper() for m in MISSING} | {m.title() for m in MISSING})
+
+
+def _decode(raw: bytes, name: str) -> str:
+    if raw.startswith((codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)):
+        raise LogFormatError(name, ["the file is UTF-16 encoded; save it as UTF-8 and load it again"])
+    try:
+        return raw.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        line = raw[: exc.start].count(b"\n") + 1
+        raise LogFormatError(
+            name,
+            [f"line {line}: the file is not valid UTF-8 text (offset {exc.start}); save it as "
+             "UTF-8 and load it again"],
+        ) from None
+
+
+def _sniff_binary(raw: bytes, name: str, claimed: str) -> None:
+    if raw.startswith((codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)):
+        _decode(raw, name)  # raises the UTF-16 message
+    if raw[:4] == b"PAR1":
+        raise LogFormatError(name, [f"the file is named as {claimed} but its content is Parquet; "
+                                    "rename it to .parquet"])
+    if raw[:4] == b"PK\x03\x04":
+        raise LogFormatError(name, [f"the file is named as {claimed} but is a zip archive"])
+    if b"\x00" in raw[:4096]:
+        raise LogFormatError(name, [f"the file is named as {claimed} but contains binary data, "
+                                    "not text"])
+
+
+def _too_many_rows(name: str, n: int, max_rows: int, what: str = "data rows") -> LogFormatError:
+    return LogFormatError(name, [
+        f"the file has {n:,} {what}, more than the {max_rows:,} this installation reads "
+        "(TPSVIZ_MAX_ROWS); split the log or raise the limit"])
+
+
+def _duplicates(header: list[str], name: str) -> None:
+    """Refuse a header that names a column twice (also after matching names ignoring case)."""
+    canon = [canonical_name(h) for h in header]
+    counts = Counter(canon)
+    dups = [c for c, k in counts.items() if k > 1]
+    if not dups:
+        return
+    ours = looks_like_ours(header)
+    problems = []
+    for d in dups[:5]:
+        pos = [i + 1 for i, c in enumerate(canon) if c == d]
+        label = f"column {show_id(d)}" if ours else "a column name"
+        problems.append(f"the header repeats {label} (columns {', '.join(map(str, pos))}); "
+                        "every column needs its own name")
+    raise LogFormatError(name, problems)
+
+
+def _read_delimited(raw: bytes, name: str, sep: str, max_rows: int) -> pd.DataFrame:
+    kind = "CSV" if sep == "," else "TSV"
+    _sniff_binary(raw, name, kind)
+    body = raw[len(codecs.BOM_UTF8):] if raw.startswith(codecs.BOM_UTF8) else raw
+    if not body.strip():
+        raise LogFormatError(name, ["the file is empty"])
+    first_raw = body.lstrip()[:65536].split(b"\n", 1)[0].rstrip(b"\r")
+    first = _decode(first_raw, name)
+    if first.startswith(("{", "[")):
+        raise LogFormatError(name, [f"the file is named as {kind} but looks like JSON; rename it "
+                                    "to .jsonl (one JSON object per line)"])
+    header = [h.strip() for h in next(csv.reader([first], delimiter=sep), [])]
+    _duplicates(header, name)
+    n_lines = body.count(b"\n") + (0 if body.endswith(b"\n") else 1) - 1
+    if n_lines > max_rows:
+        raise _too_many_rows(name, n_lines, max_rows, "lines")
+    text_cols = {h: str for h in header if canonical_name(h) == "trajectory_id"}
+    try:
+        df = pd.read_csv(_io.BytesIO(raw), sep=sep, dtype=text_cols, keep_default_na=False,
+                         na_values=_NA_VALUES, skipinitialspace=True, encoding="utf-8-sig")
+    except UnicodeDecodeError:
+        _decode(raw, name)  # locates the bad byte and raises
+        raise LogFormatError(name, ["the file is not valid UTF-8 text"]) from None
+    except pd.errors.ParserError as exc:
+        detail = str(exc).split("\n")[0]
+        raise LogFormatError(name, [f"not a well-formed {kind} file: {detail}".strip()]) from None
+    df.columns = [str(c).strip() for c in df.columns]
+    if len(df) > max_rows:
+        raise _too_many_rows(name, len(df), max_rows)
+    df["_where"] = np.arange(2, len(df) + 2)
+    df.attrs["where_prefix"] = "line"
+    return df
+
+
+def _read_parquet(raw: bytes, name: str, max_rows: int) -> pd.DataFrame:
+    if not raw:
+        raise LogFormatError(name, ["the file is empty"])
+    if raw[:4] != b"PAR1":
+        hint = ""
+        try:
+            head = raw[:200].decode("utf-8")
+            if head.lstrip().startswith("{"):
+                hint = " (it looks like JSON Lines: rename it to .jsonl)"
+            elif "," in head:
+                hint = " (it looks like CSV text: rename it to .csv)"
+        except UnicodeDecodeError:
+            pass
+        raise LogFormatError(name, [f"the file is named as Parquet but is not a Parquet file{hint}"])
+    import pyarrow.parquet as pq
+
+    try:
+        pf = pq.ParquetFile(_io.BytesIO(raw))
+        n_rows = int(pf.metadata.num_rows)
+        header = list(pf.schema_arrow.names)
+    except Exception:  # pyarrow raises several types for damaged files
+        raise LogFormatError(name, ["the Parquet file cannot be read (it is damaged or "
+                                    "truncated)"]) from None
+    _duplicates(header, name)
+    if n_rows > max_rows:
+        raise _too_many_rows(name, n_rows, max_rows)
+    try:
+        df = pf.read().to_pandas()
+    except Exception:
+        raise LogFormatError(name, ["the Parquet file cannot be read (it is damaged or uses a "
+                                    "type tpsviz cannot read)"]) from None
+    df.columns = [str(c).strip() for c in df.columns]
+    df = df.reset_index(drop=True)
+    df["_where"] = np.arange(1, len(df) + 1)
+    df.attrs["where_prefix"] = "row"
+    return df
+
+
+def _flatten_nested(records: list[tuple[int, dict]], name: str, max_rows: int) -> pd.DataFrame:
+    n_rows = sum(len(r.get("steps")) for _, r in records if isinstance(r.get("steps"), list))
+    if n_rows > max_rows:
+        raise _too_many_rows(name, n_rows, max_rows, "steps")
+    problems: list[str] = []
+    rows: list[dict] = []
+    seen: dict[str, int] = {}
+    groups = set(PREFIXES.values())
+    for line, rec in records:
+        tid = rec.get("trajectory_id")
+        where = f"line {line}"
+        if tid is None or str(tid).strip() == "":
+            problems.append(f"{where}: the trajectory has no 'trajectory_id'")
+            continue
+        tid = str(tid)
+        if tid in seen:
+            problems.append(f"{where}: trajectory {show_id(tid)} already appeared on line {seen[tid]}")
+            continue
+        seen[tid] = line
+        steps = rec.get("steps")
+        if not isinstance(steps, list):
+            problems.append(f"{where} (trajectory {show_id(tid)}): 'steps' must be a list of step "
+                            "objects")
+            continue
+        top = {k: v for k, v in rec.items() if k != "steps"}
+        for j, st in enumerate(steps, start=1):
+            swhere = f"{where}, step entry {j} (trajectory {show_id(tid)})"
+            if not isinstance(st, dict):
+                problems.append(f"{swhere}: each step must be a JSON object")
+                continue
+            row = dict(top)
+            bad = False
+            for key, val in st.items():
+                if key in groups:
+                    if not isinstance(val, dict):
+                        problems.append(f"{swhere}: '{key}' must be an object of name: value")
+                        bad = True
+                        continue
+                    for pname, pval in val.items():
+                        row[f"{key}_{pname}"] = pval
+                elif key in ("outcome", "censored", "q_z", "trajectory_id"):
+                    if key in top and top[key] != val:
+                        problems.append(f"{swhere}: '{key}' differs from the trajectory's value")
+                        bad = True
+                    row[key] = val
+                else:
+                    row[key] = val
+            if bad:
+                continue
+            row["_where"] = f"{where}, step entry {j}"
+            rows.append(row)
+    if problems:
+        raise LogFormatError(name, problems)
+    return pd.DataFrame(rows)
+
+
+def _json_line(line: str, i: int, name: str):
+    try:
+        return json.loads(line)
+    except json.JSONDecodeError as exc:
+        hint = ""
+        if i == 1 and "," in line and not line.lstrip().startswith(("{", "[")):
+            hint = " (the file looks like CSV: rename it to .csv)"
+        raise LogFormatError(name, [f"line {i}: not valid JSON ({exc.msg}){hint}"]) from None
+    except RecursionError:
+        raise LogFormatError(name, [f"line {i}: the JSON is nested too deeply to be a log"]) from None
+
+
+def _read_jsonl(raw: bytes, name: str, max_rows: int) -> pd.DataFrame:
+    _sniff_binary(raw, name, "JSON Lines")
+    text = _decode(raw, name)
+    if not text.strip():
+        raise LogFormatError(name, ["the file is empty"])
+    n_lines = text.count("\n") + 1
+    if n_lines > max_rows + 1:
+        raise _too_many_rows(name, n_lines, max_rows, "lines")
+    records: list[tuple[int, dict]] = []
+    for i, line in enumerate(text.splitlines(), start=1):
+        if not line.strip():
+            continue
+        obj = _json_line(line, i, name)
+        if not isinstance(obj, dict):
+            raise LogFormatError(name, [f"line {i}: each line must be one JSON object, got "
+                                        f"{type(obj).__name__}"])
+        records.append((i, obj))
+    nested = ["steps" in r for _, r in records]
+    if any(nested):
+        if not all(nested):
+            first_flat = next(line for (line, _), n in zip(records, nested) if not n)
+            raise LogFormatError(name, [
+                f"line {first_flat}: inconsistent records: some lines are nested trajectories "
+                "(with a 'steps' list) and others are flat step rows; use one layout per file"])
+        return _flatten_nested(records, name, max_rows)
+    df = pd.DataFrame([r for _, r in records])
+    df["_where"] = np.array([line for line, _ in records])
+    df.attrs["where_prefix"] = "line"
+    return df
+
+
+def read_table(raw: bytes, name: str, fmt: str, max_rows: int) -> pd.DataFrame:
+    """Parse the bytes of a table file into a raw long frame.
+
+    Parameters
+    ----------
+    raw : bytes
+        The file's content.
+    name : str
+        File name for messages.
+    fmt : {"csv", "tsv", "parquet", "jsonl"}
+        The format.
+    max_rows : int
+        Largest number of rows (steps) accepted; checked before parsing.
+
+    Returns
+    -------
+    DataFrame
+        Columns as read plus ``_where`` (row locations; ``attrs["where_prefix"]`` says
+        "line" or "row").
+
+    Raises
+    ------
+    LogFormatError
+    """
+    if len(raw) == 0:
+        raise LogFormatError(name, ["the file is empty"])
+    if fmt in ("csv", "tsv"):
+        return _read_delimited(raw, name, "," if fmt == "csv" else "\t", max_rows)
+    if fmt == "parquet":
+        return _read_parquet(raw, name, max_rows)
+    if fmt == "jsonl":
+        return _read_jsonl(raw, name, max_rows)
+    raise ValueError(f"unknown format {fmt!r}")
