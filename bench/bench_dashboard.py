@@ -10,6 +10,7 @@ Usage: .venv/bin/python bench/bench_dashboard.py [--n 100000] [--repeats 3]
 from __future__ import annotations
 
 import argparse
+import os
 import statistics
 import sys
 import tempfile
@@ -22,6 +23,8 @@ sys.path.insert(0, str(ROOT))
 import streamlit as st  # noqa: E402
 from streamlit.testing.v1 import AppTest  # noqa: E402
 
+from pages._ui.memo import clear_all  # noqa: E402
+
 from tpsviz.synthetic import simulate  # noqa: E402
 
 APP = str(ROOT / "app.py")
@@ -31,6 +34,7 @@ def _rerun_after_alpha(setup, repeats: int, page: str) -> tuple[float, float]:
     """(first load seconds, median seconds of a rerun after an α change)."""
     st.cache_resource.clear()
     st.cache_data.clear()
+    clear_all()
     at = AppTest.from_file(APP, default_timeout=1800)
     setup(at)
     t0 = time.perf_counter()
@@ -56,6 +60,7 @@ def main() -> None:
     ap.add_argument("--page", default="", help="page to time, e.g. pages/views/censoring.py (default: Overview)")
     args = ap.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
+        os.environ["TPSVIZ_DATA_ROOTS"] = tmp  # server paths are read only under a data root
         t = time.perf_counter()
         sim = simulate("webshop-like", n_trajectories=args.n, seed=7)
         path = Path(tmp) / "big.parquet"

@@ -1,4 +1,4 @@
-"""The issue's headline checks on the committed demo data (DESIGN §1 headline results).
+"""The issue's headline checks on the committed demo data (docs/theory.md §1 headline results).
 
 - tau2-like (450 runs): cross-fitted Platt recalibration of ``verbal`` barely moves AUROC
   (|Δ| < 0.01) while TPS (log score) improves by Δ/SE > 10, several times the AUROC's |Δ/SE|.

@@ -1,4 +1,4 @@
-"""Monte-Carlo audit of censored runs (DESIGN §2.3): q̂_Z from rollouts, exact vs simple TPS.
+"""Monte-Carlo audit of censored runs (docs/theory.md §4): q̂_Z from rollouts, exact vs simple TPS.
 
 A censored run stopped at Z has no outcome. Rolling the agent forward from H_Z several times
 (rollouts) gives an honest, evaluator-side estimate q̂_Z of its continuation success

@@ -1,4 +1,4 @@
-"""Recalibrated predictors on a trajectory log (DESIGN §2.5), usable everywhere else.
+"""Recalibrated predictors on a trajectory log (docs/theory.md §6), usable everywhere else.
 
 :func:`add_recalibrated` wraps :func:`tpsviz.recalibration.recalibrate` at the level of a
 :class:`~tpsviz.io.TrajectoryData`: it takes a predictor (``conf_<name>``) or a raw signal

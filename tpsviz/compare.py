@@ -1,4 +1,4 @@
-"""Paired comparisons of predictors on the same runs, and the censoring-mode shift (DESIGN §2.5).
+"""Paired comparisons of predictors on the same runs, and the censoring-mode shift (docs/theory.md §6).
 
 - :func:`compare`: every predictor against a baseline, Δ = predictor − baseline, with its SE
   and Δ/SE. TPS: analytically from the per-run differences TPS_i(A) − TPS_i(B) over the runs

@@ -1,4 +1,4 @@
-"""Why not AUROC, ECE or a scalarised score? Three demonstrations on a log (DESIGN §2.4).
+"""Why not AUROC, ECE or a scalarised score? Three demonstrations on a log (docs/theory.md §5).
 
 Each function builds a modified predictor, scores it next to the original with the product's
 own metrics and TPS, and returns a :class:`Demonstration`: the numbers, the new forecasts and

@@ -1,4 +1,4 @@
-"""The usual metrics, the base-rate reference and skill, per predictor of a log (DESIGN §2.4–§2.5).
+"""The usual metrics, the base-rate reference and skill, per predictor of a log (docs/theory.md §5–§6).
 
 This module turns a :class:`~tpsviz.io.TrajectoryData` into the tables the dashboard, the CLI
 and the report show next to TPS. It is the single place these numbers are computed:

@@ -1,10 +1,10 @@
-"""Plotly figure builders for the dashboard and the HTML report (DESIGN §4, §6).
+"""Plotly figure builders for the dashboard and the HTML report (docs/architecture.md).
 
 Compute and plot are separate: every ``*_figure`` function takes data frames or dicts that
 the core returns (or small aggregates made here by ``prepare_*`` helpers) and returns a
 ``plotly.graph_objects.Figure``. Nothing here imports streamlit.
 
-Conventions (DESIGN §6):
+Conventions (docs/architecture.md):
 
 - one colour per predictor, the same everywhere (:func:`predictor_colors`, Okabe–Ito
   colour-blind-safe palette); the truthful / oracle predictor, when present, is drawn in black

@@ -140,8 +140,12 @@ def read_file(path, max_bytes: int | None = None, label: str | None = None) -> b
         os.set_blocking(fd, True)
         chunks = []
         total = 0
+        # one read of the whole file when its size is known (no second copy when joining);
+        # /proc files report size 0 and are read in pieces, still never past the limit
+        want = info.st_size + 1 if info.st_size else 1 << 16
         while True:
-            chunk = os.read(fd, min(1 << 24, limit + 1 - total))
+            chunk = os.read(fd, max(1, min(want, limit + 1 - total)))
+            want = 1 << 24
             if not chunk:
                 break
             chunks.append(chunk)

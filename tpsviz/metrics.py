@@ -12,7 +12,7 @@ run for the "final" variants).
 - ``scalarised_score``: the beta-family score S_{α,β}(Φ(F_1:T), Y) of one scalar per run.
 
 Both rank metrics are invariant under increasing transforms of F and the ECE is blind to
-resolution inside a bin (DESIGN §2.4): that is why the product shows them next to TPS.
+resolution inside a bin (docs/theory.md §5): that is why the product shows them next to TPS.
 
 Inference resamples whole trajectories (``tpsviz.inference.bootstrap_weights``): a replicate
 gives every row the resampling count of its trajectory as a weight, so AUROC of a replicate is
@@ -252,7 +252,7 @@ def tece(p, y, n_bins: int = 10, strategy: str = "uniform", sample_weight=None) 
     -------
     float
         In [0, 1]; 0 means every bin's mean forecast equals its outcome rate (which does not
-        mean the forecasts are informative, DESIGN §2.4).
+        mean the forecasts are informative, docs/theory.md §5).
     """
     p, y, w = _check_xy(p, y, sample_weight)
     w = np.ones_like(p) if w is None else w
@@ -283,7 +283,7 @@ def scalarised_score(p, y, groups, phi: str = "last", alpha: float = 0.0,
     -------
     ndarray
         S_{α,β}(Φ(F_1:T_i), Y_i) for each trajectory, in increasing order of the codes.
-        Strictly proper only for the scalar Φ, not for the trace (DESIGN §2.4).
+        Strictly proper only for the scalar Φ, not for the trace (docs/theory.md §5).
     """
     p, y, _ = _check_xy(p, y)
     g, n = _check_groups(groups, p.size)

@@ -8,7 +8,7 @@ Maps (scikit-learn fits):
 - ``beta``: logistic regression on [ln F, −ln(1−F)] (Kull, Silva Filho & Flach 2017, without
   their sign constraints); probabilities only.
 
-Cross-fitting (DESIGN §2.5): trajectories are split at random (seeded) into k folds; every row
+Cross-fitting (docs/theory.md §6): trajectories are split at random (seeded) into k folds; every row
 gets its probability from a map fitted on the labelled rows of the *other* folds, so no run is
 recalibrated with its own outcome. Rows with unknown outcome (NaN: censored) are never used
 to fit; they are predicted like every other row, by the map of their own trajectory's fold.

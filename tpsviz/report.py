@@ -2,7 +2,7 @@
 
 The first figure embeds the full plotly.js bundle (``include_plotlyjs=True``; the "cdn" variant
 needs the network), the others reuse it. Every piece of text is HTML-escaped: log content is
-untrusted (DESIGN §3).
+untrusted (docs/formats.md).
 """
 
 from __future__ import annotations

@@ -98,7 +98,7 @@ class Schedule:
 
     @property
     def verdict(self) -> Verdict:
-        """The propriety verdict of this schedule (DESIGN §2.2)."""
+        """The propriety verdict of this schedule (docs/theory.md §3)."""
         if self.name in ("uniform", "linear", "front", "back"):
             return Verdict(
                 "strictly proper",

@@ -117,7 +117,7 @@ class SimulatedLog:
     Attributes
     ----------
     steps : DataFrame
-        The log in long format (DESIGN §3), ready to write or to pass to
+        The log in long format (docs/formats.md), ready to write or to pass to
         :func:`tpsviz.from_frame`.
     truth : DataFrame
         Per trajectory: ``trajectory_id``, ``difficulty``, ``good`` (hidden B), ``y_true``
@@ -318,8 +318,8 @@ def simulate(scenario: Scenario | str, n_trajectories: int | None = None,
 def length_tilted_target(sim: SimulatedLog, s_max: int = 3000) -> np.ndarray:
     """E[Y/T | H_t] / E[1/T | H_t] for every step row, ignoring the budget.
 
-    This is what the length-normalised schedule w_t = 1/T elicits instead of q_t (DESIGN
-    §2.2). Exact up to the truncation of the hitting-time law at ``s_max`` further steps
+    This is what the length-normalised schedule w_t = 1/T elicits instead of q_t
+    (docs/theory.md §3). Exact up to the truncation of the hitting-time law at ``s_max`` further steps
     (use a scenario whose runs all finish before the budget).
 
     Returns

@@ -81,17 +81,18 @@ def _duplicates(header: list[str], name: str) -> None:
 def _read_delimited(raw: bytes, name: str, sep: str, max_rows: int) -> pd.DataFrame:
     kind = "CSV" if sep == "," else "TSV"
     _sniff_binary(raw, name, kind)
-    body = raw[len(codecs.BOM_UTF8):] if raw.startswith(codecs.BOM_UTF8) else raw
-    if not body.strip():
+    start = len(codecs.BOM_UTF8) if raw.startswith(codecs.BOM_UTF8) else 0
+    head = raw[start:start + 1_000_000]  # slices of the head only: a large file is not copied
+    if not head.strip() and not raw[start:].strip():
         raise LogFormatError(name, ["the file is empty"])
-    first_raw = body.lstrip()[:65536].split(b"\n", 1)[0].rstrip(b"\r")
+    first_raw = head.lstrip()[:65536].split(b"\n", 1)[0].rstrip(b"\r")
     first = _decode(first_raw, name)
     if first.startswith(("{", "[")):
         raise LogFormatError(name, [f"the file is named as {kind} but looks like JSON; rename it "
                                     "to .jsonl (one JSON object per line)"])
     header = [h.strip() for h in next(csv.reader([first], delimiter=sep), [])]
     _duplicates(header, name)
-    n_lines = body.count(b"\n") + (0 if body.endswith(b"\n") else 1) - 1
+    n_lines = raw.count(b"\n", start) + (0 if raw.endswith(b"\n") else 1) - 1
     if n_lines > max_rows:
         raise _too_many_rows(name, n_lines, max_rows, "lines")
     text_cols = {h: str for h in header if canonical_name(h) == "trajectory_id"}

@@ -1,4 +1,4 @@
-"""The Trajectory Proper Score, with censoring (DESIGN §2.2–§2.3).
+"""The Trajectory Proper Score, with censoring (docs/theory.md §3–§4).
 
     TPS(F_1:T, Y) = Σ_t w_t S(F_t, Y)                                  complete run
     TPS_cen(q_Z)  = Σ_{t<=Z} w_t [q_Z S(F_t, 1) + (1 - q_Z) S(F_t, 0)]   censored at Z
@@ -469,7 +469,7 @@ def artificial_censoring_check(
     predictors: list[str] | None = None,
 ) -> pd.DataFrame:
     """Censor complete runs longer than ``budget`` after position B and check the closed-form
-    decomposition of the simple censored score (DESIGN §2.3):
+    decomposition of the simple censored score (docs/theory.md §4):
 
         TPS_full - TPS_cen,simple(B) = Σ_{t<=B} w_t Y [S(F_t,1) - S(F_t,0)] + Σ_{t>B} w_t S(F_t,Y)
 

@@ -132,7 +132,7 @@ def require_data():
 
 
 def banner(cfg: S.Config, data, extra: str | None = None) -> None:
-    """The settings that change the verdict, next to it (DESIGN §6)."""
+    """The settings that change the verdict, next to it (docs/architecture.md)."""
     s = cfg.schedule_obj
     v = s.verdict
     fam = cfg.family_name

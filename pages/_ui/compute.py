@@ -284,7 +284,7 @@ PHI_MEAN_HELP = ("Φ_mean-gamed trace: the truthful forecasts, except the last r
 
 
 def why_not_auroc(cfg: S.Config, data) -> dict:
-    """The three demonstrations of DESIGN §2.4 by tpsviz.demonstrators, cached by S.get_demos."""
+    """The three demonstrations of docs/theory.md §5 by tpsviz.demonstrators, cached by S.get_demos."""
     return S.get_demos(cfg)
 
 

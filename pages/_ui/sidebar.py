@@ -60,7 +60,7 @@ def _source() -> S.Source | None:
     sb = st.sidebar
     label = sb.radio("Data source", list(SOURCES), key="src", bind=BIND, horizontal=True,
                     help="Demo: synthetic logs whose true success probabilities are known. Upload: a CSV, "
-                         "Parquet or JSON Lines log (DESIGN §3). Server path: a file on this machine, "
+                         "Parquet or JSON Lines log (docs/formats.md). Server path: a file on this machine, "
                          "for logs too big to upload.")
     kind = SOURCES[label]
     if kind == "demo":

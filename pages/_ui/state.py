@@ -2,7 +2,7 @@
 
 Pages are thin: ``cfg = current()`` gives the settings of the shared sidebar; the ``get_*``
 functions return cached results keyed by (dataset key, parameters) — small hashable values —
-never by hashing a large DataFrame (DESIGN §4). The dataset key is the SHA-256 of an upload,
+never by hashing a large DataFrame (docs/architecture.md). The dataset key is the SHA-256 of an upload,
 ``demo:<name>`` for the embedded demo data, or ``path:<abs>:<size>:<mtime>`` for a server file.
 Big objects (TrajectoryData, TPSResult) live in the shared, bounded cache of ``memo`` (no copy per
 rerun; bounded in bytes and idle time, exceptions never cached) and are treated as read-only.

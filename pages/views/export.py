@@ -9,6 +9,7 @@ import streamlit as st
 from pages._ui import common as C
 from pages._ui import state as S
 from pages._ui import compute as V
+from tpsviz.export import safe_csv
 from tpsviz.report import build_report
 
 cfg, data = C.page("Export",
@@ -40,7 +41,8 @@ def _contrib() -> pd.DataFrame:
 
 
 def _csv(fn):
-    return lambda: fn().to_csv(index=False).encode("utf-8")
+    # text cells that a spreadsheet would run as a formula are prefixed with ' (tpsviz.export)
+    return lambda: safe_csv(fn()).encode("utf-8")
 
 
 def _parquet(fn):

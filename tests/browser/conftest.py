@@ -4,6 +4,7 @@ If /usr/bin/chromium is missing the tests are skipped locally and fail in CI (en
 
 from __future__ import annotations
 
+import os
 import shutil
 import socket
 import subprocess
@@ -23,20 +24,19 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
-@pytest.fixture(scope="session")
-def server():
-    """Start the dashboard once for the whole session; yield its base URL."""
+def _start_server(name: str, env: dict | None = None):
+    """Start `streamlit run app.py` on a free port; returns (process, base URL, log file)."""
     _need_chromium()
     port = _free_port()
     streamlit = str(Path(sys.executable).with_name("streamlit"))
     if not Path(streamlit).exists():
         streamlit = shutil.which("streamlit") or "streamlit"
     OUT.mkdir(parents=True, exist_ok=True)
-    log = open(OUT / "streamlit-server.log", "w")
+    log = open(OUT / f"{name}.log", "w")
     proc = subprocess.Popen(
         [streamlit, "run", "app.py", "--server.headless", "true", "--server.address", "127.0.0.1",
          "--server.port", str(port), "--browser.gatherUsageStats", "false"],
-        cwd=ROOT, stdout=log, stderr=subprocess.STDOUT)
+        cwd=ROOT, stdout=log, stderr=subprocess.STDOUT, env={**os.environ, **(env or {})})
     base = f"http://127.0.0.1:{port}"
     deadline = time.time() + 60
     while time.time() < deadline:
@@ -46,17 +46,43 @@ def server():
         except OSError:
             time.sleep(0.3)
         if proc.poll() is not None:
-            pytest.fail(f"streamlit exited early; see {OUT / 'streamlit-server.log'}")
+            pytest.fail(f"streamlit exited early; see {OUT / (name + '.log')}")
     else:
         proc.terminate()
         pytest.fail("streamlit did not become healthy within 60 s")
-    yield base
+    return proc, base, log
+
+
+def _stop_server(proc, log) -> None:
     proc.terminate()
     try:
         proc.wait(10)
     except subprocess.TimeoutExpired:
         proc.kill()
     log.close()
+
+
+@pytest.fixture(scope="session")
+def server():
+    """Start the dashboard once for the whole session (no data roots: server paths off)."""
+    env = {k: "" for k in ("TPSVIZ_DATA_ROOTS",)}
+    proc, base, log = _start_server("streamlit-server", env)
+    yield base
+    _stop_server(proc, log)
+
+
+@pytest.fixture(scope="session")
+def rooted_server(tmp_path_factory):
+    """A second dashboard whose server paths are on, under one data root holding the demo log;
+    yields (base URL, root folder, the folder that holds the root)."""
+    outer = tmp_path_factory.mktemp("served")
+    root = outer / "logs"
+    root.mkdir()
+    (root / "tau2.csv").write_bytes((ROOT / "demo_data" / "tau2-like.csv").read_bytes())
+    (outer / "secret.csv").write_text("user,password\nroot,TOPSECRET-7f3a9\n", encoding="utf-8")
+    proc, base, log = _start_server("streamlit-server-rooted", {"TPSVIZ_DATA_ROOTS": str(root)})
+    yield base, root, outer
+    _stop_server(proc, log)
 
 
 @pytest.fixture(scope="session")
