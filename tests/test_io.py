@@ -110,9 +110,14 @@ def test_missing_required_column(tmp_path):
     assert "missing required column 'step'" in msg
 
 
-def test_no_predictor_column(tmp_path):
-    msg = problems(tmp_path, "m.csv", "trajectory_id,step,outcome,raw_x\nt1,1,1,0.5\n")
-    assert "no predictor column" in msg and "conf_<name>" in msg and "raw_" in msg
+def test_no_forecast_column(tmp_path):
+    msg = problems(tmp_path, "m.csv", "trajectory_id,step,outcome,task\nt1,1,1,a\n")
+    assert "no forecast column" in msg and "conf_<name>" in msg and "raw_" in msg
+
+
+def test_raw_signal_only_log_loads(tmp_path):
+    data = load(write(tmp_path, "m.csv", "trajectory_id,step,outcome,unc_x\nt1,1,1,0.5\nt2,1,0,2.5\n"))
+    assert data.predictors == [] and data.signals == {"unc_x": -1}
 
 
 def test_non_numeric_probability(tmp_path):
@@ -258,5 +263,5 @@ def test_missing_file_and_folder(tmp_path):
 
     with pytest.raises(FileRefused, match="no such file"):
         load(tmp_path / "nope.csv")
-    with pytest.raises(FileRefused, match="folder"):
+    with pytest.raises(LogFormatError, match="is a folder; the only folder tpsviz reads is a tau2-bench"):
         load(tmp_path)

@@ -17,6 +17,7 @@ from pathlib import Path
 import numpy as np
 
 from .export import safe_csv
+from .harness import FORMAT_CHOICES, ReadOptions, parse_conf, parse_treat
 from .inference import DEFAULT_SEED
 from .io import LogFormatError, load
 from .schedules import parse_schedule, schedule_help
@@ -47,8 +48,56 @@ Nested JSON Lines (one run per line with a "steps" list) are read too.
 """
 
 
+def _add_reading_options(p: argparse.ArgumentParser) -> None:
+    g = p.add_argument_group("reading logs (docs/harness.md)")
+    g.add_argument("--format", choices=FORMAT_CHOICES, default="auto",
+                   help="force the log's format (default: detected from the content)")
+    g.add_argument("--success-threshold", type=float, default=None, metavar="T",
+                   help="a recorded reward/score counts as success when >= T (default 1 - 1e-6)")
+    g.add_argument("--treat", action="append", default=[], metavar="REASON=TREATMENT",
+                   help="treatment of a termination reason: outcome, censored, failure or dropped "
+                        "(e.g. --treat max_steps=failure); repeatable")
+    g.add_argument("--scorer", default=None, help="Inspect AI: the scorer whose value is the outcome "
+                                                  "(default: the first)")
+    g.add_argument("--conf", action="append", default=[], metavar="NAME=FIELD",
+                   help="a per-step forecast from a field of the agent's messages, e.g. "
+                        "verbal=metadata.confidence (NAME may be raw_<x>/unc_<x> for a raw "
+                        "signal); repeatable")
+    g.add_argument("--forecasts", metavar="FILE", default=None,
+                   help="a table trajectory_id, step, conf_*/raw_*/unc_* joined on (trajectory_id, step)")
+    g.add_argument("--map", action="append", default=[], metavar="TARGET=COLUMN",
+                   help="tables with other column names, e.g. trajectory_id=run,step=turn,"
+                        "outcome=success,conf_verbal=p_success; repeatable")
+    g.add_argument("--percent", action="append", default=[], metavar="NAME",
+                   help="predictor(s) given in percent (0-100): divided by 100; repeatable or comma-separated")
+
+
+def _read_options(args) -> ReadOptions:
+    try:
+        mapping = []
+        for item in args.map:
+            for part in str(item).split(","):
+                if not part.strip():
+                    continue
+                target, sep, col = part.partition("=")
+                if not sep or not target.strip() or not col.strip():
+                    raise ValueError(f"--map {part!r}: write it as TARGET=COLUMN, e.g. trajectory_id=run")
+                mapping.append((target.strip(), col.strip()))
+        percent = tuple(p.strip() for item in args.percent for p in str(item).split(",") if p.strip())
+        if args.success_threshold is not None and not math.isfinite(args.success_threshold):
+            raise ValueError("--success-threshold must be a finite number")
+        return ReadOptions(fmt=None if args.format == "auto" else args.format,
+                           success_threshold=args.success_threshold, treat=parse_treat(args.treat),
+                           scorer=args.scorer, conf=parse_conf(args.conf), mapping=tuple(mapping),
+                           percent=percent)
+    except ValueError as exc:
+        raise _Fail(str(exc)) from None
+
+
 def _add_scoring_options(p: argparse.ArgumentParser) -> None:
-    p.add_argument("path", help="trajectory log (.csv, .tsv, .parquet, .jsonl)")
+    p.add_argument("path", help="trajectory log: a table (.csv, .tsv, .parquet, .jsonl) or a harness "
+                                "log (tau2-bench results .json or folder, tau-bench .json, Inspect AI "
+                                ".eval/.json)")
     p.add_argument("--alpha", type=float, default=0.0,
                    help="beta-family alpha > -1 (default 0; alpha=beta=0 is the log score)")
     p.add_argument("--beta", type=float, default=0.0,
@@ -76,6 +125,7 @@ def _add_scoring_options(p: argparse.ArgumentParser) -> None:
                    help="Monte-Carlo rollouts table (trajectory_id, outcome 0/1 per rollout): "
                         "q_Z of censored runs = mean rollout outcome, used in exact mode "
                         "(the default censoring when this is given)")
+    _add_reading_options(p)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -161,7 +211,11 @@ def _num(v):
 
 def _prepare(args):
     """Load the log, add recalibrated predictors, read rollouts, build the settings."""
-    data = load(args.path)
+    data = load(args.path, options=_read_options(args), forecasts=args.forecasts)
+    if not data.predictors and not args.recalibrate:
+        raise _Fail(f"{_name(data.source)} has no probability column, only raw signals "
+                    f"({', '.join(_name(s, 40) for s in data.signals)}): add --recalibrate platt (or "
+                    "isotonic) to score them as cross-fitted probabilities <name>@<method>")
     if args.schedule.strip().lower() == "column" and "weight" not in data.steps:
         raise _Fail("schedule 'column' needs a 'weight' column in the log; this file has none")
     notes = []
@@ -226,6 +280,7 @@ def _score(args) -> int:
             "settings": {**settings.describe(), "file": data.source,
                          "n_trajectories": data.n_trajectories, "n_steps": data.n_steps,
                          "n_censored": data.n_censored, "notes": data.notes + notes,
+                         "reading": reading_json(data.reading),
                          "units": "TPS per trajectory in the score's units (nats for the log "
                                   "score); higher is better, 0 is perfect",
                          "reference_rate": _num(ref_rate), "reference_rule": ref_rule,
@@ -360,6 +415,7 @@ def _print_header(data, settings, notes) -> None:
     v = settings.schedule.verdict
     print(f"{_name(data.source)}: {data.n_trajectories} trajectories, {data.n_steps} steps, "
           f"{data.n_censored} censored")
+    _print_reading(data.reading)
     print(f"score: beta family alpha={settings.alpha:g}, beta={settings.beta:g}"
           + ("  (log score, nats)" if settings.alpha == 0 and settings.beta == 0 else ""))
     print(f"schedule: {settings.schedule.spec} ({settings.schedule.formula}) -> {v.status}")
@@ -368,6 +424,24 @@ def _print_header(data, settings, notes) -> None:
     print(f"censoring: {CENSORING_LABELS[settings.censoring]}; eps = {settings.eps:g}")
     for note in data.notes + notes:
         print(f"note: {_name(note)}")
+
+
+def _print_reading(reading: dict) -> None:
+    """How a harness log was read: the treatment table with counts, and forecast sources."""
+    if "treatment" not in reading:
+        return
+    print(f"read as {reading['format']}: {reading['runs_read']} runs read, {reading['runs_kept']} kept")
+    print(f"  {'termination reason':<26} {'treatment':<10} {'runs':>6}")
+    for row in reading["treatment"]:
+        mark = "" if row["default"] else "  (set by --treat)"
+        print(f"  {_name(row['reason'], 26):<26} {row['treatment']:<10} {row['runs']:>6}{mark}")
+    for col, src in reading.get("forecasts", {}).items():
+        print(f"  forecast {_name(col)}: {_name(src)}")
+
+
+def reading_json(reading: dict) -> dict:
+    """The reading record for --json (plain values)."""
+    return {k: v for k, v in reading.items() if k != "notes"}
 
 
 def _compare(args) -> int:
@@ -387,7 +461,7 @@ def _compare(args) -> int:
             "baseline": args.baseline,
             "settings": {**settings.describe(), "file": data.source,
                          "n_trajectories": data.n_trajectories, "n_censored": data.n_censored,
-                         "notes": data.notes + notes,
+                         "notes": data.notes + notes, "reading": reading_json(data.reading),
                          "definition": "delta = predictor - baseline on the same runs; TPS: "
                                        "mean of per-run differences, SE = sd/sqrt(n); AUROC "
                                        "pooled over steps of complete runs, SE from a paired "

@@ -35,6 +35,10 @@ class TrajectoryData:
         Where the data came from.
     notes : list of str
         Things the user should know (missing forecasts, filled outcomes, ignored q_z, …).
+    reading : dict
+        How the file was read: ``format`` and, for harness logs, the treatment table of
+        termination reasons with counts, what was dropped and where forecasts come from
+        (see :func:`tpsviz.harness.runs.runs_to_frame`).
     """
 
     steps: pd.DataFrame
@@ -43,6 +47,7 @@ class TrajectoryData:
     signals: dict[str, int] = field(default_factory=dict)
     source: str = "<memory>"
     notes: list[str] = field(default_factory=list)
+    reading: dict = field(default_factory=dict)
 
     @property
     def trajectory_ids(self) -> pd.Categorical:
@@ -101,7 +106,8 @@ class TrajectoryData:
         steps[f"conf_{name}"] = values
         preds = self.predictors + ([name] if name not in self.predictors else [])
         notes = self.notes + ([note] if note else [])
-        return TrajectoryData(steps, self.trajectories, preds, dict(self.signals), self.source, notes)
+        return TrajectoryData(steps, self.trajectories, preds, dict(self.signals), self.source, notes,
+                              self.reading)
 
     def subset(self, keep: np.ndarray) -> "TrajectoryData":
         """A copy restricted to the trajectories where the boolean array ``keep`` is True."""
@@ -115,5 +121,5 @@ class TrajectoryData:
         steps = self.steps[rows].reset_index(drop=True)
         steps["traj"] = new_code[steps["traj"].to_numpy()]
         return TrajectoryData(steps, trajs, list(self.predictors), dict(self.signals), self.source,
-                              list(self.notes))
+                              list(self.notes), self.reading)
 

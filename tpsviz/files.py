@@ -201,8 +201,9 @@ class DataRoots:
         """True when at least one root is configured (server paths are off otherwise)."""
         return bool(self.roots)
 
-    def resolve(self, path: str, label: str = "path") -> Path:
-        """The real path of ``path`` if it is a regular file under a root.
+    def resolve(self, path: str, label: str = "path", allow_dir: bool = False) -> Path:
+        """The real path of ``path`` if it is a regular file (or, with ``allow_dir``, a folder)
+        under a root.
 
         A relative path is taken relative to the first root.
 
@@ -221,10 +222,11 @@ class DataRoots:
         if not any(real == r or r in real.parents for r in self.roots):
             raise PathRefused(label)
         try:
-            if not stat.S_ISREG(os.stat(real).st_mode):
-                raise PathRefused(label)
+            mode = os.stat(real).st_mode
         except OSError:
             raise PathRefused(label) from None
+        if not (stat.S_ISREG(mode) or (allow_dir and stat.S_ISDIR(mode) and real not in self.roots)):
+            raise PathRefused(label)
         return real
 
     def contains(self, path: str) -> bool:
@@ -240,7 +242,7 @@ class DataRoots:
         except a size above the limit, which names the limit (not the content)."""
         real = self.resolve(path, label)
         try:
-            return read_file(real, max_bytes=max_bytes, label=Path(str(path)).name or label)
+            return read_file(real, max_bytes=max_bytes, label=label or Path(str(path)).name)
         except FileRefused as exc:
             if "larger than" in str(exc) or "more than the" in str(exc):
                 raise

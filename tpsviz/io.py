@@ -1,27 +1,34 @@
-"""Loading trajectory logs (docs/formats.md): :func:`load` and the types it returns.
+"""Loading trajectory logs (docs/formats.md, docs/harness.md): :func:`load` and its types.
 
-Formats: long CSV/TSV, Parquet, JSON Lines (one object per (trajectory, step) row), and nested
-JSON Lines (one trajectory per line with a ``steps`` list). The user's file is only ever read;
-paths are opened as regular files of bounded size (:mod:`tpsviz.files`) and the row cap is
-checked before parsing. Every defect raises :class:`LogFormatError` naming the file, the row
-(line) or trajectory and the column, never a value the file holds.
+Formats: long CSV/TSV, Parquet, JSON Lines (flat or nested), and the logs of agent harnesses —
+tau2-bench (a results file or its folder layout), tau-bench (v1) and Inspect AI (``.eval`` and
+``.json``) — chosen from the content unless forced. The user's file is only ever read; paths
+are opened as regular files of bounded size (:mod:`tpsviz.files`) and the row cap is checked
+before parsing. Every defect raises :class:`LogFormatError` naming the file, the row (line),
+run or trajectory and the column or field, never a value the file holds.
 """
 
 from __future__ import annotations
 
 import os
+from dataclasses import replace
 from pathlib import Path
 
 from .data import TrajectoryData
 from .errors import LogFormatError
 from .files import Limits, limits_from_env, read_file
+from .harness import (HARNESS_FORMATS, TABLE_FORMATS, ReadOptions, detect_format, read_harness,
+                      read_tau2_dir, read_tau2_parts)
 from .longform import from_frame
+from .schema import show_id
 from .tables import FORMATS, read_table
 
-__all__ = ["TrajectoryData", "LogFormatError", "load", "from_frame", "FORMATS", "read_source"]
+__all__ = ["TrajectoryData", "LogFormatError", "load", "from_frame", "FORMATS", "read_source",
+           "ReadOptions", "read_forecasts_table"]
 
 
-def read_source(source, name: str | None = None, limits: Limits | None = None) -> tuple[bytes, str]:
+def read_source(source, name: str | None = None, limits: Limits | None = None,
+                read=None) -> tuple[bytes, str]:
     """The bytes and display name of a path, bytes or binary file object (size-limited).
 
     Raises
@@ -35,8 +42,11 @@ def read_source(source, name: str | None = None, limits: Limits | None = None) -
     if isinstance(source, (str, os.PathLike)):
         path = Path(source)
         name = name or path.name or str(path)
-        return read_file(path, limits.max_bytes, label=name), str(name)
-    if isinstance(source, (bytes, bytearray, memoryview)):
+        reader = read or (lambda p, n, label: read_file(p, n, label=label))
+        return reader(path, limits.max_bytes, name), str(name)
+    if isinstance(source, tuple) and len(source) == 2 and isinstance(source[0], (bytes, bytearray)):
+        raw, name = bytes(source[0]), name or source[1]
+    elif isinstance(source, (bytes, bytearray, memoryview)):
         raw = bytes(source)
     else:
         raw = source.read(limits.max_bytes + 1)
@@ -48,42 +58,150 @@ def read_source(source, name: str | None = None, limits: Limits | None = None) -
     return raw, name
 
 
-def load(source, name: str | None = None, fmt: str | None = None,
-         limits: Limits | None = None) -> TrajectoryData:
-    """Read and validate a trajectory log.
+def _apply_mapping(df, mapping, name: str):
+    """Rename columns of other names to the long format's (``--map target=column``)."""
+    if not mapping:
+        return df
+    problems = []
+    rename = {}
+    for target, col in mapping:
+        target, col = str(target).strip(), str(col).strip()
+        ok_target = target in ("trajectory_id", "step", "outcome", "censored", "q_z", "weight") or (
+            target.startswith(("conf_", "raw_", "unc_")) and len(target.split("_", 1)[1]) > 0)
+        if not ok_target:
+            problems.append(f"--map {target}={col}: {show_id(target)} is not a long-format column "
+                            "(trajectory_id, step, outcome, censored, q_z, weight, conf_<name>, "
+                            "raw_<name>, unc_<name>)")
+        elif col not in df.columns:
+            problems.append(f"--map {target}={col}: the file has no column {show_id(col)}")
+        elif target in df.columns and target != col and target not in dict(mapping).values():
+            problems.append(f"--map {target}={col}: the file already has a column {show_id(target)}")
+        else:
+            rename[col] = target
+    if problems:
+        raise LogFormatError(name, problems)
+    out = df.rename(columns=rename)
+    out.attrs = dict(df.attrs)
+    out.attrs["notes"] = list(df.attrs.get("notes", [])) + [
+        "columns mapped: " + ", ".join(f"{show_id(c)} as {show_id(t)}" for c, t in rename.items() if c != t)]
+    return out
+
+
+def read_forecasts_table(source, name: str | None, limits: Limits, read=None):
+    """A sidecar forecasts table (``trajectory_id, step, conf_*/raw_*/unc_*``) as a raw frame."""
+    raw, name = read_source(source, name, limits, read)
+    fmt = FORMATS.get(Path(name).suffix.lower())
+    if fmt is None:
+        raise LogFormatError(name, ["unknown file type for a forecasts table; use .csv, .tsv, "
+                                    ".parquet or .jsonl"])
+    return read_table(raw, name, fmt, limits.max_rows), name
+
+
+def _tau2_files(files: list, name: str | None, options: ReadOptions, limits: Limits):
+    """A tau2-bench folder layout given as several files (e.g. uploaded together)."""
+    files = [(bytes(b), str(n)) for b, n in files]
+    if len(files) == 1:
+        raise ValueError("pass a single file as bytes with a name, not as a list")
+    index = [f for f in files if f[1].rsplit("/", 1)[-1] == "results.json"]
+    label = name or "tau2-bench results"
+    if len(index) != 1:
+        raise LogFormatError(label, ["several files were given: that is read as a tau2-bench folder "
+                                     "layout, which needs exactly one results.json among them"])
+    total = sum(len(b) for b, _ in files)
+    if total > limits.max_bytes:
+        raise LogFormatError(label, [f"the files are larger together than the "
+                                     f"{limits.max_bytes // 2**20:,} MB this installation reads"])
+    parts = [(n.rsplit("/", 1)[-1], b) for b, n in files if n != index[0][1]]
+    frame, reading = read_tau2_parts(index[0][0], parts, options, limits, label)
+    return frame, reading, label
+
+
+def load(source, name: str | None = None, fmt: str | None = None, limits: Limits | None = None,
+         options: ReadOptions | None = None, forecasts=None, read=None) -> TrajectoryData:
+    """Read and validate a trajectory log of any supported format.
 
     Parameters
     ----------
-    source : str, PathLike, bytes or binary file-like
-        The log. A path is opened read-only (a regular file, at most ``limits.max_bytes``);
-        bytes / file objects need ``name``.
+    source : str, PathLike, bytes, binary file-like or list of (bytes, name)
+        The log. A path is opened read-only (a regular file of at most ``limits.max_bytes``,
+        or a tau2-bench results folder); bytes / file objects need ``name``; a list of
+        (bytes, name) is a tau2-bench folder's files (``results.json`` and the simulations).
     name : str, optional
         File name used for the format (by extension) and in messages.
-    fmt : {"csv", "tsv", "parquet", "jsonl"}, optional
-        Override the format implied by the name.
+    fmt : str, optional
+        Force a format: ``csv``, ``tsv``, ``parquet``, ``jsonl``, ``tau2``, ``tau-bench`` or
+        ``inspect`` (default: detected from the content).
     limits : tpsviz.files.Limits, optional
         Largest file and number of rows read (default: from ``TPSVIZ_MAX_FILE_MB`` and
         ``TPSVIZ_MAX_ROWS``).
+    options : tpsviz.harness.ReadOptions, optional
+        Success threshold, treatment of termination reasons, scorer, forecast fields, column
+        mapping and percent columns (docs/harness.md).
+    forecasts : str, PathLike or (bytes, name), optional
+        A sidecar table ``trajectory_id, step, conf_*/raw_*/unc_*`` joined on (trajectory_id,
+        step).
+    read : callable, optional
+        ``read(path, max_bytes, label) -> bytes`` for every file read from a path (default
+        :func:`tpsviz.files.read_file`).
 
     Returns
     -------
     TrajectoryData
+        ``reading`` records how the file was read (format, treatment table with counts, what
+        was dropped, forecast sources).
 
     Raises
     ------
     LogFormatError
-        For every defect, naming the file, row or trajectory and column.
+        For every defect, naming the file, row or run and column or field.
     tpsviz.files.FileRefused
         (an ``OSError``) for a path that is missing, not a regular file or too large.
     """
     limits = limits or limits_from_env()
-    raw, name = read_source(source, name, limits)
-    if fmt is None:
-        ext = Path(name).suffix.lower()
-        fmt = FORMATS.get(ext)
-        if fmt is None:
-            raise LogFormatError(name, [f"unknown file type '{ext or '(none)'}'; use .csv, .tsv, "
-                                        ".parquet or .jsonl"])
-    df = read_table(raw, name, fmt, limits.max_rows)
-    del raw
-    return from_frame(df, source=name)
+    options = options or ReadOptions()
+    if fmt and fmt != "auto":
+        options = replace(options, fmt=fmt)
+    kind = options.fmt if options.fmt not in (None, "auto") else None
+    if isinstance(source, (str, os.PathLike)) and Path(source).is_dir():
+        name = name or Path(source).name
+        if kind not in (None, "tau2") or not (Path(source) / "results.json").is_file():
+            raise LogFormatError(name, ["is a folder; the only folder tpsviz reads is a tau2-bench "
+                                        "results folder (results.json with simulations/)"])
+        frame, reading = read_tau2_dir(Path(source), options, limits, label=name, read=read)
+    elif isinstance(source, list):
+        frame, reading, name = _tau2_files(source, name, options, limits)
+    else:
+        raw, name = read_source(source, name, limits, read)
+        parsed = None
+        if kind is None:
+            kind, parsed = detect_format(raw, name)
+        if kind in TABLE_FORMATS:
+            frame = _apply_mapping(read_table(raw, name, kind, limits.max_rows), options.mapping, name)
+            reading = {"format": kind, "options": options.describe()}
+        elif kind in HARNESS_FORMATS or kind == "tau2-index":
+            frame, reading = read_harness(raw, name, kind, options, limits, parsed)
+        else:
+            raise LogFormatError(name, [f"unknown format {kind!r}"])
+        del raw
+    if forecasts is not None:
+        from .harness.forecasts import join_sidecar
+
+        side, side_name = read_forecasts_table(forecasts, None, limits, read)
+        dropped = set()
+        frame, side_notes = join_sidecar(frame, side, side_name, dropped)
+        reading = {**reading, "forecasts": {**reading.get("forecasts", {}),
+                                            **{c: f"table {side_name}" for c in side.columns
+                                               if str(c).startswith(("conf_", "raw_", "unc_"))}}}
+        frame.attrs["notes"] = list(frame.attrs.get("notes", [])) + side_notes
+    if "treatment" in reading and not any(
+            str(c).startswith(("conf_", "raw_", "unc_")) for c in frame.columns):
+        raise LogFormatError(name, [
+            f"this {reading['format']} log holds no per-step forecast: name a numeric field of the "
+            "agent's messages with --conf NAME=FIELD (e.g. verbal=metadata.confidence), or join a table "
+            "trajectory_id, step, conf_<name> with --forecasts FILE (token log-probabilities, when the "
+            "log has them, are used as raw signals automatically)"])
+    notes = list(reading.get("notes", []))
+    frame.attrs["notes"] = notes + list(frame.attrs.get("notes", []))
+    data = from_frame(frame, source=name, percent=options.percent)
+    data.reading = reading
+    return data

@@ -130,7 +130,7 @@ def _per_traj_constant(values: pd.Series, codes: np.ndarray, n: int):
     return out, conflict
 
 
-def from_frame(df: pd.DataFrame, source: str = "<frame>") -> TrajectoryData:
+def from_frame(df: pd.DataFrame, source: str = "<frame>", percent=()) -> TrajectoryData:
     """Validate a long-format frame (one row per (trajectory, step)) into a :class:`TrajectoryData`.
 
     Parameters
@@ -140,6 +140,8 @@ def from_frame(df: pd.DataFrame, source: str = "<frame>") -> TrajectoryData:
         ``_where`` column gives each row's location for messages (default "row N").
     source : str
         Name used in messages.
+    percent : iterable of str
+        Predictors given in percent (0–100), as ``conf_<name>`` or ``<name>``: divided by 100.
 
     Returns
     -------
@@ -152,7 +154,7 @@ def from_frame(df: pd.DataFrame, source: str = "<frame>") -> TrajectoryData:
     prefix = df.attrs.get("where_prefix", "row")
     df = df.copy()
     df.attrs["source"] = source
-    notes: list[str] = []
+    notes: list[str] = list(df.attrs.get("notes", []))
     _canonical_columns(df, notes)
     if "_where" not in df.columns:
         df["_where"] = np.arange(1, len(df) + 1)
@@ -181,11 +183,14 @@ def from_frame(df: pd.DataFrame, source: str = "<frame>") -> TrajectoryData:
     bad_names = [c for c in conf_cols + sig_cols if c.split("_", 1)[1] == ""]
     if bad_names:
         problems.append(f"column {show_id(bad_names[0])} has no predictor name after the prefix")
-    if not conf_cols:
-        extra = (" (raw_/unc_ signals were found: recalibrate them into probabilities first)"
-                 if sig_cols else "")
-        problems.append("no predictor column: at least one column named conf_<name> holding "
-                        f"probabilities of success is required{extra}")
+    if not conf_cols and not sig_cols:
+        problems.append("no forecast column: at least one column named conf_<name> (probability "
+                        "of success) or raw_<name>/unc_<name> (a signal to recalibrate) is required")
+    percent_cols = {p if p.startswith("conf_") else f"conf_{p}" for p in percent}
+    unknown_pct = sorted(percent_cols - set(conf_cols))
+    if unknown_pct:
+        problems.append(f"percent given for {', '.join(show_id(p) for p in unknown_pct)}, which is not a "
+                        "predictor column of the log")
     if problems:
         raise LogFormatError(source, problems)
 
@@ -227,11 +232,15 @@ def from_frame(df: pd.DataFrame, source: str = "<frame>") -> TrajectoryData:
     values: dict[str, pd.Series] = {}
     for c in conf_cols:
         num, bad = _numeric(df[c])
+        if c in percent_cols:
+            num = num / 100.0
+            notes.append(f"{c}: read as percentages (divided by 100).")
         if bad.any():
             problems.append(f"column {show_id(c)}: not a number at {_examples(where[bad])}")
         out = num.notna() & ((num < 0) | (num > 1))
         if out.any():
-            hint = (" (they look like percentages: divide by 100)"
+            hint = (" (they look like percentages (0–100): say so with --percent "
+                    f"{c[len('conf_'):]} or the dashboard's percent option)"
                     if bool(((num >= 0) & (num <= 100)).where(num.notna(), True).all())
                     and float(num.max()) > 1 else "")
             problems.append(f"column {show_id(c)}: probabilities must be in [0, 1]; not so at "

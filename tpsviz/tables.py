@@ -20,7 +20,7 @@ import pandas as pd
 from .errors import LogFormatError
 from .schema import PREFIXES, canonical_name, looks_like_ours, show_id
 
-__all__ = ["FORMATS", "read_table", "MISSING"]
+__all__ = ["FORMATS", "read_table", "table_columns", "MISSING"]
 
 FORMATS = {".csv": "csv", ".tsv": "tsv", ".txt": "csv", ".parquet": "parquet", ".pq": "parquet",
            ".jsonl": "jsonl", ".ndjson": "jsonl", ".json": "jsonl"}
@@ -90,6 +90,13 @@ def _read_delimited(raw: bytes, name: str, sep: str, max_rows: int) -> pd.DataFr
     if first.startswith(("{", "[")):
         raise LogFormatError(name, [f"the file is named as {kind} but looks like JSON; rename it "
                                     "to .jsonl (one JSON object per line)"])
+    notes = []
+    if sep not in first:  # a "CSV" written with semicolons or tabs (spreadsheets in many locales)
+        for other, label in ((";", "semicolon"), ("\t", "tab"), ("|", "pipe")):
+            if other in first:
+                sep = other
+                notes.append(f"the file is {label}-separated; it was read as such.")
+                break
     header = [h.strip() for h in next(csv.reader([first], delimiter=sep), [])]
     _duplicates(header, name)
     n_lines = raw.count(b"\n", start) + (0 if raw.endswith(b"\n") else 1) - 1
@@ -98,7 +105,8 @@ def _read_delimited(raw: bytes, name: str, sep: str, max_rows: int) -> pd.DataFr
     text_cols = {h: str for h in header if canonical_name(h) == "trajectory_id"}
     try:
         df = pd.read_csv(_io.BytesIO(raw), sep=sep, dtype=text_cols, keep_default_na=False,
-                         na_values=_NA_VALUES, skipinitialspace=True, encoding="utf-8-sig")
+                         na_values=_NA_VALUES, skipinitialspace=True, encoding="utf-8-sig",
+                         decimal="," if sep == ";" else ".")  # ";" files use decimal commas
     except UnicodeDecodeError:
         _decode(raw, name)  # locates the bad byte and raises
         raise LogFormatError(name, ["the file is not valid UTF-8 text"]) from None
@@ -110,6 +118,7 @@ def _read_delimited(raw: bytes, name: str, sep: str, max_rows: int) -> pd.DataFr
         raise _too_many_rows(name, len(df), max_rows)
     df["_where"] = np.arange(2, len(df) + 2)
     df.attrs["where_prefix"] = "line"
+    df.attrs["notes"] = notes
     return df
 
 
@@ -283,3 +292,30 @@ def read_table(raw: bytes, name: str, fmt: str, max_rows: int) -> pd.DataFrame:
     if fmt == "jsonl":
         return _read_jsonl(raw, name, max_rows)
     raise ValueError(f"unknown format {fmt!r}")
+
+
+def table_columns(raw: bytes, name: str, fmt: str) -> list[str]:
+    """The column names of a table file, read cheaply (header line, Parquet schema, keys of the
+    first JSON lines) — for offering a column mapping. Empty when they cannot be read."""
+    try:
+        if fmt == "parquet":
+            import pyarrow.parquet as pq
+
+            return [str(c) for c in pq.ParquetFile(_io.BytesIO(raw)).schema_arrow.names]
+        if fmt == "jsonl":
+            keys: dict = {}
+            for line in raw[:1_000_000].decode("utf-8-sig", "replace").splitlines()[:50]:
+                try:
+                    obj = json.loads(line)
+                except (json.JSONDecodeError, RecursionError):
+                    continue
+                if isinstance(obj, dict):
+                    keys.update(dict.fromkeys(map(str, obj)))
+            return list(keys)
+        first = raw[:1_000_000].decode("utf-8-sig", "replace").lstrip().split("\n", 1)[0].rstrip("\r")
+        sep = "\t" if fmt == "tsv" else ","
+        if sep not in first:
+            sep = next((s for s in (";", "\t", "|") if s in first), sep)
+        return [h.strip() for h in next(csv.reader([first], delimiter=sep), [])]
+    except Exception:  # a header that cannot be read offers no mapping
+        return []

@@ -56,6 +56,29 @@ def show_failure(f: S.LoadFailure) -> None:
     st.code("\n".join(f"• {p}" for p in f.problems), language=None, wrap_lines=True)
 
 
+def mappable_columns(src, failure) -> list[str]:
+    """The columns of a table whose required columns are missing (for the mapping form)."""
+    if src is None or src.kind not in ("upload", "path") or src.parts:
+        return []
+    if not any("missing required column" in p for p in failure.problems):
+        return []
+    from pathlib import Path
+
+    from tpsviz.tables import FORMATS, table_columns
+
+    fmt = FORMATS.get(Path(src.name).suffix.lower())
+    if fmt is None:
+        return []
+    try:
+        raw = src.raw if src.raw is not None else S.data_roots().read(src.path, max_bytes=2**20)
+    except OSError:  # too large to peek at (the header is in the first MB) or refused
+        try:
+            raw = Path(src.path).open("rb").read(2**20) if src.kind == "path" and S.data_roots().contains(src.path) else b""
+        except OSError:
+            raw = b""
+    return table_columns(raw, src.name, fmt) if raw else []
+
+
 def show_page_error(e: Exception) -> None:
     """An exception raised while drawing a page, shown where it happened, with what to do next.
 
@@ -119,6 +142,11 @@ def require_data():
     data, problems = S.get_data(cfg, src)
     if S.is_failure(data):
         show_failure(data)
+        columns = mappable_columns(src, data)
+        if columns:
+            from .reading import mapping_form
+
+            mapping_form(columns)
         st.stop()
     for p in problems:
         st.warning(p)

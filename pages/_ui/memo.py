@@ -19,7 +19,9 @@
 
 from __future__ import annotations
 
+import ctypes
 import functools
+import gc
 import inspect
 import os
 import threading
@@ -131,8 +133,19 @@ def sweep(now: float | None = None) -> int:
         old = [k for k, e in _ENTRIES.items() if now - e.used > ttl]
         for k in old:
             del _ENTRIES[k]
-    resample.forget_replay(ttl)
+    freed = resample.forget_replay(ttl)
+    if old or freed:
+        _give_back()
     return len(old)
+
+
+def _give_back() -> None:
+    """Return freed memory to the operating system (glibc keeps freed heap pages otherwise)."""
+    gc.collect()
+    try:
+        ctypes.CDLL("libc.so.6").malloc_trim(0)
+    except (OSError, AttributeError):  # not glibc
+        pass
 
 
 def _sweeper_loop() -> None:

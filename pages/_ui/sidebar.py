@@ -16,8 +16,11 @@ from tpsviz import figures as F
 from tpsviz.schedules import SCHEDULE_NAMES
 from tpsviz.tps import CENSORING_MODES
 
+from . import reading as R
 from . import state as S
 from .text import md
+
+UPLOAD_TYPES = ["csv", "tsv", "txt", "parquet", "pq", "jsonl", "ndjson", "json", "eval"]
 
 BIND = "query-params"
 VERDICT_ICON = {"strictly proper": ":green[:material/check_circle:]", "final forecast only": ":orange[:material/warning:]",
@@ -59,9 +62,9 @@ def filter_key(col: str) -> str:
 def _source() -> S.Source | None:
     sb = st.sidebar
     label = sb.radio("Data source", list(SOURCES), key="src", bind=BIND, horizontal=True,
-                    help="Demo: synthetic logs whose true success probabilities are known. Upload: a CSV, "
-                         "Parquet or JSON Lines log (docs/formats.md). Server path: a file on this machine, "
-                         "for logs too big to upload.")
+                    help="Demo: synthetic logs whose true success probabilities are known. Upload: a table "
+                         "(CSV, TSV, Parquet, JSON Lines) or a harness log (tau2-bench, tau-bench, Inspect AI). "
+                         "Server path: a file under the folders this server may read.")
     kind = SOURCES[label]
     if kind == "demo":
         name = sb.selectbox("Demo scenario", list(S.DEMOS), key="demo", bind=BIND,
@@ -69,21 +72,30 @@ def _source() -> S.Source | None:
                                  "q_t and is drawn in black as the reference.")
         return S.demo_source(name)
     if kind == "upload":
-        up = sb.file_uploader("Trajectory log", type=["csv", "tsv", "txt", "parquet", "pq", "jsonl", "ndjson", "json"],
-                              key="upload", help="One row per (trajectory, step): trajectory_id, step, outcome, "
-                                                 "conf_<name> columns; optional censored, q_z, raw_/unc_ signals, metadata.")
+        ups = sb.file_uploader("Trajectory log", type=UPLOAD_TYPES, key="upload", accept_multiple_files=True,
+                               help="A table with one row per (trajectory, step) — trajectory_id, step, outcome, "
+                                    "conf_<name> — or a harness log: tau2-bench results (.json; for its folder "
+                                    "layout, select results.json and the simulation files together), tau-bench "
+                                    "results (.json), Inspect AI (.eval or .json).")
         roll = sb.file_uploader("Rollouts (optional)", type=["csv", "tsv", "parquet", "pq", "jsonl", "ndjson"],
                                 key="upload_rollouts",
                                 help="Monte-Carlo continuations of censored runs: trajectory_id, outcome (0/1). "
                                      "Their mean is q̂_Z for the exact censored score.")
-        if up is None:
+        side = R.sidebar_options(kind)
+        if not ups:
             return None
-        raw = up.getvalue()
+        files = tuple((u.getvalue(), u.name) for u in ups)
         rraw = roll.getvalue() if roll is not None else None
-        return S.Source(key=S.upload_key(raw, up.name), kind="upload", name=up.name, raw=raw,
-                        rollouts_key=S.upload_key(rraw, roll.name) + ":rollouts" if rraw else None,
-                        rollouts_raw=rraw, rollouts_name=roll.name if roll is not None else None)
+        opts = _options()
+        return S.upload_source(files, opts, side, rraw, roll.name if roll is not None else None)
     return _server_path()
+
+
+def _options():
+    opts, problems = R.options_from_state(st.session_state.get("_reading"))
+    for p in problems:
+        st.sidebar.warning(f"Reading options: {p}", icon=":material/warning:")
+    return opts
 
 
 def _path_from_url(key: str) -> None:
@@ -118,6 +130,7 @@ def _server_path() -> S.Source | None:
         return None
     _path_from_url("path")
     _path_from_url("rpath")
+    _path_from_url("fpath")
     sb.text_input("Path on the server", key="path", placeholder="run_logs.parquet",
                   help="A log file under one of the folders this server may read (relative paths start at "
                        "the first one). It is only read, never modified.")
@@ -126,11 +139,32 @@ def _server_path() -> S.Source | None:
     _url_path("path", roots)
     _url_path("rpath", roots)
     sb.caption("Readable folders: " + ", ".join(f"`{md(str(r))}`" for r in roots.roots))
+    R.sidebar_options("path")
+    _url_path("fpath", roots)
     path = str(st.session_state.get("path", "")).strip()
     if not path:
         return None
     rpath = str(st.session_state.get("rpath", "")).strip() or None
-    return S.path_source(path, rpath)
+    fpath = str(st.session_state.get("fpath", "")).strip() or None
+    return S.path_source(path, rpath, _options(), fpath)
+
+
+def _auto_recalibrate(base, data_key, recal: tuple) -> tuple:
+    """A log with raw signals only opens with a cross-fitted Platt recalibration (5 folds) of
+    each signal, so there is something to score; once per file (the user may remove them)."""
+    done = st.session_state.setdefault("_auto_recal", set())
+    if data_key in done:
+        return recal
+    done.add(data_key)
+    have = {(S.parse_recal(s) or {}).get("source") for s in recal}
+    added = [S.recal_spec(sig, "platt", 5, False) for sig in base.signals if sig not in have]
+    if added:
+        st.session_state["recal"] = list(recal) + added
+        names = [S.parse_recal(a)["name"] for a in added]
+        if "pred" in st.session_state:
+            st.session_state["pred"] = list(dict.fromkeys(list(st.session_state["pred"]) + names))
+        st.session_state["_auto_recal_note"] = names
+    return tuple(st.session_state["recal"])
 
 
 def _recal_specs() -> tuple:
@@ -145,11 +179,22 @@ def render() -> S.Config:
     src = _source()
     st.session_state["_source"] = src
     base = S.load_base(src) if src is not None else None
-    st.session_state["_base"] = (src.key, base) if src is not None else None
+    # only a failure is remembered for the page (a loaded log stays in the shared cache, not in
+    # every session's state)
+    st.session_state["_base"] = (src.key, base) if src is not None and S.is_failure(base) else None
+    if base is not None and not S.is_failure(base):
+        st.session_state["_reading"] = base.reading
     recal = _recal_specs()
-    data_key = src.key if src is not None else None
+    # a new file (not new reading options) resets the selection, filters and treatments
+    data_key = src.file_key if src is not None else None
     changed = st.session_state.get("_data_key", data_key) != data_key
     st.session_state["_data_key"] = data_key
+    if changed:
+        st.session_state["_reading"] = base.reading if base is not None and not S.is_failure(base) else None
+        for k in [k for k in st.session_state if str(k).startswith("tr_")]:
+            del st.session_state[k]
+    if base is not None and not S.is_failure(base) and not base.predictors and base.signals:
+        recal = _auto_recalibrate(base, data_key, recal)
 
     ok = base is not None and not S.is_failure(base)
     if base is None:

@@ -30,6 +30,7 @@ import tpsviz
 from tpsviz import figures as F
 from tpsviz.cancel import Cancelled, cancel_when
 from tpsviz.files import CANNOT_OPEN, DataRoots, PathRefused, size_text
+from tpsviz.harness import ReadOptions
 from tpsviz.schedules import Schedule
 from tpsviz.tps import CENSORING_LABELS
 
@@ -139,6 +140,15 @@ class Source:
     rollouts_raw: bytes | None = field(default=None, repr=False)
     rollouts_path: str | None = None
     rollouts_name: str | None = None
+    file_key: str = ""                   # the file(s) alone, without the reading options
+    options: ReadOptions = field(default_factory=ReadOptions)
+    parts: tuple = field(default=(), repr=False)          # several uploaded files: ((bytes, name), …)
+    forecasts_raw: tuple | None = field(default=None, repr=False)   # (bytes, name) of a forecasts table
+    forecasts_path: str | None = None
+
+    def __post_init__(self):
+        if not self.file_key:
+            object.__setattr__(self, "file_key", self.key)
 
 
 def current_source() -> Source | None:
@@ -147,6 +157,25 @@ def current_source() -> Source | None:
 
 def sha(raw: bytes) -> str:
     return hashlib.sha256(raw).hexdigest()[:20]
+
+
+def options_key(options: ReadOptions, forecasts: str = "") -> str:
+    """The part of a data key that the reading options and a forecasts table add."""
+    if options == ReadOptions() and not forecasts:
+        return ""
+    return "|" + sha(repr(options).encode()) + (f"|fc:{forecasts}" if forecasts else "")
+
+
+def upload_source(files: tuple, options: ReadOptions, forecasts, rraw, rname) -> "Source":
+    """The Source of uploaded file(s) (several files = a tau2-bench folder layout)."""
+    file_key = "upload:" + ":".join(upload_key(raw, name)[len("upload:"):] for raw, name in files)
+    fkey = upload_key(*forecasts) if forecasts else ""
+    name = files[0][1] if len(files) == 1 else f"{len(files)} files (tau2-bench folder)"
+    return Source(key=file_key + options_key(options, fkey), kind="upload", name=name,
+                  raw=files[0][0] if len(files) == 1 else None, parts=files if len(files) > 1 else (),
+                  rollouts_key=upload_key(rraw, rname) + ":rollouts" if rraw else None,
+                  rollouts_raw=rraw, rollouts_name=rname, file_key=file_key, options=options,
+                  forecasts_raw=forecasts)
 
 
 def upload_key(raw: bytes, name: str) -> str:
@@ -161,33 +190,49 @@ def data_roots() -> DataRoots:
 
 
 def path_key(real: Path) -> str:
-    """Cache key of a resolved server path: real path, size and modification time."""
+    """Cache key of a resolved server path: real path, size and modification time (of every
+    file, for a tau2-bench results folder)."""
     try:
+        if real.is_dir():
+            stamp = [(p.name, p.stat().st_size, p.stat().st_mtime_ns)
+                     for p in sorted(real.rglob("*.json"))[:100_000]]
+            return f"path:{real}:dir:{sha(repr(stamp).encode())}"
         st_ = real.stat()
         return f"path:{real}:{st_.st_size}:{int(st_.st_mtime_ns)}"
     except OSError:
         return f"path:{real}:missing"
 
 
-def path_source(path: str, rpath: str | None) -> "Source":
-    """The Source of a server path (and optional rollouts path), checked against the data
-    roots. A refused path gives a Source whose load fails with one identical message."""
+def path_source(path: str, rpath: str | None, options: ReadOptions = ReadOptions(),
+                fpath: str | None = None) -> "Source":
+    """The Source of a server path (a file, or a tau2-bench results folder) with optional rollouts
+    and forecasts paths, checked against the data roots. A refused path gives a Source whose load
+    fails with one identical message."""
     roots = data_roots()
     try:
-        real = roots.resolve(path)
+        real = roots.resolve(path, allow_dir=True)
     except PathRefused:
         return Source(key="refused", kind="refused", name="server path")
+    freal = None
+    if fpath:
+        try:
+            freal = roots.resolve(fpath, "forecasts path")
+        except PathRefused:
+            return Source(key="refused", kind="refused", name="forecasts path")
     rreal = None
     if rpath:
         try:
             rreal = roots.resolve(rpath, "rollouts path")
         except PathRefused:
             rreal = None
-    return Source(key=path_key(real), kind="path", name=real.name, path=str(real),
+    file_key = path_key(real)
+    return Source(key=file_key + options_key(options, path_key(freal) if freal else ""), kind="path",
+                  name=real.name, path=str(real),
                   rollouts_key=(path_key(rreal) + ":rollouts") if rreal else
                   ("refused:rollouts" if rpath else None),
                   rollouts_path=str(rreal) if rreal else None,
-                  rollouts_name=rreal.name if rreal else ("rollouts path" if rpath else None))
+                  rollouts_name=rreal.name if rreal else ("rollouts path" if rpath else None),
+                  file_key=file_key, options=options, forecasts_path=str(freal) if freal else None)
 
 
 def demo_source(name: str) -> Source:
@@ -265,12 +310,22 @@ def _load(key: str, _src: Source):
         raise PathRefused()
     with _LOADS:
         try:
+            forecasts = _src.forecasts_raw or _src.forecasts_path
+            if _src.parts:
+                return tpsviz.load(list(_src.parts), options=_src.options, forecasts=forecasts)
             if _src.raw is not None:
-                return tpsviz.load(_src.raw, name=_src.name)
-            return tpsviz.load(data_roots().read(_src.path) if _src.kind == "path" else _src.path,
-                               name=_src.name)
+                return tpsviz.load(_src.raw, name=_src.name, options=_src.options, forecasts=forecasts)
+            if _src.kind == "path":  # every file read stays under the data roots
+                return tpsviz.load(Path(_src.path), name=_src.name, options=_src.options,
+                                   forecasts=forecasts, read=_rooted_read)
+            return tpsviz.load(_src.path, name=_src.name)
         except tpsviz.LogFormatError as e:
             return LoadFailure(e.source, e.problems)
+
+
+def _rooted_read(path, max_bytes: int, label: str) -> bytes:
+    """Read one file for a server-path load, refusing anything outside the data roots."""
+    return data_roots().read(str(path), max_bytes=max_bytes, label=label)
 
 
 def load_base(src: Source):

@@ -9,6 +9,7 @@ fills in the metric CIs and the paired AUROC/T-ECE comparison.
 import streamlit as st
 
 from pages._ui import common as C
+from pages._ui import reading as R
 from pages._ui import compute as V
 from pages._ui import state as S
 from tpsviz import figures as F
@@ -38,8 +39,17 @@ c[4].metric("Mean length" + (" (done / cens.)" if data.n_censored and len(comp) 
 rate_cc = comp["outcome"].mean() if len(comp) else float("nan")
 st.caption(f"Success rate of the {len(comp):,} complete runs: {C.fmt(rate_cc, 3)}"
            + (f" (the {data.n_censored:,} censored runs have no outcome)." if data.n_censored else "."))
-for note in data.notes:
-    st.caption("Note from the loader: " + C.md(note))
+auto = st.session_state.get("_auto_recal_note")
+if auto and any(n in cfg.predictors for n in auto):
+    st.info("**This log has raw signals only** (no probability column), so each signal was turned into a "
+            "probability by a cross-fitted Platt recalibration (5 folds by trajectory): "
+            + ", ".join(f"`{C.md(n)}`" for n in auto) + ". Change the method on the **Recalibration** page.",
+            icon=":material/tune:")
+if data.reading.get("treatment"):
+    R.reading_panel(data)
+else:
+    for note in data.notes:
+        st.caption("Note from the loader: " + C.md(note))
 
 # ----------------------------------------------------------------- leaderboard
 st.subheader("Leaderboard")

@@ -13,6 +13,10 @@ cfg, data = C.page("Recalibration",
                    "Fit a map from a signal to calibrated probabilities, cross-fitted by trajectory: every run is "
                    "recalibrated by a map fitted on other runs only, so no run sees its own outcome.")
 
+if not [p for p in data.predictors if "@" not in p] and data.signals:
+    st.info("**This log has raw signals only.** It opened with a cross-fitted Platt recalibration (5 folds, pooled "
+            "over steps) of each signal, so that it can be scored; add another method below, or remove one.",
+            icon=":material/info:")
 base_preds = [p for p in data.predictors if "@" not in p]
 sources = base_preds + list(data.signals)
 if not sources:

@@ -1,0 +1,206 @@
+"""How a log is read, in the dashboard: the sidebar's reading options (format, success threshold,
+treatment of termination reasons, scorer, forecast fields, column mapping, percent columns,
+forecasts table), the column-mapping form for tables whose columns have other names, and the
+"How this log was read" panel (docs/harness.md). Every option is mirrored in the URL."""
+
+from __future__ import annotations
+
+import re
+
+import pandas as pd
+import streamlit as st
+
+from tpsviz.harness import FORMAT_CHOICES, TREATMENTS, ReadOptions, parse_conf
+from tpsviz.harness.runs import DEFAULT_SUCCESS_THRESHOLD
+
+from . import state as S
+from .text import md
+
+BIND = "query-params"
+_GUESS = {
+    "trajectory_id": ("trajectory_id", "run_id", "run", "trajectory", "episode", "episode_id", "traj_id",
+                      "sample_id", "id", "conversation_id", "session_id"),
+    "step": ("step", "turn", "t", "step_idx", "turn_idx", "step_id", "index", "timestep"),
+    "outcome": ("outcome", "success", "reward", "label", "y", "correct", "solved", "passed", "result"),
+}
+_SIGNAL_HINT = re.compile(r"(conf|prob|p_|score|belief|entropy|logprob|uncert|certain)", re.I)
+DIRECTIONS = {"conf": "probability of success (0–1)", "raw": "higher = more confident",
+              "unc": "higher = less confident"}
+
+
+def treat_key(reason: str) -> str:
+    """Widget/URL key of a termination reason's treatment."""
+    return "tr_" + re.sub(r"[^A-Za-z0-9_]+", "_", str(reason))[:40]
+
+
+def _pairs(text: str, what: str) -> tuple:
+    out = []
+    for part in str(text or "").split(","):
+        if not part.strip():
+            continue
+        a, sep, b = part.partition("=")
+        if not sep or not a.strip() or not b.strip():
+            raise ValueError(f"{what} {part.strip()!r}: write it as NAME=VALUE")
+        out.append((a.strip(), b.strip()))
+    return tuple(out)
+
+
+def _value(key: str, default=""):
+    """A reading option: the widget's state, or (first run from a shared link, before the widget
+    exists) the URL's value."""
+    ss = st.session_state
+    return ss[key] if key in ss else st.query_params.get(key, default)
+
+
+def options_from_state(last_reading: dict | None) -> tuple[ReadOptions, list[str]]:
+    """The ReadOptions the sidebar's widgets (or the link) describe, and problems with what was
+    typed (shown in the sidebar; the option is then left at its default)."""
+    problems = []
+    fmt = _value("fmt", "auto")
+    fmt = fmt if fmt in FORMAT_CHOICES else "auto"
+    thr = None
+    txt = str(_value("thr") or "").strip()
+    if txt:
+        try:
+            thr = float(txt)
+        except ValueError:
+            problems.append(f"success threshold {md(txt, 30)} is not a number (the default is used)")
+    conf, mapping = (), ()
+    try:
+        conf = parse_conf([_value("conf")]) if str(_value("conf")).strip() else ()
+    except ValueError as e:
+        problems.append(md(e))
+    try:
+        mapping = _pairs(_value("map"), "column mapping")
+    except ValueError as e:
+        problems.append(md(e))
+    percent = tuple(p.strip() for p in str(_value("pct") or "").split(",") if p.strip())
+    defaults = {treat_key(r["reason"]): (r["reason"], r.get("default_treatment"))
+                for r in (last_reading or {}).get("treatment", [])}
+    keys = {k for k in st.session_state.keys() if str(k).startswith("tr_")}
+    keys |= {k for k in st.query_params.keys() if str(k).startswith("tr_")}
+    treat = []
+    for k in sorted(keys):
+        choice = _value(k, None)
+        reason, default = defaults.get(k, (k[3:], None))
+        if choice in TREATMENTS and choice != default:
+            treat.append((reason, choice))
+    scorer = str(_value("scorer") or "").strip() or None
+    return ReadOptions(fmt=None if fmt == "auto" else fmt, success_threshold=thr, treat=tuple(treat),
+                       scorer=scorer, conf=conf, mapping=mapping, percent=percent), problems
+
+
+def sidebar_options(kind: str):
+    """The reading options (an expander under the data source; not for the demo). Returns the
+    uploaded forecasts table as (bytes, name), or None."""
+    if kind == "demo":
+        return None
+    side = None
+    with st.sidebar.expander("Reading options", expanded=False):
+        st.selectbox("Format", FORMAT_CHOICES, key="fmt", bind=BIND,
+                     help="auto: recognised from the content (tables by extension; tau2-bench, tau-bench "
+                          "and Inspect AI logs by their structure).")
+        st.text_input("Forecast fields of agent messages", key="conf", bind=BIND,
+                      placeholder="verbal=metadata.confidence",
+                      help="Harness logs: NAME=FIELD pairs, comma-separated; FIELD is a dotted path in each "
+                           "assistant message. A NAME starting raw_ or unc_ is a raw signal (higher = more / "
+                           "less confident). Token log-probabilities, when the log has them, become raw "
+                           "signals on their own.")
+        if kind == "upload":
+            up = st.file_uploader("Forecasts table (optional)", type=["csv", "tsv", "parquet", "pq", "jsonl"],
+                                  key="upload_forecasts",
+                                  help="trajectory_id, step and conf_<name> / raw_<name> / unc_<name> columns, "
+                                       "joined to the log's agent steps.")
+            side = (up.getvalue(), up.name) if up is not None else None
+        else:
+            st.text_input("Forecasts table path (optional)", key="fpath",
+                          help="A table trajectory_id, step, conf_*/raw_*/unc_* under the data roots.")
+        st.text_input("Success threshold", key="thr", bind=BIND, placeholder=f"{DEFAULT_SUCCESS_THRESHOLD:.6f}",
+                      help="A recorded reward or numeric score counts as success when ≥ this "
+                           "(default 1 − 1e-6: reward 1).")
+        st.text_input("Scorer (Inspect AI)", key="scorer", bind=BIND, placeholder="first scorer",
+                      help="The scorer whose value is the outcome.")
+        st.text_input("Column mapping (tables)", key="map", bind=BIND,
+                      placeholder="trajectory_id=run, step=turn, outcome=success, conf_verbal=p",
+                      help="Long-format name = your column, comma-separated.")
+        st.text_input("Predictors given in percent", key="pct", bind=BIND, placeholder="verbal",
+                      help="Names of predictors whose values are 0–100: divided by 100.")
+        rows = (st.session_state.get("_reading") or {}).get("treatment", [])
+        if rows:
+            st.markdown("**Termination reasons**", help="How runs are scored by why they ended: outcome (the "
+                        "harness's judgement), censored (stopped by a limit: outcome unknown), failure, "
+                        "dropped (left out, counted).")
+            for row in rows:
+                key = treat_key(row["reason"])
+                if key not in st.session_state and key not in st.query_params:
+                    st.session_state[key] = row["treatment"]
+                st.selectbox(f"{md(row['reason'], 40)} ({row['runs']} runs)", TREATMENTS, key=key, bind=BIND,
+                             help=md(row.get("meaning") or "a termination reason of this log"))
+    return side
+
+
+def guess(columns: list[str], target: str) -> str | None:
+    """A column that probably holds ``target`` (trajectory_id, step, outcome)."""
+    low = {c.lower(): c for c in columns}
+    for g in _GUESS[target]:
+        if g in low:
+            return low[g]
+    return None
+
+
+def _apply_mapping():
+    ss = st.session_state
+    parts = [f"{t}={ss[f'mapf_{t}']}" for t in ("trajectory_id", "step", "outcome") if ss.get(f"mapf_{t}")]
+    for col in ss.get("mapf_preds", []):
+        kind = ss.get(f"mapf_dir_{col}", "conf")
+        name = re.sub(r"[^A-Za-z0-9_]+", "_", col).strip("_") or "signal"
+        parts.append(f"{kind}_{name}={col}")
+    ss["map"] = ", ".join(parts)
+
+
+def mapping_form(columns: list[str]) -> None:
+    """A form that maps a table's columns to the long format, with guesses (on the page)."""
+    st.subheader("Map your columns")
+    st.caption("This table's columns have other names than tpsviz expects. Say which column is which; the "
+               "mapping goes into the sidebar's reading options and the link, so a shared link reproduces it.")
+    opts = [""] + list(columns)
+    c = st.columns(3)
+    for i, target in enumerate(("trajectory_id", "step", "outcome")):
+        g = guess(columns, target)
+        key = f"mapf_{target}"
+        if key not in st.session_state:
+            st.session_state[key] = g or ""
+        c[i].selectbox(target, opts, key=key, format_func=lambda v: v or "— choose —",
+                       help={"trajectory_id": "the run id", "step": "the step number within a run",
+                             "outcome": "1/0 (or true/false) for finished runs, empty when censored"}[target])
+    used = {st.session_state.get(f"mapf_{t}") for t in ("trajectory_id", "step", "outcome")}
+    rest = [col for col in columns if col not in used]
+    if "mapf_preds" not in st.session_state:
+        st.session_state["mapf_preds"] = [col for col in rest if _SIGNAL_HINT.search(col)]
+    st.multiselect("Forecast columns", rest, key="mapf_preds",
+                   help="Columns with a per-step forecast or signal; choose the direction of each below.")
+    for col in st.session_state.get("mapf_preds", []):
+        st.radio(md(col, 60), list(DIRECTIONS), key=f"mapf_dir_{col}", format_func=DIRECTIONS.get,
+                 horizontal=True)
+    st.button("Apply this mapping", type="primary", on_click=_apply_mapping)
+
+
+def reading_panel(data) -> None:
+    """"How this log was read": format, treatment table with counts, forecast sources, notes."""
+    r = data.reading or {}
+    if "treatment" not in r and not data.notes:
+        return
+    title = f"How this log was read ({md(r.get('format', 'table'))})"
+    with st.expander(title, expanded="treatment" in r):
+        if "treatment" in r:
+            st.markdown(f"**{r['runs_read']:,} runs read, {r['runs_kept']:,} kept.** Each run is scored by why "
+                        "it ended; change a treatment in the sidebar's *Reading options*.")
+            table = pd.DataFrame([{"termination reason": row["reason"], "treatment": row["treatment"],
+                                   "runs": row["runs"], "set by": "default" if row["default"] else "you",
+                                   "meaning": row.get("meaning", "")} for row in r["treatment"]])
+            st.dataframe(table, hide_index=True, width="stretch")
+        if r.get("forecasts"):
+            st.dataframe(pd.DataFrame([{"column": k, "comes from": v} for k, v in r["forecasts"].items()]),
+                         hide_index=True, width="stretch")
+        for note in data.notes:
+            st.text(f"• {note}")

@@ -1,0 +1,103 @@
+"""Members of an Inspect AI ``.eval`` file (a zip), read safely.
+
+Since inspect_ai 0.3.206 the members are zstd-compressed (zip method 93), which Python's own
+``zipfile`` cannot decompress before 3.14; older logs use deflate. The central directory is
+read with ``zipfile``; a zstd member's bytes are located through its local header and
+decompressed with the ``zstandard`` package (imported only here, on first use). Every member
+is checked against its CRC, and the total decompressed size is bounded (a zip bomb stops at the
+limit instead of filling memory).
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import struct
+import zipfile
+import zlib
+
+from ..errors import LogFormatError
+
+__all__ = ["EvalZip"]
+
+ZSTD = 93
+
+
+class EvalZip:
+    """Read JSON members of a ``.eval`` zip held in memory.
+
+    Parameters
+    ----------
+    raw : bytes
+        The file's bytes.
+    name : str
+        File name for messages.
+    max_bytes : int
+        Largest total of decompressed member bytes read.
+    """
+
+    def __init__(self, raw: bytes, name: str, max_bytes: int):
+        self.name = name
+        self.budget = int(max_bytes)
+        self.raw = raw
+        try:
+            self.zip = zipfile.ZipFile(io.BytesIO(raw))
+            self.infos = {i.filename: i for i in self.zip.infolist()}
+        except (zipfile.BadZipFile, OSError, ValueError):
+            raise LogFormatError(name, ["the file is not a readable zip archive (a damaged .eval log?)"]) from None
+
+    @property
+    def names(self) -> list[str]:
+        return list(self.infos)
+
+    def has(self, member: str) -> bool:
+        return member in self.infos
+
+    def read(self, member: str) -> bytes:
+        """The decompressed bytes of a member (CRC-checked, within the size budget)."""
+        info = self.infos.get(member)
+        if info is None:
+            raise LogFormatError(self.name, [f"member {member!r} is missing from the .eval archive"])
+        if info.file_size > self.budget:
+            raise LogFormatError(self.name, [f"the .eval archive expands beyond the {self.budget // 2**20:,} MB "
+                                             "this installation reads (TPSVIZ_MAX_FILE_MB)"])
+        try:
+            if info.compress_type in (zipfile.ZIP_STORED, zipfile.ZIP_DEFLATED):
+                data = self.zip.read(member)
+            elif info.compress_type == ZSTD:
+                data = self._zstd(info)
+            else:
+                raise LogFormatError(self.name, [f"member {member!r} uses zip compression method "
+                                                 f"{info.compress_type}, which tpsviz cannot read"])
+        except (zipfile.BadZipFile, zlib.error, OSError, EOFError):
+            raise LogFormatError(self.name, [f"member {member!r} is damaged"]) from None
+        self.budget -= len(data)
+        return data
+
+    def _zstd(self, info: zipfile.ZipInfo) -> bytes:
+        import zstandard
+
+        off = info.header_offset
+        head = self.raw[off:off + 30]
+        if head[:4] != b"PK\x03\x04":
+            raise LogFormatError(self.name, [f"member {info.filename!r} has a damaged header"])
+        n_name, n_extra = struct.unpack("<HH", head[26:30])
+        start = off + 30 + n_name + n_extra
+        packed = self.raw[start:start + info.compress_size]
+        try:
+            with zstandard.ZstdDecompressor().stream_reader(packed, read_across_frames=True) as r:
+                data = r.read(info.file_size + 1)  # never more than the size the archive states
+        except zstandard.ZstdError:
+            raise LogFormatError(self.name, [f"member {info.filename!r} is damaged (zstd)"]) from None
+        if len(data) != info.file_size or (zlib.crc32(data) & 0xFFFFFFFF) != info.CRC:
+            raise LogFormatError(self.name, [f"member {info.filename!r} is damaged (size or CRC)"])
+        return data
+
+    def json(self, member: str):
+        """A member parsed as JSON."""
+        try:
+            return json.loads(self.read(member))
+        except (json.JSONDecodeError, UnicodeDecodeError):
+            raise LogFormatError(self.name, [f"member {member!r} is not valid JSON"]) from None
+        except RecursionError:
+            raise LogFormatError(self.name, [f"member {member!r} is nested too deeply"]) from None

@@ -1,0 +1,212 @@
+"""Inspect AI eval logs (UKGovernmentBEIS/inspect_ai): ``.eval`` archives — with per-sample
+members ``samples/<id>_epoch_<n>.json`` or the chunked per-sample folders
+``samples/<id>_epoch_<n>/{sample.json, messages/<start>.json, events/<start>.json, …}`` — and
+``.json`` logs. See docs/harness.md.
+
+- One run per (sample id, epoch); step t = the t-th assistant message of the sample.
+- Outcome from ``sample.scores``: the first scorer unless one is named. ``C``/correct/true/1
+  → 1, ``I``/incorrect/false/0 → 0, ``N`` (no answer) → 0; partial (``P`` = 0.5) and numeric
+  values count as success when ≥ the success threshold.
+- A sample stopped by a limit (``sample.limit``) is censored by default; the limit's type is
+  kept as metadata (reason ``<type>_limit``). Errored samples (``sample.error``) are dropped,
+  and so are samples without any score; both are counted.
+"""
+
+from __future__ import annotations
+
+import re
+
+from ..errors import LogFormatError
+from ..schema import show_id
+from .evalzip import EvalZip
+from .runs import HarnessLog, ReadOptions, Run
+
+__all__ = ["read_inspect_json", "read_inspect_eval", "DEFAULT_TREATMENT"]
+
+LIMIT_TYPES = ("context", "time", "working", "message", "token", "turn", "cost", "operator", "custom")
+DEFAULT_TREATMENT = {"scored": "outcome", "error": "dropped", "unscored": "dropped",
+                     **{f"{t}_limit": "censored" for t in LIMIT_TYPES}}
+REASON_HELP = {"scored": "the sample finished and was scored",
+               "error": "the sample failed with an error: no result",
+               "unscored": "the sample has no score (no scorer ran): nothing to take an outcome from",
+               **{f"{t}_limit": f"stopped by the {t} limit (still scored on its truncated state)"
+                  for t in LIMIT_TYPES}}
+_TRUE = {"c", "correct", "true", "yes", "1", "1.0"}
+_FALSE = {"i", "incorrect", "false", "no", "0", "0.0", "n"}
+_MONOLITH = re.compile(r"^samples/[^/]+\.json$")
+_SHELL = re.compile(r"^(samples/[^/]+)/sample\.json$")
+
+
+def _score_value(v, thr: float):
+    """1.0 / 0.0 from an Inspect score value, or None when it is not a single value."""
+    if isinstance(v, bool):
+        return float(v)
+    if isinstance(v, (int, float)):
+        return float(v >= thr)
+    if isinstance(v, str):
+        s = v.strip().lower()
+        if s in _TRUE:
+            return 1.0
+        if s in _FALSE:
+            return 0.0
+        if s == "p":
+            return float(0.5 >= thr)
+        try:
+            return float(float(s) >= thr)
+        except ValueError:
+            return None
+    return None
+
+
+def _logprob_map(events) -> dict:
+    """message id -> token log-probabilities, from the model events of a sample."""
+    out = {}
+    for ev in events or []:
+        if not isinstance(ev, dict) or ev.get("event") != "model":
+            continue
+        choices = (ev.get("output") or {}).get("choices") or []
+        if not choices or not isinstance(choices[0], dict):
+            continue
+        msg = choices[0].get("message") or {}
+        lp = (choices[0].get("logprobs") or {}).get("content")
+        if isinstance(msg, dict) and msg.get("id") and isinstance(lp, list) and lp:
+            out[msg["id"]] = lp
+    return out
+
+
+def _run(sample: dict, where: str, header: dict, options: ReadOptions, events=None) -> tuple[Run | None, str | None]:
+    sid, epoch = sample.get("id"), sample.get("epoch", 1)
+    if sid is None:
+        return None, f"{where}: field 'id' is missing"
+    tid = f"{sid}-epoch{epoch}"
+    label = f"{where} (sample {show_id(sid)}, epoch {epoch})"
+    messages = sample.get("messages") or []
+    if not isinstance(messages, list):
+        return None, f"{label}: field 'messages' must be a list"
+    limit = sample.get("limit")
+    limit_type = limit.get("type") if isinstance(limit, dict) else (limit if isinstance(limit, str) else None)
+    scores = sample.get("scores") or {}
+    if not isinstance(scores, dict):
+        return None, f"{label}: field 'scores' must be an object"
+    outcome, scorer = None, None
+    if sample.get("error"):
+        reason = "error"
+    elif limit_type:
+        reason = f"{limit_type}_limit"
+    elif not scores:
+        reason = "unscored"
+    else:
+        reason = "scored"
+    if scores:
+        scorer = options.scorer or next(iter(scores))
+        if scorer not in scores:
+            return None, (f"{label}: no score from scorer {show_id(scorer)} (its scorers: "
+                          + ", ".join(show_id(s) for s in scores) + ")")
+        val = scores[scorer].get("value") if isinstance(scores[scorer], dict) else None
+        outcome = _score_value(val, options.threshold)
+        if outcome is None and reason == "scored":
+            return None, (f"{label}: the value of scorer {show_id(scorer)} is not a single score "
+                          "(C/I, true/false or a number); name another with --scorer")
+    steps = [m for m in messages if isinstance(m, dict) and m.get("role") == "assistant"]
+    lp_map = _logprob_map(events if events is not None else sample.get("events"))
+    lps = [lp_map.get(m.get("id")) for m in steps]
+    if steps and not any(lps):  # older logs: message ids missing; the last call's output only
+        out = (((sample.get("output") or {}).get("choices") or [{}])[0] or {})
+        lp = (out.get("logprobs") or {}).get("content") if isinstance(out, dict) else None
+        if isinstance(lp, list) and lp:
+            lps[-1] = lp
+    ev = header.get("eval") or {}
+    meta = {"sample_id": str(sid), "epoch": epoch, "model": ev.get("model"), "task": ev.get("task"),
+            "limit": limit_type or "", "scorer": scorer or "", "termination_reason": reason}
+    return Run(tid, reason, outcome, steps, lps, meta, label), None
+
+
+def _finish(runs, problems, name, notes) -> HarnessLog:
+    if problems:
+        raise LogFormatError(name, problems)
+    seen = {}
+    for r in runs:
+        if r.trajectory_id in seen:
+            raise LogFormatError(name, [f"{r.where}: the same sample and epoch appear twice"])
+        seen[r.trajectory_id] = r
+    return HarnessLog("inspect", runs, dict(DEFAULT_TREATMENT), notes, dict(REASON_HELP))
+
+
+def read_inspect_json(obj: dict, name: str, options: ReadOptions) -> HarnessLog:
+    """Runs of an Inspect AI ``.json`` log (``{"eval", "samples", …}``)."""
+    samples = obj.get("samples")
+    notes = []
+    if samples is None:
+        raise LogFormatError(name, ["the log has no 'samples' (it was written with samples left out)"])
+    if not isinstance(samples, list):
+        raise LogFormatError(name, ["'samples' must be a list"])
+    if obj.get("status") not in (None, "success"):
+        notes.append(f"the evaluation's status is {show_id(obj.get('status'))}: some samples may be missing")
+    runs, problems = [], []
+    for i, s in enumerate(samples, start=1):
+        if not isinstance(s, dict):
+            problems.append(f"sample {i}: not a JSON object")
+            continue
+        run, problem = _run(s, f"sample {i}", obj, options)
+        (problems.append(problem) if problem else runs.append(run))
+    return _finish(runs, problems, name, notes)
+
+
+def _chunked(z: EvalZip, prefix: str) -> tuple[dict, list]:
+    """A chunked sample's shell with its final ``messages`` restored, and its events."""
+    shell = z.json(f"{prefix}/sample.json")
+
+    def sequence(kind: str) -> list:
+        pat = re.compile(rf"^{re.escape(prefix)}/{kind}/(\d+)\.json$")
+        chunks = sorted((int(m.group(1)), n) for n in z.names if (m := pat.match(n)))
+        items: list = []
+        for start, member in chunks:
+            if start != len(items):
+                raise LogFormatError(z.name, [f"{prefix}: the {kind} chunks are not contiguous"])
+            part = z.json(member)
+            if not isinstance(part, list):
+                raise LogFormatError(z.name, [f"{member}: a chunk must be a list"])
+            items += part
+        return items
+
+    pool = sequence("messages")
+    refs = shell.get("message_refs") or []
+    try:
+        shell["messages"] = [pool[i] for a, b in refs for i in range(int(a), int(b))]
+    except (IndexError, TypeError, ValueError):
+        raise LogFormatError(z.name, [f"{prefix}: 'message_refs' point outside the messages"]) from None
+    return shell, sequence("events")
+
+
+def read_inspect_eval(raw: bytes, name: str, options: ReadOptions, max_bytes: int) -> HarnessLog:
+    """Runs of an Inspect AI ``.eval`` archive (per-sample and chunked samples, deflate or zstd)."""
+    z = EvalZip(raw, name, max_bytes)
+    notes = []
+    if z.has("header.json"):
+        header = z.json("header.json")
+    elif z.has("_journal/start.json"):
+        header = z.json("_journal/start.json")
+        notes.append("the evaluation had not finished when the log was read (no header): the "
+                     "samples written so far are used")
+    else:
+        raise LogFormatError(name, ["the archive has neither header.json nor _journal/start.json: "
+                                    "not an Inspect AI .eval log"])
+    if isinstance(header, dict) and header.get("status") not in (None, "success", "started"):
+        notes.append(f"the evaluation's status is {show_id(header.get('status'))}: some samples may be missing")
+    runs, problems = [], []
+    members = sorted(n for n in z.names if _MONOLITH.match(n))
+    shells = sorted({m.group(1) for n in z.names if (m := _SHELL.match(n))})
+    for member in members:
+        s = z.json(member)
+        if not isinstance(s, dict):
+            problems.append(f"{member}: not a JSON object")
+            continue
+        run, problem = _run(s, member, header, options)
+        (problems.append(problem) if problem else runs.append(run))
+    for prefix in shells:
+        s, events = _chunked(z, prefix)
+        run, problem = _run(s, f"{prefix}/", header, options, events=events)
+        (problems.append(problem) if problem else runs.append(run))
+    if not members and not shells:
+        raise LogFormatError(name, ["the archive holds no samples"])
+    return _finish(runs, problems, name, notes)
