@@ -441,7 +441,7 @@ def _print_reading(reading: dict) -> None:
 
 def reading_json(reading: dict) -> dict:
     """The reading record for --json (plain values)."""
-    return {k: v for k, v in reading.items() if k != "notes"}
+    return {k: v for k, v in reading.items() if k not in ("notes", "dropped_ids")}
 
 
 def _compare(args) -> int:

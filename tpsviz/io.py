@@ -187,8 +187,7 @@ def load(source, name: str | None = None, fmt: str | None = None, limits: Limits
         from .harness.forecasts import join_sidecar
 
         side, side_name = read_forecasts_table(forecasts, None, limits, read)
-        dropped = set()
-        frame, side_notes = join_sidecar(frame, side, side_name, dropped)
+        frame, side_notes = join_sidecar(frame, side, side_name, reading.get("dropped_ids", ()))
         reading = {**reading, "forecasts": {**reading.get("forecasts", {}),
                                             **{c: f"table {side_name}" for c in side.columns
                                                if str(c).startswith(("conf_", "raw_", "unc_"))}}}

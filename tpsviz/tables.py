@@ -116,6 +116,13 @@ def _read_delimited(raw: bytes, name: str, sep: str, max_rows: int) -> pd.DataFr
     df.columns = [str(c).strip() for c in df.columns]
     if len(df) > max_rows:
         raise _too_many_rows(name, len(df), max_rows)
+    if sep == ";":  # a column mixing "0,6" and "0.3" stays text: read its decimal commas too
+        for col in df.columns:
+            if df[col].dtype == object or pd.api.types.is_string_dtype(df[col]):
+                txt = df[col].astype("string")
+                comma = txt.str.fullmatch(r"\s*-?\d+,\d+\s*").fillna(False).astype(bool)
+                if comma.any():
+                    df[col] = txt.where(~comma, txt.str.replace(",", ".", regex=False)).astype(object)
     df["_where"] = np.arange(2, len(df) + 2)
     df.attrs["where_prefix"] = "line"
     df.attrs["notes"] = notes

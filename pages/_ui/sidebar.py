@@ -18,7 +18,7 @@ from tpsviz.tps import CENSORING_MODES
 
 from . import reading as R
 from . import state as S
-from .text import md
+from .text import code, md
 
 UPLOAD_TYPES = ["csv", "tsv", "txt", "parquet", "pq", "jsonl", "ndjson", "json", "eval"]
 
@@ -138,7 +138,7 @@ def _server_path() -> S.Source | None:
                   help="CSV/TSV/Parquet/JSON Lines with trajectory_id, outcome for Monte-Carlo q̂_Z.")
     _url_path("path", roots)
     _url_path("rpath", roots)
-    sb.caption("Readable folders: " + ", ".join(f"`{md(str(r))}`" for r in roots.roots))
+    sb.caption("Readable folders: " + ", ".join(code(str(r), 120) for r in roots.roots))
     R.sidebar_options("path")
     _url_path("fpath", roots)
     path = str(st.session_state.get("path", "")).strip()
@@ -150,14 +150,18 @@ def _server_path() -> S.Source | None:
 
 
 def _auto_recalibrate(base, data_key, recal: tuple) -> tuple:
-    """A log with raw signals only opens with a cross-fitted Platt recalibration (5 folds) of
-    each signal, so there is something to score; once per file (the user may remove them)."""
+    """A log with raw signals only opens with a cross-fitted Platt recalibration (5 folds, fewer
+    when a class has fewer runs) of each signal, so there is something to score; once per file
+    (the user may remove them)."""
     done = st.session_state.setdefault("_auto_recal", set())
     if data_key in done:
         return recal
     done.add(data_key)
     have = {(S.parse_recal(s) or {}).get("source") for s in recal}
-    added = [S.recal_spec(sig, "platt", 5, False) for sig in base.signals if sig not in have]
+    # every training fold needs both outcomes: a small log gets fewer folds (at least 2)
+    y = base.trajectories.loc[~base.trajectories["censored"], "outcome"]
+    folds = int(min(5, max(2, min(int((y == 1).sum()), int((y == 0).sum())))))
+    added = [S.recal_spec(sig, "platt", folds, False) for sig in base.signals if sig not in have]
     if added:
         st.session_state["recal"] = list(recal) + added
         names = [S.parse_recal(a)["name"] for a in added]
@@ -209,6 +213,12 @@ def render() -> S.Config:
         options = list(base.predictors) + [n for n in rnames if n not in base.predictors]
         if changed and "pred" in st.session_state:
             st.session_state["pred"] = options
+        elif "pred" in st.session_state and st.session_state.get("_pred_opts") not in (None, options):
+            # new predictors (a forecast field, a mapping, a recalibration) join the selection
+            prev = st.session_state["_pred_opts"]
+            st.session_state["pred"] = list(dict.fromkeys(
+                [p for p in st.session_state["pred"] if p in options] + [o for o in options if o not in prev]))
+        st.session_state["_pred_opts"] = options
         for k in [k for k in st.session_state if k.startswith("f_")] if changed else []:
             del st.session_state[k]
         if changed and "cens" in st.session_state:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from tpsviz.schema import clean_text
 
-__all__ = ["md"]
+__all__ = ["md", "code"]
 
 _MD_SPECIAL = "\\`*_{}[]()#+-.!|<>~$:&\"'="
 
@@ -21,3 +21,10 @@ def md(s, limit: int | None = None) -> str:
     cut to ``limit`` characters)."""
     text = clean_text(s, limit).replace("\n", " ").replace("\r", " ")
     return "".join("\\" + ch if ch in _MD_SPECIAL else ch for ch in text)
+
+
+def code(s, limit: int | None = 80) -> str:
+    """Untrusted text as an inline code span: shown literally (no Markdown, LaTeX or HTML inside a
+    code span), backticks and control characters removed."""
+    text = clean_text(s, limit).replace("\n", " ").replace("\r", " ").replace("`", "'")
+    return f"`{text}`" if text.strip() else "` `"

@@ -12,6 +12,7 @@ from pages._ui import common as C
 from pages._ui import reading as R
 from pages._ui import compute as V
 from pages._ui import state as S
+from pages._ui.text import code
 from tpsviz import figures as F
 from tpsviz.diagnostics import METRIC_INFO
 
@@ -42,8 +43,8 @@ st.caption(f"Success rate of the {len(comp):,} complete runs: {C.fmt(rate_cc, 3)
 auto = st.session_state.get("_auto_recal_note")
 if auto and any(n in cfg.predictors for n in auto):
     st.info("**This log has raw signals only** (no probability column), so each signal was turned into a "
-            "probability by a cross-fitted Platt recalibration (5 folds by trajectory): "
-            + ", ".join(f"`{C.md(n)}`" for n in auto) + ". Change the method on the **Recalibration** page.",
+            "probability by a cross-fitted Platt recalibration (folds by trajectory): "
+            + ", ".join(code(n) for n in auto) + ". Change the method on the **Recalibration** page.",
             icon=":material/tune:")
 if data.reading.get("treatment"):
     R.reading_panel(data)

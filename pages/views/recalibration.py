@@ -14,8 +14,9 @@ cfg, data = C.page("Recalibration",
                    "recalibrated by a map fitted on other runs only, so no run sees its own outcome.")
 
 if not [p for p in data.predictors if "@" not in p] and data.signals:
-    st.info("**This log has raw signals only.** It opened with a cross-fitted Platt recalibration (5 folds, pooled "
-            "over steps) of each signal, so that it can be scored; add another method below, or remove one.",
+    st.info("**This log has raw signals only.** It opened with a cross-fitted Platt recalibration (5 folds, fewer "
+            "for a small log; pooled over steps) of each signal, so that it can be scored; add another method "
+            "below, or remove one.",
             icon=":material/info:")
 base_preds = [p for p in data.predictors if "@" not in p]
 sources = base_preds + list(data.signals)

@@ -200,6 +200,7 @@ def runs_to_frame(log: HarnessLog, options: ReadOptions, name: str, max_rows: in
                                     f"{max_rows:,} this installation reads (TPSVIZ_MAX_ROWS)"])
     rows: list[dict] = []
     dropped: dict[str, int] = {}
+    dropped_ids: list[str] = []
     no_steps = 0
     missing_outcome = []
     conf_cols = [(_column(n), p) for n, p in options.conf]
@@ -208,9 +209,11 @@ def runs_to_frame(log: HarnessLog, options: ReadOptions, name: str, max_rows: in
         treatment = table[r.reason]
         if treatment == "dropped":
             dropped[r.reason] = dropped.get(r.reason, 0) + 1
+            dropped_ids.append(r.trajectory_id)
             continue
         if not r.steps:
             no_steps += 1
+            dropped_ids.append(r.trajectory_id)
             continue
         if treatment == "outcome":
             if r.outcome is None:
@@ -266,6 +269,7 @@ def runs_to_frame(log: HarnessLog, options: ReadOptions, name: str, max_rows: in
                        "meaning": log.reason_help.get(k, "")}
                       for k in sorted(set(counts) | set(overrides))],
         "dropped": dropped,
+        "dropped_ids": dropped_ids,
         "runs_read": len(log.runs),
         "runs_kept": kept,
         "forecasts": sources,

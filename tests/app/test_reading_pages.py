@@ -1,0 +1,176 @@
+"""Issue 9 in the dashboard (AppTest): harness logs and tables with other column names open from
+an upload and a server path, with every choice visible and in the URL."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from apptest_helpers import APP, texts
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT / "tests"))
+from test_harness import TAU2, TAU2_DIR, hotpotqa_like, tau2_truth  # noqa: E402
+
+PAGES = ["pages/views/overview.py", "pages/views/reliability.py", "pages/views/steps.py",
+         "pages/views/censoring.py", "pages/views/lab.py", "pages/views/recalibration.py",
+         "pages/views/export.py"]
+
+
+def _fresh(qp=None) -> AppTest:
+    at = AppTest.from_file(APP, default_timeout=180)
+    if qp:
+        at.query_params.update(qp)
+    at.run()
+    assert not at.exception, [e.value for e in at.exception]
+    return at
+
+
+def _upload(at, files, forecasts=None):
+    at.radio(key="src").set_value("Upload").run()
+    if forecasts is not None:
+        at.file_uploader(key="upload_forecasts").set_value(forecasts)
+    at.file_uploader(key="upload").set_value(files).run()
+    assert not at.exception, [e.value for e in at.exception]
+
+
+def _metrics(at) -> dict:
+    return {m.label: m.value for m in at.metric}
+
+
+def _every_page(at):
+    for page in PAGES:
+        at.switch_page(page).run()
+        assert not at.exception, (page, [e.value for e in at.exception])
+        assert not [e.value for e in at.error if "Something went wrong" in e.value], page
+    at.switch_page(PAGES[0]).run()
+
+
+@pytest.fixture(scope="module")
+def inspect_eval(tmp_path_factory):
+    from inspect_logs import write_logs
+
+    return write_logs(tmp_path_factory.mktemp("inspect_app"))["eval"]
+
+
+def test_inspect_upload_opens_with_recalibrated_signals_and_a_reading_panel(inspect_eval):
+    at = _fresh()
+    _upload(at, [("run.eval", inspect_eval.read_bytes(), "application/zip")])
+    preds = at.sidebar.multiselect(key="pred").value
+    assert set(preds) == {"mean_logprob@platt", "min_logprob@platt", "entropy@platt"}
+    t = texts(at)
+    assert "raw signals only" in t and "cross-fitted Platt" in t
+    assert "18 runs read, 17 kept" in t
+    table = next(d.value for d in at.dataframe if "termination reason" in d.value.columns)
+    rows = dict(zip(table["termination reason"], table["treatment"]))
+    assert rows == {"error": "dropped", "message_limit": "censored", "scored": "outcome"}
+    _every_page(at)
+    at.switch_page("pages/views/recalibration.py").run()
+    assert "raw signals only" in texts(at)
+
+
+def test_forecast_field_and_treatment_from_the_sidebar(inspect_eval):
+    at = _fresh()
+    _upload(at, [("run.eval", inspect_eval.read_bytes(), "application/zip")])
+    at.text_input(key="conf").set_value("verbal=metadata.confidence").run()
+    assert "verbal" in at.sidebar.multiselect(key="pred").options
+    assert _metrics(at)["Censored"].startswith("2 ")
+    at.selectbox(key="tr_message_limit").set_value("outcome").run()
+    assert not at.exception
+    assert _metrics(at)["Censored"].startswith("0 ")
+    table = next(d.value for d in at.dataframe if "termination reason" in d.value.columns)
+    row = table[table["termination reason"] == "message_limit"].iloc[0]
+    assert row["treatment"] == "outcome" and row["set by"] == "you"
+
+
+def test_reading_options_from_a_link(inspect_eval, tmp_path, monkeypatch):
+    """A shared link carries the reading options (server path: the log is on the server)."""
+    import shutil
+
+    root = tmp_path / "logs"
+    root.mkdir()
+    shutil.copy(inspect_eval, root / "run.eval")
+    monkeypatch.setenv("TPSVIZ_DATA_ROOTS", str(root))
+    at = _fresh({"src": "Server path", "path": "run.eval", "conf": "verbal=metadata.confidence",
+                 "tr_message_limit": "outcome"})
+    assert "verbal" in at.sidebar.multiselect(key="pred").options
+    assert _metrics(at)["Censored"].startswith("0 ")
+
+
+def test_tau2_upload_with_a_forecasts_table(tmp_path):
+    obj = json.loads(TAU2[0].read_text(encoding="utf-8"))
+    truth = tau2_truth(obj)
+    side = truth["long"][["trajectory_id", "step", "conf_fake"]].to_csv(index=False).encode()
+    at = _fresh()
+    _upload(at, [(TAU2[0].name, TAU2[0].read_bytes(), "application/json")],
+            forecasts=("fc.csv", side, "text/csv"))
+    m = _metrics(at)
+    assert m["Trajectories"] == str(truth["counts"]["runs"])
+    assert m["Censored"].startswith(str(truth["counts"]["censored"]))
+    _every_page(at)
+
+
+def test_tau2_folder_layout_uploaded_as_several_files():
+    obj = json.loads((ROOT / "tests/fixtures/tau2/tau2v1_airline_whissle_trimmed.json").read_text(encoding="utf-8"))
+    truth = tau2_truth(obj)
+    side = truth["long"][["trajectory_id", "step", "conf_fake"]].to_csv(index=False).encode()
+    files = [("results.json", (TAU2_DIR / "results.json").read_bytes(), "application/json")] + [
+        (p.name, p.read_bytes(), "application/json") for p in sorted((TAU2_DIR / "simulations").glob("*.json"))]
+    at = _fresh()
+    _upload(at, files, forecasts=("fc.csv", side, "text/csv"))
+    assert _metrics(at)["Trajectories"] == "5"
+
+
+def test_mapping_form_then_a_link_reproduces_it():
+    csv = b"run,turn,success,p_success\nr1,1,1,0.6\nr1,2,1,0.7\nr2,1,0,0.4\nr3,1,,0.5\nr4,1,0,0.2\n"
+    at = _fresh()
+    _upload(at, [("other.csv", csv, "text/csv")])
+    assert at.main.selectbox(key="mapf_trajectory_id").value == "run"
+    assert at.main.selectbox(key="mapf_step").value == "turn"
+    assert at.main.selectbox(key="mapf_outcome").value == "success"
+    assert at.main.multiselect(key="mapf_preds").value == ["p_success"]
+    at.main.button[0].click().run()
+    assert not at.exception
+    assert _metrics(at)["Trajectories"] == "4"
+    mapping = at.query_params["map"]
+    assert "trajectory_id=run" in mapping and "conf_p_success=p_success" in mapping
+
+
+def test_percent_forecasts_from_the_sidebar():
+    csv = b"trajectory_id,step,outcome,conf_v\nr1,1,1,60\nr1,2,1,85\nr2,1,0,40\n"
+    at = _fresh()
+    _upload(at, [("pct.csv", csv, "text/csv")])
+    assert "percentages" in "\n".join(c.value for c in at.code)
+    at.text_input(key="pct").set_value("v").run()
+    assert _metrics(at)["Trajectories"] == "2"
+
+
+def test_raw_only_hotpotqa_like_upload(tmp_path):
+    f = hotpotqa_like(tmp_path / "hotpotqa.csv")
+    at = _fresh()
+    _upload(at, [("hotpotqa.csv", f.read_bytes(), "text/csv")])
+    assert at.sidebar.multiselect(key="pred").value == ["entropy@platt"]
+    assert _metrics(at)["Censored"].startswith("29 ")
+    _every_page(at)
+
+
+def test_server_path_to_a_tau2_folder(tmp_path, monkeypatch):
+    import shutil
+
+    root = tmp_path / "logs"
+    shutil.copytree(TAU2_DIR, root / "run1")
+    obj = json.loads((ROOT / "tests/fixtures/tau2/tau2v1_airline_whissle_trimmed.json").read_text(encoding="utf-8"))
+    truth = tau2_truth(obj)
+    truth["long"][["trajectory_id", "step", "conf_fake"]].to_csv(root / "fc.csv", index=False)
+    monkeypatch.setenv("TPSVIZ_DATA_ROOTS", str(root))
+    at = _fresh({"src": "Server path", "path": "run1"})
+    at.text_input(key="fpath").set_value("fc.csv").run()
+    assert not at.exception
+    assert _metrics(at)["Trajectories"] == "5"
+    # a forecasts path outside the roots is refused like any other
+    at.text_input(key="fpath").set_value("/etc/passwd").run()
+    assert "cannot open this path" in "\n".join(c.value for c in at.code) + texts(at)
