@@ -117,3 +117,23 @@ def write_logs(out: Path) -> dict[str, Path]:
     convert_eval_logs_to_chunked(str(paths["eval"]), str(out / "chunked"))
     paths["chunked"] = next((out / "chunked").glob("*.eval"))
     return paths
+
+
+def write_logs_in_subprocess(out: Path) -> dict[str, Path]:
+    """:func:`write_logs` in a fresh process (inspect_ai runs its own event loop, which cannot
+    start inside another one, e.g. Playwright's)."""
+    import json
+    import subprocess
+    import sys
+
+    done = subprocess.run([sys.executable, __file__, str(out)], capture_output=True, text=True, timeout=600)
+    if done.returncode:
+        raise RuntimeError(f"writing the Inspect logs failed:\n{done.stderr[-2000:]}")
+    return {k: Path(v) for k, v in json.loads(done.stdout.strip().splitlines()[-1]).items()}
+
+
+if __name__ == "__main__":
+    import json
+    import sys
+
+    print(json.dumps({k: str(v) for k, v in write_logs(Path(sys.argv[1])).items()}))

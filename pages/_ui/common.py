@@ -141,12 +141,17 @@ def require_data():
         st.stop()
     data, problems = S.get_data(cfg, src)
     if S.is_failure(data):
-        show_failure(data)
         columns = mappable_columns(src, data)
-        if columns:
+        if columns:  # a table with other column names: offer the mapping, keep the problems at hand
             from .reading import mapping_form
 
+            st.info("**This table's columns have other names than tpsviz expects.** Say which is which below "
+                    "(the file is not modified).", icon=":material/table_view:")
+            with st.expander("What tpsviz could not find"):
+                st.code("\n".join(f"• {p}" for p in data.problems), language=None, wrap_lines=True)
             mapping_form(columns)
+        else:
+            show_failure(data)
         st.stop()
     for p in problems:
         st.warning(p)
