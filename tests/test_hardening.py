@@ -403,14 +403,14 @@ def test_5_per_trajectory_export_is_neutralised_and_never_overwrites_the_input(t
     assert "'=1+1" in text and "'@x" in text and "'-3" in text
     for target in (log, tmp_path / "." / "log.csv"):
         code, _, err = run_cli(["score", log, "--per-trajectory", target], capsys)
-        assert code == 2 and "write over the input" in err
+        assert code == 2 and "write over (or into) the input" in err
     link = tmp_path / "alias.csv"
     link.symlink_to(log)
     code, _, err = run_cli(["score", log, "--per-trajectory", link], capsys)
-    assert code == 2 and "write over the input" in err
+    assert code == 2 and "write over (or into) the input" in err
     roll = _write(tmp_path, "trajectory_id,outcome\n=1+1,1\n", "roll.csv")
     code, _, err = run_cli(["score", log, "--rollouts", roll, "--per-trajectory", roll], capsys)
-    assert code == 2 and "write over the input" in err
+    assert code == 2 and "write over (or into) the input" in err
     assert log.read_bytes() == before
 
 
@@ -450,3 +450,115 @@ def test_markdown_escaper_neutralises_images_links_latex():
         out = md(evil)
         assert not re.search(r"(?<!\\)[!\[\]()$<>*:]", out), out
         assert "\x1b" not in out and "\n" not in out
+
+
+# ----------------------------------------------------------------------------- the adversarial pass
+# (findings of a fresh adversarial review of the first round of fixes; each failed before)
+def _zip(members: dict) -> bytes:
+    import zipfile
+
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w", zipfile.ZIP_DEFLATED) as z:
+        for n, data in members.items():
+            z.writestr(n, data)
+    return buf.getvalue()
+
+
+_HEADER = json.dumps({"eval": {"model": "m", "task": "t"}, "status": "success"})
+
+
+def test_adv_chunked_message_refs_cannot_expand_memory():
+    shell = {"id": "s", "epoch": 1, "scores": {"a": {"value": "C"}},
+             "message_refs": [[0, 1000]] * 600_000}
+    pool = json.dumps([{"role": "assistant", "content": "x"}] * 1000)
+    raw = _zip({"header.json": _HEADER, "samples/s_epoch_1/sample.json": json.dumps(shell),
+                "samples/s_epoch_1/messages/0.json": pool})
+    t = time.monotonic()
+    with pytest.raises(LogFormatError, match="expand to 600,000,000 messages"):
+        load(raw, name="bomb.eval", options=tpsviz.io.ReadOptions(conf=(("v", "x"),)))
+    assert time.monotonic() - t < 10
+    bad = dict(shell, message_refs=[[0, 10**9]])
+    raw = _zip({"header.json": _HEADER, "samples/s_epoch_1/sample.json": json.dumps(bad),
+                "samples/s_epoch_1/messages/0.json": pool})
+    with pytest.raises(LogFormatError, match="inside the messages"):
+        load(raw, name="bomb.eval")
+
+
+def test_adv_harness_json_is_bounded_before_parsing():
+    raw = ('{"info": {}, "simulations": [' + ",".join(["{}"] * 300_000) + "]}").encode()
+    with pytest.raises(LogFormatError, match="TPSVIZ_MAX_JSON_NODES"):
+        load(raw, name="amp.json", limits=Limits(max_json_nodes=100_000))
+
+
+def test_adv_wide_parquet_is_refused_by_cells(tmp_path):
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    n = 20_000
+    cols = {"trajectory_id": pa.array(np.arange(n).astype(str)), "step": pa.array(np.ones(n, int)),
+            "outcome": pa.array(np.ones(n, int)), "conf_a": pa.array(np.full(n, 0.5))}
+    cols.update({f"m{i}": pa.array(np.zeros(n)) for i in range(100)})
+    pq.write_table(pa.table(cols), tmp_path / "wide.parquet", compression="zstd")
+    with pytest.raises(LogFormatError, match="TPSVIZ_MAX_CELLS"):
+        load(tmp_path / "wide.parquet", limits=Limits(max_cells=1_000_000))
+    f = tmp_path / "wide.csv"
+    f.write_text(",".join(["trajectory_id", "step", "outcome", "conf_a"] + [f"m{i}" for i in range(100)]) + "\n"
+                 + ("t,1,1,0.5" + ",0" * 100 + "\n") * 50, encoding="utf-8")
+    with pytest.raises(LogFormatError, match="TPSVIZ_MAX_CELLS"):
+        load(f, limits=Limits(max_cells=1000))
+
+
+@pytest.mark.parametrize("members", [
+    {"header.json": _HEADER, "samples/s_epoch_1.json": '{"id": "s", "epoch": 1, "x": ' + "9" * 5000 + "}"},
+    {"header.json": "[1]", "samples/s_epoch_1.json": "{}"},
+    {"header.json": '{"eval": "x"}', "samples/s_epoch_1.json":
+        json.dumps({"id": "s", "epoch": 1, "scores": {"a": {"value": "C"}}, "output": "x",
+                    "events": [{"event": "model", "output": [1]}],
+                    "messages": [{"role": "assistant", "id": [1], "metadata": {"x": 0.5}}]})},
+    {"header.json": _HEADER, "samples/s_epoch_1/sample.json": "[]"},
+    {"header.json": _HEADER, "samples/s_epoch_1/sample.json": json.dumps({"id": "s", "message_refs": [[0, 1e999]]})},
+    {"header.json": _HEADER, "samples/s_epoch_1/sample.json": json.dumps({"id": "s", "message_refs": []}),
+     "samples/s_epoch_1/messages/" + "9" * 5000 + ".json": "[]"},
+], ids=["long-int", "header-list", "wrong-types", "shell-list", "refs-inf", "chunk-name-digits"])
+def test_adv_odd_inspect_archives_never_crash(members, capsys):
+    raw = _zip(members)
+    try:
+        load(raw, name="odd.eval", options=tpsviz.io.ReadOptions(conf=(("v", "metadata.x"),)))
+    except LogFormatError:
+        pass
+
+
+def test_adv_messages_cut_file_values(tmp_path):
+    secret = "SECRET-" + "A" * 3000
+    obj = {"info": {}, "simulations": [{"id": "s1", "termination_reason": secret, "messages": []}]}
+    f = tmp_path / "r.json"
+    f.write_text(json.dumps(obj), encoding="utf-8")
+    with pytest.raises(LogFormatError) as e:
+        load(f)
+    assert "A" * 100 not in str(e.value)
+    ins = {"eval": {}, "samples": [{"id": "s1", "epoch": "SECRET-" + "B" * 2000, "messages": []}]}
+    f.write_text(json.dumps(ins), encoding="utf-8")
+    with pytest.raises(LogFormatError) as e:
+        load(f)
+    assert "B" * 100 not in str(e.value)
+
+
+def test_adv_per_trajectory_never_writes_over_any_input(tmp_path, capsys):
+    import shutil
+
+    folder = tmp_path / "t2"
+    shutil.copytree(Path(__file__).parent / "fixtures" / "tau2" / "tau2v1_airline_whissle_dirlayout", folder)
+    before = (folder / "results.json").read_bytes()
+    fc = tmp_path / "fc.csv"
+    fc.write_text("trajectory_id,step,conf_a\nx,1,0.5\n", encoding="utf-8")
+    for target in (folder / "results.json", folder / "simulations" / "out.csv", fc):
+        code, _, err = run_cli(["score", folder, "--forecasts", fc, "--per-trajectory", target], capsys)
+        assert code == 2 and "write over (or into) the input" in err
+    assert (folder / "results.json").read_bytes() == before and fc.read_text().startswith("trajectory_id")
+
+
+def test_adv_column_weights_that_overflow_are_refused(tmp_path):
+    data = load(_write(tmp_path, "trajectory_id,step,outcome,conf_a,weight\nt1,1,1,0.5,1e308\nt1,2,1,0.5,1e308\n"
+                                 "t2,1,0,0.4,1e308\n"))
+    with pytest.raises(ValueError, match="overflow"):
+        tpsviz.compute_tps(data, tpsviz.ScoreSettings(schedule=tpsviz.parse_schedule("column")))

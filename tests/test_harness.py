@@ -320,7 +320,7 @@ def test_inspect_old_deflate_logs(tmp_path):
     data = load(old, forecasts=side)
     assert data.n_trajectories == 1 and int(data.trajectories["outcome"].iloc[0]) == 1  # scored "C"
     pop = sorted((FIX / "inspect").glob("*popularity*.eval"))[0]
-    with pytest.raises(LogFormatError, match="every run is dropped by its treatment \\(unscored: 10\\)"):
+    with pytest.raises(LogFormatError, match="every run is dropped by its treatment \\('unscored': 10\\)"):
         load(pop, options=ReadOptions(conf=(("a", "metadata.x"),)))
 
 

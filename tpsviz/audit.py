@@ -87,7 +87,7 @@ def load_rollouts(source, name: str | None = None, limits=None) -> pd.DataFrame:
             raise LogFormatError(label, ["unknown file type for a rollouts table; use .csv, .tsv, "
                                          ".parquet or .jsonl"])
         raw, label = read_source(source, label, limits)
-        df = _as_text(read_table(raw, label, fmt, limits.max_rows))
+        df = _as_text(read_table(raw, label, fmt, limits.max_rows, limits.max_cells, limits.max_bytes))
     df.columns = [str(c).strip() for c in df.columns]
     missing = [c for c in ("trajectory_id", "outcome") if c not in df.columns]
     if missing:

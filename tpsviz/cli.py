@@ -181,11 +181,14 @@ def _check_args(args) -> None:
         target = Path(out)
         if target.is_dir():
             raise _Fail(f"--per-trajectory {_name(out)} is a folder; give a file name")
-        inputs = [args.path] + ([args.rollouts] if args.rollouts else [])
+        inputs = [args.path] + [p for p in (args.rollouts, getattr(args, "forecasts", None)) if p]
+        real_out = os.path.realpath(out)
         for src in inputs:
-            if os.path.realpath(out) == os.path.realpath(src) or (
+            real_src = os.path.realpath(src)
+            inside = Path(src).is_dir() and os.path.commonpath([real_out, real_src]) == real_src
+            if real_out == real_src or inside or (
                     target.exists() and Path(src).exists() and os.path.samefile(out, src)):
-                raise _Fail(f"--per-trajectory would write over the input {_name(src)}; the "
+                raise _Fail(f"--per-trajectory would write over (or into) the input {_name(src)}; the "
                             "input is never modified: choose another file name")
 
 

@@ -28,6 +28,8 @@ __all__ = ["Limits", "DataRoots", "PathRefused", "read_file", "limits_from_env",
 MB = 1024 * 1024
 DEFAULT_MAX_FILE_MB = 1024
 DEFAULT_MAX_ROWS = 5_000_000
+DEFAULT_MAX_CELLS = 100_000_000
+DEFAULT_MAX_JSON_NODES = 2_000_000
 CANNOT_OPEN = ("cannot open this path: it is not a readable log file under the data roots of "
                "this server")
 
@@ -53,10 +55,18 @@ class Limits:
         Largest file read, in bytes (``TPSVIZ_MAX_FILE_MB``, default 1024 MB).
     max_rows : int
         Largest number of data rows parsed (``TPSVIZ_MAX_ROWS``, default 5,000,000).
+    max_cells : int
+        Largest number of table cells (rows × columns) parsed (``TPSVIZ_MAX_CELLS``, default
+        100,000,000): a narrow log may use the whole row cap, a very wide one may not.
+    max_json_nodes : int
+        Largest number of JSON objects and lists in a harness log parsed as one document
+        (``TPSVIZ_MAX_JSON_NODES``, default 2,000,000; real logs hold one per 100–300 bytes).
     """
 
     max_bytes: int = DEFAULT_MAX_FILE_MB * MB
     max_rows: int = DEFAULT_MAX_ROWS
+    max_cells: int = DEFAULT_MAX_CELLS
+    max_json_nodes: int = DEFAULT_MAX_JSON_NODES
 
 
 def _env_int(name: str, default: int, scale: int = 1) -> int:
@@ -73,9 +83,12 @@ def _env_int(name: str, default: int, scale: int = 1) -> int:
 
 
 def limits_from_env() -> Limits:
-    """The :class:`Limits` set by ``TPSVIZ_MAX_FILE_MB`` and ``TPSVIZ_MAX_ROWS``."""
+    """The :class:`Limits` set by ``TPSVIZ_MAX_FILE_MB``, ``TPSVIZ_MAX_ROWS``,
+    ``TPSVIZ_MAX_CELLS`` and ``TPSVIZ_MAX_JSON_NODES``."""
     return Limits(max_bytes=_env_int("TPSVIZ_MAX_FILE_MB", DEFAULT_MAX_FILE_MB, MB),
-                  max_rows=_env_int("TPSVIZ_MAX_ROWS", DEFAULT_MAX_ROWS))
+                  max_rows=_env_int("TPSVIZ_MAX_ROWS", DEFAULT_MAX_ROWS),
+                  max_cells=_env_int("TPSVIZ_MAX_CELLS", DEFAULT_MAX_CELLS),
+                  max_json_nodes=_env_int("TPSVIZ_MAX_JSON_NODES", DEFAULT_MAX_JSON_NODES))
 
 
 def size_text(n: float) -> str:

@@ -94,7 +94,19 @@ def read_forecasts_table(source, name: str | None, limits: Limits, read=None):
     if fmt is None:
         raise LogFormatError(name, ["unknown file type for a forecasts table; use .csv, .tsv, "
                                     ".parquet or .jsonl"])
-    return read_table(raw, name, fmt, limits.max_rows), name
+    return read_table(raw, name, fmt, limits.max_rows, limits.max_cells, limits.max_bytes), name
+
+
+def _guarded(reader, name: str, kind: str, *args, **kwargs):
+    """Run a harness reader; a field of an unexpected type deep in a damaged or hostile file
+    becomes a clear LogFormatError (never a traceback or "unexpected failure")."""
+    try:
+        return reader(*args, **kwargs)
+    except (LogFormatError, OSError, MemoryError):
+        raise
+    except (TypeError, AttributeError, KeyError, IndexError, ValueError, OverflowError, RecursionError) as exc:
+        raise LogFormatError(name, [f"the file has the structure of a {kind} log, but a field holds a value "
+                                    f"of an unexpected type ({type(exc).__name__}); it may be damaged"]) from None
 
 
 def _tau2_files(files: list, name: str | None, options: ReadOptions, limits: Limits):
@@ -167,19 +179,22 @@ def load(source, name: str | None = None, fmt: str | None = None, limits: Limits
         if kind not in (None, "tau2") or not (Path(source) / "results.json").is_file():
             raise LogFormatError(name, ["is a folder; the only folder tpsviz reads is a tau2-bench "
                                         "results folder (results.json with simulations/)"])
-        frame, reading = read_tau2_dir(Path(source), options, limits, label=name, read=read)
+        frame, reading = _guarded(read_tau2_dir, name, "tau2", Path(source), options, limits, label=name,
+                                  read=read)
     elif isinstance(source, list):
-        frame, reading, name = _tau2_files(source, name, options, limits)
+        frame, reading, name = _guarded(_tau2_files, name or "tau2-bench results", "tau2", source, name,
+                                        options, limits)
     else:
         raw, name = read_source(source, name, limits, read)
         parsed = None
         if kind is None:
-            kind, parsed = detect_format(raw, name)
+            kind, parsed = detect_format(raw, name, limits.max_json_nodes)
         if kind in TABLE_FORMATS:
-            frame = _apply_mapping(read_table(raw, name, kind, limits.max_rows), options.mapping, name)
+            frame = _apply_mapping(read_table(raw, name, kind, limits.max_rows, limits.max_cells,
+                                              limits.max_bytes), options.mapping, name)
             reading = {"format": kind, "options": options.describe()}
         elif kind in HARNESS_FORMATS or kind == "tau2-index":
-            frame, reading = read_harness(raw, name, kind, options, limits, parsed)
+            frame, reading = _guarded(read_harness, name, kind, raw, name, kind, options, limits, parsed)
         else:
             raise LogFormatError(name, [f"unknown format {kind!r}"])
         del raw

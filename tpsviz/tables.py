@@ -61,6 +61,12 @@ def _too_many_rows(name: str, n: int, max_rows: int, what: str = "data rows") ->
         "(TPSVIZ_MAX_ROWS); split the log or raise the limit"])
 
 
+def _too_many_cells(name: str, n_rows: int, n_cols: int, max_cells: int) -> LogFormatError:
+    return LogFormatError(name, [
+        f"the file has {n_rows:,} rows × {n_cols:,} columns = {n_rows * n_cols:,} cells, more than the "
+        f"{max_cells:,} this installation reads (TPSVIZ_MAX_CELLS); drop unused columns or raise the limit"])
+
+
 def _duplicates(header: list[str], name: str) -> None:
     """Refuse a header that names a column twice (also after matching names ignoring case)."""
     canon = [canonical_name(h) for h in header]
@@ -78,7 +84,7 @@ def _duplicates(header: list[str], name: str) -> None:
     raise LogFormatError(name, problems)
 
 
-def _read_delimited(raw: bytes, name: str, sep: str, max_rows: int) -> pd.DataFrame:
+def _read_delimited(raw: bytes, name: str, sep: str, max_rows: int, max_cells: int) -> pd.DataFrame:
     kind = "CSV" if sep == "," else "TSV"
     _sniff_binary(raw, name, kind)
     start = len(codecs.BOM_UTF8) if raw.startswith(codecs.BOM_UTF8) else 0
@@ -102,6 +108,8 @@ def _read_delimited(raw: bytes, name: str, sep: str, max_rows: int) -> pd.DataFr
     n_lines = raw.count(b"\n", start) + (0 if raw.endswith(b"\n") else 1) - 1
     if n_lines > max_rows:
         raise _too_many_rows(name, n_lines, max_rows, "lines")
+    if n_lines * max(len(header), 1) > max_cells:
+        raise _too_many_cells(name, n_lines, len(header), max_cells)
     text_cols = {h: str for h in header if canonical_name(h) == "trajectory_id"}
     try:
         df = pd.read_csv(_io.BytesIO(raw), sep=sep, dtype=text_cols, keep_default_na=False,
@@ -129,7 +137,7 @@ def _read_delimited(raw: bytes, name: str, sep: str, max_rows: int) -> pd.DataFr
     return df
 
 
-def _read_parquet(raw: bytes, name: str, max_rows: int) -> pd.DataFrame:
+def _read_parquet(raw: bytes, name: str, max_rows: int, max_cells: int, max_bytes: int) -> pd.DataFrame:
     if not raw:
         raise LogFormatError(name, ["the file is empty"])
     if raw[:4] != b"PAR1":
@@ -149,12 +157,18 @@ def _read_parquet(raw: bytes, name: str, max_rows: int) -> pd.DataFrame:
         pf = pq.ParquetFile(_io.BytesIO(raw))
         n_rows = int(pf.metadata.num_rows)
         header = list(pf.schema_arrow.names)
+        expanded = sum(int(pf.metadata.row_group(i).total_byte_size) for i in range(pf.metadata.num_row_groups))
     except Exception:  # pyarrow raises several types for damaged files
         raise LogFormatError(name, ["the Parquet file cannot be read (it is damaged or "
                                     "truncated)"]) from None
     _duplicates(header, name)
     if n_rows > max_rows:
         raise _too_many_rows(name, n_rows, max_rows)
+    if n_rows * max(len(header), 1) > max_cells:
+        raise _too_many_cells(name, n_rows, len(header), max_cells)
+    if expanded > 4 * max_bytes:  # the columns' uncompressed size, from the file's own metadata
+        raise LogFormatError(name, [f"the Parquet file expands to {expanded / 2**20:,.0f} MB, more than 4 × the "
+                                    f"{max_bytes // 2**20:,} MB this installation reads (TPSVIZ_MAX_FILE_MB)"])
     try:
         df = pf.read().to_pandas()
     except Exception:
@@ -235,7 +249,7 @@ def _json_line(line: str, i: int, name: str):
         raise LogFormatError(name, [f"line {i}: the JSON is nested too deeply to be a log"]) from None
 
 
-def _read_jsonl(raw: bytes, name: str, max_rows: int) -> pd.DataFrame:
+def _read_jsonl(raw: bytes, name: str, max_rows: int, max_cells: int) -> pd.DataFrame:
     _sniff_binary(raw, name, "JSON Lines")
     text = _decode(raw, name)
     if not text.strip():
@@ -252,6 +266,9 @@ def _read_jsonl(raw: bytes, name: str, max_rows: int) -> pd.DataFrame:
             raise LogFormatError(name, [f"line {i}: each line must be one JSON object, got "
                                         f"{type(obj).__name__}"])
         records.append((i, obj))
+    cells = sum(len(r) for _, r in records)
+    if cells > max_cells:
+        raise _too_many_cells(name, len(records), cells // max(len(records), 1), max_cells)
     nested = ["steps" in r for _, r in records]
     if any(nested):
         if not all(nested):
@@ -266,7 +283,8 @@ def _read_jsonl(raw: bytes, name: str, max_rows: int) -> pd.DataFrame:
     return df
 
 
-def read_table(raw: bytes, name: str, fmt: str, max_rows: int) -> pd.DataFrame:
+def read_table(raw: bytes, name: str, fmt: str, max_rows: int, max_cells: int = 100_000_000,
+               max_bytes: int = 1 << 30) -> pd.DataFrame:
     """Parse the bytes of a table file into a raw long frame.
 
     Parameters
@@ -279,6 +297,10 @@ def read_table(raw: bytes, name: str, fmt: str, max_rows: int) -> pd.DataFrame:
         The format.
     max_rows : int
         Largest number of rows (steps) accepted; checked before parsing.
+    max_cells : int
+        Largest number of cells (rows × columns) accepted; checked before parsing.
+    max_bytes : int
+        A Parquet file may expand to at most 4 × this (its metadata's uncompressed size).
 
     Returns
     -------
@@ -293,11 +315,11 @@ def read_table(raw: bytes, name: str, fmt: str, max_rows: int) -> pd.DataFrame:
     if len(raw) == 0:
         raise LogFormatError(name, ["the file is empty"])
     if fmt in ("csv", "tsv"):
-        return _read_delimited(raw, name, "," if fmt == "csv" else "\t", max_rows)
+        return _read_delimited(raw, name, "," if fmt == "csv" else "\t", max_rows, max_cells)
     if fmt == "parquet":
-        return _read_parquet(raw, name, max_rows)
+        return _read_parquet(raw, name, max_rows, max_cells, max_bytes)
     if fmt == "jsonl":
-        return _read_jsonl(raw, name, max_rows)
+        return _read_jsonl(raw, name, max_rows, max_cells)
     raise ValueError(f"unknown format {fmt!r}")
 
 

@@ -111,6 +111,9 @@ def step_weights(data: TrajectoryData, schedule: Schedule) -> np.ndarray:
     return w
 
 
+MAX_WEIGHT = 1e150   # any weight above: a run's weighted sum of scores could overflow
+
+
 def check_weights(schedule: Schedule, w: np.ndarray) -> None:
     """Refuse weights a schedule's verdict cannot stand behind (docs/theory.md, schedules).
 
@@ -138,6 +141,10 @@ def check_weights(schedule: Schedule, w: np.ndarray) -> None:
     elif schedule.name == "column" and not np.any(w > 0):
         raise ValueError("schedule 'column': every weight in the 'weight' column is 0, so "
                          "nothing would be scored; give positive weights")
+    big = float(np.max(w))
+    if big > MAX_WEIGHT:  # Σ_t w_t S summed over a run would overflow to ±inf
+        raise ValueError(f"schedule {schedule.spec}: weights up to {big:.3g} would overflow when a run's "
+                         f"scores are summed; keep weights below {MAX_WEIGHT:.0e} (only their ratios matter)")
 
 
 @dataclass

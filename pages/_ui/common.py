@@ -4,6 +4,7 @@ states, estimate formatting, and figure display (SVG only, registered for the Ex
 from __future__ import annotations
 
 import logging
+from dataclasses import replace
 
 import numpy as np
 import streamlit as st
@@ -153,8 +154,13 @@ def require_data():
         else:
             show_failure(data)
         st.stop()
-    for p in problems:
+    for p in problems:  # built with md() from the settings and the log
         st.warning(p)
+    gone = [p for p in cfg.predictors if p not in data.predictors]
+    if gone:  # e.g. a recalibration that failed: score the others, say which are missing
+        cfg = replace(cfg, predictors=tuple(p for p in cfg.predictors if p in data.predictors))
+        st.session_state["_cfg"] = cfg
+        st.caption("Not available in this log (left out): " + ", ".join(md(p, 60) for p in gone))
     if data.n_trajectories == 0:
         st.warning("**The filters leave no trajectories.** Widen the metadata filters in the sidebar.", icon=":material/search:")
         st.stop()

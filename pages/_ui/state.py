@@ -35,6 +35,7 @@ from tpsviz.schedules import Schedule
 from tpsviz.tps import CENSORING_LABELS
 
 from .memo import clear_all as _clear_memo
+from .text import md
 from .memo import memo
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -373,13 +374,13 @@ def _prepared(key: str, filters: tuple, recal: tuple, _src: Source):
     for spec in recal:
         r = parse_recal(spec)
         if r is None:
-            problems.append(f"recalibration {spec!r} is malformed and was ignored")
+            problems.append(f"a recalibration in the settings ({md(spec, 60)}) is malformed and was ignored")
             continue
         try:
             data, _ = add_recalibrated(data, r["source"], r["method"], folds=r["folds"],
                                        per_step=r["per_step"], seed=SEED, name=r["name"])
         except Exception as e:
-            problems.append(f"recalibration of {r['source']} by {r['method']} failed: {e}")
+            problems.append(f"recalibration of {md(r['source'], 60)} by {r['method']} failed: {md(e, 300)}")
     return data, problems
 
 

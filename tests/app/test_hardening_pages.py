@@ -183,3 +183,12 @@ def test_5_log_text_in_widget_labels_is_escaped():
         assert not at.exception
         for m in list(at.markdown) + list(at.caption):
             assert "](http://127.0.0.1:9" not in m.value
+
+
+def test_adv_a_failed_recalibration_from_a_link_is_escaped_and_the_rest_still_scores():
+    evil = "![x](http://127.0.0.1:9/recal.png)|platt|5|pooled"
+    at = _fresh({"recal": evil})
+    for m in list(at.markdown) + list(at.caption) + list(at.warning):
+        assert "](http://127.0.0.1:9" not in m.value
+    assert not [e.value for e in at.error if "cannot be applied" in e.value or "Something went wrong" in e.value]
+    assert len(at.dataframe) and "truthful (reference)" in set(at.dataframe[0].value["predictor"])

@@ -25,7 +25,21 @@ _TABLE_EXT = {".csv": "csv", ".tsv": "tsv", ".txt": "csv", ".parquet": "parquet"
               ".jsonl": "jsonl", ".ndjson": "jsonl", ".json": "jsonl"}
 
 
-def _parse_json(raw: bytes, name: str):
+DEFAULT_MAX_NODES = 2_000_000
+
+
+def check_nodes(raw: bytes, name: str, max_nodes: int) -> int:
+    """Refuse JSON with more objects and lists than ``max_nodes`` before it is parsed (3 bytes of
+    ``{}`` become ~100 bytes of Python objects); returns the count (an upper bound)."""
+    n = raw.count(b"{") + raw.count(b"[")
+    if n > max_nodes:
+        raise LogFormatError(name, [f"the JSON holds up to {n:,} objects and lists, more than the {max_nodes:,} "
+                                    "this installation parses (TPSVIZ_MAX_JSON_NODES)"])
+    return n
+
+
+def _parse_json(raw: bytes, name: str, max_nodes: int = DEFAULT_MAX_NODES):
+    check_nodes(raw, name, max_nodes)
     try:
         text = raw.decode("utf-8-sig")
     except UnicodeDecodeError:
@@ -34,6 +48,10 @@ def _parse_json(raw: bytes, name: str):
         return json.loads(text)
     except RecursionError:
         raise LogFormatError(name, ["the JSON is nested too deeply to be a log"]) from None
+    except json.JSONDecodeError:
+        raise
+    except ValueError:  # e.g. an integer of thousands of digits
+        raise LogFormatError(name, ["the JSON holds a number too long to read"]) from None
 
 
 def _json_kind(obj) -> str | None:
@@ -51,7 +69,7 @@ def _json_kind(obj) -> str | None:
     return None
 
 
-def detect_format(raw: bytes, name: str) -> tuple[str, object]:
+def detect_format(raw: bytes, name: str, max_nodes: int = DEFAULT_MAX_NODES) -> tuple[str, object]:
     """The format of a file's bytes, and the parsed JSON when it had to be parsed to tell.
 
     Returns
@@ -68,7 +86,7 @@ def detect_format(raw: bytes, name: str) -> tuple[str, object]:
     head = raw[:4096].lstrip(b"\xef\xbb\xbf \t\r\n")
     if head[:1] in (b"{", b"[") and ext not in (".jsonl", ".ndjson", ".csv", ".tsv", ".txt"):
         try:
-            obj = _parse_json(raw, name)
+            obj = _parse_json(raw, name, max_nodes)
         except json.JSONDecodeError:
             return _TABLE_EXT.get(ext, "jsonl"), None  # one object per line: JSON Lines
         kind = _json_kind(obj)
@@ -93,9 +111,9 @@ def read_harness(raw: bytes, name: str, fmt: str, options: ReadOptions, limits, 
     from .taubench import read_taubench
 
     if fmt == "inspect" and raw[:4] == b"PK\x03\x04":
-        log = read_inspect_eval(raw, name, options, limits.max_bytes)
+        log = read_inspect_eval(raw, name, options, limits)
     else:
-        obj = parsed if parsed is not None else _parse_json_checked(raw, name)
+        obj = parsed if parsed is not None else _parse_json_checked(raw, name, limits.max_json_nodes)
         kind = _json_kind(obj)
         if fmt == "tau2":
             if kind == "tau2-index":
@@ -122,9 +140,9 @@ def read_harness(raw: bytes, name: str, fmt: str, options: ReadOptions, limits, 
     return runs_to_frame(log, options, name, limits.max_rows)
 
 
-def _parse_json_checked(raw: bytes, name: str):
+def _parse_json_checked(raw: bytes, name: str, max_nodes: int = DEFAULT_MAX_NODES):
     try:
-        return _parse_json(raw, name)
+        return _parse_json(raw, name, max_nodes)
     except json.JSONDecodeError as exc:
         raise LogFormatError(name, [f"not valid JSON (line {exc.lineno}: {exc.msg})"]) from None
 
@@ -158,7 +176,10 @@ def read_tau2_parts(index_raw: bytes, parts: list, options: ReadOptions, limits,
     together)."""
     from .tau2 import read_tau2
 
-    index = _parse_json_checked(index_raw, f"{name}/results.json")
+    nodes = check_nodes(index_raw, f"{name}/results.json", limits.max_json_nodes)
+    for label, raw in parts:
+        nodes += check_nodes(raw, f"{name}/simulations/{label}", limits.max_json_nodes - nodes)
+    index = _parse_json_checked(index_raw, f"{name}/results.json", limits.max_json_nodes)
     if not isinstance(index, dict):
         raise LogFormatError(f"{name}/results.json", ["not a tau2-bench results object"])
     if isinstance(index.get("simulations"), list):

@@ -17,6 +17,7 @@ import zipfile
 import zlib
 
 from ..errors import LogFormatError
+from ..schema import show_id
 
 __all__ = ["EvalZip"]
 
@@ -36,9 +37,10 @@ class EvalZip:
         Largest total of decompressed member bytes read.
     """
 
-    def __init__(self, raw: bytes, name: str, max_bytes: int):
+    def __init__(self, raw: bytes, name: str, max_bytes: int, max_nodes: int = 2_000_000):
         self.name = name
         self.budget = int(max_bytes)
+        self.nodes = int(max_nodes)
         self.raw = raw
         try:
             self.zip = zipfile.ZipFile(io.BytesIO(raw))
@@ -57,7 +59,7 @@ class EvalZip:
         """The decompressed bytes of a member (CRC-checked, within the size budget)."""
         info = self.infos.get(member)
         if info is None:
-            raise LogFormatError(self.name, [f"member {member!r} is missing from the .eval archive"])
+            raise LogFormatError(self.name, [f"member {show_id(member, 60)} is missing from the .eval archive"])
         if info.file_size > self.budget:
             raise LogFormatError(self.name, [f"the .eval archive expands beyond the {self.budget // 2**20:,} MB "
                                              "this installation reads (TPSVIZ_MAX_FILE_MB)"])
@@ -67,10 +69,10 @@ class EvalZip:
             elif info.compress_type == ZSTD:
                 data = self._zstd(info)
             else:
-                raise LogFormatError(self.name, [f"member {member!r} uses zip compression method "
+                raise LogFormatError(self.name, [f"member {show_id(member, 60)} uses zip compression method "
                                                  f"{info.compress_type}, which tpsviz cannot read"])
         except (zipfile.BadZipFile, zlib.error, OSError, EOFError):
-            raise LogFormatError(self.name, [f"member {member!r} is damaged"]) from None
+            raise LogFormatError(self.name, [f"member {show_id(member, 60)} is damaged"]) from None
         self.budget -= len(data)
         return data
 
@@ -80,7 +82,7 @@ class EvalZip:
         off = info.header_offset
         head = self.raw[off:off + 30]
         if head[:4] != b"PK\x03\x04":
-            raise LogFormatError(self.name, [f"member {info.filename!r} has a damaged header"])
+            raise LogFormatError(self.name, [f"member {show_id(info.filename, 60)} has a damaged header"])
         n_name, n_extra = struct.unpack("<HH", head[26:30])
         start = off + 30 + n_name + n_extra
         packed = self.raw[start:start + info.compress_size]
@@ -88,16 +90,22 @@ class EvalZip:
             with zstandard.ZstdDecompressor().stream_reader(packed, read_across_frames=True) as r:
                 data = r.read(info.file_size + 1)  # never more than the size the archive states
         except zstandard.ZstdError:
-            raise LogFormatError(self.name, [f"member {info.filename!r} is damaged (zstd)"]) from None
+            raise LogFormatError(self.name, [f"member {show_id(info.filename, 60)} is damaged (zstd)"]) from None
         if len(data) != info.file_size or (zlib.crc32(data) & 0xFFFFFFFF) != info.CRC:
-            raise LogFormatError(self.name, [f"member {info.filename!r} is damaged (size or CRC)"])
+            raise LogFormatError(self.name, [f"member {show_id(info.filename, 60)} is damaged (size or CRC)"])
         return data
 
     def json(self, member: str):
-        """A member parsed as JSON."""
+        """A member parsed as JSON (its objects and lists count against the archive's budget)."""
+        data = self.read(member)
+        self.nodes -= data.count(b"{") + data.count(b"[")
+        if self.nodes < 0:
+            raise LogFormatError(self.name, ["the archive holds more JSON objects and lists than this "
+                                             "installation parses (TPSVIZ_MAX_JSON_NODES)"])
+        label = show_id(member, 60)
         try:
-            return json.loads(self.read(member))
-        except (json.JSONDecodeError, UnicodeDecodeError):
-            raise LogFormatError(self.name, [f"member {member!r} is not valid JSON"]) from None
+            return json.loads(data)
+        except (UnicodeDecodeError, ValueError):  # JSONDecodeError, or a number too long to read
+            raise LogFormatError(self.name, [f"member {label} is not valid JSON"]) from None
         except RecursionError:
-            raise LogFormatError(self.name, [f"member {member!r} is nested too deeply"]) from None
+            raise LogFormatError(self.name, [f"member {label} is nested too deeply"]) from None

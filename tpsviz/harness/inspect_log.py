@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import re
 
-from ..errors import LogFormatError
+from ..errors import MAX_PROBLEMS, LogFormatError
 from ..schema import show_id
 from .evalzip import EvalZip
 from .runs import HarnessLog, ReadOptions, Run
@@ -35,6 +35,15 @@ _TRUE = {"c", "correct", "true", "yes", "1", "1.0"}
 _FALSE = {"i", "incorrect", "false", "no", "0", "0.0", "n"}
 _MONOLITH = re.compile(r"^samples/[^/]+\.json$")
 _SHELL = re.compile(r"^(samples/[^/]+)/sample\.json$")
+_REASON = re.compile(r"^[A-Za-z][A-Za-z0-9_-]{0,30}$")
+
+
+def _dict(v) -> dict:
+    return v if isinstance(v, dict) else {}
+
+
+def _list(v) -> list:
+    return v if isinstance(v, list) else []
 
 
 def _score_value(v, thr: float):
@@ -61,23 +70,27 @@ def _score_value(v, thr: float):
 def _logprob_map(events) -> dict:
     """message id -> token log-probabilities, from the model events of a sample."""
     out = {}
-    for ev in events or []:
+    for ev in _list(events):
         if not isinstance(ev, dict) or ev.get("event") != "model":
             continue
-        choices = (ev.get("output") or {}).get("choices") or []
+        choices = _list(_dict(ev.get("output")).get("choices"))
         if not choices or not isinstance(choices[0], dict):
             continue
-        msg = choices[0].get("message") or {}
-        lp = (choices[0].get("logprobs") or {}).get("content")
-        if isinstance(msg, dict) and msg.get("id") and isinstance(lp, list) and lp:
-            out[msg["id"]] = lp
+        mid = _dict(choices[0].get("message")).get("id")
+        lp = _dict(choices[0].get("logprobs")).get("content")
+        if isinstance(mid, (str, int)) and not isinstance(mid, bool) and isinstance(lp, list) and lp:
+            out[mid] = lp
     return out
 
 
 def _run(sample: dict, where: str, header: dict, options: ReadOptions, events=None) -> tuple[Run | None, str | None]:
+    if not isinstance(sample, dict):
+        return None, f"{where}: not a JSON object"
     sid, epoch = sample.get("id"), sample.get("epoch", 1)
-    if sid is None:
-        return None, f"{where}: field 'id' is missing"
+    if not isinstance(sid, (str, int)) or isinstance(sid, bool) or str(sid).strip() == "":
+        return None, f"{where}: field 'id' is missing or not a text or number"
+    if not isinstance(epoch, int) or isinstance(epoch, bool):
+        return None, f"{where} (sample {show_id(sid)}): field 'epoch' must be a whole number"
     tid = f"{sid}-epoch{epoch}"
     label = f"{where} (sample {show_id(sid)}, epoch {epoch})"
     messages = sample.get("messages") or []
@@ -85,6 +98,8 @@ def _run(sample: dict, where: str, header: dict, options: ReadOptions, events=No
         return None, f"{label}: field 'messages' must be a list"
     limit = sample.get("limit")
     limit_type = limit.get("type") if isinstance(limit, dict) else (limit if isinstance(limit, str) else None)
+    if limit_type is not None and not (isinstance(limit_type, str) and _REASON.match(limit_type)):
+        limit_type = "other" if limit_type else None  # an unexpected type is not echoed
     scores = sample.get("scores") or {}
     if not isinstance(scores, dict):
         return None, f"{label}: field 'scores' must be an object"
@@ -99,7 +114,7 @@ def _run(sample: dict, where: str, header: dict, options: ReadOptions, events=No
         reason = "scored"
     if scores:
         scorer = options.scorer or next(iter(scores))
-        if scorer not in scores:
+        if not isinstance(scorer, str) or scorer not in scores:
             return None, (f"{label}: no score from scorer {show_id(scorer)} (its scorers: "
                           + ", ".join(show_id(s) for s in scores) + ")")
         val = scores[scorer].get("value") if isinstance(scores[scorer], dict) else None
@@ -109,14 +124,17 @@ def _run(sample: dict, where: str, header: dict, options: ReadOptions, events=No
                           "(C/I, true/false or a number); name another with --scorer")
     steps = [m for m in messages if isinstance(m, dict) and m.get("role") == "assistant"]
     lp_map = _logprob_map(events if events is not None else sample.get("events"))
-    lps = [lp_map.get(m.get("id")) for m in steps]
+    lps = [lp_map.get(m.get("id")) if isinstance(m.get("id"), (str, int)) else None for m in steps]
     if steps and not any(lps):  # older logs: message ids missing; the last call's output only
-        out = (((sample.get("output") or {}).get("choices") or [{}])[0] or {})
-        lp = (out.get("logprobs") or {}).get("content") if isinstance(out, dict) else None
+        choices = _list(_dict(sample.get("output")).get("choices"))
+        first = _dict(choices[0]) if choices else {}
+        lp = _dict(first.get("logprobs")).get("content")
         if isinstance(lp, list) and lp:
             lps[-1] = lp
-    ev = header.get("eval") or {}
-    meta = {"sample_id": str(sid), "epoch": epoch, "model": ev.get("model"), "task": ev.get("task"),
+    ev = _dict(_dict(header).get("eval"))
+    model, task = ev.get("model"), ev.get("task")
+    meta = {"sample_id": str(sid), "epoch": epoch, "model": model if isinstance(model, str) else None,
+            "task": task if isinstance(task, str) else None,
             "limit": limit_type or "", "scorer": scorer or "", "termination_reason": reason}
     return Run(tid, reason, outcome, steps, lps, meta, label), None
 
@@ -144,43 +162,51 @@ def read_inspect_json(obj: dict, name: str, options: ReadOptions) -> HarnessLog:
         notes.append(f"the evaluation's status is {show_id(obj.get('status'))}: some samples may be missing")
     runs, problems = [], []
     for i, s in enumerate(samples, start=1):
-        if not isinstance(s, dict):
-            problems.append(f"sample {i}: not a JSON object")
-            continue
         run, problem = _run(s, f"sample {i}", obj, options)
         (problems.append(problem) if problem else runs.append(run))
+        if len(problems) > MAX_PROBLEMS:
+            break
     return _finish(runs, problems, name, notes)
 
 
-def _chunked(z: EvalZip, prefix: str) -> tuple[dict, list]:
+def _chunked(z: EvalZip, prefix: str, max_messages: int) -> tuple[dict, list]:
     """A chunked sample's shell with its final ``messages`` restored, and its events."""
     shell = z.json(f"{prefix}/sample.json")
+    where = show_id(prefix, 60)
+    if not isinstance(shell, dict):
+        raise LogFormatError(z.name, [f"{where}/sample.json: not a JSON object"])
 
     def sequence(kind: str) -> list:
-        pat = re.compile(rf"^{re.escape(prefix)}/{kind}/(\d+)\.json$")
+        pat = re.compile(rf"^{re.escape(prefix)}/{kind}/(\d{{1,9}})\.json$")
         chunks = sorted((int(m.group(1)), n) for n in z.names if (m := pat.match(n)))
         items: list = []
         for start, member in chunks:
             if start != len(items):
-                raise LogFormatError(z.name, [f"{prefix}: the {kind} chunks are not contiguous"])
+                raise LogFormatError(z.name, [f"{where}: the {kind} chunks are not contiguous"])
             part = z.json(member)
             if not isinstance(part, list):
-                raise LogFormatError(z.name, [f"{member}: a chunk must be a list"])
+                raise LogFormatError(z.name, [f"{where}: a {kind} chunk must be a list"])
             items += part
         return items
 
     pool = sequence("messages")
     refs = shell.get("message_refs") or []
-    try:
-        shell["messages"] = [pool[i] for a, b in refs for i in range(int(a), int(b))]
-    except (IndexError, TypeError, ValueError):
-        raise LogFormatError(z.name, [f"{prefix}: 'message_refs' point outside the messages"]) from None
+    ok = isinstance(refs, list) and all(
+        isinstance(r, list) and len(r) == 2 and all(isinstance(x, int) and not isinstance(x, bool) for x in r)
+        and 0 <= r[0] <= r[1] <= len(pool) for r in refs)
+    if not ok:
+        raise LogFormatError(z.name, [f"{where}: 'message_refs' must be ranges [start, end) inside the messages"])
+    total = sum(b - a for a, b in refs)
+    if total > max_messages:  # ranges may repeat: bound the expansion before building it
+        raise LogFormatError(z.name, [f"{where}: 'message_refs' expand to {total:,} messages, more than the "
+                                      f"{max_messages:,} this installation reads (TPSVIZ_MAX_ROWS)"])
+    shell["messages"] = [pool[i] for a, b in refs for i in range(a, b)]
     return shell, sequence("events")
 
 
-def read_inspect_eval(raw: bytes, name: str, options: ReadOptions, max_bytes: int) -> HarnessLog:
+def read_inspect_eval(raw: bytes, name: str, options: ReadOptions, limits) -> HarnessLog:
     """Runs of an Inspect AI ``.eval`` archive (per-sample and chunked samples, deflate or zstd)."""
-    z = EvalZip(raw, name, max_bytes)
+    z = EvalZip(raw, name, limits.max_bytes, limits.max_json_nodes)
     notes = []
     if z.has("header.json"):
         header = z.json("header.json")
@@ -191,22 +217,27 @@ def read_inspect_eval(raw: bytes, name: str, options: ReadOptions, max_bytes: in
     else:
         raise LogFormatError(name, ["the archive has neither header.json nor _journal/start.json: "
                                     "not an Inspect AI .eval log"])
-    if isinstance(header, dict) and header.get("status") not in (None, "success", "started"):
+    if not isinstance(header, dict):
+        raise LogFormatError(name, ["header.json is not a JSON object"])
+    if header.get("status") not in (None, "success", "started"):
         notes.append(f"the evaluation's status is {show_id(header.get('status'))}: some samples may be missing")
     runs, problems = [], []
     members = sorted(n for n in z.names if _MONOLITH.match(n))
     shells = sorted({m.group(1) for n in z.names if (m := _SHELL.match(n))})
+    steps_left = limits.max_rows
     for member in members:
         s = z.json(member)
-        if not isinstance(s, dict):
-            problems.append(f"{member}: not a JSON object")
-            continue
-        run, problem = _run(s, member, header, options)
+        run, problem = _run(s, show_id(member, 60), header, options)
         (problems.append(problem) if problem else runs.append(run))
+        if len(problems) > MAX_PROBLEMS:
+            break
     for prefix in shells:
-        s, events = _chunked(z, prefix)
-        run, problem = _run(s, f"{prefix}/", header, options, events=events)
+        s, events = _chunked(z, prefix, steps_left)
+        steps_left -= len(s.get("messages") or [])
+        run, problem = _run(s, show_id(prefix + "/", 60), header, options, events=events)
         (problems.append(problem) if problem else runs.append(run))
+        if len(problems) > MAX_PROBLEMS:
+            break
     if not members and not shells:
         raise LogFormatError(name, ["the archive holds no samples"])
     return _finish(runs, problems, name, notes)

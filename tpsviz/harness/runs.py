@@ -240,12 +240,13 @@ def runs_to_frame(log: HarnessLog, options: ReadOptions, name: str, max_rows: in
         raise LogFormatError(name, [
             f"{len(missing_outcome)} run(s) ended normally but carry no reward/score to take the "
             f"outcome from: {ex}; choose a treatment for their reason "
-            f"({', '.join(sorted({m.reason for m in missing_outcome}))})"])
+            f"({', '.join(show_id(r) for r in sorted({m.reason for m in missing_outcome})[:5])})"])
     if no_steps:
         notes.append(f"{no_steps} run(s) have no agent message (nothing to score) and were left out")
     if not rows:
         raise LogFormatError(name, ["no run is left to score: " + (
-            "every run is dropped by its treatment (" + ", ".join(f"{k}: {v}" for k, v in dropped.items())
+            "every run is dropped by its treatment (" + ", ".join(f"{show_id(k)}: {v}" for k, v in
+                                                                  list(dropped.items())[:5])
             + ")" if dropped else "no run has an agent message")])
     frame = pd.DataFrame(rows)
     sources = {col: f"message field {path}" for col, path in conf_cols}

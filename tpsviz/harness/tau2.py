@@ -12,7 +12,7 @@
 
 from __future__ import annotations
 
-from ..errors import LogFormatError
+from ..errors import MAX_PROBLEMS, LogFormatError
 from ..schema import show_id
 from .forecasts import message_value
 from .runs import HarnessLog, ReadOptions, Run
@@ -76,6 +76,8 @@ def read_tau2(obj: dict, name: str, options: ReadOptions, simulations: list | No
     info = obj.get("info") if isinstance(obj.get("info"), dict) else {}
     model = message_value(info, "agent_info.llm") or message_value(info, "agent_info.implementation")
     domain = message_value(info, "environment_info.domain_name")
+    model = model if isinstance(model, str) else None
+    domain = domain if isinstance(domain, str) else None
     if simulations is None:
         sims = obj.get("simulations")
         if not isinstance(sims, list):
@@ -89,11 +91,13 @@ def read_tau2(obj: dict, name: str, options: ReadOptions, simulations: list | No
     voice = 0
     thr = options.threshold
     for where, sim in sims:
+        if len(problems) > MAX_PROBLEMS:
+            break
         if not isinstance(sim, dict):
             problems.append(f"{where}: not a JSON object")
             continue
         sid = sim.get("id")
-        if not isinstance(sid, (str, int)) or str(sid).strip() == "":
+        if not isinstance(sid, (str, int)) or isinstance(sid, bool) or str(sid).strip() == "":
             problems.append(f"{where}: field 'id' is missing")
             continue
         sid = str(sid)
@@ -122,8 +126,10 @@ def read_tau2(obj: dict, name: str, options: ReadOptions, simulations: list | No
             continue
         outcome = None if reward is None else float(reward >= thr)
         steps = [m for m in messages if isinstance(m, dict) and m.get("role") == "assistant"]
-        meta = {"task_id": str(sim.get("task_id")) if sim.get("task_id") is not None else None,
-                "trial": sim.get("trial"), "model": model, "domain": domain,
+        task, trial = sim.get("task_id"), sim.get("trial")
+        meta = {"task_id": str(task) if isinstance(task, (str, int)) else None,
+                "trial": trial if isinstance(trial, int) and not isinstance(trial, bool) else None,
+                "model": model, "domain": domain,
                 "termination_reason": reason}
         runs.append(Run(sid, reason, outcome, steps, [_logprobs(m) for m in steps], meta, label))
     if problems:

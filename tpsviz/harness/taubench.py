@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import re
 
-from ..errors import LogFormatError
+from ..errors import MAX_PROBLEMS, LogFormatError
 from ..schema import show_id
 from .runs import HarnessLog, ReadOptions, Run
 
@@ -56,18 +56,23 @@ def read_taubench(obj: list, name: str, options: ReadOptions) -> HarnessLog:
     runs: list[Run] = []
     seen: dict[str, int] = {}
     for i, rec in enumerate(obj, start=1):
+        if len(problems) > MAX_PROBLEMS:
+            break
         where = f"record {i}"
         if not isinstance(rec, dict):
             problems.append(f"{where}: not a JSON object")
             continue
         task, trial = rec.get("task_id"), rec.get("trial")
-        if task is None:
-            problems.append(f"{where}: field 'task_id' is missing")
+        if not isinstance(task, (str, int)) or isinstance(task, bool):
+            problems.append(f"{where}: field 'task_id' is missing or not a text or number")
+            continue
+        if trial is not None and (not isinstance(trial, (str, int)) or isinstance(trial, bool)):
+            problems.append(f"{where}: field 'trial' is not a text or number")
             continue
         tid = f"{task}-{trial if trial is not None else 0}"
         label = f"{where} (run {show_id(tid)})"
         if tid in seen:
-            problems.append(f"{label}: task {show_id(task)} trial {trial} already appeared in record {seen[tid]}")
+            problems.append(f"{label}: this task and trial already appeared in record {seen[tid]}")
             continue
         seen[tid] = i
         info = rec.get("info")
@@ -90,7 +95,8 @@ def read_taubench(obj: list, name: str, options: ReadOptions) -> HarnessLog:
             continue
         outcome = float(reward >= thr) if reason == "done" else None
         steps = [msg for msg in traj if isinstance(msg, dict) and msg.get("role") == "assistant"]
-        meta = {"task_id": str(task), "trial": trial, "model": model, "domain": _domain(traj),
+        meta = {"task_id": str(task), "trial": trial if isinstance(trial, int) else None, "model": model,
+                "domain": _domain(traj),
                 "termination_reason": reason}
         runs.append(Run(tid, reason, outcome, steps, [None] * len(steps), meta, label))
     if problems:
