@@ -467,3 +467,23 @@ def test_cli_reads_every_harness_and_reports_the_treatment_table(tmp_path, capsy
     assert code == 2
     code, out, err = run_cli(["score", TAU2[0], "--treat", "max_steps=maybe"], capsys)
     assert code == 2 and "--treat" in err
+
+
+def test_inspect_tps_matches_a_hand_made_long_log(inspect_logs, tmp_path):
+    log = json.loads(inspect_logs["json"].read_text(encoding="utf-8"))
+    rows = []
+    for s in log["samples"]:
+        if s.get("error"):
+            continue
+        tid = f"{s['id']}-epoch{s['epoch']}"
+        censored = bool(s.get("limit"))
+        y = "" if censored else int(s["scores"]["includes"]["value"] == "C")
+        agent = [m for m in s["messages"] if m["role"] == "assistant"]
+        for t, m in enumerate(agent, start=1):
+            rows.append({"trajectory_id": tid, "step": t, "outcome": y, "censored": censored,
+                         "conf_fake": (m.get("metadata") or {}).get("confidence", "")})
+    pd.DataFrame(rows).to_csv(tmp_path / "long.csv", index=False)
+    hand = load(tmp_path / "long.csv")
+    for kind in ("eval", "json", "chunked"):
+        data = load(inspect_logs[kind], options=ReadOptions(conf=(("fake", "metadata.confidence"),)))
+        assert_same_tps(data, hand)

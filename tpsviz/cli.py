@@ -17,7 +17,7 @@ from pathlib import Path
 import numpy as np
 
 from .export import safe_csv
-from .harness import FORMAT_CHOICES, ReadOptions, parse_conf, parse_treat
+from .harness import FORMAT_CHOICES, ReadOptions, parse_conf, parse_mapping, parse_treat
 from .inference import DEFAULT_SEED
 from .io import LogFormatError, load
 from .schedules import parse_schedule, schedule_help
@@ -74,15 +74,7 @@ def _add_reading_options(p: argparse.ArgumentParser) -> None:
 
 def _read_options(args) -> ReadOptions:
     try:
-        mapping = []
-        for item in args.map:
-            for part in str(item).split(","):
-                if not part.strip():
-                    continue
-                target, sep, col = part.partition("=")
-                if not sep or not target.strip() or not col.strip():
-                    raise ValueError(f"--map {part!r}: write it as TARGET=COLUMN, e.g. trajectory_id=run")
-                mapping.append((target.strip(), col.strip()))
+        mapping = parse_mapping(args.map)
         percent = tuple(p.strip() for item in args.percent for p in str(item).split(",") if p.strip())
         if args.success_threshold is not None and not math.isfinite(args.success_threshold):
             raise ValueError("--success-threshold must be a finite number")

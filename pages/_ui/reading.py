@@ -10,7 +10,7 @@ import re
 import pandas as pd
 import streamlit as st
 
-from tpsviz.harness import FORMAT_CHOICES, TREATMENTS, ReadOptions, parse_conf
+from tpsviz.harness import FORMAT_CHOICES, TREATMENTS, ReadOptions, parse_conf, parse_mapping
 from tpsviz.harness.runs import DEFAULT_SUCCESS_THRESHOLD
 
 from . import state as S
@@ -31,18 +31,6 @@ DIRECTIONS = {"conf": "probability of success (0–1)", "raw": "higher = more co
 def treat_key(reason: str) -> str:
     """Widget/URL key of a termination reason's treatment."""
     return "tr_" + re.sub(r"[^A-Za-z0-9_]+", "_", str(reason))[:40]
-
-
-def _pairs(text: str, what: str) -> tuple:
-    out = []
-    for part in str(text or "").split(","):
-        if not part.strip():
-            continue
-        a, sep, b = part.partition("=")
-        if not sep or not a.strip() or not b.strip():
-            raise ValueError(f"{what} {part.strip()!r}: write it as NAME=VALUE")
-        out.append((a.strip(), b.strip()))
-    return tuple(out)
 
 
 def _value(key: str, default=""):
@@ -71,7 +59,7 @@ def options_from_state(last_reading: dict | None) -> tuple[ReadOptions, list[str
     except ValueError as e:
         problems.append(md(e))
     try:
-        mapping = _pairs(_value("map"), "column mapping")
+        mapping = parse_mapping([_value("map")])
     except ValueError as e:
         problems.append(md(e))
     percent = tuple(p.strip() for p in str(_value("pct") or "").split(",") if p.strip())

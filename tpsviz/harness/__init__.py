@@ -12,11 +12,12 @@ import json
 from pathlib import Path
 
 from ..errors import LogFormatError
-from .runs import TREATMENTS, HarnessLog, ReadOptions, parse_conf, parse_treat, runs_to_frame
+from .runs import (TREATMENTS, HarnessLog, ReadOptions, parse_conf, parse_mapping, parse_treat,
+                   runs_to_frame)
 
 __all__ = ["ReadOptions", "TREATMENTS", "HARNESS_FORMATS", "TABLE_FORMATS", "FORMAT_CHOICES",
            "detect_format", "read_harness", "read_tau2_dir", "read_tau2_parts", "parse_treat",
-           "parse_conf"]
+           "parse_conf", "parse_mapping", "HarnessLog"]
 
 HARNESS_FORMATS = ("tau2", "tau-bench", "inspect")
 TABLE_FORMATS = ("csv", "tsv", "parquet", "jsonl")

@@ -22,7 +22,7 @@ from ..schema import show_id
 from .forecasts import logprob_signals, message_value
 
 __all__ = ["Run", "HarnessLog", "ReadOptions", "TREATMENTS", "runs_to_frame", "parse_treat",
-           "parse_conf", "DEFAULT_SUCCESS_THRESHOLD"]
+           "parse_conf", "parse_mapping", "DEFAULT_SUCCESS_THRESHOLD"]
 
 TREATMENTS = ("outcome", "censored", "failure", "dropped")
 DEFAULT_SUCCESS_THRESHOLD = 1.0 - 1e-6   # tau2-bench's own rule: |reward − 1| ≤ 1e-6
@@ -129,6 +129,20 @@ def parse_treat(items) -> tuple:
         if treatment not in TREATMENTS:
             raise ValueError(f"--treat {item!r}: the treatment must be one of {', '.join(TREATMENTS)}")
         out.append((reason, treatment))
+    return tuple(out)
+
+
+def parse_mapping(items) -> tuple:
+    """``["trajectory_id=run,step=turn", …]`` → ``(("trajectory_id", "run"), ("step", "turn"), …)``."""
+    out = []
+    for item in items or ():
+        for part in str(item).split(","):
+            if not part.strip():
+                continue
+            target, sep, col = part.partition("=")
+            if not sep or not target.strip() or not col.strip():
+                raise ValueError(f"--map {part.strip()!r}: write it as TARGET=COLUMN, e.g. trajectory_id=run")
+            out.append((target.strip(), col.strip()))
     return tuple(out)
 
 
