@@ -562,3 +562,17 @@ def test_adv_column_weights_that_overflow_are_refused(tmp_path):
                                  "t2,1,0,0.4,1e308\n"))
     with pytest.raises(ValueError, match="overflow"):
         tpsviz.compute_tps(data, tpsviz.ScoreSettings(schedule=tpsviz.parse_schedule("column")))
+
+
+def test_adv_carriage_return_line_ends_and_non_finite_rewards(tmp_path, capsys):
+    f = tmp_path / "cr.csv"
+    f.write_bytes(b"trajectory_id,step,outcome,conf_a\rt1,1,1,0.6\rt2,1,0,0.3\r")
+    data = load(f)
+    assert data.n_trajectories == 2 and any("carriage returns" in n for n in data.notes)
+    obj = {"info": {}, "simulations": [{"id": "s1", "termination_reason": "user_stop",
+                                        "reward_info": {"reward": float("nan")},
+                                        "messages": [{"role": "assistant", "content": "x"}]}]}
+    g = tmp_path / "nan.json"
+    g.write_text(json.dumps(obj), encoding="utf-8")  # json writes NaN
+    with pytest.raises(LogFormatError, match="not a finite number"):
+        load(g, options=tpsviz.io.ReadOptions(conf=(("v", "content"),)))

@@ -305,9 +305,10 @@ def _score(args) -> int:
         return 0
     _print_header(data, settings, notes)
     pct = int(round(settings.level * 100))
+    nw = _name_width(s.index)
     print()
     print("TPS per trajectory (higher is better, 0 is perfect)")
-    header = (f"{'predictor':<20} {'mean':>10} {'± SE':>8} {f'{pct}% CI':>21} {'per step':>9} "
+    header = (f"{'predictor':<{nw}} {'mean':>10} {'± SE':>8} {f'{pct}% CI':>21} {'per step':>9} "
               f"{'runs':>6} {'cens':>5} {'clip':>5}")
     print(header)
     print("-" * len(header))
@@ -315,7 +316,7 @@ def _score(args) -> int:
     for name in order:
         r = s.loc[name]
         ci = _interval(r.tps_ci_low, r.tps_ci_high, 21)
-        print(f"{_name(name, 20):<20} {_fmt(r.tps_mean, 10, 4)} {_fmt(r.tps_se, 8, 4)} {ci} "
+        print(f"{_name(name, nw):<{nw}} {_fmt(r.tps_mean, 10, 4)} {_fmt(r.tps_se, 8, 4)} {ci} "
               f"{_fmt(r.tps_step_mean, 9, 4)} {int(r.n_trajectories):>6} {int(r.n_censored):>5} "
               f"{int(r.n_clipped):>5}")
     extra = s[(s.n_qz_fallback > 0) | (s.n_no_forecast > 0) | (s.n_missing > 0)]
@@ -331,14 +332,14 @@ def _score(args) -> int:
     n_lab = int(metrics["n_trajectories"].max()) if len(metrics) else 0
     print(f"usual metrics on {n_lab} complete runs, pooled over steps unless 'final' "
           "(T-ECE: 10 equal-width bins, lower is better; blind to what TPS sees)")
-    header = (f"{'predictor':<20} {'TPS_ref':>9} {'skill':>8} {'AUROC':>7} {'AUPRC':>7} "
+    header = (f"{'predictor':<{nw}} {'TPS_ref':>9} {'skill':>8} {'AUROC':>7} {'AUPRC':>7} "
               f"{'AUROC fin':>9} {'T-ECE':>7} {'T-ECE fin':>9}")
     print(header)
     print("-" * len(header))
     for name in order:
         m = metrics.loc[name]
         k = skill.loc[name]
-        print(f"{_name(name, 20):<20} {_fmt(k.tps_ref, 9, 3)} {_fmt(k.skill, 8, 3)} "
+        print(f"{_name(name, nw):<{nw}} {_fmt(k.tps_ref, 9, 3)} {_fmt(k.skill, 8, 3)} "
               f"{_fmt(m.auroc, 7, 3)} {_fmt(m.auprc, 7, 3)} {_fmt(m.auroc_final, 9, 3)} "
               f"{_fmt(m.tece_pooled, 7, 3)} {_fmt(m.tece_final, 9, 3)}")
     why = {name: _why_missing(s.loc[name], settings, skill.loc[name], metrics.loc[name])
@@ -354,6 +355,12 @@ def _score(args) -> int:
             _name(n, 40) for n in names)
         print(f"n/a: {field_} of {who}: {reason}")
     return 0
+
+
+def _name_width(names) -> int:
+    """Width of the predictor column: the longest name (so `x` and `x@platt` never look alike),
+    between 20 and 48 characters."""
+    return max(20, min(48, max((len(_name(n)) for n in names), default=0)))
 
 
 def _why_missing(r, settings, k, m) -> dict:
@@ -475,12 +482,13 @@ def _compare(args) -> int:
     print(f"paired comparison with baseline {args.baseline!r}: delta = predictor - baseline "
           "(TPS: higher is better; AUROC: complete runs, paired trajectory bootstrap with "
           f"{settings.n_boot} replicates)")
-    header = (f"{'predictor':<20} {'TPS delta':>10} {'SE':>8} {'delta/SE':>9}   "
+    nw = _name_width(table.index)
+    header = (f"{'predictor':<{nw}} {'TPS delta':>10} {'SE':>8} {'delta/SE':>9}   "
               f"{'AUROC delta':>11} {'SE':>8} {'delta/SE':>9} {'runs':>6}")
     print(header)
     print("-" * len(header))
     for name, r in table.sort_values("tps_delta", ascending=False).iterrows():
-        print(f"{_name(name, 20):<20} {_fmt(r.tps_delta, 10, 4)} {_fmt(r.tps_se, 8, 4)} "
+        print(f"{_name(name, nw):<{nw}} {_fmt(r.tps_delta, 10, 4)} {_fmt(r.tps_se, 8, 4)} "
               f"{_fmt(r.tps_z, 9, 2)}   {_fmt(r.auroc_delta, 11, 4)} {_fmt(r.auroc_se, 8, 4)} "
               f"{_fmt(r.auroc_z, 9, 2)} {int(r.n_runs):>6}")
     return 0

@@ -89,6 +89,11 @@ def _read_delimited(raw: bytes, name: str, sep: str, max_rows: int, max_cells: i
     _sniff_binary(raw, name, kind)
     start = len(codecs.BOM_UTF8) if raw.startswith(codecs.BOM_UTF8) else 0
     head = raw[start:start + 1_000_000]  # slices of the head only: a large file is not copied
+    notes = []
+    if b"\r" in head and b"\n" not in head:  # carriage returns alone end the lines (old Mac files)
+        raw = raw.replace(b"\r", b"\n")
+        head = raw[start:start + 1_000_000]
+        notes.append("the lines end with carriage returns only; they were read as line ends.")
     if not head.strip() and not raw[start:].strip():
         raise LogFormatError(name, ["the file is empty"])
     first_raw = head.lstrip()[:65536].split(b"\n", 1)[0].rstrip(b"\r")
@@ -96,14 +101,16 @@ def _read_delimited(raw: bytes, name: str, sep: str, max_rows: int, max_cells: i
     if first.startswith(("{", "[")):
         raise LogFormatError(name, [f"the file is named as {kind} but looks like JSON; rename it "
                                     "to .jsonl (one JSON object per line)"])
-    notes = []
     if sep not in first:  # a "CSV" written with semicolons or tabs (spreadsheets in many locales)
         for other, label in ((";", "semicolon"), ("\t", "tab"), ("|", "pipe")):
             if other in first:
                 sep = other
                 notes.append(f"the file is {label}-separated; it was read as such.")
                 break
-    header = [h.strip() for h in next(csv.reader([first], delimiter=sep), [])]
+    try:
+        header = [h.strip() for h in next(csv.reader([first], delimiter=sep), [])]
+    except csv.Error:
+        raise LogFormatError(name, [f"line 1: the header is not a well-formed {kind} line"]) from None
     _duplicates(header, name)
     n_lines = raw.count(b"\n", start) + (0 if raw.endswith(b"\n") else 1) - 1
     if n_lines > max_rows:

@@ -77,7 +77,12 @@ def mappable_columns(src, failure) -> list[str]:
             raw = Path(src.path).open("rb").read(2**20) if src.kind == "path" and S.data_roots().contains(src.path) else b""
         except OSError:
             raw = b""
-    return table_columns(raw, src.name, fmt) if raw else []
+    columns = table_columns(raw, src.name, fmt) if raw else []
+    # offer a mapping only when other columns could stand for the missing required ones
+    from tpsviz.schema import REQUIRED, canonical_name
+
+    present = sum(1 for c in REQUIRED if c in {canonical_name(x) for x in columns})
+    return columns if len(columns) - present >= len(REQUIRED) - present > 0 else []
 
 
 def show_page_error(e: Exception) -> None:

@@ -34,6 +34,7 @@ from tpsviz.harness import ReadOptions
 from tpsviz.schedules import Schedule
 from tpsviz.tps import CENSORING_LABELS
 
+from .memo import _give_back
 from .memo import clear_all as _clear_memo
 from .text import md
 from .memo import memo
@@ -321,6 +322,7 @@ def _load(key: str, _src: Source):
                                    forecasts=forecasts, read=_rooted_read)
             return tpsviz.load(_src.path, name=_src.name)
         except tpsviz.LogFormatError as e:
+            _give_back()  # a refused file may have been parsed half-way: return that memory
             return LoadFailure(e.source, e.problems)
 
 
@@ -337,6 +339,7 @@ def load_base(src: Source):
     except PathRefused:
         return LoadFailure("server path", [CANNOT_OPEN])
     except MemoryError:
+        _give_back()
         return LoadFailure(src.name, ["the server ran out of memory reading this log; try a "
                                       "smaller file, or ask the administrator to lower "
                                       "TPSVIZ_MAX_ROWS"])

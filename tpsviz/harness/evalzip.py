@@ -40,6 +40,7 @@ class EvalZip:
     def __init__(self, raw: bytes, name: str, max_bytes: int, max_nodes: int = 2_000_000):
         self.name = name
         self.budget = int(max_bytes)
+        self.limit = int(max_bytes)
         self.nodes = int(max_nodes)
         self.raw = raw
         try:
@@ -61,7 +62,7 @@ class EvalZip:
         if info is None:
             raise LogFormatError(self.name, [f"member {show_id(member, 60)} is missing from the .eval archive"])
         if info.file_size > self.budget:
-            raise LogFormatError(self.name, [f"the .eval archive expands beyond the {self.budget // 2**20:,} MB "
+            raise LogFormatError(self.name, [f"the .eval archive expands beyond the {self.limit / 2**20:,.0f} MB "
                                              "this installation reads (TPSVIZ_MAX_FILE_MB)"])
         try:
             if info.compress_type in (zipfile.ZIP_STORED, zipfile.ZIP_DEFLATED):

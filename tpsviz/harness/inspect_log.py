@@ -14,6 +14,8 @@ members ``samples/<id>_epoch_<n>.json`` or the chunked per-sample folders
 
 from __future__ import annotations
 
+import math
+
 import re
 
 from ..errors import MAX_PROBLEMS, LogFormatError
@@ -51,7 +53,7 @@ def _score_value(v, thr: float):
     if isinstance(v, bool):
         return float(v)
     if isinstance(v, (int, float)):
-        return float(v >= thr)
+        return float(v >= thr) if math.isfinite(v) else None
     if isinstance(v, str):
         s = v.strip().lower()
         if s in _TRUE:
@@ -61,9 +63,10 @@ def _score_value(v, thr: float):
         if s == "p":
             return float(0.5 >= thr)
         try:
-            return float(float(s) >= thr)
+            f = float(s)
         except ValueError:
             return None
+        return float(f >= thr) if math.isfinite(f) else None
     return None
 
 

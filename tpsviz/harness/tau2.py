@@ -12,6 +12,8 @@
 
 from __future__ import annotations
 
+import math
+
 from ..errors import MAX_PROBLEMS, LogFormatError
 from ..schema import show_id
 from .forecasts import message_value
@@ -121,8 +123,9 @@ def read_tau2(obj: dict, name: str, options: ReadOptions, simulations: list | No
             continue
         reward_info = sim.get("reward_info")
         reward = reward_info.get("reward") if isinstance(reward_info, dict) else None
-        if reward is not None and (isinstance(reward, bool) or not isinstance(reward, (int, float))):
-            problems.append(f"{label}: field 'reward_info.reward' is not a number")
+        if reward is not None and (isinstance(reward, bool) or not isinstance(reward, (int, float))
+                                   or not math.isfinite(reward)):
+            problems.append(f"{label}: field 'reward_info.reward' is not a finite number")
             continue
         outcome = None if reward is None else float(reward >= thr)
         steps = [m for m in messages if isinstance(m, dict) and m.get("role") == "assistant"]

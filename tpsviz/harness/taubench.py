@@ -12,6 +12,8 @@
 
 from __future__ import annotations
 
+import math
+
 import re
 
 from ..errors import MAX_PROBLEMS, LogFormatError
@@ -90,8 +92,9 @@ def read_taubench(obj: list, name: str, options: ReadOptions) -> HarnessLog:
         else:
             reason = "done"
         reward = rec.get("reward")
-        if reason == "done" and (isinstance(reward, bool) or not isinstance(reward, (int, float))):
-            problems.append(f"{label}: field 'reward' is not a number")
+        if reason == "done" and (isinstance(reward, bool) or not isinstance(reward, (int, float))
+                                 or not math.isfinite(reward)):
+            problems.append(f"{label}: field 'reward' is not a finite number")
             continue
         outcome = float(reward >= thr) if reason == "done" else None
         steps = [msg for msg in traj if isinstance(msg, dict) and msg.get("role") == "assistant"]
