@@ -223,7 +223,7 @@ def test_taubench_errored_runs_are_dropped_with_their_count(tmp_path):
 # ----------------------------------------------------------------------------- Inspect AI
 @pytest.fixture(scope="module")
 def inspect_logs(tmp_path_factory):
-    from inspect_logs import write_logs
+    from inspect_logs import write_logs_in_subprocess as write_logs
 
     return write_logs(tmp_path_factory.mktemp("inspect"))
 

@@ -52,7 +52,7 @@ def _every_page(at):
 
 @pytest.fixture(scope="module")
 def inspect_eval(tmp_path_factory):
-    from inspect_logs import write_logs
+    from inspect_logs import write_logs_in_subprocess as write_logs
 
     return write_logs(tmp_path_factory.mktemp("inspect_app"))["eval"]
 
