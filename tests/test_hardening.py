@@ -576,3 +576,14 @@ def test_adv_carriage_return_line_ends_and_non_finite_rewards(tmp_path, capsys):
     g.write_text(json.dumps(obj), encoding="utf-8")  # json writes NaN
     with pytest.raises(LogFormatError, match="not a finite number"):
         load(g, options=tpsviz.io.ReadOptions(conf=(("v", "content"),)))
+
+
+def test_2_checkpoints_between_predictors_stop_scoring_and_metrics():
+    from tpsviz.cancel import Cancelled, cancel_when
+    from tpsviz.diagnostics import metric_table
+
+    data = load(DEMO / "tau2-like.csv")
+    for fn in (lambda: tpsviz.compute_tps(data, tpsviz.ScoreSettings(n_boot=0)),
+               lambda: metric_table(data, tpsviz.ScoreSettings(n_boot=0))):
+        with pytest.raises(Cancelled), cancel_when(lambda: True):
+            fn()

@@ -19,6 +19,7 @@ from dataclasses import replace
 import numpy as np
 import pandas as pd
 
+from .cancel import checkpoint
 from .diagnostics import labelled_rows, tps_matrix_for
 from .inference import bootstrap_sums, paired_difference
 from .io import TrajectoryData
@@ -111,6 +112,7 @@ def compare(data: TrajectoryData, settings: ScoreSettings | None = None,
     labelled, y = labelled_rows(data)
     rows = []
     for name in names:
+        checkpoint()  # stop here if nobody waits for the result (tpsviz.cancel)
         both = mat[[name, baseline]].dropna()
         rec = {"predictor": name}
         if len(both) >= 1:
@@ -178,6 +180,7 @@ def z_matrix(data: TrajectoryData, settings: ScoreSettings | None = None,
         labelled, y = labelled_rows(data)
         rows = labelled.copy()
         for name in names:
+            checkpoint()  # stop here if nobody waits for the result (tpsviz.cancel)
             rows &= ~np.isnan(data.forecasts(name))
         if rows.any() and n_boot > 0:
             g = data.steps["traj"].to_numpy()[rows]
@@ -251,6 +254,7 @@ def censoring_shift(data: TrajectoryData, settings: ScoreSettings | None = None,
     a = (1 - settings.level) / 2
     rows = []
     for name in names:
+        checkpoint()  # stop here if nobody waits for the result (tpsviz.cancel)
         v_f, w_f = (x[name].to_numpy(dtype=float) for x in res[from_mode])
         v_t, w_t = (x[name].to_numpy(dtype=float) for x in res[to_mode])
         ok_f, ok_t = ~np.isnan(v_f), ~np.isnan(v_t)

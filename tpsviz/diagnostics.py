@@ -26,6 +26,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 import pandas as pd
 
+from .cancel import checkpoint
 from .inference import bootstrap_sums, mean_estimate
 from .io import TrajectoryData
 from .metrics import (MeanStat, auprc, auroc, metric_statistic, replicate_statistics,
@@ -158,6 +159,7 @@ def metric_table(data: TrajectoryData, settings: ScoreSettings | None = None,
     eps = float(settings.eps)
     rows = []
     for name in names:
+        checkpoint()  # stop here if nobody waits for the result (tpsviz.cancel)
         p_all = data.forecasts(name)
         idx = np.flatnonzero(labelled & ~np.isnan(p_all))
         rec: dict = {"predictor": name}
@@ -396,6 +398,7 @@ def skill_table(data: TrajectoryData, settings: ScoreSettings | None = None,
             "already perfect" if degenerate else "")
     stats = {}
     for name in names:
+        checkpoint()  # stop here if nobody waits for the result (tpsviz.cancel)
         v = mat[name].to_numpy(dtype=float)
         ok = ~np.isnan(v) & ~np.isnan(r)
         m = int(ok.sum())

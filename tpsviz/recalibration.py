@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from tpsviz.cancel import checkpoint
 from tpsviz.inference import DEFAULT_SEED
 
 __all__ = ["METHODS", "RecalibrationResult", "recalibrate"]
@@ -163,6 +164,7 @@ def recalibrate(x, y, groups, method: str = "platt", folds: int = 5, per_step=No
     n_fit = n_fallback = 0
     fallback_steps: set = set()
     for k in range(folds):
+        checkpoint()  # stop here if nobody waits for the result (tpsviz.cancel)
         train, test = labelled & (fold != k), fold == k
         if not test.any():
             continue

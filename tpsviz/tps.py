@@ -24,6 +24,7 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 import pandas as pd
 
+from .cancel import checkpoint
 from .inference import DEFAULT_SEED, bootstrap_sums
 from .io import TrajectoryData
 from .schedules import Schedule
@@ -367,6 +368,7 @@ def compute_tps(
     rows, per_traj, scores = [], [], {}
     tps_cols, valid_cols = [], []
     for name in names:
+        checkpoint()  # stop here if nobody waits for the result (tpsviz.cancel)
         p_all = data.forecasts(name)
         p = p_all if rows_in is None else p_all[rows_in]
         eps = float(settings.eps)

@@ -28,7 +28,7 @@ import streamlit as st
 
 import tpsviz
 from tpsviz import figures as F
-from tpsviz.cancel import Cancelled, cancel_when
+from tpsviz.cancel import Cancelled, cancel_when, checkpoint
 from tpsviz.files import CANNOT_OPEN, DataRoots, PathRefused, size_text
 from tpsviz.harness import ReadOptions
 from tpsviz.schedules import Schedule
@@ -749,6 +749,7 @@ def _reliability(key: str, filters: tuple, recal: tuple, preds: tuple, scope: st
     keep, y, codes = scope_rows(data, scope, step, pseudo)
     panels, hists = [], []
     for name in preds:
+        checkpoint()  # stop here if nobody waits for the result (tpsviz.cancel)
         p = data.forecasts(name)
         ok = keep & np.isfinite(p)
         if ok.sum() < 2:
@@ -780,6 +781,7 @@ def _decomp(key: str, filters: tuple, recal: tuple, preds: tuple, scope: str, st
     rows, steps = [], []
     tt = data.steps["t"].to_numpy()
     for name in preds:
+        checkpoint()  # stop here if nobody waits for the result (tpsviz.cancel)
         p = data.forecasts(name)
         ok = keep & np.isfinite(p)
         if ok.sum() < 2:
