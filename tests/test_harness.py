@@ -487,3 +487,12 @@ def test_inspect_tps_matches_a_hand_made_long_log(inspect_logs, tmp_path):
     for kind in ("eval", "json", "chunked"):
         data = load(inspect_logs[kind], options=ReadOptions(conf=(("fake", "metadata.confidence"),)))
         assert_same_tps(data, hand)
+
+
+def test_raw_only_log_through_the_python_api(tmp_path):
+    data = load(hotpotqa_like(tmp_path / "hotpotqa.csv"))
+    with pytest.raises(ValueError, match="add_all_recalibrated"):
+        tpsviz.compute_tps(data)
+    scored, _ = tpsviz.add_all_recalibrated(data, "platt")
+    res = tpsviz.compute_tps(scored, SETTINGS)
+    assert list(res.summary.index) == ["entropy@platt"] and res.summary.loc["entropy@platt", "n_trajectories"] == 101

@@ -8,6 +8,7 @@ imported inside the functions that fit models.
 Scores are rewards: higher is better, 0 is perfect (nats for the log score).
 """
 
+from .calibrate import add_all_recalibrated, add_recalibrated
 from .decomposition import decompose, decompose_by_step
 from .inference import Estimate, mean_estimate, paired_difference
 from .io import LogFormatError, TrajectoryData, from_frame, load
@@ -20,6 +21,7 @@ from .tps import (CENSORING_MODES, ScoreSettings, TPSResult, artificial_censorin
 __version__ = "0.1.0"
 
 __all__ = [
+    "add_all_recalibrated", "add_recalibrated",
     "decompose", "decompose_by_step",
     "Estimate", "mean_estimate", "paired_difference",
     "LogFormatError", "TrajectoryData", "from_frame", "load",

@@ -150,6 +150,10 @@ def metric_table(data: TrajectoryData, settings: ScoreSettings | None = None,
     seed = settings.seed if seed is None else seed
     level = settings.level
     names = list(data.predictors if predictors is None else predictors)
+    if not data.predictors:
+        from .tps import no_predictor_message
+
+        raise ValueError(no_predictor_message(data))
     unknown = [p for p in names if p not in data.predictors]
     if unknown:
         raise ValueError(f"unknown predictor(s) {unknown}; the log has {data.predictors}")

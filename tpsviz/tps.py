@@ -301,6 +301,14 @@ def _bootstrap_columns(values: np.ndarray, valid: np.ndarray, settings: ScoreSet
     return lo, hi
 
 
+def no_predictor_message(data) -> str:
+    """What to do with a log that has raw signals but no probability column."""
+    sig = ", ".join(data.signals) or "none"
+    return ("the log has no probability column (conf_<name>) to score, only raw signals "
+            f"({sig}): turn them into probabilities first, e.g. "
+            "tpsviz.add_all_recalibrated(data, 'platt') (cross-fitted by trajectory)")
+
+
 def compute_tps(
     data: TrajectoryData,
     settings: ScoreSettings | None = None,
@@ -329,6 +337,8 @@ def compute_tps(
     if settings is None:
         settings = ScoreSettings(censoring=default_censoring(data))
     names = list(predictors) if predictors is not None else list(data.predictors)
+    if not data.predictors:
+        raise ValueError(no_predictor_message(data))
     unknown = [p for p in names if p not in data.predictors]
     if unknown:
         raise ValueError(f"unknown predictor(s) {unknown}; the log has {data.predictors}")

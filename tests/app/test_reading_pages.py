@@ -174,3 +174,17 @@ def test_server_path_to_a_tau2_folder(tmp_path, monkeypatch):
     # a forecasts path outside the roots is refused like any other
     at.text_input(key="fpath").set_value("/etc/passwd").run()
     assert "cannot open this path" in "\n".join(c.value for c in at.code) + texts(at)
+
+
+def test_taubench_upload_with_a_forecasts_table():
+    from test_harness import TAUBENCH, taubench_truth
+
+    truth = taubench_truth(json.loads(TAUBENCH.read_text(encoding="utf-8")))
+    side = truth["long"][["trajectory_id", "step", "conf_fake"]].to_csv(index=False).encode()
+    at = _fresh()
+    _upload(at, [(TAUBENCH.name, TAUBENCH.read_bytes(), "application/json")], forecasts=("fc.csv", side, "text/csv"))
+    m = _metrics(at)
+    assert m["Trajectories"] == str(truth["counts"]["runs"]) and m["Censored"].startswith("5 ")
+    table = next(d.value for d in at.dataframe if "termination reason" in d.value.columns)
+    assert dict(zip(table["termination reason"], table["treatment"])) == {"done": "outcome",
+                                                                           "max_num_steps": "censored"}
