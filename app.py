@@ -34,7 +34,9 @@ st.session_state["_figures"] = {}
 try:
     sidebar.render()
 except Exception as e:  # the sidebar must never leave the user with a traceback
-    st.sidebar.error(f"A setting could not be applied: {e}")
+    from pages._ui.text import md
+
+    st.sidebar.error(f"A setting could not be applied: {md(e, 300)}")
 st.session_state["_shell"] = True
 try:
     # a computation whose browser session has ended stops at its next checkpoint (tpsviz.cancel)

@@ -587,3 +587,41 @@ def test_2_checkpoints_between_predictors_stop_scoring_and_metrics():
                lambda: metric_table(data, tpsviz.ScoreSettings(n_boot=0))):
         with pytest.raises(Cancelled), cancel_when(lambda: True):
             fn()
+
+
+# ----------------------------------------------------------------------------- second adversarial pass
+def test_adv2_flat_json_lists_count_against_the_value_cap():
+    raw = _zip({"header.json": "[" + ",".join(["1.5"] * 200_000) + "]"})
+    with pytest.raises(LogFormatError, match="TPSVIZ_MAX_JSON_NODES"):
+        load(raw, name="floats.eval", limits=Limits(max_json_nodes=100_000))
+    doc = ("[" + ",".join(["1"] * 200_000) + "]").encode()
+    with pytest.raises(LogFormatError, match="TPSVIZ_MAX_JSON_NODES"):
+        load(doc, name="list.json", limits=Limits(max_json_nodes=100_000))
+
+
+def test_adv2_treatment_keys_are_unique_per_reason():
+    from pages._ui.reading import treat_key
+
+    reasons = ["user_stop", "user stop", "user-stop", "a" * 41, "a" * 40 + "b", "max_steps"]
+    keys = [treat_key(r) for r in reasons]
+    assert len(set(keys)) == len(keys)
+    assert treat_key("max_steps") == "tr_max_steps"
+
+
+def test_adv2_rollout_ids_are_cut_in_notes(tmp_path, capsys):
+    log = _write(tmp_path, "trajectory_id,step,outcome,conf_a\nt1,1,,0.6\nt2,1,1,0.4\n")
+    roll = _write(tmp_path, "trajectory_id,outcome\n" + "S" * 600 + ",1\nt1,0\n", "roll.csv")
+    code, out, err = run_cli(["score", log, "--rollouts", roll, "--n-boot", "0"], capsys)
+    assert code == 0 and "S" * 100 not in out
+
+
+def test_adv2_raw_only_log_whose_recalibration_fails(tmp_path, capsys):
+    f = _write(tmp_path, "trajectory_id,step,outcome,raw_x\na,1,1,5\na,2,1,6\nb,1,0,-1\nb,2,0,-2\nc,1,1,3\nd,1,0,0\n")
+    for args in (["--recalibrate", "platt", "--folds", "2"], ["--recalibrate", "beta"]):
+        code, out, err = run_cli(["score", f, *args, "--n-boot", "0"], capsys)
+        assert code == 2 and "gave no predictor" in err
+
+
+def test_adv2_schedule_horizon_overflow(capsys):
+    code, out, err = run_cli(["score", DEMO / "webshop-like.csv", "--schedule", "back:0.5:1e400"], capsys)
+    assert code == 2 and "H an integer" in err

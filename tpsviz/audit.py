@@ -20,6 +20,7 @@ import pandas as pd
 
 from .inference import paired_difference
 from .io import LogFormatError, TrajectoryData
+from .schema import show_id
 from .tps import ScoreSettings, compute_tps
 
 __all__ = ["load_rollouts", "qz_from_rollouts", "MCAudit", "mc_audit", "rollout_qz_series"]
@@ -244,7 +245,7 @@ def mc_audit(data: TrajectoryData, rollouts, settings: ScoreSettings | None = No
         notes.append(f"{len(info['censored_without'])} of {info['n_censored']} censored runs have "
                      "no rollouts; they are scored with q_Z = 0 in both modes (difference 0)")
     if info["unknown_ids"]:
-        ex_ids = ", ".join(info["unknown_ids"][:3])
+        ex_ids = ", ".join(show_id(i) for i in info["unknown_ids"][:3])
         notes.append(f"{len(info['unknown_ids'])} trajectory id(s) in the rollouts are not in the "
                      f"log and were ignored (e.g. {ex_ids})")
     if info["complete_ids"]:

@@ -21,7 +21,7 @@ from .harness import FORMAT_CHOICES, ReadOptions, parse_conf, parse_mapping, par
 from .inference import DEFAULT_SEED
 from .io import LogFormatError, load
 from .schedules import parse_schedule, schedule_help
-from .schema import clean_text
+from .schema import clean_text, show_id
 from .tps import CENSORING_LABELS, ScoreSettings, compute_tps, default_censoring
 
 EXIT_BAD_INPUT = 2
@@ -228,7 +228,7 @@ def _prepare(args):
                          "rollouts and are scored with q_Z = 0")
         if info["unknown_ids"]:
             notes.append(f"rollouts: {len(info['unknown_ids'])} trajectory id(s) not in the log "
-                         f"were ignored (e.g. {', '.join(info['unknown_ids'][:3])})")
+                         f"were ignored (e.g. {', '.join(show_id(i) for i in info['unknown_ids'][:3])})")
         if args.censoring != "exact":
             notes.append(f"rollouts: not used, censoring is {args.censoring} (use --censoring "
                          "exact)")
@@ -243,6 +243,10 @@ def _prepare(args):
         except ValueError as exc:
             raise _Fail(str(exc)) from None
         added = [p for p in data.predictors if p.endswith(f"@{args.recalibrate}")]
+        if not data.predictors:
+            why = "; ".join(f"{_name(s, 40)}: {_name(r, 200)}" for s, r in reports.items() if isinstance(r, str))
+            raise _Fail(f"--recalibrate {args.recalibrate} gave no predictor to score"
+                        + (f" ({why})" if why else "") + "; try another method or fewer --folds")
         data.notes = before + [  # one line instead of one note per recalibrated predictor
             f"added {len(added)} predictors by cross-fitted {args.recalibrate} recalibration "
             f"({args.folds} folds by trajectory, fitted on complete runs): {', '.join(added)}"]

@@ -29,7 +29,7 @@ MB = 1024 * 1024
 DEFAULT_MAX_FILE_MB = 1024
 DEFAULT_MAX_ROWS = 5_000_000
 DEFAULT_MAX_CELLS = 100_000_000
-DEFAULT_MAX_JSON_NODES = 2_000_000
+DEFAULT_MAX_JSON_NODES = 10_000_000
 CANNOT_OPEN = ("cannot open this path: it is not a readable log file under the data roots of "
                "this server")
 
@@ -59,8 +59,9 @@ class Limits:
         Largest number of table cells (rows × columns) parsed (``TPSVIZ_MAX_CELLS``, default
         100,000,000): a narrow log may use the whole row cap, a very wide one may not.
     max_json_nodes : int
-        Largest number of JSON objects and lists in a harness log parsed as one document
-        (``TPSVIZ_MAX_JSON_NODES``, default 2,000,000; real logs hold one per 100–300 bytes).
+        Largest number of JSON values (objects, lists and their items) in a harness log parsed as
+        one document (``TPSVIZ_MAX_JSON_NODES``, default 10,000,000; real logs hold one value per
+        ~40 bytes, so about 400 MB of JSON).
     """
 
     max_bytes: int = DEFAULT_MAX_FILE_MB * MB

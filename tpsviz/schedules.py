@@ -205,7 +205,7 @@ def parse_schedule(spec: str) -> Schedule:
             if h != int(h):
                 raise ValueError
             horizon = int(h)
-    except ValueError:
+    except (ValueError, OverflowError):
         raise ValueError(
             f"schedule {spec!r}: G must be a number and H an integer, e.g. back:0.9:30"
         ) from None

@@ -5,6 +5,7 @@ forecasts table), the column-mapping form for tables whose columns have other na
 
 from __future__ import annotations
 
+import hashlib
 import re
 
 import pandas as pd
@@ -29,8 +30,12 @@ DIRECTIONS = {"conf": "probability of success (0–1)", "raw": "higher = more co
 
 
 def treat_key(reason: str) -> str:
-    """Widget/URL key of a termination reason's treatment."""
-    return "tr_" + re.sub(r"[^A-Za-z0-9_]+", "_", str(reason))[:40]
+    """Widget/URL key of a termination reason's treatment: ``tr_<reason>`` for a plain name (a
+    link stays readable), ``tr_x<hash>`` otherwise (two reasons never share a key)."""
+    reason = str(reason)
+    if re.fullmatch(r"[A-Za-z0-9_]{1,40}", reason):
+        return "tr_" + reason
+    return "tr_x" + hashlib.sha256(reason.encode("utf-8", "replace")).hexdigest()[:12]
 
 
 def _value(key: str, default=""):

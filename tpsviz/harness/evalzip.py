@@ -37,7 +37,7 @@ class EvalZip:
         Largest total of decompressed member bytes read.
     """
 
-    def __init__(self, raw: bytes, name: str, max_bytes: int, max_nodes: int = 2_000_000):
+    def __init__(self, raw: bytes, name: str, max_bytes: int, max_nodes: int = 10_000_000):
         self.name = name
         self.budget = int(max_bytes)
         self.limit = int(max_bytes)
@@ -99,10 +99,10 @@ class EvalZip:
     def json(self, member: str):
         """A member parsed as JSON (its objects and lists count against the archive's budget)."""
         data = self.read(member)
-        self.nodes -= data.count(b"{") + data.count(b"[")
+        self.nodes -= data.count(b"{") + data.count(b"[") + data.count(b",")
         if self.nodes < 0:
-            raise LogFormatError(self.name, ["the archive holds more JSON objects and lists than this "
-                                             "installation parses (TPSVIZ_MAX_JSON_NODES)"])
+            raise LogFormatError(self.name, ["the archive holds more JSON values than this installation "
+                                             "parses (TPSVIZ_MAX_JSON_NODES)"])
         label = show_id(member, 60)
         try:
             return json.loads(data)
