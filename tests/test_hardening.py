@@ -625,3 +625,35 @@ def test_adv2_raw_only_log_whose_recalibration_fails(tmp_path, capsys):
 def test_adv2_schedule_horizon_overflow(capsys):
     code, out, err = run_cli(["score", DEMO / "webshop-like.csv", "--schedule", "back:0.5:1e400"], capsys)
     assert code == 2 and "H an integer" in err
+
+
+def test_adv2_parquet_dictionary_bomb_is_refused_before_decoding(tmp_path):
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    n = 400
+    big = "x" * 200_000
+    table = pa.table({"trajectory_id": pa.array([f"t{i}" for i in range(n)]), "step": pa.array([1] * n),
+                      "outcome": pa.array([i % 2 for i in range(n)]), "conf_a": pa.array([0.5] * n),
+                      "meta": pa.array([big] * n).dictionary_encode()})
+    pq.write_table(table, tmp_path / "dict.parquet", compression="zstd")
+    assert (tmp_path / "dict.parquet").stat().st_size < 100_000
+    with pytest.raises(LogFormatError, match="text columns expand"):
+        load(tmp_path / "dict.parquet", limits=Limits(max_bytes=10_000_000))
+    ok = load(tmp_path / "dict.parquet")  # within the default limit it reads, as plain text
+    assert ok.trajectories["meta"].iloc[0] == big
+
+
+def test_adv2_nested_json_lines_count_flattened_cells(tmp_path):
+    top = {f"m{i}": i for i in range(50)}
+    rec = {"trajectory_id": "a", "outcome": 1, **top,
+           "steps": [{"step": s, "conf": {"v": 0.5}} for s in range(1, 2001)]}
+    f = tmp_path / "n.jsonl"
+    f.write_text(json.dumps(rec) + "\n", encoding="utf-8")
+    with pytest.raises(LogFormatError, match="TPSVIZ_MAX_CELLS"):
+        load(f, limits=Limits(max_cells=50_000))
+
+
+def test_adv2_success_threshold_must_be_finite():
+    with pytest.raises(ValueError, match="finite"):
+        tpsviz.io.ReadOptions(success_threshold=float("nan"))

@@ -158,12 +158,16 @@ def _read_parquet(raw: bytes, name: str, max_rows: int, max_cells: int, max_byte
         except UnicodeDecodeError:
             pass
         raise LogFormatError(name, [f"the file is named as Parquet but is not a Parquet file{hint}"])
+    import pyarrow as pa
+    import pyarrow.compute as pc
     import pyarrow.parquet as pq
 
     try:
         pf = pq.ParquetFile(_io.BytesIO(raw))
         n_rows = int(pf.metadata.num_rows)
         header = list(pf.schema_arrow.names)
+        texts = [f.name for f in pf.schema_arrow if pa.types.is_string(f.type) or pa.types.is_binary(f.type)
+                 or pa.types.is_large_string(f.type) or pa.types.is_large_binary(f.type)]
         expanded = sum(int(pf.metadata.row_group(i).total_byte_size) for i in range(pf.metadata.num_row_groups))
     except Exception:  # pyarrow raises several types for damaged files
         raise LogFormatError(name, ["the Parquet file cannot be read (it is damaged or "
@@ -177,7 +181,31 @@ def _read_parquet(raw: bytes, name: str, max_rows: int, max_cells: int, max_byte
         raise LogFormatError(name, [f"the Parquet file expands to {expanded / 2**20:,.0f} MB, more than 4 × the "
                                     f"{max_bytes // 2**20:,} MB this installation reads (TPSVIZ_MAX_FILE_MB)"])
     try:
-        df = pf.read().to_pandas()
+        # text columns stay dictionary-encoded until their decoded size is known: one long value
+        # repeated on every row is tiny on disk and huge once decoded
+        table = pq.ParquetFile(_io.BytesIO(raw), read_dictionary=texts).read()
+        def _texty(t) -> bool:
+            t = t.value_type if pa.types.is_dictionary(t) else t
+            return (pa.types.is_string(t) or pa.types.is_binary(t) or pa.types.is_large_string(t)
+                    or pa.types.is_large_binary(t))
+
+        dense = 0
+        for col in [f.name for f in table.schema if _texty(f.type)]:
+            chunks = table.column(col).chunks
+            for ch in chunks:
+                values = ch.dictionary if pa.types.is_dictionary(ch.type) else ch
+                longest = pc.max(pc.binary_length(values)).as_py() if len(values) else 0
+                dense += (longest or 0) * len(ch)
+        if dense > 4 * max_bytes:
+            raise LogFormatError(name, [f"the Parquet file's text columns expand to {dense / 2**20:,.0f} MB, more "
+                                        f"than 4 × the {max_bytes // 2**20:,} MB this installation reads "
+                                        "(TPSVIZ_MAX_FILE_MB)"])
+        df = table.to_pandas()
+        for col in df.columns:
+            if isinstance(df[col].dtype, pd.CategoricalDtype):
+                df[col] = df[col].astype(object)
+    except LogFormatError:
+        raise
     except Exception:
         raise LogFormatError(name, ["the Parquet file cannot be read (it is damaged or uses a "
                                     "type tpsviz cannot read)"]) from None
@@ -188,10 +216,21 @@ def _read_parquet(raw: bytes, name: str, max_rows: int, max_cells: int, max_byte
     return df
 
 
-def _flatten_nested(records: list[tuple[int, dict]], name: str, max_rows: int) -> pd.DataFrame:
+def _flatten_nested(records: list[tuple[int, dict]], name: str, max_rows: int,
+                    max_cells: int) -> pd.DataFrame:
     n_rows = sum(len(r.get("steps")) for _, r in records if isinstance(r.get("steps"), list))
     if n_rows > max_rows:
         raise _too_many_rows(name, n_rows, max_rows, "steps")
+    # every step row copies its trajectory's fields: count the cells that flattening makes
+    cells = 0
+    for _, r in records:
+        steps = r.get("steps")
+        if isinstance(steps, list):
+            width = len(r)
+            cells += sum(width + (sum(len(v) if isinstance(v, dict) else 1 for v in st.values())
+                                  if isinstance(st, dict) else 1) for st in steps)
+        if cells > max_cells:
+            raise _too_many_cells(name, n_rows, cells // max(n_rows, 1), max_cells)
     problems: list[str] = []
     rows: list[dict] = []
     seen: dict[str, int] = {}
@@ -283,7 +322,7 @@ def _read_jsonl(raw: bytes, name: str, max_rows: int, max_cells: int) -> pd.Data
             raise LogFormatError(name, [
                 f"line {first_flat}: inconsistent records: some lines are nested trajectories "
                 "(with a 'steps' list) and others are flat step rows; use one layout per file"])
-        return _flatten_nested(records, name, max_rows)
+        return _flatten_nested(records, name, max_rows, max_cells)
     df = pd.DataFrame([r for _, r in records])
     df["_where"] = np.array([line for line, _ in records])
     df.attrs["where_prefix"] = "line"

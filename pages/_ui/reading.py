@@ -6,6 +6,7 @@ forecasts table), the column-mapping form for tables whose columns have other na
 from __future__ import annotations
 
 import hashlib
+import math
 import re
 
 import pandas as pd
@@ -57,7 +58,10 @@ def options_from_state(last_reading: dict | None) -> tuple[ReadOptions, list[str
         try:
             thr = float(txt)
         except ValueError:
-            problems.append(f"success threshold {md(txt, 30)} is not a number (the default is used)")
+            thr = None
+        if thr is None or not math.isfinite(thr):
+            thr = None
+            problems.append(f"success threshold {md(txt, 30)} is not a finite number (the default is used)")
     conf, mapping = (), ()
     try:
         conf = parse_conf([_value("conf")]) if str(_value("conf")).strip() else ()

@@ -195,9 +195,14 @@ def path_key(real: Path) -> str:
     """Cache key of a resolved server path: real path, size and modification time (of every
     file, for a tau2-bench results folder)."""
     try:
-        if real.is_dir():
-            stamp = [(p.name, p.stat().st_size, p.stat().st_mtime_ns)
-                     for p in sorted(real.rglob("*.json"))[:100_000]]
+        if real.is_dir():  # a tau2-bench results folder: its index and simulations/*.json only
+            if not (real / "results.json").is_file():
+                return f"path:{real}:dir"
+            files = [real / "results.json"]
+            sims = real / "simulations"
+            if sims.is_dir():
+                files += sorted(p for p in sims.iterdir() if p.suffix == ".json")[:100_000]
+            stamp = [(p.name, p.stat().st_size, p.stat().st_mtime_ns) for p in files]
             return f"path:{real}:dir:{sha(repr(stamp).encode())}"
         st_ = real.stat()
         return f"path:{real}:{st_.st_size}:{int(st_.st_mtime_ns)}"
@@ -213,6 +218,8 @@ def path_source(path: str, rpath: str | None, options: ReadOptions = ReadOptions
     roots = data_roots()
     try:
         real = roots.resolve(path, allow_dir=True)
+        if real.is_dir() and (real / "simulations").exists():  # a folder's parts stay under the roots too
+            roots.resolve(str(real / "simulations"), allow_dir=True)
     except PathRefused:
         return Source(key="refused", kind="refused", name="server path")
     freal = None

@@ -107,6 +107,10 @@ class ReadOptions:
     mapping: tuple = ()
     percent: tuple = ()
 
+    def __post_init__(self) -> None:
+        if self.success_threshold is not None and not math.isfinite(float(self.success_threshold)):
+            raise ValueError("the success threshold must be a finite number")
+
     @property
     def threshold(self) -> float:
         return DEFAULT_SUCCESS_THRESHOLD if self.success_threshold is None else float(self.success_threshold)
