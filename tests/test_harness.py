@@ -496,3 +496,17 @@ def test_raw_only_log_through_the_python_api(tmp_path):
     scored, _ = tpsviz.add_all_recalibrated(data, "platt")
     res = tpsviz.compute_tps(scored, SETTINGS)
     assert list(res.summary.index) == ["entropy@platt"] and res.summary.loc["entropy@platt", "n_trajectories"] == 101
+
+
+def test_cli_reads_tau_bench_inspect_json_and_a_tau2_folder(tmp_path, capsys, inspect_logs):
+    records = json.loads(TAUBENCH.read_text(encoding="utf-8"))
+    side = sidecar(taubench_truth(records)["long"], tmp_path / "tb.csv")
+    code, out, err = run_cli(["score", TAUBENCH, "--forecasts", side, "--n-boot", "0"], capsys)
+    assert code == 0 and "read as tau-bench: 18 runs read, 18 kept" in out and "max_num_steps" in out
+    code, out, err = run_cli(["score", inspect_logs["json"], "--conf", "verbal=metadata.confidence",
+                              "--n-boot", "0", "--json"], capsys)
+    assert code == 0 and json.loads(out)["settings"]["reading"]["format"] == "inspect"
+    single = json.loads((FIX / "tau2" / "tau2v1_airline_whissle_trimmed.json").read_text(encoding="utf-8"))
+    side2 = sidecar(tau2_truth(single)["long"], tmp_path / "t2.csv")
+    code, out, err = run_cli(["score", TAU2_DIR, "--forecasts", side2, "--n-boot", "0"], capsys)
+    assert code == 0 and "5 runs read, 5 kept" in out
