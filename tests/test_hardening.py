@@ -657,3 +657,15 @@ def test_adv2_nested_json_lines_count_flattened_cells(tmp_path):
 def test_adv2_success_threshold_must_be_finite():
     with pytest.raises(ValueError, match="finite"):
         tpsviz.io.ReadOptions(success_threshold=float("nan"))
+
+
+def test_adv2_per_trajectory_refuses_a_hard_link_to_an_input(tmp_path, capsys):
+    import shutil
+
+    folder = tmp_path / "t2"
+    shutil.copytree(Path(__file__).parent / "fixtures" / "tau2" / "tau2v1_airline_whissle_dirlayout", folder)
+    link = tmp_path / "hl.json"
+    os.link(folder / "results.json", link)
+    before = (folder / "results.json").read_bytes()
+    code, _, err = run_cli(["score", folder, "--conf", "v=metadata.confidence", "--per-trajectory", link], capsys)
+    assert code == 2 and "write over" in err and (folder / "results.json").read_bytes() == before

@@ -158,6 +158,23 @@ def _name(s, limit: int | None = None) -> str:
     return clean_text(s, limit).replace("\n", " ").replace("\t", " ")
 
 
+def _file_id(path: Path):
+    """(device, inode) of a file, or None."""
+    try:
+        st = os.stat(path)
+        return (st.st_dev, st.st_ino)
+    except OSError:
+        return None
+
+
+def _input_files(path: Path) -> list[Path]:
+    """The files an input path stands for (a tau2-bench folder: its index and simulations)."""
+    if not path.is_dir():
+        return [path]
+    sims = path / "simulations"
+    return [path / "results.json"] + (sorted(sims.glob("*.json")) if sims.is_dir() else [])
+
+
 def _check_args(args) -> None:
     """Refuse option values before any file is read, naming the option."""
     if not 0 <= args.n_boot <= MAX_N_BOOT:
@@ -175,11 +192,13 @@ def _check_args(args) -> None:
             raise _Fail(f"--per-trajectory {_name(out)} is a folder; give a file name")
         inputs = [args.path] + [p for p in (args.rollouts, getattr(args, "forecasts", None)) if p]
         real_out = os.path.realpath(out)
+        out_id = _file_id(target) if target.exists() else None
         for src in inputs:
             real_src = os.path.realpath(src)
             inside = Path(src).is_dir() and os.path.commonpath([real_out, real_src]) == real_src
-            if real_out == real_src or inside or (
-                    target.exists() and Path(src).exists() and os.path.samefile(out, src)):
+            files = _input_files(Path(src))
+            same = out_id is not None and any(_file_id(f) == out_id for f in files)  # hard links too
+            if real_out == real_src or inside or same:
                 raise _Fail(f"--per-trajectory would write over (or into) the input {_name(src)}; the "
                             "input is never modified: choose another file name")
 
