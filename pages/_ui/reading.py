@@ -15,7 +15,6 @@ import streamlit as st
 from tpsviz.harness import FORMAT_CHOICES, TREATMENTS, ReadOptions, parse_conf, parse_mapping
 from tpsviz.harness.runs import DEFAULT_SUCCESS_THRESHOLD
 
-from . import state as S
 from .text import md
 
 BIND = "query-params"

@@ -13,3 +13,16 @@ def texts(at) -> str:
     for kind in ("error", "warning", "info", "success"):
         parts += [e.value for e in getattr(at, kind)]
     return "\n".join(parts)
+
+
+def fresh(qp=None, timeout: int = 180):
+    """A new app session (optionally opened from a link's query parameters), run once, without
+    an exception."""
+    from streamlit.testing.v1 import AppTest
+
+    at = AppTest.from_file(APP, default_timeout=timeout)
+    if qp:
+        at.query_params.update(qp)
+    at.run()
+    assert not at.exception, [e.value for e in at.exception]
+    return at

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from apptest_helpers import APP, DEMO, texts
+from apptest_helpers import APP, DEMO, fresh, texts
 
 PAGES = ["pages/views/overview.py", "pages/views/reliability.py", "pages/views/steps.py",
          "pages/views/censoring.py", "pages/views/lab.py", "pages/views/recalibration.py",
@@ -14,12 +14,7 @@ SECRET = "TOPSECRET-7f3a9"
 
 
 def _fresh(qp=None) -> AppTest:
-    at = AppTest.from_file(APP, default_timeout=120)
-    if qp:
-        at.query_params.update(qp)
-    at.run()
-    assert not at.exception, [e.value for e in at.exception]
-    return at
+    return fresh(qp)
 
 
 def _all_text(at) -> str:

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from apptest_helpers import APP, texts
+from apptest_helpers import fresh, texts
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "tests"))
@@ -22,12 +22,7 @@ PAGES = ["pages/views/overview.py", "pages/views/reliability.py", "pages/views/s
 
 
 def _fresh(qp=None) -> AppTest:
-    at = AppTest.from_file(APP, default_timeout=180)
-    if qp:
-        at.query_params.update(qp)
-    at.run()
-    assert not at.exception, [e.value for e in at.exception]
-    return at
+    return fresh(qp)
 
 
 def _upload(at, files, forecasts=None):
