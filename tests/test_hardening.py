@@ -669,3 +669,64 @@ def test_adv2_per_trajectory_refuses_a_hard_link_to_an_input(tmp_path, capsys):
     before = (folder / "results.json").read_bytes()
     code, _, err = run_cli(["score", folder, "--conf", "v=metadata.confidence", "--per-trajectory", link], capsys)
     assert code == 2 and "write over" in err and (folder / "results.json").read_bytes() == before
+
+
+# ----------------------------------------------------------------------------- third adversarial pass
+def test_adv3_run_level_text_is_not_copied_onto_every_step(tmp_path):
+    obj = json.loads((Path(__file__).parent / "fixtures" / "tau2" / "tau2v1_airline_whissle_trimmed.json")
+                     .read_text(encoding="utf-8"))
+    obj["simulations"][0]["task_id"] = "T" * 2_000_000
+    f = tmp_path / "r.json"
+    f.write_text(json.dumps(obj), encoding="utf-8")
+    data = load(f, options=tpsviz.io.ReadOptions(conf=(("v", "content"),)))
+    assert data.trajectories["task_id"].str.len().max() <= 1001
+    assert any("were cut" in n for n in data.notes)
+    obj["simulations"][0]["id"] = "I" * 500
+    f.write_text(json.dumps(obj), encoding="utf-8")
+    with pytest.raises(LogFormatError, match="longer than 200 characters"):
+        load(f, options=tpsviz.io.ReadOptions(conf=(("v", "content"),)))
+    rec = {"trajectory_id": "a", "outcome": 1, "meta": "M" * 100_000,
+           "steps": [{"step": s, "conf": {"v": 0.5}} for s in range(1, 50)]}
+    g = tmp_path / "n.jsonl"
+    g.write_text(json.dumps(rec) + "\n", encoding="utf-8")
+    assert load(g).trajectories["meta"].str.len().max() <= 1001
+
+
+def test_adv3_nested_parquet_columns_are_left_out_undecoded(tmp_path):
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    n = 200
+    big = pa.array(["y" * 100_000] * 3).dictionary_encode()
+    lists = pa.ListArray.from_arrays(pa.array(np.arange(0, 3 * n + 1, 3), pa.int32()),
+                                     pa.concat_arrays([big] * n))
+    t = pa.table({"trajectory_id": [f"t{i}" for i in range(n)], "step": [1] * n, "outcome": [i % 2 for i in range(n)],
+                  "conf_a": [0.5] * n, "lst": lists})
+    pq.write_table(t, tmp_path / "l.parquet", compression="zstd")
+    data = load(tmp_path / "l.parquet")
+    assert "lst" not in data.steps and "lst" not in data.trajectories
+    assert any("nested type" in n for n in data.notes)
+
+
+def test_adv3_bare_cr_rows_after_an_lf_header_are_counted(tmp_path):
+    f = tmp_path / "cr.csv"
+    f.write_bytes(b"trajectory_id,step,outcome,conf_a\n" + b"t1,1,1,0.5\r" * 5000)
+    with pytest.raises(LogFormatError, match="TPSVIZ_MAX_ROWS|TPSVIZ_MAX_CELLS"):
+        load(f, limits=Limits(max_rows=1000))
+
+
+def test_adv3_lone_surrogates_never_crash(tmp_path, capsys):
+    f = tmp_path / "s.jsonl"
+    f.write_text('{"trajectory_id": "a\\ud800", "step": 1, "outcome": 1, "conf_x": 0.5, "m\\udc00": "v\\ud800"}\n'
+                 '{"trajectory_id": "b", "step": 1, "outcome": 0, "conf_x": 0.4, "m\\udc00": "w"}\n', encoding="utf-8")
+    for args in (["score", f, "--n-boot", "0"], ["score", f, "--json", "--n-boot", "0"],
+                 ["score", f, "--per-trajectory", tmp_path / "o.csv", "--n-boot", "0"]):
+        code, out, err = run_cli(args, capsys)
+        assert code == 0, err
+
+
+def test_adv3_mapped_ids_stay_text(tmp_path):
+    f = _write(tmp_path, "run,turn,success,p\n01,1,1,0.6\n1,1,0,0.4\n1e0,1,1,0.5\n3.10,1,0,0.3\n3.1,1,1,0.2\n")
+    data = load(f, options=tpsviz.io.ReadOptions(mapping=(("trajectory_id", "run"), ("step", "turn"),
+                                                          ("outcome", "success"), ("conf_p", "p"))))
+    assert data.n_trajectories == 5

@@ -190,8 +190,9 @@ def load(source, name: str | None = None, fmt: str | None = None, limits: Limits
         if kind is None:
             kind, parsed = detect_format(raw, name, limits.max_json_nodes)
         if kind in TABLE_FORMATS:
+            ids = [col for target, col in options.mapping if target == "trajectory_id"]
             frame = _apply_mapping(read_table(raw, name, kind, limits.max_rows, limits.max_cells,
-                                              limits.max_bytes), options.mapping, name)
+                                              limits.max_bytes, text_columns=ids), options.mapping, name)
             reading = {"format": kind, "options": options.describe()}
         elif kind in HARNESS_FORMATS or kind == "tau2-index":
             frame, reading = _guarded(read_harness, name, kind, raw, name, kind, options, limits, parsed)

@@ -6,7 +6,26 @@ from __future__ import annotations
 import re
 
 __all__ = ["REQUIRED", "RESERVED", "PREFIXES", "looks_like_ours", "canonical_name", "show_id",
-           "clean_text"]
+           "clean_text", "no_lone_surrogates", "MAX_META_CHARS", "MAX_ID_CHARS"]
+
+MAX_META_CHARS = 1000   # a metadata text copied onto every step of its run is cut to this
+MAX_ID_CHARS = 200      # a run id longer than this is refused (it is copied onto every step)
+_SURROGATE = re.compile("[\ud800-\udfff]")
+_SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89a-fA-F]")
+
+
+def no_lone_surrogates(obj, raw: bytes | None = None):
+    """Parsed JSON with lone surrogate escapes (valid JSON such as ``"\\ud800"``, but text no
+    terminal, file or browser can encode) replaced by U+FFFD; untouched when ``raw`` shows none."""
+    if raw is not None and not _SURROGATE_ESCAPE.search(raw):
+        return obj
+    if isinstance(obj, str):
+        return _SURROGATE.sub("\ufffd", obj)
+    if isinstance(obj, list):
+        return [no_lone_surrogates(v) for v in obj]
+    if isinstance(obj, dict):
+        return {no_lone_surrogates(k): no_lone_surrogates(v) for k, v in obj.items()}
+    return obj
 
 REQUIRED = ("trajectory_id", "step", "outcome")
 RESERVED = ("trajectory_id", "step", "outcome", "censored", "q_z", "weight")

@@ -18,7 +18,7 @@ import numpy as np
 import pandas as pd
 
 from .errors import LogFormatError
-from .schema import PREFIXES, canonical_name, looks_like_ours, show_id
+from .schema import MAX_META_CHARS, PREFIXES, canonical_name, looks_like_ours, no_lone_surrogates, show_id
 
 __all__ = ["FORMATS", "read_table", "table_columns", "MISSING"]
 
@@ -84,7 +84,8 @@ def _duplicates(header: list[str], name: str) -> None:
     raise LogFormatError(name, problems)
 
 
-def _read_delimited(raw: bytes, name: str, sep: str, max_rows: int, max_cells: int) -> pd.DataFrame:
+def _read_delimited(raw: bytes, name: str, sep: str, max_rows: int, max_cells: int,
+                    text_columns=()) -> pd.DataFrame:
     kind = "CSV" if sep == "," else "TSV"
     _sniff_binary(raw, name, kind)
     start = len(codecs.BOM_UTF8) if raw.startswith(codecs.BOM_UTF8) else 0
@@ -112,12 +113,13 @@ def _read_delimited(raw: bytes, name: str, sep: str, max_rows: int, max_cells: i
     except csv.Error:
         raise LogFormatError(name, [f"line 1: the header is not a well-formed {kind} line"]) from None
     _duplicates(header, name)
-    n_lines = raw.count(b"\n", start) + (0 if raw.endswith(b"\n") else 1) - 1
+    # a file may end its lines with LF, CRLF or (after the header) CR alone: count the larger
+    n_lines = max(raw.count(b"\n", start), raw.count(b"\r", start)) + (0 if raw.endswith((b"\n", b"\r")) else 1) - 1
     if n_lines > max_rows:
         raise _too_many_rows(name, n_lines, max_rows, "lines")
     if n_lines * max(len(header), 1) > max_cells:
         raise _too_many_cells(name, n_lines, len(header), max_cells)
-    text_cols = {h: str for h in header if canonical_name(h) == "trajectory_id"}
+    text_cols = {h: str for h in header if canonical_name(h) == "trajectory_id" or h in text_columns}
     try:
         df = pd.read_csv(_io.BytesIO(raw), sep=sep, dtype=text_cols, keep_default_na=False,
                          na_values=_NA_VALUES, skipinitialspace=True, encoding="utf-8-sig",
@@ -183,7 +185,10 @@ def _read_parquet(raw: bytes, name: str, max_rows: int, max_cells: int, max_byte
     try:
         # text columns stay dictionary-encoded until their decoded size is known: one long value
         # repeated on every row is tiny on disk and huge once decoded
-        table = pq.ParquetFile(_io.BytesIO(raw), read_dictionary=texts).read()
+        nested = [f.name for f in pf.schema_arrow if pa.types.is_nested(f.type)]
+        keep = [n for n in header if n not in nested]
+        # nested columns (lists, structs, maps) hold no single value per row: never decoded
+        table = pq.ParquetFile(_io.BytesIO(raw), read_dictionary=texts).read(columns=keep)
         def _texty(t) -> bool:
             t = t.value_type if pa.types.is_dictionary(t) else t
             return (pa.types.is_string(t) or pa.types.is_binary(t) or pa.types.is_large_string(t)
@@ -201,6 +206,9 @@ def _read_parquet(raw: bytes, name: str, max_rows: int, max_cells: int, max_byte
                                         f"than 4 × the {max_bytes // 2**20:,} MB this installation reads "
                                         "(TPSVIZ_MAX_FILE_MB)"])
         df = table.to_pandas()
+        if nested:
+            df.attrs["notes"] = [f"{len(nested)} column(s) of nested type (lists, structs, maps) were left out: "
+                                 + ", ".join(show_id(c) for c in nested[:5])]
         for col in df.columns:
             if isinstance(df[col].dtype, pd.CategoricalDtype):
                 df[col] = df[col].astype(object)
@@ -209,10 +217,12 @@ def _read_parquet(raw: bytes, name: str, max_rows: int, max_cells: int, max_byte
     except Exception:
         raise LogFormatError(name, ["the Parquet file cannot be read (it is damaged or uses a "
                                     "type tpsviz cannot read)"]) from None
+    notes = df.attrs.get("notes", [])
     df.columns = [str(c).strip() for c in df.columns]
     df = df.reset_index(drop=True)
     df["_where"] = np.arange(1, len(df) + 1)
     df.attrs["where_prefix"] = "row"
+    df.attrs["notes"] = notes
     return df
 
 
@@ -251,7 +261,7 @@ def _flatten_nested(records: list[tuple[int, dict]], name: str, max_rows: int,
             problems.append(f"{where} (trajectory {show_id(tid)}): 'steps' must be a list of step "
                             "objects")
             continue
-        top = {k: v for k, v in rec.items() if k != "steps"}
+        top = {k: _cut(v) for k, v in rec.items() if k != "steps"}
         for j, st in enumerate(steps, start=1):
             swhere = f"{where}, step entry {j} (trajectory {show_id(tid)})"
             if not isinstance(st, dict):
@@ -283,9 +293,14 @@ def _flatten_nested(records: list[tuple[int, dict]], name: str, max_rows: int,
     return pd.DataFrame(rows)
 
 
+def _cut(v):
+    """A trajectory-level text copied onto every step row, cut to MAX_META_CHARS."""
+    return v[:MAX_META_CHARS] + "…" if isinstance(v, str) and len(v) > MAX_META_CHARS else v
+
+
 def _json_line(line: str, i: int, name: str):
     try:
-        return json.loads(line)
+        return no_lone_surrogates(json.loads(line), line.encode("utf-8", "surrogatepass"))
     except json.JSONDecodeError as exc:
         hint = ""
         if i == 1 and "," in line and not line.lstrip().startswith(("{", "[")):
@@ -330,7 +345,7 @@ def _read_jsonl(raw: bytes, name: str, max_rows: int, max_cells: int) -> pd.Data
 
 
 def read_table(raw: bytes, name: str, fmt: str, max_rows: int, max_cells: int = 100_000_000,
-               max_bytes: int = 1 << 30) -> pd.DataFrame:
+               max_bytes: int = 1 << 30, text_columns=()) -> pd.DataFrame:
     """Parse the bytes of a table file into a raw long frame.
 
     Parameters
@@ -347,6 +362,9 @@ def read_table(raw: bytes, name: str, fmt: str, max_rows: int, max_cells: int = 
         Largest number of cells (rows × columns) accepted; checked before parsing.
     max_bytes : int
         A Parquet file may expand to at most 4 × this (its metadata's uncompressed size).
+    text_columns : iterable of str
+        CSV/TSV columns read as text as they are (e.g. a column mapped to ``trajectory_id``:
+        "01" and "1" stay two runs).
 
     Returns
     -------
@@ -361,7 +379,7 @@ def read_table(raw: bytes, name: str, fmt: str, max_rows: int, max_cells: int = 
     if len(raw) == 0:
         raise LogFormatError(name, ["the file is empty"])
     if fmt in ("csv", "tsv"):
-        return _read_delimited(raw, name, "," if fmt == "csv" else "\t", max_rows, max_cells)
+        return _read_delimited(raw, name, "," if fmt == "csv" else "\t", max_rows, max_cells, tuple(text_columns))
     if fmt == "parquet":
         return _read_parquet(raw, name, max_rows, max_cells, max_bytes)
     if fmt == "jsonl":

@@ -310,7 +310,10 @@ def render() -> S.Config:
                 num = pd.api.types.is_numeric_dtype(vals)
                 uniq = vals.dropna().astype(str).unique()
                 if num and len(uniq) > 20:
-                    lo, hi = float(vals.min()), float(vals.max())
+                    finite = vals[np.isfinite(vals.astype(float))]
+                    if finite.empty:
+                        continue
+                    lo, hi = float(finite.min()), float(finite.max())  # ±inf cannot bound a slider
                     if lo == hi:
                         continue
                     rng = st.slider(md(col, 60), lo, hi, key=key, bind=BIND, **_default(key, {"value": (lo, hi)}),

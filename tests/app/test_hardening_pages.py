@@ -187,3 +187,11 @@ def test_adv_a_failed_recalibration_from_a_link_is_escaped_and_the_rest_still_sc
         assert "](http://127.0.0.1:9" not in m.value
     assert not [e.value for e in at.error if "cannot be applied" in e.value or "Something went wrong" in e.value]
     assert len(at.dataframe) and "truthful (reference)" in set(at.dataframe[0].value["predictor"])
+
+
+def test_adv3_numeric_metadata_with_infinity_keeps_the_sidebar():
+    rows = "".join(f"r{i},1,{i % 2},0.5,{'inf' if i == 0 else i}\n" for i in range(30))
+    at = _fresh()
+    _upload(at, "inf.csv", ("trajectory_id,step,outcome,conf_a,cost\n" + rows).encode())
+    assert not [e.value for e in at.sidebar.error]
+    assert {m.label: m.value for m in at.metric}["Trajectories"] == "30"

@@ -12,6 +12,7 @@ import json
 from pathlib import Path
 
 from ..errors import LogFormatError
+from ..schema import no_lone_surrogates
 from .runs import (TREATMENTS, HarnessLog, ReadOptions, parse_conf, parse_mapping, parse_treat,
                    runs_to_frame)
 
@@ -53,7 +54,7 @@ def _parse_json(raw: bytes, name: str, max_nodes: int = DEFAULT_MAX_NODES):
     except UnicodeDecodeError:
         raise LogFormatError(name, ["the file is not valid UTF-8 text"]) from None
     try:
-        return json.loads(text)
+        return no_lone_surrogates(json.loads(text), raw)
     except RecursionError:
         raise LogFormatError(name, ["the JSON is nested too deeply to be a log"]) from None
     except json.JSONDecodeError:

@@ -17,7 +17,7 @@ import zipfile
 import zlib
 
 from ..errors import LogFormatError
-from ..schema import show_id
+from ..schema import no_lone_surrogates, show_id
 
 __all__ = ["EvalZip"]
 
@@ -105,7 +105,7 @@ class EvalZip:
                                              "parses (TPSVIZ_MAX_JSON_NODES)"])
         label = show_id(member, 60)
         try:
-            return json.loads(data)
+            return no_lone_surrogates(json.loads(data), data)
         except (UnicodeDecodeError, ValueError):  # JSONDecodeError, or a number too long to read
             raise LogFormatError(self.name, [f"member {label} is not valid JSON"]) from None
         except RecursionError:

@@ -18,7 +18,7 @@ import numpy as np
 import pandas as pd
 
 from ..errors import LogFormatError
-from ..schema import show_id
+from ..schema import MAX_ID_CHARS, MAX_META_CHARS, show_id
 from .forecasts import logprob_signals, message_value
 
 __all__ = ["Run", "HarnessLog", "ReadOptions", "TREATMENTS", "runs_to_frame", "parse_treat",
@@ -212,6 +212,18 @@ def runs_to_frame(log: HarnessLog, options: ReadOptions, name: str, max_rows: in
     unused = [r for r in overrides if r not in counts]
     if unused:
         notes.append("treatment given for reason(s) that no run has: " + ", ".join(show_id(u) for u in unused))
+    long_ids = [r for r in log.runs if len(r.trajectory_id) > MAX_ID_CHARS]
+    if long_ids:  # an id is copied onto every step row of its run
+        raise LogFormatError(name, [f"{len(long_ids)} run id(s) are longer than {MAX_ID_CHARS} characters "
+                                    f"(first: {long_ids[0].where}); a run id is a short name"])
+    cut = 0
+    for r in log.runs:
+        for k, v in list(r.metadata.items()):
+            if isinstance(v, str) and len(v) > MAX_META_CHARS:
+                r.metadata[k] = v[:MAX_META_CHARS] + "…"
+                cut += 1
+    if cut:
+        notes.append(f"{cut} metadata text(s) longer than {MAX_META_CHARS} characters were cut")
     total_steps = sum(len(r.steps) for r in log.runs if table[r.reason] != "dropped")
     if total_steps > max_rows:
         raise LogFormatError(name, [f"the log has {total_steps:,} agent steps, more than the "
