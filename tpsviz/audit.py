@@ -21,13 +21,14 @@ import pandas as pd
 from .inference import paired_difference
 from .io import LogFormatError, TrajectoryData
 from .schema import show_id
+from .tables import FORMATS
 from .tps import ScoreSettings, compute_tps
 
 __all__ = ["load_rollouts", "qz_from_rollouts", "MCAudit", "mc_audit", "rollout_qz_series"]
 
 _TRUE_VALUES = {"1": 1, "1.0": 1, "true": 1, "0": 0, "0.0": 0, "false": 0}
-_ROLLOUT_FORMATS = {".csv": "csv", ".tsv": "tsv", ".parquet": "parquet", ".pq": "parquet",
-                    ".jsonl": "jsonl", ".ndjson": "jsonl"}
+# a rollouts table by its extension (not .txt or .json, which say nothing about a table)
+_ROLLOUT_FORMATS = {ext: fmt for ext, fmt in FORMATS.items() if ext not in (".txt", ".json")}
 
 
 def _as_text(df: pd.DataFrame) -> pd.DataFrame:

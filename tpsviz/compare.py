@@ -180,7 +180,6 @@ def z_matrix(data: TrajectoryData, settings: ScoreSettings | None = None,
         labelled, y = labelled_rows(data)
         rows = labelled.copy()
         for name in names:
-            checkpoint()  # stop here if nobody waits for the result (tpsviz.cancel)
             rows &= ~np.isnan(data.forecasts(name))
         if rows.any() and n_boot > 0:
             g = data.steps["traj"].to_numpy()[rows]

@@ -135,11 +135,11 @@ def sweep(now: float | None = None) -> int:
             del _ENTRIES[k]
     freed = resample.forget_replay(ttl)
     if old or freed:
-        _give_back()
+        give_back()
     return len(old)
 
 
-def _give_back() -> None:
+def give_back() -> None:
     """Return freed memory to the operating system (glibc keeps freed heap pages otherwise)."""
     gc.collect()
     try:

@@ -34,10 +34,9 @@ from tpsviz.harness import ReadOptions
 from tpsviz.schedules import Schedule
 from tpsviz.tps import CENSORING_LABELS
 
-from .memo import _give_back
 from .memo import clear_all as _clear_memo
+from .memo import give_back, memo
 from .text import md
-from .memo import memo
 
 ROOT = Path(__file__).resolve().parents[2]
 DEMO_DIR = ROOT / "demo_data"
@@ -210,6 +209,16 @@ def path_key(real: Path) -> str:
         return f"path:{real}:missing"
 
 
+def _optional_path(roots: DataRoots, path: str | None) -> Path | None:
+    """The real path of an optional server path under the roots, or None (not given or refused)."""
+    if not path:
+        return None
+    try:
+        return roots.resolve(path)
+    except PathRefused:
+        return None
+
+
 def path_source(path: str, rpath: str | None, options: ReadOptions = ReadOptions(),
                 fpath: str | None = None) -> "Source":
     """The Source of a server path (a file, or a tau2-bench results folder) with optional rollouts
@@ -222,18 +231,9 @@ def path_source(path: str, rpath: str | None, options: ReadOptions = ReadOptions
             roots.resolve(str(real / "simulations"), allow_dir=True)
     except PathRefused:
         return Source(key="refused", kind="refused", name="server path")
-    freal = None
-    if fpath:
-        try:
-            freal = roots.resolve(fpath, "forecasts path")
-        except PathRefused:
-            return Source(key="refused", kind="refused", name="forecasts path")
-    rreal = None
-    if rpath:
-        try:
-            rreal = roots.resolve(rpath, "rollouts path")
-        except PathRefused:
-            rreal = None
+    freal, rreal = _optional_path(roots, fpath), _optional_path(roots, rpath)
+    if fpath and freal is None:
+        return Source(key="refused", kind="refused", name="forecasts path")
     file_key = path_key(real)
     return Source(key=file_key + options_key(options, path_key(freal) if freal else ""), kind="path",
                   name=real.name, path=str(real),
@@ -329,7 +329,7 @@ def _load(key: str, _src: Source):
                                    forecasts=forecasts, read=_rooted_read)
             return tpsviz.load(_src.path, name=_src.name)
         except tpsviz.LogFormatError as e:
-            _give_back()  # a refused file may have been parsed half-way: return that memory
+            give_back()  # a refused file may have been parsed half-way: return that memory
             return LoadFailure(e.source, e.problems)
 
 
@@ -346,7 +346,7 @@ def load_base(src: Source):
     except PathRefused:
         return LoadFailure("server path", [CANNOT_OPEN])
     except MemoryError:
-        _give_back()
+        give_back()
         return LoadFailure(src.name, ["the server ran out of memory reading this log; try a "
                                       "smaller file, or ask the administrator to lower "
                                       "TPSVIZ_MAX_ROWS"])

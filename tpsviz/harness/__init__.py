@@ -13,6 +13,7 @@ from pathlib import Path
 
 from ..errors import LogFormatError
 from ..schema import no_lone_surrogates
+from ..tables import FORMATS
 from .runs import (TREATMENTS, HarnessLog, ReadOptions, parse_conf, parse_mapping, parse_treat,
                    runs_to_frame)
 
@@ -23,8 +24,6 @@ __all__ = ["ReadOptions", "TREATMENTS", "HARNESS_FORMATS", "TABLE_FORMATS", "FOR
 HARNESS_FORMATS = ("tau2", "tau-bench", "inspect")
 TABLE_FORMATS = ("csv", "tsv", "parquet", "jsonl")
 FORMAT_CHOICES = ("auto",) + TABLE_FORMATS + HARNESS_FORMATS
-_TABLE_EXT = {".csv": "csv", ".tsv": "tsv", ".txt": "csv", ".parquet": "parquet", ".pq": "parquet",
-              ".jsonl": "jsonl", ".ndjson": "jsonl", ".json": "jsonl"}
 
 
 DEFAULT_MAX_NODES = 10_000_000
@@ -97,7 +96,7 @@ def detect_format(raw: bytes, name: str, max_nodes: int = DEFAULT_MAX_NODES) -> 
         try:
             obj = _parse_json(raw, name, max_nodes)
         except json.JSONDecodeError:
-            return _TABLE_EXT.get(ext, "jsonl"), None  # one object per line: JSON Lines
+            return FORMATS.get(ext, "jsonl"), None  # one object per line: JSON Lines
         kind = _json_kind(obj)
         if kind:
             return kind, obj
@@ -106,7 +105,7 @@ def detect_format(raw: bytes, name: str, max_nodes: int = DEFAULT_MAX_NODES) -> 
                                         "of {task_id, trial, reward, info, traj}); a table needs one "
                                         "JSON object per line (.jsonl)"])
         return "jsonl", None
-    fmt = _TABLE_EXT.get(ext)
+    fmt = FORMATS.get(ext)
     if fmt is None:
         raise LogFormatError(name, [f"unknown file type '{ext or '(none)'}'; use .csv, .tsv, .parquet, "
                                     ".jsonl, a harness log (.json, .eval) or a tau2-bench results folder"])

@@ -21,7 +21,7 @@ import re
 from ..errors import MAX_PROBLEMS, LogFormatError
 from ..schema import show_id
 from .evalzip import EvalZip
-from .runs import HarnessLog, ReadOptions, Run
+from .runs import HarnessLog, ReadOptions, Run, is_key
 
 __all__ = ["read_inspect_json", "read_inspect_eval", "DEFAULT_TREATMENT"]
 
@@ -90,7 +90,7 @@ def _run(sample: dict, where: str, header: dict, options: ReadOptions, events=No
     if not isinstance(sample, dict):
         return None, f"{where}: not a JSON object"
     sid, epoch = sample.get("id"), sample.get("epoch", 1)
-    if not isinstance(sid, (str, int)) or isinstance(sid, bool) or str(sid).strip() == "":
+    if not is_key(sid) or str(sid).strip() == "":
         return None, f"{where}: field 'id' is missing or not a text or number"
     if not isinstance(epoch, int) or isinstance(epoch, bool):
         return None, f"{where} (sample {show_id(sid)}): field 'epoch' must be a whole number"

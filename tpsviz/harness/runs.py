@@ -22,7 +22,7 @@ from ..schema import MAX_ID_CHARS, MAX_META_CHARS, show_id
 from .forecasts import logprob_signals, message_value
 
 __all__ = ["Run", "HarnessLog", "ReadOptions", "TREATMENTS", "runs_to_frame", "parse_treat",
-           "parse_conf", "parse_mapping", "DEFAULT_SUCCESS_THRESHOLD"]
+           "parse_conf", "parse_mapping", "is_key", "is_number", "DEFAULT_SUCCESS_THRESHOLD"]
 
 TREATMENTS = ("outcome", "censored", "failure", "dropped")
 DEFAULT_SUCCESS_THRESHOLD = 1.0 - 1e-6   # tau2-bench's own rule: |reward − 1| ≤ 1e-6
@@ -136,33 +136,39 @@ def parse_treat(items) -> tuple:
     return tuple(out)
 
 
-def parse_mapping(items) -> tuple:
-    """``["trajectory_id=run,step=turn", …]`` → ``(("trajectory_id", "run"), ("step", "turn"), …)``."""
+def _pairs(items, problem) -> tuple:
+    """Comma-separated ``A=B`` pairs of several option values; ``problem(part)`` is the message
+    for a part that is not one."""
     out = []
     for item in items or ():
         for part in str(item).split(","):
             if not part.strip():
                 continue
-            target, sep, col = part.partition("=")
-            if not sep or not target.strip() or not col.strip():
-                raise ValueError(f"--map {part.strip()!r}: write it as TARGET=COLUMN, e.g. trajectory_id=run")
-            out.append((target.strip(), col.strip()))
+            a, sep, b = part.partition("=")
+            if not sep or not a.strip() or not b.strip():
+                raise ValueError(problem(part))
+            out.append((a.strip(), b.strip()))
     return tuple(out)
+
+
+def parse_mapping(items) -> tuple:
+    """``["trajectory_id=run,step=turn", …]`` → ``(("trajectory_id", "run"), ("step", "turn"), …)``."""
+    return _pairs(items, lambda part: f"--map {part.strip()!r}: write it as TARGET=COLUMN, e.g. trajectory_id=run")
 
 
 def parse_conf(items) -> tuple:
     """``["verbal=metadata.confidence"]`` → ``(("verbal", "metadata.confidence"),)``."""
-    out = []
-    for item in items or ():
-        for part in str(item).split(","):
-            if not part.strip():
-                continue
-            name, sep, path = part.partition("=")
-            name, path = name.strip(), path.strip()
-            if not sep or not name or not path:
-                raise ValueError(f"--conf {part!r}: write it as NAME=FIELD, e.g. verbal=metadata.confidence")
-            out.append((name, path))
-    return tuple(out)
+    return _pairs(items, lambda part: f"--conf {part!r}: write it as NAME=FIELD, e.g. verbal=metadata.confidence")
+
+
+def is_key(v) -> bool:
+    """A JSON value usable as an id or trial: a text or a whole number (not a boolean)."""
+    return isinstance(v, (str, int)) and not isinstance(v, bool)
+
+
+def is_number(v) -> bool:
+    """A JSON value usable as a reward: a finite number (not a boolean)."""
+    return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
 
 
 def _column(name: str) -> str:

@@ -12,12 +12,10 @@
 
 from __future__ import annotations
 
-import math
-
 from ..errors import MAX_PROBLEMS, LogFormatError
 from ..schema import show_id
 from .forecasts import message_value
-from .runs import HarnessLog, ReadOptions, Run
+from .runs import HarnessLog, ReadOptions, Run, is_key, is_number
 
 __all__ = ["read_tau2", "DEFAULT_TREATMENT"]
 
@@ -99,7 +97,7 @@ def read_tau2(obj: dict, name: str, options: ReadOptions, simulations: list | No
             problems.append(f"{where}: not a JSON object")
             continue
         sid = sim.get("id")
-        if not isinstance(sid, (str, int)) or isinstance(sid, bool) or str(sid).strip() == "":
+        if not is_key(sid) or str(sid).strip() == "":
             problems.append(f"{where}: field 'id' is missing")
             continue
         sid = str(sid)
@@ -123,8 +121,7 @@ def read_tau2(obj: dict, name: str, options: ReadOptions, simulations: list | No
             continue
         reward_info = sim.get("reward_info")
         reward = reward_info.get("reward") if isinstance(reward_info, dict) else None
-        if reward is not None and (isinstance(reward, bool) or not isinstance(reward, (int, float))
-                                   or not math.isfinite(reward)):
+        if reward is not None and not is_number(reward):
             problems.append(f"{label}: field 'reward_info.reward' is not a finite number")
             continue
         outcome = None if reward is None else float(reward >= thr)

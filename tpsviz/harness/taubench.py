@@ -12,13 +12,11 @@
 
 from __future__ import annotations
 
-import math
-
 import re
 
 from ..errors import MAX_PROBLEMS, LogFormatError
 from ..schema import show_id
-from .runs import HarnessLog, ReadOptions, Run
+from .runs import HarnessLog, ReadOptions, Run, is_key, is_number
 
 __all__ = ["read_taubench", "DEFAULT_TREATMENT"]
 
@@ -65,10 +63,10 @@ def read_taubench(obj: list, name: str, options: ReadOptions) -> HarnessLog:
             problems.append(f"{where}: not a JSON object")
             continue
         task, trial = rec.get("task_id"), rec.get("trial")
-        if not isinstance(task, (str, int)) or isinstance(task, bool):
+        if not is_key(task):
             problems.append(f"{where}: field 'task_id' is missing or not a text or number")
             continue
-        if trial is not None and (not isinstance(trial, (str, int)) or isinstance(trial, bool)):
+        if trial is not None and not is_key(trial):
             problems.append(f"{where}: field 'trial' is not a text or number")
             continue
         tid = f"{task}-{trial if trial is not None else 0}"
@@ -92,8 +90,7 @@ def read_taubench(obj: list, name: str, options: ReadOptions) -> HarnessLog:
         else:
             reason = "done"
         reward = rec.get("reward")
-        if reason == "done" and (isinstance(reward, bool) or not isinstance(reward, (int, float))
-                                 or not math.isfinite(reward)):
+        if reason == "done" and not is_number(reward):
             problems.append(f"{label}: field 'reward' is not a finite number")
             continue
         outcome = float(reward >= thr) if reason == "done" else None
