@@ -59,7 +59,7 @@ def web():
 
 @pytest.fixture(scope="module")
 def shift(web):
-    return censoring_shift(web, LOG, ["underconfident", "verbal", "truthful"], from_mode="complete",
+    return censoring_shift(web, LOG, ["pessimistic", "verbal", "truthful"], from_mode="complete",
                            to_mode="simple")
 
 
@@ -76,7 +76,7 @@ def test_webshop_shift_over_confident_negative(shift):
 
 
 def test_webshop_shift_under_confident_positive(shift):
-    h = shift.loc["underconfident"]
+    h = shift.loc["pessimistic"]
     assert h["shift"] > 0 and h.shift_ci_low > 0            # per trajectory
     assert h.shift_step > 0 and h.shift_step_ci_low > 0      # per weighted step
 

@@ -55,10 +55,10 @@ def test_mc_audit_brute_force(sim):
     dropped = cens_ids.iloc[0]
     roll = pd.concat([roll[roll.trajectory_id != dropped],
                       pd.DataFrame({"trajectory_id": ["ghost"], "rollout": [1], "outcome": [1]})])
-    audit = mc_audit(data, roll, ScoreSettings(n_boot=200), predictors=["verbal", "underconfident"])
+    audit = mc_audit(data, roll, ScoreSettings(n_boot=200), predictors=["verbal", "pessimistic"])
     qhat = roll.groupby("trajectory_id").outcome.mean()
     st = data.steps
-    for name in ("verbal", "underconfident"):
+    for name in ("verbal", "pessimistic"):
         diffs = []
         for tid, grp in st.groupby("trajectory_id"):
             row = data.trajectories.set_index("trajectory_id").loc[tid]

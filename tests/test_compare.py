@@ -66,15 +66,15 @@ def test_z_matrix_antisymmetric_and_consistent(small):
     s = ScoreSettings()
     z = z_matrix(small, s)
     assert np.allclose(z.to_numpy(), -z.to_numpy().T, equal_nan=True)
-    c = compare(small, s, baseline="underconfident", n_boot=0)
+    c = compare(small, s, baseline="pessimistic", n_boot=0)
     for name in c.index:
-        assert z.loc[name, "underconfident"] == pytest.approx(c.loc[name, "tps_z"], rel=1e-12)
+        assert z.loc[name, "pessimistic"] == pytest.approx(c.loc[name, "tps_z"], rel=1e-12)
     za = z_matrix(small, s, metric="auroc", n_boot=100, seed=2)
-    ca = compare(small, s, baseline="underconfident", n_boot=100, seed=2)
+    ca = compare(small, s, baseline="pessimistic", n_boot=100, seed=2)
     # no missing forecasts: pairwise and all-at-once bootstraps use the same rows/replicates
     for name in ca.index:
         if np.isfinite(ca.loc[name, "auroc_z"]):
-            assert za.loc[name, "underconfident"] == pytest.approx(ca.loc[name, "auroc_z"], rel=1e-9)
+            assert za.loc[name, "pessimistic"] == pytest.approx(ca.loc[name, "auroc_z"], rel=1e-9)
 
 
 def test_censoring_shift_brute_force(small):

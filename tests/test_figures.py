@@ -191,3 +191,53 @@ def test_drill_down_success_is_not_a_cross(data):
     fig = F.trajectory_figure(steps, ["truthful"], {"truthful": "#000"}, 1.0, False, None, "run")
     out = next(t for t in fig.data if t.name.startswith("outcome"))
     assert out.marker.symbol != "x"
+
+
+def test_consistency_band_stays_a_band_with_few_distinct_forecasts():
+    from tpsviz.figures import band_steps
+
+    # one distinct forecast: a box of positive width around it, not a zero-width line
+    x, hi, lo = band_steps([0.4], [0.6], [0.2])
+    assert x.min() < 0.4 < x.max() and (x.max() - x.min()) >= 0.03
+    assert list(hi) == [0.6, 0.6] and list(lo) == [0.2, 0.2]
+    # two: contiguous steps meeting half-way, each holding its own interval
+    x, hi, lo = band_steps([0.2, 0.8], [0.5, 0.9], [0.1, 0.6])
+    np.testing.assert_allclose(x, [0.185, 0.5, 0.5, 0.815])
+    assert list(hi) == [0.5, 0.5, 0.9, 0.9]
+    # within [0, 1] at the ends
+    x, _, _ = band_steps([0.0, 1.0], [0.1, 1.0], [0.0, 0.9])
+    assert x.min() == 0.0 and x.max() == 1.0
+
+
+def test_step_axes_have_integer_ticks():
+    from tpsviz.figures import integer_ticks
+
+    for top, dtick in ((3, 1), (12, 1), (13, 2), (60, 5), (3000, 500)):
+        fig = integer_ticks(go.Figure(go.Scatter(x=np.arange(1, top + 1), y=np.zeros(top))))
+        assert fig.layout.xaxis.dtick == dtick and fig.layout.xaxis.tickformat == "d"
+        assert top / dtick <= 12
+    heat = integer_ticks(go.Figure(go.Heatmap(x=["1", "2", "≥3"], z=[[1, 2, 3]])))
+    assert heat.layout.xaxis.dtick is None  # a categorical axis is left alone
+
+
+def test_twelve_predictors_get_twelve_distinct_colours():
+    import itertools
+
+    names = ["truthful"] + [f"p{i}" for i in range(12)]
+    colors = F.predictor_colors(names)
+    assert len(set(colors.values())) == 13  # 12 predictors + the reference in black
+
+    def rgb(h):
+        return np.array([int(h[i:i + 2], 16) for i in (1, 3, 5)], dtype=float)
+
+    dist = min(np.linalg.norm(rgb(a) - rgb(b)) for a, b in itertools.combinations(colors.values(), 2))
+    assert dist > 60  # no two are near-identical (RGB distance; measured minimum 64.5)
+
+
+def test_exported_figure_carries_its_settings_as_escaped_text():
+    fig = go.Figure(go.Scatter(x=[0, 1], y=[0, 1]))
+    out = F.with_caption(fig, "Data: <a href='http://x'>log</a>.csv · Score family: log (α=0, β=0)")
+    ann = out.layout.annotations[-1].text
+    assert "Score family: log" in ann and "<a" not in ann and "&lt;a" in ann
+    assert out.layout.height > 450 and out.layout.margin.b > 60
+    assert len(fig.layout.annotations) == 0  # the original is not modified

@@ -730,3 +730,76 @@ def test_adv3_mapped_ids_stay_text(tmp_path):
     data = load(f, options=tpsviz.io.ReadOptions(mapping=(("trajectory_id", "run"), ("step", "turn"),
                                                           ("outcome", "success"), ("conf_p", "p"))))
     assert data.n_trajectories == 5
+
+
+# --------------------------------------------------------------------------- fourth adversarial pass
+def test_adv4_jsonl_rows_split_on_line_feeds_only(tmp_path, capsys):
+    # "\r", "\x1e", U+2028 … are not JSON Lines separators: a file of "{}\r" records used to pass
+    # the row cap as one line and then parse every record (9 GB from 180 MB)
+    rec = json.dumps({"trajectory_id": "t1", "step": 1, "outcome": 1, "conf_a": 0.6})
+    p = tmp_path / "cr.jsonl"
+    p.write_bytes(("\r".join([rec] * 50) + "\n").encode())
+    code, out, err = run_cli(["score", str(p), "--n-boot", "0"], capsys)
+    assert code == 2 and "line 1: not valid JSON" in err and "line feed" in err
+    # a record holding U+2028 inside a string is one record, not two
+    p2 = tmp_path / "u2028.jsonl"
+    rows = [{"trajectory_id": f"t{i}", "step": 1, "outcome": i % 2, "conf_a": 0.5, "note": "a\u2028b"}
+            for i in range(4)]
+    p2.write_text("\n".join(json.dumps(r, ensure_ascii=False) for r in rows) + "\n", encoding="utf-8")
+    assert load(str(p2)).n_trajectories == 4
+
+
+def test_adv4_jsonl_cells_are_capped_while_parsing(tmp_path):
+    p = tmp_path / "wide.jsonl"
+    rec = {"trajectory_id": "t1", "step": 1, "outcome": 1, "conf_a": 0.5}
+    rec.update({f"m{i}": i for i in range(40)})
+    p.write_text("\n".join(json.dumps(rec | {"step": k}) for k in range(1, 200)) + "\n")
+    with pytest.raises(LogFormatError, match="cells"):
+        load(str(p), limits=Limits(max_cells=2_000))
+
+
+def test_adv4_parquet_fixed_width_columns_count_their_decoded_size(tmp_path):
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    n, width = 600, 1_000_000  # 600 × 1 MB = 600 MB decoded from a file of a few KB
+    blob = pa.DictionaryArray.from_arrays(pa.array([0] * n, pa.int32()), pa.array([b"x" * width], pa.binary(width)))
+    t = pa.table({"trajectory_id": [f"t{i // 10}" for i in range(n)], "step": [i % 10 + 1 for i in range(n)],
+                  "outcome": [(i // 10) % 2 for i in range(n)], "conf_a": [0.5] * n, "meta": blob})
+    p = tmp_path / "flba.parquet"
+    pq.write_table(t, p, compression="zstd")
+    assert p.stat().st_size < 100_000
+    with pytest.raises(LogFormatError, match="expands to 572 MB"):
+        load(str(p), limits=Limits(max_bytes=100 * 2**20))
+
+
+def test_adv4_chunked_eval_samples_are_indexed_once(tmp_path):
+    import zipfile
+
+    from tpsviz.harness import inspect_log
+
+    p = tmp_path / "chunked.eval"
+    with zipfile.ZipFile(p, "w", zipfile.ZIP_STORED) as z:
+        z.writestr("header.json", json.dumps({"status": "success", "eval": {"task": "t", "model": "m"}}))
+        msgs = json.dumps([{"role": "assistant", "id": "a", "metadata": {"confidence": 0.5}}])
+        for i in range(300):
+            pre = f"samples/{i}_epoch_1"
+            z.writestr(f"{pre}/sample.json", json.dumps({
+                "id": i, "epoch": 1, "scores": {"s": {"value": "C" if i % 2 else "I"}}, "message_refs": [[0, 1]]}))
+            z.writestr(f"{pre}/messages/0.json", msgs)
+    calls = []
+    real = inspect_log._CHUNK.match
+
+    class Counting:
+        def match(self, name):
+            calls.append(name)
+            return real(name)
+
+    orig = inspect_log._CHUNK
+    inspect_log._CHUNK = Counting()
+    try:
+        data = load(str(p), options=tpsviz.harness.ReadOptions(conf=(("verbal", "metadata.confidence"),)))
+    finally:
+        inspect_log._CHUNK = orig
+    assert data.n_trajectories == 300
+    assert len(calls) <= 2 * 300 + 10  # one pass over the ~600 members, not samples × members

@@ -10,6 +10,7 @@ Scores are rewards: higher is better, 0 is perfect (nats for the log score).
 
 from .calibrate import add_all_recalibrated, add_recalibrated
 from .decomposition import decompose, decompose_by_step
+from .groups import combine_logs, group_difference, group_table
 from .inference import Estimate, mean_estimate, paired_difference
 from .io import LogFormatError, TrajectoryData, from_frame, load
 from .schedules import Schedule, Verdict, parse_schedule
@@ -23,6 +24,7 @@ __version__ = "0.1.0"
 __all__ = [
     "add_all_recalibrated", "add_recalibrated",
     "decompose", "decompose_by_step",
+    "combine_logs", "group_difference", "group_table",
     "Estimate", "mean_estimate", "paired_difference",
     "LogFormatError", "TrajectoryData", "from_frame", "load",
     "Schedule", "Verdict", "parse_schedule",

@@ -23,6 +23,7 @@ from .io import LogFormatError, load
 from .schedules import parse_schedule, schedule_help
 from .schema import clean_text, show_id
 from .tps import CENSORING_LABELS, ScoreSettings, compute_tps, default_censoring
+from .verdict import RULES as VERDICT_RULES
 
 EXIT_BAD_INPUT = 2
 MAX_N_BOOT = 20_000      # bootstrap replicates accepted by --n-boot
@@ -120,6 +121,10 @@ def _add_scoring_options(p: argparse.ArgumentParser) -> None:
     _add_reading_options(p)
 
 
+_VERDICT_HELP = "verdict of each predictor (first rule that holds; docs/theory.md section 8):\n" + "\n".join(
+    f"  {label}: {rule}" for label, rule in VERDICT_RULES)
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser of ``python -m tpsviz``."""
     parser = argparse.ArgumentParser(
@@ -128,7 +133,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     score = sub.add_parser(
         "score", help="score every predictor of a log with TPS",
-        description=_DESCRIPTION, epilog=_LOG_FORMAT,
+        description=_DESCRIPTION, epilog=_LOG_FORMAT + "\n\n" + _VERDICT_HELP,
         formatter_class=argparse.RawTextHelpFormatter)
     _add_scoring_options(score)
     score.add_argument("--per-trajectory", metavar="OUT.csv", default=None,
@@ -141,9 +146,22 @@ def build_parser() -> argparse.ArgumentParser:
                     "bootstrap over complete runs (pooled over steps).",
         epilog=_LOG_FORMAT, formatter_class=argparse.RawTextHelpFormatter)
     _add_scoring_options(cmp_)
-    cmp_.add_argument("--baseline", required=True, metavar="NAME",
+    cmp_.add_argument("candidate", nargs="?", default=None, metavar="CANDIDATE",
+                      help="a second log: compare the two logs (candidate - baseline log, PATH "
+                           "being the baseline) on their common predictors")
+    cmp_.add_argument("--baseline", metavar="NAME", default=None,
                       help="predictor every other one is compared with (may be <name>@<method> "
-                           "with --recalibrate)")
+                           "with --recalibrate); not with --by or a second log")
+    cmp_.add_argument("--by", metavar="COLUMN", default=None,
+                      help="compare groups of runs given by a metadata column (model, agent, "
+                           "prompt, task family): the leaderboard per group and each group minus "
+                           "the base group, with SE")
+    cmp_.add_argument("--base-group", metavar="GROUP", default=None,
+                      help="with --by: the group the others are compared with (default: the first)")
+    cmp_.add_argument("--pair-on", metavar="COLUMN", default="auto",
+                      help="pair runs by this task column where both groups ran the same tasks "
+                           "(default auto: a column named task/task_id/task_name with at least 10 "
+                           "common tasks; 'none' = unpaired)")
     demo = sub.add_parser("demo-data", help="regenerate the synthetic demo logs (byte-identical)")
     demo.add_argument("--out", default="demo_data", help="output folder (default demo_data)")
     return parser
@@ -225,7 +243,38 @@ def _num(v):
 
 def _prepare(args):
     """Load the log, add recalibrated predictors, read rollouts, build the settings."""
-    data = load(args.path, options=_read_options(args), forecasts=args.forecasts)
+    data, notes = _load_log(args, args.path)
+    q_z = None
+    if args.rollouts:
+        q_z = _rollouts(args, data, notes)
+    settings = _settings(args, data)
+    return data, settings, q_z, notes
+
+
+def _rollouts(args, data, notes: list):
+    """q_Z of the censored runs from --rollouts (exact mode by default); notes say what was used."""
+    from .audit import rollout_qz_series
+
+    q_z, info = rollout_qz_series(data, args.rollouts)
+    if args.censoring is None:
+        args.censoring = "exact"
+    notes.append(f"rollouts: q_Z estimated for {info['n_with_rollouts']} of "
+                 f"{info['n_censored']} censored runs")
+    if info["censored_without"]:
+        notes.append(f"rollouts: {len(info['censored_without'])} censored runs have no "
+                     "rollouts and are scored with q_Z = 0")
+    if info["unknown_ids"]:
+        notes.append(f"rollouts: {len(info['unknown_ids'])} trajectory id(s) not in the log "
+                     f"were ignored (e.g. {', '.join(show_id(i) for i in info['unknown_ids'][:3])})")
+    if args.censoring != "exact":
+        notes.append(f"rollouts: not used, censoring is {args.censoring} (use --censoring "
+                     "exact)")
+    return q_z
+
+
+def _load_log(args, path):
+    """One log with its recalibrated predictors (--recalibrate), and the notes of the loading."""
+    data = load(path, options=_read_options(args), forecasts=args.forecasts)
     if not data.predictors and not args.recalibrate:
         raise _Fail(f"{_name(data.source)} has no probability column, only raw signals "
                     f"({', '.join(_name(s, 40) for s in data.signals)}): add --recalibrate platt (or "
@@ -233,24 +282,6 @@ def _prepare(args):
     if args.schedule.strip().lower() == "column" and "weight" not in data.steps:
         raise _Fail("schedule 'column' needs a 'weight' column in the log; this file has none")
     notes = []
-    q_z = None
-    if args.rollouts:
-        from .audit import rollout_qz_series
-
-        q_z, info = rollout_qz_series(data, args.rollouts)
-        if args.censoring is None:
-            args.censoring = "exact"
-        notes.append(f"rollouts: q_Z estimated for {info['n_with_rollouts']} of "
-                     f"{info['n_censored']} censored runs")
-        if info["censored_without"]:
-            notes.append(f"rollouts: {len(info['censored_without'])} censored runs have no "
-                         "rollouts and are scored with q_Z = 0")
-        if info["unknown_ids"]:
-            notes.append(f"rollouts: {len(info['unknown_ids'])} trajectory id(s) not in the log "
-                         f"were ignored (e.g. {', '.join(show_id(i) for i in info['unknown_ids'][:3])})")
-        if args.censoring != "exact":
-            notes.append(f"rollouts: not used, censoring is {args.censoring} (use --censoring "
-                         "exact)")
     if args.recalibrate:
         from .calibrate import add_all_recalibrated
 
@@ -272,19 +303,23 @@ def _prepare(args):
         for src, rep in reports.items():
             if isinstance(rep, str):
                 notes.append(f"recalibration of {src} {rep}")
-    settings = _settings(args, data)
-    return data, settings, q_z, notes
+    return data, notes
 
 
 def _score(args) -> int:
+    from .caveats import caveats
     from .diagnostics import metric_table, skill_table
+    from .verdict import verdicts
 
     _check_args(args)
     data, settings, q_z, notes = _prepare(args)
     try:
         result = compute_tps(data, settings, q_z=q_z)
         metrics = metric_table(data, settings, n_bins=10, n_boot=0)
-        skill = skill_table(data, settings, q_z=q_z, n_boot=0)
+        skill = skill_table(data, settings, q_z=q_z, n_boot=max(settings.n_boot, 200),
+                            result=result)
+        verdict = verdicts(data, settings, q_z=q_z, skill=skill)
+        warn = caveats(data, settings, result.summary, skill)
     except ValueError as exc:
         raise _Fail(str(exc)) from None
     if args.per_trajectory:
@@ -306,7 +341,9 @@ def _score(args) -> int:
                                     "pairs of complete runs; *_final use each run's final "
                                     "forecast; T-ECE with 10 equal-width bins; skill = 1 - "
                                     "TPS/TPS_ref against the constant reference rate",
-                         "missing": "a null value is explained in the predictor's 'why_null'"},
+                         "missing": "a null value is explained in the predictor's 'why_null'",
+                         "verdict_rules": [f"{label}: {rule}" for label, rule in VERDICT_RULES]},
+            "warnings": [_name(w) for w in warn.all()],
             "predictors": {
                 name: {
                     "tps_mean": _num(r.tps_mean), "tps_se": _num(r.tps_se),
@@ -320,6 +357,9 @@ def _score(args) -> int:
                     **{k: _num(metrics.loc[name, k]) if k in metrics else None
                        for k in ("auroc", "auprc", "auroc_final", "tece_pooled", "tece_final")},
                     "why_null": _why_missing(r, settings, skill.loc[name], metrics.loc[name]),
+                    "verdict": {"label": verdict[name].label, "text": _name(verdict[name].text),
+                                "numbers": _verdict_numbers(verdict[name])},
+                    "warnings": [_name(w) for w in warn.predictors[name]],
                 }
                 for name, r in s.iterrows()
             },
@@ -329,6 +369,12 @@ def _score(args) -> int:
     _print_header(data, settings, notes)
     pct = int(round(settings.level * 100))
     nw = _name_width(s.index)
+    print()
+    print("verdicts (rules: python -m tpsviz score --help, docs/theory.md section 8)")
+    for name in s.index:
+        print(f"  {_name(verdict[name].text)}")
+    for w in warn.log:
+        print(f"warning: {_name(w)}")
     print()
     print("TPS per trajectory (higher is better, 0 is perfect)")
     header = (f"{'predictor':<{nw}} {'mean':>10} {'± SE':>8} {f'{pct}% CI':>21} {'per step':>9} "
@@ -377,7 +423,21 @@ def _score(args) -> int:
         who = "every predictor" if len(names) == len(why) > 1 else ", ".join(
             _name(n, 40) for n in names)
         print(f"n/a: {field_} of {who}: {reason}")
+    pred_warn = [w for name in order for w in warn.predictors[name]]
+    if pred_warn:
+        print()
+    for w in pred_warn:
+        print(f"warning: {_name(w)}")
     return 0
+
+
+def _verdict_numbers(v) -> dict:
+    """The statistics behind a verdict, for JSON (NaN -> null)."""
+    d = v.to_dict()
+    return {k: d[k] for k in ("n_runs", "n_success", "n_failure", "mean_forecast",
+                              "success_rate", "run_rate", "bias", "bias_se", "slope",
+                              "slope_se", "mcb", "mcb_p", "dsc", "dsc_p", "skill", "skill_se",
+                              "ref_rate", "rule")}
 
 
 def _name_width(names) -> int:
@@ -473,6 +533,11 @@ def _compare(args) -> int:
     from .compare import compare
 
     _check_args(args)
+    if args.by is not None or args.candidate is not None:
+        return _compare_groups(args)
+    if args.baseline is None:
+        raise _Fail("compare needs --baseline NAME (a predictor), --by COLUMN (groups of runs) or "
+                    "a second log (compare BASELINE.csv CANDIDATE.csv)")
     data, settings, q_z, notes = _prepare(args)
     if args.baseline not in data.predictors:
         raise _Fail(f"unknown baseline {_name(args.baseline)!r}: the log's predictors are "
@@ -515,6 +580,127 @@ def _compare(args) -> int:
               f"{_fmt(r.tps_z, 9, 2)}   {_fmt(r.auroc_delta, 11, 4)} {_fmt(r.auroc_se, 8, 4)} "
               f"{_fmt(r.auroc_z, 9, 2)} {int(r.n_runs):>6}")
     return 0
+
+
+def _group_data(args):
+    """(data, settings, q_z, notes, by) of a group comparison: one log split --by a column, or two
+    logs combined with a column 'log' (tpsviz.groups.combine_logs)."""
+    from .groups import combine_logs
+
+    if args.baseline is not None:
+        raise _Fail("--baseline compares predictors; with --by or a second log every predictor is "
+                    "compared between groups of runs")
+    if args.candidate is None:
+        data, settings, q_z, notes = _prepare(args)
+        return data, settings, q_z, notes, args.by
+    if args.by is not None:
+        raise _Fail("give either --by COLUMN or a second log, not both")
+    if args.rollouts:
+        raise _Fail("--rollouts refers to the runs of one log; it cannot be used with two logs")
+    if args.per_trajectory if hasattr(args, "per_trajectory") else False:
+        raise _Fail("--per-trajectory is not available with two logs")
+    a, notes_a = _load_log(args, args.path)
+    b, notes_b = _load_log(args, args.candidate)
+    try:
+        data = combine_logs(a, b)
+    except ValueError as exc:
+        raise _Fail(str(exc)) from None
+    notes = [f"baseline: {n}" for n in notes_a] + [f"candidate: {n}" for n in notes_b]
+    return data, _settings(args, data), None, notes, "log"
+
+
+def _compare_groups(args) -> int:
+    from .groups import group_difference, group_table
+
+    data, settings, q_z, notes, by = _group_data(args)
+    pair_on = None if str(args.pair_on).lower() == "none" else args.pair_on
+    try:
+        table = group_table(data, by, settings, q_z=q_z)
+        groups = list(dict.fromkeys(table.index.get_level_values("group")))
+        base = args.base_group if args.base_group is not None else groups[0]
+        diffs = {g: group_difference(data, by, base, g, settings, q_z=q_z, pair_on=pair_on)
+                 for g in groups if g != base}
+    except ValueError as exc:
+        raise _Fail(str(exc)) from None
+    if args.json:
+        print(json.dumps(_groups_json(data, settings, notes, by, base, table, diffs), indent=2))
+        return 0
+    _print_header(data, settings, notes)
+    print()
+    print(f"groups of {_name(by, 40)}: TPS per trajectory (higher is better) and skill against each "
+          "group's own success rate")
+    nw = max(_name_width(table.index.get_level_values("predictor")), 12)
+    gw = min(max(len(_name(g, 30)) for g in groups), 30)
+    header = (f"{'group':<{gw}} {'predictor':<{nw}} {'TPS':>10} {'± SE':>8} {'skill':>8} "
+              f"{'± SE':>7} {'runs':>6} {'success':>8}")
+    print(header)
+    print("-" * len(header))
+    for (g, name), r in table.iterrows():
+        print(f"{_name(g, gw):<{gw}} {_name(name, nw):<{nw}} {_fmt(r.tps_mean, 10, 4)} "
+              f"{_fmt(r.tps_se, 8, 4)} {_fmt(r.skill, 8, 3)} {_fmt(r.skill_se, 7, 3)} "
+              f"{int(r.n_scored):>6} {_fmt(r.success_rate, 8, 3)}")
+    small = table.attrs.get("small_groups") or {}
+    if small:
+        print(f"left out (fewer than 2 runs): {', '.join(f'{_name(g, 30)} ({n})' for g, n in small.items())}")
+    for g, d in diffs.items():
+        print()
+        print(f"{_name(g, 40)} - {_name(base, 40)}: {_name(d.attrs['pairing'], 300)}")
+        header = (f"{'predictor':<{nw}} {'TPS delta':>10} {'SE':>8} {'delta/SE':>9}   "
+                  f"{'skill delta':>11} {'SE':>7} {'delta/SE':>9}")
+        print(header)
+        print("-" * len(header))
+        for name, r in d.iterrows():
+            print(f"{_name(name, nw):<{nw}} {_fmt(r.tps_delta, 10, 4)} {_fmt(r.tps_se, 8, 4)} "
+                  f"{_fmt(r.tps_z, 9, 2)}   {_fmt(r.skill_delta, 11, 3)} {_fmt(r.skill_se, 7, 3)} "
+                  f"{_fmt(r.skill_z, 9, 2)}")
+        for name, r in d.iterrows():
+            print(f"  {_name(name, nw)}: {_group_words(r)}")
+    return 0
+
+
+def _group_words(r) -> str:
+    """TPS and skill differences of two groups in words conditioned on their Δ/SE (tpsviz.claims)."""
+    from .claims import is_clear, z_text
+
+    def one(what, z):
+        if not is_clear(z):
+            return f"{what} not clearly different ({z_text(z)})"
+        return f"{what} clearly {'higher' if z > 0 else 'lower'} ({z_text(z)})"
+
+    return one("TPS", r.tps_z) + "; " + one("skill", r.skill_z)
+
+
+def _groups_json(data, settings, notes, by, base, table, diffs) -> dict:
+    def rec(r, keys):
+        return {k: (_num(r[k]) if not isinstance(r[k], (str, bool, np.bool_)) else
+                    (bool(r[k]) if isinstance(r[k], (bool, np.bool_)) else _name(r[k])))
+                for k in keys}
+
+    tkeys = ("n_runs", "n_complete", "n_censored", "success_rate", "n_scored", "tps_mean",
+             "tps_se", "tps_ci_low", "tps_ci_high", "skill", "skill_se", "skill_ci_low",
+             "skill_ci_high", "ref_rate")
+    dkeys = ("tps_a", "tps_b", "tps_delta", "tps_se", "tps_z", "tps_ci_low", "tps_ci_high",
+             "skill_a", "skill_b", "skill_delta", "skill_se", "skill_z", "skill_ci_low",
+             "skill_ci_high", "paired", "n_pairs", "n_a", "n_b", "n_left_out", "n_no_task")
+    groups: dict = {}
+    for (g, name), r in table.iterrows():
+        groups.setdefault(_name(g), {})[_name(name)] = rec(r, tkeys)
+    return {
+        "settings": {**settings.describe(), "file": _name(data.source),
+                     "n_trajectories": data.n_trajectories, "notes": [_name(n) for n in
+                                                                      data.notes + notes],
+                     "by": _name(by), "base_group": _name(base),
+                     "definition": "per group: mean TPS per run (SE = sd/sqrt(n)) and skill = 1 - "
+                                   "TPS/TPS_ref against the group's own success rate; delta = group "
+                                   "- base group, unpaired (SE = sqrt(se_a^2 + se_b^2)) or paired by "
+                                   "task (SE = sd of task differences / sqrt(K))"},
+        "groups": groups,
+        "left_out_groups": {_name(g): int(n) for g, n in (table.attrs.get("small_groups") or {}).items()},
+        "differences": {
+            _name(g): {"pairing": _name(d.attrs["pairing"]),
+                       "predictors": {_name(name): rec(r, dkeys) for name, r in d.iterrows()}}
+            for g, d in diffs.items()},
+    }
 
 
 def _demo(args) -> int:

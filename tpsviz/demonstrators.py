@@ -24,6 +24,7 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 import pandas as pd
 
+from .claims import change_text, is_clear, z_text
 from .diagnostics import final_rows, labelled_rows
 from .inference import paired_difference
 from .io import TrajectoryData
@@ -144,10 +145,12 @@ def monotone_distortion(data: TrajectoryData, settings: ScoreSettings | None = N
     a0, a1 = table["auroc"]
     t0, t1 = table["tps_mean"]
     how = "towards 0 and 1" if strength > 1 else "towards ½"
+    honest = ("the probabilities are no longer honest and "
+              if is_clear(comp["z"]) and comp["delta"] < 0 else "")
     explanation = (
         f"Pushing every {name} forecast {how} keeps their order, so AUROC stays at {a0:.3f} "
-        f"(now {a1:.3f}), but the probabilities are no longer honest and mean TPS moves from "
-        f"{t0:.3f} to {t1:.3f} (Δ = {comp['delta']:+.3f} ± {comp['se']:.3f} per trajectory).")
+        f"(now {a1:.3f}), but {honest}"
+        + change_text("mean TPS per trajectory", t0, t1, comp["se"]) + ".")
     return Demonstration("monotone distortion", table, explanation, new, d2, comp)
 
 
@@ -226,14 +229,19 @@ def bin_mean_forecast(data: TrajectoryData, settings: ScoreSettings | None = Non
     table = pd.DataFrame(rows).set_index("predictor")
     e_new, e_ref = table.loc[new_name, "tece_pooled"], table.loc[reference, "tece_pooled"]
     t_new, t_ref = table.loc[new_name, "tps_mean"], table.loc[reference, "tps_mean"]
-    verdict = "yet TPS ranks it below" if t_new < t_ref else "and TPS ranks it at or above"
+    if is_clear(comp["z"]):
+        verdict = "yet TPS clearly ranks it below" if comp["delta"] < 0 else "and TPS clearly ranks it above"
+    else:
+        verdict = "and TPS does not separate it clearly from"
     who = f"{reference}'s" if reference != name else "the original's"
+    sa, sb = f"{t_new:.3f}", f"{t_ref:.3f}"
     explanation = (
         f"Replacing each {name} forecast by the success rate of its bin gives a trajectory ECE "
         f"of {e_new:.3f} (vs {who} {e_ref:.3f}), a 'perfect' calibration score, {verdict} "
-        f"{reference}: mean TPS {t_new:.3f} vs {t_ref:.3f} (Δ = {comp['delta']:+.3f} ± "
-        f"{comp['se']:.3f} per trajectory), because the bins throw away what the forecast knew "
-        f"within a bin and along the run.")
+        f"{reference}: mean TPS {sa} vs {sb} (Δ = {comp['delta']:+.3f} ± {comp['se']:.3f} per "
+        f"trajectory, {z_text(comp['z'])})"
+        + (", because the bins throw away what the forecast knew within a bin and along the run."
+           if is_clear(comp["z"]) and comp["delta"] < 0 else "."))
     return Demonstration("bin-mean forecast", table, explanation, new, d2, comp)
 
 
@@ -311,9 +319,16 @@ def phi_mean_manipulation(data: TrajectoryData, settings: ScoreSettings | None =
     comp.update(n_changed=changed, scal_delta=est.mean, scal_se=est.se)
     s0, s1 = table["scal_brier_mean_expected"]
     t0, t1 = table["tps_expected"]
+    truth = ("the final truthful probability" if name == "truthful" else
+             f"the final {name} forecast (taken as the truth: the expected scores below are only "
+             f"meaningful if {name} is the true probability)")
+    sa, sb = f"{s0:.4f}", f"{s1:.4f}"
+    ta, tb = f"{t0:.3f}", f"{t1:.3f}"
     explanation = (
-        f"Changing only the last report so that each run's average forecast lands on the final "
-        f"truthful probability raises the scalarised Brier score of the mean forecast from "
-        f"{s0:.4f} to {s1:.4f} (expected, under the known truth), yet the trace is no longer "
-        f"honest and TPS, which scores every report, drops from {t0:.3f} to {t1:.3f}.")
+        f"Changing only the last report so that each run's average forecast lands on {truth} "
+        + (f"raises the expected scalarised Brier score of the mean forecast from {sa} to {sb}"
+           if sb != sa else f"leaves the expected scalarised Brier score of the mean forecast at {sa}")
+        + ", yet the trace is no longer honest and TPS, which scores every report, "
+        + (f"drops from {ta} to {tb} in expectation." if tb != ta else
+           f"loses {t0 - t1:.2g} per run in expectation."))
     return Demonstration("Φ_mean manipulation", table, explanation, new, d2, comp)

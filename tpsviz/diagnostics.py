@@ -34,7 +34,7 @@ from .metrics import (MeanStat, auprc, auroc, metric_statistic, replicate_statis
 from .tps import ScoreSettings, TPSResult, compute_tps, default_censoring
 
 __all__ = ["METRIC_INFO", "LABELS", "metric_table", "BaseRateReference", "base_rate_reference",
-           "skill_table", "leaderboard", "labelled_rows", "final_rows"]
+           "skill_table", "leaderboard", "labelled_rows", "final_rows", "run_labels"]
 
 #: one-line definition of every metric column of :func:`metric_table` (for hover texts)
 METRIC_INFO: dict[str, str] = {
@@ -270,6 +270,29 @@ def _reference_name(data: TrajectoryData) -> str:
     return name
 
 
+def run_labels(data: TrajectoryData, settings: ScoreSettings, q_z=None) -> np.ndarray:
+    """The label ℓ_i each run is scored against under ``settings.censoring``.
+
+    Complete runs: their outcome Y. Censored runs: 0 (simple), 1 (upper), the q_Z used for
+    scoring (exact; 0 where it is missing, as in scoring) or NaN (complete-case leaves them
+    out).
+
+    Returns
+    -------
+    ndarray
+        One float per trajectory, in the order of ``data.trajectories``.
+    """
+    from .tps import _qz_per_trajectory
+
+    t = data.trajectories
+    cens = t["censored"].to_numpy()
+    out = t["outcome"].to_numpy(dtype=float)
+    if settings.censoring == "complete":
+        return np.where(cens, np.nan, out)
+    q, _ = _qz_per_trajectory(data, settings.censoring, q_z)
+    return np.where(cens, q, out)
+
+
 def reference_rate(data: TrajectoryData, settings: ScoreSettings, q_z=None) -> tuple[float, str]:
     """The success rate r of the base-rate reference under ``settings.censoring``.
 
@@ -281,23 +304,13 @@ def reference_rate(data: TrajectoryData, settings: ScoreSettings, q_z=None) -> t
     best constant under TPS with uniform weights would weight runs by their length; we keep
     the run-level rate, the number a stakeholder calls "the success rate".
     """
-    from .tps import _qz_per_trajectory
-
-    t = data.trajectories
-    cens = t["censored"].to_numpy()
-    out = t["outcome"].to_numpy(dtype=float)
-    mode = settings.censoring
-    if mode == "complete":
-        vals = out[~cens]
-    else:
-        q, _ = _qz_per_trajectory(data, mode, q_z)
-        vals = np.where(cens, q, out)
+    vals = run_labels(data, settings, q_z)
     vals = vals[~np.isnan(vals)]
     if vals.size == 0:
         raise ValueError("no run to score: every run is censored and complete-case leaves "
                          "censored runs out; choose another censoring mode (simple, exact or "
                          "upper)")
-    return float(vals.mean()), RATE_RULES[mode]
+    return float(vals.mean()), RATE_RULES[settings.censoring]
 
 
 def base_rate_reference(data: TrajectoryData, settings: ScoreSettings | None = None,

@@ -20,6 +20,8 @@ import html
 import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
+
+from .schema import clean_text
 from plotly.subplots import make_subplots
 
 __all__ = [
@@ -28,7 +30,7 @@ __all__ = [
     "delta_matrix_figure", "prepare_heatmap", "contribution_heatmap_figure",
     "prepare_step_means", "step_means_figure", "trajectory_figure", "length_histogram_figure",
     "censoring_modes_figure", "qz_band_figure", "artificial_check_figure", "mc_audit_figure",
-    "reliability_figure", "histogram_figure", "decomposition_figure", "decomposition_by_step_figure",
+    "reliability_figure", "band_steps", "with_caption", "integer_ticks", "histogram_figure", "decomposition_figure", "decomposition_by_step_figure",
     "murphy_figure", "schedule_figure", "demo_bars_figure", "empty_figure",
 ]
 
@@ -276,6 +278,7 @@ def contribution_heatmap_figure(h: dict, predictor: str, alpha: float, beta: flo
     for b in h["boundaries"]:
         fig.add_hline(y=b - 0.5, line=dict(color="white", width=3), layer="above")
     fig.update_xaxes(title="step t" + (" (last column pools later steps)" if h["capped"] else ""))
+    integer_ticks(fig)
     # the y axis runs top to bottom (reversed): say so, since a rotated title reads bottom to top
     fig.update_yaxes(title="runs, top to bottom: successes | failures | censored",
                      showticklabels=False, autorange="reversed")
@@ -313,6 +316,7 @@ def step_means_figure(means: pd.DataFrame, colors: dict, alpha: float, beta: flo
                                                 " ± %{customdata[0]:.2g} (SE)<br>n = %{customdata[1]} runs"
                                                 "<extra></extra>")))
     fig.update_xaxes(title="step t")
+    integer_ticks(fig)
     fig.update_yaxes(title=f"mean w_t·S ({score_unit(alpha, beta)}; ↑ better)")
     return _layout(fig, "Mean contribution by step (±1 SE); fewer runs reach late steps")
 
@@ -346,6 +350,7 @@ def trajectory_figure(steps: pd.DataFrame, predictors: list[str], colors: dict, 
                                              line=dict(color="#333", width=1)),
                                  hovertemplate=f"outcome {label}<extra></extra>"))
     fig.update_xaxes(title="step")
+    integer_ticks(fig)
     fig.update_yaxes(title="F_t = reported P(success)", range=[-0.03, 1.03])
     return _layout(fig, title)
 
@@ -364,6 +369,7 @@ def length_histogram_figure(trajectories: pd.DataFrame) -> go.Figure:
                              hovertemplate=f"{html.escape(str(name), quote=False)}: %{{y}} runs of length %{{x}}<extra></extra>"))
     fig.update_layout(barmode="overlay")
     fig.update_xaxes(title="observed length (steps; for censored runs the stopping step Z)")
+    integer_ticks(fig)
     fig.update_yaxes(title="runs")
     return _layout(fig, "Run length: complete vs censored")
 
@@ -463,7 +469,78 @@ def mc_audit_figure(audit: pd.DataFrame) -> go.Figure:
     return _layout(fig, "Monte-Carlo audit: continuation success per censored run (±1.96 SE)")
 
 
+def with_caption(fig: go.Figure, text: str, size: int = 11) -> go.Figure:
+    """A copy of ``fig`` with ``text`` (e.g. the settings it was made under) written below the plot,
+    so an exported image says what it shows. The text is escaped: plotly reads a few HTML tags
+    in annotations, and a file name may hold one."""
+    out = go.Figure(fig)
+    bottom = (out.layout.margin.b if out.layout.margin and out.layout.margin.b is not None else 60)
+    lines = _wrap(html.escape(clean_text(text, 600)), 150)
+    out.add_annotation(text="<br>".join(lines), xref="paper", yref="paper", x=0, y=0, xanchor="left",
+                       yanchor="top", yshift=-bottom + 4, showarrow=False, align="left",
+                       font=dict(size=size, color="#555"))
+    added = 16 * len(lines) + 8
+    # the caption gets room of its own: the plot keeps its size (plotly's default height is 450)
+    out.update_layout(margin=dict(b=bottom + added), height=int(out.layout.height or 450) + added)
+    return out
+
+
+def _wrap(text: str, width: int) -> list:
+    import textwrap
+
+    return textwrap.wrap(text, width) or [""]
+
+
+def integer_ticks(fig: go.Figure) -> go.Figure:
+    """Steps and lengths are whole numbers: x ticks at integers 1, 2, 5, 10 … apart, never 2.5.
+
+    The spacing is chosen from the largest x of the figure's traces (at most 12 ticks); a
+    categorical axis (text x values) is left alone.
+    """
+    top = 0.0
+    for tr in fig.data:
+        x = getattr(tr, "x", None)
+        if x is None:
+            continue
+        try:
+            vals = np.asarray(x, dtype=float)
+        except (TypeError, ValueError):
+            return fig  # categorical
+        vals = vals[np.isfinite(vals)]
+        if vals.size:
+            top = max(top, float(vals.max()))
+    step = 1
+    for m in (1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 2000, 5000, 10000):
+        step = m
+        if top / m <= 12:
+            break
+    fig.update_xaxes(tickmode="linear", tick0=0, dtick=step, tickformat="d")
+    return fig
+
+
 # ------------------------------------------------------------------------- reliability
+def band_steps(x, high, low, min_half_width: float = 0.015):
+    """A pointwise band as a step polygon that stays a band with few distinct forecasts.
+
+    Each forecast value x_i holds its interval [low_i, high_i] from half-way to its left neighbour
+    to half-way to its right one; the outermost values reach ``min_half_width`` beyond themselves
+    (within [0, 1]). With one distinct forecast the band is a box around it instead of a line of
+    zero width, with two it is two steps instead of a sliver between two points.
+
+    Returns
+    -------
+    x, high, low : ndarray
+        Two points per forecast value (left and right end of its step).
+    """
+    x = np.asarray(x, dtype=float)
+    mid = (x[1:] + x[:-1]) / 2
+    left = np.r_[x[0] - min_half_width, mid]  # neighbouring steps meet half-way: one contiguous band
+    right = np.r_[mid, x[-1] + min_half_width]
+    left, right = np.clip(left, 0, 1), np.clip(right, 0, 1)
+    bx = np.column_stack([left, right]).ravel()
+    return (bx, np.repeat(np.asarray(high, dtype=float), 2), np.repeat(np.asarray(low, dtype=float), 2))
+
+
 def reliability_figure(panels: list[dict], colors: dict, title: str) -> go.Figure:
     """Reliability diagrams side by side (one SVG figure with facets).
 
@@ -485,8 +562,8 @@ def reliability_figure(panels: list[dict], colors: dict, title: str) -> go.Figur
         corp = p.get("corp")
         if corp is not None and len(corp):
             if "band_low" in corp and corp["band_low"].notna().any():
-                fig.add_trace(go.Scatter(x=np.r_[corp["x"], corp["x"][::-1]],
-                                         y=np.r_[corp["band_high"], corp["band_low"][::-1]], fill="toself",
+                bx, bhi, blo = band_steps(corp["x"], corp["band_high"], corp["band_low"])
+                fig.add_trace(go.Scatter(x=np.r_[bx, bx[::-1]], y=np.r_[bhi, blo[::-1]], fill="toself",
                                          fillcolor="rgba(120,120,120,0.18)", line=dict(width=0),
                                          name="consistency band (calibrated)", showlegend=(i == 0),
                                          legendgroup="band", hoverinfo="skip"), r, c)
@@ -559,6 +636,7 @@ def decomposition_by_step_figure(dec: pd.DataFrame, colors: dict, alpha: float, 
                                      hovertemplate=f"{plot_label(name)} step %{{x}}: {key.upper()} %{{y:.3g}}<extra></extra>"),
                           1, j + 1)
     fig.update_xaxes(title_text="step t")
+    integer_ticks(fig)
     fig.update_yaxes(title_text=f"{score_unit(alpha, beta)}", row=1, col=1)
     return _layout(fig, "Where along the run: miscalibration and discrimination per step", height=380,
                    legend_bottom=True)
@@ -595,6 +673,7 @@ def schedule_figure(t: np.ndarray, w: np.ndarray, formula: str, verdict: str) ->
     col = {"strictly proper": "#009E73", "not proper": "#D55E00"}.get(verdict, "#E69F00")
     fig = go.Figure(go.Bar(x=t, y=w, marker_color=col, hovertemplate="t=%{x}: w_t=%{y:.3g}<extra></extra>"))
     fig.update_xaxes(title="step t")
+    integer_ticks(fig)
     fig.update_yaxes(title="weight w_t")
     return _layout(fig, f"{formula} — {verdict}", height=300)
 

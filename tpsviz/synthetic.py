@@ -191,7 +191,7 @@ def simulate(scenario: Scenario | str, n_trajectories: int | None = None,
     -------
     SimulatedLog
         Predictors (``conf_<name>``): ``truthful`` (q_t), ``verbal`` (over-confident,
-        saturated near 0.9–1.0), ``underconfident`` (σ(logit q_t - 1)), ``noisy``, ``base_rate``,
+        saturated near 0.9–1.0), ``pessimistic`` (σ(logit q_t - 1)), ``noisy``, ``base_rate``,
         ``budget_aware`` (m_t). Signals: ``raw_logprob`` (higher = more confident) and
         ``unc_hesitation`` (higher = less confident).
     """
@@ -267,7 +267,7 @@ def simulate(scenario: Scenario | str, n_trajectories: int | None = None,
     conf = {
         "truthful": q,
         "verbal": verbal,
-        "underconfident": _sigmoid(lq - 1.0),
+        "pessimistic": _sigmoid(lq - 1.0),
         "noisy": _sigmoid(lq + 0.8 * noise[1]),
         "base_rate": np.full(ncols, base),
         "budget_aware": m,

@@ -146,6 +146,21 @@ def _read_delimited(raw: bytes, name: str, sep: str, max_rows: int, max_cells: i
     return df
 
 
+def _fixed_bytes(t) -> int:
+    """Bytes per value once decoded, for an Arrow type whose values all have one width (numbers,
+    dates, fixed_size_binary …, also behind a dictionary); 0 for strings, binaries and nested types."""
+    import pyarrow as pa
+
+    if pa.types.is_dictionary(t):
+        t = t.value_type
+    if pa.types.is_nested(t):
+        return 0
+    try:
+        return t.bit_width // 8
+    except ValueError:  # variable-width types have no bit width
+        return 0
+
+
 def _read_parquet(raw: bytes, name: str, max_rows: int, max_cells: int, max_bytes: int) -> pd.DataFrame:
     if not raw:
         raise LogFormatError(name, ["the file is empty"])
@@ -179,9 +194,13 @@ def _read_parquet(raw: bytes, name: str, max_rows: int, max_cells: int, max_byte
         raise _too_many_rows(name, n_rows, max_rows)
     if n_rows * max(len(header), 1) > max_cells:
         raise _too_many_cells(name, n_rows, len(header), max_cells)
-    if expanded > 4 * max_bytes:  # the columns' uncompressed size, from the file's own metadata
-        raise LogFormatError(name, [f"the Parquet file expands to {expanded / 2**20:,.0f} MB, more than 4 × the "
-                                    f"{max_bytes // 2**20:,} MB this installation reads (TPSVIZ_MAX_FILE_MB)"])
+    # fixed-width columns decode to rows × width bytes whatever their size on disk (a dictionary-
+    # encoded fixed_size_binary column of 1 MB values is a few KB in the file)
+    fixed = sum(n_rows * _fixed_bytes(f.type) for f in pf.schema_arrow)
+    if max(expanded, fixed) > 4 * max_bytes:  # the columns' decoded size, from the file's own metadata
+        raise LogFormatError(name, [f"the Parquet file expands to {max(expanded, fixed) / 2**20:,.0f} MB, more "
+                                    f"than 4 × the {max_bytes // 2**20:,} MB this installation reads "
+                                    "(TPSVIZ_MAX_FILE_MB)"])
     try:
         # text columns stay dictionary-encoded until their decoded size is known: one long value
         # repeated on every row is tiny on disk and huge once decoded
@@ -305,6 +324,9 @@ def _json_line(line: str, i: int, name: str):
         hint = ""
         if i == 1 and "," in line and not line.lstrip().startswith(("{", "[")):
             hint = " (the file looks like CSV: rename it to .csv)"
+        elif "\r" in line.strip():
+            hint = (" (records separated by carriage returns only: JSON Lines needs a line feed "
+                    "after each record)")
         raise LogFormatError(name, [f"line {i}: not valid JSON ({exc.msg}){hint}"]) from None
     except RecursionError:
         raise LogFormatError(name, [f"line {i}: the JSON is nested too deeply to be a log"]) from None
@@ -315,11 +337,15 @@ def _read_jsonl(raw: bytes, name: str, max_rows: int, max_cells: int) -> pd.Data
     text = _decode(raw, name)
     if not text.strip():
         raise LogFormatError(name, ["the file is empty"])
+    # JSON Lines separates records by "\n" only (a "\r\n" ending leaves a "\r" that json ignores).
+    # str.splitlines would also split on \r, \x1e, \x85, U+2028 … which the row count below would
+    # not see: a file of "{}\r" records would pass the row cap as one line.
     n_lines = text.count("\n") + 1
     if n_lines > max_rows + 1:
         raise _too_many_rows(name, n_lines, max_rows, "lines")
     records: list[tuple[int, dict]] = []
-    for i, line in enumerate(text.splitlines(), start=1):
+    cells = 0
+    for i, line in enumerate(text.split("\n"), start=1):
         if not line.strip():
             continue
         obj = _json_line(line, i, name)
@@ -327,9 +353,9 @@ def _read_jsonl(raw: bytes, name: str, max_rows: int, max_cells: int) -> pd.Data
             raise LogFormatError(name, [f"line {i}: each line must be one JSON object, got "
                                         f"{type(obj).__name__}"])
         records.append((i, obj))
-    cells = sum(len(r) for _, r in records)
-    if cells > max_cells:
-        raise _too_many_cells(name, len(records), cells // max(len(records), 1), max_cells)
+        cells += len(obj)
+        if cells > max_cells:  # checked while parsing: memory stays bounded by the cap
+            raise _too_many_cells(name, len(records), cells // len(records), max_cells)
     nested = ["steps" in r for _, r in records]
     if any(nested):
         if not all(nested):

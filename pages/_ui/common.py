@@ -47,6 +47,19 @@ def fmt_interval(lo, hi, digits: int = 3) -> str:
     return f"[{lo:+.{digits}g}, {hi:+.{digits}g}]"
 
 
+def tiles(items: list) -> None:
+    """Metric tiles in a row that wraps: each tile is as wide as its label and value, so no tile is cut
+    off on a narrow screen (800 px) and a wide one keeps them on one line.
+
+    ``items``: (label, value, help) or (label, value, help, delta) tuples.
+    """
+    with st.container(horizontal=True, wrap=True, gap="large"):
+        for it in items:
+            label, value, help_ = it[:3]
+            delta = it[3] if len(it) > 3 else None
+            st.metric(label, value, delta=delta, delta_color="off", help=help_, width="content")
+
+
 def show_failure(f: S.LoadFailure) -> None:
     """A bad file: what and where, as a list; the text comes from the log, so shown as text."""
     n = len(f.problems)

@@ -11,6 +11,7 @@ import pandas as pd
 
 import tpsviz
 from tpsviz import figures as F
+from tpsviz.claims import z_text
 
 from . import state as S
 from .common import md as _md
@@ -150,6 +151,55 @@ def leaderboard(cfg: S.Config, data, ci: bool = True) -> dict:
             "ci_how": how, "infinite_note": infinite_note(cfg, data, s)}
 
 
+VERDICT_COLORS = {"trustworthy": "green", "optimistic": "orange", "pessimistic": "orange",
+                  "overconfident": "orange", "underconfident": "orange", "uninformative": "gray",
+                  "too little data": "gray"}
+
+
+def verdict_rows(cfg: S.Config) -> list[dict]:
+    """One entry per selected predictor: ``name``, ``label``, ``color`` and ``rest`` (the sentence after
+    "name: label — "), from tpsviz.verdict.verdicts."""
+    rows = []
+    for name, v in S.get_verdicts(cfg).items():
+        rest = v.text.split(" — ", 1)[1] if " — " in v.text else v.text
+        rows.append({"name": name, "label": v.label, "color": VERDICT_COLORS[v.label], "rest": rest,
+                     "text": v.text})
+    return rows
+
+
+def verdict_table(cfg: S.Config) -> pd.DataFrame:
+    """The verdicts as a table (HTML report, exports)."""
+    return pd.DataFrame([{"predictor": F.display_name(r["name"]), "verdict": r["label"], "why": r["rest"]}
+                         for r in verdict_rows(cfg)])
+
+
+def group_view(cfg: S.Config, by: str, base: str | None, pair_on: str) -> dict:
+    """Display tables of tpsviz.groups: the leaderboard per group and each group minus the base group,
+    with the differences in words conditioned on Δ/SE (tpsviz.claims)."""
+    from tpsviz.claims import is_clear, z_text
+
+    table, base, diffs = S.get_groups(by, base, pair_on, cfg)
+    rows = [{"group": g, "predictor": F.display_name(p), "TPS": pm(r["tps_mean"], r["tps_se"], ".3f"),
+             "skill": pm(r["skill"], r["skill_se"], ".3f"), "n runs": int(r["n_scored"]),
+             "success rate": num(r["success_rate"], ".3f")} for (g, p), r in table.iterrows()]
+    out = []
+    for g, d in diffs.items():
+        for p, r in d.iterrows():
+            def words(z, what):
+                if not is_clear(z):
+                    return f"{what} not clearly different"
+                return f"{what} clearly {'higher' if z > 0 else 'lower'}"
+            out.append({"group": g, "predictor": F.display_name(p),
+                        "Δ TPS": num(r["tps_delta"], "+.3f"), "SE (TPS)": num(r["tps_se"], ".3f"),
+                        "Δ/SE (TPS)": num(r["tps_z"], "+.1f"),
+                        "Δ skill": num(r["skill_delta"], "+.3f"), "SE (skill)": num(r["skill_se"], ".3f"),
+                        "Δ/SE (skill)": num(r["skill_z"], "+.1f"),
+                        "in words": words(r["tps_z"], "TPS") + "; " + words(r["skill_z"], "skill")})
+    pairing = {g: d.attrs.get("pairing", "") for g, d in diffs.items()}
+    return {"table": pd.DataFrame(rows), "diff": pd.DataFrame(out), "base": base, "pairing": pairing,
+            "small": table.attrs.get("small_groups") or {}, "z_text": z_text}
+
+
 def compare(cfg: S.Config, data, baseline: str, metrics: bool = True) -> dict:
     """compare.compare against ``baseline``: TPS Δ, SE, Δ/SE (analytic, paired by run) and, with
     ``metrics``, AUROC and T-ECE Δ by paired bootstrap; compare.z_matrix for the heatmap."""
@@ -182,44 +232,11 @@ def _z_text(delta, se, z) -> str:
     return num(z, "+.1f")
 
 
-def disagreements(cfg: S.Config, raw: pd.DataFrame, met: pd.DataFrame, res, baseline: str) -> list[str]:
-    """Plain-language sentences where rank metrics and TPS disagree (``raw`` = compare.compare frame)."""
-    out = []
-    unit = cfg.unit
-    for name, r in raw.iterrows():
-        zt = r["tps_z"]
-        za = r.get("auroc_z", np.nan)
-        if not np.isfinite(zt):
-            continue
-        nm, bl = _md(name), _md(baseline)
-        if abs(zt) >= 2 and (not np.isfinite(za) or abs(za) < 2 or np.sign(za) != np.sign(zt)):
-            better = "better" if zt > 0 else "worse"
-            da = r.get("auroc_delta", np.nan)
-            if np.isfinite(da) and abs(da) < 1e-9:
-                au = "AUROC is identical (Δ = 0: both rank the steps the same way)"
-            elif not np.isfinite(za):
-                au = "AUROC cannot tell them apart"
-            elif abs(za) < 2:
-                au = f"AUROC barely tells them apart (Δ = {da:+.3f}, Δ/SE = {za:+.1f})"
-            else:
-                au = f"AUROC points the other way (Δ = {da:+.3f}, Δ/SE = {za:+.1f})"
-            out.append((abs(zt), f"**{nm}** vs **{bl}**: {au}, but TPS says {nm} is clearly {better} "
-                                 f"(Δ = {r['tps_delta']:+.3g} {unit} per run, Δ/SE = {zt:+.1f}). The ranking of its "
-                                 f"forecasts is similar; how honest the probabilities are is not."))
-    if len(met) >= 2 and "auroc" in met:
-        s = res.summary["tps_mean"]
-        a = met["auroc"].reindex(s.index)
-        names = list(s.index)
-        for i, x in enumerate(names):
-            for y in names[i + 1:]:
-                if np.isfinite(a[x]) and np.isfinite(a[y]) and np.isfinite(s[x]) and np.isfinite(s[y]) \
-                        and (s[x] - s[y]) * (a[x] - a[y]) < 0 and abs(a[x] - a[y]) > 0.01:
-                    hi_t, lo_t = (x, y) if s[x] > s[y] else (y, x)
-                    out.append((0.5, f"Rank flip: **{_md(hi_t)}** has the better TPS but **{_md(lo_t)}** the better AUROC "
-                                     f"({a[lo_t]:.3f} vs {a[hi_t]:.3f}). AUROC only checks ordering; TPS also checks "
-                                     f"that the probabilities are right."))
-    out.sort(key=lambda t: -t[0])
-    return [s for _, s in out[:6]]
+def disagreements(cfg: S.Config, raw: pd.DataFrame, baseline: str) -> list[str]:
+    """tpsviz.claims.disagreements of a compare.compare frame, names in bold (Markdown-escaped)."""
+    from tpsviz.claims import disagreements as _disagreements
+
+    return _disagreements(raw, baseline, cfg.unit, name=lambda n: f"**{_md(n)}**")
 
 
 # ----------------------------------------------------------------------------- scoring lab
@@ -303,7 +320,7 @@ def demo_views(demos: dict, cfg: S.Config, colors: dict) -> list[dict]:
         cmp_ = d.comparison
         diff = (f"Paired Δ TPS (modified − original) = {cmp_['delta']:+.3f} {unit}/run, 95% CI "
                 f"{interval(cmp_['delta'] - z * cmp_['se'], cmp_['delta'] + z * cmp_['se'], '+.3f')} "
-                f"(Δ/SE = {cmp_['z']:+.1f}, n = {cmp_.get('n', '?')} runs).") if np.isfinite(cmp_.get("se", np.nan)) else ""
+                f"({z_text(cmp_['z'])}, n = {cmp_.get('n', '?')} runs).") if np.isfinite(cmp_.get("se", np.nan)) else ""
         if key == "distortion":
             show = pd.DataFrame({"AUROC (↑)": t["auroc"], f"TPS ({unit}/run, ↑)": t["tps_mean"]}, index=names)
             err = {f"TPS ({unit}/run, ↑)": z * t["tps_se"]}
@@ -312,7 +329,7 @@ def demo_views(demos: dict, cfg: S.Config, colors: dict) -> list[dict]:
             err = {f"TPS ({unit}/run, ↑)": z * t["tps_se"]}
             diff = (f"Paired Δ TPS (bin means − {names[-1]}) = {cmp_['delta']:+.3f} {unit}/run, 95% CI "
                     f"{interval(cmp_['delta'] - z * cmp_['se'], cmp_['delta'] + z * cmp_['se'], '+.3f')} "
-                    f"(Δ/SE = {cmp_['z']:+.1f}).")
+                    f"({z_text(cmp_['z'])}).") if np.isfinite(cmp_.get("se", np.nan)) else ""
         else:
             show = pd.DataFrame({"Φ_mean Brier, expected (↑)": t["scal_brier_mean_expected"],
                                  f"TPS, expected ({unit}/run, ↑)": t["tps_expected"]}, index=names)
@@ -348,6 +365,13 @@ def settings_dict(cfg: S.Config, data, src) -> dict:
     }
 
 
+def settings_line(cfg: S.Config, data, src) -> str:
+    """The settings of a figure in one line (written under an exported PNG)."""
+    d = settings_dict(cfg, data, src)
+    keys = ("Data", "Score family", "Weight schedule", "Censoring", "ε (clipping)", "Filters", "Recalibrations")
+    return "tpsviz · " + " · ".join(f"{k}: {d[k]}" for k in keys if d.get(k) not in (None, "none"))
+
+
 def report_sections(cfg: S.Config, data) -> list:
     from tpsviz.report import Section
 
@@ -355,7 +379,14 @@ def report_sections(cfg: S.Config, data) -> list:
     lb = leaderboard(cfg, data)
     table = lb["table"].merge(lb["details"][["predictor", "± SE", "AUPRC", "AUROC 95% CI", "T-ECE 95% CI"]],
                               on="predictor")
-    secs = [Section("Leaderboard", f"TPS in {cfg.unit} per trajectory (higher is better, 0 is perfect), 95% "
+    from tpsviz.verdict import RULES
+
+    secs = [Section("Verdict: which predictor to trust", "First rule that holds: " + "; ".join(
+        f"{label}: {rule}" for label, rule in RULES) + ".", table=verdict_table(cfg))]
+    warn = S.get_caveats(cfg)
+    if warn.all():
+        secs.append(Section("Warnings", " ".join(warn.all())))
+    secs += [Section("Leaderboard", f"TPS in {cfg.unit} per trajectory (higher is better, 0 is perfect), 95% "
                     f"{'bootstrap CI over trajectories' if lb['ci_how'] == 'bootstrap' else 'interval ± 1.96 SE'}; "
                     f"skill against the constant forecast F ≡ {lb['ref_rate']:.3f} ({lb['ref_rule']}); "
                     f"{S.metric_boot_note(cfg)}.", lb["figure"], table)]

@@ -53,6 +53,19 @@ def _on_ab():
     st.session_state["preset"] = match[0] if match else "custom"
 
 
+def _on_ab_entry():
+    """A typed α or β moves its slider (the slider, bound to the URL, holds the setting)."""
+    for key in ("a", "b"):
+        v = st.session_state.get(f"{key}_in")
+        if v is not None:
+            st.session_state[key] = float(v)
+    _on_ab()
+
+
+#: a metadata column with more distinct values than this gets no filter (the widget would be unusable)
+MAX_SEARCH_VALUES = 5000
+
+
 def filter_key(col: str) -> str:
     """Widget (and URL) key of a metadata filter: readable, unique per column name."""
     digest = hashlib.sha256(str(col).encode("utf-8", "replace")).hexdigest()[:6]
@@ -162,6 +175,10 @@ def _auto_recalibrate(base, data_key, recal: tuple) -> tuple:
     y = base.trajectories.loc[~base.trajectories["censored"], "outcome"]
     folds = int(min(5, max(2, min(int((y == 1).sum()), int((y == 0).sum())))))
     added = [S.recal_spec(sig, "platt", folds, False) for sig in base.signals if sig not in have]
+    room = max(S.MAX_RECAL - len(recal), 0)
+    if len(added) > room:  # each adds a column to the whole log: the first ones, and say so
+        st.session_state["_recal_dropped"] = st.session_state.get("_recal_dropped", 0) + len(added) - room
+        added = added[:room]
     if added:
         st.session_state["recal"] = list(recal) + added
         names = [S.parse_recal(a)["name"] for a in added]
@@ -172,8 +189,23 @@ def _auto_recalibrate(base, data_key, recal: tuple) -> tuple:
 
 
 def _recal_specs() -> tuple:
+    """The recalibrations of the session, first read from the link: valid specs, one per name, at most
+    S.MAX_RECAL (each adds a column to the whole log; the rest is dropped and said so)."""
     if "recal" not in st.session_state:
-        st.session_state["recal"] = [s for s in st.query_params.get_all("recal") if S.parse_recal(s)]
+        specs, names = [], set()
+        asked = st.query_params.get_all("recal")
+        for s in asked:
+            r = S.parse_recal(s)
+            if r and r["name"] not in names and len(specs) < S.MAX_RECAL:
+                specs.append(s)
+                names.add(r["name"])
+        st.session_state["recal"] = specs
+        if len(asked) > len(specs):
+            st.session_state["_recal_dropped"] = len(asked) - len(specs)
+    dropped = st.session_state.get("_recal_dropped")
+    if dropped:
+        st.sidebar.caption(f":orange[:material/warning:] {dropped} recalibration(s) were not applied (invalid, "
+                           f"repeated, a recalibration of a recalibration, or more than {S.MAX_RECAL} at once).")
     return tuple(st.session_state["recal"])
 
 
@@ -241,6 +273,12 @@ def render() -> S.Config:
                            "to high thresholds. α ≤ 0 makes S(p,1) unbounded as p → 0.")
     beta = c2.slider("β", -0.95, 4.0, step=0.05, key="b", bind=BIND, on_change=_on_ab, **_default("b", {"value": 0.0}),
                      help="β > −1. Larger β moves weight to low thresholds. β ≤ 0 makes S(p,0) unbounded as p → 1.")
+    # a number entry beside each slider for an exact value; it always shows the slider's value
+    st.session_state["a_in"], st.session_state["b_in"] = float(alpha), float(beta)
+    c1.number_input("α value", -0.95, 4.0, step=0.01, format="%.2f", key="a_in", on_change=_on_ab_entry,
+                    label_visibility="collapsed", help="Type an exact α (−0.95 to 4).")
+    c2.number_input("β value", -0.95, 4.0, step=0.01, format="%.2f", key="b_in", on_change=_on_ab_entry,
+                    label_visibility="collapsed", help="Type an exact β (−0.95 to 4).")
     fam = tpsviz.PRESETS.get(st.session_state.get("preset", "log"))
     if fam is not None and (fam.alpha, fam.beta) == (alpha, beta):
         sb.caption(f"{fam.name}: {fam.description}")
@@ -326,8 +364,18 @@ def render() -> S.Config:
                                             help=f"Keep runs whose {md(col, 60)} is one of these values.")
                     if set(chosen) != set(opts):
                         filters.append((col, "in", tuple(sorted(chosen))))
+                elif len(uniq) <= MAX_SEARCH_VALUES:
+                    # many values (task ids, models…): start empty (= every run) and search by typing
+                    chosen = st.multiselect(
+                        md(col, 60), sorted(uniq), key=key, bind=BIND, **_default(key, {"default": []}),
+                        placeholder=f"Type to search {len(uniq):,} values; empty keeps every run",
+                        help=f"Keep only runs whose {md(col, 60)} is one of the values chosen here; leave it "
+                             "empty to keep every run.")
+                    if chosen:
+                        filters.append((col, "in", tuple(sorted(chosen))))
                 else:
-                    st.caption(f"{md(col, 60)}: {len(uniq)} distinct values (no filter offered)")
+                    st.caption(f"{md(col, 60)}: {len(uniq):,} distinct values (more than "
+                               f"{MAX_SEARCH_VALUES:,}: no filter offered)")
     with sb.expander("Uncertainty", expanded=False):
         n_boot = st.select_slider("Bootstrap replicates", S.BOOT_CHOICES, key="boot", bind=BIND,
                                   **_default("boot", {"value": 2000}),

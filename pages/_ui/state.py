@@ -282,11 +282,17 @@ def recal_spec(source: str, method: str, folds: int, per_step: bool) -> str:
     return f"{source}|{method}|{int(folds)}|{'step' if per_step else 'pooled'}"
 
 
+#: recalibrated predictors a session (or a link) may hold: each adds a column to the whole log
+MAX_RECAL = 8
+
+
 def parse_recal(spec: str) -> dict | None:
     parts = str(spec).split("|")
     if len(parts) != 4:
         return None
     src, method, folds, mode = parts
+    if "@" in src or not src.strip():  # a recalibration of a recalibration is refused (no chains)
+        return None
     try:
         folds = int(folds)
     except ValueError:
@@ -514,6 +520,84 @@ def get_skill(cfg: Config | None = None, predictors=None):
     src = current_source()
     preds = tuple(predictors) if predictors is not None else cfg.predictors
     return _skill(src.key, cfg.filters, cfg.recal, cfg.score_tuple, preds, int(cfg.n_boot), cfg, src)
+
+
+@memo(max_entries=48, spinner="Verdict tests…")
+def _verdict_stats(key: str, filters: tuple, recal: tuple, name: str, labels: tuple, _cfg: Config,
+                   _src: Source) -> dict:
+    """verdict.verdict_statistics of one predictor: keyed on the labels (censoring, q_Z), not on α/β or
+    the schedule, and per predictor, so moving a slider or deselecting a predictor recomputes nothing."""
+    from tpsviz.verdict import verdict_statistics
+
+    data, _ = _prepared(key, filters, recal, _src)
+    q, _ = qz_override(data, _cfg, _src)
+    return verdict_statistics(data, _cfg.score_settings(n_boot=0), name, q_z=q)
+
+
+def get_verdicts(cfg: Config | None = None) -> dict:
+    """verdict.verdicts of the selected predictors under the current settings."""
+    from tpsviz.verdict import verdicts
+
+    cfg = cfg or current()
+    src = current_source()
+    data, _ = get_data(cfg, src)
+    labels = (cfg.censoring, cfg.qz_source, float(cfg.qz_const))
+    stats = {n: _verdict_stats(src.key, cfg.filters, cfg.recal, n, labels, cfg, src) for n in cfg.predictors}
+    q, _ = qz_override(data, cfg, src)
+    skill = get_skill(cfg) if cfg.n_boot >= 200 else None
+    return verdicts(data, cfg.score_settings(), list(cfg.predictors), q_z=q, skill=skill, statistics=stats,
+                    result=get_tps(cfg))
+
+
+@memo(max_entries=24, spinner="Checking for warnings…")
+def _caveats(key: str, filters: tuple, recal: tuple, score: tuple, preds: tuple, _cfg: Config, _src: Source):
+    from tpsviz.caveats import caveats
+
+    data, _ = _prepared(key, filters, recal, _src)
+    res = _tps(key, filters, recal, score, preds, _cfg.censoring, _cfg, _src)
+    sk = _skill(key, filters, recal, score, preds, int(_cfg.n_boot), _cfg, _src)
+    return caveats(data, _cfg.score_settings(), res.summary, sk, list(preds))
+
+
+def get_caveats(cfg: Config | None = None):
+    """caveats.caveats of the selected predictors under the current settings."""
+    cfg = cfg or current()
+    src = current_source()
+    return _caveats(src.key, cfg.filters, cfg.recal, cfg.score_tuple, cfg.predictors, cfg, src)
+
+
+@memo(max_entries=12, spinner="Scoring each group…")
+def _groups(key: str, filters: tuple, recal: tuple, score: tuple, preds: tuple, by: str, base: str | None,
+            pair_on: str, _cfg: Config, _src: Source):
+    """groups.group_table split by ``by`` and group_difference of every group against ``base`` (default the
+    first group)."""
+    from tpsviz.groups import group_difference, group_table
+
+    data, _ = _prepared(key, filters, recal, _src)
+    q, _ = qz_override(data, _cfg, _src)
+    settings = _cfg.score_settings()
+    table = group_table(data, by, settings, list(preds), q_z=q)
+    groups = list(dict.fromkeys(table.index.get_level_values("group")))
+    base = base if base in groups else groups[0]
+    diffs = {g: group_difference(data, by, base, g, settings, list(preds), q_z=q,
+                                 pair_on=None if pair_on == "none" else pair_on)
+             for g in groups if g != base}
+    return table, base, diffs
+
+
+def get_groups(by: str, base: str | None = None, pair_on: str = "auto", cfg: Config | None = None):
+    """(group table, base group, {group: difference against base}) for the selected predictors."""
+    cfg = cfg or current()
+    src = current_source()
+    return _groups(src.key, cfg.filters, cfg.recal, cfg.score_tuple, cfg.predictors, by, base, pair_on, cfg, src)
+
+
+def group_columns(data) -> list[str]:
+    """Trajectory-level metadata columns with 2 to groups.MAX_GROUPS distinct values (candidates for --by)."""
+    from tpsviz.groups import MAX_GROUPS
+
+    t = data.trajectories
+    return [c for c in data.metadata_columns if 2 <= t[c].nunique(dropna=False) <= MAX_GROUPS]
 
 
 @memo(max_entries=24, spinner="Paired TPS comparison…")

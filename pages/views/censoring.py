@@ -27,20 +27,20 @@ if not cens.any():
 
 # ----------------------------------------------------------------- populations
 st.subheader("Censored vs complete runs")
-c = st.columns(4)
-c[0].metric("Censored runs", f"{cens.sum():,} of {len(t):,} ({C.pct(cens.sum(), len(t))})",
-            help="Runs whose outcome is unknown because they were stopped early.")
 lc, lk = t.loc[cens, "length"], t.loc[~cens, "length"]
 ratio = lc.mean() / lk.mean() if len(lc) and len(lk) else np.nan
-c[1].metric("Mean length: censored / complete", f"{lc.mean():.1f} / {lk.mean():.1f}" if len(lc) and len(lk) else "n/a",
-            delta=f"×{ratio:.1f} longer" if np.isfinite(ratio) else None, delta_color="off",
-            help="Observed steps; censored runs stop at Z.")
 rate = t.loc[~cens, "outcome"].mean()
-c[2].metric("Success rate of complete runs", f"{rate:.1%}" if np.isfinite(rate) else "n/a",
-            help="Complete-case evaluation keeps only these runs: a different population when censoring "
-                 "correlates with difficulty.")
-c[3].metric("Censored runs with q_Z in the log", f"{int((cens & t['q_z'].notna().to_numpy()).sum()):,}",
-            help="q_Z: an honest estimate of P(success | history at the stop Z) supplied by the evaluator.")
+C.tiles([
+    ("Censored runs", f"{cens.sum():,} of {len(t):,} ({C.pct(cens.sum(), len(t))})",
+     "Runs whose outcome is unknown because they were stopped early."),
+    ("Mean length, censored / complete", f"{lc.mean():.1f} / {lk.mean():.1f}" if len(lc) and len(lk) else "n/a",
+     "Observed steps; censored runs stop at Z.", f"×{ratio:.1f} longer" if np.isfinite(ratio) else None),
+    ("Success rate, complete runs", f"{rate:.1%}" if np.isfinite(rate) else "n/a",
+     "Complete-case evaluation keeps only these runs: a different population when censoring correlates with "
+     "difficulty."),
+    ("Censored runs with q_Z", f"{int((cens & t['q_z'].notna().to_numpy()).sum()):,}",
+     "q_Z in the log: an honest estimate of P(success | history at the stop Z) supplied by the evaluator."),
+])
 cc = st.columns([1, 1])
 with cc[0]:
     C.plot(F.length_histogram_figure(t), "cens_lengths", name="Run lengths")
@@ -112,7 +112,7 @@ st.dataframe(pd.DataFrame({
     "per step: simple − cc": st.column_config.TextColumn(
         help="The same shift on the per-step scale (Σ TPS / Σ w_t); it can differ in sign when censored runs are long."),
 })
-st.caption(f"From tpsviz.compare.censoring_shift: trajectory-bootstrap CI ({cfg.n_boot} replicates) resampling the "
+st.caption(f"Trajectory-bootstrap CI ({cfg.n_boot} replicates) resampling the "
            "whole log, so the change of population under complete-case is part of the uncertainty.")
 
 # ----------------------------------------------------------------- q_Z band
@@ -131,35 +131,37 @@ C.plot(F.qz_band_figure(pd.DataFrame(sweep), colors, cfg.alpha, cfg.beta, marks)
                "band, no model of q_Z can change it.", name="q_Z sensitivity band")
 
 # ----------------------------------------------------------------- artificial censoring
-st.subheader("Artificial censoring check")
-comp_len = t.loc[~cens, "length"]
-if len(comp_len) == 0 or comp_len.max() < 2:
-    st.info("The check needs complete runs with at least 2 steps.")
-else:
-    bmax = int(comp_len.max()) - 1
-    if bmax == 1:  # a slider needs two values: the only possible budget is B = 1
-        budget = 1
-        st.caption("Artificial budget B = 1 step (the longest complete run has 2 steps).")
+with st.expander("Advanced checks: artificial censoring, a self-check of the censored score"):
+    st.caption("Cuts complete runs at an artificial budget and checks that the censored score equals its closed "
+               "form (docs/theory.md, censoring). It tests tpsviz, not your predictors.")
+    comp_len = t.loc[~cens, "length"]
+    if len(comp_len) == 0 or comp_len.max() < 2:
+        st.info("The check needs complete runs with at least 2 steps.")
     else:
-        if not 1 <= st.session_state.get("cens_budget", 1) <= bmax:  # kept from a longer log
-            del st.session_state["cens_budget"]
-        budget = st.slider("Artificial budget B (steps)", 1, bmax, min(max(int(comp_len.median()) // 2, 1), bmax),
-                           key="cens_budget", help="Complete runs longer than B are cut after step B and scored as "
-                                                   "censored (simple). The closed form must match the direct difference.")
-    try:
-        chk = tpsviz.artificial_censoring_check(data, budget, cfg.score_settings(n_boot=0), preds)
-        if chk.empty:
-            st.info(f"No complete run is longer than B = {budget}.")
+        bmax = int(comp_len.max()) - 1
+        if bmax == 1:  # a slider needs two values: the only possible budget is B = 1
+            budget = 1
+            st.caption("Artificial budget B = 1 step (the longest complete run has 2 steps).")
         else:
-            n_runs = chk["trajectory_id"].nunique()
-            mx = chk["abs_error"].max()
-            st.markdown(f"On **{n_runs}** complete runs longer than B = {budget}: TPS_full − TPS_cen,simple(B) equals "
-                        f"Σ_(t≤B) w_t·Y·[S(F_t,1) − S(F_t,0)] + Σ_(t>B) w_t·S(F_t,Y) with max |error| = **{mx:.1e}** "
-                        + (":green[:material/check_circle: floating-point precision]" if mx < 1e-8 else ":orange[:material/warning:]"),
-                        help="docs/theory.md, censoring: the decomposition of the simple censored score.")
-            C.plot(F.artificial_check_figure(chk, colors), "cens_check", name="Artificial censoring check")
-    except ValueError as e:
-        st.warning(f"The check is not available with these settings: {C.md(e)}", icon=":material/warning:")
+            if not 1 <= st.session_state.get("cens_budget", 1) <= bmax:  # kept from a longer log
+                del st.session_state["cens_budget"]
+            budget = st.slider("Artificial budget B (steps)", 1, bmax, min(max(int(comp_len.median()) // 2, 1), bmax),
+                               key="cens_budget", help="Complete runs longer than B are cut after step B and scored as "
+                                                       "censored (simple). The closed form must match the direct difference.")
+        try:
+            chk = tpsviz.artificial_censoring_check(data, budget, cfg.score_settings(n_boot=0), preds)
+            if chk.empty:
+                st.info(f"No complete run is longer than B = {budget}.")
+            else:
+                n_runs = chk["trajectory_id"].nunique()
+                mx = chk["abs_error"].max()
+                st.markdown(f"On **{n_runs}** complete runs longer than B = {budget}: TPS_full − TPS_cen,simple(B) equals "
+                            f"Σ_(t≤B) w_t·Y·[S(F_t,1) − S(F_t,0)] + Σ_(t>B) w_t·S(F_t,Y) with max |error| = **{mx:.1e}** "
+                            + (":green[:material/check_circle: floating-point precision]" if mx < 1e-8 else ":orange[:material/warning:]"),
+                            help="docs/theory.md, censoring: the decomposition of the simple censored score.")
+                C.plot(F.artificial_check_figure(chk, colors), "cens_check", name="Artificial censoring check")
+        except ValueError as e:
+            st.warning(f"The check is not available with these settings: {C.md(e)}", icon=":material/warning:")
 
 # ----------------------------------------------------------------- MC audit
 st.subheader("Monte-Carlo audit")
@@ -196,5 +198,5 @@ else:
                                   for lo, hi in zip(tab["delta_ci_low"], tab["delta_ci_high"])],
         }), hide_index=True, width="stretch", key="cens_mc_table", column_config={
             "of which MC noise (SE)": st.column_config.TextColumn(
-                help="The part of the SE of the difference due to the rollouts' own binomial noise (tpsviz.audit.mc_audit)."),
+                help="The part of the SE of the difference due to the rollouts' own binomial noise (Monte-Carlo audit)."),
         })

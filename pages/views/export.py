@@ -6,6 +6,8 @@ import io
 import pandas as pd
 import streamlit as st
 
+from tpsviz import figures as F
+
 from pages._ui import common as C
 from pages._ui import state as S
 from pages._ui import compute as V
@@ -99,7 +101,8 @@ name = st.selectbox("Figure", list(figs), key="png_fig")
 if st.button("Render PNG", key="render_png"):
     try:
         with st.spinner("Rendering with kaleido (starts a headless browser, a few seconds)…"):
-            png = figs[name].to_image(format="png", width=1100, height=int(figs[name].layout.height or 450), scale=2)
+            fig = F.with_caption(figs[name], V.settings_line(cfg, data, src))  # the PNG says what it shows
+            png = fig.to_image(format="png", width=1100, height=int(fig.layout.height), scale=2)
         st.session_state["_png"] = ((key, name), png)
     except Exception as e:
         st.error(f"The PNG could not be rendered on the server ({type(e).__name__}). Use the camera button on the "

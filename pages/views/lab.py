@@ -53,7 +53,7 @@ st.markdown(f"{icon} **{s.verdict.status}.** {s.verdict.reason}")
 st.subheader("Why AUROC and ECE are not enough")
 demos = V.why_not_auroc(cfg, data)
 views = V.demo_views(demos, cfg, S.colors(data))
-st.caption(f"Built by tpsviz.demonstrators on the {data.n_trajectories:,} runs of this log with the current α, β, "
+st.caption(f"Built on the {data.n_trajectories:,} runs of this log with the current α, β, "
            f"schedule, censoring mode and ε (the CLI and the report use the same functions). Grey bars are the "
            f"modified forecasts; the others keep their predictor's colour. TPS in {cfg.unit} per run (↑ better); "
            f"whiskers: 95% interval (± 1.96 SE over runs).")
@@ -64,7 +64,7 @@ texts = {
     "binmean": ("2 · Perfect bins, lost information",
                 "Replace each forecast by the success rate of its bin: binned calibration (T-ECE) becomes exactly 0, a "
                 "'perfect' score — yet the bin means throw away everything the forecast knew inside a bin and along "
-                "the run, and TPS ranks them below the truthful forecast."),
+                "the run, and TPS ranks them below the original forecast when the difference is clear."),
     "phimean": ("3 · Gaming a one-number summary",
                 "A trace that is honest until the last step and then picks a value so that its *average* hits the best "
                 "guess wins on the score of the mean forecast, while TPS, which scores every step, catches the "

@@ -15,31 +15,34 @@ from pages._ui import state as S
 from pages._ui.text import code
 from tpsviz import figures as F
 from tpsviz.diagnostics import METRIC_INFO
+from tpsviz.schema import clean_text
 
 cfg, data = C.page("Overview / Compare",
                    "Which uncertainty signal is most honest? TPS rewards reporting the true probability of success "
                    "at every step; AUROC/AUPRC only check ranking and T-ECE only bin-level calibration.")
 large = S.is_large(data)
+verdict_box = st.container()  # filled last: the verdict's tests run after the leaderboard is drawn
 
 # ----------------------------------------------------------------- dataset summary
 t = data.trajectories
 comp = t[~t["censored"]]
 lb = V.leaderboard(cfg, data, ci=not large)
-c = st.columns(5)
-c[0].metric("Trajectories", f"{data.n_trajectories:,}", help="Runs after metadata filters.")
-c[1].metric("Steps", f"{data.n_steps:,}", help="(trajectory, step) rows with forecasts.")
-c[2].metric("Censored", f"{data.n_censored:,} ({C.pct(data.n_censored, data.n_trajectories)})",
-            help="Runs stopped by an administrative limit before their outcome was observed.")
-c[3].metric("Base-rate reference", f"F ≡ {lb['ref_rate']:.3f}",
-            help=f"The constant forecast skill is measured against: the {lb['ref_rule']}. It follows the censoring "
-                 f"mode, so it is the constant the current score rewards.")
-c[4].metric("Mean length" + (" (done / cens.)" if data.n_censored and len(comp) else ""),
-            f"{comp['length'].mean():.1f} / {t.loc[t['censored'], 'length'].mean():.1f}" if data.n_censored and len(comp)
-            else f"{t['length'].mean():.1f}",
-            help="Observed steps per run: complete runs until their end, censored runs until the stop Z.")
+C.tiles([
+    ("Trajectories", f"{data.n_trajectories:,}", "Runs after metadata filters."),
+    ("Steps", f"{data.n_steps:,}", "(trajectory, step) rows with forecasts."),
+    ("Censored", f"{data.n_censored:,} ({C.pct(data.n_censored, data.n_trajectories)})",
+     "Runs stopped by an administrative limit before their outcome was observed."),
+    ("Base-rate reference", f"F ≡ {lb['ref_rate']:.3f}",
+     f"The constant forecast skill is measured against: the {lb['ref_rule']}. It follows the censoring "
+     f"mode, so it is the constant the current score rewards."),
+])
 rate_cc = comp["outcome"].mean() if len(comp) else float("nan")
+length = (f"mean length {comp['length'].mean():.1f} steps (complete runs) and "
+          f"{t.loc[t['censored'], 'length'].mean():.1f} (censored runs)" if data.n_censored and len(comp)
+          else f"mean length {t['length'].mean():.1f} steps")
 st.caption(f"Success rate of the {len(comp):,} complete runs: {C.fmt(rate_cc, 3)}"
-           + (f" (the {data.n_censored:,} censored runs have no outcome)." if data.n_censored else "."))
+           + (f" (the {data.n_censored:,} censored runs have no outcome)" if data.n_censored else "")
+           + f"; {length}.")
 auto = st.session_state.get("_auto_recal_note")
 if auto and any(n in cfg.predictors for n in auto):
     st.info("**This log has raw signals only** (no probability column), so each signal was turned into a "
@@ -54,6 +57,9 @@ else:
 
 # ----------------------------------------------------------------- leaderboard
 st.subheader("Leaderboard")
+warn = S.get_caveats(cfg)
+for w in warn.log:
+    st.warning(C.md(w), icon=":material/warning:")
 if lb["infinite_note"]:
     st.warning(lb["infinite_note"], icon=":material/all_inclusive:")
 h = C.column_help()
@@ -88,6 +94,9 @@ st.caption(f"TPS in {cfg.unit} per trajectory, higher is better, 0 is perfect; {
            f"{S.censoring_label(cfg)} this is the constant the score itself rewards, so a predictor that always says "
            f"{lb['ref_rate']:.3f} has skill 0 (mean TPS_ref {C.fmt(lb['ref_mean'])} over all scored runs). "
            f"AUROC and T-ECE use the steps of complete runs only (they need an outcome).")
+pred_warn = [w for n in cfg.predictors for w in warn.predictors.get(n, [])]
+if pred_warn:
+    st.warning("\n".join("- " + C.md(w) for w in pred_warn), icon=":material/warning:")
 details = st.expander("All columns: SE, per-step TPS, skill CI, AUPRC, metric CIs, final-step metrics")
 C.plot(lb["figure"], "overview_leaderboard", name="Leaderboard")
 
@@ -139,7 +148,7 @@ if len(preds) >= 2:
     cmp_table.dataframe(cmp["table"], hide_index=True, width="stretch", column_config=cmp_cols)
     cmp_caption.caption(f"TPS on {int(cmp['raw']['n_runs'].max()) if len(cmp['raw']) else 0:,} runs, paired by "
                         f"trajectory; AUROC and T-ECE on the {len(comp):,} complete runs ({S.metric_boot_note(cfg)}).")
-    msgs = V.disagreements(cfg, cmp["raw"], lb["metrics"], lb["res"], baseline)
+    msgs = V.disagreements(cfg, cmp["raw"], baseline)
     with callout:
         if msgs:
             with st.container(border=True):
@@ -147,4 +156,65 @@ if len(preds) >= 2:
                 for m in msgs:
                     st.markdown("- " + m)
         else:
-            st.caption("Rank metrics and TPS agree on these predictors against this baseline.")
+            st.caption("Against this baseline, no predictor is clearly better or worse under TPS while AUROC "
+                       "says otherwise (|Δ/SE| ≥ 2 is called clear, everywhere on this page).")
+
+# ----------------------------------------------------------------- groups of runs: model X vs model Y
+st.subheader("Compare groups of runs (model X vs model Y)")
+cols = S.group_columns(data)
+if not cols:
+    st.caption("This log has no run-level column with 2 to 50 values (model, agent, prompt, task family…) to "
+               "split its runs by. `python -m tpsviz compare BASELINE CANDIDATE` compares two logs.")
+else:
+    g1, g2, g3 = st.columns([1.2, 1.2, 1])
+    by = g1.selectbox("Split runs by", cols, key="grp_by", format_func=lambda c: clean_text(c, 60), index=None,
+                      placeholder="Choose a column…",
+                      help="A run-level metadata column; each of its values is one group, scored on its own runs.")
+    pair_on = g3.selectbox("Pair by task", ["auto", "none"] + [c for c in cols if c != by], key="grp_pair",
+                           help="Where both groups ran the same tasks, compare them task by task (paired, "
+                                "smaller SE). auto: a column named task/task_id/task_name with at least 10 common "
+                                "tasks; none: unpaired.")
+    gv = None
+    try:
+        gv = V.group_view(cfg, by, st.session_state.get("grp_base"), pair_on) if by is not None else None
+    except ValueError as e:
+        st.info(f"These runs cannot be compared by {code(by)}: {C.md(e)}")
+    if gv is None:
+        st.caption("Each value of the column becomes a group scored on its own runs; every group is then compared "
+                   "with a base group (Δ TPS and Δ skill with their SE, paired by task where the groups share tasks).")
+    else:
+        names = list(dict.fromkeys(gv["table"]["group"]))
+        if st.session_state.get("grp_base") not in names:  # kept from another column
+            st.session_state["grp_base"] = gv["base"]
+        g2.selectbox("Compared with", names, key="grp_base", format_func=lambda g: clean_text(g, 60),
+                     help="The base group: every other group is shown as group − base.")
+        st.dataframe(gv["table"], hide_index=True, width="stretch", column_config={
+            "TPS": st.column_config.TextColumn(f"TPS ± SE ({cfg.unit}/run)", help="Mean TPS of the group's runs."),
+            "skill": st.column_config.TextColumn("skill ± SE", help="1 − TPS/TPS_ref against the group's OWN success "
+                                                 "rate: what the forecasts add beyond knowing how often this group "
+                                                 "succeeds, so a group is not rewarded for easier outcomes."),
+            "success rate": st.column_config.TextColumn(help="Success rate of the group's complete runs.")})
+        if gv["small"]:
+            st.caption("Left out (fewer than 2 runs): " + ", ".join(f"{C.md(g)} ({n})" for g, n in gv["small"].items()))
+        st.dataframe(gv["diff"], hide_index=True, width="stretch", column_config={
+            "Δ TPS": st.column_config.TextColumn(f"Δ TPS ({cfg.unit}/run)", help="group − base group."),
+            "Δ/SE (TPS)": st.column_config.TextColumn(help="|Δ/SE| ≥ 2 is called clear."),
+            "Δ skill": st.column_config.TextColumn(help="group − base group, each against its own success rate."),
+            "Δ/SE (skill)": st.column_config.TextColumn(help="|Δ/SE| ≥ 2 is called clear.")})
+        for g, how in gv["pairing"].items():
+            st.caption(f"{C.md(g)} − {C.md(gv['base'])}: {C.md(how)}")
+
+# ----------------------------------------------------------------- verdict (top of the page, filled last)
+with verdict_box:
+    from tpsviz.verdict import RULES
+
+    st.subheader("Can I trust it?")
+    for r in V.verdict_rows(cfg):
+        st.markdown(f":{r['color']}-badge[{r['label']}] **{C.md(F.display_name(r['name']))}** — {C.md(r['rest'])}")
+    with st.expander("How the verdict is decided"):
+        st.markdown("The first rule that holds gives the label. Every test uses the trajectory as its unit "
+                    "(steps of one run are not independent), and the three calibration checks together "
+                    "wrongly fail a truthful predictor in about 5% of logs.\n\n"
+                    + "\n".join(f"1. **{C.md(label)}**: {C.md(rule)}" for label, rule in RULES)
+                    + "\n\nSuccess is counted as the score counts it: under the current censoring mode, "
+                    + C.md(S.censoring_label(cfg)) + ". Details: docs/theory.md §8.")

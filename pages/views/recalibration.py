@@ -8,6 +8,7 @@ from pages._ui import common as C
 from pages._ui import compute as V
 from pages._ui import state as S
 from tpsviz import figures as F
+from tpsviz.claims import is_clear, z_text
 
 cfg, data = C.page("Recalibration",
                    "Fit a map from a signal to calibrated probabilities, cross-fitted by trajectory: every run is "
@@ -41,11 +42,16 @@ def _add():
     spec = S.recal_spec(src_, method_, ss["rc_folds"], ss["rc_step"])
     r = S.parse_recal(spec)
     specs = [s for s in ss.get("recal", []) if (S.parse_recal(s) or {}).get("name") != r["name"]] + [spec]
+    if len(specs) > S.MAX_RECAL:
+        ss["recal_error"] = (f"At most {S.MAX_RECAL} recalibrated predictors at once (each adds a column to the "
+                             "whole log): remove one first.")
+        return
     ss["recal"] = specs
     sel = list(ss.get("pred", []))
     if r["name"] not in sel:
         ss["pred"] = sel + [r["name"]]
     ss["recal_focus"] = r["name"]
+    ss["recal_view"] = r["name"]  # the before/after view follows the predictor just added
 
 
 def _remove(spec):
@@ -56,7 +62,7 @@ def _remove(spec):
 
 
 with st.form("recal_form", border=True):
-    c = st.columns([2, 1.3, 1, 1.2])
+    c = st.columns([2, 1.3]) + st.columns([2, 1.3])  # two rows: no label cut off at 800 px
     default = sources.index("verbal") if "verbal" in sources else 0
     c[0].selectbox("Signal", sources, index=default, format_func=_src_label, key="rc_src",
                    help="A conf_<name> probability, or a raw_/unc_ signal that is not a probability.")
@@ -122,13 +128,18 @@ if len(pair) == 2:
     m = cm.loc[focus]
     zt, za = r["tps_z"], m["auroc_z"]
     st.markdown(f"**Recalibrated − original:** TPS Δ = {V.num(r['tps_delta'], '+.4g')} {cfg.unit}/run "
-                f"(Δ/SE = {V.num(zt, '+.1f')}); AUROC Δ = {V.num(m['auroc_delta'], '+.4f')} "
-                f"(Δ/SE = {V.num(za, '+.1f')}).",
-                help="tpsviz.compare.compare, paired over the same runs: TPS analytically from per-run differences, "
-                     "AUROC by paired trajectory bootstrap.")
-    if np.isfinite(zt) and np.isfinite(za) and abs(zt) > 3 * max(abs(za), 1):
-        st.success("Recalibration barely changes the ranking (AUROC) but changes the honesty of the probabilities a lot "
-                   "(TPS): the paper's headline, on your data.", icon=":material/lightbulb:")
+                f"({z_text(zt)}); AUROC Δ = {V.num(m['auroc_delta'], '+.4f')} ({z_text(za)}).",
+                help="Paired over the same runs: TPS from the per-run differences (analytic SE), AUROC by a paired "
+                     "bootstrap over trajectories. |Δ/SE| ≥ 2 is called clear.")
+    if is_clear(za) and za < 0:
+        st.warning(f"Recalibration clearly lowered AUROC ({z_text(za)}): the cross-fitted maps rank runs worse than "
+                   "the signal itself. Try fewer folds or isotonic, or keep the original.", icon=":material/warning:")
+    elif is_clear(zt) and zt > 0 and not is_clear(za):
+        st.success("Recalibration does not clearly change the ranking (AUROC) but clearly makes the probabilities "
+                   f"more honest (TPS, {z_text(zt)}): the paper's headline, on your data.", icon=":material/lightbulb:")
+    elif is_clear(zt) and zt < 0:
+        st.warning(f"Recalibration clearly lowered TPS ({z_text(zt)}): the recalibrated probabilities are less "
+                   "honest than the original ones on these runs.", icon=":material/warning:")
 else:
     st.caption("The source is a raw signal (not a probability): only the recalibrated predictor can be scored.")
 panels, _ = S.get_reliability("all", None, False, 10, cfg, pair)

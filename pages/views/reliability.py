@@ -12,7 +12,7 @@ cfg, data = C.page("Reliability",
 colors = S.selected_colors(cfg, data)
 preds = list(cfg.predictors)
 
-c = st.columns([2, 1, 1, 1])
+c = st.columns([2, 1]) + st.columns([1, 1])  # two rows: no label cut off at 800 px
 scope = c[0].radio("Steps", ["all", "step", "final"], key="rel_scope", horizontal=True,
                    format_func={"all": "all steps (pooled)", "step": "one step t", "final": "final step"}.get,
                    help="Pool every (trajectory, step) pair, use only step t, or only each run's last forecast.")

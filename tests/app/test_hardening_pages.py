@@ -195,3 +195,27 @@ def test_adv3_numeric_metadata_with_infinity_keeps_the_sidebar():
     _upload(at, "inf.csv", ("trajectory_id,step,outcome,conf_a,cost\n" + rows).encode())
     assert not [e.value for e in at.sidebar.error]
     assert {m.label: m.value for m in at.metric}["Trajectories"] == "30"
+
+
+def test_adv4_a_link_cannot_ask_for_unbounded_recalibrations():
+    from apptest_helpers import fresh
+
+    from pages._ui import state as S
+
+    specs = [f"{src}|{m}|{k}|pooled" for src in ("verbal", "noisy", "pessimistic", "base_rate", "budget_aware")
+             for m in ("platt", "isotonic") for k in (2, 3)]
+    specs += ["verbal@platt|isotonic|2|pooled", "verbal@platt@isotonic|platt|2|pooled"]  # chains
+    from streamlit.testing.v1 import AppTest
+
+    from apptest_helpers import APP
+
+    at = AppTest.from_file(APP, default_timeout=300)
+    at.query_params["recal"] = specs
+    at.run()
+    assert not at.exception, [e.value for e in at.exception]
+    kept = at.session_state["recal"]
+    assert len(kept) == S.MAX_RECAL
+    assert not any("@" in S.parse_recal(s)["source"] for s in kept)
+    assert len({S.parse_recal(s)["name"] for s in kept}) == len(kept)  # one per name
+    assert any("were not applied" in c.value for c in at.sidebar.caption)
+    assert fresh() is not None

@@ -18,6 +18,7 @@ import math
 
 import re
 
+from ..cancel import checkpoint
 from ..errors import MAX_PROBLEMS, LogFormatError
 from ..schema import show_id
 from .evalzip import EvalZip
@@ -37,6 +38,7 @@ _TRUE = {"c", "correct", "true", "yes", "1", "1.0"}
 _FALSE = {"i", "incorrect", "false", "no", "0", "0.0", "n"}
 _MONOLITH = re.compile(r"^samples/[^/]+\.json$")
 _SHELL = re.compile(r"^(samples/[^/]+)/sample\.json$")
+_CHUNK = re.compile(r"^(samples/[^/]+)/(messages|events)/(\d{1,9})\.json$")
 _REASON = re.compile(r"^[A-Za-z][A-Za-z0-9_-]{0,30}$")
 
 
@@ -172,7 +174,20 @@ def read_inspect_json(obj: dict, name: str, options: ReadOptions) -> HarnessLog:
     return _finish(runs, problems, name, notes)
 
 
-def _chunked(z: EvalZip, prefix: str, max_messages: int) -> tuple[dict, list]:
+def _chunk_index(names) -> dict:
+    """{(sample prefix, "messages" | "events"): [(start, member), …] sorted} in one pass over the
+    archive's members (a pattern per sample matched against every member would be quadratic)."""
+    index: dict = {}
+    for n in names:
+        m = _CHUNK.match(n)
+        if m:
+            index.setdefault((m.group(1), m.group(2)), []).append((int(m.group(3)), n))
+    for chunks in index.values():
+        chunks.sort()
+    return index
+
+
+def _chunked(z: EvalZip, prefix: str, max_messages: int, index: dict) -> tuple[dict, list]:
     """A chunked sample's shell with its final ``messages`` restored, and its events."""
     shell = z.json(f"{prefix}/sample.json")
     where = show_id(prefix, 60)
@@ -180,8 +195,7 @@ def _chunked(z: EvalZip, prefix: str, max_messages: int) -> tuple[dict, list]:
         raise LogFormatError(z.name, [f"{where}/sample.json: not a JSON object"])
 
     def sequence(kind: str) -> list:
-        pat = re.compile(rf"^{re.escape(prefix)}/{kind}/(\d{{1,9}})\.json$")
-        chunks = sorted((int(m.group(1)), n) for n in z.names if (m := pat.match(n)))
+        chunks = index.get((prefix, kind), [])
         items: list = []
         for start, member in chunks:
             if start != len(items):
@@ -225,17 +239,21 @@ def read_inspect_eval(raw: bytes, name: str, options: ReadOptions, limits) -> Ha
     if header.get("status") not in (None, "success", "started"):
         notes.append(f"the evaluation's status is {show_id(header.get('status'))}: some samples may be missing")
     runs, problems = [], []
-    members = sorted(n for n in z.names if _MONOLITH.match(n))
-    shells = sorted({m.group(1) for n in z.names if (m := _SHELL.match(n))})
+    names = z.names
+    members = sorted(n for n in names if _MONOLITH.match(n))
+    shells = sorted({m.group(1) for n in names if (m := _SHELL.match(n))})
+    index = _chunk_index(names) if shells else {}
     steps_left = limits.max_rows
     for member in members:
+        checkpoint()  # stop here if nobody waits for the result (tpsviz.cancel)
         s = z.json(member)
         run, problem = _run(s, show_id(member, 60), header, options)
         (problems.append(problem) if problem else runs.append(run))
         if len(problems) > MAX_PROBLEMS:
             break
     for prefix in shells:
-        s, events = _chunked(z, prefix, steps_left)
+        checkpoint()
+        s, events = _chunked(z, prefix, steps_left, index)
         steps_left -= len(s.get("messages") or [])
         run, problem = _run(s, show_id(prefix + "/", 60), header, options, events=events)
         (problems.append(problem) if problem else runs.append(run))

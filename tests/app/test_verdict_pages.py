@@ -1,0 +1,141 @@
+"""Issue 10 on the pages: the verdict at the top of Overview, warnings where the numbers are, text that
+never overclaims, the Recalibration view following the predictor just added, the artificial-censoring
+self-check in an "Advanced checks" expander, and the verdict in the HTML report."""
+
+import re
+
+from apptest_helpers import fresh, texts
+
+BAD = re.compile(r"\b(nan|inf)\b|\+nan", re.IGNORECASE)
+
+
+def _verdict_lines(at) -> list[str]:
+    """The verdict lines as a reader sees them (Markdown escapes removed)."""
+    return [m.value.replace("\\", "") for m in at.markdown if "-badge[" in m.value]
+
+
+def test_overview_opens_with_a_verdict_per_predictor():
+    at = fresh()
+    assert at.subheader[0].value == "Can I trust it?"
+    lines = _verdict_lines(at)
+    assert len(lines) == 6
+    by_name = {re.search(r"\*\*(.+?)\*\*", x).group(1): x for x in lines}
+    assert by_name["verbal"].startswith(":orange-badge[optimistic] **verbal** — says 94% on average")
+    assert by_name["truthful (reference)"].startswith(":green-badge[trustworthy]")
+    assert "noisy" in by_name and "overconfident" in by_name["noisy"]
+    assert not any(BAD.search(x) for x in lines)
+    exp = [e for e in at.expander if e.label == "How the verdict is decided"]
+    assert exp and "optimistic / pessimistic" in texts(at)
+
+
+def test_verdict_follows_the_selection_and_the_censoring_mode():
+    at = fresh()
+    at.multiselect(key="pred").set_value(["verbal", "budget_aware"]).run()
+    assert len(_verdict_lines(at)) == 2
+    at = fresh({"demo": "webshop-like"})
+    before = {x.split("**")[1]: x for x in _verdict_lines(at)}
+    assert "cut-off runs counted at q_Z" in before["verbal"]  # webshop opens in exact mode
+    at.selectbox(key="cens").set_value("simple").run()
+    after = {x.split("**")[1]: x for x in _verdict_lines(at)}
+    assert "within the budget" in after["verbal"]
+
+
+def test_warnings_are_shown_beside_the_leaderboard():
+    at = fresh()
+    warn = " ".join(w.value for w in at.warning).replace("\\", "")
+    assert "verbal: skill" in warn and "is not above 0" in warn
+    at.selectbox(key="sched").set_value("per-length").run()
+    warn = " ".join(w.value for w in at.warning).replace("\\", "")
+    assert "per-length is not proper" in warn
+
+
+def test_few_runs_warning_on_a_filtered_log():
+    from pages._ui.sidebar import filter_key
+
+    at = fresh()
+    at.multiselect(key=filter_key("difficulty")).set_value(["hard"]).run()
+    assert not at.exception
+    assert any("Few runs with an outcome" in w.value for w in at.warning)
+
+
+def test_recalibration_view_follows_the_predictor_just_added():
+    at = fresh()
+    at.switch_page("pages/views/recalibration.py").run()
+    for src, method in (("verbal", "platt"), ("noisy", "isotonic")):
+        at.selectbox(key="rc_src").set_value(src)
+        at.radio(key="rc_method").set_value(method)
+        at.button[0].click().run()
+        assert not at.exception, [e.value for e in at.exception]
+        assert at.selectbox(key="recal_view").value == f"{src}@{method}"
+    t = texts(at)
+    assert not BAD.search(t)
+    assert "tpsviz." not in t  # internal function names stay out of captions
+
+
+def test_artificial_censoring_check_is_an_advanced_check():
+    at = fresh()
+    at.switch_page("pages/views/censoring.py").run()
+    assert not at.exception
+    assert "Artificial censoring check" not in [s.value for s in at.subheader]
+    assert any(e.label.startswith("Advanced checks") for e in at.expander)
+
+
+def test_lab_never_prints_nan_or_internal_names():
+    at = fresh()
+    at.switch_page("pages/views/lab.py").run()
+    t = texts(at)
+    assert not BAD.search(t), BAD.search(t)
+    assert "tpsviz." not in t
+
+
+def test_report_starts_with_the_verdict():
+    at = fresh()
+    at.switch_page("pages/views/export.py").run()
+    at.button(key="build_report").click().run()
+    assert not at.exception
+    rep = at.session_state["_report"][1].decode()
+    assert rep.index("Verdict: which predictor to trust") < rep.index("Leaderboard")
+    assert "optimistic" in rep and "says 94% on average" in rep
+
+
+def test_groups_of_runs_are_compared_on_the_overview():
+    at = fresh()
+    assert at.selectbox(key="grp_by").value is None  # nothing computed until a column is chosen
+    at.selectbox(key="grp_by").set_value("difficulty").run()
+    assert not at.exception, [e.value for e in at.exception]
+    diff = at.dataframe[-1].value
+    assert set(diff["group"]) == {"hard", "medium"}  # every group minus the base group "easy"
+    assert diff["in words"].str.contains("clearly").all()
+    at.selectbox(key="grp_base").set_value("hard").run()
+    assert set(at.dataframe[-1].value["group"]) == {"easy", "medium"}
+    # the numbers are the core's (tpsviz.groups), paired by the log's task column
+    import tpsviz
+    from tpsviz.groups import group_difference
+
+    d = group_difference(tpsviz.load("demo_data/tau2-like.csv"), "difficulty", "hard", "easy",
+                         tpsviz.ScoreSettings(censoring="simple"), pair_on="auto")
+    row = at.dataframe[-1].value.set_index(["group", "predictor"]).loc[("easy", "verbal")]
+    assert float(row["Δ TPS"]) == round(d.loc["verbal", "tps_delta"], 3)
+    assert any("paired by task" in c.value for c in at.caption)
+
+
+def test_many_valued_column_gets_a_searchable_filter():
+    import io
+
+    import pandas as pd
+
+    from pages._ui.sidebar import filter_key
+
+    rows = [{"trajectory_id": f"r{i}", "step": t, "outcome": i % 2, "conf_a": 0.3 + 0.4 * (i % 2),
+             "task_id": f"task-{i:03d}"} for i in range(150) for t in (1, 2)]
+    buf = io.StringIO()
+    pd.DataFrame(rows).to_csv(buf, index=False)
+    at = fresh()
+    at.radio(key="src").set_value("Upload").run()
+    at.file_uploader(key="upload").set_value(("many.csv", buf.getvalue().encode(), "text/csv")).run()
+    assert not at.exception and not at.error
+    box = at.multiselect(key=filter_key("task_id"))
+    assert box.value == [] and len(box.options) == 150  # empty = every run; type to search
+    assert {m.label: m.value for m in at.metric}["Trajectories"] == "150"
+    box.set_value(["task-001", "task-002", "task-003"]).run()
+    assert {m.label: m.value for m in at.metric}["Trajectories"] == "3"

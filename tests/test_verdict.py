@@ -1,0 +1,210 @@
+"""Verdicts (tpsviz.verdict): each statistic against an independent computation, the rules on
+synthetic agents whose distortion is known, and the validity of the consistency-resampling null."""
+
+import re
+from dataclasses import replace
+
+import numpy as np
+import pandas as pd
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from tpsviz.decomposition import decompose
+from tpsviz.longform import from_frame
+from tpsviz.synthetic import SCENARIOS, simulate
+from tpsviz.tps import ScoreSettings
+from tpsviz.verdict import (LABELS, MIN_CLASS, MIN_RUNS, _clustered_bias, _Corp,
+                            calibration_slope, verdicts)
+
+
+def sig(x):
+    return 1 / (1 + np.exp(-x))
+
+
+def logit(p):
+    return np.log(p) - np.log1p(-p)
+
+
+def distorted_log(scenario="webshop-like", n=400, seed=0, budget=400):
+    """A synthetic log without censoring whose predictors are known distortions of q_t.
+
+    The slope distortions stretch logit q_t around the logit of the mean forecast, so they
+    change the calibration slope and not the mean.
+    """
+    sim = simulate(replace(SCENARIOS[scenario], budget=budget), n_trajectories=n, seed=seed)
+    df = sim.steps[["trajectory_id", "step", "outcome", "censored"]].copy()
+    q = sim.rows["q"].to_numpy()
+    lq = logit(q)
+    c = logit(q.mean())
+    rng = np.random.default_rng(seed + 1000)
+    df["conf_truthful"] = q
+    df["conf_optimistic"] = sig(lq + 1.0)
+    df["conf_pessimistic"] = sig(lq - 1.0)
+    df["conf_overconfident"] = sig(c + 2.5 * (lq - c))
+    df["conf_underconfident"] = sig(c + 0.4 * (lq - c))
+    df["conf_uninformative"] = sig(c + 0.5 * rng.standard_normal(len(df)))
+    return from_frame(df)
+
+
+# --------------------------------------------------------------------------- statistics
+def test_slope_matches_scikit_learn_unpenalised_logistic_fit():
+    from sklearn.linear_model import LogisticRegression
+
+    rng = np.random.default_rng(1)
+    p = rng.uniform(0.02, 0.98, 3000)
+    y = (rng.random(3000) < sig(0.3 + 0.7 * logit(p))).astype(float)
+    runs = np.repeat(np.arange(600), 5)
+    a, b, se = calibration_slope(p, y, runs)
+    lr = LogisticRegression(C=np.inf, tol=1e-12, max_iter=1000).fit(logit(p)[:, None], y)
+    assert a == pytest.approx(lr.intercept_[0], abs=1e-6)
+    assert b == pytest.approx(lr.coef_[0, 0], abs=1e-6)
+    assert 0 < se < 0.2
+
+
+def test_slope_se_is_clustered_by_run_like_a_run_bootstrap():
+    # rows of a run share the outcome: the clustered SE must match a bootstrap over runs
+    rng = np.random.default_rng(2)
+    n_runs, k = 400, 6
+    base = rng.normal(0, 1.2, n_runs)
+    x = base[:, None] + rng.normal(0, 0.3, (n_runs, k))
+    y = np.repeat((rng.random(n_runs) < sig(base)).astype(float), k)
+    p = sig(x.ravel())
+    runs = np.repeat(np.arange(n_runs), k)
+    _, b, se = calibration_slope(p, y, runs)
+    boot = []
+    for _ in range(300):
+        pick = rng.integers(0, n_runs, n_runs)
+        rows = (pick[:, None] * k + np.arange(k)).ravel()
+        boot.append(calibration_slope(p[rows], y[rows], np.repeat(np.arange(n_runs), k))[1])
+    assert se == pytest.approx(np.std(boot, ddof=1), rel=0.2)
+    # the naive row-level SE would be far too small: the clustered one is not
+    assert se > 1.5 * _naive_slope_se(p, y, b)
+
+
+def _naive_slope_se(p, y, b):
+    from sklearn.linear_model import LogisticRegression
+
+    lr = LogisticRegression(C=np.inf, tol=1e-12, max_iter=1000).fit(logit(p)[:, None], y)
+    mu = lr.predict_proba(logit(p)[:, None])[:, 1]
+    X = np.column_stack([np.ones_like(p), logit(p)])
+    return float(np.sqrt(np.linalg.inv((X * (mu * (1 - mu))[:, None]).T @ X)[1, 1]))
+
+
+def test_slope_undefined_for_constant_or_separating_forecasts():
+    runs = np.arange(40)
+    assert np.isnan(calibration_slope(np.full(40, 0.3), np.r_[np.ones(20), np.zeros(20)], runs)[1])
+    p = np.r_[np.full(20, 0.9), np.full(20, 0.1)]
+    y = np.r_[np.ones(20), np.zeros(20)]
+    assert np.isnan(calibration_slope(p, y, runs)[1])  # perfect separation: no finite slope
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.tuples(st.floats(0, 1), st.integers(0, 1), st.integers(0, 6)),
+                min_size=2, max_size=40))
+def test_clustered_bias_matches_a_loop_over_runs(rows):
+    p = np.array([r[0] for r in rows])
+    y = np.array([r[1] for r in rows], dtype=float)
+    _, runs = np.unique([r[2] for r in rows], return_inverse=True)
+    bias, se = _clustered_bias(p, y, runs)
+    assert bias == pytest.approx(np.mean(p - y), abs=1e-12)
+    k = runs.max() + 1
+    if k < 2:
+        assert np.isnan(se)
+        return
+    total = 0.0
+    for g in range(k):
+        m = runs == g
+        total += (np.sum(p[m] - y[m]) - m.sum() * bias) ** 2
+    assert se == pytest.approx(np.sqrt(k / (k - 1) * total) / p.size, abs=1e-12)
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.tuples(st.sampled_from([0.1, 0.3, 0.3, 0.6, 0.9]) | st.floats(0, 1),
+                          st.integers(0, 1)), min_size=1, max_size=40))
+def test_corp_brier_matches_decompose(rows):
+    p = np.array([r[0] for r in rows])
+    y = np.array([r[1] for r in rows], dtype=float)
+    mcb, dsc, unc = _Corp(p).mcb_dsc(y)
+    ref = decompose(p, y, 1, 1)  # half Brier score
+    assert mcb == pytest.approx(ref["mcb"], abs=1e-10)
+    assert dsc == pytest.approx(ref["dsc"], abs=1e-10)
+    assert unc == pytest.approx(ref["unc"], abs=1e-10)
+
+
+# --------------------------------------------------------------------------- rules
+@pytest.mark.slow
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_rules_name_the_known_distortion(seed):
+    data = distorted_log(seed=seed)
+    v = verdicts(data, ScoreSettings(censoring="complete", n_boot=200))
+    for name in ("truthful", "optimistic", "pessimistic", "overconfident", "underconfident",
+                 "uninformative"):
+        expected = "trustworthy" if name == "truthful" else name
+        assert v[name].label == expected, v[name].text
+
+
+@pytest.mark.slow
+def test_truthful_is_trustworthy_and_the_mcb_null_is_valid_across_seeds():
+    # the calibration checks share 1 − level = 5%: a truthful predictor is called trustworthy
+    # in (about) 95% of logs; its MCB p-value is uniform (P(p < .05) ≈ .05)
+    labels, mcb_p = [], []
+    for seed in range(16):
+        d = distorted_log("tau2-like", n=300, seed=100 + seed)
+        v = verdicts(d, ScoreSettings(censoring="complete", n_boot=200), ["truthful"])["truthful"]
+        labels.append(v.label)
+        mcb_p.append(v.mcb_p)
+    assert labels.count("trustworthy") >= 13, labels
+    assert np.mean(np.array(mcb_p) < 0.05) <= 0.25, mcb_p
+    assert np.median(mcb_p) > 0.2
+
+
+def test_too_little_data():
+    d = distorted_log(n=MIN_RUNS - 5, seed=3)
+    v = verdicts(d, ScoreSettings(censoring="complete", n_boot=50))
+    for x in v.values():
+        assert x.label == "too little data"
+        assert f"at least {MIN_RUNS} runs and {MIN_CLASS} of each outcome" in x.text
+
+
+def test_one_outcome_class_is_too_little_data():
+    rows = [{"trajectory_id": f"r{i}", "step": t, "outcome": 1, "conf_a": 0.7}
+            for i in range(40) for t in (1, 2)]
+    v = verdicts(from_frame(pd.DataFrame(rows)), ScoreSettings(censoring="complete", n_boot=50))
+    assert v["a"].label == "too little data"
+    assert "nan" not in v["a"].text.lower()
+
+
+def test_labels_follow_the_censoring_mode():
+    # budget-aware m_t is what the simple score rewards: trustworthy there; truthful q_t
+    # counts censored runs as possible successes and is optimistic under the simple labels
+    sim = simulate("webshop-like", n_trajectories=600, seed=5)
+    data = sim.to_data()
+    simple = verdicts(data, ScoreSettings(censoring="simple", n_boot=200),
+                      ["truthful", "budget_aware"])
+    assert simple["budget_aware"].label == "trustworthy", simple["budget_aware"].text
+    assert simple["truthful"].label == "optimistic", simple["truthful"].text
+    assert "within the budget" in simple["truthful"].text
+    exact = verdicts(data, ScoreSettings(censoring="exact", n_boot=200), ["truthful"])
+    assert "at q_Z" in exact["truthful"].text
+
+
+def test_sentences_carry_their_numbers_and_never_nan():
+    data = distorted_log(seed=4, n=300)
+    v = verdicts(data, ScoreSettings(censoring="complete", n_boot=200))
+    for x in v.values():
+        assert x.label in LABELS
+        assert x.text.startswith(f"{x.predictor}: {x.label} — ")
+        assert not re.search(r"\b(nan|inf|-inf)\b", x.text.lower()), x.text
+        assert f"says {100 * x.mean_forecast:.0f}% on average" in x.text
+        assert f"always saying {100 * x.ref_rate:.0f}%" in x.text
+        d = x.to_dict()
+        assert d["label"] == x.label and all(v is None or v == v for v in d.values())
+
+
+def test_verdict_does_not_depend_on_which_other_predictors_are_shown():
+    data = distorted_log(seed=6, n=200)
+    s = ScoreSettings(censoring="complete", n_boot=200)
+    alone = verdicts(data, s, ["overconfident"])["overconfident"]
+    among = verdicts(data, s)["overconfident"]
+    assert alone == among

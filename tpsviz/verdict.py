@@ -1,0 +1,493 @@
+"""A verdict per predictor: can its confidence be trusted, and if not, how is it wrong.
+
+The rules are stated in docs/theory.md §8 and decided in this order (the first that holds wins):
+
+1. ``too little data``: fewer than :data:`MIN_RUNS` scored runs with a label, or fewer than
+   :data:`MIN_CLASS` of either outcome.
+2. ``optimistic`` / ``pessimistic``: calibration in the large fails. The bias
+   b̄ = mean over labelled step rows of (F_t − ℓ) is significantly above (below) 0, with a
+   standard error clustered by trajectory. (Step-weighted on purpose: for a truthful F,
+   E[Σ_{t≤T} (F_t − Y)] = 0 at any stopping time T; a mean per run is not 0 when the length of
+   a run depends on its outcome.)
+3. ``uninformative``: no discrimination. The CORP discrimination DSC (half Brier score) is not
+   above what the same forecasts reach on outcomes shuffled across runs (permutation test).
+4. ``overconfident`` / ``underconfident``: the calibration slope b of the logistic fit
+   logit P(ℓ = 1) = a + b·logit F_t is significantly below (above) 1 (SE clustered by run):
+   too extreme (too timid) both ways.
+5. ``overconfident`` / ``underconfident`` / ``optimistic`` / ``pessimistic``: the CORP
+   miscalibration MCB is significant under the consistency-resampling null, i.e. the forecasts
+   are miscalibrated in a shape steps 2 and 4 missed; the label names the larger of the two
+   deviations (bias or slope, in SE units).
+6. ``uninformative``: calibrated, but the skill against the constant base-rate forecast is not
+   above 0 (no better than always saying the base rate).
+7. ``trustworthy``: none of the above.
+
+The three calibration checks (2, 4, 5) share the error rate 1 − level (Bonferroni: each at
+(1 − level)/3), so a truthful predictor is called ``trustworthy`` in about ``level`` of logs
+where it is informative; discrimination (3) is tested at 1 − level.
+
+Labels ℓ follow the censoring mode of the score, so the verdict judges the forecast the score
+rewards: complete runs count Y; censored runs count 0 (simple), 1 (upper), q_Z (exact) or are
+left out (complete-case).
+
+Consistency resampling: if F is truthful, P(ℓ = 1 | F_1, …, F_T) = F_T (the martingale
+property), so drawing one ℓ* ~ Bernoulli(F_T) per run gives the exact null law of the whole
+trace with its outcome; MCB* on these draws is the null distribution of MCB. This keeps the
+dependence of the steps of one run, which a draw per step would ignore.
+"""
+
+from __future__ import annotations
+
+import zlib
+from dataclasses import asdict, dataclass, replace
+
+import numpy as np
+
+from .cancel import checkpoint
+from .diagnostics import run_labels, skill_table
+from .io import TrajectoryData
+from .tps import ScoreSettings, TPSResult, default_censoring
+
+__all__ = ["LABELS", "Verdict", "verdicts", "verdict_statistics", "RULES", "MIN_RUNS",
+           "MIN_CLASS"]
+
+#: the fixed set of labels, in the order the rules try them
+LABELS = ("too little data", "optimistic", "pessimistic", "uninformative", "overconfident",
+          "underconfident", "trustworthy")
+#: a verdict needs this many labelled runs …
+MIN_RUNS = 20
+#: … and this many of each outcome (expected counts for soft labels)
+MIN_CLASS = 5
+#: null replicates of the MCB (consistency) and DSC (permutation) tests
+N_NULL = 200
+#: forecasts are kept in [c, 1 − c] for the logit of the calibration slope
+LOGIT_CLIP = 1e-4
+
+#: the rules in words (for the page, the README and the report)
+RULES = (
+    ("too little data", f"fewer than {MIN_RUNS} runs with an outcome, or fewer than "
+                        f"{MIN_CLASS} successes or failures"),
+    ("optimistic / pessimistic", "the mean forecast is significantly above / below the success "
+                                 "rate (bias F − Y with a CI clustered by run)"),
+    ("uninformative", "the forecasts separate successes from failures no better than on "
+                      "shuffled outcomes (CORP discrimination, permutation test), or they are "
+                      "calibrated but their skill against always saying the base rate is not "
+                      "above 0"),
+    ("overconfident / underconfident", "the calibration slope (logistic fit of the outcome on "
+                                       "logit F) has a CI below / above 1: too extreme / too "
+                                       "timid both ways; or the CORP miscalibration test "
+                                       "(consistency resampling) fails and this is the larger "
+                                       "deviation"),
+    ("trustworthy", "none of the above: calibrated (the bias, slope and CORP miscalibration "
+                    "checks pass; together they wrongly fail a truthful predictor in about "
+                    "5% of logs) and informative (discrimination test, skill above 0)"),
+)
+
+#: what counts as success under each censoring mode's labels
+_SUCCESS = {
+    "complete": "success",
+    "simple": "success within the budget",
+    "upper": "success (cut-off runs counted as successes)",
+    "exact": "success (cut-off runs counted at q_Z)",
+}
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """The verdict on one predictor and the numbers behind it.
+
+    Attributes
+    ----------
+    predictor, label, text : str
+        The predictor, its label (one of :data:`LABELS`) and one plain sentence.
+    rule : str
+        Which rule decided the label.
+    n_runs, n_rows : int
+        Labelled runs and step rows with a forecast.
+    n_success, n_failure : float
+        Outcome counts (expected counts for soft labels of the exact mode).
+    mean_forecast, success_rate : float
+        Mean F_t and mean label ℓ over the labelled step rows (step-weighted: the pair the
+        bias compares).
+    run_rate : float
+        Mean label over the labelled runs (each run once).
+    bias, bias_se : float
+        mean(F_t − ℓ) and its SE clustered by run (> 0: optimistic).
+    slope, slope_se, slope_ci_low, slope_ci_high : float
+        Calibration slope b (1 = calibrated; NaN for a constant or separating forecast).
+    mcb, mcb_p, dsc, dsc_p, unc : float
+        CORP decomposition of the half Brier score and the two test p-values.
+    skill, skill_se, skill_ci_low, skill_ci_high, ref_rate : float
+        Skill against the base-rate reference F ≡ ref_rate (:func:`skill_table`).
+    level : float
+        Confidence level of every interval and test (tests at 1 − level).
+    """
+
+    predictor: str
+    label: str
+    text: str
+    rule: str
+    n_runs: int
+    n_rows: int
+    n_success: float
+    n_failure: float
+    mean_forecast: float
+    success_rate: float
+    run_rate: float
+    bias: float
+    bias_se: float
+    slope: float
+    slope_se: float
+    slope_ci_low: float
+    slope_ci_high: float
+    mcb: float
+    mcb_p: float
+    dsc: float
+    dsc_p: float
+    unc: float
+    skill: float
+    skill_se: float
+    skill_ci_low: float
+    skill_ci_high: float
+    ref_rate: float
+    level: float
+
+    def to_dict(self) -> dict:
+        """Plain dict (NaN → None), for JSON."""
+        return {k: (None if isinstance(v, float) and not np.isfinite(v) else v)
+                for k, v in asdict(self).items()}
+
+
+# --------------------------------------------------------------------------- statistics
+def _z(level: float) -> float:
+    from scipy.special import ndtri
+
+    return float(ndtri(0.5 + level / 2))
+
+
+def _clustered_bias(p: np.ndarray, lab: np.ndarray, runs: np.ndarray) -> tuple[float, float]:
+    """mean(p − ℓ) over rows and its SE with run clusters (CR1 small-sample factor)."""
+    d = p - lab
+    n = d.size
+    bias = float(d.mean())
+    g = np.bincount(runs, weights=d - bias)
+    k = g.size
+    if k < 2:
+        return bias, np.nan
+    return bias, float(np.sqrt(k / (k - 1) * np.sum(g ** 2)) / n)
+
+
+def calibration_slope(p, lab, runs) -> tuple[float, float, float]:
+    """Logistic calibration fit logit P(ℓ = 1) = a + b·logit F, by Newton's method.
+
+    Parameters
+    ----------
+    p : ndarray
+        Forecasts F_t (clipped to [LOGIT_CLIP, 1 − LOGIT_CLIP] for the logit).
+    lab : ndarray
+        Labels ℓ in [0, 1] (soft labels are fitted as a quasi-likelihood).
+    runs : ndarray of int
+        Run code of every row, 0 … k−1 (for the clustered sandwich variance).
+
+    Returns
+    -------
+    a, b, se_b : float
+        Intercept, slope and the SE of the slope, clustered by run. NaN when the slope is not
+        identified (a constant forecast) or the fit diverges (forecasts separate outcomes).
+    """
+    x = np.log(np.clip(p, LOGIT_CLIP, 1 - LOGIT_CLIP)) - np.log1p(-np.clip(p, LOGIT_CLIP,
+                                                                          1 - LOGIT_CLIP))
+    if x.size < 3 or np.ptp(x) < 1e-9:
+        return np.nan, np.nan, np.nan
+    X = np.column_stack([np.ones_like(x), x])
+    theta = np.zeros(2)
+    for _ in range(100):
+        eta = X @ theta
+        mu = 1 / (1 + np.exp(-eta))
+        grad = X.T @ (lab - mu)
+        H = (X * (mu * (1 - mu))[:, None]).T @ X
+        try:
+            step = np.linalg.solve(H, grad)
+        except np.linalg.LinAlgError:
+            return np.nan, np.nan, np.nan
+        theta = theta + step
+        if not np.all(np.isfinite(theta)) or abs(theta[1]) > 1e3:
+            return np.nan, np.nan, np.nan
+        if np.max(np.abs(step)) < 1e-10:
+            break
+    else:
+        return np.nan, np.nan, np.nan
+    mu = 1 / (1 + np.exp(-(X @ theta)))
+    H = (X * (mu * (1 - mu))[:, None]).T @ X
+    scores = X * (lab - mu)[:, None]
+    per_run = np.column_stack([np.bincount(runs, weights=scores[:, j]) for j in range(2)])
+    k = per_run.shape[0]
+    meat = k / max(k - 1, 1) * per_run.T @ per_run
+    hinv = np.linalg.inv(H)
+    cov = hinv @ meat @ hinv
+    return float(theta[0]), float(theta[1]), float(np.sqrt(max(cov[1, 1], 0.0)))
+
+
+def _pav(means: np.ndarray, weights: np.ndarray) -> np.ndarray:
+    """Weighted increasing isotonic fit of ``means`` (in forecast order).
+
+    The null distributions call this hundreds of times per predictor, so it uses scikit-learn's
+    compiled PAV kernel directly (the public :func:`sklearn.isotonic.isotonic_regression` spends
+    ~0.9 ms per call validating its arguments, 5× the fit itself); the public function, used by
+    :func:`tpsviz.decomposition.pav_unique`, is the fallback and the test oracle.
+    """
+    try:
+        from sklearn._isotonic import _inplace_contiguous_isotonic_regression as kernel
+    except ImportError:  # pragma: no cover - a scikit-learn without the private kernel
+        from .decomposition import pav_unique
+
+        return pav_unique(means, weights)
+    y = np.array(means, dtype=np.float64)  # a contiguous copy: the kernel works in place
+    kernel(y, np.array(weights, dtype=np.float64))
+    return y
+
+
+class _Corp:
+    """CORP decomposition of the half Brier score for many label vectors on fixed forecasts."""
+
+    def __init__(self, p: np.ndarray):
+        self.xs, self.inv, counts = np.unique(p, return_inverse=True, return_counts=True)
+        self.counts = counts.astype(float)
+        self.n = float(p.size)
+        self.p = p
+
+    def mcb_dsc(self, lab: np.ndarray) -> tuple[float, float, float]:
+        s1 = np.bincount(self.inv, weights=lab, minlength=self.xs.size)
+        s2 = np.bincount(self.inv, weights=lab * lab, minlength=self.xs.size)
+        fit = _pav(s1 / self.counts, self.counts)
+        ybar = s1.sum() / self.n
+        sq = s2.sum()
+
+        def loss(c):  # ½ mean (c − ℓ)² with c constant within each forecast value
+            return 0.5 * float(np.sum(self.counts * c * c - 2 * c * s1) + sq) / self.n
+
+        lf, lr, unc = loss(self.xs), loss(fit), loss(np.full(self.xs.size, ybar))
+        return max(lf - lr, 0.0), max(unc - lr, 0.0), unc
+
+
+def _null_p(observed: float, null: np.ndarray) -> float:
+    """Monte-Carlo p-value (1 + #{null ≥ observed}) / (1 + B), with a rounding tolerance."""
+    tol = 1e-12 * (1.0 + abs(observed))
+    return float((1 + np.sum(null >= observed - tol)) / (1 + null.size))
+
+
+def _tests(p, lab, runs, last_p, run_lab, rng, n_null) -> tuple[float, float, float, float, float]:
+    """MCB with its consistency-resampling p-value and DSC with its permutation p-value."""
+    corp = _Corp(p)
+    mcb, dsc, unc = corp.mcb_dsc(lab)
+    mcb_null = np.empty(n_null)
+    dsc_null = np.empty(n_null)
+    for b in range(n_null):
+        if b % 20 == 0:
+            checkpoint()  # stop here if nobody waits for the result (tpsviz.cancel)
+        star = (rng.random(last_p.size) < last_p).astype(float)
+        mcb_null[b] = corp.mcb_dsc(star[runs])[0]
+        dsc_null[b] = corp.mcb_dsc(rng.permutation(run_lab)[runs])[1]
+    return mcb, _null_p(mcb, mcb_null), dsc, _null_p(dsc, dsc_null), unc
+
+
+# --------------------------------------------------------------------------- rules
+def _z_cal(level: float) -> float:
+    """Two-sided critical value of each of the three calibration checks (Bonferroni over 3)."""
+    return _z(1 - (1 - level) / 3)
+
+
+def _decide(s: dict, level: float) -> tuple[str, str]:
+    """(label, rule) from the statistics of one predictor (the rules of the module docstring)."""
+    alpha_cal = (1 - level) / 3  # bias, slope and MCB share the error rate 1 − level
+    z = _z_cal(level)
+    if s["n_runs"] < MIN_RUNS or min(s["n_success"], s["n_failure"]) < MIN_CLASS:
+        return "too little data", "data"
+    zb = s["bias"] / s["bias_se"] if s["bias_se"] > 0 else np.nan
+    if np.isfinite(zb) and abs(zb) > z:
+        return ("optimistic" if zb > 0 else "pessimistic"), "bias"
+    if not s["dsc_p"] < 1 - level:
+        return "uninformative", "dsc"
+    zs = (s["slope"] - 1) / s["slope_se"] if s["slope_se"] > 0 else np.nan
+    if np.isfinite(zs) and abs(zs) > z:
+        return ("overconfident" if zs < 0 else "underconfident"), "slope"
+    if s["mcb_p"] < alpha_cal:
+        if np.isfinite(zs) and not (np.isfinite(zb) and abs(zb) > abs(zs)):
+            return ("overconfident" if zs < 0 else "underconfident"), "mcb"
+        if np.isfinite(zb):
+            return ("optimistic" if zb > 0 else "pessimistic"), "mcb"
+        return "overconfident", "mcb"
+    if not s["skill"] > 0:
+        return "uninformative", "skill"
+    return "trustworthy", "all"
+
+
+def _p(p: float) -> str:
+    """A Monte-Carlo p-value: 'p ≤ 0.005' at the smallest value its replicates can give."""
+    return f"p ≤ {p:.3f}" if p <= 1 / (1 + N_NULL) + 1e-12 else f"p = {p:.2f}"
+
+
+def _pct(v: float) -> str:
+    return f"{100 * v:.0f}%"
+
+
+def _signed(v: float) -> str:
+    """+0.13, −1.70; two significant digits below 0.01 (+0.0042), never a bare +0.00."""
+    return f"{v:+.2f}" if abs(v) >= 0.01 or v == 0 else f"{v:+.2g}"
+
+
+def _skill_words(s: dict) -> str:
+    r = _pct(s["ref_rate"])
+    sk, se = s["skill"], s["skill_se"]
+    if not np.isfinite(sk):
+        return f"skill against always saying {r} is undefined"
+    pm = f" ± {_signed(se)[1:]}" if np.isfinite(se) else ""
+    if s["skill_ci_low"] > 0:
+        word = "better than"
+    elif s["skill_ci_high"] < 0:
+        word = "worse than"
+    else:
+        word = "not clearly better than"
+    return f"{word} always saying {r} (skill {_signed(sk)}{pm})"
+
+
+def _sentence(name: str, label: str, rule: str, s: dict, level: float, mode: str) -> str:
+    """One plain sentence with the numbers behind the label (no NaN, no 'from x to x')."""
+    if label == "too little data":
+        return (f"{name}: too little data — {s['n_runs']} runs with an outcome "
+                f"({s['n_success']:.0f} successes, {s['n_failure']:.0f} failures); a verdict "
+                f"needs at least {MIN_RUNS} runs and {MIN_CLASS} of each outcome")
+    head = (f"{name}: {label} — says {_pct(s['mean_forecast'])} on average, against "
+            f"{_pct(s['success_rate'])} {_SUCCESS[mode]} over the same steps")
+    if abs(s["success_rate"] - s["run_rate"]) >= 0.05:
+        head += f" ({_pct(s['run_rate'])} of runs)"
+    slope = (f"calibration slope {s['slope']:.2f} ± {s['slope_se']:.2f}"
+             if np.isfinite(s["slope_se"]) else "")
+    why = {
+        "bias": "",
+        "dsc": (f"its forecasts separate successes from failures no better than on shuffled "
+                f"outcomes (discrimination test {_p(s['dsc_p'])})"),
+        "slope": ("too extreme both ways" if label == "overconfident"
+                  else "too timid, hugging the middle") + (f" ({slope}; 1 = calibrated)"
+                                                          if slope else ""),
+        "mcb": (f"miscalibrated (CORP miscalibration test {_p(s['mcb_p'])}"
+                + (f", {slope}" if slope else "") + ")"),
+        "skill": "calibrated, but",  # skill <= 0
+        "all": ("calibrated" + (f" ({slope})" if slope else "") + " and informative "
+                f"(discrimination test {_p(s['dsc_p'])}); "
+                + ("" if s["skill_ci_low"] > 0 else "but ")),
+    }[rule]
+    skill = _skill_words(s)
+    if rule == "skill":
+        return f"{head}; {why} {skill}"
+    if rule == "all":
+        return f"{head}; {why}{skill}"
+    return f"{head}; " + (f"{why}; " if why else "") + skill
+
+
+# --------------------------------------------------------------------------- entry point
+def _rows(data: TrajectoryData, settings: ScoreSettings, q_z, name: str):
+    """(forecast, label, run code 0…k−1, last forecast and label per run) of the scored rows."""
+    lab_run = run_labels(data, settings, q_z)
+    codes = data.steps["traj"].to_numpy()
+    p = data.forecasts(name)
+    lab = lab_run[codes]
+    keep = np.flatnonzero(~np.isnan(p) & ~np.isnan(lab))
+    p, lab, c = p[keep], lab[keep], codes[keep]
+    uniq, runs = np.unique(c, return_inverse=True)
+    last = np.r_[np.flatnonzero(runs[1:] != runs[:-1]), runs.size - 1] if runs.size else runs
+    return p, lab, runs, p[last], lab[last]
+
+
+def _statistics(p, lab, runs, last_p, run_lab, level, rng, n_null) -> dict:
+    n_runs = int(run_lab.size)
+    s = {"n_runs": n_runs, "n_rows": int(p.size), "n_success": float(run_lab.sum()),
+         "n_failure": float(n_runs - run_lab.sum()),
+         "run_rate": float(run_lab.mean()) if n_runs else np.nan}
+    nan = np.nan
+    s.update(mean_forecast=float(p.mean()) if p.size else nan,
+             success_rate=float(lab.mean()) if p.size else nan)
+    if n_runs < 2:
+        s.update(bias=nan, bias_se=nan, slope=nan, slope_se=nan, slope_ci_low=nan,
+                 slope_ci_high=nan, mcb=nan, mcb_p=nan, dsc=nan, dsc_p=nan, unc=nan)
+        return s
+    s["bias"], s["bias_se"] = _clustered_bias(p, lab, runs)
+    _, b, se = calibration_slope(p, lab, runs)
+    z = _z(level)
+    s.update(slope=b, slope_se=se, slope_ci_low=b - z * se, slope_ci_high=b + z * se)
+    s["mcb"], s["mcb_p"], s["dsc"], s["dsc_p"], s["unc"] = _tests(p, lab, runs, last_p, run_lab,
+                                                                  rng, n_null)
+    return s
+
+
+def verdict_statistics(data: TrajectoryData, settings: ScoreSettings, name: str, q_z=None,
+                       n_null: int = N_NULL) -> dict:
+    """The statistics behind one predictor's verdict (all but the skill).
+
+    They depend on the labels (censoring mode, q_Z), the level and the seed, not on α, β, the
+    schedule or ε, so a dashboard can keep them while those move.
+
+    Returns
+    -------
+    dict
+        ``n_runs``, ``n_rows``, ``n_success``, ``n_failure``, ``run_rate``, ``mean_forecast``,
+        ``success_rate``, ``bias``, ``bias_se``, ``slope`` (+ ``_se``, ``_ci_low``,
+        ``_ci_high``), ``mcb``, ``mcb_p``, ``dsc``, ``dsc_p``, ``unc`` (see :class:`Verdict`).
+    """
+    # seeded by the predictor's name: its verdict does not depend on which others are shown
+    rng = np.random.default_rng([int(settings.seed) % 2 ** 63,
+                                 zlib.crc32(name.encode("utf-8", "replace"))])
+    return _statistics(*_rows(data, settings, q_z, name), settings.level, rng, int(n_null))
+
+
+def verdicts(data: TrajectoryData, settings: ScoreSettings | None = None,
+             predictors: list[str] | None = None, q_z=None, skill=None,
+             result: TPSResult | None = None, n_null: int = N_NULL,
+             statistics: dict | None = None) -> dict[str, Verdict]:
+    """The verdict on every predictor, decided by the stated rules (module docstring, docs/theory.md §8).
+
+    Parameters
+    ----------
+    data : TrajectoryData
+    settings : ScoreSettings, optional
+        The score: the censoring mode sets the labels ℓ, the level sets every test and
+        interval; the skill uses α, β, schedule and ε. The bias, slope and CORP tests do not
+        depend on α, β or the schedule (CORP uses the half Brier score).
+    predictors : list of str, optional
+        Default: every predictor.
+    q_z : array_like or Series, optional
+        q_Z estimates for exact mode (as in :func:`~tpsviz.tps.compute_tps`).
+    skill : DataFrame, optional
+        :func:`~tpsviz.diagnostics.skill_table` already computed under ``settings`` with a
+        bootstrap (saves recomputing it); rule 6 uses its point estimate, the sentence its SE.
+    result : TPSResult, optional
+        TPS already computed under ``settings`` (passed on to the skill table).
+    n_null : int
+        Replicates of the MCB and DSC null distributions (seeded by ``settings.seed``).
+    statistics : dict, optional
+        ``{name: verdict_statistics(...)}`` already computed under the same labels.
+
+    Returns
+    -------
+    dict of str to Verdict
+        In the order of ``predictors``.
+    """
+    settings = settings or ScoreSettings(censoring=default_censoring(data))
+    names = list(data.predictors if predictors is None else predictors)
+    if skill is None or not np.isfinite(skill.get("skill_se", np.nan)).any():
+        boot = replace(settings, n_boot=max(int(settings.n_boot), 200))
+        skill = skill_table(data, boot, names, q_z=q_z, result=result)
+    out = {}
+    for name in names:
+        checkpoint()  # stop here if nobody waits for the result (tpsviz.cancel)
+        s = dict(statistics[name]) if statistics and name in statistics else \
+            verdict_statistics(data, settings, name, q_z, n_null)
+        k = skill.loc[name]
+        s.update(skill=float(k["skill"]), skill_se=float(k["skill_se"]),
+                 skill_ci_low=float(k["skill_ci_low"]), skill_ci_high=float(k["skill_ci_high"]),
+                 ref_rate=float(k["ref_rate"]))
+        label, rule = _decide(s, settings.level)
+        text = _sentence(name, label, rule, s, settings.level, settings.censoring)
+        out[name] = Verdict(predictor=name, label=label, text=text, rule=rule,
+                            level=settings.level, **s)
+    return out
