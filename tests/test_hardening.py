@@ -803,3 +803,50 @@ def test_adv4_chunked_eval_samples_are_indexed_once(tmp_path):
         inspect_log._CHUNK = orig
     assert data.n_trajectories == 300
     assert len(calls) <= 2 * 300 + 10  # one pass over the ~600 members, not samples × members
+
+
+def test_adv4_forecasts_table_is_validated_on_its_own_lines(tmp_path, capsys):
+    log = tmp_path / "small.csv"
+    log.write_text("trajectory_id,step,outcome,conf_a\nr1,1,1,0.6\nr1,2,1,0.7\nr2,1,0,0.3\n")
+    cases = {
+        "trajectory_id,step,conf_b\nr1,1,0.5\nr1,inf,0.5\n": "column 'step' must hold whole numbers from 0 to 2^53; not so at line 3",
+        "trajectory_id,step,conf_b\nr1,1,0.5\nr1,1e30,0.5\n": "not so at line 3",
+        "trajectory_id,step,conf_b\nr2,1,-1\nr1,1,0.5\n": "side.csv: column 'conf_b': probabilities must be in [0, 1]; not so at line 2",
+        "trajectory_id,step,raw_x\nr1,1,inf\n": "signals must be finite",
+    }
+    for text, message in cases.items():
+        side = tmp_path / "side.csv"
+        side.write_text(text)
+        code, out, err = run_cli(["score", str(log), "--forecasts", str(side), "--n-boot", "0"], capsys)
+        assert code == 2 and message in err, err
+        assert "unexpected failure" not in err and "small.csv" not in err.split(":")[1]
+    side = tmp_path / "side.csv"
+    side.write_text("Trajectory_ID,Step,conf_b\nr1,1,0.5\nr1,2,0.5\nr2,1,0.4\n")  # names matched ignoring case
+    code, out, err = run_cli(["score", str(log), "--forecasts", str(side), "--n-boot", "0"], capsys)
+    assert code == 0, err
+    side.write_text("trajectory_id,step,conf_b,CONF_b\nr1,1,0.5,0.4\n")
+    code, out, err = run_cli(["score", str(log), "--forecasts", str(side), "--n-boot", "0"], capsys)
+    assert code == 2 and "repeats column" in err
+
+
+def test_adv4_a_column_mapped_twice_is_refused(tmp_path, capsys):
+    p = tmp_path / "other.csv"
+    p.write_text("run,turn,success,p,q\nr1,1,1,0.6,0.5\nr2,1,0,0.3,0.5\n")
+    code, out, err = run_cli(["score", str(p), "--map", "trajectory_id=run,step=turn,outcome=success,"
+                              "conf_a=p,conf_b=p", "--n-boot", "0"], capsys)
+    assert code == 2 and "column 'p' is mapped twice" in err
+
+
+def test_adv4_eval_archive_with_too_many_members_is_refused_before_indexing(tmp_path, monkeypatch):
+    import zipfile
+
+    from tpsviz.harness import evalzip
+
+    monkeypatch.setattr(evalzip, "MAX_MEMBERS", 500)
+    p = tmp_path / "many.eval"
+    with zipfile.ZipFile(p, "w") as z:
+        z.writestr("header.json", "{}")
+        for i in range(600):
+            z.writestr(f"junk/{i}", "")
+    with pytest.raises(LogFormatError, match="lists 601 members, more than the 500"):
+        load(str(p))

@@ -76,6 +76,11 @@ def _apply_mapping(df, mapping, name: str):
             problems.append(f"--map {target}={col}: the file has no column {show_id(col)}")
         elif target in df.columns and target != col and target not in dict(mapping).values():
             problems.append(f"--map {target}={col}: the file already has a column {show_id(target)}")
+        elif col in rename and rename[col] != target:  # one column, two targets: refuse, never pick one
+            problems.append(f"--map: column {show_id(col)} is mapped twice ({show_id(rename[col])}, "
+                            f"{show_id(target)}); map each column once")
+        elif target in rename.values() and rename.get(col) != target:
+            problems.append(f"--map: {show_id(target)} is given two columns; map it once")
         else:
             rename[col] = target
     if problems:

@@ -351,6 +351,11 @@ def _skill_words(s: dict) -> str:
     return f"{word} always saying {r} (skill {_signed(sk)}{pm})"
 
 
+def _right_on_average(s: dict) -> bool:
+    """True when the mean forecast is within 5 points of the success rate over the same steps."""
+    return abs(s["mean_forecast"] - s["success_rate"]) < 0.05
+
+
 def _sentence(name: str, label: str, rule: str, s: dict, level: float, mode: str) -> str:
     """One plain sentence with the numbers behind the label (no NaN, no 'from x to x')."""
     if label == "too little data":
@@ -359,17 +364,21 @@ def _sentence(name: str, label: str, rule: str, s: dict, level: float, mode: str
                 f"needs at least {MIN_RUNS} runs and {MIN_CLASS} of each outcome")
     head = (f"{name}: {label} — says {_pct(s['mean_forecast'])} on average, against "
             f"{_pct(s['success_rate'])} {_SUCCESS[mode]} over the same steps")
-    if abs(s["success_rate"] - s["run_rate"]) >= 0.05:
-        head += f" ({_pct(s['run_rate'])} of runs)"
+    if _pct(s["success_rate"]) != _pct(s["run_rate"]):
+        # the two rates a reader sees (steps here, runs in "always saying r") differ: say why
+        longer = "long runs fail more often" if s["success_rate"] < s["run_rate"] else \
+            "long runs succeed more often"
+        head += f" ({_pct(s['run_rate'])} of runs; {longer})"
     slope = (f"calibration slope {s['slope']:.2f} ± {s['slope_se']:.2f}"
              if np.isfinite(s["slope_se"]) else "")
     why = {
         "bias": "",
         "dsc": (f"its forecasts separate successes from failures no better than on shuffled "
                 f"outcomes (discrimination test {_p(s['dsc_p'])})"),
-        "slope": ("too extreme both ways" if label == "overconfident"
-                  else "too timid, hugging the middle") + (f" ({slope}; 1 = calibrated)"
-                                                          if slope else ""),
+        "slope": ("right on average, but " if _right_on_average(s) else "")
+                 + ("too extreme both ways" if label == "overconfident"
+                    else "too timid, hugging the middle") + (f" ({slope}; 1 = calibrated)"
+                                                            if slope else ""),
         "mcb": (f"miscalibrated (CORP miscalibration test {_p(s['mcb_p'])}"
                 + (f", {slope}" if slope else "") + ")"),
         "skill": "calibrated, but",  # skill <= 0
@@ -487,7 +496,9 @@ def verdicts(data: TrajectoryData, settings: ScoreSettings | None = None,
                  skill_ci_low=float(k["skill_ci_low"]), skill_ci_high=float(k["skill_ci_high"]),
                  ref_rate=float(k["ref_rate"]))
         label, rule = _decide(s, settings.level)
-        text = _sentence(name, label, rule, s, settings.level, settings.censoring)
+        # "within the budget" and the like only when some run was actually cut off
+        words = settings.censoring if data.n_censored else "complete"
+        text = _sentence(name, label, rule, s, settings.level, words)
         out[name] = Verdict(predictor=name, label=label, text=text, rule=rule,
                             level=settings.level, **s)
     return out

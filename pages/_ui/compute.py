@@ -176,9 +176,13 @@ def verdict_table(cfg: S.Config) -> pd.DataFrame:
 def group_view(cfg: S.Config, by: str, base: str | None, pair_on: str) -> dict:
     """Display tables of tpsviz.groups: the leaderboard per group and each group minus the base group,
     with the differences in words conditioned on Δ/SE (tpsviz.claims)."""
+    return group_tables(*S.get_groups(by, base, pair_on, cfg))
+
+
+def group_tables(table: pd.DataFrame, base: str, diffs: dict) -> dict:
+    """Display tables of a group_table frame and its group_difference frames (see group_view)."""
     from tpsviz.claims import is_clear, z_text
 
-    table, base, diffs = S.get_groups(by, base, pair_on, cfg)
     rows = [{"group": g, "predictor": F.display_name(p), "TPS": pm(r["tps_mean"], r["tps_se"], ".3f"),
              "skill": pm(r["skill"], r["skill_se"], ".3f"), "n runs": int(r["n_scored"]),
              "success rate": num(r["success_rate"], ".3f")} for (g, p), r in table.iterrows()]

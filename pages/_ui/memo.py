@@ -26,6 +26,7 @@ import inspect
 import os
 import threading
 import time
+import weakref
 from collections import OrderedDict
 from dataclasses import fields, is_dataclass
 
@@ -81,11 +82,14 @@ def configure(budget: int | None = None, ttl: float | None = None) -> None:
     _CONFIG["ttl"] = ttl
 
 
+_COUNTED: dict = {}  # id → weak reference of every TrajectoryData already counted in an entry
+
+
 def approx_bytes(obj, _seen: set | None = None, _depth: int = 0) -> int:
     """An estimate of the memory an object holds: arrays and frames exactly (object columns
     at 64 bytes a cell), containers and dataclasses by their parts. A
-    :class:`tpsviz.data.TrajectoryData` inside another result is not counted (it is cached,
-    and counted, on its own)."""
+    :class:`tpsviz.data.TrajectoryData` is counted once: by the first entry holding it at the top
+    level or in a top-level tuple; inside deeper results it is shared, not counted again."""
     from tpsviz.data import TrajectoryData
 
     seen = _seen if _seen is not None else set()
@@ -101,8 +105,17 @@ def approx_bytes(obj, _seen: set | None = None, _depth: int = 0) -> int:
         return size + 64 * n_obj * len(frame)
     if isinstance(obj, (bytes, bytearray, str)):
         return len(obj)
-    if isinstance(obj, TrajectoryData) and _depth > 0:
-        return 0
+    if isinstance(obj, TrajectoryData):
+        # a log is counted once, by the first entry that holds it at the top (a loaded log, or the
+        # filtered / recalibrated copy _prepared returns in a tuple); deeper (inside a TPSResult) or
+        # again, it is shared, not new memory
+        ref = _COUNTED.get(id(obj))
+        if _depth > 1 or (ref is not None and ref() is obj):
+            return 0
+        _COUNTED[id(obj)] = weakref.ref(obj)
+        if len(_COUNTED) > 256:  # forget logs that are gone
+            for k in [k for k, r in _COUNTED.items() if r() is None]:
+                del _COUNTED[k]
     if isinstance(obj, dict):
         return 64 + sum(approx_bytes(k, seen, _depth + 1) + approx_bytes(v, seen, _depth + 1)
                         for k, v in obj.items())

@@ -592,6 +592,38 @@ def get_groups(by: str, base: str | None = None, pair_on: str = "auto", cfg: Con
     return _groups(src.key, cfg.filters, cfg.recal, cfg.score_tuple, cfg.predictors, by, base, pair_on, cfg, src)
 
 
+@memo(max_entries=6, spinner="Reading the candidate log and scoring both…")
+def _two_logs(key: str, filters: tuple, recal: tuple, score: tuple, preds: tuple, cand_key: str, pair_on: str,
+              _cfg: Config, _src: Source, _cand: Source):
+    """The current log (baseline, as filtered and recalibrated) against a second log (candidate):
+    groups.combine_logs, then group_table and group_difference by the column ``log``."""
+    from tpsviz.groups import combine_logs, group_difference, group_table
+
+    cand = load_base(_cand)
+    if is_failure(cand):
+        return cand
+    base, _ = _prepared(key, filters, recal, _src)
+    both = combine_logs(base, cand)
+    names = [p for p in preds if p in both.predictors]
+    if not names:
+        raise ValueError("the two logs share none of the selected predictors (a predictor is compared "
+                         "only when both logs have it)")
+    settings = _cfg.score_settings()
+    table = group_table(both, "log", settings, names)
+    diff = group_difference(both, "log", "baseline", "candidate", settings, names,
+                            pair_on=None if pair_on == "none" else pair_on)
+    left = [p for p in preds if p not in names]
+    return table, "baseline", {"candidate": diff}, left
+
+
+def get_two_logs(cand: Source, pair_on: str = "auto", cfg: Config | None = None):
+    """(table, base, {"candidate": difference}, predictors left out) or a LoadFailure of the candidate."""
+    cfg = cfg or current()
+    src = current_source()
+    return _two_logs(src.key, cfg.filters, cfg.recal, cfg.score_tuple, cfg.predictors, cand.key, pair_on, cfg,
+                     src, cand)
+
+
 def group_columns(data) -> list[str]:
     """Trajectory-level metadata columns with 2 to groups.MAX_GROUPS distinct values (candidates for --by)."""
     from tpsviz.groups import MAX_GROUPS

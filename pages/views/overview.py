@@ -161,48 +161,89 @@ if len(preds) >= 2:
 
 # ----------------------------------------------------------------- groups of runs: model X vs model Y
 st.subheader("Compare groups of runs (model X vs model Y)")
-cols = S.group_columns(data)
-if not cols:
-    st.caption("This log has no run-level column with 2 to 50 values (model, agent, prompt, task family…) to "
-               "split its runs by. `python -m tpsviz compare BASELINE CANDIDATE` compares two logs.")
-else:
-    g1, g2, g3 = st.columns([1.2, 1.2, 1])
-    by = g1.selectbox("Split runs by", cols, key="grp_by", format_func=lambda c: clean_text(c, 60), index=None,
-                      placeholder="Choose a column…",
-                      help="A run-level metadata column; each of its values is one group, scored on its own runs.")
-    pair_on = g3.selectbox("Pair by task", ["auto", "none"] + [c for c in cols if c != by], key="grp_pair",
-                           help="Where both groups ran the same tasks, compare them task by task (paired, "
-                                "smaller SE). auto: a column named task/task_id/task_name with at least 10 common "
-                                "tasks; none: unpaired.")
-    gv = None
-    try:
-        gv = V.group_view(cfg, by, st.session_state.get("grp_base"), pair_on) if by is not None else None
-    except ValueError as e:
-        st.info(f"These runs cannot be compared by {code(by)}: {C.md(e)}")
-    if gv is None:
-        st.caption("Each value of the column becomes a group scored on its own runs; every group is then compared "
-                   "with a base group (Δ TPS and Δ skill with their SE, paired by task where the groups share tasks).")
+GROUP_COLS = {
+    "TPS": st.column_config.TextColumn(f"TPS ± SE ({cfg.unit}/run)", help="Mean TPS of the group's runs."),
+    "skill": st.column_config.TextColumn("skill ± SE", help="1 − TPS/TPS_ref against the group's OWN success rate: "
+                                         "what the forecasts add beyond knowing how often this group succeeds, so "
+                                         "a group is not rewarded for easier outcomes."),
+    "success rate": st.column_config.TextColumn(help="Success rate of the group's complete runs.")}
+DIFF_COLS = {
+    "Δ TPS": st.column_config.TextColumn(f"Δ TPS ({cfg.unit}/run)", help="group − base group."),
+    "Δ/SE (TPS)": st.column_config.TextColumn(help="|Δ/SE| ≥ 2 is called clear."),
+    "Δ skill": st.column_config.TextColumn(help="group − base group, each against its own success rate."),
+    "Δ/SE (skill)": st.column_config.TextColumn(help="|Δ/SE| ≥ 2 is called clear.")}
+
+
+def _show_groups(gv):
+    st.dataframe(gv["table"], hide_index=True, width="stretch", column_config=GROUP_COLS)
+    if gv["small"]:
+        st.caption("Left out (fewer than 2 runs): " + ", ".join(f"{C.md(g)} ({n})" for g, n in gv["small"].items()))
+    st.dataframe(gv["diff"], hide_index=True, width="stretch", column_config=DIFF_COLS)
+    for g, how in gv["pairing"].items():
+        st.caption(f"{C.md(g)} − {C.md(gv['base'])}: {C.md(how)}")
+
+
+mode = st.radio("Compare", ["groups of this log", "this log with a second log"], key="grp_mode", horizontal=True,
+                help="Split this log's runs by a column (model, agent, prompt, task family), or load a second log "
+                     "(a candidate) and compare it with this one (the baseline) on their common predictors.")
+pair_opts = ["auto", "none"]
+if mode == "groups of this log":
+    cols = S.group_columns(data)
+    if not cols:
+        st.caption("This log has no run-level column with 2 to 50 values (model, agent, prompt, task family…) to "
+                   "split its runs by. Compare it with a second log instead.")
     else:
-        names = list(dict.fromkeys(gv["table"]["group"]))
-        if st.session_state.get("grp_base") not in names:  # kept from another column
-            st.session_state["grp_base"] = gv["base"]
-        g2.selectbox("Compared with", names, key="grp_base", format_func=lambda g: clean_text(g, 60),
-                     help="The base group: every other group is shown as group − base.")
-        st.dataframe(gv["table"], hide_index=True, width="stretch", column_config={
-            "TPS": st.column_config.TextColumn(f"TPS ± SE ({cfg.unit}/run)", help="Mean TPS of the group's runs."),
-            "skill": st.column_config.TextColumn("skill ± SE", help="1 − TPS/TPS_ref against the group's OWN success "
-                                                 "rate: what the forecasts add beyond knowing how often this group "
-                                                 "succeeds, so a group is not rewarded for easier outcomes."),
-            "success rate": st.column_config.TextColumn(help="Success rate of the group's complete runs.")})
-        if gv["small"]:
-            st.caption("Left out (fewer than 2 runs): " + ", ".join(f"{C.md(g)} ({n})" for g, n in gv["small"].items()))
-        st.dataframe(gv["diff"], hide_index=True, width="stretch", column_config={
-            "Δ TPS": st.column_config.TextColumn(f"Δ TPS ({cfg.unit}/run)", help="group − base group."),
-            "Δ/SE (TPS)": st.column_config.TextColumn(help="|Δ/SE| ≥ 2 is called clear."),
-            "Δ skill": st.column_config.TextColumn(help="group − base group, each against its own success rate."),
-            "Δ/SE (skill)": st.column_config.TextColumn(help="|Δ/SE| ≥ 2 is called clear.")})
-        for g, how in gv["pairing"].items():
-            st.caption(f"{C.md(g)} − {C.md(gv['base'])}: {C.md(how)}")
+        g1, g2, g3 = st.columns([1.2, 1.2, 1])
+        by = g1.selectbox("Split runs by", cols, key="grp_by", format_func=lambda c: clean_text(c, 60), index=None,
+                          placeholder="Choose a column…",
+                          help="A run-level metadata column; each of its values is one group, scored on its own runs.")
+        pair_on = g3.selectbox("Pair by task", pair_opts + [c for c in cols if c != by], key="grp_pair",
+                               help="Where both groups ran the same tasks, compare them task by task (paired, "
+                                    "smaller SE). auto: a column named task/task_id/task_name with at least 10 "
+                                    "common tasks; none: unpaired.")
+        gv = None
+        try:
+            gv = V.group_view(cfg, by, st.session_state.get("grp_base"), pair_on) if by is not None else None
+        except ValueError as e:
+            st.info(f"These runs cannot be compared by {code(by)}: {C.md(e)}")
+        if gv is None:
+            st.caption("Each value of the column becomes a group scored on its own runs; every group is then "
+                       "compared with a base group (Δ TPS and Δ skill with their SE, paired by task where the groups "
+                       "share tasks).")
+        else:
+            names = list(dict.fromkeys(gv["table"]["group"]))
+            if st.session_state.get("grp_base") not in names:  # kept from another column
+                st.session_state["grp_base"] = gv["base"]
+            g2.selectbox("Compared with", names, key="grp_base", format_func=lambda g: clean_text(g, 60),
+                         help="The base group: every other group is shown as group − base.")
+            _show_groups(gv)
+else:
+    from pages._ui.sidebar import UPLOAD_TYPES
+
+    up = st.file_uploader("Candidate log (this log is the baseline)", type=UPLOAD_TYPES, key="cand_upload",
+                          help="Read with the same reading options as this log. Its runs are named candidate/…, "
+                               "this log's baseline/…; only predictors both logs have are compared.")
+    if up is None:
+        st.caption("Load a second log to compare it with this one: the leaderboard of each, and candidate − "
+                   "baseline with its SE (paired by task where both ran the same tasks).")
+    else:
+        src = S.current_source()
+        cand = S.upload_source(((up.getvalue(), up.name),), src.options, None, None, None)
+        pair_on = st.selectbox("Pair by task", pair_opts, key="cand_pair",
+                               help="auto: pair by a task/task_id/task_name column with at least 10 tasks in both "
+                                    "logs; none: unpaired.")
+        try:
+            out = S.get_two_logs(cand, pair_on, cfg)
+        except ValueError as e:
+            st.info(f"These two logs cannot be compared: {C.md(e)}")
+        else:
+            if S.is_failure(out):
+                C.show_failure(out)
+            else:
+                table, base, diffs, left = out
+                _show_groups(V.group_tables(table, base, diffs))
+                if left:
+                    st.caption("Not in the candidate log, so not compared: " + ", ".join(code(p) for p in left))
 
 # ----------------------------------------------------------------- verdict (top of the page, filled last)
 with verdict_box:
@@ -211,6 +252,8 @@ with verdict_box:
     st.subheader("Can I trust it?")
     for r in V.verdict_rows(cfg):
         st.markdown(f":{r['color']}-badge[{r['label']}] **{C.md(F.display_name(r['name']))}** — {C.md(r['rest'])}")
+    for w in warn.log:  # what qualifies every verdict (few runs, an improper schedule) sits beside them too
+        st.caption(f":orange[:material/warning:] {C.md(w)}")
     with st.expander("How the verdict is decided"):
         st.markdown("The first rule that holds gives the label. Every test uses the trajectory as its unit "
                     "(steps of one run are not independent), and the three calibration checks together "

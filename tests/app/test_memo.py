@@ -124,3 +124,18 @@ def test_size_estimate_counts_frames_and_skips_a_referenced_log():
     assert M.approx_bytes(data) > M.approx_bytes(data.steps) * 0.9
     # the result references the log; the log is counted where it is cached itself
     assert M.approx_bytes(res) < M.approx_bytes(data) + M.approx_bytes(res.per_trajectory) * 3
+
+
+def test_adv4_a_filtered_copy_of_the_log_counts_against_the_budget():
+    # _prepared returns (data, problems) where data is a new filtered/recalibrated copy: it must be
+    # counted (it was skipped as "cached elsewhere"), once
+    import numpy as np
+
+    import tpsviz
+    from pages._ui.memo import approx_bytes
+
+    data = tpsviz.load("demo_data/tau2-like.csv")
+    copy = data.subset(np.arange(data.n_trajectories) < 300)
+    first = approx_bytes((copy, []))
+    assert first > copy.steps.memory_usage(deep=False).sum()
+    assert approx_bytes((copy, [])) < 1000  # the same object again: shared, not counted twice

@@ -4,7 +4,7 @@ self-check in an "Advanced checks" expander, and the verdict in the HTML report.
 
 import re
 
-from apptest_helpers import fresh, texts
+from apptest_helpers import DEMO, fresh, texts
 
 BAD = re.compile(r"\b(nan|inf)\b|\+nan", re.IGNORECASE)
 
@@ -139,3 +139,24 @@ def test_many_valued_column_gets_a_searchable_filter():
     assert {m.label: m.value for m in at.metric}["Trajectories"] == "150"
     box.set_value(["task-001", "task-002", "task-003"]).run()
     assert {m.label: m.value for m in at.metric}["Trajectories"] == "3"
+
+
+def test_two_logs_loaded_together_are_compared():
+    import tpsviz
+    from tpsviz.groups import combine_logs, group_difference
+
+    at = fresh()
+    at.radio(key="grp_mode").set_value("this log with a second log").run()
+    raw = (DEMO / "webshop-like.csv").read_bytes()
+    at.file_uploader(key="cand_upload").set_value(("webshop-like.csv", raw, "text/csv")).run()
+    assert not at.exception and not at.error
+    diff = at.dataframe[-1].value.set_index("predictor")
+    assert list(diff["group"].unique()) == ["candidate"]
+    both = combine_logs(tpsviz.load(DEMO / "tau2-like.csv"), tpsviz.load(DEMO / "webshop-like.csv"))
+    d = group_difference(both, "log", "baseline", "candidate", tpsviz.ScoreSettings(censoring="simple"),
+                         pair_on="auto")
+    assert float(diff.loc["verbal", "Δ TPS"]) == round(d.loc["verbal", "tps_delta"], 3)
+    assert "clearly lower" in diff.loc["verbal", "in words"]
+    # a bad candidate is a message, not a traceback
+    at.file_uploader(key="cand_upload").set_value(("bad.csv", b"trajectory_id,step\nt1,1\n", "text/csv")).run()
+    assert not at.exception

@@ -24,6 +24,27 @@ __all__ = ["EvalZip"]
 ZSTD = 93
 
 
+#: members an archive may list (an Inspect log holds a few per sample: 200,000 is far beyond any
+#: real evaluation, and bounds the ~800 bytes zipfile keeps per member)
+MAX_MEMBERS = 200_000
+
+
+def _member_count(raw: bytes) -> int:
+    """The number of members the zip's end-of-central-directory record announces (0 if not found;
+    zipfile then reports the damage)."""
+    at = raw.rfind(b"PK\x05\x06", max(0, len(raw) - 65_557))
+    if at < 0 or at + 22 > len(raw):
+        return 0
+    count = struct.unpack_from("<H", raw, at + 10)[0]
+    if count == 0xFFFF:  # zip64: the count is in the zip64 end record, found through its locator
+        loc = raw.rfind(b"PK\x06\x07", max(0, at - 20), at)
+        if loc >= 0:
+            end64 = struct.unpack_from("<Q", raw, loc + 8)[0]
+            if raw[end64:end64 + 4] == b"PK\x06\x06" and end64 + 40 <= len(raw):
+                count = struct.unpack_from("<Q", raw, end64 + 32)[0]
+    return int(count)
+
+
 class EvalZip:
     """Read JSON members of a ``.eval`` zip held in memory.
 
@@ -43,6 +64,10 @@ class EvalZip:
         self.limit = int(max_bytes)
         self.nodes = int(max_nodes)
         self.raw = raw
+        count = _member_count(raw)
+        if count > MAX_MEMBERS:  # checked before zipfile builds an entry object per member
+            raise LogFormatError(name, [f"the .eval archive lists {count:,} members, more than the "
+                                        f"{MAX_MEMBERS:,} an Inspect log of any size needs"])
         try:
             self.zip = zipfile.ZipFile(io.BytesIO(raw))
             self.infos = {i.filename: i for i in self.zip.infolist()}

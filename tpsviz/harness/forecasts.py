@@ -18,7 +18,8 @@ import numpy as np
 import pandas as pd
 
 from ..errors import LogFormatError
-from ..schema import show_id
+from ..longform import MAX_STEP
+from ..schema import canonical_name, show_id
 
 __all__ = ["message_value", "logprob_signals", "join_sidecar"]
 
@@ -98,8 +99,16 @@ def join_sidecar(frame: pd.DataFrame, side: pd.DataFrame, side_name: str, droppe
         Missing key columns, no forecast column, a forecast column the log already has,
         duplicate keys, or (trajectory_id, step) pairs that match no agent step (listed).
     """
+    where = side["_where"].to_numpy() if "_where" in side else np.arange(2, len(side) + 2)
+    prefix = side.attrs.get("where_prefix", "line")
     side = side.drop(columns=[c for c in ("_where",) if c in side])
-    side.columns = [str(c).strip() for c in side.columns]
+    # the same name matching as the log: reserved names and prefixes regardless of case
+    names = [canonical_name(c) for c in side.columns]
+    twice = sorted({n for n in names if names.count(n) > 1})
+    if twice:
+        raise LogFormatError(side_name, [f"the header names column {show_id(twice[0])} twice (also ignoring "
+                                         "case); keep one"])
+    side.columns = names
     missing = [c for c in ("trajectory_id", "step") if c not in side.columns]
     if missing:
         raise LogFormatError(side_name, [f"the forecasts table needs columns trajectory_id and step; "
@@ -112,17 +121,34 @@ def join_sidecar(frame: pd.DataFrame, side: pd.DataFrame, side_name: str, droppe
     if clash:
         raise LogFormatError(side_name, [f"column(s) {', '.join(show_id(c) for c in clash)} are already "
                                          "in the log; rename them in the forecasts table"])
+    def at(mask) -> str:
+        return ", ".join(f"{prefix} {int(w)}" for w in where[np.flatnonzero(np.asarray(mask))[:3]])
+
     tid = side["trajectory_id"].astype(str).str.strip()
-    step = pd.to_numeric(side["step"], errors="coerce")
-    bad = step.isna() | (step != np.floor(step))
+    step = pd.to_numeric(side["step"], errors="coerce").to_numpy(dtype=float)
+    with np.errstate(invalid="ignore"):
+        bad = ~np.isfinite(step) | (step != np.floor(step)) | (step < 0) | (step > MAX_STEP)
     if bad.any():
-        rows = ", ".join(str(i + 2) for i in np.flatnonzero(bad.to_numpy())[:3])
-        raise LogFormatError(side_name, [f"column 'step' must hold whole numbers; not so at line(s) {rows}"])
+        raise LogFormatError(side_name, [f"column 'step' must hold whole numbers from 0 to 2^53; not so at {at(bad)}"])
+    problems = []
+    for c in cols:  # the table's own values, with the table's own lines
+        v = pd.to_numeric(side[c], errors="coerce").to_numpy(dtype=float)
+        text = side[c].notna().to_numpy() & np.isnan(v)
+        if text.any():
+            problems.append(f"column {show_id(c)}: not a number at {at(text)}")
+        if c.startswith("conf_"):
+            with np.errstate(invalid="ignore"):
+                out_of = (v < 0) | (v > 1)
+            if out_of.any():
+                problems.append(f"column {show_id(c)}: probabilities must be in [0, 1]; not so at {at(out_of)}")
+        elif np.isinf(v).any():
+            problems.append(f"column {show_id(c)}: signals must be finite; not so at {at(np.isinf(v))}")
+    if problems:
+        raise LogFormatError(side_name, problems)
     key = pd.DataFrame({"trajectory_id": tid, "step": step.astype(np.int64)})
     dup = key.duplicated(keep=False)
     if dup.any():
-        rows = ", ".join(str(i + 2) for i in np.flatnonzero(dup.to_numpy())[:3])
-        raise LogFormatError(side_name, [f"the same (trajectory_id, step) appears twice at line(s) {rows}"])
+        raise LogFormatError(side_name, [f"the same (trajectory_id, step) appears twice at {at(dup.to_numpy())}"])
     log_keys = set(zip(frame["trajectory_id"].astype(str), frame["step"].astype(np.int64)))
     dropped = set(map(str, dropped_ids))
     side_keys = list(zip(key["trajectory_id"], key["step"]))

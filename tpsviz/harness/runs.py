@@ -188,6 +188,27 @@ def _as_number(v) -> float:
     return math.nan
 
 
+class _Columns:
+    """A long frame built column by column (one list per column): a dict per step row costs ~1 KB,
+    so 5M rows built as dicts peaked at 6 GB (adversarial pass 4, F5). A column a run lacks is NaN
+    on its rows, as a frame built from row dicts would have it."""
+
+    def __init__(self):
+        self.data: dict[str, list] = {}
+        self.n = 0
+
+    def extend(self, cols: dict, n: int) -> None:
+        for k, v in cols.items():
+            col = self.data.get(k)
+            if col is None:
+                col = self.data[k] = [np.nan] * self.n
+            col.extend(v)
+        self.n += n
+        for col in self.data.values():
+            if len(col) < self.n:
+                col.extend([np.nan] * (self.n - len(col)))
+
+
 def runs_to_frame(log: HarnessLog, options: ReadOptions, name: str, max_rows: int
                   ) -> tuple[pd.DataFrame, dict]:
     """The long frame of a harness log, and the record of how it was read.
@@ -234,7 +255,7 @@ def runs_to_frame(log: HarnessLog, options: ReadOptions, name: str, max_rows: in
     if total_steps > max_rows:
         raise LogFormatError(name, [f"the log has {total_steps:,} agent steps, more than the "
                                     f"{max_rows:,} this installation reads (TPSVIZ_MAX_ROWS)"])
-    rows: list[dict] = []
+    rows = _Columns()
     dropped: dict[str, int] = {}
     dropped_ids: list[str] = []
     no_steps = 0
@@ -261,16 +282,19 @@ def runs_to_frame(log: HarnessLog, options: ReadOptions, name: str, max_rows: in
         else:
             outcome, censored = np.nan, True
         signals = [logprob_signals(lp) if options.logprob_signals else None for lp in r.logprobs]
-        for t, msg in enumerate(r.steps, start=1):
-            row = {"trajectory_id": r.trajectory_id, "step": t, "outcome": outcome,
-                   "censored": censored, **r.metadata, "_where": f"{r.where}, agent message {t}"}
-            for col, path in conf_cols:
-                row[col] = _as_number(message_value(msg, path))
-            sig = signals[t - 1]
+        n = len(r.steps)
+        cols = {"trajectory_id": [r.trajectory_id] * n, "step": list(range(1, n + 1)),
+                "outcome": [outcome] * n, "censored": [censored] * n}
+        cols.update({k: [v] * n for k, v in r.metadata.items()})
+        cols["_where"] = [f"{r.where}, agent message {t}" for t in range(1, n + 1)]
+        for col, path in conf_cols:
+            cols[col] = [_as_number(message_value(msg, path)) for msg in r.steps]
+        for t, sig in enumerate(signals):
             if sig:
                 with_lp = True
-                row.update(sig)
-            rows.append(row)
+                for k, v in sig.items():
+                    cols.setdefault(k, [np.nan] * n)[t] = v
+        rows.extend(cols, n)
     if missing_outcome:
         ex = ", ".join(f"{m.where} ({show_id(m.trajectory_id)})" for m in missing_outcome[:3])
         raise LogFormatError(name, [
@@ -279,12 +303,12 @@ def runs_to_frame(log: HarnessLog, options: ReadOptions, name: str, max_rows: in
             f"({', '.join(show_id(r) for r in sorted({m.reason for m in missing_outcome})[:5])})"])
     if no_steps:
         notes.append(f"{no_steps} run(s) have no agent message (nothing to score) and were left out")
-    if not rows:
+    if not rows.n:
         raise LogFormatError(name, ["no run is left to score: " + (
             "every run is dropped by its treatment (" + ", ".join(f"{show_id(k)}: {v}" for k, v in
                                                                   list(dropped.items())[:5])
             + ")" if dropped else "no run has an agent message")])
-    frame = pd.DataFrame(rows)
+    frame = pd.DataFrame(rows.data)
     sources = {col: f"message field {path}" for col, path in conf_cols}
     if with_lp:
         for col, what in (("raw_mean_logprob", "mean token log-probability of the message"),
