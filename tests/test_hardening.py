@@ -850,3 +850,50 @@ def test_adv4_eval_archive_with_too_many_members_is_refused_before_indexing(tmp_
             z.writestr(f"junk/{i}", "")
     with pytest.raises(LogFormatError, match="lists 601 members, more than the 500"):
         load(str(p))
+
+
+def test_adv4_per_step_recalibration_fits_a_bounded_number_of_maps():
+    from tpsviz.recalibration import MAX_STEP_MAPS, recalibrate
+
+    rng = np.random.default_rng(0)
+    n_runs, length = 60, 400  # 400 step positions: one map per position would be 5 × 400 fits
+    g = np.repeat(np.arange(n_runs), length)
+    t = np.tile(np.arange(1, length + 1), n_runs)
+    y_run = rng.random(n_runs) < 0.5
+    x = np.clip(0.5 + 0.3 * (y_run[g] - 0.5) + 0.1 * rng.standard_normal(g.size), 0.01, 0.99)
+    res = recalibrate(x, y_run[g].astype(float), g, method="isotonic", folds=5, per_step=t)
+    rep = res.report
+    assert rep["n_fit"] <= 5 * (MAX_STEP_MAPS + 1)
+    assert rep["n_fallback"] >= 5 * (length - MAX_STEP_MAPS)
+    assert max(rep["fallback_steps"]) == length and np.isfinite(res.probabilities).all()
+
+
+def test_adv4_mixed_line_ends_are_counted_before_parsing(tmp_path):
+    p = tmp_path / "mixed.csv"
+    rows = "".join(f"r{i},1,{i % 2},0.5" + ("\n" if i % 2 else "\r") for i in range(40))
+    p.write_bytes(b"trajectory_id,step,outcome,conf_a\n" + rows.encode())
+    with pytest.raises(LogFormatError, match="40 rows × 4 columns = 160 cells"):
+        load(str(p), limits=Limits(max_cells=100))
+
+
+def test_adv4_steps_not_numbered_one_to_t_get_a_note(tmp_path):
+    p = tmp_path / "odd.csv"
+    p.write_text("trajectory_id,step,outcome,conf_a\nr1,0,1,0.6\nr1,7,1,0.7\nr2,1,0,0.3\nr2,2,0,0.2\n")
+    data = load(str(p))
+    assert any("1 run(s) have steps that are not numbered 1, 2, …, T" in n for n in data.notes)
+    assert list(data.steps["t"]) == [1, 2, 1, 2]
+
+
+def test_adv4_conf_pairs_are_capped():
+    from tpsviz.harness.runs import MAX_CONF, parse_conf
+
+    assert len(parse_conf([",".join(f"v{i}=c" for i in range(MAX_CONF))])) == MAX_CONF
+    with pytest.raises(ValueError, match=f"at most {MAX_CONF}"):
+        parse_conf([",".join(f"v{i}=c" for i in range(MAX_CONF + 1))])
+
+
+def test_adv4_fullwidth_formula_characters_are_neutralised():
+    from tpsviz.export import safe_csv
+
+    out = safe_csv(pd.DataFrame({"a": ["\uff1d1+1", "\uff20cmd", "ok"], "b": [1.5, -2.0, 3.0]}))
+    assert "'\uff1d1+1" in out and "'\uff20cmd" in out and "-2.0" in out and "'-2.0" not in out

@@ -12,7 +12,9 @@ import pandas as pd
 
 __all__ = ["neutralise_cells", "safe_csv"]
 
-_TRIGGERS = ("=", "+", "-", "@", "\t", "\r")
+_TRIGGERS = ("=", "+", "-", "@", "\t", "\r",
+             "\uff1d", "\uff0b", "\uff0d", "\uff20")  # and their fullwidth forms (＝＋－＠), which some
+#                                                    spreadsheet locales normalise to the ASCII ones
 
 
 def _neutral(v):

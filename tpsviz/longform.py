@@ -332,6 +332,11 @@ def from_frame(df: pd.DataFrame, source: str = "<frame>", percent=()) -> Traject
     starts = np.r_[0, np.flatnonzero(np.diff(codes)) + 1]
     lengths = np.diff(np.r_[starts, len(codes)])
     steps["t"] = np.arange(len(codes)) - np.repeat(starts, lengths) + 1
+    renumbered = np.unique(codes[steps["step"].to_numpy() != steps["t"].to_numpy()]).size
+    if renumbered:  # the schedules weigh the position t = 1 … T of a row in its run, not its step value
+        notes.append(f"{renumbered} run(s) have steps that are not numbered 1, 2, …, T (a gap, a step 0 "
+                     "or a late start); steps keep their order, and the weight schedules use each row's "
+                     "position t = 1 … T in its run.")
     for c, v in values.items():
         steps[c] = v.to_numpy()[order]
     meta_cols = [c for c in cols if c not in RESERVED and c not in values]

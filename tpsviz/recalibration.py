@@ -107,6 +107,20 @@ def _validate(x, y, groups, method, signal, direction, folds):
     return x, y, g
 
 
+#: per-step recalibration fits a map for at most this many step positions (the first ones, where
+#: every run has rows); later positions share the fold's pooled map (reported as fallbacks). Runs of
+#: thousands of steps would otherwise cost folds × steps fits (adversarial pass 4, F13).
+MAX_STEP_MAPS = 100
+
+
+def _rows_by_step(steps: np.ndarray) -> list:
+    """[(t, row indices at step t), …] in increasing t, from one sort (not one mask per step)."""
+    order = np.argsort(steps, kind="stable")
+    uniq, starts = np.unique(steps[order], return_index=True)
+    ends = np.r_[starts[1:], order.size]
+    return [(t, order[a:b]) for t, a, b in zip(uniq, starts, ends)]
+
+
 def recalibrate(x, y, groups, method: str = "platt", folds: int = 5, per_step=None,
                 seed: int = DEFAULT_SEED, direction: int = 1,
                 signal: str = "probability") -> RecalibrationResult:
@@ -126,8 +140,10 @@ def recalibrate(x, y, groups, method: str = "platt", folds: int = 5, per_step=No
     folds : int
         Number of cross-fitting folds k >= 2.
     per_step : array_like, optional
-        Step index per row: fit one map per step (and fold); steps with fewer than 10
-        labelled training rows or only one class use the pooled map of that fold.
+        Step index per row: fit one map per step (and fold) for the first
+        :data:`MAX_STEP_MAPS` step positions; later positions, and steps with fewer than 10
+        labelled training rows or only one class, use the pooled map of that fold (counted in
+        ``n_fallback``, listed in ``fallback_steps``).
     seed : int
         Seed of the random assignment of trajectories to folds.
     direction : {+1, -1}
@@ -163,6 +179,7 @@ def recalibrate(x, y, groups, method: str = "platt", folds: int = 5, per_step=No
     out = np.full(x.size, np.nan)
     n_fit = n_fallback = 0
     fallback_steps: set = set()
+    by_step = _rows_by_step(steps) if steps is not None else []
     for k in range(folds):
         checkpoint()  # stop here if nobody waits for the result (tpsviz.cancel)
         train, test = labelled & (fold != k), fold == k
@@ -176,16 +193,23 @@ def recalibrate(x, y, groups, method: str = "platt", folds: int = 5, per_step=No
         if steps is None:
             out[test] = pooled(feats[test])
             continue
-        for t in np.unique(steps[test]):
-            rows = test & (steps == t)
-            tr = train & (steps == t)
-            if _fittable(y[tr]):
+        pooled_rows = []
+        for i, (t, idx) in enumerate(by_step):
+            if i % 20 == 0:
+                checkpoint()
+            rows, tr = idx[test[idx]], idx[train[idx]]
+            if rows.size == 0:
+                continue
+            if i < MAX_STEP_MAPS and _fittable(y[tr]):
                 out[rows] = _fit(method, feats[tr], y[tr])(feats[rows])
                 n_fit += 1
-            else:
-                out[rows] = pooled(feats[rows])
+            else:  # too few rows of one step, or a step beyond the first MAX_STEP_MAPS: the pooled map
+                pooled_rows.append(rows)
                 n_fallback += 1
                 fallback_steps.add(t.item() if hasattr(t, "item") else t)
+        if pooled_rows:  # one call for all of them (a call per step costs ms each)
+            rows = np.concatenate(pooled_rows)
+            out[rows] = pooled(feats[rows])
     report = {
         "method": method, "signal": signal, "direction": direction, "folds": int(folds),
         "seed": seed, "per_step": steps is not None, "n_rows": int(x.size),

@@ -113,8 +113,10 @@ def _read_delimited(raw: bytes, name: str, sep: str, max_rows: int, max_cells: i
     except csv.Error:
         raise LogFormatError(name, [f"line 1: the header is not a well-formed {kind} line"]) from None
     _duplicates(header, name)
-    # a file may end its lines with LF, CRLF or (after the header) CR alone: count the larger
-    n_lines = max(raw.count(b"\n", start), raw.count(b"\r", start)) + (0 if raw.endswith((b"\n", b"\r")) else 1) - 1
+    # a file may end its lines with LF, CRLF or CR alone, even mixed: count every break the parser
+    # splits on (a CRLF is one), so the caps hold before parsing
+    breaks = raw.count(b"\n", start) + raw.count(b"\r", start) - raw.count(b"\r\n", start)
+    n_lines = breaks + (0 if raw.endswith((b"\n", b"\r")) else 1) - 1
     if n_lines > max_rows:
         raise _too_many_rows(name, n_lines, max_rows, "lines")
     if n_lines * max(len(header), 1) > max_cells:

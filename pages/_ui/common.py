@@ -211,6 +211,10 @@ def banner(cfg: S.Config, data, extra: str | None = None) -> None:
                       help="ε: forecasts clipped to [ε, 1−ε]. n: trajectories scored after filters.")
         if extra:
             st.caption(extra)
+    if not v.is_strictly_proper:  # a page-level warning on every page, not only the icon above
+        st.warning(f"**The weight schedule {md(s.spec)} is {md(v.status)}.** {md(v.reason)} Scores under it do not "
+                   "reward reporting the true probability at every step: use it to explore, not to rank.",
+                   icon=":material/warning:")
 
 
 def plot(fig, key: str, caption: str | None = None, name: str | None = None, height: int | None = None) -> None:

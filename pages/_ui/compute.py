@@ -390,6 +390,17 @@ def report_sections(cfg: S.Config, data) -> list:
     warn = S.get_caveats(cfg)
     if warn.all():
         secs.append(Section("Warnings", " ".join(warn.all())))
+    by, base, pair_on = S.group_choice()
+    if by and by in S.group_columns(data):  # the group comparison chosen on the Overview
+        try:
+            gv = group_view(cfg, by, base, pair_on)
+        except ValueError:
+            gv = None
+        if gv is not None:
+            secs.append(Section(f"Groups of runs by {by}", "TPS and skill of each group on its own runs (skill "
+                                "against the group's own success rate).", table=gv["table"]))
+            secs.append(Section(f"Each group minus {gv['base']}", " ".join(gv["pairing"].values()),
+                                table=gv["diff"]))
     secs += [Section("Leaderboard", f"TPS in {cfg.unit} per trajectory (higher is better, 0 is perfect), 95% "
                     f"{'bootstrap CI over trajectories' if lb['ci_how'] == 'bootstrap' else 'interval ± 1.96 SE'}; "
                     f"skill against the constant forecast F ≡ {lb['ref_rate']:.3f} ({lb['ref_rule']}); "

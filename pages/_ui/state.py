@@ -400,6 +400,13 @@ def _prepared(key: str, filters: tuple, recal: tuple, _src: Source):
     return data, problems
 
 
+def result_key(src: Source) -> str:
+    """Cache key of results computed on a source: the log's key and its rollouts file (q_Z from rollouts
+    changes the scores; adversarial pass 4 found two rollouts files sharing cached results). A loaded or
+    filtered log itself is keyed on ``src.key`` alone (_load, _prepared): it does not depend on rollouts."""
+    return f"{src.key}|rollouts={src.rollouts_key or ''}"
+
+
 def get_data(cfg: Config | None = None, src: Source | None = None):
     """(TrajectoryData | LoadFailure, problems) for the current settings."""
     cfg = cfg or current()
@@ -487,7 +494,7 @@ def censoring_label(cfg: Config, censoring: str | None = None) -> str:
 @memo(max_entries=24, spinner="Scoring…")
 def _tps(key: str, filters: tuple, recal: tuple, score: tuple, preds: tuple, censoring: str,
          _cfg: Config, _src: Source):
-    data, _ = _prepared(key, filters, recal, _src)
+    data, _ = _prepared(_src.key, filters, recal, _src)
     cfg = replace(_cfg, censoring=censoring)
     q, _ = qz_override(data, cfg, _src)
     return tpsviz.compute_tps(data, cfg.score_settings(), list(preds), q_z=q)
@@ -498,7 +505,7 @@ def get_tps(cfg: Config | None = None, censoring: str | None = None, predictors=
     cfg = cfg or current()
     src = current_source()
     preds = tuple(predictors) if predictors is not None else cfg.predictors
-    return _tps(src.key, cfg.filters, cfg.recal, cfg.score_tuple, preds, censoring or cfg.censoring, cfg, src)
+    return _tps(result_key(src), cfg.filters, cfg.recal, cfg.score_tuple, preds, censoring or cfg.censoring, cfg, src)
 
 
 @memo(max_entries=24, spinner="Base-rate reference and skill…")
@@ -508,7 +515,7 @@ def _skill(key: str, filters: tuple, recal: tuple, score: tuple, preds: tuple, n
     ``ref_rate``, ``ref_rule`` and ``tps_ref`` = the reference's mean TPS on each predictor's runs)."""
     from tpsviz.diagnostics import skill_table
 
-    data, _ = _prepared(key, filters, recal, _src)
+    data, _ = _prepared(_src.key, filters, recal, _src)
     q, _ = qz_override(data, _cfg, _src)
     res = _tps(key, filters, recal, score, preds, _cfg.censoring, _cfg, _src)  # cached: not rescored
     return skill_table(data, _cfg.score_settings(), list(preds), q_z=q, n_boot=n_boot, result=res)
@@ -519,7 +526,7 @@ def get_skill(cfg: Config | None = None, predictors=None):
     cfg = cfg or current()
     src = current_source()
     preds = tuple(predictors) if predictors is not None else cfg.predictors
-    return _skill(src.key, cfg.filters, cfg.recal, cfg.score_tuple, preds, int(cfg.n_boot), cfg, src)
+    return _skill(result_key(src), cfg.filters, cfg.recal, cfg.score_tuple, preds, int(cfg.n_boot), cfg, src)
 
 
 @memo(max_entries=48, spinner="Verdict tests…")
@@ -529,7 +536,7 @@ def _verdict_stats(key: str, filters: tuple, recal: tuple, name: str, labels: tu
     the schedule, and per predictor, so moving a slider or deselecting a predictor recomputes nothing."""
     from tpsviz.verdict import verdict_statistics
 
-    data, _ = _prepared(key, filters, recal, _src)
+    data, _ = _prepared(_src.key, filters, recal, _src)
     q, _ = qz_override(data, _cfg, _src)
     return verdict_statistics(data, _cfg.score_settings(n_boot=0), name, q_z=q)
 
@@ -542,7 +549,7 @@ def get_verdicts(cfg: Config | None = None) -> dict:
     src = current_source()
     data, _ = get_data(cfg, src)
     labels = (cfg.censoring, cfg.qz_source, float(cfg.qz_const))
-    stats = {n: _verdict_stats(src.key, cfg.filters, cfg.recal, n, labels, cfg, src) for n in cfg.predictors}
+    stats = {n: _verdict_stats(result_key(src), cfg.filters, cfg.recal, n, labels, cfg, src) for n in cfg.predictors}
     q, _ = qz_override(data, cfg, src)
     skill = get_skill(cfg) if cfg.n_boot >= 200 else None
     return verdicts(data, cfg.score_settings(), list(cfg.predictors), q_z=q, skill=skill, statistics=stats,
@@ -553,7 +560,7 @@ def get_verdicts(cfg: Config | None = None) -> dict:
 def _caveats(key: str, filters: tuple, recal: tuple, score: tuple, preds: tuple, _cfg: Config, _src: Source):
     from tpsviz.caveats import caveats
 
-    data, _ = _prepared(key, filters, recal, _src)
+    data, _ = _prepared(_src.key, filters, recal, _src)
     res = _tps(key, filters, recal, score, preds, _cfg.censoring, _cfg, _src)
     sk = _skill(key, filters, recal, score, preds, int(_cfg.n_boot), _cfg, _src)
     return caveats(data, _cfg.score_settings(), res.summary, sk, list(preds))
@@ -563,7 +570,7 @@ def get_caveats(cfg: Config | None = None):
     """caveats.caveats of the selected predictors under the current settings."""
     cfg = cfg or current()
     src = current_source()
-    return _caveats(src.key, cfg.filters, cfg.recal, cfg.score_tuple, cfg.predictors, cfg, src)
+    return _caveats(result_key(src), cfg.filters, cfg.recal, cfg.score_tuple, cfg.predictors, cfg, src)
 
 
 @memo(max_entries=12, spinner="Scoring each group…")
@@ -573,7 +580,7 @@ def _groups(key: str, filters: tuple, recal: tuple, score: tuple, preds: tuple, 
     first group)."""
     from tpsviz.groups import group_difference, group_table
 
-    data, _ = _prepared(key, filters, recal, _src)
+    data, _ = _prepared(_src.key, filters, recal, _src)
     q, _ = qz_override(data, _cfg, _src)
     settings = _cfg.score_settings()
     table = group_table(data, by, settings, list(preds), q_z=q)
@@ -589,7 +596,7 @@ def get_groups(by: str, base: str | None = None, pair_on: str = "auto", cfg: Con
     """(group table, base group, {group: difference against base}) for the selected predictors."""
     cfg = cfg or current()
     src = current_source()
-    return _groups(src.key, cfg.filters, cfg.recal, cfg.score_tuple, cfg.predictors, by, base, pair_on, cfg, src)
+    return _groups(result_key(src), cfg.filters, cfg.recal, cfg.score_tuple, cfg.predictors, by, base, pair_on, cfg, src)
 
 
 @memo(max_entries=6, spinner="Reading the candidate log and scoring both…")
@@ -602,7 +609,7 @@ def _two_logs(key: str, filters: tuple, recal: tuple, score: tuple, preds: tuple
     cand = load_base(_cand)
     if is_failure(cand):
         return cand
-    base, _ = _prepared(key, filters, recal, _src)
+    base, _ = _prepared(_src.key, filters, recal, _src)
     both = combine_logs(base, cand)
     names = [p for p in preds if p in both.predictors]
     if not names:
@@ -620,8 +627,16 @@ def get_two_logs(cand: Source, pair_on: str = "auto", cfg: Config | None = None)
     """(table, base, {"candidate": difference}, predictors left out) or a LoadFailure of the candidate."""
     cfg = cfg or current()
     src = current_source()
-    return _two_logs(src.key, cfg.filters, cfg.recal, cfg.score_tuple, cfg.predictors, cand.key, pair_on, cfg,
+    return _two_logs(result_key(src), cfg.filters, cfg.recal, cfg.score_tuple, cfg.predictors, cand.key, pair_on, cfg,
                      src, cand)
+
+
+def group_choice() -> tuple:
+    """(column, base group, pair_on) chosen on the Overview for groups of this log, or (None, None, "auto")."""
+    ss = st.session_state
+    if ss.get("grp_mode", "groups of this log") != "groups of this log":
+        return None, None, "auto"
+    return ss.get("grp_by"), ss.get("grp_base"), ss.get("grp_pair", "auto")
 
 
 def group_columns(data) -> list[str]:
@@ -637,7 +652,7 @@ def _compare_tps(key: str, filters: tuple, recal: tuple, score: tuple, preds: tu
                  _cfg: Config, _src: Source):
     from tpsviz.compare import compare, z_matrix
 
-    data, _ = _prepared(key, filters, recal, _src)
+    data, _ = _prepared(_src.key, filters, recal, _src)
     q, _ = qz_override(data, _cfg, _src)
     settings = _cfg.score_settings()
     # n_boot=0: the table shows Δ, the analytic SE and Δ/SE; the bootstrap CI of Δ is not shown
@@ -654,7 +669,7 @@ def get_compare_tps(baseline: str, cfg: Config | None = None, predictors=None):
     cfg = cfg or current()
     src = current_source()
     preds = tuple(predictors) if predictors is not None else cfg.predictors
-    return _compare_tps(src.key, cfg.filters, cfg.recal, cfg.score_tuple, preds, baseline, cfg, src)
+    return _compare_tps(result_key(src), cfg.filters, cfg.recal, cfg.score_tuple, preds, baseline, cfg, src)
 
 
 @memo(max_entries=12, spinner="Paired bootstrap of AUROC and T-ECE against the baseline…")
@@ -663,7 +678,7 @@ def _compare_metrics(key: str, filters: tuple, recal: tuple, preds: tuple, basel
     """Rank/binned metric part of compare.compare (does not depend on α, β, schedule or censoring)."""
     from tpsviz.compare import compare
 
-    data, _ = _prepared(key, filters, recal, _src)
+    data, _ = _prepared(_src.key, filters, recal, _src)
     settings = tpsviz.ScoreSettings(n_boot=n_boot, seed=SEED)
     t = compare(data, settings, baseline=baseline, predictors=list(preds), metrics=("auroc", "tece"))
     return t[[c for c in t.columns if c.startswith(("auroc_", "tece_"))]]
@@ -674,7 +689,7 @@ def get_compare_metrics(baseline: str, cfg: Config | None = None, predictors=Non
     src = current_source()
     preds = tuple(predictors) if predictors is not None else cfg.predictors
     nb = metric_boot(cfg) if n_boot is None else n_boot
-    return _compare_metrics(src.key, cfg.filters, cfg.recal, preds, baseline, nb, src)
+    return _compare_metrics(result_key(src), cfg.filters, cfg.recal, preds, baseline, nb, src)
 
 
 @memo(max_entries=24, spinner="Shift between censoring treatments…")
@@ -682,7 +697,7 @@ def _shift(key: str, filters: tuple, recal: tuple, score: tuple, preds: tuple, f
            _cfg: Config, _src: Source):
     from tpsviz.compare import censoring_shift
 
-    data, _ = _prepared(key, filters, recal, _src)
+    data, _ = _prepared(_src.key, filters, recal, _src)
     q, _ = qz_override(data, replace(_cfg, censoring="exact"), _src)
     return censoring_shift(data, _cfg.score_settings(), list(preds), from_mode, to_mode, q_z=q)
 
@@ -691,14 +706,14 @@ def get_shift(from_mode: str, to_mode: str, cfg: Config | None = None):
     """compare.censoring_shift between two modes (q_Z of exact mode from the current source)."""
     cfg = cfg or current()
     src = current_source()
-    return _shift(src.key, cfg.filters, cfg.recal, cfg.score_tuple, cfg.predictors, from_mode, to_mode, cfg, src)
+    return _shift(result_key(src), cfg.filters, cfg.recal, cfg.score_tuple, cfg.predictors, from_mode, to_mode, cfg, src)
 
 
 @memo(max_entries=12, spinner="Monte-Carlo audit…")
 def _mc_audit(key: str, filters: tuple, recal: tuple, score: tuple, preds: tuple, _cfg: Config, _src: Source):
     from tpsviz.audit import mc_audit
 
-    data, _ = _prepared(key, filters, recal, _src)
+    data, _ = _prepared(_src.key, filters, recal, _src)
     return mc_audit(data, get_rollouts(_src), _cfg.score_settings(), list(preds))
 
 
@@ -706,7 +721,7 @@ def get_mc_audit(cfg: Config | None = None):
     """audit.mc_audit of the current source's rollouts (call only when get_rollouts() is a table)."""
     cfg = cfg or current()
     src = current_source()
-    return _mc_audit(src.key, cfg.filters, cfg.recal, cfg.score_tuple, cfg.predictors, cfg, src)
+    return _mc_audit(result_key(src), cfg.filters, cfg.recal, cfg.score_tuple, cfg.predictors, cfg, src)
 
 
 # ----------------------------------------------------------------------------- rank metrics
@@ -739,7 +754,7 @@ def metric_boot_note(cfg: Config | None = None) -> str:
 def _metrics(key: str, filters: tuple, recal: tuple, preds: tuple, n_boot: int, eps: float, _src: Source):
     from tpsviz.diagnostics import metric_table
 
-    data, _ = _prepared(key, filters, recal, _src)
+    data, _ = _prepared(_src.key, filters, recal, _src)
     settings = tpsviz.ScoreSettings(eps=eps, n_boot=n_boot, seed=SEED)
     return metric_table(data, settings, list(preds), n_bins=10, n_boot=n_boot)
 
@@ -750,7 +765,7 @@ def get_metrics(cfg: Config | None = None, predictors=None, ci: bool = True):
     src = current_source()
     preds = tuple(predictors) if predictors is not None else cfg.predictors
     nb = metric_boot(cfg) if ci else 0
-    return _metrics(src.key, cfg.filters, cfg.recal, preds, nb, float(cfg.eps), src)
+    return _metrics(result_key(src), cfg.filters, cfg.recal, preds, nb, float(cfg.eps), src)
 
 
 # ----------------------------------------------------------------------------- why-not-AUROC demos
@@ -759,7 +774,7 @@ def _demos(key: str, filters: tuple, recal: tuple, score: tuple, _cfg: Config, _
     """tpsviz.demonstrators on the current log; a failing demonstration gives its message instead."""
     from tpsviz import demonstrators as D
 
-    data, _ = _prepared(key, filters, recal, _src)
+    data, _ = _prepared(_src.key, filters, recal, _src)
     settings = _cfg.score_settings(n_boot=0)
     out = {}
     for k, fn in (("distortion", D.monotone_distortion), ("binmean", D.bin_mean_forecast),
@@ -774,7 +789,7 @@ def _demos(key: str, filters: tuple, recal: tuple, score: tuple, _cfg: Config, _
 def get_demos(cfg: Config | None = None) -> dict:
     cfg = cfg or current()
     src = current_source()
-    return _demos(src.key, cfg.filters, cfg.recal, cfg.score_tuple, cfg, src)
+    return _demos(result_key(src), cfg.filters, cfg.recal, cfg.score_tuple, cfg, src)
 
 
 # ----------------------------------------------------------------------------- colours
@@ -831,13 +846,13 @@ def _step_means(key: str, filters: tuple, recal: tuple, score: tuple, preds: tup
 def get_step_means(cfg: Config | None = None):
     cfg = cfg or current()
     src = current_source()
-    return _step_means(src.key, cfg.filters, cfg.recal, cfg.score_tuple, cfg.predictors, cfg.censoring, cfg, src)
+    return _step_means(result_key(src), cfg.filters, cfg.recal, cfg.score_tuple, cfg.predictors, cfg.censoring, cfg, src)
 
 
 @memo(max_entries=12, spinner="Building the heatmap…")
 def _heatmap(key: str, filters: tuple, recal: tuple, score: tuple, preds: tuple, censoring: str, pred: str,
              _cfg: Config, _src: Source):
-    data, _ = _prepared(key, filters, recal, _src)
+    data, _ = _prepared(_src.key, filters, recal, _src)
     c = _contrib(key, filters, recal, score, preds, censoring, _cfg, _src, [pred])
     return F.prepare_heatmap(c, data.trajectories)
 
@@ -845,7 +860,7 @@ def _heatmap(key: str, filters: tuple, recal: tuple, score: tuple, preds: tuple,
 def get_heatmap(pred: str, cfg: Config | None = None):
     cfg = cfg or current()
     src = current_source()
-    return _heatmap(src.key, cfg.filters, cfg.recal, cfg.score_tuple, cfg.predictors, cfg.censoring, pred, cfg, src)
+    return _heatmap(result_key(src), cfg.filters, cfg.recal, cfg.score_tuple, cfg.predictors, cfg.censoring, pred, cfg, src)
 
 
 # ----------------------------------------------------------------------------- reliability
@@ -868,7 +883,7 @@ def _reliability(key: str, filters: tuple, recal: tuple, preds: tuple, scope: st
                  n_bins: int, _src: Source):
     from tpsviz.reliability import corp_curve, forecast_histogram, reliability_bins
 
-    data, _ = _prepared(key, filters, recal, _src)
+    data, _ = _prepared(_src.key, filters, recal, _src)
     keep, y, codes = scope_rows(data, scope, step, pseudo)
     panels, hists = [], []
     for name in preds:
@@ -889,7 +904,7 @@ def _reliability(key: str, filters: tuple, recal: tuple, preds: tuple, scope: st
 def get_reliability(scope: str, step, pseudo: bool, n_bins: int = 10, cfg: Config | None = None, preds=None):
     cfg = cfg or current()
     src = current_source()
-    return _reliability(src.key, cfg.filters, cfg.recal, tuple(preds or cfg.predictors), scope,
+    return _reliability(result_key(src), cfg.filters, cfg.recal, tuple(preds or cfg.predictors), scope,
                         None if step is None else int(step), pseudo, n_bins, src)
 
 
@@ -899,7 +914,7 @@ def _decomp(key: str, filters: tuple, recal: tuple, preds: tuple, scope: str, st
     from tpsviz.decomposition import decompose, decompose_by_step
     from tpsviz.scores import clip_forecasts
 
-    data, _ = _prepared(key, filters, recal, _src)
+    data, _ = _prepared(_src.key, filters, recal, _src)
     keep, y, codes = scope_rows(data, scope, step, pseudo)
     rows, steps = [], []
     tt = data.steps["t"].to_numpy()
@@ -926,6 +941,6 @@ def _decomp(key: str, filters: tuple, recal: tuple, preds: tuple, scope: str, st
 def get_decomposition(scope: str, step, pseudo: bool, cfg: Config | None = None, by_step: bool = True, preds=None):
     cfg = cfg or current()
     src = current_source()
-    return _decomp(src.key, cfg.filters, cfg.recal, tuple(preds or cfg.predictors), scope,
+    return _decomp(result_key(src), cfg.filters, cfg.recal, tuple(preds or cfg.predictors), scope,
                    None if step is None else int(step), pseudo, float(cfg.alpha), float(cfg.beta), float(cfg.eps),
                    by_step, src)

@@ -219,3 +219,33 @@ def test_adv4_a_link_cannot_ask_for_unbounded_recalibrations():
     assert len({S.parse_recal(s)["name"] for s in kept}) == len(kept)  # one per name
     assert any("were not applied" in c.value for c in at.sidebar.caption)
     assert fresh() is not None
+
+
+def test_adv4_results_are_cached_with_their_rollouts_file():
+    # two rollouts files for the same log must not share cached scores (q_Z comes from them)
+    import io
+
+    import pandas as pd
+
+    from apptest_helpers import DEMO, fresh
+
+    log = (DEMO / "webshop-like.csv").read_bytes()
+    real = (DEMO / "webshop-like_rollouts.csv").read_bytes()
+    ones = pd.read_csv(io.BytesIO(real)).assign(outcome=1)
+    all_one = ones.to_csv(index=False).encode()
+
+    def verbal_tps(rollouts: bytes) -> str:
+        at = fresh()
+        at.radio(key="src").set_value("Upload").run()
+        at.file_uploader(key="upload").set_value(("webshop-like.csv", log, "text/csv"))
+        at.file_uploader(key="upload_rollouts").set_value(("r.csv", rollouts, "text/csv")).run()
+        at.selectbox(key="cens").set_value("exact").run()
+        at.radio(key="qzs").set_value("rollouts").run()
+        assert not at.exception, [e.value for e in at.exception]
+        lb = at.dataframe[0].value.set_index("predictor")
+        return lb.loc["verbal", "TPS"]
+
+    first, second = verbal_tps(real), verbal_tps(all_one)  # one server: the shared cache
+    assert first != second
+    assert float(first) == pytest.approx(-33.0443, abs=1e-3)
+    assert float(second) == pytest.approx(-5.1135, abs=1e-3)

@@ -160,3 +160,22 @@ def test_two_logs_loaded_together_are_compared():
     # a bad candidate is a message, not a traceback
     at.file_uploader(key="cand_upload").set_value(("bad.csv", b"trajectory_id,step\nt1,1\n", "text/csv")).run()
     assert not at.exception
+
+
+def test_schedule_that_is_not_proper_is_a_warning_on_every_page():
+    at = fresh()
+    at.selectbox(key="sched").set_value("per-length").run()
+    for page in ("pages/views/reliability.py", "pages/views/steps.py", "pages/views/lab.py"):
+        at.switch_page(page).run()
+        assert not at.exception
+        assert any("is not proper" in w.value.replace("\\", "") for w in at.warning), page
+
+
+def test_report_holds_the_group_comparison_chosen_on_the_overview():
+    at = fresh()
+    at.selectbox(key="grp_by").set_value("difficulty").run()
+    at.switch_page("pages/views/export.py").run()
+    at.button(key="build_report").click().run()
+    assert not at.exception
+    rep = at.session_state["_report"][1].decode()
+    assert "Groups of runs by difficulty" in rep and "Each group minus easy" in rep

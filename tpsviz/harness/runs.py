@@ -156,9 +156,17 @@ def parse_mapping(items) -> tuple:
     return _pairs(items, lambda part: f"--map {part.strip()!r}: write it as TARGET=COLUMN, e.g. trajectory_id=run")
 
 
+#: forecast fields read from a harness log at once (each becomes a column on every step row)
+MAX_CONF = 32
+
+
 def parse_conf(items) -> tuple:
-    """``["verbal=metadata.confidence"]`` → ``(("verbal", "metadata.confidence"),)``."""
-    return _pairs(items, lambda part: f"--conf {part!r}: write it as NAME=FIELD, e.g. verbal=metadata.confidence")
+    """``["verbal=metadata.confidence"]`` → ``(("verbal", "metadata.confidence"),)``; at most
+    :data:`MAX_CONF` pairs."""
+    out = _pairs(items, lambda part: f"--conf {part!r}: write it as NAME=FIELD, e.g. verbal=metadata.confidence")
+    if len(out) > MAX_CONF:
+        raise ValueError(f"--conf names {len(out)} fields; at most {MAX_CONF} are read at once")
+    return out
 
 
 def is_key(v) -> bool:
