@@ -897,3 +897,62 @@ def test_adv4_fullwidth_formula_characters_are_neutralised():
 
     out = safe_csv(pd.DataFrame({"a": ["\uff1d1+1", "\uff20cmd", "ok"], "b": [1.5, -2.0, 3.0]}))
     assert "'\uff1d1+1" in out and "'\uff20cmd" in out and "-2.0" in out and "'-2.0" not in out
+
+
+# --------------------------------------------------------------------------- fifth adversarial pass
+def test_adv5_leaving_steps_empty_buys_no_skill():
+    from tpsviz.diagnostics import skill_table
+    from tpsviz.tps import ScoreSettings
+
+    rng = np.random.default_rng(3)
+    rows = []
+    for i in range(60):
+        y = int(rng.random() < 0.43)
+        for t in range(1, 7):
+            rows.append({"trajectory_id": f"r{i}", "step": t, "outcome": y,
+                         "conf_const": 0.5, "conf_sparse": 0.5 if t == 1 else np.nan})
+    data = tpsviz.from_frame(pd.DataFrame(rows))
+    sk = skill_table(data, ScoreSettings(censoring="complete", n_boot=50))
+    # the same constant forecast on fewer steps: the same skill, not a huge one
+    assert sk.loc["sparse", "skill"] == pytest.approx(sk.loc["const", "skill"], abs=0.02)
+    assert sk.loc["sparse", "skill"] < 0.05
+
+
+def test_adv5_a_reversed_predictor_is_said_to_point_the_wrong_way():
+    from tpsviz.synthetic import simulate
+    from tpsviz.tps import ScoreSettings
+    from tpsviz.verdict import verdicts
+
+    data = simulate("webshop-like", n_trajectories=300, seed=4).to_data()
+    data = data.with_predictor("reversed", 1 - data.forecasts("truthful"))
+    v = verdicts(data, ScoreSettings(censoring="exact", n_boot=100), ["reversed"])["reversed"]
+    assert "point the wrong way" in v.text, v.text
+
+
+def test_adv5_predictor_names_differing_in_case_are_one_column(tmp_path):
+    p = tmp_path / "dupcase.csv"
+    p.write_text("trajectory_id,step,outcome,conf_a,CONF_A\nr1,1,1,0.6,0.4\n")
+    with pytest.raises(LogFormatError, match="repeats column 'conf_a'"):
+        load(str(p))
+
+
+def test_adv5_group_differences_that_cannot_be_computed_say_why(capsys):
+    rows = []
+    for g, n, outcome in (("allcens", 20, None), ("mixed", 40, "mix"), ("nopred", 10, "mix")):
+        for i in range(n):
+            y = (i % 2) if outcome == "mix" else np.nan
+            rows.append({"trajectory_id": f"{g}{i}", "step": 1, "outcome": y, "censored": outcome is None,
+                         "model": g, "conf_a": np.nan if g == "nopred" else 0.3 + 0.4 * (i % 2)})
+    path = Path(os.environ.get("TMPDIR", "/tmp")) / f"grp_edge_{os.getpid()}.csv"
+    pd.DataFrame(rows).to_csv(path, index=False)
+    try:
+        code, out, err = run_cli(["compare", str(path), "--by", "model", "--n-boot", "50"], capsys)
+        assert code == 0, err
+        assert "mixed - " not in out and "allcens - mixed" in out  # the base group has a defined skill
+        assert "n/a (no run of group 'nopred' has a forecast" in out
+        code, out, err = run_cli(["compare", str(path), "--by", "model", "--n-boot", "50", "--json"], capsys)
+        obj = json.loads(out)
+        why = obj["differences"]["nopred"]["predictors"]["a"]["why_null"]
+        assert "no run of group 'nopred'" in why["tps"]
+    finally:
+        path.unlink()

@@ -610,14 +610,15 @@ def _group_data(args):
 
 
 def _compare_groups(args) -> int:
-    from .groups import group_difference, group_table
+    from .groups import default_base, group_difference, group_table
 
     data, settings, q_z, notes, by = _group_data(args)
     pair_on = None if str(args.pair_on).lower() == "none" else args.pair_on
     try:
         table = group_table(data, by, settings, q_z=q_z)
         groups = list(dict.fromkeys(table.index.get_level_values("group")))
-        base = args.base_group if args.base_group is not None else groups[0]
+        base = (args.base_group if args.base_group is not None else
+                "baseline" if args.candidate is not None else default_base(table))
         diffs = {g: group_difference(data, by, base, g, settings, q_z=q_z, pair_on=pair_on)
                  for g in groups if g != base}
     except ValueError as exc:
@@ -654,23 +655,31 @@ def _compare_groups(args) -> int:
                   f"{_fmt(r.tps_z, 9, 2)}   {_fmt(r.skill_delta, 11, 3)} {_fmt(r.skill_se, 7, 3)} "
                   f"{_fmt(r.skill_z, 9, 2)}")
         for name, r in d.iterrows():
-            print(f"  {_name(name, nw)}: {_group_words(r)}")
+            print(f"  {_name(name, nw)}: {_group_words(r, base, g)}")
     return 0
 
 
-def _group_words(r) -> str:
-    """TPS and skill differences of two groups in words conditioned on their Δ/SE (tpsviz.claims)."""
+def _group_words(r, a: str, b: str) -> str:
+    """TPS and skill differences of two groups in words conditioned on their Δ/SE (tpsviz.claims);
+    n/a with the reason when a difference cannot be computed."""
     from .claims import is_clear, z_text
+    from .groups import why_missing
 
-    def one(what, z):
+    why = why_missing(r, a, b)
+
+    def one(what, key, z):
+        if key in why:
+            return f"{what} n/a ({_name(why[key])})"
         if not is_clear(z):
             return f"{what} not clearly different ({z_text(z)})"
         return f"{what} clearly {'higher' if z > 0 else 'lower'} ({z_text(z)})"
 
-    return one("TPS", r.tps_z) + "; " + one("skill", r.skill_z)
+    return one("TPS", "tps", r.tps_z) + "; " + one("skill", "skill", r.skill_z)
 
 
 def _groups_json(data, settings, notes, by, base, table, diffs) -> dict:
+    from .groups import why_missing
+
     def rec(r, keys):
         return {k: (_num(r[k]) if not isinstance(r[k], (str, bool, np.bool_)) else
                     (bool(r[k]) if isinstance(r[k], (bool, np.bool_)) else _name(r[k])))
@@ -698,7 +707,9 @@ def _groups_json(data, settings, notes, by, base, table, diffs) -> dict:
         "left_out_groups": {_name(g): int(n) for g, n in (table.attrs.get("small_groups") or {}).items()},
         "differences": {
             _name(g): {"pairing": _name(d.attrs["pairing"]),
-                       "predictors": {_name(name): rec(r, dkeys) for name, r in d.iterrows()}}
+                       "predictors": {_name(name): rec(r, dkeys) | {"why_null": {
+                           k: _name(v) for k, v in why_missing(r, base, g).items()}}
+                                      for name, r in d.iterrows()}}
             for g, d in diffs.items()},
     }
 

@@ -372,14 +372,31 @@ def tps_matrix_for(data: TrajectoryData, settings: ScoreSettings, names: list[st
     return result.tps_matrix()[names]
 
 
+def _reference_on_rows(data: TrajectoryData, settings: ScoreSettings, ref: BaseRateReference,
+                       name: str, q_z) -> np.ndarray:
+    """TPS_ref,i on the (run, step) rows where ``name`` has a forecast.
+
+    TPS sums over the steps a predictor forecasts: against a reference scored on every step, a
+    predictor that leaves steps empty would gain skill by saying less (adversarial pass 5, F3).
+    A predictor with a forecast on every row shares the reference of the whole log.
+    """
+    p = data.forecasts(name)
+    if not np.isnan(p).any():
+        return ref.per_trajectory.to_numpy(dtype=float)
+    own = data.with_predictor(ref.name, np.where(np.isnan(p), np.nan, ref.rate))
+    res = compute_tps(own, replace(settings, n_boot=0), [ref.name], q_z=q_z)
+    return res.tps_matrix()[ref.name].reindex(data.trajectories["trajectory_id"]).to_numpy(dtype=float)
+
+
 def skill_table(data: TrajectoryData, settings: ScoreSettings | None = None,
                 predictors: list[str] | None = None, q_z=None, rate: float | None = None,
                 n_boot: int | None = None, seed: int | None = None,
                 result: TPSResult | None = None) -> pd.DataFrame:
     """Skill = 1 − TPS/TPS_ref of every predictor against the base-rate reference.
 
-    Both means run over the same trajectories (those where the predictor was scored), so a
-    predictor with missing runs is compared on its own runs. Skill > 0: better than the
+    Both means run over the same trajectories (those where the predictor was scored) and the
+    same steps: a predictor with missing forecasts is compared with the reference scored on its
+    own (run, step) rows, so leaving steps empty never buys skill. Skill > 0: better than the
     constant success rate; 1: perfect; < 0: worse than knowing only the rate.
 
     Parameters
@@ -406,7 +423,6 @@ def skill_table(data: TrajectoryData, settings: ScoreSettings | None = None,
     ref = base_rate_reference(data, replace(settings, n_boot=0), q_z, rate)
     mat = tps_matrix_for(data, settings, names, q_z, result).reindex(
         data.trajectories["trajectory_id"])
-    r = ref.per_trajectory.to_numpy(dtype=float)
     # a reference rate of exactly 0 or 1 is (up to ε) a perfect forecast on these labels:
     # TPS_ref ≈ 0 and the ratio TPS/TPS_ref is meaningless, so skill is left undefined
     degenerate = ref.rate in (0.0, 1.0)
@@ -417,6 +433,7 @@ def skill_table(data: TrajectoryData, settings: ScoreSettings | None = None,
     for name in names:
         checkpoint()  # stop here if nobody waits for the result (tpsviz.cancel)
         v = mat[name].to_numpy(dtype=float)
+        r = _reference_on_rows(data, settings, ref, name, q_z)
         ok = ~np.isnan(v) & ~np.isnan(r)
         m = int(ok.sum())
         mp = float(v[ok].mean()) if m else np.nan
@@ -425,15 +442,15 @@ def skill_table(data: TrajectoryData, settings: ScoreSettings | None = None,
             sk = 1.0 - mp / mr if m and mr != 0 and not degenerate else np.nan
         boot = (n_boot > 0 and m >= 2 and np.isfinite(sk) and np.isfinite(v[ok]).all()
                 and np.isfinite(r[ok]).all())
-        stats[name] = (v, ok, m, mp, mr, sk, boot)
+        stats[name] = (v, ok, m, mp, mr, sk, r, boot)
     # the skill ratio Σ c·TPS / Σ c·TPS_ref of every predictor, from one set of replicates
     boot_names = [k for k, st in stats.items() if st[-1]]
-    cols = [np.where(stats[k][1], x, 0.0) for k in boot_names for x in (stats[k][0], r)]
+    cols = [np.where(stats[k][1], x, 0.0) for k in boot_names for x in (stats[k][0], stats[k][-2])]
     sums = bootstrap_sums(np.column_stack(cols), n_boot, seed) if cols else None
     rows = []
     a = (1 - settings.level) / 2
     for name in names:
-        v, ok, m, mp, mr, sk, boot = stats[name]
+        v, ok, m, mp, mr, sk, _, boot = stats[name]
         se = lo = hi = np.nan
         if boot:
             j = 2 * boot_names.index(name)

@@ -30,8 +30,8 @@ from .inference import bootstrap_sums
 from .schema import clean_text, show_id
 from .tps import ScoreSettings, compute_tps, default_censoring, no_predictor_message
 
-__all__ = ["group_labels", "group_table", "group_difference", "combine_logs", "MISSING_LABEL",
-           "MAX_GROUPS", "AUTO_MIN_TASKS", "TASK_COLUMNS"]
+__all__ = ["group_labels", "group_table", "group_difference", "combine_logs", "default_base",
+           "why_missing", "MISSING_LABEL", "MAX_GROUPS", "AUTO_MIN_TASKS", "TASK_COLUMNS"]
 
 #: the group of the runs whose grouping value is missing (NaN, None or blank text)
 MISSING_LABEL = "(missing)"
@@ -588,3 +588,44 @@ def combine_logs(baseline: TrajectoryData, candidate: TrajectoryData,
     source = f"{names[0]}: {baseline.source} + {names[1]}: {candidate.source}"
     reading = {"format": "combined", "logs": {n: d.reading for n, d in zip(names, logs)}}
     return TrajectoryData(steps, traj, preds, signals, source, notes, reading)
+
+
+# --------------------------------------------------------------------------- reading the results
+def default_base(table: pd.DataFrame) -> str:
+    """The base group a comparison should use by default: the group with the most scored runs
+    among those whose skill is defined for every predictor (else the group with the most runs),
+    so that the differences can be computed (a base group whose runs are all censored, or all
+    successes, has no skill)."""
+    runs = table.groupby(level="group", sort=False)["n_scored"].sum()
+    ok = table["skill"].notna().groupby(level="group", sort=False).all()
+    pool = runs[ok.reindex(runs.index).fillna(False).to_numpy()]
+    return str((pool if len(pool) else runs).idxmax())
+
+
+def why_missing(row: pd.Series, a: str, b: str) -> dict:
+    """Why the TPS or skill difference of a :func:`group_difference` row is missing.
+
+    Returns
+    -------
+    dict
+        ``{"tps": reason, "skill": reason}`` for the missing ones (empty when both are there).
+    """
+    out = {}
+    for what in ("tps", "skill"):
+        if np.isfinite(row.get(f"{what}_z", np.nan)):
+            continue
+        if int(row.get("n_a", 0)) == 0 or int(row.get("n_b", 0)) == 0:
+            side = a if int(row.get("n_a", 0)) == 0 else b
+            out[what] = f"no run of group {show_id(side)} has a forecast of this predictor"
+        elif what == "skill" and not np.isfinite(row.get("skill_a", np.nan)):
+            out[what] = (f"skill is undefined in group {show_id(a)} (every run censored, or one "
+                         "outcome only)")
+        elif what == "skill" and not np.isfinite(row.get("skill_b", np.nan)):
+            out[what] = (f"skill is undefined in group {show_id(b)} (every run censored, or one "
+                         "outcome only)")
+        elif min(int(row.get("n_a", 0)), int(row.get("n_b", 0))) < 2 or \
+                (row.get("paired") and int(row.get("n_pairs", 0)) < 2):
+            out[what] = "too few runs (or paired tasks) for a standard error"
+        else:
+            out[what] = "the standard error is 0 or not finite"
+    return out

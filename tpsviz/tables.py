@@ -68,8 +68,9 @@ def _too_many_cells(name: str, n_rows: int, n_cols: int, max_cells: int) -> LogF
 
 
 def _duplicates(header: list[str], name: str) -> None:
-    """Refuse a header that names a column twice (also after matching names ignoring case)."""
-    canon = [canonical_name(h) for h in header]
+    """Refuse a header that names a column twice (also after matching names ignoring case; two
+    predictor or signal columns that differ only in case, conf_a and CONF_A, are one name)."""
+    canon = [c.lower() if c.startswith(tuple(PREFIXES)) else c for c in map(canonical_name, header)]
     counts = Counter(canon)
     dups = [c for c, k in counts.items() if k > 1]
     if not dups:

@@ -117,6 +117,9 @@ class Verdict:
         Calibration slope b (1 = calibrated; NaN for a constant or separating forecast).
     mcb, mcb_p, dsc, dsc_p, unc : float
         CORP decomposition of the half Brier score and the two test p-values.
+    dsc_rev_p : float
+        Permutation p-value of the discrimination of the reversed forecast 1 − F (small: the
+        forecasts point the wrong way).
     skill, skill_se, skill_ci_low, skill_ci_high, ref_rate : float
         Skill against the base-rate reference F ≡ ref_rate (:func:`skill_table`).
     level : float
@@ -145,6 +148,7 @@ class Verdict:
     dsc: float
     dsc_p: float
     unc: float
+    dsc_rev_p: float
     skill: float
     skill_se: float
     skill_ci_low: float
@@ -276,19 +280,23 @@ def _null_p(observed: float, null: np.ndarray) -> float:
     return float((1 + np.sum(null >= observed - tol)) / (1 + null.size))
 
 
-def _tests(p, lab, runs, last_p, run_lab, rng, n_null) -> tuple[float, float, float, float, float]:
-    """MCB with its consistency-resampling p-value and DSC with its permutation p-value."""
-    corp = _Corp(p)
+def _tests(p, lab, runs, last_p, run_lab, rng, n_null) -> dict:
+    """MCB with its consistency-resampling p-value; DSC of F, and of the reversed 1 − F, with their
+    permutation p-values (the same permutations)."""
+    corp, rev = _Corp(p), _Corp(1.0 - p)
     mcb, dsc, unc = corp.mcb_dsc(lab)
-    mcb_null = np.empty(n_null)
-    dsc_null = np.empty(n_null)
+    dsc_rev = rev.mcb_dsc(lab)[1]
+    mcb_null, dsc_null, rev_null = np.empty(n_null), np.empty(n_null), np.empty(n_null)
     for b in range(n_null):
         if b % 20 == 0:
             checkpoint()  # stop here if nobody waits for the result (tpsviz.cancel)
         star = (rng.random(last_p.size) < last_p).astype(float)
         mcb_null[b] = corp.mcb_dsc(star[runs])[0]
-        dsc_null[b] = corp.mcb_dsc(rng.permutation(run_lab)[runs])[1]
-    return mcb, _null_p(mcb, mcb_null), dsc, _null_p(dsc, dsc_null), unc
+        perm = rng.permutation(run_lab)[runs]
+        dsc_null[b] = corp.mcb_dsc(perm)[1]
+        rev_null[b] = rev.mcb_dsc(perm)[1]
+    return {"mcb": mcb, "mcb_p": _null_p(mcb, mcb_null), "dsc": dsc, "dsc_p": _null_p(dsc, dsc_null),
+            "unc": unc, "dsc_rev_p": _null_p(dsc_rev, rev_null)}
 
 
 # --------------------------------------------------------------------------- rules
@@ -373,7 +381,11 @@ def _sentence(name: str, label: str, rule: str, s: dict, level: float, mode: str
              if np.isfinite(s["slope_se"]) else "")
     why = {
         "bias": "",
-        "dsc": (f"its forecasts separate successes from failures no better than on shuffled "
+        "dsc": (f"its forecasts point the wrong way: runs it rates higher fail more often (reversed, "
+                f"1 − F separates successes from failures: discrimination test {_p(s['dsc_rev_p'])}); as "
+                "reported they carry no usable signal"
+                if s["dsc_rev_p"] < 1 - level else
+                f"its forecasts separate successes from failures no better than on shuffled "
                 f"outcomes (discrimination test {_p(s['dsc_p'])})"),
         "slope": ("right on average, but " if _right_on_average(s) else "")
                  + ("too extreme both ways" if label == "overconfident"
@@ -387,6 +399,12 @@ def _sentence(name: str, label: str, rule: str, s: dict, level: float, mode: str
                 + ("" if s["skill_ci_low"] > 0 else "but ")),
     }[rule]
     skill = _skill_words(s)
+    reversed_ = (rule != "dsc" and s.get("dsc_rev_p", 1.0) < 1 - level
+                 and not s.get("dsc_p", 0.0) < 1 - level)
+    if reversed_:  # whatever else is wrong, say that the signal runs backwards
+        why = (why + "; " if why else "") + (
+            f"its forecasts point the wrong way: runs it rates higher fail more often (discrimination "
+            f"of 1 − F: {_p(s['dsc_rev_p'])})")
     if rule == "skill":
         return f"{head}; {why} {skill}"
     if rule == "all":
@@ -418,14 +436,13 @@ def _statistics(p, lab, runs, last_p, run_lab, level, rng, n_null) -> dict:
              success_rate=float(lab.mean()) if p.size else nan)
     if n_runs < 2:
         s.update(bias=nan, bias_se=nan, slope=nan, slope_se=nan, slope_ci_low=nan,
-                 slope_ci_high=nan, mcb=nan, mcb_p=nan, dsc=nan, dsc_p=nan, unc=nan)
+                 slope_ci_high=nan, mcb=nan, mcb_p=nan, dsc=nan, dsc_p=nan, unc=nan, dsc_rev_p=nan)
         return s
     s["bias"], s["bias_se"] = _clustered_bias(p, lab, runs)
     _, b, se = calibration_slope(p, lab, runs)
     z = _z(level)
     s.update(slope=b, slope_se=se, slope_ci_low=b - z * se, slope_ci_high=b + z * se)
-    s["mcb"], s["mcb_p"], s["dsc"], s["dsc_p"], s["unc"] = _tests(p, lab, runs, last_p, run_lab,
-                                                                  rng, n_null)
+    s.update(_tests(p, lab, runs, last_p, run_lab, rng, n_null))
     return s
 
 

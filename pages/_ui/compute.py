@@ -186,10 +186,16 @@ def group_tables(table: pd.DataFrame, base: str, diffs: dict) -> dict:
     rows = [{"group": g, "predictor": F.display_name(p), "TPS": pm(r["tps_mean"], r["tps_se"], ".3f"),
              "skill": pm(r["skill"], r["skill_se"], ".3f"), "n runs": int(r["n_scored"]),
              "success rate": num(r["success_rate"], ".3f")} for (g, p), r in table.iterrows()]
+    from tpsviz.groups import why_missing
+
     out = []
     for g, d in diffs.items():
         for p, r in d.iterrows():
+            why = why_missing(r, base, g)
+
             def words(z, what):
+                if what.lower() in why:
+                    return f"{what} n/a: {why[what.lower()]}"
                 if not is_clear(z):
                     return f"{what} not clearly different"
                 return f"{what} clearly {'higher' if z > 0 else 'lower'}"

@@ -578,14 +578,14 @@ def _groups(key: str, filters: tuple, recal: tuple, score: tuple, preds: tuple, 
             pair_on: str, _cfg: Config, _src: Source):
     """groups.group_table split by ``by`` and group_difference of every group against ``base`` (default the
     first group)."""
-    from tpsviz.groups import group_difference, group_table
+    from tpsviz.groups import default_base, group_difference, group_table
 
     data, _ = _prepared(_src.key, filters, recal, _src)
     q, _ = qz_override(data, _cfg, _src)
     settings = _cfg.score_settings()
     table = group_table(data, by, settings, list(preds), q_z=q)
     groups = list(dict.fromkeys(table.index.get_level_values("group")))
-    base = base if base in groups else groups[0]
+    base = base if base in groups else default_base(table)
     diffs = {g: group_difference(data, by, base, g, settings, list(preds), q_z=q,
                                  pair_on=None if pair_on == "none" else pair_on)
              for g in groups if g != base}
