@@ -208,3 +208,16 @@ def test_verdict_does_not_depend_on_which_other_predictors_are_shown():
     alone = verdicts(data, s, ["overconfident"])["overconfident"]
     among = verdicts(data, s)["overconfident"]
     assert alone == among
+
+
+def test_corp_tests_use_a_bounded_seeded_subset_of_runs(monkeypatch):
+    import tpsviz.verdict as V
+
+    monkeypatch.setattr(V, "MAX_TEST_RUNS", 100)
+    data = distorted_log(seed=8, n=300)
+    s = ScoreSettings(censoring="complete", n_boot=0)
+    a = V.verdict_statistics(data, s, "overconfident")
+    b = V.verdict_statistics(data, s, "overconfident")
+    assert a["n_test_runs"] == 100 and a["n_runs"] > 200
+    assert a == b  # seeded: the same subset and the same p-values every time
+    assert a["bias"] == V.verdict_statistics(data, s, "overconfident", n_null=10)["bias"]  # all runs

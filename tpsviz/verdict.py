@@ -60,6 +60,9 @@ MIN_RUNS = 20
 MIN_CLASS = 5
 #: null replicates of the MCB (consistency) and DSC (permutation) tests
 N_NULL = 200
+#: the CORP tests (MCB, DSC) of a log with more runs use a seeded random subset of this many runs
+#: (their power is ample there; the bias and the slope always use every run)
+MAX_TEST_RUNS = 20_000
 #: forecasts are kept in [c, 1 − c] for the logit of the calibration slope
 LOGIT_CLIP = 1e-4
 
@@ -120,6 +123,8 @@ class Verdict:
     dsc_rev_p : float
         Permutation p-value of the discrimination of the reversed forecast 1 − F (small: the
         forecasts point the wrong way).
+    n_test_runs : int
+        Runs the CORP tests used (all, or a seeded subset of :data:`MAX_TEST_RUNS`).
     skill, skill_se, skill_ci_low, skill_ci_high, ref_rate : float
         Skill against the base-rate reference F ≡ ref_rate (:func:`skill_table`).
     level : float
@@ -149,6 +154,7 @@ class Verdict:
     dsc_p: float
     unc: float
     dsc_rev_p: float
+    n_test_runs: int
     skill: float
     skill_se: float
     skill_ci_low: float
@@ -436,13 +442,23 @@ def _statistics(p, lab, runs, last_p, run_lab, level, rng, n_null) -> dict:
              success_rate=float(lab.mean()) if p.size else nan)
     if n_runs < 2:
         s.update(bias=nan, bias_se=nan, slope=nan, slope_se=nan, slope_ci_low=nan,
-                 slope_ci_high=nan, mcb=nan, mcb_p=nan, dsc=nan, dsc_p=nan, unc=nan, dsc_rev_p=nan)
+                 slope_ci_high=nan, mcb=nan, mcb_p=nan, dsc=nan, dsc_p=nan, unc=nan, dsc_rev_p=nan,
+                 n_test_runs=n_runs)
         return s
     s["bias"], s["bias_se"] = _clustered_bias(p, lab, runs)
     _, b, se = calibration_slope(p, lab, runs)
     z = _z(level)
     s.update(slope=b, slope_se=se, slope_ci_low=b - z * se, slope_ci_high=b + z * se)
-    s.update(_tests(p, lab, runs, last_p, run_lab, rng, n_null))
+    if n_runs > MAX_TEST_RUNS:  # the CORP tests on a seeded random subset of runs (stated in n_test_runs)
+        keep_runs = np.zeros(n_runs, dtype=bool)
+        keep_runs[rng.choice(n_runs, MAX_TEST_RUNS, replace=False)] = True
+        rows = keep_runs[runs]
+        new_code = np.cumsum(keep_runs) - 1
+        s.update(_tests(p[rows], lab[rows], new_code[runs[rows]], last_p[keep_runs], run_lab[keep_runs],
+                        rng, n_null))
+    else:
+        s.update(_tests(p, lab, runs, last_p, run_lab, rng, n_null))
+    s["n_test_runs"] = min(n_runs, MAX_TEST_RUNS)
     return s
 
 
