@@ -956,3 +956,24 @@ def test_adv5_group_differences_that_cannot_be_computed_say_why(capsys):
         assert "no run of group 'nopred'" in why["tps"]
     finally:
         path.unlink()
+
+
+def test_adv5_ids_joined_by_stripping_spaces_get_a_note(tmp_path):
+    p = tmp_path / "ws.jsonl"
+    rows = [{"trajectory_id": "r1", "step": 1, "outcome": 1, "conf_a": 0.6},
+            {"trajectory_id": " r1", "step": 2, "outcome": 1, "conf_a": 0.7},
+            {"trajectory_id": "r2", "step": 1, "outcome": 0, "conf_a": 0.3}]
+    p.write_text("\n".join(json.dumps(r) for r in rows) + "\n")
+    data = load(str(p))
+    assert data.n_trajectories == 2
+    assert any("1 id(s) that differ from another only by them" in n for n in data.notes)
+
+
+def test_adv5_two_logs_compare_when_one_has_a_column_named_log(tmp_path, capsys):
+    a = pd.read_csv(DEMO / "tau2-like.csv").assign(log="x")
+    pa = tmp_path / "withlog.csv"
+    a.to_csv(pa, index=False)
+    code, out, err = run_cli(["compare", str(pa), str(DEMO / "webshop-like.csv"), "--n-boot", "0",
+                              "--censoring", "simple"], capsys)
+    assert code == 0, err
+    assert "groups of log_2" in out

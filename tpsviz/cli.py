@@ -585,7 +585,7 @@ def _compare(args) -> int:
 def _group_data(args):
     """(data, settings, q_z, notes, by) of a group comparison: one log split --by a column, or two
     logs combined with a column 'log' (tpsviz.groups.combine_logs)."""
-    from .groups import combine_logs
+    from .groups import combine_logs, free_column
 
     if args.baseline is not None:
         raise _Fail("--baseline compares predictors; with --by or a second log every predictor is "
@@ -601,12 +601,13 @@ def _group_data(args):
         raise _Fail("--per-trajectory is not available with two logs")
     a, notes_a = _load_log(args, args.path)
     b, notes_b = _load_log(args, args.candidate)
+    column = free_column(a, b)  # "log", or "log_2" … when a log has a column of that name
     try:
-        data = combine_logs(a, b)
+        data = combine_logs(a, b, column=column)
     except ValueError as exc:
         raise _Fail(str(exc)) from None
     notes = [f"baseline: {n}" for n in notes_a] + [f"candidate: {n}" for n in notes_b]
-    return data, _settings(args, data), None, notes, "log"
+    return data, _settings(args, data), None, notes, column
 
 
 def _compare_groups(args) -> int:

@@ -30,7 +30,7 @@ from .inference import bootstrap_sums
 from .schema import clean_text, show_id
 from .tps import ScoreSettings, compute_tps, default_censoring, no_predictor_message
 
-__all__ = ["group_labels", "group_table", "group_difference", "combine_logs", "default_base",
+__all__ = ["group_labels", "group_table", "group_difference", "combine_logs", "free_column", "default_base",
            "why_missing", "MISSING_LABEL", "MAX_GROUPS", "AUTO_MIN_TASKS", "TASK_COLUMNS"]
 
 #: the group of the runs whose grouping value is missing (NaN, None or blank text)
@@ -485,6 +485,18 @@ def _step_meta(data: TrajectoryData) -> list[str]:
     """Step-level metadata columns (not ids, positions, forecasts, signals or weights)."""
     return [c for c in data.steps.columns if c not in _CORE_STEP and c != "weight"
             and not str(c).startswith(("conf_", "raw_", "unc_"))]
+
+
+def free_column(baseline: TrajectoryData, candidate: TrajectoryData, column: str = "log") -> str:
+    """``column``, or ``column_2``, ``column_3`` … : the first name neither log uses (so that a log
+    with a metadata column called ``log`` can still be compared)."""
+    taken = set(baseline.metadata_columns) | set(candidate.metadata_columns) | \
+        set(baseline.steps.columns) | set(candidate.steps.columns)
+    name, k = column, 1
+    while name in taken:
+        k += 1
+        name = f"{column}_{k}"
+    return name
 
 
 def _check_combine(logs, names, column) -> None:

@@ -198,7 +198,12 @@ def from_frame(df: pd.DataFrame, source: str = "<frame>", percent=()) -> Traject
     tid_missing = _is_missing(df["trajectory_id"])
     if tid_missing.any():
         problems.append(f"column 'trajectory_id': empty at {_examples(where[tid_missing])}")
-    tid = df["trajectory_id"].astype(str).str.strip()
+    raw_tid = df["trajectory_id"].astype(str)
+    tid = raw_tid.str.strip()
+    merged = raw_tid.nunique() - tid.nunique()
+    if merged > 0:  # ids are read without surrounding spaces: say when that joins two spellings
+        notes.append(f"trajectory ids are read without surrounding spaces: {merged} id(s) that differ from "
+                     "another only by them were read as the same run.")
 
     # steps
     step, step_bad = _numeric(df["step"])

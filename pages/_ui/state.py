@@ -604,20 +604,21 @@ def _two_logs(key: str, filters: tuple, recal: tuple, score: tuple, preds: tuple
               _cfg: Config, _src: Source, _cand: Source):
     """The current log (baseline, as filtered and recalibrated) against a second log (candidate):
     groups.combine_logs, then group_table and group_difference by the column ``log``."""
-    from tpsviz.groups import combine_logs, group_difference, group_table
+    from tpsviz.groups import combine_logs, free_column, group_difference, group_table
 
     cand = load_base(_cand)
     if is_failure(cand):
         return cand
     base, _ = _prepared(_src.key, filters, recal, _src)
-    both = combine_logs(base, cand)
+    column = free_column(base, cand)  # "log", or "log_2" … when a log has a column of that name
+    both = combine_logs(base, cand, column=column)
     names = [p for p in preds if p in both.predictors]
     if not names:
         raise ValueError("the two logs share none of the selected predictors (a predictor is compared "
                          "only when both logs have it)")
     settings = _cfg.score_settings()
-    table = group_table(both, "log", settings, names)
-    diff = group_difference(both, "log", "baseline", "candidate", settings, names,
+    table = group_table(both, column, settings, names)
+    diff = group_difference(both, column, "baseline", "candidate", settings, names,
                             pair_on=None if pair_on == "none" else pair_on)
     left = [p for p in preds if p not in names]
     return table, "baseline", {"candidate": diff}, left
