@@ -237,7 +237,7 @@ def test_twelve_predictors_get_twelve_distinct_colours():
 def test_exported_figure_carries_its_settings_as_escaped_text():
     fig = go.Figure(go.Scatter(x=[0, 1], y=[0, 1]))
     out = F.with_caption(fig, "Data: <a href='http://x'>log</a>.csv · Score family: log (α=0, β=0)")
-    ann = out.layout.annotations[-1].text
-    assert "Score family: log" in ann and "<a" not in ann and "&lt;a" in ann
-    assert out.layout.height > 450 and out.layout.margin.b > 60
+    sub = out.layout.title.subtitle.text
+    assert "Score family: log" in sub and "<a" not in sub and "&lt;a" in sub
+    assert out.layout.height > 450 and out.layout.margin.t > 60
     assert len(fig.layout.annotations) == 0  # the original is not modified

@@ -977,3 +977,27 @@ def test_adv5_two_logs_compare_when_one_has_a_column_named_log(tmp_path, capsys)
                               "--censoring", "simple"], capsys)
     assert code == 0, err
     assert "groups of log_2" in out
+
+
+def test_adv5_harness_options_on_a_table_get_a_note(tmp_path, capsys):
+    code, out, err = run_cli(["score", str(DEMO / "tau2-like.csv"), "--treat", "max_steps=failure",
+                              "--n-boot", "0"], capsys)
+    assert code == 0 and "--treat applies to harness logs only" in out
+
+
+def test_adv5_verdict_needs_observed_outcomes(tmp_path):
+    from tpsviz.tps import ScoreSettings
+    from tpsviz.verdict import verdicts
+
+    rows = []
+    for i in range(80):
+        cens = i >= 40
+        for t in (1, 2):
+            rows.append({"trajectory_id": f"r{i}", "step": t, "outcome": np.nan if cens else i % 2,
+                         "censored": cens, "q_z": 0.5 if cens else np.nan,
+                         "conf_a": 0.45 + 0.05 * (i % 3) if cens else np.nan,
+                         "conf_b": 0.3 + 0.4 * (i % 2) if not cens else 0.5})
+    data = tpsviz.from_frame(pd.DataFrame(rows))
+    v = verdicts(data, ScoreSettings(censoring="exact", n_boot=50))
+    assert v["a"].label == "too little data" and "0 runs with an observed outcome" in v["a"].text
+    assert v["b"].label != "too little data"

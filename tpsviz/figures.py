@@ -470,18 +470,18 @@ def mc_audit_figure(audit: pd.DataFrame) -> go.Figure:
 
 
 def with_caption(fig: go.Figure, text: str, size: int = 11) -> go.Figure:
-    """A copy of ``fig`` with ``text`` (e.g. the settings it was made under) written below the plot,
-    so an exported image says what it shows. The text is escaped: plotly reads a few HTML tags
-    in annotations, and a file name may hold one."""
+    """A copy of ``fig`` with ``text`` (e.g. the settings it was made under) written under its title,
+    so an exported image says what it shows. It goes in the title's subtitle, above the plot: below
+    it, rotated tick labels would cross it. The text is escaped (plotly reads a few HTML tags, and
+    a file name may hold one) and wrapped."""
     out = go.Figure(fig)
-    bottom = (out.layout.margin.b if out.layout.margin and out.layout.margin.b is not None else 60)
-    lines = _wrap(html.escape(clean_text(text, 600)), 150)
-    out.add_annotation(text="<br>".join(lines), xref="paper", yref="paper", x=0, y=0, xanchor="left",
-                       yanchor="top", yshift=-bottom + 4, showarrow=False, align="left",
-                       font=dict(size=size, color="#555"))
-    added = 16 * len(lines) + 8
-    # the caption gets room of its own: the plot keeps its size (plotly's default height is 450)
-    out.update_layout(margin=dict(b=bottom + added), height=int(out.layout.height or 450) + added)
+    lines = _wrap(html.escape(clean_text(text, 600)), 130)
+    added = 15 * len(lines) + 10
+    top = out.layout.margin.t if out.layout.margin and out.layout.margin.t is not None else 60
+    title = out.layout.title.text or ""
+    out.update_layout(title=dict(text=title or " ", subtitle=dict(text="<br>".join(lines),
+                                                                   font=dict(size=size, color="#555"))),
+                      margin=dict(t=top + added), height=int(out.layout.height or 450) + added)
     return out
 
 

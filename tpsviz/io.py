@@ -199,6 +199,14 @@ def load(source, name: str | None = None, fmt: str | None = None, limits: Limits
             frame = _apply_mapping(read_table(raw, name, kind, limits.max_rows, limits.max_cells,
                                               limits.max_bytes, text_columns=ids), options.mapping, name)
             reading = {"format": kind, "options": options.describe()}
+            unused = [flag for flag, given in (("--treat", options.treat), ("--conf", options.conf),
+                                               ("--scorer", options.scorer),
+                                               ("--success-threshold", options.success_threshold is not None))
+                      if given]
+            if unused:  # never let a user believe a harness option was applied to a table
+                frame.attrs["notes"] = list(frame.attrs.get("notes", [])) + [
+                    f"{', '.join(unused)} appl{'ies' if len(unused) == 1 else 'y'} to harness logs only "
+                    f"(tau2-bench, tau-bench, Inspect AI): ignored for this {kind.upper()} table."]
         elif kind in HARNESS_FORMATS or kind == "tau2-index":
             frame, reading = _guarded(read_harness, name, kind, raw, name, kind, options, limits, parsed)
         else:

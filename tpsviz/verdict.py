@@ -109,6 +109,9 @@ class Verdict:
         Labelled runs and step rows with a forecast.
     n_success, n_failure : float
         Outcome counts (expected counts for soft labels of the exact mode).
+    n_observed, n_observed_success : int
+        Runs whose outcome was observed (complete runs), and their successes: rule 1 needs
+        enough of these too, so censored runs labelled by q_Z alone never make a verdict.
     mean_forecast, success_rate : float
         Mean F_t and mean label ℓ over the labelled step rows (step-weighted: the pair the
         bias compares).
@@ -139,6 +142,8 @@ class Verdict:
     n_rows: int
     n_success: float
     n_failure: float
+    n_observed: int
+    n_observed_success: int
     mean_forecast: float
     success_rate: float
     run_rate: float
@@ -315,7 +320,9 @@ def _decide(s: dict, level: float) -> tuple[str, str]:
     """(label, rule) from the statistics of one predictor (the rules of the module docstring)."""
     alpha_cal = (1 - level) / 3  # bias, slope and MCB share the error rate 1 − level
     z = _z_cal(level)
-    if s["n_runs"] < MIN_RUNS or min(s["n_success"], s["n_failure"]) < MIN_CLASS:
+    n_obs, k_obs = s.get("n_observed", s["n_runs"]), s.get("n_observed_success", s["n_success"])
+    if (s["n_runs"] < MIN_RUNS or min(s["n_success"], s["n_failure"]) < MIN_CLASS
+            or n_obs < MIN_RUNS or min(k_obs, n_obs - k_obs) < MIN_CLASS):
         return "too little data", "data"
     zb = s["bias"] / s["bias_se"] if s["bias_se"] > 0 else np.nan
     if np.isfinite(zb) and abs(zb) > z:
@@ -373,9 +380,10 @@ def _right_on_average(s: dict) -> bool:
 def _sentence(name: str, label: str, rule: str, s: dict, level: float, mode: str) -> str:
     """One plain sentence with the numbers behind the label (no NaN, no 'from x to x')."""
     if label == "too little data":
-        return (f"{name}: too little data — {s['n_runs']} runs with an outcome "
-                f"({s['n_success']:.0f} successes, {s['n_failure']:.0f} failures); a verdict "
-                f"needs at least {MIN_RUNS} runs and {MIN_CLASS} of each outcome")
+        n_obs, k_obs = s.get("n_observed", s["n_runs"]), s.get("n_observed_success", 0)
+        return (f"{name}: too little data — {n_obs} runs with an observed outcome "
+                f"({k_obs} successes, {n_obs - k_obs} failures) among the {s['n_runs']} it forecasts; "
+                f"a verdict needs at least {MIN_RUNS} runs and {MIN_CLASS} of each outcome")
     head = (f"{name}: {label} — says {_pct(s['mean_forecast'])} on average, against "
             f"{_pct(s['success_rate'])} {_SUCCESS[mode]} over the same steps")
     if _pct(s["success_rate"]) != _pct(s["run_rate"]):
@@ -429,14 +437,18 @@ def _rows(data: TrajectoryData, settings: ScoreSettings, q_z, name: str):
     p, lab, c = p[keep], lab[keep], codes[keep]
     uniq, runs = np.unique(c, return_inverse=True)
     last = np.r_[np.flatnonzero(runs[1:] != runs[:-1]), runs.size - 1] if runs.size else runs
-    return p, lab, runs, p[last], lab[last]
+    observed = data.trajectories["outcome"].to_numpy(dtype=float)[uniq]  # NaN: no outcome seen
+    return p, lab, runs, p[last], lab[last], observed
 
 
-def _statistics(p, lab, runs, last_p, run_lab, level, rng, n_null) -> dict:
+def _statistics(p, lab, runs, last_p, run_lab, observed, level, rng, n_null) -> dict:
     n_runs = int(run_lab.size)
+    seen = observed[~np.isnan(observed)]
     s = {"n_runs": n_runs, "n_rows": int(p.size), "n_success": float(run_lab.sum()),
          "n_failure": float(n_runs - run_lab.sum()),
-         "run_rate": float(run_lab.mean()) if n_runs else np.nan}
+         "run_rate": float(run_lab.mean()) if n_runs else np.nan,
+         # runs whose outcome was actually observed: a verdict needs evidence, not only q_Z labels
+         "n_observed": int(seen.size), "n_observed_success": int(seen.sum())}
     nan = np.nan
     s.update(mean_forecast=float(p.mean()) if p.size else nan,
              success_rate=float(lab.mean()) if p.size else nan)

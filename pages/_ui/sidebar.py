@@ -68,7 +68,8 @@ MAX_SEARCH_VALUES = 5000
 
 def filter_key(col: str) -> str:
     """Widget (and URL) key of a metadata filter: readable, unique per column name."""
-    digest = hashlib.sha256(str(col).encode("utf-8", "replace")).hexdigest()[:6]
+    # 16 hex digits (64 bits): two column names cannot be crafted to share a key (6 took a second)
+    digest = hashlib.sha256(str(col).encode("utf-8", "replace")).hexdigest()[:16]
     return "f_" + re.sub(r"[^A-Za-z0-9_]+", "_", str(col))[:32] + "_" + digest
 
 

@@ -237,8 +237,10 @@ else:
         except ValueError as e:
             st.info(f"These two logs cannot be compared: {C.md(e)}")
         else:
-            if S.is_failure(out):
-                C.show_failure(out)
+            if S.is_failure(out):  # about the candidate only: this log is fine
+                st.error(f"**The candidate log {code(up.name, 60)} cannot be used** (this log is fine): "
+                         + "; ".join(C.md(p, 300) for p in out.problems[:5])
+                         + ". Upload another candidate log.", icon=":material/block:")
             else:
                 table, base, diffs, left = out
                 _show_groups(V.group_tables(table, base, diffs))
