@@ -633,11 +633,14 @@ def get_two_logs(cand: Source, pair_on: str = "auto", cfg: Config | None = None)
 
 
 def group_choice() -> tuple:
-    """(column, base group, pair_on) chosen on the Overview for groups of this log, or (None, None, "auto")."""
-    ss = st.session_state
-    if ss.get("grp_mode", "groups of this log") != "groups of this log":
-        return None, None, "auto"
-    return ss.get("grp_by"), ss.get("grp_base"), ss.get("grp_pair", "auto")
+    """(column, base group, pair_on) last chosen on the Overview for groups of this log, or
+    (None, None, "auto"). Kept under a key of its own: widget state is dropped on other pages."""
+    return st.session_state.get("_grp_choice") or (None, None, "auto")
+
+
+def remember_group_choice(by, base, pair_on) -> None:
+    """Called by the Overview: the group comparison the report should include (None: none)."""
+    st.session_state["_grp_choice"] = (by, base, pair_on) if by else None
 
 
 def group_columns(data) -> list[str]:

@@ -217,8 +217,11 @@ if mode == "groups of this log":
             g2.selectbox("Compared with", names, key="grp_base", format_func=lambda g: clean_text(g, 60),
                          help="The base group: every other group is shown as group − base.")
             _show_groups(gv)
+        S.remember_group_choice(by if gv is not None else None, st.session_state.get("grp_base"), pair_on)
 else:
     from pages._ui.sidebar import UPLOAD_TYPES
+
+    S.remember_group_choice(None, None, "auto")
 
     up = st.file_uploader("Candidate log (this log is the baseline)", type=UPLOAD_TYPES, key="cand_upload",
                           help="Read with the same reading options as this log. Its runs are named candidate/…, "
