@@ -31,6 +31,7 @@ test: setup browser
 bench: setup
 	$(BIN)/python bench/bench_scores.py
 	$(BIN)/python bench/bench_inference.py
+	$(BIN)/python bench/bench_verdict.py --sizes 450,10000
 
 demo-data: setup
 	$(BIN)/python -m tpsviz demo-data --out demo_data
