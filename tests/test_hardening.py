@@ -754,7 +754,7 @@ def test_adv4_jsonl_cells_are_capped_while_parsing(tmp_path):
     rec = {"trajectory_id": "t1", "step": 1, "outcome": 1, "conf_a": 0.5}
     rec.update({f"m{i}": i for i in range(40)})
     p.write_text("\n".join(json.dumps(rec | {"step": k}) for k in range(1, 200)) + "\n")
-    with pytest.raises(LogFormatError, match="cells"):
+    with pytest.raises(LogFormatError, match="cells|JSON values"):  # (since pass 6 also counted before parsing)
         load(str(p), limits=Limits(max_cells=2_000))
 
 
@@ -1001,3 +1001,52 @@ def test_adv5_verdict_needs_observed_outcomes(tmp_path):
     v = verdicts(data, ScoreSettings(censoring="exact", n_boot=50))
     assert v["a"].label == "too little data" and "0 runs with an observed outcome" in v["a"].text
     assert v["b"].label != "too little data"
+
+
+# --------------------------------------------------------------------------- sixth adversarial pass
+def test_adv6_jsonl_objects_and_lists_are_capped_before_parsing(tmp_path):
+    p = tmp_path / "junk.jsonl"
+    rows = [{"trajectory_id": f"r{i}", "step": 1, "outcome": i % 2, "conf_a": 0.5} for i in range(30)]
+    rows[0]["junk"] = [{}] * 5000  # 2 bytes each in the file, ~60 once parsed
+    p.write_text("\n".join(json.dumps(r) for r in rows) + "\n")
+    with pytest.raises(LogFormatError, match="more than 1,000 JSON objects and lists"):
+        load(str(p), limits=Limits(max_json_nodes=1000))
+    with pytest.raises(LogFormatError, match="more than 2,000 JSON values"):
+        load(str(p), limits=Limits(max_cells=2000))
+    assert load(str(p)).n_trajectories == 30  # within the default caps it loads
+
+
+def test_adv6_parquet_decoded_text_is_bounded_by_the_file_cap(tmp_path):
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    n = 4000
+    ids = pa.array([f"{'x' * 1200}-{i // 10}" for i in range(n)]).dictionary_encode()
+    t = pa.table({"trajectory_id": ids, "step": [i % 10 + 1 for i in range(n)],
+                  "outcome": [(i // 10) % 2 for i in range(n)], "conf_a": [0.5] * n})
+    p = tmp_path / "longids.parquet"
+    pq.write_table(t, p, compression="zstd")
+    with pytest.raises(LogFormatError, match="text columns expand to 5 MB, more than the 4 MB"):
+        load(str(p), limits=Limits(max_bytes=4 * 2**20))
+
+
+def test_adv6_forecasts_a_rounding_error_outside_zero_one_are_kept(tmp_path):
+    p = tmp_path / "ulp.csv"
+    p.write_text("trajectory_id,step,outcome,conf_a\nr1,1,1,1.0000000000000002\nr2,1,0,-1e-17\nr3,1,0,0.4\n")
+    data = load(str(p))
+    assert data.forecasts("a").max() == 1.0 and data.forecasts("a").min() == 0.0
+    assert any("float rounding" in n for n in data.notes)
+    p.write_text("trajectory_id,step,outcome,conf_a\nr1,1,1,1.01\n")
+    with pytest.raises(LogFormatError, match="probabilities|percentages"):
+        load(str(p))
+
+
+def test_adv6_an_infinitely_wrong_forecast_is_said_so():
+    from tpsviz.tps import ScoreSettings
+    from tpsviz.verdict import verdicts
+
+    rows = [{"trajectory_id": f"r{i}", "step": t, "outcome": i % 2,
+             "conf_a": (0.0 if (i == 1 and t == 1) else 0.3 + 0.4 * (i % 2))} for i in range(60) for t in (1, 2)]
+    data = tpsviz.from_frame(pd.DataFrame(rows))
+    v = verdicts(data, ScoreSettings(censoring="complete", eps=0.0, n_boot=50))["a"]
+    assert "punishes without limit" in v.text

@@ -99,7 +99,8 @@ def read_forecasts_table(source, name: str | None, limits: Limits, read=None):
     if fmt is None:
         raise LogFormatError(name, ["unknown file type for a forecasts table; use .csv, .tsv, "
                                     ".parquet or .jsonl"])
-    return read_table(raw, name, fmt, limits.max_rows, limits.max_cells, limits.max_bytes), name
+    return read_table(raw, name, fmt, limits.max_rows, limits.max_cells, limits.max_bytes,
+                      max_nodes=limits.max_json_nodes), name
 
 
 def _guarded(reader, name: str, kind: str, *args, **kwargs):
@@ -197,7 +198,8 @@ def load(source, name: str | None = None, fmt: str | None = None, limits: Limits
         if kind in TABLE_FORMATS:
             ids = [col for target, col in options.mapping if target == "trajectory_id"]
             frame = _apply_mapping(read_table(raw, name, kind, limits.max_rows, limits.max_cells,
-                                              limits.max_bytes, text_columns=ids), options.mapping, name)
+                                              limits.max_bytes, text_columns=ids,
+                                              max_nodes=limits.max_json_nodes), options.mapping, name)
             reading = {"format": kind, "options": options.describe()}
             unused = [flag for flag, given in (("--treat", options.treat), ("--conf", options.conf),
                                                ("--scorer", options.scorer),

@@ -242,6 +242,12 @@ def from_frame(df: pd.DataFrame, source: str = "<frame>", percent=()) -> Traject
             notes.append(f"{c}: read as percentages (divided by 100).")
         if bad.any():
             problems.append(f"column {show_id(c)}: not a number at {_examples(where[bad])}")
+        # a float export may leave 1 + 2e-16 or −1e-17: a rounding artefact, not a percentage
+        fuzz = num.notna() & (((num > 1) & (num <= 1 + 1e-9)) | ((num < 0) & (num >= -1e-9)))
+        if fuzz.any():
+            num = num.clip(lower=0.0, upper=1.0).where(num.notna())
+            notes.append(f"{c}: {int(fuzz.sum())} value(s) within 1e-9 outside [0, 1] (float rounding) were "
+                         "set to 0 or 1.")
         out = num.notna() & ((num < 0) | (num > 1))
         if out.any():
             hint = (" (they look like percentages (0–100): say so with --percent "

@@ -200,9 +200,11 @@ def _read_parquet(raw: bytes, name: str, max_rows: int, max_cells: int, max_byte
     # fixed-width columns decode to rows × width bytes whatever their size on disk (a dictionary-
     # encoded fixed_size_binary column of 1 MB values is a few KB in the file)
     fixed = sum(n_rows * _fixed_bytes(f.type) for f in pf.schema_arrow)
-    if max(expanded, fixed) > 4 * max_bytes:  # the columns' decoded size, from the file's own metadata
+    # decoded columns may take as much memory as the largest file read (pandas then holds ~2–3 ×
+    # that at its peak): a few KB of Parquet must not ask for more than a CSV at the cap would
+    if max(expanded, fixed) > max_bytes:  # the columns' decoded size, from the file's own metadata
         raise LogFormatError(name, [f"the Parquet file expands to {max(expanded, fixed) / 2**20:,.0f} MB, more "
-                                    f"than 4 × the {max_bytes // 2**20:,} MB this installation reads "
+                                    f"than the {max_bytes // 2**20:,} MB this installation reads "
                                     "(TPSVIZ_MAX_FILE_MB)"])
     try:
         # text columns stay dictionary-encoded until their decoded size is known: one long value
@@ -223,9 +225,9 @@ def _read_parquet(raw: bytes, name: str, max_rows: int, max_cells: int, max_byte
                 values = ch.dictionary if pa.types.is_dictionary(ch.type) else ch
                 longest = pc.max(pc.binary_length(values)).as_py() if len(values) else 0
                 dense += (longest or 0) * len(ch)
-        if dense > 4 * max_bytes:
+        if dense > max_bytes:
             raise LogFormatError(name, [f"the Parquet file's text columns expand to {dense / 2**20:,.0f} MB, more "
-                                        f"than 4 × the {max_bytes // 2**20:,} MB this installation reads "
+                                        f"than the {max_bytes // 2**20:,} MB this installation reads "
                                         "(TPSVIZ_MAX_FILE_MB)"])
         df = table.to_pandas()
         if nested:
@@ -335,8 +337,19 @@ def _json_line(line: str, i: int, name: str):
         raise LogFormatError(name, [f"line {i}: the JSON is nested too deeply to be a log"]) from None
 
 
-def _read_jsonl(raw: bytes, name: str, max_rows: int, max_cells: int) -> pd.DataFrame:
+def _read_jsonl(raw: bytes, name: str, max_rows: int, max_cells: int,
+                max_nodes: int = 10_000_000) -> pd.DataFrame:
     _sniff_binary(raw, name, "JSON Lines")
+    # objects and lists cost ~60 bytes each once parsed, whatever their size in the file ("{}" is 2
+    # bytes): bound them, and the values between commas, before parsing (braces inside texts are
+    # counted too, which only errs on the safe side)
+    containers = raw.count(b"{") + raw.count(b"[")
+    if containers > max_nodes:
+        raise LogFormatError(name, [f"the file holds more than {max_nodes:,} JSON objects and lists "
+                                    "(TPSVIZ_MAX_JSON_NODES); a log has about one per row"])
+    if raw.count(b",") > max_cells:
+        raise LogFormatError(name, [f"the file holds more than {max_cells:,} JSON values "
+                                    "(TPSVIZ_MAX_CELLS)"])
     text = _decode(raw, name)
     if not text.strip():
         raise LogFormatError(name, ["the file is empty"])
@@ -374,7 +387,7 @@ def _read_jsonl(raw: bytes, name: str, max_rows: int, max_cells: int) -> pd.Data
 
 
 def read_table(raw: bytes, name: str, fmt: str, max_rows: int, max_cells: int = 100_000_000,
-               max_bytes: int = 1 << 30, text_columns=()) -> pd.DataFrame:
+               max_bytes: int = 1 << 30, text_columns=(), max_nodes: int = 10_000_000) -> pd.DataFrame:
     """Parse the bytes of a table file into a raw long frame.
 
     Parameters
@@ -412,7 +425,7 @@ def read_table(raw: bytes, name: str, fmt: str, max_rows: int, max_cells: int = 
     if fmt == "parquet":
         return _read_parquet(raw, name, max_rows, max_cells, max_bytes)
     if fmt == "jsonl":
-        return _read_jsonl(raw, name, max_rows, max_cells)
+        return _read_jsonl(raw, name, max_rows, max_cells, max_nodes)
     raise ValueError(f"unknown format {fmt!r}")
 
 

@@ -360,6 +360,9 @@ def _signed(v: float) -> str:
 def _skill_words(s: dict) -> str:
     r = _pct(s["ref_rate"])
     sk, se = s["skill"], s["skill_se"]
+    if sk == -np.inf:
+        return (f"worse than always saying {r}: a forecast of exactly 0 or 1 turned out wrong, which this "
+                "unbounded score punishes without limit (ε = 0)")
     if not np.isfinite(sk):
         return f"skill against always saying {r} is undefined"
     pm = f" ± {_signed(se)[1:]}" if np.isfinite(se) else ""
