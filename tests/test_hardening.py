@@ -1050,3 +1050,23 @@ def test_adv6_an_infinitely_wrong_forecast_is_said_so():
     data = tpsviz.from_frame(pd.DataFrame(rows))
     v = verdicts(data, ScoreSettings(censoring="complete", eps=0.0, n_boot=50))["a"]
     assert "punishes without limit" in v.text
+
+
+def test_adv6_wide_logs_are_refused_by_their_whole_header(tmp_path):
+    from tpsviz.longform import MAX_PREDICTORS
+    from tpsviz.tables import MAX_COLUMNS
+
+    p = tmp_path / "wide.csv"
+    cols = ["trajectory_id", "step", "outcome", "conf_a"] + [f"m{i}" for i in range(MAX_COLUMNS)]
+    p.write_text(",".join(cols) + "\n" + ",".join(["r1", "1", "1", "0.5"] + [""] * MAX_COLUMNS) + "\n")
+    with pytest.raises(LogFormatError, match=f"{MAX_COLUMNS + 4:,} columns, more than the {MAX_COLUMNS:,}"):
+        load(str(p))
+    # a header longer than 64 KiB is read whole: no false "repeats column"
+    long = ["trajectory_id", "step", "outcome", "conf_a"] + [f"meta_{'x' * 80}_{i}" for i in range(900)]
+    p.write_text(",".join(long) + "\n" + ",".join(["r1", "1", "1", "0.5"] + ["v"] * 900) + "\n")
+    assert len(",".join(long)) > 65536
+    assert load(str(p)).n_trajectories == 1
+    many = ["trajectory_id", "step", "outcome"] + [f"conf_p{i}" for i in range(MAX_PREDICTORS + 1)]
+    p.write_text(",".join(many) + "\n" + ",".join(["r1", "1", "1"] + ["0.5"] * (MAX_PREDICTORS + 1)) + "\n")
+    with pytest.raises(LogFormatError, match=f"more than the {MAX_PREDICTORS} tpsviz scores at once"):
+        load(str(p))

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from .cancel import checkpoint
 from .diagnostics import labelled_rows
 from .io import TrajectoryData
 from .tps import ScoreSettings
@@ -145,6 +146,7 @@ def caveats(data: TrajectoryData, settings: ScoreSettings, summary=None, skill=N
     names = list(data.predictors if predictors is None else predictors)
     out = Caveats(_data_caveats(data, settings), {n: [] for n in names})
     for name in names:
+        checkpoint()  # stop here if nobody waits for the result (tpsviz.cancel)
         ws = out.predictors[name]
         if settings.eps > 0 and summary is not None and name in summary.index:
             k = int(summary.loc[name, "n_clipped"])

@@ -15,12 +15,15 @@ from .errors import LogFormatError
 from .schema import REQUIRED, RESERVED, canonical_name, looks_like_ours, show_id
 from .tables import MISSING
 
-__all__ = ["from_frame", "MAX_STEP"]
+__all__ = ["from_frame", "MAX_STEP", "MAX_PREDICTORS"]
 
 _TRUE = {"1", "1.0", "true", "t", "yes", "y"}
 _FALSE = {"0", "0.0", "false", "f", "no", "n"}
 _MAX_EXAMPLES = 3
 MAX_STEP = 2 ** 53   # largest step index kept exactly (an int64 and a float64 agree below it)
+#: predictor (conf_) and signal (raw_/unc_) columns of one log: each costs a score, bootstraps and
+#: the verdict's tests, on every page
+MAX_PREDICTORS = 64
 
 
 class _Locations:
@@ -183,6 +186,9 @@ def from_frame(df: pd.DataFrame, source: str = "<frame>", percent=()) -> Traject
     bad_names = [c for c in conf_cols + sig_cols if c.split("_", 1)[1] == ""]
     if bad_names:
         problems.append(f"column {show_id(bad_names[0])} has no predictor name after the prefix")
+    if len(conf_cols) + len(sig_cols) > MAX_PREDICTORS:  # each is scored, bootstrapped and tested
+        problems.append(f"{len(conf_cols) + len(sig_cols):,} predictor and signal columns, more than the "
+                        f"{MAX_PREDICTORS} tpsviz scores at once; split the log or drop columns")
     if not conf_cols and not sig_cols:
         problems.append("no forecast column: at least one column named conf_<name> (probability "
                         "of success) or raw_<name>/unc_<name> (a signal to recalibrate) is required")

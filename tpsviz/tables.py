@@ -67,6 +67,19 @@ def _too_many_cells(name: str, n_rows: int, n_cols: int, max_cells: int) -> LogF
         f"{max_cells:,} this installation reads (TPSVIZ_MAX_CELLS); drop unused columns or raise the limit"])
 
 
+#: columns a table log may have: every column costs per-column work in validation, and a
+#: trajectory log has a handful of required columns, some predictors and some metadata
+MAX_COLUMNS = 1_000
+#: the header line of a CSV/TSV is read whole up to this size
+MAX_HEADER_BYTES = 4 * 2**20
+
+
+def _too_wide(n_columns: int, name: str) -> None:
+    if n_columns > MAX_COLUMNS:
+        raise LogFormatError(name, [f"the file has {n_columns:,} columns, more than the {MAX_COLUMNS:,} a "
+                                    "trajectory log may have; keep the columns the analysis needs"])
+
+
 def _duplicates(header: list[str], name: str) -> None:
     """Refuse a header that names a column twice (also after matching names ignoring case; two
     predictor or signal columns that differ only in case, conf_a and CONF_A, are one name)."""
@@ -98,7 +111,12 @@ def _read_delimited(raw: bytes, name: str, sep: str, max_rows: int, max_cells: i
         notes.append("the lines end with carriage returns only; they were read as line ends.")
     if not head.strip() and not raw[start:].strip():
         raise LogFormatError(name, ["the file is empty"])
-    first_raw = head.lstrip()[:65536].split(b"\n", 1)[0].rstrip(b"\r")
+    body = raw[start:].lstrip()
+    end = body.find(b"\n", 0, MAX_HEADER_BYTES)
+    if end < 0 and len(body) > MAX_HEADER_BYTES:
+        raise LogFormatError(name, [f"line 1: the header is longer than {MAX_HEADER_BYTES // 2**20} MB; a log "
+                                    f"has at most {MAX_COLUMNS:,} columns"])
+    first_raw = (body if end < 0 else body[:end]).rstrip(b"\r")  # the whole header, never a cut one
     first = _decode(first_raw, name)
     if first.startswith(("{", "[")):
         raise LogFormatError(name, [f"the file is named as {kind} but looks like JSON; rename it "
@@ -114,6 +132,7 @@ def _read_delimited(raw: bytes, name: str, sep: str, max_rows: int, max_cells: i
     except csv.Error:
         raise LogFormatError(name, [f"line 1: the header is not a well-formed {kind} line"]) from None
     _duplicates(header, name)
+    _too_wide(len(header), name)
     # a file may end its lines with LF, CRLF or CR alone, even mixed: count every break the parser
     # splits on (a CRLF is one), so the caps hold before parsing
     breaks = raw.count(b"\n", start) + raw.count(b"\r", start) - raw.count(b"\r\n", start)
@@ -193,6 +212,7 @@ def _read_parquet(raw: bytes, name: str, max_rows: int, max_cells: int, max_byte
         raise LogFormatError(name, ["the Parquet file cannot be read (it is damaged or "
                                     "truncated)"]) from None
     _duplicates(header, name)
+    _too_wide(len(header), name)
     if n_rows > max_rows:
         raise _too_many_rows(name, n_rows, max_rows)
     if n_rows * max(len(header), 1) > max_cells:
@@ -380,6 +400,11 @@ def _read_jsonl(raw: bytes, name: str, max_rows: int, max_cells: int,
                 f"line {first_flat}: inconsistent records: some lines are nested trajectories "
                 "(with a 'steps' list) and others are flat step rows; use one layout per file"])
         return _flatten_nested(records, name, max_rows, max_cells)
+    keys: set = set()
+    for _, r in records:
+        keys.update(r)
+        if len(keys) > MAX_COLUMNS:
+            _too_wide(len(keys), name)
     df = pd.DataFrame([r for _, r in records])
     df["_where"] = np.array([line for line, _ in records])
     df.attrs["where_prefix"] = "line"
