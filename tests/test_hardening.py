@@ -1070,3 +1070,13 @@ def test_adv6_wide_logs_are_refused_by_their_whole_header(tmp_path):
     p.write_text(",".join(many) + "\n" + ",".join(["r1", "1", "1"] + ["0.5"] * (MAX_PREDICTORS + 1)) + "\n")
     with pytest.raises(LogFormatError, match=f"more than the {MAX_PREDICTORS} tpsviz scores at once"):
         load(str(p))
+
+
+def test_adv6_group_values_differing_by_spaces_are_one_group():
+    from tpsviz.groups import group_labels
+
+    rows = [{"trajectory_id": f"r{i}", "step": 1, "outcome": i % 2, "conf_a": 0.5,
+             "model": ["X", "X ", "Y"][i % 3]} for i in range(30)]
+    data = tpsviz.from_frame(pd.DataFrame(rows))
+    labels = group_labels(data, "model")
+    assert sorted(set(labels)) == ["X", "Y"] and (labels == "X").sum() == 20

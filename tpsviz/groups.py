@@ -97,8 +97,10 @@ def group_labels(data: TrajectoryData, by: str) -> pd.Series:
 
 
 def _as_text(col: pd.Series) -> np.ndarray:
-    """Every value as text, None where it is missing (NaN, None) or blank."""
-    return np.array([None if pd.isna(v) or not str(v).strip() else str(v) for v in col],
+    """Every value as text without surrounding spaces, None where it is missing (NaN, None) or
+    blank."""
+    # stripped like trajectory ids: "X" and "X " are one group (or task), never two shown alike
+    return np.array([None if pd.isna(v) or not str(v).strip() else str(v).strip() for v in col],
                     dtype=object)
 
 
