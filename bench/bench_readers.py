@@ -10,10 +10,8 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
-import statistics
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -21,16 +19,8 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "tests"))
 
 import tpsviz  # noqa: E402
+from _timing import median_time  # noqa: E402
 from tpsviz.io import ReadOptions  # noqa: E402
-
-
-def _median_time(fn, repeats: int) -> float:
-    times = []
-    for _ in range(repeats):
-        t = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t)
-    return statistics.median(times)
 
 
 def _raw_read(path: Path):
@@ -90,8 +80,8 @@ def main() -> None:
             else:
                 opts, side = ReadOptions(), _sidecar(path, tmp)
             data = tpsviz.load(path, options=opts, forecasts=side)
-            t_load = _median_time(lambda: tpsviz.load(path, options=opts, forecasts=side), args.repeats)
-            t_json = _median_time(lambda: _raw_read(path), args.repeats)
+            t_load = median_time(lambda: tpsviz.load(path, options=opts, forecasts=side), args.repeats)
+            t_json = median_time(lambda: _raw_read(path), args.repeats)
             tr = data.trajectories
             label = (path.parent.name + "/" + path.name)
             label = label if len(label) <= 58 else label[:27] + "…" + label[-30:]

@@ -7,26 +7,16 @@ Usage: .venv/bin/python bench/bench_verdict.py [--sizes 450,10000,100000] [--rep
 from __future__ import annotations
 
 import argparse
-import statistics
 import sys
-import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 import tpsviz  # noqa: E402
+from _timing import median_time  # noqa: E402
 from tpsviz.synthetic import simulate  # noqa: E402
 from tpsviz.verdict import MAX_TEST_RUNS, verdict_statistics  # noqa: E402
-
-
-def _median_time(fn, repeats: int) -> float:
-    times = []
-    for _ in range(repeats):
-        t = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t)
-    return statistics.median(times)
 
 
 def main() -> None:
@@ -39,8 +29,8 @@ def main() -> None:
         data = simulate("tau2-like", n_trajectories=n, seed=1).to_data()
         settings = tpsviz.ScoreSettings(n_boot=2000)
         for name in ("truthful", "verbal"):
-            tv = _median_time(lambda: verdict_statistics(data, settings, name), args.repeats)
-            tb = _median_time(lambda: tpsviz.compute_tps(data, settings, [name]), args.repeats)
+            tv = median_time(lambda: verdict_statistics(data, settings, name), args.repeats)
+            tb = median_time(lambda: tpsviz.compute_tps(data, settings, [name]), args.repeats)
             print(f"{n:>8} {data.n_steps:>9} {name:>10} {tv:>10.3f} {tb:>11.3f} {tv / tb:>6.2f}", flush=True)
     print(f"(the MCB and DSC tests use at most {MAX_TEST_RUNS:,} runs, a seeded subset)")
 

@@ -12,26 +12,14 @@ import argparse
 import collections
 import sys
 import time
-from dataclasses import replace
 from pathlib import Path
-
-import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from tpsviz.longform import from_frame  # noqa: E402
-from tpsviz.synthetic import SCENARIOS, simulate  # noqa: E402
+from tpsviz.synthetic import SCENARIOS, known_distortions  # noqa: E402
 from tpsviz.tps import ScoreSettings  # noqa: E402
 from tpsviz.verdict import verdicts  # noqa: E402
-
-
-def _sig(x):
-    return 1 / (1 + np.exp(-x))
-
-
-def _logit(p):
-    return np.log(p) - np.log1p(-p)
 
 
 def main() -> None:
@@ -40,22 +28,11 @@ def main() -> None:
     ap.add_argument("--seeds", type=int, default=20)
     ap.add_argument("--scenario", default="webshop-like", choices=sorted(SCENARIOS))
     args = ap.parse_args()
-    sc = replace(SCENARIOS[args.scenario], budget=400)
     counts: dict = collections.defaultdict(collections.Counter)
     t0 = time.perf_counter()
     for seed in range(args.seeds):
-        sim = simulate(sc, n_trajectories=args.runs, seed=seed)
-        df = sim.steps[["trajectory_id", "step", "outcome", "censored"]].copy()
-        q = sim.rows["q"].to_numpy()
-        lq, c = _logit(q), _logit(q.mean())
-        rng = np.random.default_rng(seed + 1000)
-        df["conf_truthful"] = q
-        df["conf_optimistic"] = _sig(lq + 1.0)
-        df["conf_pessimistic"] = _sig(lq - 1.0)
-        df["conf_overconfident"] = _sig(c + 2.5 * (lq - c))
-        df["conf_underconfident"] = _sig(c + 0.4 * (lq - c))
-        df["conf_uninformative"] = _sig(c + 0.5 * rng.standard_normal(len(df)))
-        for name, v in verdicts(from_frame(df), ScoreSettings(censoring="complete", n_boot=200)).items():
+        data = known_distortions(args.scenario, args.runs, seed, budget=400)
+        for name, v in verdicts(data, ScoreSettings(censoring="complete", n_boot=200)).items():
             counts[name][v.label] += 1
     for name, c in counts.items():
         expected = "trustworthy" if name == "truthful" else name

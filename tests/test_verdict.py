@@ -2,7 +2,6 @@
 synthetic agents whose distortion is known, and the validity of the consistency-resampling null."""
 
 import re
-from dataclasses import replace
 
 import numpy as np
 import pandas as pd
@@ -12,7 +11,7 @@ from hypothesis import strategies as st
 
 from tpsviz.decomposition import decompose
 from tpsviz.longform import from_frame
-from tpsviz.synthetic import SCENARIOS, simulate
+from tpsviz.synthetic import known_distortions, simulate
 from tpsviz.tps import ScoreSettings
 from tpsviz.verdict import (LABELS, MIN_CLASS, MIN_RUNS, _clustered_bias, _Corp,
                             calibration_slope, verdicts)
@@ -27,24 +26,8 @@ def logit(p):
 
 
 def distorted_log(scenario="webshop-like", n=400, seed=0, budget=400):
-    """A synthetic log without censoring whose predictors are known distortions of q_t.
-
-    The slope distortions stretch logit q_t around the logit of the mean forecast, so they
-    change the calibration slope and not the mean.
-    """
-    sim = simulate(replace(SCENARIOS[scenario], budget=budget), n_trajectories=n, seed=seed)
-    df = sim.steps[["trajectory_id", "step", "outcome", "censored"]].copy()
-    q = sim.rows["q"].to_numpy()
-    lq = logit(q)
-    c = logit(q.mean())
-    rng = np.random.default_rng(seed + 1000)
-    df["conf_truthful"] = q
-    df["conf_optimistic"] = sig(lq + 1.0)
-    df["conf_pessimistic"] = sig(lq - 1.0)
-    df["conf_overconfident"] = sig(c + 2.5 * (lq - c))
-    df["conf_underconfident"] = sig(c + 0.4 * (lq - c))
-    df["conf_uninformative"] = sig(c + 0.5 * rng.standard_normal(len(df)))
-    return from_frame(df)
+    """A synthetic log whose predictors are known distortions of q_t (tpsviz.synthetic)."""
+    return known_distortions(scenario, n, seed, budget)
 
 
 # --------------------------------------------------------------------------- statistics

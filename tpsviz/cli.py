@@ -611,10 +611,10 @@ def _group_data(args):
 
 
 def _compare_groups(args) -> int:
-    from .groups import default_base, group_difference, group_table
+    from .groups import default_base, difference_words, group_difference, group_table
 
     data, settings, q_z, notes, by = _group_data(args)
-    pair_on = None if str(args.pair_on).lower() == "none" else args.pair_on
+    pair_on = args.pair_on  # "none": unpaired (tpsviz.groups)
     try:
         table = group_table(data, by, settings, q_z=q_z)
         groups = list(dict.fromkeys(table.index.get_level_values("group")))
@@ -656,26 +656,8 @@ def _compare_groups(args) -> int:
                   f"{_fmt(r.tps_z, 9, 2)}   {_fmt(r.skill_delta, 11, 3)} {_fmt(r.skill_se, 7, 3)} "
                   f"{_fmt(r.skill_z, 9, 2)}")
         for name, r in d.iterrows():
-            print(f"  {_name(name, nw)}: {_group_words(r, base, g)}")
+            print(f"  {_name(name, nw)}: {_name(difference_words(r, base, g))}")
     return 0
-
-
-def _group_words(r, a: str, b: str) -> str:
-    """TPS and skill differences of two groups in words conditioned on their Δ/SE (tpsviz.claims);
-    n/a with the reason when a difference cannot be computed."""
-    from .claims import is_clear, z_text
-    from .groups import why_missing
-
-    why = why_missing(r, a, b)
-
-    def one(what, key, z):
-        if key in why:
-            return f"{what} n/a ({_name(why[key])})"
-        if not is_clear(z):
-            return f"{what} not clearly different ({z_text(z)})"
-        return f"{what} clearly {'higher' if z > 0 else 'lower'} ({z_text(z)})"
-
-    return one("TPS", "tps", r.tps_z) + "; " + one("skill", "skill", r.skill_z)
 
 
 def _groups_json(data, settings, notes, by, base, table, diffs) -> dict:

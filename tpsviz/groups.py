@@ -31,7 +31,7 @@ from .schema import clean_text, show_id
 from .tps import ScoreSettings, compute_tps, default_censoring, no_predictor_message
 
 __all__ = ["group_labels", "group_table", "group_difference", "combine_logs", "free_column", "default_base",
-           "why_missing", "MISSING_LABEL", "MAX_GROUPS", "AUTO_MIN_TASKS", "TASK_COLUMNS"]
+           "why_missing", "difference_words", "MISSING_LABEL", "MAX_GROUPS", "AUTO_MIN_TASKS", "TASK_COLUMNS"]
 
 #: the group of the runs whose grouping value is missing (NaN, None or blank text)
 MISSING_LABEL = "(missing)"
@@ -248,7 +248,7 @@ def group_table(data: TrajectoryData, by: str, settings: ScoreSettings | None = 
 # --------------------------------------------------------------------------- two groups
 def _pairing(data: TrajectoryData, labels: pd.Series, by: str, a: str, b: str, pair_on):
     """The task column to pair on (or None) and a sentence saying which was used and why."""
-    if pair_on is None:
+    if pair_on is None or (isinstance(pair_on, str) and pair_on.lower() == "none"):
         return None, "unpaired: different runs, independent samples (pair_on not given)"
     auto = isinstance(pair_on, str) and pair_on == "auto"
     if auto:
@@ -643,3 +643,21 @@ def why_missing(row: pd.Series, a: str, b: str) -> dict:
         else:
             out[what] = "the standard error is 0 or not finite"
     return out
+
+
+def difference_words(row: pd.Series, a: str, b: str, show_z: bool = True) -> str:
+    """Group b − group a of one :func:`group_difference` row in words: "TPS clearly lower (Δ/SE =
+    −7.2); skill not clearly different (Δ/SE = +0.9)", conditioned on Δ/SE (tpsviz.claims), or
+    "n/a (why)" (:func:`why_missing`). ``show_z=False`` leaves the Δ/SE out (a table that shows it)."""
+    from .claims import is_clear, z_text
+
+    why = why_missing(row, a, b)
+    parts = []
+    for what, key in (("TPS", "tps"), ("skill", "skill")):
+        z = row.get(f"{key}_z", np.nan)
+        if key in why:
+            parts.append(f"{what} n/a ({why[key]})")
+            continue
+        said = (f"clearly {'higher' if z > 0 else 'lower'}" if is_clear(z) else "not clearly different")
+        parts.append(f"{what} {said}" + (f" ({z_text(z)})" if show_z else ""))
+    return "; ".join(parts)

@@ -28,7 +28,7 @@ import numpy as np
 import pandas as pd
 
 __all__ = ["TaskFamily", "Scenario", "SimulatedLog", "simulate", "SCENARIOS",
-           "length_tilted_target", "write_demo"]
+           "length_tilted_target", "known_distortions", "write_demo"]
 
 
 @dataclass(frozen=True)
@@ -313,6 +313,38 @@ def simulate(scenario: Scenario | str, n_trajectories: int | None = None,
     rows = pd.DataFrame({"q": q, "m": m, "k": kk, "family": f_r, "t": tt, "posterior": post,
                          "traj": traj})
     return SimulatedLog(steps, truth, rollouts, rows, sc)
+
+
+def known_distortions(scenario: Scenario | str = "webshop-like", n_trajectories: int = 400,
+                      seed: int = 0, budget: int = 400):
+    """A log whose predictors are known distortions of the true q_t (the verdict's test bed).
+
+    Predictors: ``truthful`` (q_t), ``optimistic`` / ``pessimistic`` (σ(logit q_t ± 1)),
+    ``overconfident`` / ``underconfident`` (logit q_t stretched ×2.5 / ×0.4 around the logit of
+    the mean forecast, so the slope changes and not the mean) and ``uninformative`` (noise around
+    that mean, independent of the run). ``budget`` overrides the scenario's step budget (a large
+    one leaves few runs censored).
+
+    Returns
+    -------
+    TrajectoryData
+    """
+    from .io import from_frame
+
+    sc = SCENARIOS[scenario] if isinstance(scenario, str) else scenario
+    sim = simulate(replace(sc, budget=budget), n_trajectories=n_trajectories, seed=seed)
+    df = sim.steps[["trajectory_id", "step", "outcome", "censored"]].copy()
+    q = sim.rows["q"].to_numpy()
+    lq = _logit(q)
+    c = _logit(np.array(q.mean()))
+    rng = np.random.default_rng(seed + 1000)
+    df["conf_truthful"] = q
+    df["conf_optimistic"] = _sigmoid(lq + 1.0)
+    df["conf_pessimistic"] = _sigmoid(lq - 1.0)
+    df["conf_overconfident"] = _sigmoid(c + 2.5 * (lq - c))
+    df["conf_underconfident"] = _sigmoid(c + 0.4 * (lq - c))
+    df["conf_uninformative"] = _sigmoid(c + 0.5 * rng.standard_normal(len(df)))
+    return from_frame(df)
 
 
 def length_tilted_target(sim: SimulatedLog, s_max: int = 3000) -> np.ndarray:

@@ -181,33 +181,21 @@ def group_view(cfg: S.Config, by: str, base: str | None, pair_on: str) -> dict:
 
 def group_tables(table: pd.DataFrame, base: str, diffs: dict) -> dict:
     """Display tables of a group_table frame and its group_difference frames (see group_view)."""
-    from tpsviz.claims import is_clear, z_text
+    from tpsviz.groups import difference_words
 
     rows = [{"group": g, "predictor": F.display_name(p), "TPS": pm(r["tps_mean"], r["tps_se"], ".3f"),
              "skill": pm(r["skill"], r["skill_se"], ".3f"), "n runs": int(r["n_scored"]),
              "success rate": num(r["success_rate"], ".3f")} for (g, p), r in table.iterrows()]
-    from tpsviz.groups import why_missing
-
-    out = []
-    for g, d in diffs.items():
-        for p, r in d.iterrows():
-            why = why_missing(r, base, g)
-
-            def words(z, what):
-                if what.lower() in why:
-                    return f"{what} n/a: {why[what.lower()]}"
-                if not is_clear(z):
-                    return f"{what} not clearly different"
-                return f"{what} clearly {'higher' if z > 0 else 'lower'}"
-            out.append({"group": g, "predictor": F.display_name(p),
-                        "Δ TPS": num(r["tps_delta"], "+.3f"), "SE (TPS)": num(r["tps_se"], ".3f"),
-                        "Δ/SE (TPS)": num(r["tps_z"], "+.1f"),
-                        "Δ skill": num(r["skill_delta"], "+.3f"), "SE (skill)": num(r["skill_se"], ".3f"),
-                        "Δ/SE (skill)": num(r["skill_z"], "+.1f"),
-                        "in words": words(r["tps_z"], "TPS") + "; " + words(r["skill_z"], "skill")})
+    out = [{"group": g, "predictor": F.display_name(p),
+            "Δ TPS": num(r["tps_delta"], "+.3f"), "SE (TPS)": num(r["tps_se"], ".3f"),
+            "Δ/SE (TPS)": num(r["tps_z"], "+.1f"),
+            "Δ skill": num(r["skill_delta"], "+.3f"), "SE (skill)": num(r["skill_se"], ".3f"),
+            "Δ/SE (skill)": num(r["skill_z"], "+.1f"),
+            "in words": difference_words(r, base, g, show_z=False)}  # Δ/SE has its own columns
+           for g, d in diffs.items() for p, r in d.iterrows()]
     pairing = {g: d.attrs.get("pairing", "") for g, d in diffs.items()}
     return {"table": pd.DataFrame(rows), "diff": pd.DataFrame(out), "base": base, "pairing": pairing,
-            "small": table.attrs.get("small_groups") or {}, "z_text": z_text}
+            "small": table.attrs.get("small_groups") or {}}
 
 
 def compare(cfg: S.Config, data, baseline: str, metrics: bool = True) -> dict:

@@ -587,7 +587,7 @@ def _groups(key: str, filters: tuple, recal: tuple, score: tuple, preds: tuple, 
     groups = list(dict.fromkeys(table.index.get_level_values("group")))
     base = base if base in groups else default_base(table)
     diffs = {g: group_difference(data, by, base, g, settings, list(preds), q_z=q,
-                                 pair_on=None if pair_on == "none" else pair_on)
+                                 pair_on=pair_on)
              for g in groups if g != base}
     return table, base, diffs
 
@@ -619,7 +619,7 @@ def _two_logs(key: str, filters: tuple, recal: tuple, score: tuple, preds: tuple
     settings = _cfg.score_settings()
     table = group_table(both, column, settings, names)
     diff = group_difference(both, column, "baseline", "candidate", settings, names,
-                            pair_on=None if pair_on == "none" else pair_on)
+                            pair_on=pair_on)
     left = [p for p in preds if p not in names]
     return table, "baseline", {"candidate": diff}, left
 
