@@ -16,6 +16,9 @@ if str(HERE) not in sys.path:
 import streamlit as st  # noqa: E402
 
 from pages._ui import sidebar  # noqa: E402
+from tpsviz.figures import use_template_by_default  # noqa: E402
+
+use_template_by_default()  # figures get their template at creation, not by a 10 ms copy each
 
 st.set_page_config(page_title="tpsviz — is my agent's confidence honest?", page_icon="🎯", layout="wide")
 

@@ -24,7 +24,11 @@ from .schema import show_id
 from .tables import FORMATS
 from .tps import ScoreSettings, compute_tps
 
-__all__ = ["load_rollouts", "qz_from_rollouts", "MCAudit", "mc_audit", "rollout_qz_series"]
+__all__ = ["load_rollouts", "qz_from_rollouts", "MCAudit", "mc_audit", "rollout_qz_series",
+           "QZ_SOURCES", "qz_for_source"]
+
+#: where exact mode takes q_Z from (:func:`qz_for_source`)
+QZ_SOURCES = ("log", "rollouts", "constant")
 
 _TRUE_VALUES = {"1": 1, "1.0": 1, "true": 1, "0": 0, "0.0": 0, "false": 0}
 # a rollouts table by its extension (not .txt or .json, which say nothing about a table)
@@ -164,6 +168,44 @@ def rollout_qz_series(data: TrajectoryData, rollouts) -> tuple[pd.Series, dict]:
     info = {"unknown_ids": unknown, "complete_ids": complete, "censored_without": without,
             "n_censored": int(cens.sum()), "n_with_rollouts": int((cens & ~np.isnan(q)).sum())}
     return pd.Series(q, index=pd.Index(ids, name="trajectory_id"), name="q_z"), info
+
+
+def qz_for_source(data: TrajectoryData, source: str = "log", constant: float = 0.5,
+                  rollouts=None) -> tuple[pd.Series | np.ndarray | None, str]:
+    """The ``q_z`` argument of :func:`compute_tps` in exact mode, and where it came from.
+
+    Parameters
+    ----------
+    data : TrajectoryData
+    source : {"log", "rollouts", "constant"}
+        The log's ``q_z`` column; the Monte-Carlo mean of ``rollouts`` (a censored run without
+        rollouts falls back to q_Z = 0, as without a q_z value); or ``constant`` for every
+        censored run.
+    constant : float
+        q_Z of source ``"constant"``, in [0, 1].
+    rollouts : DataFrame, optional
+        A validated rollouts table (:func:`load_rollouts`); without one, source ``"rollouts"``
+        falls back to the log's column.
+
+    Returns
+    -------
+    q_z : Series, ndarray or None
+        None means the log's own ``q_z`` column.
+    note : str
+        The source in words, for the reader.
+    """
+    if source not in QZ_SOURCES:
+        raise ValueError(f"q_Z source must be one of {', '.join(QZ_SOURCES)}, got {source!r}")
+    if source == "constant":
+        if not 0.0 <= float(constant) <= 1.0:
+            raise ValueError(f"q_Z must be in [0, 1], got {constant!r}")
+        return np.full(data.n_trajectories, float(constant)), f"q_Z = {float(constant):g} for every censored run"
+    if source == "rollouts":
+        if rollouts is None:
+            return None, "no usable rollouts file: q_Z taken from the log's q_z column"
+        q, _ = rollout_qz_series(data, rollouts)
+        return q, "q_Z = Monte-Carlo mean of the rollouts"
+    return None, "q_Z from the log's q_z column"
 
 
 @dataclass

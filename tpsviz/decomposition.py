@@ -22,7 +22,7 @@ import pandas as pd
 from tpsviz.scores import beta_score, validate_alpha_beta
 from tpsviz._validate import forecasts_and_outcomes
 
-__all__ = ["pav", "decompose", "decompose_by_step"]
+__all__ = ["pav", "decompose", "decompose_by_step", "decompose_scope"]
 
 
 def _check(p, y) -> tuple[np.ndarray, np.ndarray]:
@@ -144,3 +144,46 @@ def decompose_by_step(p, y, step, alpha: float = 0.0, beta: float = 0.0) -> pd.D
         rows.append({"step": t, "n": d["n"], "mcb": d["mcb"], "dsc": d["dsc"],
                      "unc": d["unc"], "mean_score": d["mean_score"]})
     return pd.DataFrame(rows, columns=["step", "n", "mcb", "dsc", "unc", "mean_score"])
+
+
+def decompose_scope(data, predictors: list[str], alpha: float, beta: float, eps: float,
+                    scope: str = "all", step: int | None = None, pseudo: bool = False,
+                    by_step: bool = True) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """CORP decomposition of several predictors on one scope of a log, pooled and by step.
+
+    Parameters
+    ----------
+    data : TrajectoryData
+    predictors : list of str
+    alpha, beta : float
+        The beta-family score S_{α,β} decomposed.
+    eps : float
+        Forecasts are clipped to [ε, 1−ε] first, as for scoring.
+    scope, step, pseudo
+        The step rows used (:func:`tpsviz.selection.scope_rows`).
+    by_step : bool
+        Also decompose each step t with at least ``selection.STEP_MIN_ROWS`` rows.
+
+    Returns
+    -------
+    pooled : DataFrame
+        One row per predictor with at least 2 rows in scope: ``predictor`` and the columns of
+        :func:`decompose`.
+    steps : DataFrame
+        :func:`decompose_by_step` of every predictor with a ``predictor`` column (empty
+        without ``by_step``).
+    """
+    from .scores import clip_forecasts
+    from .selection import scope_rows, scoped_forecasts, steps_with_rows
+
+    keep, y, _ = scope_rows(data, scope, step, pseudo)
+    t = data.steps["t"].to_numpy()
+    rows, steps = [], []
+    for name, ok in scoped_forecasts(data, predictors, keep):
+        pc, _ = clip_forecasts(data.forecasts(name)[ok], eps)
+        rows.append({"predictor": name, **decompose(pc, y[ok], alpha, beta)})
+        if by_step:
+            m = steps_with_rows(t[ok])
+            if m.sum():
+                steps.append(decompose_by_step(pc[m], y[ok][m], t[ok][m], alpha, beta).assign(predictor=name))
+    return pd.DataFrame(rows), (pd.concat(steps, ignore_index=True) if steps else pd.DataFrame())

@@ -391,7 +391,8 @@ def _reference_on_rows(data: TrajectoryData, settings: ScoreSettings, ref: BaseR
 def skill_table(data: TrajectoryData, settings: ScoreSettings | None = None,
                 predictors: list[str] | None = None, q_z=None, rate: float | None = None,
                 n_boot: int | None = None, seed: int | None = None,
-                result: TPSResult | None = None) -> pd.DataFrame:
+                result: TPSResult | None = None,
+                reference: BaseRateReference | None = None) -> pd.DataFrame:
     """Skill = 1 − TPS/TPS_ref of every predictor against the base-rate reference.
 
     Both means run over the same trajectories (those where the predictor was scored) and the
@@ -408,6 +409,9 @@ def skill_table(data: TrajectoryData, settings: ScoreSettings | None = None,
     result : TPSResult, optional
         The predictors' TPS already computed under the same settings (and ``q_z``); saves
         scoring the log again.
+    reference : BaseRateReference, optional
+        :func:`base_rate_reference` of the same log, settings, ``q_z`` and ``rate``, already
+        computed (it does not depend on the predictors); saves scoring it again.
 
     Returns
     -------
@@ -420,7 +424,7 @@ def skill_table(data: TrajectoryData, settings: ScoreSettings | None = None,
     n_boot = int(settings.n_boot if n_boot is None else n_boot)
     seed = settings.seed if seed is None else seed
     names = list(data.predictors if predictors is None else predictors)
-    ref = base_rate_reference(data, replace(settings, n_boot=0), q_z, rate)
+    ref = reference or base_rate_reference(data, replace(settings, n_boot=0), q_z, rate)
     mat = tps_matrix_for(data, settings, names, q_z, result).reindex(
         data.trajectories["trajectory_id"])
     # a reference rate of exactly 0 or 1 is (up to ε) a perfect forecast on these labels:

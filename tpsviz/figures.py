@@ -31,7 +31,7 @@ __all__ = [
     "prepare_step_means", "step_means_figure", "trajectory_figure", "length_histogram_figure",
     "censoring_modes_figure", "qz_band_figure", "artificial_check_figure", "mc_audit_figure",
     "reliability_figure", "band_steps", "with_caption", "integer_ticks", "histogram_figure", "decomposition_figure", "decomposition_by_step_figure",
-    "murphy_figure", "schedule_figure", "demo_bars_figure", "empty_figure",
+    "murphy_figure", "schedule_figure", "demo_bars_figure", "empty_figure", "use_template_by_default",
 ]
 
 # Okabe & Ito (2008) colour-blind-safe palette, ordered so that neighbours differ in hue and
@@ -44,6 +44,26 @@ PALETTE = ["#E69F00", "#0072B2", "#009E73", "#CC79A7", "#D55E00", "#56B4E9",
            "#332288", "#117733", "#882255", "#999933", "#44AA99", "#AA4499", "#CC6677", "#6699CC"]
 REFERENCE_NAMES = ("truthful", "oracle", "truth", "true")
 TEMPLATE = "plotly_white"
+
+
+def use_template_by_default() -> None:
+    """Make :data:`TEMPLATE` plotly's default template in this process (the dashboard calls it once).
+
+    Assigning a template to a figure validates and copies it: about 10 ms per figure, most of a
+    rerun's figure time (bench/bench_browser.py). A figure made while the template is the default
+    gets it at creation without that cost, and :func:`_layout` then leaves it alone. Figures look
+    the same either way; a library user who never calls this gets the template assigned per figure.
+    """
+    import plotly.io as pio
+
+    if pio.templates.default != TEMPLATE:  # setting it validates the template (~40 ms)
+        pio.templates.default = TEMPLATE
+
+
+def _template_kw() -> dict:
+    import plotly.io as pio
+
+    return {} if pio.templates.default == TEMPLATE else {"template": TEMPLATE}
 FONT = dict(family="Source Sans Pro, Arial, sans-serif", size=13)
 
 
@@ -112,7 +132,7 @@ def _layout(fig: go.Figure, title: str | None = None, height: int = 380, legend_
     top = 30 + (30 if title else 0) + (0 if legend_bottom else 28)
     legend = (dict(orientation="h", yanchor="top", y=-0.18, xanchor="left", x=0) if legend_bottom else
               dict(orientation="h", yanchor="bottom", y=1.01, xanchor="left", x=0))
-    fig.update_layout(template=TEMPLATE, font=FONT, height=height,
+    fig.update_layout(**_template_kw(), font=FONT, height=height,
                       margin=dict(l=60, r=20, t=top, b=90 if legend_bottom else 50),
                       title=dict(text=title, x=0, xanchor="left", y=0.995, yanchor="top", yref="container",
                                  pad=dict(t=8), font=dict(size=15)) if title else None,

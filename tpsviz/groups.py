@@ -30,7 +30,7 @@ from .inference import bootstrap_sums
 from .schema import clean_text, show_id
 from .tps import ScoreSettings, compute_tps, default_censoring, no_predictor_message
 
-__all__ = ["group_labels", "group_table", "group_difference", "combine_logs", "free_column", "default_base",
+__all__ = ["group_columns", "group_labels", "group_table", "group_difference", "combine_logs", "free_column", "default_base",
            "why_missing", "difference_words", "MISSING_LABEL", "MAX_GROUPS", "AUTO_MIN_TASKS", "TASK_COLUMNS"]
 
 #: the group of the runs whose grouping value is missing (NaN, None or blank text)
@@ -614,6 +614,13 @@ def default_base(table: pd.DataFrame) -> str:
     ok = table["skill"].notna().groupby(level="group", sort=False).all()
     pool = runs[ok.reindex(runs.index).fillna(False).to_numpy()]
     return str((pool if len(pool) else runs).idxmax())
+
+
+def group_columns(data: TrajectoryData) -> list[str]:
+    """Run-level metadata columns with 2 to :data:`MAX_GROUPS` distinct values (missing counts as
+    one): the columns a log's runs can be split by (``--by``)."""
+    t = data.trajectories
+    return [c for c in data.metadata_columns if 2 <= t[c].nunique(dropna=False) <= MAX_GROUPS]
 
 
 def why_missing(row: pd.Series, a: str, b: str) -> dict:

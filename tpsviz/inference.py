@@ -14,9 +14,32 @@ import numpy as np
 from . import resample
 
 __all__ = ["Estimate", "mean_estimate", "paired_difference", "bootstrap_weights",
-           "bootstrap_sums", "DEFAULT_SEED"]
+           "bootstrap_sums", "DEFAULT_SEED", "normal_quantile", "summary_interval"]
 
 DEFAULT_SEED = 20260101
+
+
+def normal_quantile(level: float = 0.95) -> float:
+    """z of a two-sided normal interval at ``level`` (1.95996… at 0.95)."""
+    from statistics import NormalDist  # the standard library: no scipy import at start-up
+
+    if not 0.0 < level < 1.0:
+        raise ValueError(f"the level must be in (0, 1), got {level!r}")
+    return NormalDist().inv_cdf(0.5 + level / 2)
+
+
+def summary_interval(row, level: float = 0.95, prefix: str = "tps") -> tuple[float, float, str]:
+    """(low, high, how) of an estimate in a summary row: the bootstrap CI (``<prefix>_ci_low``,
+    ``<prefix>_ci_high``) when there is one (how = "bootstrap"), else ``<prefix>_mean`` ± z·SE
+    (how = "se", the bootstrap off), else NaNs (how = "none")."""
+    lo, hi = row.get(f"{prefix}_ci_low", np.nan), row.get(f"{prefix}_ci_high", np.nan)
+    if np.isfinite(lo) and np.isfinite(hi):
+        return float(lo), float(hi), "bootstrap"
+    m, se = row.get(f"{prefix}_mean", np.nan), row.get(f"{prefix}_se", np.nan)
+    if np.isfinite(m) and np.isfinite(se):
+        z = normal_quantile(level)
+        return float(m - z * se), float(m + z * se), "se"
+    return np.nan, np.nan, "none"
 
 
 @dataclass(frozen=True)

@@ -302,7 +302,6 @@ def from_frame(df: pd.DataFrame, source: str = "<frame>", percent=()) -> Traject
     order = np.lexsort((step.to_numpy(), codes_unsorted))
     codes = codes_unsorted[order]
     n = len(uniques)
-    where_s = where.iloc[order].reset_index(drop=True)
 
     def per_traj(series: pd.Series, label: str):
         vals, conflict = _per_traj_constant(series.iloc[order].reset_index(drop=True), codes, n)
@@ -391,7 +390,6 @@ def from_frame(df: pd.DataFrame, source: str = "<frame>", percent=()) -> Traject
         elif miss:
             notes.append(f"{c}: {miss} step(s) have no forecast; they are left out of that "
                          "predictor's score (and counted).")
-    del where_s
     predictors = [c[len("conf_"):] for c in conf_cols]
     signals = {c: (1 if c.startswith("raw_") else -1) for c in sig_cols}
     return TrajectoryData(steps, traj, predictors, signals, source, notes)

@@ -22,7 +22,7 @@ from tpsviz.inference import DEFAULT_SEED
 from tpsviz.metrics import bin_edges, bin_index
 
 __all__ = ["wilson_interval", "clopper_pearson_interval", "reliability_bins", "corp_curve",
-           "forecast_histogram"]
+           "forecast_histogram", "reliability_panels"]
 
 
 def _check_level(level: float) -> float:
@@ -177,3 +177,41 @@ def forecast_histogram(p, bins=20) -> pd.DataFrame:
             raise ValueError("bin edges must be a strictly increasing 1-d array of length >= 2")
     counts, _ = np.histogram(p, bins=edges)
     return pd.DataFrame({"bin_lo": edges[:-1], "bin_hi": edges[1:], "count": counts})
+
+
+def reliability_panels(data, predictors: list[str], scope: str = "all", step: int | None = None,
+                       pseudo: bool = False, n_bins: int = 10, n_boot: int = 200,
+                       seed: int = DEFAULT_SEED) -> tuple[list[dict], pd.DataFrame]:
+    """Reliability diagram panels of several predictors on one scope of a log.
+
+    Parameters
+    ----------
+    data : TrajectoryData
+    predictors : list of str
+    scope, step, pseudo
+        The step rows used (:func:`tpsviz.selection.scope_rows`).
+    n_bins : int
+        Equal-width bins of :func:`reliability_bins`.
+    n_boot, seed
+        Consistency-band replicates of :func:`corp_curve`.
+
+    Returns
+    -------
+    panels : list of dict
+        Per predictor with at least 2 rows in scope: ``name``, ``bins``
+        (:func:`reliability_bins`), ``corp`` (:func:`corp_curve`), ``n`` (rows), ``n_traj``
+        (runs).
+    histograms : DataFrame
+        :func:`forecast_histogram` (20 bins) of every panel, with a ``predictor`` column.
+    """
+    from .selection import scope_rows, scoped_forecasts
+
+    keep, y, codes = scope_rows(data, scope, step, pseudo)
+    panels, hists = [], []
+    for name, ok in scoped_forecasts(data, predictors, keep):
+        p = data.forecasts(name)
+        panels.append({"name": name, "bins": reliability_bins(p[ok], y[ok], n_bins=n_bins),
+                       "corp": corp_curve(p[ok], y[ok], n_boot=n_boot, seed=seed), "n": int(ok.sum()),
+                       "n_traj": int(np.unique(codes[ok]).size)})
+        hists.append(forecast_histogram(p[ok], bins=20).assign(predictor=name))
+    return panels, (pd.concat(hists, ignore_index=True) if hists else pd.DataFrame())

@@ -212,6 +212,52 @@ class TPSResult:
             }))
         return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
 
+    def with_intervals(self, n_boot: int, seed: int | None = None, level: float | None = None) -> "TPSResult":
+        """The same result with bootstrap CIs of n_boot replicates (percentile, by trajectory).
+
+        The CIs are those :func:`compute_tps` gives with ``n_boot`` replicates (same seed, same
+        resamples), computed from the per-trajectory TPS alone: a point result (``n_boot=0``)
+        can be shown first and its intervals added without scoring the log again.
+        """
+        settings = replace(self.settings, n_boot=int(n_boot),
+                           seed=self.settings.seed if seed is None else seed,
+                           level=self.settings.level if level is None else level)
+        names = list(self.summary.index)
+        n = self._data.n_trajectories
+        values = np.zeros((n, len(names)))
+        valid = np.zeros((n, len(names)), dtype=bool)
+        pt = self.per_trajectory
+        for j, name in enumerate(names):
+            rows = pt[pt["predictor"] == name] if len(pt) else pt
+            codes = rows["traj"].to_numpy(dtype=np.int64) if len(rows) else np.zeros(0, dtype=np.int64)
+            values[codes, j] = rows["tps"].to_numpy(dtype=float) if len(rows) else 0.0
+            valid[codes, j] = True
+        summary = self.summary.copy()
+        if names:
+            lo, hi = _bootstrap_columns(values, valid, settings)
+            summary["tps_ci_low"], summary["tps_ci_high"] = lo, hi
+        return TPSResult(settings, summary, self.per_trajectory, self._data, self._weights, self._scores)
+
+    @classmethod
+    def combine(cls, parts: list["TPSResult"]) -> "TPSResult":
+        """One result from results of other predictors on the same log and settings.
+
+        Scoring each predictor on its own gives the same numbers as scoring them together (the
+        bootstrap draws its resamples from the seed alone), so a dashboard can cache results per
+        predictor and combine them: deselecting a predictor then recomputes nothing.
+        """
+        if not parts:
+            raise ValueError("no results to combine")
+        first = parts[0]
+        if any(p.settings != first.settings or p._data is not first._data for p in parts):
+            raise ValueError("results combine only on the same log and settings")
+        weights = next((p._weights for p in parts if p._weights is not None), None)
+        return cls(settings=first.settings,
+                   summary=pd.concat([p.summary for p in parts]),
+                   per_trajectory=pd.concat([p.per_trajectory for p in parts], ignore_index=True),
+                   _data=first._data, _weights=weights,
+                   _scores={k: v for p in parts for k, v in p._scores.items()})
+
 
 def _qz_per_trajectory(data: TrajectoryData, mode: str, q_z) -> tuple[np.ndarray, np.ndarray]:
     """q_Z per trajectory (NaN for complete runs) and the mask of censored runs that fell

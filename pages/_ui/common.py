@@ -9,6 +9,8 @@ from dataclasses import replace
 import numpy as np
 import streamlit as st
 
+from . import results as Rs
+from . import loading as L
 from . import state as S
 from .sidebar import VERDICT_ICON
 from .text import md
@@ -35,18 +37,6 @@ def pct(k, n) -> str:
     return f"{v:.0f}%"
 
 
-def fmt_ci(mean, lo, hi, digits: int = 4) -> str:
-    if not (np.isfinite(lo) and np.isfinite(hi)):
-        return fmt(mean, digits)
-    return f"{fmt(mean, digits)} [{fmt(lo, digits)}, {fmt(hi, digits)}]"
-
-
-def fmt_interval(lo, hi, digits: int = 3) -> str:
-    if not (np.isfinite(lo) and np.isfinite(hi)):
-        return "—"
-    return f"[{lo:+.{digits}g}, {hi:+.{digits}g}]"
-
-
 def tiles(items: list) -> None:
     """Metric tiles in a row that wraps: each tile is as wide as its label and value, so no tile is cut
     off on a narrow screen (800 px) and a wide one keeps them on one line.
@@ -60,7 +50,7 @@ def tiles(items: list) -> None:
             st.metric(label, value, delta=delta, delta_color="off", help=help_, width="content")
 
 
-def show_failure(f: S.LoadFailure) -> None:
+def show_failure(f: L.LoadFailure) -> None:
     """A bad file: what and where, as a list; the text comes from the log, so shown as text."""
     n = len(f.problems)
     st.error(f"**This log cannot be used.** {n} problem{'s' if n != 1 else ''} found. Fix {'them' if n != 1 else 'it'} in the file "
@@ -158,8 +148,8 @@ def require_data():
                 "`conf_<name>` column), give a server path, or switch the data source back to **Demo**.",
                 icon=":material/folder_open:")
         st.stop()
-    data, problems = S.get_data(cfg, src)
-    if S.is_failure(data):
+    data, problems = L.get_data(cfg, src)
+    if L.is_failure(data):
         columns = mappable_columns(src, data)
         if columns:  # a table with other column names: offer the mapping, keep the problems at hand
             from .reading import mapping_form
@@ -205,7 +195,7 @@ def banner(cfg: S.Config, data, extra: str | None = None) -> None:
         c[0].markdown(f"**Score** {fam} (α={cfg.alpha:g}, β={cfg.beta:g})  \n{cfg.unit}; higher is better, 0 is perfect",
                       help="Beta-family proper scoring rule S(p, y) applied at every step.")
         c[1].markdown(f"**Weights** `{s.formula}`  \n{VERDICT_ICON.get(v.status, '')} {v.status}", help=v.reason)
-        c[2].markdown(f"**Censoring** {S.censoring_label(cfg)}",
+        c[2].markdown(f"**Censoring** {Rs.censoring_label(cfg)}",
                       help="How runs stopped before their outcome are scored (see the Censoring page).")
         c[3].markdown(f"**ε** {cfg.eps:g}{' (clipping off)' if cfg.eps == 0 else ''}  \n{ntext}{nf}",
                       help="ε: forecasts clipped to [ε, 1−ε]. n: trajectories scored after filters.")

@@ -12,7 +12,10 @@ import pandas as pd
 import tpsviz
 from tpsviz import figures as F
 from tpsviz.claims import z_text
+from tpsviz.groups import group_columns
+from tpsviz.inference import normal_quantile, summary_interval
 
+from . import results as Rs
 from . import state as S
 from .common import md as _md
 
@@ -53,16 +56,8 @@ def pm(v, se, spec: str = ".3f") -> str:
 
 
 def tps_interval(row: pd.Series, level: float = 0.95) -> tuple[float, float, str]:
-    """(low, high, how) of the TPS interval of a summary row: the bootstrap CI, or mean ± z·SE
-    when the bootstrap is off (n_boot = 0)."""
-    lo, hi = row.get("tps_ci_low", np.nan), row.get("tps_ci_high", np.nan)
-    if np.isfinite(lo) and np.isfinite(hi):
-        return float(lo), float(hi), "bootstrap"
-    m, se = row.get("tps_mean", np.nan), row.get("tps_se", np.nan)
-    if np.isfinite(m) and np.isfinite(se):
-        z = 1.959963984540054
-        return float(m - z * se), float(m + z * se), "se"
-    return np.nan, np.nan, "none"
+    """(low, high, how) of the TPS interval of a summary row (tpsviz.inference.summary_interval)."""
+    return summary_interval(row, level)
 
 
 def exact_01_counts(data, predictors) -> dict:
@@ -91,12 +86,15 @@ def leaderboard(cfg: S.Config, data, ci: bool = True) -> dict:
     """TPS summary (tps.compute_tps), skill against the base-rate reference (diagnostics.skill_table,
     diagnostics.base_rate_reference) and the usual metrics (diagnostics.metric_table).
 
-    ``ci=False`` uses metric point estimates only (fast); the TPS CI is always there.
-    Returns the visible table (few columns), a details table, the figure and the raw frames.
+    ``ci=False``: point estimates only (no bootstrap: TPS ± z·SE, skill, metric points), what a
+    large log shows first. Returns the visible table (few columns), a details table, the figure and
+    the raw frames.
     """
-    res = S.get_tps(cfg)
-    sk = S.get_skill(cfg)
-    met = S.get_metrics(cfg, ci=ci)
+    if ci:
+        res, sk = Rs.tps(a=Rs.analysis(cfg)), Rs.skill(a=Rs.analysis(cfg))
+    else:
+        res, sk = Rs.tps_points(a=Rs.analysis(cfg)), Rs.skill(a=Rs.analysis(cfg, n_boot=0))
+    met = Rs.metrics_now(ci)
     s = res.summary
     order = s["tps_mean"].fillna(-np.inf).sort_values(ascending=False, kind="stable").index
     zeros = exact_01_counts(data, s.index) if cfg.eps == 0 else {}
@@ -106,7 +104,7 @@ def leaderboard(cfg: S.Config, data, ci: bool = True) -> dict:
         r = s.loc[name]
         m = met.loc[name] if name in met.index else pd.Series(dtype=float)
         k = sk.loc[name] if name in sk.index else pd.Series(dtype=float)
-        lo, hi, how_ = tps_interval(r)
+        lo, hi, how_ = tps_interval(r, res.settings.level)
         how = how_ if how_ != "none" else how
         label = F.display_name(name)
         rows.append({
@@ -143,8 +141,8 @@ def leaderboard(cfg: S.Config, data, ci: bool = True) -> dict:
     ref_mean = float(sk.loc[widest, "tps_ref"]) if widest is not None else np.nan
     ref_rate = float(sk["ref_rate"].iloc[0]) if len(sk) else np.nan
     ref_rule = str(sk["ref_rule"].iloc[0]) if len(sk) else ""
-    fig = F.leaderboard_figure(s, S.selected_colors(cfg, data), cfg.alpha, cfg.beta, ref_mean,
-                               intervals={n: tps_interval(s.loc[n])[:2] for n in s.index},
+    fig = F.leaderboard_figure(s, Rs.selected_colors(cfg, data), cfg.alpha, cfg.beta, ref_mean,
+                               intervals={n: tps_interval(s.loc[n], res.settings.level)[:2] for n in s.index},
                                ci_label="bootstrap CI" if how == "bootstrap" else "± 1.96 SE (bootstrap off)")
     return {"res": res, "table": table, "details": pd.DataFrame(details), "ref_rate": ref_rate,
             "ref_rule": ref_rule, "ref_mean": ref_mean, "figure": fig, "metrics": met, "skill": sk,
@@ -160,7 +158,7 @@ def verdict_rows(cfg: S.Config) -> list[dict]:
     """One entry per selected predictor: ``name``, ``label``, ``color`` and ``rest`` (the sentence after
     "name: label — "), from tpsviz.verdict.verdicts."""
     rows = []
-    for name, v in S.get_verdicts(cfg).items():
+    for name, v in Rs.verdicts(Rs.analysis(cfg)).items():
         rest = v.text.split(" — ", 1)[1] if " — " in v.text else v.text
         rows.append({"name": name, "label": v.label, "color": VERDICT_COLORS[v.label], "rest": rest,
                      "text": v.text})
@@ -176,7 +174,7 @@ def verdict_table(cfg: S.Config) -> pd.DataFrame:
 def group_view(cfg: S.Config, by: str, base: str | None, pair_on: str) -> dict:
     """Display tables of tpsviz.groups: the leaderboard per group and each group minus the base group,
     with the differences in words conditioned on Δ/SE (tpsviz.claims)."""
-    return group_tables(*S.get_groups(by, base, pair_on, cfg))
+    return group_tables(*Rs.groups(by, base, pair_on, a=Rs.analysis(cfg)))
 
 
 def group_tables(table: pd.DataFrame, base: str, diffs: dict) -> dict:
@@ -201,10 +199,10 @@ def group_tables(table: pd.DataFrame, base: str, diffs: dict) -> dict:
 def compare(cfg: S.Config, data, baseline: str, metrics: bool = True) -> dict:
     """compare.compare against ``baseline``: TPS Δ, SE, Δ/SE (analytic, paired by run) and, with
     ``metrics``, AUROC and T-ECE Δ by paired bootstrap; compare.z_matrix for the heatmap."""
-    tps, z = S.get_compare_tps(baseline, cfg)
+    tps, z = Rs.compare_tps(baseline, a=Rs.analysis(cfg))
     t = tps
     if metrics:
-        t = tps.join(S.get_compare_metrics(baseline, cfg))
+        t = tps.join(Rs.compare_metrics_now(baseline))
     rows = []
     for name in t.index:
         r = t.loc[name]
@@ -275,7 +273,7 @@ def murphy(cfg: S.Config, data):
     curves = (pd.concat(frames, ignore_index=True) if frames
               else pd.DataFrame({"predictor": pd.Series(dtype=object), "c": pd.Series(dtype=float),
                                  "loss": pd.Series(dtype=float)}))
-    fig = F.murphy_figure(curves, S.selected_colors(cfg, data), c, tpsviz.omega(c, cfg.alpha, cfg.beta),
+    fig = F.murphy_figure(curves, Rs.selected_colors(cfg, data), c, tpsviz.omega(c, cfg.alpha, cfg.beta),
                           cfg.alpha, cfg.beta)
     return fig, pd.DataFrame(checks)
 
@@ -299,14 +297,14 @@ PHI_MEAN_HELP = ("Φ_mean-gamed trace: the truthful forecasts, except the last r
 
 
 def why_not_auroc(cfg: S.Config, data) -> dict:
-    """The three demonstrations of docs/theory.md §5 by tpsviz.demonstrators, cached by S.get_demos."""
-    return S.get_demos(cfg)
+    """The three demonstrations of docs/theory.md §5 by tpsviz.demonstrators, cached by results.demos."""
+    return Rs.demos(a=Rs.analysis(cfg))
 
 
 def demo_views(demos: dict, cfg: S.Config, colors: dict) -> list[dict]:
     """Display tables and figures of the demonstrations (numbers from the core's Demonstration)."""
     unit = cfg.unit
-    z = 1.959963984540054
+    z = normal_quantile(0.95)
     out = []
     for key, d in demos.items():
         if isinstance(d, str):
@@ -353,10 +351,10 @@ def settings_dict(cfg: S.Config, data, src) -> dict:
         "Weight schedule": f"{s.spec}: {s.formula}" + (f" (γ = {cfg.gamma:g})" if s.name == "front" else "")
                            + (f" (γ = {cfg.gamma:g}, H = {cfg.horizon})" if s.name == "back" else ""),
         "Verdict of the schedule": f"{s.verdict.status} — {s.verdict.reason}",
-        "Censoring": S.censoring_label(cfg),
+        "Censoring": Rs.censoring_label(cfg),
         "ε (clipping)": f"{cfg.eps:g}",
         "Bootstrap": f"TPS: {cfg.n_boot} replicates over trajectories, seed {S.SEED}; "
-                     f"{S.metric_boot_note(cfg)}",
+                     f"{Rs.metric_boot_note(cfg)}",
         "Predictors": ", ".join(cfg.predictors),
         "Filters": "; ".join(f"{c} {k} {v}" for c, k, v in cfg.filters) or "none",
         "Recalibrations": ", ".join(cfg.recal) or "none",
@@ -373,7 +371,7 @@ def settings_line(cfg: S.Config, data, src) -> str:
 def report_sections(cfg: S.Config, data) -> list:
     from tpsviz.report import Section
 
-    colors = S.selected_colors(cfg, data)
+    colors = Rs.selected_colors(cfg, data)
     lb = leaderboard(cfg, data)
     table = lb["table"].merge(lb["details"][["predictor", "± SE", "AUPRC", "AUROC 95% CI", "T-ECE 95% CI"]],
                               on="predictor")
@@ -381,11 +379,11 @@ def report_sections(cfg: S.Config, data) -> list:
 
     secs = [Section("Verdict: which predictor to trust", "First rule that holds: " + "; ".join(
         f"{label}: {rule}" for label, rule in RULES) + ".", table=verdict_table(cfg))]
-    warn = S.get_caveats(cfg)
+    warn = Rs.caveats(a=Rs.analysis(cfg))
     if warn.all():
         secs.append(Section("Warnings", " ".join(warn.all())))
     by, base, pair_on = S.group_choice()
-    if by and by in S.group_columns(data):  # the group comparison chosen on the Overview
+    if by and by in group_columns(data):  # the group comparison chosen on the Overview
         try:
             gv = group_view(cfg, by, base, pair_on)
         except ValueError:
@@ -398,28 +396,28 @@ def report_sections(cfg: S.Config, data) -> list:
     secs += [Section("Leaderboard", f"TPS in {cfg.unit} per trajectory (higher is better, 0 is perfect), 95% "
                     f"{'bootstrap CI over trajectories' if lb['ci_how'] == 'bootstrap' else 'interval ± 1.96 SE'}; "
                     f"skill against the constant forecast F ≡ {lb['ref_rate']:.3f} ({lb['ref_rule']}); "
-                    f"{S.metric_boot_note(cfg)}.", lb["figure"], table)]
+                    f"{Rs.metric_boot_note(cfg)}.", lb["figure"], table)]
     preds = list(cfg.predictors)
     if len(preds) >= 2:
         base = next((p for p in preds if F.is_reference(p)), preds[0])
         cmp = compare(cfg, data, base)
         secs.append(Section(f"Paired comparison against {base}", "Δ = predictor − baseline on the same runs.",
                             cmp["figure"], cmp["table"]))
-    panels, _ = S.get_reliability("all", None, False, 10, cfg, preds[:6])
+    panels, _ = Rs.reliability("all", None, False, 10, a=Rs.analysis(cfg, predictors=preds[:6]))
     if panels:
         secs.append(Section("Reliability (all steps, complete runs)", "", F.reliability_figure(
             panels, colors, "Reliability diagrams with CORP curves and consistency bands")))
-    dec, _ = S.get_decomposition("all", None, False, cfg, by_step=False, preds=preds[:6])
+    dec, _ = Rs.decomposition("all", None, False, by_step=False, a=Rs.analysis(cfg, predictors=preds[:6]))
     if len(dec):
         secs.append(Section("CORP decomposition", "mean loss = MCB − DSC + UNC per step.",
                             F.decomposition_figure(dec, colors, cfg.alpha, cfg.beta)))
-    secs.append(Section("Mean contribution by step", "", F.step_means_figure(S.get_step_means(cfg), colors,
+    secs.append(Section("Mean contribution by step", "", F.step_means_figure(Rs.step_means(a=Rs.analysis(cfg)), colors,
                                                                              cfg.alpha, cfg.beta)))
     if data.n_censored:
         rows = []
         res = {}
         for m in ("complete", "simple", "exact", "upper"):
-            res[m] = S.get_tps(cfg, censoring=m)
+            res[m] = Rs.tps(a=Rs.analysis(cfg, censoring=m))
             for p in res[m].summary.index:
                 r = res[m].summary.loc[p]
                 rows.append({"predictor": p, "mode": m, "tps_mean": r["tps_mean"], "tps_ci_low": r["tps_ci_low"],

@@ -247,7 +247,15 @@ def memo(max_entries: int = 16, spinner: str | None = None):
                         _evict_locked(budget)
                 return value
 
+        def has(*args, **kwargs) -> bool:
+            """Is the result for these arguments cached (without computing it)?"""
+            bound = sig.bind(*args, **kwargs)
+            bound.apply_defaults()
+            with _LOCK:
+                return (qual,) + tuple(bound.arguments[p] for p in keyed) in _ENTRIES
+
         cached.clear = lambda: _clear_func(qual)
+        cached.has = has
         return cached
 
     return wrap

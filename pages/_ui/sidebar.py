@@ -17,6 +17,8 @@ from tpsviz.schedules import SCHEDULE_NAMES
 from tpsviz.tps import CENSORING_MODES
 
 from . import reading as R
+from . import results as Rs
+from . import loading as L
 from . import state as S
 from .text import code, md
 
@@ -215,11 +217,37 @@ def render() -> S.Config:
     sb = st.sidebar
     src = _source()
     st.session_state["_source"] = src
-    base = S.load_base(src) if src is not None else None
+    base = L.load_base(src) if src is not None else None
+    ok = base is not None and not L.is_failure(base)
+    recal, changed = _remember_base(src, base)
+    if base is None:
+        sb.info("No log yet: upload a file or give a server path (or switch back to Demo).")
+    elif not ok:  # the page shows the problems (once); here only where to look
+        sb.caption(":red[:material/block:] This log cannot be used: the problems are listed on the page.")
+    preds = _predictors(sb, base, recal, changed) if ok else []
+    alpha, beta = _score_family(sb)
+    sched, gamma, horizon = _schedule(sb, base if ok else None)
+    cens, qzs, qz_const, eps = _censoring(sb, base if ok else None)
+    filters = _filters(sb, base) if ok and base.metadata_columns else []
+    n_boot, metric_boot = _uncertainty(sb)
+    cfg = S.Config(source=src.kind if src else "none", demo=src.name if src else "", path=src.path or "" if src else "",
+                   alpha=float(alpha), beta=float(beta), schedule=sched, gamma=float(gamma), horizon=int(horizon),
+                   censoring=cens, qz_source=qzs, qz_const=float(qz_const), eps=float(eps), n_boot=int(n_boot),
+                   metric_boot=metric_boot,
+                   predictors=tuple(preds), filters=tuple(filters), recal=recal)
+    st.session_state["_cfg"] = cfg
+    _mirror_recal(recal)
+    sb.caption("Settings are kept across pages and in the URL: copy the link to share this view.")
+    return cfg
+
+
+def _remember_base(src, base) -> tuple[tuple, bool]:
+    """Remember what was loaded; a new file (not new reading options) resets the selection,
+    filters and treatments. Returns the recalibration specs and whether the file changed."""
     # only a failure is remembered for the page (a loaded log stays in the shared cache, not in
     # every session's state)
-    st.session_state["_base"] = (src.key, base) if src is not None and S.is_failure(base) else None
-    if base is not None and not S.is_failure(base):
+    st.session_state["_base"] = (src.key, base) if src is not None and L.is_failure(base) else None
+    if base is not None and not L.is_failure(base):
         st.session_state["_reading"] = base.reading
     recal = _recal_specs()
     # a new file (not new reading options) resets the selection, filters and treatments
@@ -227,41 +255,40 @@ def render() -> S.Config:
     changed = st.session_state.get("_data_key", data_key) != data_key
     st.session_state["_data_key"] = data_key
     if changed:
-        st.session_state["_reading"] = base.reading if base is not None and not S.is_failure(base) else None
+        st.session_state["_reading"] = base.reading if base is not None and not L.is_failure(base) else None
         for k in [k for k in st.session_state if str(k).startswith("tr_")]:
             del st.session_state[k]
-    if base is not None and not S.is_failure(base) and not base.predictors and base.signals:
+    if base is not None and not L.is_failure(base) and not base.predictors and base.signals:
         recal = _auto_recalibrate(base, data_key, recal)
 
-    ok = base is not None and not S.is_failure(base)
-    if base is None:
-        sb.info("No log yet: upload a file or give a server path (or switch back to Demo).")
-    elif not ok:  # the page shows the problems (once); here only where to look
-        sb.caption(":red[:material/block:] This log cannot be used: the problems are listed on the page.")
+    return recal, changed
 
-    # ---------------------------------------------------------------- predictors
-    preds: list[str] = []
-    if ok:
-        rnames = [r["name"] for r in map(S.parse_recal, recal) if r]
-        options = list(base.predictors) + [n for n in rnames if n not in base.predictors]
-        if changed and "pred" in st.session_state:
-            st.session_state["pred"] = options
-        elif "pred" in st.session_state and st.session_state.get("_pred_opts") not in (None, options):
-            # new predictors (a forecast field, a mapping, a recalibration) join the selection
-            prev = st.session_state["_pred_opts"]
-            st.session_state["pred"] = list(dict.fromkeys(
-                [p for p in st.session_state["pred"] if p in options] + [o for o in options if o not in prev]))
-        st.session_state["_pred_opts"] = options
-        for k in [k for k in st.session_state if k.startswith("f_")] if changed else []:
-            del st.session_state[k]
-        if changed and "cens" in st.session_state:
-            st.session_state["cens"] = tpsviz.default_censoring(base)
-        preds = sb.multiselect("Predictors", options, key="pred", bind=BIND, **_default("pred", {"default": options}),
-                               help="conf_<name> columns of the log (and recalibrated predictors). Each has one "
-                                    "colour on every page; the truthful/oracle predictor is black, the reference.")
-        preds = [p for p in preds if p in options]
 
-    # ---------------------------------------------------------------- score family
+def _predictors(sb, base, recal: tuple, changed: bool) -> list[str]:
+    """The predictor multiselect (the log's and the recalibrated ones)."""
+    rnames = [r["name"] for r in map(S.parse_recal, recal) if r]
+    options = list(base.predictors) + [n for n in rnames if n not in base.predictors]
+    if changed and "pred" in st.session_state:
+        st.session_state["pred"] = options
+    elif "pred" in st.session_state and st.session_state.get("_pred_opts") not in (None, options):
+        # new predictors (a forecast field, a mapping, a recalibration) join the selection
+        prev = st.session_state["_pred_opts"]
+        st.session_state["pred"] = list(dict.fromkeys(
+            [p for p in st.session_state["pred"] if p in options] + [o for o in options if o not in prev]))
+    st.session_state["_pred_opts"] = options
+    for k in [k for k in st.session_state if k.startswith("f_")] if changed else []:
+        del st.session_state[k]
+    if changed and "cens" in st.session_state:
+        st.session_state["cens"] = tpsviz.default_censoring(base)
+    preds = sb.multiselect("Predictors", options, key="pred", bind=BIND, **_default("pred", {"default": options}),
+                           help="conf_<name> columns of the log (and recalibrated predictors). Each has one "
+                                "colour on every page; the truthful/oracle predictor is black, the reference.")
+    preds = [p for p in preds if p in options]
+    return preds
+
+
+def _score_family(sb) -> tuple[float, float]:
+    """Preset, α and β (sliders with exact entries) and the ω(c) thumbnail."""
     sb.markdown("**Score family** (beta family, reward: higher is better, 0 is perfect)")
     presets = list(tpsviz.PRESETS) + ["custom"]
     sb.selectbox("Preset", presets, key="preset", bind=BIND, on_change=_on_preset,
@@ -288,13 +315,16 @@ def render() -> S.Config:
     c = np.linspace(0.005, 0.995, 199)
     sb.plotly_chart(F.omega_figure(c, tpsviz.omega(c, alpha, beta), alpha, beta), theme=None,
                     config={"displayModeBar": False, "staticPlot": True}, key="omega_small")
+    return alpha, beta
 
-    # ---------------------------------------------------------------- schedule
+
+def _schedule(sb, base):
+    """The weight schedule w_t, γ and H, with the schedule's propriety verdict."""
     sched = sb.selectbox("Weight schedule w_t", list(SCHEDULE_NAMES), key="sched", bind=BIND,
                          help="TPS = Σ_t w_t S(F_t, Y). Strictly proper only if every w_t > 0 is known at step t. "
                               + " ".join(f"{k}: {v}" for k, v in S.SCHEDULE_HELP.items()))
     sb.caption(S.SCHEDULE_HELP[sched])
-    if sched == "column" and ok and "weight" not in base.steps:
+    if sched == "column" and base is not None and "weight" not in base.steps:
         sb.warning("This log has no numeric `weight` column, so the `column` schedule cannot score it. "
                    "Choose another schedule.", icon=":material/warning:")
     c1, c2 = sb.columns(2)
@@ -311,9 +341,12 @@ def render() -> S.Config:
                     help=v.reason)
     except ValueError as e:
         sb.error(f"Schedule: {md(e)}")
+    return sched, gamma, horizon
 
-    # ---------------------------------------------------------------- censoring
-    default_cens = tpsviz.default_censoring(base) if ok else "simple"
+
+def _censoring(sb, base):
+    """The censoring mode, the q_Z source of exact mode, and ε."""
+    default_cens = tpsviz.default_censoring(base) if base is not None else "simple"
     cens = sb.selectbox("Censored runs", list(CENSORING_MODES), key="cens", bind=BIND,
                         **_default("cens", {"index": list(CENSORING_MODES).index(default_cens)}),
                         help=CENSORING_HELP)
@@ -328,7 +361,7 @@ def render() -> S.Config:
     qz_const = sb.slider("q_Z for every censored run", 0.0, 1.0, step=0.05, key="qz", bind=BIND,
                          disabled=not (exact and qzs == "constant"), **_default("qz", {"value": 0.5}),
                          help="Used when the q_Z source is 'one value'. 0 = simple (censoring as failure), 1 = upper.")
-    cens_caption.caption(S.censoring_label(S.Config(censoring=cens, qz_source=qzs, qz_const=float(qz_const))))
+    cens_caption.caption(Rs.censoring_label(S.Config(censoring=cens, qz_source=qzs, qz_const=float(qz_const))))
     eps_txt = sb.select_slider("ε (forecast clipping)", S.EPS_TEXT, key="eps", bind=BIND,
                                **_default("eps", {"value": "1e-06"}),
                                help="Forecasts are clipped to [ε, 1−ε] before scoring so unbounded scores stay finite; "
@@ -337,46 +370,53 @@ def render() -> S.Config:
     eps = S.EPS_CHOICES[S.EPS_TEXT.index(eps_txt)] if eps_txt in S.EPS_TEXT else 1e-6
     if eps == 0:
         sb.caption("ε = 0: clipping off.")
+    return cens, qzs, qz_const, eps
 
-    # ---------------------------------------------------------------- filters and advanced
+
+def _filters(sb, base) -> list[tuple]:
+    """Metadata filters: a range slider, a multiselect, or a searchable multiselect per column."""
     filters = []
-    if ok and base.metadata_columns:
-        with sb.expander("Filters on metadata", expanded=False):
-            t = base.trajectories
-            for col in base.metadata_columns:
-                vals = t[col]
-                key = filter_key(col)
-                num = pd.api.types.is_numeric_dtype(vals)
-                uniq = vals.dropna().astype(str).unique()
-                if num and len(uniq) > 20:
-                    finite = vals[np.isfinite(vals.astype(float))]
-                    if finite.empty:
-                        continue
-                    lo, hi = float(finite.min()), float(finite.max())  # ±inf cannot bound a slider
-                    if lo == hi:
-                        continue
-                    rng = st.slider(md(col, 60), lo, hi, key=key, bind=BIND, **_default(key, {"value": (lo, hi)}),
-                                    help=f"Keep runs whose {md(col, 60)} is in this range.")
-                    if tuple(rng) != (lo, hi):
-                        filters.append((col, "range", (float(rng[0]), float(rng[1]))))
-                elif len(uniq) <= 60:
-                    opts = sorted(uniq)
-                    chosen = st.multiselect(md(col, 60), opts, key=key, bind=BIND, **_default(key, {"default": opts}),
-                                            help=f"Keep runs whose {md(col, 60)} is one of these values.")
-                    if set(chosen) != set(opts):
-                        filters.append((col, "in", tuple(sorted(chosen))))
-                elif len(uniq) <= MAX_SEARCH_VALUES:
-                    # many values (task ids, models…): start empty (= every run) and search by typing
-                    chosen = st.multiselect(
-                        md(col, 60), sorted(uniq), key=key, bind=BIND, **_default(key, {"default": []}),
-                        placeholder=f"Type to search {len(uniq):,} values; empty keeps every run",
-                        help=f"Keep only runs whose {md(col, 60)} is one of the values chosen here; leave it "
-                             "empty to keep every run.")
-                    if chosen:
-                        filters.append((col, "in", tuple(sorted(chosen))))
-                else:
-                    st.caption(f"{md(col, 60)}: {len(uniq):,} distinct values (more than "
-                               f"{MAX_SEARCH_VALUES:,}: no filter offered)")
+    with sb.expander("Filters on metadata", expanded=False):
+        t = base.trajectories
+        for col in base.metadata_columns:
+            vals = t[col]
+            key = filter_key(col)
+            num = pd.api.types.is_numeric_dtype(vals)
+            uniq = vals.dropna().astype(str).unique()
+            if num and len(uniq) > 20:
+                finite = vals[np.isfinite(vals.astype(float))]
+                if finite.empty:
+                    continue
+                lo, hi = float(finite.min()), float(finite.max())  # ±inf cannot bound a slider
+                if lo == hi:
+                    continue
+                rng = st.slider(md(col, 60), lo, hi, key=key, bind=BIND, **_default(key, {"value": (lo, hi)}),
+                                help=f"Keep runs whose {md(col, 60)} is in this range.")
+                if tuple(rng) != (lo, hi):
+                    filters.append((col, "range", (float(rng[0]), float(rng[1]))))
+            elif len(uniq) <= 60:
+                opts = sorted(uniq)
+                chosen = st.multiselect(md(col, 60), opts, key=key, bind=BIND, **_default(key, {"default": opts}),
+                                        help=f"Keep runs whose {md(col, 60)} is one of these values.")
+                if set(chosen) != set(opts):
+                    filters.append((col, "in", tuple(sorted(chosen))))
+            elif len(uniq) <= MAX_SEARCH_VALUES:
+                # many values (task ids, models…): start empty (= every run) and search by typing
+                chosen = st.multiselect(
+                    md(col, 60), sorted(uniq), key=key, bind=BIND, **_default(key, {"default": []}),
+                    placeholder=f"Type to search {len(uniq):,} values; empty keeps every run",
+                    help=f"Keep only runs whose {md(col, 60)} is one of the values chosen here; leave it "
+                         "empty to keep every run.")
+                if chosen:
+                    filters.append((col, "in", tuple(sorted(chosen))))
+            else:
+                st.caption(f"{md(col, 60)}: {len(uniq):,} distinct values (more than "
+                           f"{MAX_SEARCH_VALUES:,}: no filter offered)")
+    return filters
+
+
+def _uncertainty(sb) -> tuple[int, int]:
+    """Bootstrap replicates of TPS and of the metrics (−1 = auto)."""
     with sb.expander("Uncertainty", expanded=False):
         n_boot = st.select_slider("Bootstrap replicates", S.BOOT_CHOICES, key="boot", bind=BIND,
                                   **_default("boot", {"value": 2000}),
@@ -387,18 +427,13 @@ def render() -> S.Config:
                               help="Replicates of the AUROC / AUPRC / T-ECE bootstraps. auto = the TPS value "
                                    "(all bootstraps then share the same replicates, drawn once).")
         metric_boot = -1 if mb == "auto" else int(mb)
+    return n_boot, metric_boot
 
-    cfg = S.Config(source=src.kind if src else "none", demo=src.name if src else "", path=src.path or "" if src else "",
-                   alpha=float(alpha), beta=float(beta), schedule=sched, gamma=float(gamma), horizon=int(horizon),
-                   censoring=cens, qz_source=qzs, qz_const=float(qz_const), eps=float(eps), n_boot=int(n_boot),
-                   metric_boot=metric_boot,
-                   predictors=tuple(preds), filters=tuple(filters), recal=recal)
-    st.session_state["_cfg"] = cfg
-    # recalibrations are not widgets: mirror them by hand (page switches clear unbound params)
+
+def _mirror_recal(recal: tuple) -> None:
+    """Recalibrations are not widgets: mirror them in the URL by hand (page switches clear unbound params)."""
     if list(st.query_params.get_all("recal")) != list(recal):
         if recal:
             st.query_params["recal"] = list(recal)
         elif "recal" in st.query_params:
             del st.query_params["recal"]
-    sb.caption("Settings are kept across pages and in the URL: copy the link to share this view.")
-    return cfg

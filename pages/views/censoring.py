@@ -8,6 +8,8 @@ import streamlit as st
 import tpsviz
 from pages._ui import common as C
 from pages._ui import compute as V
+from pages._ui import results as Rs
+from pages._ui import loading as L
 from pages._ui import state as S
 from tpsviz import figures as F
 
@@ -15,7 +17,7 @@ from tpsviz import figures as F
 cfg, data = C.page("Censoring",
                    "A censored run was stopped by an administrative limit (step budget, cost, time) before its outcome "
                    "was observed. How it is scored can change the verdict.")
-colors = S.selected_colors(cfg, data)
+colors = Rs.selected_colors(cfg, data)
 preds = list(cfg.predictors)
 t = data.trajectories
 cens = t["censored"].to_numpy()
@@ -64,27 +66,27 @@ with cc[1]:
 # ----------------------------------------------------------------- treatments
 st.subheader("TPS under each treatment")
 modes = ["complete", "simple", "exact", "upper"]
-results = {m: S.get_tps(cfg, censoring=m) for m in modes}
+results = {m: Rs.tps(a=Rs.analysis(cfg, censoring=m)) for m in modes}
 rows = []
 for m in modes:
     s = results[m].summary
     for p in s.index:
         r = s.loc[p]
-        rows.append({"predictor": p, "mode": S.censoring_label(cfg, m), "key": m, "tps_mean": r["tps_mean"],
+        rows.append({"predictor": p, "mode": Rs.censoring_label(cfg, m), "key": m, "tps_mean": r["tps_mean"],
                      "tps_ci_low": r["tps_ci_low"], "tps_ci_high": r["tps_ci_high"],
                      "n_trajectories": int(r["n_trajectories"]), "n_censored": int(r["n_censored"]),
                      "n_qz_fallback": int(r["n_qz_fallback"])})
 table = pd.DataFrame(rows)
-C.plot(F.censoring_modes_figure(table, colors, cfg.alpha, cfg.beta, current=S.censoring_label(cfg)), "cens_modes",
+C.plot(F.censoring_modes_figure(table, colors, cfg.alpha, cfg.beta, current=Rs.censoring_label(cfg)), "cens_modes",
        name="TPS by censoring treatment")
-qnote = "exact = " + S.censoring_label(cfg, "exact")
+qnote = "exact = " + Rs.censoring_label(cfg, "exact")
 fb = int(results["exact"].summary["n_qz_fallback"].max()) if len(preds) else 0
 st.caption(f"{cfg.unit} per run, higher is better, 95% bootstrap CI; {qnote}"
            + (f"; {fb} censored run(s) had no q_Z and were scored with q_Z = 0" if fb else "") +
-           ". The current sidebar mode (larger, outlined markers) is **" + S.censoring_label(cfg) + "**.")
+           ". The current sidebar mode (larger, outlined markers) is **" + Rs.censoring_label(cfg) + "**.")
 
 cur = results[cfg.censoring].summary
-st.markdown(f"**Under the current mode — {S.censoring_label(cfg)}**",
+st.markdown(f"**Under the current mode — {Rs.censoring_label(cfg)}**",
             help="The mode chosen in the sidebar; every other page uses it.")
 st.dataframe(pd.DataFrame({
     "predictor": [F.display_name(p) for p in cur.index],
@@ -96,8 +98,8 @@ st.dataframe(pd.DataFrame({
 st.markdown("**Shift between treatments** (per predictor; 95% trajectory-bootstrap CI)",
             help="Difference of mean TPS. Complete-case averages over complete runs only, so its shift mixes a "
                  "change of population with the censored runs' scores.")
-sh_cs = S.get_shift("complete", "simple")
-sh_se = S.get_shift("simple", "exact")
+sh_cs = Rs.shift("complete", "simple")
+sh_se = Rs.shift("simple", "exact")
 st.dataframe(pd.DataFrame({
     "predictor": [F.display_name(p) for p in preds],
     f"simple − complete-case ({cfg.unit})": [V.num(sh_cs.loc[p, "shift"], "+.4f") for p in preds],
@@ -165,15 +167,15 @@ with st.expander("Advanced checks: artificial censoring, a self-check of the cen
 
 # ----------------------------------------------------------------- MC audit
 st.subheader("Monte-Carlo audit")
-ro = S.get_rollouts()
+ro = L.get_rollouts()
 if ro is None:
     st.info("No rollouts file. Give one (trajectory_id, outcome per simulated continuation of a censored run) with "
             "the upload or path source to estimate q̂_Z and compare the exact and simple scores. The WebShop-like "
             "demo has one.", icon=":material/casino:")
-elif S.is_failure(ro):
+elif L.is_failure(ro):
     C.show_failure(ro)
 else:
-    au = S.get_mc_audit(cfg)
+    au = Rs.mc_audit(a=Rs.analysis(cfg))
     qz = au.qz.set_index("trajectory_id").reindex(t.loc[cens, "trajectory_id"].astype(str))
     audit = pd.DataFrame({"trajectory_id": qz.index, "q_hat": qz["q_hat"].to_numpy(), "q_se": qz["se"].to_numpy(),
                           "n_rollouts": qz["n_rollouts"].to_numpy(), "q_log": t.loc[cens, "q_z"].to_numpy()})

@@ -9,6 +9,7 @@ import streamlit as st
 from tpsviz import figures as F
 
 from pages._ui import common as C
+from pages._ui import results as Rs
 from pages._ui import state as S
 from pages._ui import compute as V
 from tpsviz.export import safe_csv
@@ -18,7 +19,7 @@ cfg, data = C.page("Export",
                    "Everything below uses the current settings (shown in the banner and written into every file).")
 src = S.current_source()
 stem = S.safe_filename(f"tpsviz_{src.name.rsplit('.', 1)[0]}")
-res = S.get_tps(cfg)
+res = Rs.tps(a=Rs.analysis(cfg))
 
 
 def _settings_columns() -> dict:

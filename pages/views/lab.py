@@ -4,6 +4,7 @@ what TPS sees — for stakeholders."""
 import streamlit as st
 
 from pages._ui import common as C
+from pages._ui import results as Rs
 from pages._ui import state as S
 from pages._ui import compute as V
 
@@ -52,7 +53,7 @@ st.markdown(f"{icon} **{s.verdict.status}.** {s.verdict.reason}")
 # ----------------------------------------------------------------- why not AUROC
 st.subheader("Why AUROC and ECE are not enough")
 demos = V.why_not_auroc(cfg, data)
-views = V.demo_views(demos, cfg, S.colors(data))
+views = V.demo_views(demos, cfg, Rs.colors(data))
 st.caption(f"Built on the {data.n_trajectories:,} runs of this log with the current α, β, "
            f"schedule, censoring mode and ε (the CLI and the report use the same functions). Grey bars are the "
            f"modified forecasts; the others keep their predictor's colour. TPS in {cfg.unit} per run (↑ better); "

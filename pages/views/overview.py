@@ -11,16 +11,19 @@ import streamlit as st
 from pages._ui import common as C
 from pages._ui import reading as R
 from pages._ui import compute as V
+from pages._ui import results as Rs
+from pages._ui import loading as L
 from pages._ui import state as S
 from pages._ui.text import code
 from tpsviz import figures as F
 from tpsviz.diagnostics import METRIC_INFO
+from tpsviz.groups import group_columns
 from tpsviz.schema import clean_text
 
 cfg, data = C.page("Overview / Compare",
                    "Which uncertainty signal is most honest? TPS rewards reporting the true probability of success "
                    "at every step; AUROC/AUPRC only check ranking and T-ECE only bin-level calibration.")
-large = S.is_large(data)
+large = L.is_large(data)
 verdict_box = st.container()  # filled last: the verdict's tests run after the leaderboard is drawn
 
 # ----------------------------------------------------------------- dataset summary
@@ -57,17 +60,33 @@ else:
 
 # ----------------------------------------------------------------- leaderboard
 st.subheader("Leaderboard")
-warn = S.get_caveats(cfg)
+warn = Rs.caveats(a=Rs.analysis(cfg))
 for w in warn.log:
     st.warning(C.md(w), icon=":material/warning:")
 if lb["infinite_note"]:
     st.warning(lb["infinite_note"], icon=":material/all_inclusive:")
 h = C.column_help()
-ci_help = h["CI"] if lb["ci_how"] == "bootstrap" else "Bootstrap off (0 replicates): mean ± 1.96 SE, a normal approximation."
 board = st.empty()
 
 
-def _show_board(tab):
+def _ci_help(lb) -> str:
+    if lb["ci_how"] == "bootstrap":
+        return h["CI"]
+    if large and cfg.n_boot:
+        return "Mean ± 1.96 SE while the bootstrap CI is computed (large log)."
+    return "Bootstrap off (0 replicates): mean ± 1.96 SE, a normal approximation."
+
+
+def _ci_text(lb) -> str:
+    if lb["ci_how"] == "bootstrap":
+        return f"95% percentile bootstrap CI over trajectories ({cfg.n_boot} replicates)"
+    if large and cfg.n_boot:
+        return "95% interval = mean ± 1.96 SE for now: the bootstrap CI is being computed (large log)"
+    return "95% interval = mean ± 1.96 SE (bootstrap off; raise it in the sidebar's Uncertainty box)"
+
+
+def _show_board(lb):
+    tab, ci_help = lb["table"], _ci_help(lb)
     board.dataframe(
         tab, hide_index=True, width="stretch",
         column_config={
@@ -86,19 +105,27 @@ def _show_board(tab):
         })
 
 
-_show_board(lb["table"])
-ci_text = (f"95% percentile bootstrap CI over trajectories ({cfg.n_boot} replicates)" if lb["ci_how"] == "bootstrap"
-           else "95% interval = mean ± 1.96 SE (bootstrap off; raise it in the sidebar's Uncertainty box)")
-st.caption(f"TPS in {cfg.unit} per trajectory, higher is better, 0 is perfect; {ci_text}. **Skill** = 1 − TPS/TPS_ref "
-           f"against the constant forecast **F ≡ {lb['ref_rate']:.3f}**, the {lb['ref_rule']} — under "
-           f"{S.censoring_label(cfg)} this is the constant the score itself rewards, so a predictor that always says "
-           f"{lb['ref_rate']:.3f} has skill 0 (mean TPS_ref {C.fmt(lb['ref_mean'])} over all scored runs). "
-           f"AUROC and T-ECE use the steps of complete runs only (they need an outcome).")
+board_caption = st.empty()
+
+
+def _show_caption(lb):
+    board_caption.caption(
+        f"TPS in {cfg.unit} per trajectory, higher is better, 0 is perfect; {_ci_text(lb)}. **Skill** = 1 − "
+        f"TPS/TPS_ref against the constant forecast **F ≡ {lb['ref_rate']:.3f}**, the {lb['ref_rule']} — under "
+        f"{Rs.censoring_label(cfg)} this is the constant the score itself rewards, so a predictor that always says "
+        f"{lb['ref_rate']:.3f} has skill 0 (mean TPS_ref {C.fmt(lb['ref_mean'])} over all scored runs). "
+        f"AUROC and T-ECE use the steps of complete runs only (they need an outcome).")
+
+
+_show_board(lb)
+_show_caption(lb)
 pred_warn = [w for n in cfg.predictors for w in warn.predictors.get(n, [])]
 if pred_warn:
     st.warning("\n".join("- " + C.md(w) for w in pred_warn), icon=":material/warning:")
 details = st.expander("All columns: SE, per-step TPS, skill CI, AUPRC, metric CIs, final-step metrics")
-C.plot(lb["figure"], "overview_leaderboard", name="Leaderboard")
+board_figure = st.empty()
+with board_figure:  # a large log's points first (their figure is replaced once the CIs are in)
+    C.plot(lb["figure"], "overview_leaderboard_points" if large else "overview_leaderboard", name="Leaderboard")
 
 # ----------------------------------------------------------------- compare
 st.subheader("Paired comparison against a baseline")
@@ -134,20 +161,24 @@ if len(preds) >= 2:
 else:
     cmp_box.info("Select at least two predictors in the sidebar to compare them.")
 
-# ----------------------------------------------------------------- slow parts last (metric bootstraps)
+# ----------------------------------------------------------------- slow parts last (the bootstraps)
 if large:
-    with st.spinner(f"Metric CIs ({S.metric_boot(cfg)} replicates over {data.n_steps:,} rows)…"):
+    with st.spinner(f"Bootstrap CIs ({cfg.n_boot} replicates of TPS and skill, {Rs.metric_boot(cfg)} of the metrics "
+                    f"over {data.n_steps:,} rows)…"):
         lb = V.leaderboard(cfg, data, ci=True)
-    _show_board(lb["table"])
+    _show_board(lb)
+    _show_caption(lb)
+    with board_figure:
+        C.plot(lb["figure"], "overview_leaderboard", name="Leaderboard")
 with details:
     st.dataframe(lb["details"], hide_index=True, width="stretch")
-    st.caption(f"TPS interval as above; {S.metric_boot_note(cfg)}; metric CIs resample trajectories. "
+    st.caption(f"TPS interval as above; {Rs.metric_boot_note(cfg)}; metric CIs resample trajectories. "
                "'per weighted step' = Σ TPS_i / Σ w_t, a display normalisation, not the score.")
 if len(preds) >= 2:
     cmp = V.compare(cfg, data, baseline, metrics=True)
     cmp_table.dataframe(cmp["table"], hide_index=True, width="stretch", column_config=cmp_cols)
     cmp_caption.caption(f"TPS on {int(cmp['raw']['n_runs'].max()) if len(cmp['raw']) else 0:,} runs, paired by "
-                        f"trajectory; AUROC and T-ECE on the {len(comp):,} complete runs ({S.metric_boot_note(cfg)}).")
+                        f"trajectory; AUROC and T-ECE on the {len(comp):,} complete runs ({Rs.metric_boot_note(cfg)}).")
     msgs = V.disagreements(cfg, cmp["raw"], baseline)
     with callout:
         if msgs:
@@ -188,7 +219,7 @@ mode = st.radio("Compare", ["groups of this log", "this log with a second log"],
                      "(a candidate) and compare it with this one (the baseline) on their common predictors.")
 pair_opts = ["auto", "none"]
 if mode == "groups of this log":
-    cols = S.group_columns(data)
+    cols = group_columns(data)
     if not cols:
         st.caption("This log has no run-level column with 2 to 50 values (model, agent, prompt, task family…) to "
                    "split its runs by. Compare it with a second log instead.")
@@ -236,11 +267,11 @@ else:
                                help="auto: pair by a task/task_id/task_name column with at least 10 tasks in both "
                                     "logs; none: unpaired.")
         try:
-            out = S.get_two_logs(cand, pair_on, cfg)
+            out = Rs.two_logs(cand, pair_on, a=Rs.analysis(cfg))
         except ValueError as e:
             st.info(f"These two logs cannot be compared: {C.md(e)}")
         else:
-            if S.is_failure(out):  # about the candidate only: this log is fine
+            if L.is_failure(out):  # about the candidate only: this log is fine
                 st.error(f"**The candidate log {code(up.name, 60)} cannot be used** (this log is fine): "
                          + "; ".join(C.md(p, 300) for p in out.problems[:5])
                          + ". Upload another candidate log.", icon=":material/block:")
@@ -265,4 +296,4 @@ with verdict_box:
                     "wrongly fail a truthful predictor in about 5% of logs.\n\n"
                     + "\n".join(f"1. **{C.md(label)}**: {C.md(rule)}" for label, rule in RULES)
                     + "\n\nSuccess is counted as the score counts it: under the current censoring mode, "
-                    + C.md(S.censoring_label(cfg)) + ". Details: docs/theory.md §8.")
+                    + C.md(Rs.censoring_label(cfg)) + ". Details: docs/theory.md §8.")

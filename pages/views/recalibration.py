@@ -6,6 +6,7 @@ import streamlit as st
 
 from pages._ui import common as C
 from pages._ui import compute as V
+from pages._ui import results as Rs
 from pages._ui import state as S
 from tpsviz import figures as F
 from tpsviz.claims import is_clear, z_text
@@ -101,12 +102,12 @@ focus = st.selectbox("Before / after for", names, index=names.index(focus), key=
                      help="Compare a recalibrated predictor with its source.")
 r = next(S.parse_recal(s) for s in specs if S.parse_recal(s)["name"] == focus)
 pair = [p for p in (r["source"], focus) if p in data.predictors]
-allc = S.colors(data)
+allc = Rs.colors(data)
 colors = {p: allc[p] for p in pair}
 
 # ----------------------------------------------------------------- before / after
-res = S.get_tps(cfg, predictors=pair)
-met = S.get_metrics(cfg, predictors=pair)
+res = Rs.tps(a=Rs.analysis(cfg, predictors=pair))
+met = Rs.metrics_now(predictors=pair)
 rows = []
 for p in pair:
     s_ = res.summary.loc[p]
@@ -120,10 +121,10 @@ st.dataframe(pd.DataFrame(rows), hide_index=True, width="stretch", column_config
     "TPS": st.column_config.TextColumn(f"TPS ({cfg.unit}/run)", help=h["TPS"]),
     "AUROC": st.column_config.TextColumn(help=h["AUROC"]),
     "T-ECE": st.column_config.TextColumn(help=h["T-ECE"])})
-st.caption(f"TPS interval: {cfg.n_boot} bootstrap replicates; {S.metric_boot_note(cfg)}.")
+st.caption(f"TPS interval: {cfg.n_boot} bootstrap replicates; {Rs.metric_boot_note(cfg)}.")
 if len(pair) == 2:
-    ct, _ = S.get_compare_tps(pair[0], cfg, predictors=pair)
-    cm = S.get_compare_metrics(pair[0], cfg, predictors=pair)
+    ct, _ = Rs.compare_tps(pair[0], a=Rs.analysis(cfg, predictors=pair))
+    cm = Rs.compare_metrics_now(pair[0], predictors=pair)
     r = ct.loc[focus]
     m = cm.loc[focus]
     zt, za = r["tps_z"], m["auroc_z"]
@@ -142,6 +143,6 @@ if len(pair) == 2:
                    "honest than the original ones on these runs.", icon=":material/warning:")
 else:
     st.caption("The source is a raw signal (not a probability): only the recalibrated predictor can be scored.")
-panels, _ = S.get_reliability("all", None, False, 10, cfg, pair)
+panels, _ = Rs.reliability("all", None, False, 10, a=Rs.analysis(cfg, predictors=pair))
 C.plot(F.reliability_figure(panels, colors, "Reliability before and after (all steps, complete runs)"), "recal_rel",
        name="Recalibration: reliability before/after")

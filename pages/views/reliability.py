@@ -4,12 +4,13 @@ intervals, CORP isotonic curves with consistency bands, histograms, and MCB/DSC/
 import streamlit as st
 
 from pages._ui import common as C
+from pages._ui import results as Rs
 from pages._ui import state as S
 from tpsviz import figures as F
 
 cfg, data = C.page("Reliability",
                    "A calibrated predictor's forecasts of 0.7 come true 70% of the time: its curve follows the diagonal.")
-colors = S.selected_colors(cfg, data)
+colors = Rs.selected_colors(cfg, data)
 preds = list(cfg.predictors)
 
 c = st.columns([2, 1]) + st.columns([1, 1])  # two rows: no label cut off at 800 px
@@ -26,7 +27,7 @@ pseudo = c[3].toggle("Censored = failure", False, key="rel_pseudo",
 if len(preds) > 6:
     st.info(f"{len(preds)} predictors selected: the diagrams show the first 6 (choose fewer in the sidebar).")
 shown = preds[:6]
-panels, hists = S.get_reliability(scope, step if scope == "step" else None, pseudo, n_bins, cfg, shown)
+panels, hists = Rs.reliability(scope, int(step) if scope == "step" else None, pseudo, n_bins, a=Rs.analysis(cfg, predictors=shown))
 label = {"all": "all steps", "step": f"step t = {step}", "final": "final step"}[scope]
 lab_y = "pseudo-labels (censored = failure)" if pseudo else "complete runs"
 if not panels:
@@ -47,8 +48,8 @@ C.plot(F.reliability_figure(panels, colors, f"Reliability, {label}, {lab_y}"), "
                f"isotonic recalibration of the forecasts; grey: 90% consistency band — where the line would fall if the "
                f"forecasts were calibrated. n = {n_pairs:,} (trajectory, step) pairs from {n_traj:,} runs; intervals treat "
                f"steps as independent, so they are optimistic.")
-dec, by_step = S.get_decomposition(scope, step if scope == "step" else None, pseudo, cfg, by_step=scope == "all",
-                                   preds=shown)
+dec, by_step = Rs.decomposition(scope, int(step) if scope == "step" else None, pseudo, by_step=scope == "all",
+                                 a=Rs.analysis(cfg, predictors=shown))
 C.plot(F.histogram_figure(hists, {k: v for k, v in colors.items() if k in shown}), "rel_hist",
        name="Forecast histograms", caption="Sharpness: where the forecasts sit. A spike near 1 = saturated confidence.")
 if len(dec):

@@ -5,13 +5,14 @@ import pandas as pd
 import streamlit as st
 
 from pages._ui import common as C
+from pages._ui import results as Rs
 from pages._ui import state as S
 from tpsviz import figures as F
 
 cfg, data = C.page("Step contributions",
                    "TPS is a sum over steps of w_t·S(F_t, Y). Each cell below is one step's contribution: 0 is perfect, "
                    "more negative means more score lost there.")
-colors = S.selected_colors(cfg, data)
+colors = Rs.selected_colors(cfg, data)
 preds = list(cfg.predictors)
 
 # ----------------------------------------------------------------- heatmap
@@ -21,7 +22,7 @@ pred = st.selectbox("Predictor for the heatmap", preds, index=preds.index(defaul
                     format_func=F.display_name,
                     help="Whose per-step contributions w_t·S are drawn. Rows: successes, then failures, then "
                          "censored runs; within each, shorter runs first.")
-h = S.get_heatmap(pred, cfg)
+h = Rs.heatmap(pred, a=Rs.analysis(cfg))
 note = (f"{h['n_trajectories']} runs shown as {len(h['band_size'])} rows (each row averages consecutive runs "
         f"in this order)." if h["aggregated"] else f"{h['n_trajectories']} runs, one per row.")
 C.plot(F.contribution_heatmap_figure(h, pred, cfg.alpha, cfg.beta), "steps_heatmap",
@@ -30,7 +31,7 @@ C.plot(F.contribution_heatmap_figure(h, pred, cfg.alpha, cfg.beta), "steps_heatm
 
 # ----------------------------------------------------------------- mean by step
 st.subheader("Mean contribution by step")
-means = S.get_step_means(cfg)
+means = Rs.step_means(a=Rs.analysis(cfg))
 C.plot(F.step_means_figure(means, colors, cfg.alpha, cfg.beta), "steps_means",
        caption=f"Mean of w_t·S over the runs that reach step t (band ±1 SE; n per step on hover). "
                f"{cfg.unit}, higher is better.", name="Mean contribution by step")
@@ -50,7 +51,7 @@ tid = c2.selectbox(f"Trajectory ({len(sub):,} {g}; longest first" + (", first 2,
 row = t[t["trajectory_id"].astype(str) == tid].iloc[0]
 code = int(t.index[t["trajectory_id"].astype(str) == tid][0])
 steps = data.steps[data.steps["traj"].to_numpy() == code]
-res = S.get_tps(cfg)
+res = Rs.tps(a=Rs.analysis(cfg))
 qz_used = res.per_trajectory.loc[res.per_trajectory["trajectory_id"].astype(str) == tid, "q_z_used"]
 qz = float(qz_used.iloc[0]) if len(qz_used) and np.isfinite(qz_used.iloc[0]) else None
 fig = F.trajectory_figure(steps, preds, colors, row["outcome"], bool(row["censored"]), qz,

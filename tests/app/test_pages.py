@@ -305,9 +305,9 @@ def test_lab_demo_two_gives_tps_difference_with_ci():
 
 
 def test_large_log_shows_points_first_then_full_metric_cis(tmp_path, monkeypatch):
-    from pages._ui import state as S
+    from pages._ui import loading as L
 
-    monkeypatch.setattr(S, "LARGE_ROWS", 1000)  # the demo counts as large
+    monkeypatch.setattr(L, "LARGE_ROWS", 1000)  # the demo counts as large
     at = _webshop()
     assert not at.exception
     # the metric CIs, filled in last, use as many replicates as the TPS CI (the default 2,000)

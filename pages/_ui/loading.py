@@ -1,0 +1,177 @@
+"""Loading a source into a validated log, cached in the shared result cache (docs/architecture.md).
+
+- :func:`load_base`: the log of a :class:`state.Source` as read (or a :class:`LoadFailure`).
+- :func:`prepared`: that log after the metadata filters and the recalibrations.
+- :func:`get_rollouts`: the source's rollouts table, if any.
+
+A log is keyed on ``Source.key`` alone (the bytes or file stamp and the reading options); what
+is computed from it is keyed on :func:`result_key`, which adds the rollouts. Failures that the
+bytes decide are cached as ``LoadFailure``; failures that may pass (a missing file, memory) are
+reported and never cached.
+"""
+
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+
+import streamlit as st
+
+import tpsviz
+from tpsviz.cancel import Cancelled
+from tpsviz.files import CANNOT_OPEN, PathRefused
+from tpsviz.selection import filter_mask
+
+from .memo import give_back, memo
+from .state import SEED, Config, Source, current, current_source, data_roots, parse_recal
+from .text import md
+
+__all__ = ["LoadFailure", "is_failure", "load_base", "prepared", "get_data", "result_key",
+           "get_rollouts", "LARGE_ROWS", "is_large"]
+
+
+class LoadFailure:
+    """A file that cannot be used, with the problems found (cached: the bytes decide it)."""
+
+    def __init__(self, source: str, problems: list[str]):
+        self.source = source
+        self.problems = problems
+
+
+def is_failure(obj) -> bool:
+    return isinstance(obj, LoadFailure)
+
+
+_LOADS = threading.BoundedSemaphore(2)   # logs parsed at once (each can take GBs at the row cap)
+
+
+@memo(max_entries=6, spinner="Reading and validating the log…")
+def _load(key: str, _src: Source):
+    """The validated log, or a LoadFailure for a file that cannot be used (cached: the key
+    pins the bytes). Failures that may pass (a missing file, memory) raise instead: they are
+    never cached."""
+    if _src.kind == "refused":
+        raise PathRefused()
+    with _LOADS:
+        try:
+            forecasts = _src.forecasts_raw or _src.forecasts_path
+            if _src.parts:
+                return tpsviz.load(list(_src.parts), options=_src.options, forecasts=forecasts)
+            if _src.raw is not None:
+                return tpsviz.load(_src.raw, name=_src.name, options=_src.options, forecasts=forecasts)
+            if _src.kind == "path":  # every file read stays under the data roots
+                return tpsviz.load(Path(_src.path), name=_src.name, options=_src.options,
+                                   forecasts=forecasts, read=_rooted_read)
+            return tpsviz.load(_src.path, name=_src.name)
+        except tpsviz.LogFormatError as e:
+            give_back()  # a refused file may have been parsed half-way: return that memory
+            return LoadFailure(e.source, e.problems)
+
+
+def _rooted_read(path, max_bytes: int, label: str) -> bytes:
+    """Read one file for a server-path load, refusing anything outside the data roots."""
+    return data_roots().read(str(path), max_bytes=max_bytes, label=label)
+
+
+def load_base(src: Source):
+    """TrajectoryData or LoadFailure for the source (cached by its key, except failures that
+    may pass: those are reported every time and never cached)."""
+    try:
+        return _load(src.key, src)
+    except PathRefused:
+        return LoadFailure("server path", [CANNOT_OPEN])
+    except MemoryError:
+        give_back()
+        return LoadFailure(src.name, ["the server ran out of memory reading this log; try a "
+                                      "smaller file, or ask the administrator to lower "
+                                      "TPSVIZ_MAX_ROWS"])
+    except OSError as e:  # FileRefused and friends: the message names no content
+        return LoadFailure(src.name, [str(e)])
+    except Cancelled:
+        raise
+    except Exception as e:  # never a traceback in the page
+        return LoadFailure(src.name, [f"the file could not be read ({type(e).__name__})"])
+
+
+@memo(max_entries=6, spinner="Applying filters and recalibration…")
+def _prepared(key: str, filters: tuple, recal: tuple, _src: Source):
+    from tpsviz.calibrate import add_recalibrated
+
+    base = load_base(_src)
+    if isinstance(base, LoadFailure):
+        return base, []
+    data = base.subset(filter_mask(base, filters))
+    problems = []
+    for spec in recal:
+        r = parse_recal(spec)
+        if r is None:
+            problems.append(f"a recalibration in the settings ({md(spec, 60)}) is malformed and was ignored")
+            continue
+        try:
+            data, _ = add_recalibrated(data, r["source"], r["method"], folds=r["folds"],
+                                       per_step=r["per_step"], seed=SEED, name=r["name"])
+        except Exception as e:
+            problems.append(f"recalibration of {md(r['source'], 60)} by {r['method']} failed: {md(e, 300)}")
+    return data, problems
+
+
+def prepared(src: Source, filters: tuple, recal: tuple):
+    """(TrajectoryData | LoadFailure, problems): the source's log, filtered and recalibrated."""
+    return _prepared(src.key, filters, recal, src)
+
+
+def result_key(src: Source) -> str:
+    """Cache key of results computed on a source: the log's key and its rollouts file (q_Z from rollouts
+    changes the scores; adversarial pass 4 found two rollouts files sharing cached results). A loaded or
+    filtered log itself is keyed on ``src.key`` alone (_load, _prepared): it does not depend on rollouts."""
+    return f"{src.key}|rollouts={src.rollouts_key or ''}"
+
+
+def get_data(cfg: Config | None = None, src: Source | None = None):
+    """(TrajectoryData | LoadFailure, problems) for the current settings."""
+    cfg = cfg or current()
+    src = src or current_source()
+    seen = st.session_state.get("_base")  # what the sidebar loaded in this run
+    if seen is not None and seen[0] == src.key and is_failure(seen[1]):
+        return seen[1], []  # one answer per run, also for a failure that is not cached
+    return prepared(src, cfg.filters, cfg.recal)
+
+
+LARGE_ROWS = 200_000          # above this many step rows, the Overview shows point estimates before CIs
+
+
+def is_large(data) -> bool:
+    return getattr(data, "n_steps", 0) > LARGE_ROWS
+
+
+# ----------------------------------------------------------------------------- rollouts
+@memo(max_entries=6)
+def _rollouts(key: str, _src: Source):
+    """The validated rollouts table (tpsviz.audit.load_rollouts), or a LoadFailure."""
+    from tpsviz.audit import load_rollouts
+
+    name = _src.rollouts_name or "rollouts"
+    if _src.rollouts_raw is None and _src.rollouts_path is None:
+        return LoadFailure(name, [CANNOT_OPEN])  # a refused server path
+    try:
+        if _src.rollouts_raw is not None:
+            return load_rollouts(_src.rollouts_raw, name=name)
+        return load_rollouts(data_roots().read(_src.rollouts_path, label="rollouts path"), name=name)
+    except tpsviz.LogFormatError as e:
+        return LoadFailure(e.source, e.problems)
+    except PathRefused:
+        return LoadFailure("rollouts path", [CANNOT_OPEN])
+    except OSError as e:  # too large: the message names the limit, no content
+        return LoadFailure(name, [str(e)])
+    except Cancelled:
+        raise
+    except Exception as e:  # never a traceback in the page
+        return LoadFailure(name, [f"the rollouts file could not be read ({type(e).__name__})"])
+
+
+def get_rollouts(src: Source | None = None):
+    """Validated rollouts table, a LoadFailure, or None when the source has no rollouts."""
+    src = src or current_source()
+    if src is None or src.rollouts_key is None:
+        return None
+    return _rollouts(src.rollouts_key, src)

@@ -1,0 +1,420 @@
+"""Every result a page shows, computed by the core and cached once (docs/architecture.md, "Analysis").
+
+An :class:`Analysis` is a frozen, hashable description of what is analysed: the log (its key
+with its rollouts), the metadata filters, the recalibrations, the predictors and the
+``ScoreSettings`` (with the q_Z source of exact mode). Each result below is one core call,
+declared with :func:`result`, which caches it in the shared cache (``memo``) under the parts of
+the analysis it depends on, and nothing else:
+
+- ``keep`` names those parts; reliability diagrams keep none of the score's settings, so moving
+  α or β recomputes nothing there, and a verdict's tests keep only the labels (censoring, q_Z);
+- ``per_predictor`` results are cached one predictor at a time and combined, so deselecting a
+  predictor or adding a recalibrated one computes only what is new.
+
+Pages call a result with no analysis for the current settings (``tps()``), or with one they
+changed (``tps(analysis(censoring="exact"))``). A computation receives the analysis reduced to
+its key (so it cannot use what it is not keyed on) and an :class:`Inputs` (the prepared log, the
+source, the q_Z of exact mode).
+"""
+
+from __future__ import annotations
+
+import functools
+from contextlib import nullcontext
+from dataclasses import dataclass, fields, replace
+
+import pandas as pd
+import streamlit as st
+
+import tpsviz
+from tpsviz import figures as F
+from tpsviz.tps import CENSORING_LABELS, ScoreSettings, TPSResult
+
+from .loading import get_data, get_rollouts, is_failure, prepared, result_key
+from .memo import memo
+from .state import SEED, Config, Source, current, current_source
+
+SETTINGS = tuple(f.name for f in fields(ScoreSettings))   # alpha, beta, schedule, censoring, eps, n_boot, level, seed
+ALL = SETTINGS + ("qz",)   # "qz": the q_Z source counts even when the censoring mode is not exact
+_DEFAULT = ScoreSettings()
+
+
+@dataclass(frozen=True)
+class Analysis:
+    """What is analysed: hashable, the key of every cached result.
+
+    Attributes
+    ----------
+    data : str
+        The log and its rollouts (``loading.result_key``).
+    filters, recal : tuple
+        Metadata filters (``selection.filter_mask``) and recalibration specs (``state.parse_recal``).
+    predictors : tuple of str
+    settings : ScoreSettings
+        α, β, schedule, censoring, ε, bootstrap replicates, level, seed.
+    qz : tuple
+        (source, constant) of q_Z in exact mode (``tpsviz.audit.qz_for_source``).
+    """
+
+    data: str
+    filters: tuple = ()
+    recal: tuple = ()
+    predictors: tuple = ()
+    settings: ScoreSettings = _DEFAULT
+    qz: tuple = ("log", 0.5)
+
+    def key(self, keep: tuple) -> "Analysis":
+        """This analysis reduced to the parts in ``keep`` (the others at their defaults). q_Z
+        counts only in exact mode unless ``"qz"`` is kept explicitly."""
+        s = ScoreSettings(**{f: getattr(self.settings if f in keep else _DEFAULT, f) for f in SETTINGS})
+        exact = "censoring" in keep and s.censoring == "exact"
+        return replace(self, settings=s, qz=self.qz if ("qz" in keep or exact) else ())
+
+
+def analysis(cfg: Config | None = None, src: Source | None = None, *, predictors=None,
+             censoring: str | None = None, n_boot: int | None = None) -> Analysis:
+    """The analysis of the current settings (the sidebar's), optionally changed."""
+    cfg = cfg or current()
+    src = src or current_source()
+    return Analysis(data=result_key(src), filters=cfg.filters, recal=cfg.recal,
+                    predictors=tuple(cfg.predictors if predictors is None else predictors),
+                    settings=cfg.score_settings(censoring=censoring, n_boot=n_boot),
+                    qz=(cfg.qz_source, float(cfg.qz_const)))
+
+
+@dataclass(frozen=True)
+class Inputs:
+    """What a computation reads besides its analysis: the prepared log and its source."""
+
+    data: object
+    src: Source
+    qz: tuple
+
+    def q_z(self, censoring: str | None = None, settings: ScoreSettings | None = None):
+        """``q_z`` for compute_tps: the chosen q_Z source in exact mode (``censoring``), else None."""
+        if (censoring or (settings.censoring if settings else "exact")) != "exact" or not self.qz:
+            return None
+        return qz_choice(self.data, self.src, self.qz)[0]
+
+
+def qz_choice(data, src: Source, qz: tuple):
+    """(q_z, note) of tpsviz.audit.qz_for_source with the source's rollouts."""
+    from tpsviz.audit import qz_for_source
+
+    source, const = qz
+    ro = get_rollouts(src) if source == "rollouts" else None
+    return qz_for_source(data, source, const, None if ro is None or is_failure(ro) else ro)
+
+
+def result(spinner: str, keep: tuple = SETTINGS, max_entries: int = 24, per_predictor=None):
+    """Declare a cached result: ``fn(a, x, *args, **kw)`` → ``fn(*args, a=None, src=None, **kw)``.
+
+    Parameters
+    ----------
+    spinner : str
+        Shown while it is computed.
+    keep : tuple of str
+        The parts of the analysis it depends on: fields of ScoreSettings (default: all; the q_Z
+        source then counts in exact mode only) and ``"qz"`` (always).
+    max_entries : int
+        Most results kept (per predictor for ``per_predictor`` results).
+    per_predictor : callable, optional
+        Cache one result per predictor and combine the list with this function.
+    """
+
+    def wrap(fn):
+        def compute(key: Analysis, args: tuple, kw: tuple, _src: Source):
+            data, _ = prepared(_src, key.filters, key.recal)
+            return fn(key, Inputs(data, _src, key.qz), *args, **dict(kw))
+
+        compute.__module__, compute.__qualname__ = fn.__module__, fn.__qualname__
+        cached = memo(max_entries=max_entries)(compute)
+
+        @functools.wraps(fn)
+        def call(*args, a: Analysis | None = None, src: Source | None = None, **kw):
+            a = a or analysis()
+            src = src or current_source()
+            k, kw = a.key(keep), tuple(sorted(kw.items()))
+            names = list(dict.fromkeys(k.predictors))
+            keys = [k] if per_predictor is None or not names else [replace(k, predictors=(n,)) for n in names]
+            # one spinner for all that is missing (a spinner per cached part costs a thread each)
+            busy = st.spinner(spinner) if not all(cached.has(x, args, kw, src) for x in keys) else nullcontext()
+            with busy:
+                parts = [cached(x, args, kw, src) for x in keys]
+            return parts[0] if per_predictor is None or not names else per_predictor(parts)
+
+        return call
+
+    return wrap
+
+
+def _concat(parts):
+    return pd.concat(parts) if parts else pd.DataFrame()
+
+
+def _merge(parts):
+    return {k: v for p in parts for k, v in p.items()}
+
+
+# ----------------------------------------------------------------------------- TPS and skill
+@result("Scoring…", keep=tuple(f for f in SETTINGS if f != "n_boot"), per_predictor=TPSResult.combine,
+        max_entries=192)
+def tps_points(a, x):
+    """tps.compute_tps without the bootstrap (means and SEs): what a page shows first."""
+    return tpsviz.compute_tps(x.data, replace(a.settings, n_boot=0), list(a.predictors),
+                              q_z=x.q_z(settings=a.settings))
+
+
+@result("Bootstrap CIs of TPS…", per_predictor=TPSResult.combine, max_entries=192)
+def tps(a, x):
+    """tps.compute_tps under the analysis: the point result with its bootstrap CIs added
+    (TPSResult.with_intervals; the same numbers, the log is not scored again)."""
+    return tps_points(a=a, src=x.src).with_intervals(a.settings.n_boot)
+
+
+@result("Base-rate reference…", keep=tuple(f for f in SETTINGS if f != "n_boot"))
+def reference(a, x):
+    """diagnostics.base_rate_reference: the constant success-rate forecast, scored once for every
+    predictor (no bootstrap)."""
+    from tpsviz.diagnostics import base_rate_reference
+
+    ref = base_rate_reference(x.data, replace(a.settings, n_boot=0), x.q_z(settings=a.settings))
+    return replace(ref, result=None)  # its full result holds a copy of the log: not kept
+
+
+@result("Skill against the base rate…", per_predictor=_concat, max_entries=192)
+def skill(a, x):
+    """diagnostics.skill_table: ``ref_rate``, ``ref_rule`` and ``tps_ref`` = the reference's mean
+    TPS on each predictor's own (run, step) rows, and the skill with its bootstrap."""
+    from tpsviz.diagnostics import skill_table
+
+    return skill_table(x.data, a.settings, list(a.predictors), q_z=x.q_z(settings=a.settings),
+                       n_boot=a.settings.n_boot, result=tps(a=a, src=x.src),
+                       reference=reference(a=replace(a, predictors=()), src=x.src))
+
+
+@result("Verdict tests…", keep=("censoring", "level", "seed"), per_predictor=_merge, max_entries=192)
+def verdict_statistics(a, x):
+    """verdict.verdict_statistics per predictor: keyed on the labels (censoring, q_Z), not on α/β,
+    the schedule or ε, so moving a slider or deselecting a predictor recomputes nothing."""
+    from tpsviz.verdict import verdict_statistics as stats
+
+    q = x.q_z(settings=a.settings)
+    return {n: stats(x.data, replace(a.settings, n_boot=0), n, q_z=q) for n in a.predictors}
+
+
+def verdicts(a: Analysis | None = None) -> dict:
+    """verdict.verdicts of the analysis's predictors (the skill only with ≥ 200 replicates)."""
+    from tpsviz.verdict import verdicts as decide
+
+    a = a or analysis()
+    src = current_source()
+    data, _ = prepared(src, a.filters, a.recal)
+    sk = skill(a=a) if a.settings.n_boot >= 200 else None
+    q = Inputs(data, src, a.qz).q_z(settings=a.settings)
+    return decide(data, a.settings, list(a.predictors), q_z=q, skill=sk, statistics=verdict_statistics(a=a),
+                  result=tps(a=a))
+
+
+@result("Checking for warnings…", keep=tuple(f for f in SETTINGS if f != "n_boot"))
+def caveats(a, x):
+    """caveats.caveats of the predictors (from point estimates: no warning depends on a bootstrap)."""
+    from tpsviz.caveats import caveats as find
+
+    points = replace(a, settings=replace(a.settings, n_boot=0))
+    return find(x.data, a.settings, tps_points(a=a, src=x.src).summary, skill(a=points, src=x.src),
+                list(a.predictors))
+
+
+# ----------------------------------------------------------------------------- groups and logs
+@result("Scoring each group…", max_entries=12)
+def groups(a, x, by: str, base: str | None, pair_on: str):
+    """groups.group_table split by ``by`` and group_difference of every group against ``base``
+    (default: groups.default_base)."""
+    from tpsviz.groups import default_base, group_difference, group_table
+
+    q = x.q_z(settings=a.settings)
+    table = group_table(x.data, by, a.settings, list(a.predictors), q_z=q)
+    names = list(dict.fromkeys(table.index.get_level_values("group")))
+    base = base if base in names else default_base(table)
+    diffs = {g: group_difference(x.data, by, base, g, a.settings, list(a.predictors), q_z=q, pair_on=pair_on)
+             for g in names if g != base}
+    return table, base, diffs
+
+
+@memo(max_entries=6, spinner="Reading the candidate log and scoring both…")
+def _two_logs(a: Analysis, cand_key: str, pair_on: str, _src: Source, _cand: Source):
+    from tpsviz.groups import combine_logs, free_column, group_difference, group_table
+
+    from .loading import load_base
+
+    cand = load_base(_cand)
+    if is_failure(cand):
+        return cand
+    base, _ = prepared(_src, a.filters, a.recal)
+    column = free_column(base, cand)  # "log", or "log_2" … when a log has a column of that name
+    both = combine_logs(base, cand, column=column)
+    names = [p for p in a.predictors if p in both.predictors]
+    if not names:
+        raise ValueError("the two logs share none of the selected predictors (a predictor is compared "
+                         "only when both logs have it)")
+    table = group_table(both, column, a.settings, names)
+    diff = group_difference(both, column, "baseline", "candidate", a.settings, names, pair_on=pair_on)
+    return table, "baseline", {"candidate": diff}, [p for p in a.predictors if p not in names]
+
+
+def two_logs(cand: Source, pair_on: str = "auto", a: Analysis | None = None):
+    """The current log (baseline, filtered and recalibrated) against a second log (candidate):
+    (table, base, {"candidate": difference}, predictors left out), or the candidate's LoadFailure."""
+    a = (a or analysis()).key(ALL)
+    return _two_logs(a, cand.key, pair_on, current_source(), cand)
+
+
+# ----------------------------------------------------------------------------- paired comparisons
+@result("Paired TPS comparison…")
+def compare_tps(a, x, baseline: str):
+    """(compare.compare of TPS alone, compare.z_matrix of TPS) against ``baseline``; n_boot=0: the
+    table shows Δ, the analytic SE and Δ/SE."""
+    from tpsviz.compare import compare, z_matrix
+
+    names = tuple(dict.fromkeys(list(a.predictors) + [baseline]))
+    res = tps(a=replace(a, predictors=names), src=x.src)
+    q = x.q_z(settings=a.settings)
+    table = compare(x.data, a.settings, baseline=baseline, predictors=list(a.predictors), q_z=q, metrics=(),
+                    n_boot=0, result=res)
+    return table, z_matrix(x.data, a.settings, list(a.predictors), metric="tps", q_z=q, result=res)
+
+
+@result("Paired bootstrap of AUROC and T-ECE against the baseline…", keep=("n_boot", "seed"), max_entries=12)
+def compare_metrics(a, x, baseline: str):
+    """The rank/binned metric part of compare.compare (no α, β, schedule, censoring or ε)."""
+    from tpsviz.compare import compare
+
+    t = compare(x.data, a.settings, baseline=baseline, predictors=list(a.predictors), metrics=("auroc", "tece"))
+    return t[[c for c in t.columns if c.startswith(("auroc_", "tece_"))]]
+
+
+@result("Shift between censoring treatments…", keep=ALL)  # q_Z of exact mode whatever the current mode
+def shift(a, x, from_mode: str, to_mode: str):
+    """compare.censoring_shift between two modes (q_Z of exact mode from the chosen source)."""
+    from tpsviz.compare import censoring_shift
+
+    return censoring_shift(x.data, a.settings, list(a.predictors), from_mode, to_mode, q_z=x.q_z("exact"))
+
+
+@result("Monte-Carlo audit…", max_entries=12)
+def mc_audit(a, x):
+    """audit.mc_audit of the source's rollouts (call only when loading.get_rollouts() is a table)."""
+    from tpsviz.audit import mc_audit as audit
+
+    return audit(x.data, get_rollouts(x.src), a.settings, list(a.predictors))
+
+
+# ----------------------------------------------------------------------------- rank metrics
+@result("Computing AUROC / AUPRC / T-ECE…", keep=("eps", "n_boot", "seed"), per_predictor=_concat, max_entries=192)
+def metrics(a, x):
+    """diagnostics.metric_table (10 bins)."""
+    from tpsviz.diagnostics import metric_table
+
+    return metric_table(x.data, a.settings, list(a.predictors), n_bins=10, n_boot=a.settings.n_boot)
+
+
+def metric_boot(cfg: Config | None = None) -> int:
+    """Bootstrap replicates of AUROC/AUPRC/T-ECE: the sidebar value, or 'auto' = the TPS value."""
+    cfg = cfg or current()
+    return int(cfg.metric_boot) if cfg.metric_boot >= 0 else int(cfg.n_boot)
+
+
+def metric_boot_note(cfg: Config | None = None) -> str:
+    nb = metric_boot(cfg)
+    if nb == 0:
+        return "metric CIs off (0 replicates; raise 'Metric bootstrap' in the sidebar's Uncertainty box)"
+    return f"metric CIs from {nb} replicates"
+
+
+def metrics_now(ci: bool = True, predictors=None):
+    """metrics() of the current settings with the metric bootstrap (``ci``) or points only."""
+    return metrics(a=analysis(predictors=predictors, n_boot=metric_boot() if ci else 0))
+
+
+def compare_metrics_now(baseline: str, predictors=None):
+    return compare_metrics(baseline, a=analysis(predictors=predictors, n_boot=metric_boot()))
+
+
+# ----------------------------------------------------------------------------- why-not-AUROC demos
+@result("Building the why-not-AUROC demonstrations…", keep=tuple(f for f in ALL if f != "n_boot"), max_entries=12)
+def demos(a, x):
+    """tpsviz.demonstrators on the log; a failing demonstration gives its message instead."""
+    from tpsviz import demonstrators as D
+
+    out = {}
+    for k, fn in (("distortion", D.monotone_distortion), ("binmean", D.bin_mean_forecast),
+                  ("phimean", D.phi_mean_manipulation)):
+        try:
+            out[k] = fn(x.data, replace(a.settings, n_boot=0))
+        except ValueError as e:
+            out[k] = str(e)
+    return out
+
+
+# ----------------------------------------------------------------------------- step contributions
+@result("Aggregating per-step contributions…", max_entries=12)
+def step_means(a, x):
+    """figures.prepare_step_means of the per-step contributions w_t·S."""
+    return F.prepare_step_means(tps(a=a, src=x.src).step_contributions(list(a.predictors)))
+
+
+@result("Building the heatmap…", max_entries=12)
+def heatmap(a, x, pred: str):
+    """figures.prepare_heatmap of one predictor's per-step contributions."""
+    return F.prepare_heatmap(tps(a=a, src=x.src).step_contributions([pred]), x.data.trajectories)
+
+
+# ----------------------------------------------------------------------------- reliability
+@result("Reliability diagrams (CORP curves and consistency bands)…", keep=("seed",), max_entries=12)
+def reliability(a, x, scope: str, step, pseudo: bool, n_bins: int = 10):
+    """reliability.reliability_panels (200 consistency-band replicates)."""
+    from tpsviz.reliability import reliability_panels
+
+    return reliability_panels(x.data, list(a.predictors), scope, step, pseudo, n_bins=n_bins, n_boot=200,
+                              seed=SEED)
+
+
+@result("CORP decomposition…", keep=("alpha", "beta", "eps"))
+def decomposition(a, x, scope: str, step, pseudo: bool, by_step: bool = True):
+    """decomposition.decompose_scope under the analysis's α, β and ε."""
+    from tpsviz.decomposition import decompose_scope
+
+    s = a.settings
+    return decompose_scope(x.data, list(a.predictors), s.alpha, s.beta, s.eps, scope, step, pseudo, by_step)
+
+
+# ----------------------------------------------------------------------------- words and colours
+def censoring_label(cfg: Config | None = None, censoring: str | None = None) -> str:
+    """The censoring mode in words, with the q_Z source that is really used in exact mode."""
+    cfg = cfg or current()
+    mode = censoring or cfg.censoring
+    if mode != "exact":
+        return CENSORING_LABELS[mode]
+    if cfg.qz_source == "constant":
+        return f"exact (q_Z = {cfg.qz_const:g} for every censored run)"
+    if cfg.qz_source == "rollouts":
+        src = current_source()
+        ro = get_rollouts(src) if src is not None else None
+        if ro is not None and not is_failure(ro):
+            return "exact (q_Z = Monte-Carlo mean of the rollouts, simple where a run has none)"
+        return "exact (no usable rollouts: q_Z from the log, simple where missing)"
+    return CENSORING_LABELS["exact"]
+
+
+def colors(data=None) -> dict:
+    """Colour per predictor of the whole dataset (stable under selection)."""
+    if data is None:
+        data, _ = get_data()
+    return F.predictor_colors(list(getattr(data, "predictors", [])))
+
+
+def selected_colors(cfg: Config | None = None, data=None) -> dict:
+    cfg = cfg or current()
+    allc = colors(data)
+    return {p: allc[p] for p in cfg.predictors if p in allc}

@@ -1,0 +1,146 @@
+"""Which runs and rows an analysis looks at (tpsviz.selection), the scoped reliability and CORP
+helpers built on it, the q_Z source choice (audit.qz_for_source), and TPSResult.combine: each
+against a plain loop or the direct call it replaces."""
+
+import numpy as np
+import pandas as pd
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import tpsviz
+from tpsviz import ScoreSettings, compute_tps
+from tpsviz.audit import load_rollouts, qz_for_source, rollout_qz_series
+from tpsviz.decomposition import decompose, decompose_by_step, decompose_scope
+from tpsviz.groups import MAX_GROUPS, group_columns
+from tpsviz.reliability import corp_curve, reliability_bins, reliability_panels
+from tpsviz.scores import clip_forecasts
+from tpsviz.selection import filter_mask, scope_rows, steps_with_rows
+from tpsviz.synthetic import simulate
+from tpsviz.tps import TPSResult
+
+
+@pytest.fixture(scope="module")
+def web():
+    return tpsviz.load("demo_data/webshop-like.csv")
+
+
+def _meta_log(values, lengths):
+    rows = []
+    for i, (v, n) in enumerate(zip(values, lengths)):
+        for s in range(1, n + 1):
+            rows.append({"trajectory_id": f"r{i}", "step": s, "outcome": i % 2, "conf_a": 0.5, "model": v,
+                         "cost": float(i)})
+    return tpsviz.from_frame(pd.DataFrame(rows))
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.lists(st.sampled_from(["x", "y", "z"]), min_size=1, max_size=12), st.data())
+def test_filter_mask_against_a_loop(values, draw):
+    data = _meta_log(values, [2] * len(values))
+    chosen = tuple(draw.draw(st.lists(st.sampled_from(["x", "y", "z"]), unique=True)))
+    lo = draw.draw(st.floats(-1, 12))
+    hi = draw.draw(st.floats(-1, 12))
+    filters = (("model", "in", chosen), ("cost", "range", (lo, hi)), ("not_a_column", "in", ("q",)))
+    got = filter_mask(data, filters)
+    t = data.trajectories
+    want = [str(r["model"]) in chosen and lo <= float(r["cost"]) <= hi for _, r in t.iterrows()]
+    assert got.tolist() == want
+
+
+def test_scope_rows_against_a_loop(web):
+    steps, t = web.steps, web.trajectories
+    for scope, step, pseudo in [("all", None, False), ("all", None, True), ("final", None, False),
+                                ("step", 3, False), ("step", 3, True)]:
+        keep, y, codes = scope_rows(web, scope, step, pseudo)
+        for i in range(0, len(steps), 97):  # every 97th row, checked by hand
+            r = steps.iloc[i]
+            run = t.iloc[int(r["traj"])]
+            label = 0.0 if (pseudo and run["censored"]) else run["outcome"]
+            labelled = not np.isnan(label)
+            in_scope = {"all": True, "final": r["t"] == run["length"], "step": r["t"] == step}[scope]
+            assert keep[i] == (labelled and in_scope)
+            assert codes[i] == r["traj"]
+            if labelled:
+                assert y[i] == label
+    with pytest.raises(ValueError, match="scope"):
+        scope_rows(web, "middle")
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.lists(st.integers(1, 8), max_size=200), st.integers(1, 10))
+def test_steps_with_rows_against_a_count(ts, k):
+    t = np.array(ts, dtype=np.int64)
+    got = steps_with_rows(t, k)
+    assert got.tolist() == [ts.count(v) >= k for v in ts]
+
+
+def test_reliability_panels_are_the_direct_calls(web):
+    names = web.predictors[:3]
+    panels, hists = reliability_panels(web, names, "final", None, False, n_bins=8, n_boot=50, seed=3)
+    keep, y, _ = scope_rows(web, "final")
+    assert [p["name"] for p in panels] == names
+    for p in panels:
+        f = web.forecasts(p["name"])
+        ok = keep & np.isfinite(f)
+        pd.testing.assert_frame_equal(p["bins"], reliability_bins(f[ok], y[ok], n_bins=8))
+        pd.testing.assert_frame_equal(p["corp"], corp_curve(f[ok], y[ok], n_boot=50, seed=3))
+        assert p["n"] == ok.sum()
+    assert set(hists["predictor"]) == set(names)
+
+
+def test_decompose_scope_is_the_direct_calls(web):
+    name = "verbal"
+    pooled, by_step = decompose_scope(web, [name], 0.5, 0.5, 1e-3, "all", None, True, by_step=True)
+    keep, y, _ = scope_rows(web, "all", None, True)
+    f = web.forecasts(name)
+    ok = keep & np.isfinite(f)
+    pc, _ = clip_forecasts(f[ok], 1e-3)
+    want = decompose(pc, y[ok], 0.5, 0.5)
+    for k, v in want.items():
+        assert pooled.iloc[0][k] == pytest.approx(v, rel=1e-12, abs=1e-15)
+    t = web.steps["t"].to_numpy()[ok]
+    common = [s for s in np.unique(t) if (t == s).sum() >= 30]
+    m = np.isin(t, common)
+    ref = decompose_by_step(pc[m], y[ok][m], t[m], 0.5, 0.5)
+    pd.testing.assert_frame_equal(by_step.drop(columns="predictor"), ref)
+    _, none = decompose_scope(web, [name], 0.5, 0.5, 1e-3, by_step=False)
+    assert none.empty
+
+
+def test_qz_for_source(web):
+    q, note = qz_for_source(web, "constant", 0.3)
+    assert np.all(q == 0.3) and "0.3" in note
+    assert qz_for_source(web, "log") == (None, "q_Z from the log's q_z column")
+    q, note = qz_for_source(web, "rollouts")  # no rollouts given: the log's column
+    assert q is None and "no usable rollouts" in note
+    ro = load_rollouts("demo_data/webshop-like_rollouts.csv")
+    q, note = qz_for_source(web, "rollouts", rollouts=ro)
+    pd.testing.assert_series_equal(q, rollout_qz_series(web, ro)[0])
+    with pytest.raises(ValueError, match="q_Z source"):
+        qz_for_source(web, "oracle")
+    with pytest.raises(ValueError, match=r"\[0, 1\]"):
+        qz_for_source(web, "constant", 1.5)
+
+
+@pytest.mark.parametrize("censoring", ["simple", "complete", "exact", "upper"])
+def test_combined_results_equal_one_joint_scoring(censoring):
+    sim = simulate("webshop-like", n_trajectories=150, seed=11)
+    data = tpsviz.from_frame(sim.steps)
+    s = ScoreSettings(alpha=0.4, beta=-0.2, censoring=censoring, n_boot=200)
+    joint = compute_tps(data, s)
+    parts = TPSResult.combine([compute_tps(data, s, [p]) for p in data.predictors])
+    pd.testing.assert_frame_equal(parts.summary, joint.summary, rtol=1e-12, atol=1e-12)
+    pd.testing.assert_frame_equal(parts.tps_matrix(), joint.tps_matrix(), rtol=1e-12, atol=1e-12)
+    pd.testing.assert_frame_equal(parts.step_contributions(), joint.step_contributions(), rtol=1e-12, atol=1e-12)
+    with pytest.raises(ValueError, match="same log and settings"):
+        TPSResult.combine([joint, compute_tps(data, ScoreSettings(n_boot=0))])
+
+
+def test_group_columns():
+    data = _meta_log(["x", "y"] * 3, [1] * 6)
+    assert set(group_columns(data)) == {"model", "cost"}  # 2 and 6 values per run
+    same = _meta_log(["x"] * 4, [1] * 4)
+    assert group_columns(same) == ["cost"]  # one model: nothing to split by
+    many = _meta_log([f"m{i}" for i in range(MAX_GROUPS + 1)], [1] * (MAX_GROUPS + 1))
+    assert group_columns(many) == []  # 51 values each
