@@ -1080,3 +1080,114 @@ def test_adv6_group_values_differing_by_spaces_are_one_group():
     data = tpsviz.from_frame(pd.DataFrame(rows))
     labels = group_labels(data, "model")
     assert sorted(set(labels)) == ["X", "Y"] and (labels == "X").sum() == 20
+
+
+# --------------------------------------------------------------------------- seventh adversarial pass
+def _nested(path, n, kind):
+    """n runs of one step in the nested JSON Lines layout, each naming a field of its own."""
+    with open(path, "w") as f:
+        for i in range(n):
+            step = {"step": 1, "conf": {"a": 0.5}}
+            rec = {"trajectory_id": f"r{i}", "outcome": i % 2, "steps": [step]}
+            if kind == "conf":
+                step["conf"][f"p{i}"] = 0.5
+            elif kind == "top":
+                rec[f"m{i}"] = 1
+            else:
+                step[f"m{i}"] = 1
+            f.write(json.dumps(rec) + "\n")
+
+
+@pytest.mark.parametrize("kind,message", [("conf", "more than 64 predictors"),
+                                          ("top", "more than 1,000 distinct fields"),
+                                          ("step", "more than 1,000 distinct fields")])
+def test_adv7_nested_jsonl_width_is_refused_before_the_table_is_built(tmp_path, kind, message):
+    p = tmp_path / f"nested_{kind}.jsonl"
+    _nested(p, 3000, kind)
+    t = time.perf_counter()
+    with pytest.raises(LogFormatError, match=message):
+        load(str(p))
+    assert time.perf_counter() - t < 20  # was quadratic: 10,000 runs took 135 s and 2.6 GB
+    _nested(p, 60, kind if kind != "conf" else "top")  # narrow enough: it loads
+    assert load(str(p)).n_trajectories == 60
+
+
+def test_adv7_a_timid_predictor_that_separates_outcomes_is_underconfident():
+    from tpsviz.tps import ScoreSettings
+    from tpsviz.verdict import verdicts
+
+    y = np.random.default_rng(4).permutation(300) < 150  # as many successes as failures: no bias
+    rows = [{"trajectory_id": f"r{i}", "step": t, "outcome": int(y[i]), "conf_timid": 0.6 if y[i] else 0.4}
+            for i in range(300) for t in range(1, 6)]
+    v = verdicts(tpsviz.from_frame(pd.DataFrame(rows)), ScoreSettings(n_boot=200))["timid"]
+    assert v.label == "underconfident" and v.separation == 1  # not optimistic/pessimistic by a bias sign
+    assert "rates every success above every failure" in v.text and "between 40% and 60%" in v.text
+
+
+def test_adv7_a_jsonl_number_too_long_is_a_clear_message(tmp_path, capsys):
+    p = tmp_path / "bigint.jsonl"
+    rows = [{"trajectory_id": f"r{i}", "step": 1, "outcome": i % 2, "conf_a": 0.5} for i in range(5)]
+    lines = [json.dumps(r) for r in rows]
+    lines[3] = lines[3][:-1] + ', "m": 1' + "0" * 5000 + "}"
+    p.write_text("\n".join(lines) + "\n")
+    with pytest.raises(LogFormatError, match="line 4: the JSON holds a number too long to read"):
+        load(str(p))
+    code, out, err = run_cli(["score", str(p)], capsys)
+    assert code == 2 and "line 4" in err
+
+
+def test_adv7_two_logs_together_obey_the_row_cap():
+    from tpsviz.groups import combine_logs
+
+    a = load("demo_data/tau2-like.csv")
+    with pytest.raises(ValueError, match="step rows together, more than"):
+        combine_logs(a, a, max_rows=a.n_steps * 2 - 1)
+    assert combine_logs(a, a, max_rows=a.n_steps * 2).n_steps == 2 * a.n_steps
+
+
+def test_adv7_png_rendering_fetches_no_mathjax(monkeypatch):
+    import kaleido
+    import plotly.graph_objects as go
+
+    from tpsviz.export import figure_png
+
+    seen = {}
+
+    def fake(fig, opts=None, kopts=None, **kw):
+        seen.update(opts=opts, kopts=kopts)
+        return b"\x89PNG"
+
+    monkeypatch.setattr(kaleido, "calc_fig_sync", fake)
+    assert figure_png(go.Figure(layout={"height": 300}), width=600) == b"\x89PNG"
+    assert seen["kopts"] == {"mathjax": False}  # kaleido's default is MathJax from a CDN
+    assert seen["opts"] == {"format": "png", "width": 600, "height": 300, "scale": 2}
+
+
+@pytest.mark.parametrize("text", ["see http://127.0.0.1:8799/x.png now", "HTTPS://evil.example", "www.evil.com",
+                                  "mail a@evil.example", "ftp://x", "conf_![x](http://h/p.png)"])
+def test_adv7_log_text_never_becomes_a_link(text):
+    import re
+
+    from pages._ui.text import md
+
+    out = md(text).replace("\\", "")
+    assert not re.search(r"(?i)(https?|ftp):", out) and not re.search(r"(?i)www\.", out)
+    assert not re.search(r"@[\w-]+\.", out)
+    assert out.replace("\u2060", "") == text.replace("\\", "")  # the same text, read as text
+    assert md("verbal@platt") == "verbal@platt"  # a recalibrated predictor's name is left alone
+
+
+def test_adv7_cli_refuses_too_few_bootstrap_replicates(capsys):
+    code, out, err = run_cli(["score", "demo_data/tau2-like.csv", "--n-boot", "5"], capsys)
+    assert code == 2 and "not a 95% interval" in err
+
+
+def test_adv7_ids_of_two_json_types_joined_are_said_so(tmp_path):
+    p = tmp_path / "merge.jsonl"
+    rows = [{"trajectory_id": f"f{i}", "step": 1, "outcome": i % 2, "conf_a": 0.5} for i in range(20)]
+    rows += [{"trajectory_id": 7, "step": s, "outcome": 1, "conf_a": 0.5} for s in (1, 2)]
+    rows += [{"trajectory_id": "7", "step": s, "outcome": 1, "conf_a": 0.5} for s in (3, 4)]
+    p.write_text("\n".join(json.dumps(r) for r in rows) + "\n")
+    data = load(str(p))
+    assert data.n_trajectories == 21
+    assert any("written as a number or true/false and as text" in n for n in data.notes)

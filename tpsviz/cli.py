@@ -27,6 +27,7 @@ from .verdict import RULES as VERDICT_RULES
 
 EXIT_BAD_INPUT = 2
 MAX_N_BOOT = 20_000      # bootstrap replicates accepted by --n-boot
+MIN_N_BOOT = 50          # fewer replicates make no 95% percentile interval (adversarial pass 7)
 MAX_SEED = 2 ** 63 - 1
 
 _DESCRIPTION = """\
@@ -106,7 +107,7 @@ def _add_scoring_options(p: argparse.ArgumentParser) -> None:
                         "unbounded scores may then be -inf)")
     p.add_argument("--seed", type=int, default=None, help="bootstrap seed (default fixed)")
     p.add_argument("--n-boot", type=int, default=2000,
-                   help=f"bootstrap replicates (default 2000, at most {MAX_N_BOOT:,}; 0 = no CI)")
+                   help=f"bootstrap replicates (default 2000; 0 = no CI, else {MIN_N_BOOT} to {MAX_N_BOOT:,})")
     p.add_argument("--json", action="store_true", help="print one JSON object instead of a table")
     p.add_argument("--recalibrate", choices=("platt", "isotonic", "beta"), default=None,
                    help="add a cross-fitted recalibration of every predictor and raw_/unc_ "
@@ -195,8 +196,9 @@ def _input_files(path: Path) -> list[Path]:
 
 def _check_args(args) -> None:
     """Refuse option values before any file is read, naming the option."""
-    if not 0 <= args.n_boot <= MAX_N_BOOT:
-        raise _Fail(f"--n-boot must be between 0 and {MAX_N_BOOT:,}, got {args.n_boot}")
+    if not (args.n_boot == 0 or MIN_N_BOOT <= args.n_boot <= MAX_N_BOOT):
+        raise _Fail(f"--n-boot must be 0 (no bootstrap) or between {MIN_N_BOOT} and {MAX_N_BOOT:,}, got "
+                    f"{args.n_boot}: the 2.5% and 97.5% percentiles of fewer replicates are not a 95% interval")
     if args.seed is not None and not 0 <= args.seed <= MAX_SEED:
         raise _Fail(f"--seed must be an integer between 0 and 2^63 - 1, got {args.seed}")
     if not (math.isfinite(args.eps) and 0 <= args.eps < 0.5):

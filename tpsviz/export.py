@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-__all__ = ["neutralise_cells", "safe_csv"]
+__all__ = ["neutralise_cells", "safe_csv", "figure_png"]
 
 _TRIGGERS = ("=", "+", "-", "@", "\t", "\r",
              "\uff1d", "\uff0b", "\uff0d", "\uff20")  # and their fullwidth forms (＝＋－＠), which some
@@ -50,3 +50,19 @@ def neutralise_cells(frame: pd.DataFrame) -> pd.DataFrame:
 def safe_csv(frame: pd.DataFrame) -> str:
     """CSV text of ``frame`` (no index, ``\\n`` line ends) with :func:`neutralise_cells` applied."""
     return neutralise_cells(frame).to_csv(index=False, lineterminator="\n")
+
+
+def figure_png(fig, width: int = 1100, height: int | None = None, scale: float = 2) -> bytes:
+    """A PNG of a plotly figure, rendered by kaleido with nothing fetched from the network.
+
+    plotly's ``fig.to_image`` lets kaleido put MathJax from a CDN into its render page (the
+    default; plotly passes no way to turn it off), so rendering reached out to
+    cdnjs.cloudflare.com and text between ``$`` signs was typeset as LaTeX (adversarial
+    pass 7). Here MathJax is off and plotly.js is the copy installed with plotly.
+    """
+    import kaleido
+
+    height = int(height or fig.layout.height or 500)
+    opts = {"format": "png", "width": int(width), "height": height, "scale": scale}
+    return kaleido.calc_fig_sync(fig.to_dict(), opts=opts, kopts={"mathjax": False})
+

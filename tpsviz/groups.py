@@ -539,7 +539,7 @@ def _log_part(data: TrajectoryData, name: str, keep_cols: list[str], to_steps: s
 
 def combine_logs(baseline: TrajectoryData, candidate: TrajectoryData,
                  names: tuple[str, str] = ("baseline", "candidate"),
-                 column: str = "log") -> TrajectoryData:
+                 column: str = "log", max_rows: int | None = None) -> TrajectoryData:
     """Two logs as one, with a trajectory-level column naming the log of each run.
 
     ``group_table(combined, column)`` and ``group_difference(combined, column, names[0],
@@ -563,6 +563,9 @@ def combine_logs(baseline: TrajectoryData, candidate: TrajectoryData,
         Names of the two logs (the group labels), different, without "/".
     column : str
         Name of the new metadata column; not a column of either log.
+    max_rows : int, optional
+        Most step rows of the combined log (default ``TPSVIZ_MAX_ROWS``, the largest log this
+        installation reads: two logs at the cap would make one of twice the cap).
 
     Returns
     -------
@@ -571,10 +574,18 @@ def combine_logs(baseline: TrajectoryData, candidate: TrajectoryData,
     Raises
     ------
     ValueError
-        Bad names or column, or no predictor or signal common to both logs.
+        Bad names or column, no predictor or signal common to both logs, or more than
+        ``max_rows`` step rows together.
     """
+    from .files import limits_from_env
+
     logs = (baseline, candidate)
     _check_combine(logs, names, column)
+    cap = limits_from_env().max_rows if max_rows is None else int(max_rows)
+    if baseline.n_steps + candidate.n_steps > cap:
+        raise ValueError(f"the two logs have {baseline.n_steps + candidate.n_steps:,} step rows together, more "
+                         f"than the {cap:,} of the largest log this installation reads (TPSVIZ_MAX_ROWS); "
+                         "compare smaller logs (filter them first) or raise the limit")
     preds = [p for p in baseline.predictors if p in candidate.predictors]
     signals = {s: d for s, d in baseline.signals.items() if s in candidate.signals}
     if not preds and not signals:

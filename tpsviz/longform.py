@@ -13,7 +13,7 @@ import pandas as pd
 from .data import TrajectoryData
 from .errors import LogFormatError
 from .schema import REQUIRED, RESERVED, canonical_name, looks_like_ours, show_id
-from .tables import MISSING
+from .tables import MAX_PREDICTORS, MISSING
 
 __all__ = ["from_frame", "MAX_STEP", "MAX_PREDICTORS"]
 
@@ -23,7 +23,6 @@ _MAX_EXAMPLES = 3
 MAX_STEP = 2 ** 53   # largest step index kept exactly (an int64 and a float64 agree below it)
 #: predictor (conf_) and signal (raw_/unc_) columns of one log: each costs a score, bootstraps and
 #: the verdict's tests, on every page
-MAX_PREDICTORS = 64
 
 
 class _Locations:
@@ -210,6 +209,12 @@ def from_frame(df: pd.DataFrame, source: str = "<frame>", percent=()) -> Traject
     if merged > 0:  # ids are read without surrounding spaces: say when that joins two spellings
         notes.append(f"trajectory ids are read without surrounding spaces: {merged} id(s) that differ from "
                      "another only by them were read as the same run.")
+    col = df["trajectory_id"]
+    if col.dtype == object and pd.api.types.infer_dtype(col, skipna=True).startswith("mixed"):
+        typed = col.map(lambda v: (type(v).__name__, str(v))).nunique()
+        if typed > raw_tid.nunique():  # 7 and "7", true and "True" (JSON): one run once read as text
+            notes.append(f"trajectory ids are read as text: {typed - raw_tid.nunique()} id(s) written as a "
+                         "number or true/false and as text (e.g. 7 and \"7\") were read as the same run.")
 
     # steps
     step, step_bad = _numeric(df["step"])

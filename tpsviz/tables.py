@@ -70,6 +70,8 @@ def _too_many_cells(name: str, n_rows: int, n_cols: int, max_cells: int) -> LogF
 #: columns a table log may have: every column costs per-column work in validation, and a
 #: trajectory log has a handful of required columns, some predictors and some metadata
 MAX_COLUMNS = 1_000
+#: predictor and signal columns (conf_/raw_/unc_) a log may have: each is scored, bootstrapped and tested
+MAX_PREDICTORS = 64
 #: the header line of a CSV/TSV is read whole up to this size
 MAX_HEADER_BYTES = 4 * 2**20
 
@@ -285,6 +287,7 @@ def _flatten_nested(records: list[tuple[int, dict]], name: str, max_rows: int,
                                   if isinstance(st, dict) else 1) for st in steps)
         if cells > max_cells:
             raise _too_many_cells(name, n_rows, cells // max(n_rows, 1), max_cells)
+    _nested_width(records, name)
     problems: list[str] = []
     rows: list[dict] = []
     seen: dict[str, int] = {}
@@ -337,6 +340,35 @@ def _flatten_nested(records: list[tuple[int, dict]], name: str, max_rows: int,
     return pd.DataFrame(rows)
 
 
+def _nested_width(records: list[tuple[int, dict]], name: str) -> None:
+    """Refuse a nested log whose records name more columns (or predictors) than a log may have,
+    before a row is built: every distinct key of a run, a step or a conf/raw/unc object becomes a
+    column of every row (adversarial pass 7: a 1 MB file with a new key per run took minutes and
+    GBs to build, then was accepted or refused)."""
+    groups = set(PREFIXES.values())
+    columns: set[str] = set()
+    forecasts: set[str] = set()
+    for _, rec in records:
+        columns.update(k for k in rec if k != "steps")
+        steps = rec.get("steps")
+        for st in steps if isinstance(steps, list) else ():
+            if not isinstance(st, dict):
+                continue
+            for key, val in st.items():
+                if key in groups and isinstance(val, dict):
+                    forecasts.update(f"{key}_{p}" for p in val)
+                else:
+                    columns.add(key)
+        if len(forecasts) > MAX_PREDICTORS:
+            raise LogFormatError(name, [f"the steps name more than {MAX_PREDICTORS} predictors and signals "
+                                        "(conf/raw/unc entries), more than tpsviz scores at once; split the log "
+                                        "or drop fields"])
+        if len(columns) + len(forecasts) > MAX_COLUMNS:
+            raise LogFormatError(name, [f"the records name more than {MAX_COLUMNS:,} distinct fields (of runs, "
+                                        f"steps and conf/raw/unc objects), more than the {MAX_COLUMNS:,} columns "
+                                        "a trajectory log may have; keep the fields the analysis needs"])
+
+
 def _cut(v):
     """A trajectory-level text copied onto every step row, cut to MAX_META_CHARS."""
     return v[:MAX_META_CHARS] + "…" if isinstance(v, str) and len(v) > MAX_META_CHARS else v
@@ -355,6 +387,8 @@ def _json_line(line: str, i: int, name: str):
         raise LogFormatError(name, [f"line {i}: not valid JSON ({exc.msg}){hint}"]) from None
     except RecursionError:
         raise LogFormatError(name, [f"line {i}: the JSON is nested too deeply to be a log"]) from None
+    except ValueError:  # an integer of more than sys.get_int_max_str_digits() digits (4,300)
+        raise LogFormatError(name, [f"line {i}: the JSON holds a number too long to read"]) from None
 
 
 def _read_jsonl(raw: bytes, name: str, max_rows: int, max_cells: int,

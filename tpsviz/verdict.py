@@ -17,7 +17,8 @@ The rules are stated in docs/theory.md §8 and decided in this order (the first 
 5. ``overconfident`` / ``underconfident`` / ``optimistic`` / ``pessimistic``: the CORP
    miscalibration MCB is significant under the consistency-resampling null, i.e. the forecasts
    are miscalibrated in a shape steps 2 and 4 missed; the label names the larger of the two
-   deviations (bias or slope, in SE units).
+   deviations (bias or slope, in SE units). Forecasts that separate the outcomes perfectly
+   have slope +∞ (no fit): ``underconfident``.
 6. ``uninformative``: calibrated, but the skill against the constant base-rate forecast is not
    above 0 (no better than always saying the base rate).
 7. ``trustworthy``: none of the above.
@@ -112,6 +113,8 @@ class Verdict:
     n_observed, n_observed_success : int
         Runs whose outcome was observed (complete runs), and their successes: rule 1 needs
         enough of these too, so censored runs labelled by q_Z alone never make a verdict.
+    forecast_min, forecast_max : float
+        Smallest and largest forecast over the labelled step rows.
     mean_forecast, success_rate : float
         Mean F_t and mean label ℓ over the labelled step rows (step-weighted: the pair the
         bias compares).
@@ -121,6 +124,9 @@ class Verdict:
         mean(F_t − ℓ) and its SE clustered by run (> 0: optimistic).
     slope, slope_se, slope_ci_low, slope_ci_high : float
         Calibration slope b (1 = calibrated; NaN for a constant or separating forecast).
+    separation : int
+        +1 when every success is forecast above every failure (outcome labels 0/1; the slope
+        is then +∞, not estimable), −1 when every success is forecast below every failure, else 0.
     mcb, mcb_p, dsc, dsc_p, unc : float
         CORP decomposition of the half Brier score and the two test p-values.
     dsc_rev_p : float
@@ -144,6 +150,8 @@ class Verdict:
     n_failure: float
     n_observed: int
     n_observed_success: int
+    forecast_min: float
+    forecast_max: float
     mean_forecast: float
     success_rate: float
     run_rate: float
@@ -153,6 +161,7 @@ class Verdict:
     slope_se: float
     slope_ci_low: float
     slope_ci_high: float
+    separation: int
     mcb: float
     mcb_p: float
     dsc: float
@@ -333,6 +342,11 @@ def _decide(s: dict, level: float) -> tuple[str, str]:
     if np.isfinite(zs) and abs(zs) > z:
         return ("overconfident" if zs < 0 else "underconfident"), "slope"
     if s["mcb_p"] < alpha_cal:
+        if not np.isfinite(zs) and s.get("separation", 0):
+            # the outcomes are separated perfectly: the slope is ±∞, not a bias (adversarial pass 7:
+            # F = 0.6 / 0.4 on certain successes / failures was called optimistic or pessimistic by
+            # the sign of an insignificant bias)
+            return ("underconfident" if s["separation"] > 0 else "overconfident"), "mcb"
         if np.isfinite(zs) and not (np.isfinite(zb) and abs(zb) > abs(zs)):
             return ("overconfident" if zs < 0 else "underconfident"), "mcb"
         if np.isfinite(zb):
@@ -408,7 +422,11 @@ def _sentence(name: str, label: str, rule: str, s: dict, level: float, mode: str
                  + ("too extreme both ways" if label == "overconfident"
                     else "too timid, hugging the middle") + (f" ({slope}; 1 = calibrated)"
                                                             if slope else ""),
-        "mcb": (f"miscalibrated (CORP miscalibration test {_p(s['mcb_p'])}"
+        "mcb": (f"too timid: it rates every success above every failure, yet its forecasts stay between "
+                f"{_pct(s.get('forecast_min', np.nan))} and {_pct(s.get('forecast_max', np.nan))} (CORP "
+                f"miscalibration test {_p(s['mcb_p'])})"
+                if label == "underconfident" and s.get("separation", 0) > 0 and not slope else
+                f"miscalibrated (CORP miscalibration test {_p(s['mcb_p'])}"
                 + (f", {slope}" if slope else "") + ")"),
         "skill": "calibrated, but",  # skill <= 0
         "all": ("calibrated" + (f" ({slope})" if slope else "") + " and informative "
@@ -444,6 +462,18 @@ def _rows(data: TrajectoryData, settings: ScoreSettings, q_z, name: str):
     return p, lab, runs, p[last], lab[last], observed
 
 
+def _separation(p, lab) -> int:
+    """+1 if every success is forecast above every failure, −1 if below, else 0 (0/1 labels only)."""
+    if not np.all((lab == 0) | (lab == 1)):
+        return 0
+    hi, lo = p[lab == 1], p[lab == 0]
+    if hi.size == 0 or lo.size == 0:
+        return 0
+    if hi.min() > lo.max():
+        return 1
+    return -1 if hi.max() < lo.min() else 0
+
+
 def _statistics(p, lab, runs, last_p, run_lab, observed, level, rng, n_null) -> dict:
     n_runs = int(run_lab.size)
     seen = observed[~np.isnan(observed)]
@@ -453,17 +483,19 @@ def _statistics(p, lab, runs, last_p, run_lab, observed, level, rng, n_null) -> 
          # runs whose outcome was actually observed: a verdict needs evidence, not only q_Z labels
          "n_observed": int(seen.size), "n_observed_success": int(seen.sum())}
     nan = np.nan
-    s.update(mean_forecast=float(p.mean()) if p.size else nan,
+    s.update(forecast_min=float(p.min()) if p.size else nan, forecast_max=float(p.max()) if p.size else nan,
+             mean_forecast=float(p.mean()) if p.size else nan,
              success_rate=float(lab.mean()) if p.size else nan)
     if n_runs < 2:
         s.update(bias=nan, bias_se=nan, slope=nan, slope_se=nan, slope_ci_low=nan,
-                 slope_ci_high=nan, mcb=nan, mcb_p=nan, dsc=nan, dsc_p=nan, unc=nan, dsc_rev_p=nan,
+                 slope_ci_high=nan, separation=0, mcb=nan, mcb_p=nan, dsc=nan, dsc_p=nan, unc=nan, dsc_rev_p=nan,
                  n_test_runs=n_runs)
         return s
     s["bias"], s["bias_se"] = _clustered_bias(p, lab, runs)
     _, b, se = calibration_slope(p, lab, runs)
     z = _z(level)
-    s.update(slope=b, slope_se=se, slope_ci_low=b - z * se, slope_ci_high=b + z * se)
+    s.update(slope=b, slope_se=se, slope_ci_low=b - z * se, slope_ci_high=b + z * se,
+             separation=_separation(p, lab))
     if n_runs > MAX_TEST_RUNS:  # the CORP tests on a seeded random subset of runs (stated in n_test_runs)
         keep_runs = np.zeros(n_runs, dtype=bool)
         keep_runs[rng.choice(n_runs, MAX_TEST_RUNS, replace=False)] = True

@@ -12,7 +12,7 @@ from pages._ui import common as C
 from pages._ui import results as Rs
 from pages._ui import state as S
 from pages._ui import compute as V
-from tpsviz.export import safe_csv
+from tpsviz.export import figure_png, safe_csv
 from tpsviz.report import build_report
 
 cfg, data = C.page("Export",
@@ -103,7 +103,7 @@ if st.button("Render PNG", key="render_png"):
     try:
         with st.spinner("Rendering with kaleido (starts a headless browser, a few seconds)…"):
             fig = F.with_caption(figs[name], V.settings_line(cfg, data, src))  # the PNG says what it shows
-            png = fig.to_image(format="png", width=1100, height=int(fig.layout.height), scale=2)
+            png = figure_png(fig, width=1100, height=int(fig.layout.height), scale=2)
         st.session_state["_png"] = ((key, name), png)
     except Exception as e:
         st.error(f"The PNG could not be rendered on the server ({type(e).__name__}). Use the camera button on the "
