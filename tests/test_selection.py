@@ -144,3 +144,56 @@ def test_group_columns():
     assert group_columns(same) == ["cost"]  # one model: nothing to split by
     many = _meta_log([f"m{i}" for i in range(MAX_GROUPS + 1)], [1] * (MAX_GROUPS + 1))
     assert group_columns(many) == []  # 51 values each
+
+
+# ----------------------------------------------------------------------------- populations (tpsviz.populations)
+def test_censoring_summary_against_a_loop(web):
+    from tpsviz.populations import censoring_summary
+
+    got = censoring_summary(web)
+    runs = list(web.trajectories.itertuples())
+    cens = [r for r in runs if r.censored]
+    comp = [r for r in runs if not r.censored]
+    assert got["n_runs"] == len(runs) and got["n_censored"] == len(cens)
+    assert got["mean_length_censored"] == pytest.approx(sum(r.length for r in cens) / len(cens))
+    assert got["mean_length_complete"] == pytest.approx(sum(r.length for r in comp) / len(comp))
+    assert got["success_rate"] == pytest.approx(sum(r.outcome for r in comp) / len(comp))
+    assert got["n_censored_with_qz"] == sum(1 for r in cens if r.q_z == r.q_z)
+
+
+def test_forecasts_by_population_against_a_loop(web):
+    from tpsviz.populations import forecasts_by_population
+
+    name = "verbal"
+    got = forecasts_by_population(web, [name]).set_index("runs")
+    t = web.trajectories.set_index("trajectory_id")
+    for label, want_cens in (("complete", False), ("censored", True)):
+        all_f, last_f, ids = [], [], set()
+        for tid, g in web.steps.groupby("trajectory_id"):
+            if bool(t.loc[tid, "censored"]) != want_cens:
+                continue
+            ids.add(tid)
+            f = g.sort_values("t")[f"conf_{name}"].dropna()
+            all_f += list(f)
+            if len(g) and not np.isnan(g.sort_values("t")[f"conf_{name}"].iloc[-1]):
+                last_f.append(g.sort_values("t")[f"conf_{name}"].iloc[-1])
+        assert got.loc[label, "mean_all"] == pytest.approx(np.mean(all_f))
+        assert got.loc[label, "mean_last"] == pytest.approx(np.mean(last_f))
+        assert got.loc[label, "n_runs"] == len(ids)
+
+
+def test_qz_band_is_the_exact_score_at_every_constant_qz(web):
+    from tpsviz.populations import qz_band
+
+    names = ["verbal", "truthful"]
+    s = {m: compute_tps(web, ScoreSettings(censoring=m, n_boot=0), names).summary["tps_mean"]
+         for m in ("simple", "upper")}
+    band = qz_band(s["simple"], s["upper"], grid=5)
+    for q in (0.25, 0.75):
+        exact = compute_tps(web, ScoreSettings(censoring="exact", n_boot=0), names,
+                            q_z=np.full(web.n_trajectories, q)).summary["tps_mean"]
+        for n in names:
+            got = band[(band.predictor == n) & np.isclose(band.q_z, q)]["tps_mean"].item()
+            assert got == pytest.approx(exact[n], rel=1e-12)
+    inf = qz_band(pd.Series({"a": -np.inf}), pd.Series({"a": -1.0}), grid=3)
+    assert inf["tps_mean"].tolist() == [-np.inf, -np.inf, -1.0]  # −∞ at q_Z = 0 stays −∞ inside

@@ -36,6 +36,7 @@ from .state import SEED, Config, Source, current, current_source
 
 SETTINGS = tuple(f.name for f in fields(ScoreSettings))   # alpha, beta, schedule, censoring, eps, n_boot, level, seed
 ALL = SETTINGS + ("qz",)   # "qz": the q_Z source counts even when the censoring mode is not exact
+_NO_BOOT = tuple(f for f in SETTINGS if f != "n_boot")   # point results: the bootstrap plays no part
 _DEFAULT = ScoreSettings()
 
 
@@ -157,7 +158,7 @@ def _merge(parts):
 
 
 # ----------------------------------------------------------------------------- TPS and skill
-@result("Scoring…", keep=tuple(f for f in SETTINGS if f != "n_boot"), per_predictor=TPSResult.combine,
+@result("Scoring…", keep=_NO_BOOT, per_predictor=TPSResult.combine,
         max_entries=192)
 def tps_points(a, x):
     """tps.compute_tps without the bootstrap (means and SEs): what a page shows first."""
@@ -172,7 +173,7 @@ def tps(a, x):
     return tps_points(a=a, src=x.src).with_intervals(a.settings.n_boot)
 
 
-@result("Base-rate reference…", keep=tuple(f for f in SETTINGS if f != "n_boot"))
+@result("Base-rate reference…", keep=_NO_BOOT)
 def reference(a, x):
     """diagnostics.base_rate_reference: the constant success-rate forecast, scored once for every
     predictor (no bootstrap)."""
@@ -216,7 +217,7 @@ def verdicts(a: Analysis | None = None) -> dict:
                   result=tps(a=a))
 
 
-@result("Checking for warnings…", keep=tuple(f for f in SETTINGS if f != "n_boot"))
+@result("Checking for warnings…", keep=_NO_BOOT)
 def caveats(a, x):
     """caveats.caveats of the predictors (from point estimates: no warning depends on a bootstrap)."""
     from tpsviz.caveats import caveats as find
@@ -342,7 +343,7 @@ def compare_metrics_now(baseline: str, predictors=None):
 
 
 # ----------------------------------------------------------------------------- why-not-AUROC demos
-@result("Building the why-not-AUROC demonstrations…", keep=tuple(f for f in ALL if f != "n_boot"), max_entries=12)
+@result("Building the why-not-AUROC demonstrations…", keep=_NO_BOOT, max_entries=12)
 def demos(a, x):
     """tpsviz.demonstrators on the log; a failing demonstration gives its message instead."""
     from tpsviz import demonstrators as D
@@ -358,16 +359,16 @@ def demos(a, x):
 
 
 # ----------------------------------------------------------------------------- step contributions
-@result("Aggregating per-step contributions…", max_entries=12)
+@result("Aggregating per-step contributions…", keep=_NO_BOOT, max_entries=12)
 def step_means(a, x):
     """figures.prepare_step_means of the per-step contributions w_t·S."""
-    return F.prepare_step_means(tps(a=a, src=x.src).step_contributions(list(a.predictors)))
+    return F.prepare_step_means(tps_points(a=a, src=x.src).step_contributions(list(a.predictors)))
 
 
-@result("Building the heatmap…", max_entries=12)
+@result("Building the heatmap…", keep=_NO_BOOT, max_entries=12)
 def heatmap(a, x, pred: str):
     """figures.prepare_heatmap of one predictor's per-step contributions."""
-    return F.prepare_heatmap(tps(a=a, src=x.src).step_contributions([pred]), x.data.trajectories)
+    return F.prepare_heatmap(tps_points(a=a, src=x.src).step_contributions([pred]), x.data.trajectories)
 
 
 # ----------------------------------------------------------------------------- reliability

@@ -12,6 +12,7 @@ from pages._ui import results as Rs
 from pages._ui import loading as L
 from pages._ui import state as S
 from tpsviz import figures as F
+from tpsviz.populations import censoring_summary, forecasts_by_population, qz_band
 
 
 cfg, data = C.page("Censoring",
@@ -29,37 +30,31 @@ if not cens.any():
 
 # ----------------------------------------------------------------- populations
 st.subheader("Censored vs complete runs")
-lc, lk = t.loc[cens, "length"], t.loc[~cens, "length"]
-ratio = lc.mean() / lk.mean() if len(lc) and len(lk) else np.nan
-rate = t.loc[~cens, "outcome"].mean()
+summ = censoring_summary(data)
+lc, lk, ratio, rate = (summ["mean_length_censored"], summ["mean_length_complete"], summ["length_ratio"],
+                       summ["success_rate"])
 C.tiles([
-    ("Censored runs", f"{cens.sum():,} of {len(t):,} ({C.pct(cens.sum(), len(t))})",
+    ("Censored runs", f"{summ['n_censored']:,} of {summ['n_runs']:,} ({C.pct(summ['n_censored'], summ['n_runs'])})",
      "Runs whose outcome is unknown because they were stopped early."),
-    ("Mean length, censored / complete", f"{lc.mean():.1f} / {lk.mean():.1f}" if len(lc) and len(lk) else "n/a",
+    ("Mean length, censored / complete", f"{lc:.1f} / {lk:.1f}" if np.isfinite(ratio) else "n/a",
      "Observed steps; censored runs stop at Z.", f"×{ratio:.1f} longer" if np.isfinite(ratio) else None),
     ("Success rate, complete runs", f"{rate:.1%}" if np.isfinite(rate) else "n/a",
      "Complete-case evaluation keeps only these runs: a different population when censoring correlates with "
      "difficulty."),
-    ("Censored runs with q_Z", f"{int((cens & t['q_z'].notna().to_numpy()).sum()):,}",
+    ("Censored runs with q_Z", f"{summ['n_censored_with_qz']:,}",
      "q_Z in the log: an honest estimate of P(success | history at the stop Z) supplied by the evaluator."),
 ])
 cc = st.columns([1, 1])
 with cc[0]:
     C.plot(F.length_histogram_figure(t), "cens_lengths", name="Run lengths")
 with cc[1]:
-    codes = data.steps["traj"].to_numpy()
-    tt = data.steps["t"].to_numpy()
-    last = tt == t["length"].to_numpy()[codes]
-    rows = []
-    for p in preds:
-        f = data.forecasts(p)
-        for lab, m in (("complete", ~cens[codes]), ("censored", cens[codes])):
-            if m.any():
-                rows.append({"predictor": F.display_name(p), "runs": lab, "mean F (all steps)": np.nanmean(f[m]),
-                             "mean F (last step)": np.nanmean(f[m & last]), "n runs": int(np.unique(codes[m]).size)})
+    pop = forecasts_by_population(data, preds)
+    rows = pd.DataFrame({"predictor": [F.display_name(p) for p in pop["predictor"]], "runs": pop["runs"],
+                         "mean F (all steps)": pop["mean_all"], "mean F (last step)": pop["mean_last"],
+                         "n runs": pop["n_runs"]})
     st.markdown("**Forecasts in each population**", help="Mean reported P(success): over all steps and at the "
                 "last observed step. Censored runs usually look less confident late.")
-    st.dataframe(pd.DataFrame(rows), hide_index=True, width="stretch",
+    st.dataframe(rows, hide_index=True, width="stretch",
                  column_config={"mean F (all steps)": st.column_config.NumberColumn(format="%.3f"),
                                 "mean F (last step)": st.column_config.NumberColumn(format="%.3f")})
 
@@ -119,15 +114,9 @@ st.caption(f"Trajectory-bootstrap CI ({cfg.n_boot} replicates) resampling the "
 
 # ----------------------------------------------------------------- q_Z band
 st.subheader("q_Z sensitivity band")
-sweep = []
-qs = np.linspace(0, 1, 11)
-for p in preds:
-    lo = results["simple"].summary.loc[p, "tps_mean"]
-    hi = results["upper"].summary.loc[p, "tps_mean"]
-    for q in qs:  # TPS_cen is linear in q_Z, so the sweep is exact from its two ends
-        sweep.append({"predictor": p, "q_z": q, "tps_mean": (1 - q) * lo + q * hi})
+sweep = qz_band(results["simple"].summary["tps_mean"], results["upper"].summary["tps_mean"])
 marks = {"current q_Z": cfg.qz_const} if cfg.censoring == "exact" and cfg.qz_source == "constant" else None
-C.plot(F.qz_band_figure(pd.DataFrame(sweep), colors, cfg.alpha, cfg.beta, marks), "cens_band",
+C.plot(F.qz_band_figure(sweep, colors, cfg.alpha, cfg.beta, marks), "cens_band",
        caption="Each line gives every censored run the same q_Z. TPS_cen is linear in q_Z, so the lines at q_Z = 0 "
                "(simple) and 1 (upper) bound every possible exact score: if the ranking does not change across the "
                "band, no model of q_Z can change it.", name="q_Z sensitivity band")

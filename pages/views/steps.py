@@ -51,7 +51,7 @@ tid = c2.selectbox(f"Trajectory ({len(sub):,} {g}; longest first" + (", first 2,
 row = t[t["trajectory_id"].astype(str) == tid].iloc[0]
 code = int(t.index[t["trajectory_id"].astype(str) == tid][0])
 steps = data.steps[data.steps["traj"].to_numpy() == code]
-res = Rs.tps(a=Rs.analysis(cfg))
+res = Rs.tps_points(a=Rs.analysis(cfg))  # per-run values: no bootstrap needed
 qz_used = res.per_trajectory.loc[res.per_trajectory["trajectory_id"].astype(str) == tid, "q_z_used"]
 qz = float(qz_used.iloc[0]) if len(qz_used) and np.isfinite(qz_used.iloc[0]) else None
 fig = F.trajectory_figure(steps, preds, colors, row["outcome"], bool(row["censored"]), qz,
