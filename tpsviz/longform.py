@@ -153,10 +153,42 @@ def from_frame(df: pd.DataFrame, source: str = "<frame>", percent=()) -> Traject
     ------
     LogFormatError
     """
+    notes: list[str] = list(df.attrs.get("notes", []))
+    df, where = _prepared_frame(df, source, notes)
+    cols = [c for c in df.columns if c != "_where"]
+    conf_cols, sig_cols, percent_cols = _check_header(cols, percent, source)
+    problems: list[str] = []
+    tid, tid_missing = _trajectory_ids(df, where, notes, problems)
+    step = _step_numbers(df, tid, tid_missing, where, problems)
+    outcome = _outcomes(df, where, problems)
+    values = _value_columns(df, cols, conf_cols, sig_cols, percent_cols, where, notes, problems)
+    qz = values.pop("q_z")
+    cens = values.pop("censored")
+    if problems:
+        raise LogFormatError(source, problems)
+    codes, uniques, order = _code_runs(tid, step)
+    outcome_t, censored, qz_t = _run_labels(outcome, cens, qz, codes, uniques, order, notes, source)
+    steps, starts, lengths = _steps_frame(tid, step, codes, order, values, notes)
+    traj = pd.DataFrame({
+        "trajectory_id": np.asarray(uniques, dtype=object).astype(str),
+        "outcome": outcome_t,
+        "censored": censored.astype(bool),
+        "q_z": qz_t,
+        "length": lengths.astype(np.int64),
+        "last_step": steps["step"].to_numpy()[starts + lengths - 1],
+    })
+    _metadata(df, cols, values, codes, order, len(uniques), steps, traj, notes)
+    _forecast_notes(steps, conf_cols, notes)
+    predictors = [c[len("conf_"):] for c in conf_cols]
+    signals = {c: (1 if c.startswith("raw_") else -1) for c in sig_cols}
+    return TrajectoryData(steps, traj, predictors, signals, source, notes)
+
+
+def _prepared_frame(df: pd.DataFrame, source: str, notes: list[str]):
+    """A copy with canonical column names and a ``_where`` column; the row locations for messages."""
     prefix = df.attrs.get("where_prefix", "row")
     df = df.copy()
     df.attrs["source"] = source
-    notes: list[str] = list(df.attrs.get("notes", []))
     _canonical_columns(df, notes)
     if "_where" not in df.columns:
         df["_where"] = np.arange(1, len(df) + 1)
@@ -164,11 +196,16 @@ def from_frame(df: pd.DataFrame, source: str = "<frame>", percent=()) -> Traject
     where = df["_where"]
     if pd.api.types.is_integer_dtype(where):
         where = _Locations(where, prefix)
-    problems: list[str] = []
-    cols = [c for c in df.columns if c != "_where"]
     if len(df) == 0:
-        raise LogFormatError(source, ["the file has a header but no data rows" if cols else
+        has_cols = any(c != "_where" for c in df.columns)
+        raise LogFormatError(source, ["the file has a header but no data rows" if has_cols else
                                       "the file is empty"])
+    return df, where
+
+
+def _check_header(cols: list[str], percent, source: str):
+    """(conf columns, signal columns, percent columns), or a LogFormatError naming what is missing."""
+    problems = []
     missing_req = [c for c in REQUIRED if c not in cols]
     if missing_req:
         # a header is named only when it is recognisably a log's (never an unrelated file's
@@ -198,8 +235,11 @@ def from_frame(df: pd.DataFrame, source: str = "<frame>", percent=()) -> Traject
                         "predictor column of the log")
     if problems:
         raise LogFormatError(source, problems)
+    return conf_cols, sig_cols, percent_cols
 
-    # trajectory ids
+
+def _trajectory_ids(df: pd.DataFrame, where, notes: list[str], problems: list[str]):
+    """Run ids as text without surrounding spaces, and the rows without one."""
     tid_missing = _is_missing(df["trajectory_id"])
     if tid_missing.any():
         problems.append(f"column 'trajectory_id': empty at {_examples(where[tid_missing])}")
@@ -216,7 +256,11 @@ def from_frame(df: pd.DataFrame, source: str = "<frame>", percent=()) -> Traject
             notes.append(f"trajectory ids are read as text: {typed - raw_tid.nunique()} id(s) written as a "
                          "number or true/false and as text (e.g. 7 and \"7\") were read as the same run.")
 
-    # steps
+    return tid, tid_missing
+
+
+def _step_numbers(df: pd.DataFrame, tid: pd.Series, tid_missing, where, problems: list[str]) -> pd.Series:
+    """Step numbers: whole numbers from 0 to 2^53, each once per run."""
     step, step_bad = _numeric(df["step"])
     step_missing = step.isna() & ~step_bad
     non_int = step.notna() & ~((step == np.floor(step)) & (step >= 0) & (step < MAX_STEP))
@@ -231,7 +275,11 @@ def from_frame(df: pd.DataFrame, source: str = "<frame>", percent=()) -> Traject
             problems.append("duplicate (trajectory_id, step): the same step appears twice in a "
                             f"run at {_examples(where[dup])}")
 
-    # outcomes
+    return step
+
+
+def _outcomes(df: pd.DataFrame, where, problems: list[str]) -> pd.Series:
+    """Outcomes: 1, 0 (also true/false) or empty (censored)."""
     outcome, out_bad = _numeric(df["outcome"])
     if pd.api.types.is_bool_dtype(df["outcome"]) is False and out_bad.any():
         # accept true/false words too
@@ -244,7 +292,12 @@ def from_frame(df: pd.DataFrame, source: str = "<frame>", percent=()) -> Traject
         problems.append("column 'outcome' must be 1 (success), 0 (failure) or empty (censored); "
                         f"not so at {_examples(where[m])}")
 
-    # forecasts and signals
+    return outcome
+
+
+def _value_columns(df, cols, conf_cols, sig_cols, percent_cols, where, notes, problems) -> dict:
+    """Forecasts in [0, 1], finite signals, weights ≥ 0, and the ``q_z`` and ``censored`` columns
+    (all NaN when absent), as numbers by column name."""
     values: dict[str, pd.Series] = {}
     for c in conf_cols:
         num, bad = _numeric(df[c])
@@ -299,14 +352,21 @@ def from_frame(df: pd.DataFrame, source: str = "<frame>", percent=()) -> Traject
                             f"{_examples(where[cbad])}")
     else:
         cens = pd.Series(np.nan, index=df.index)
-    if problems:
-        raise LogFormatError(source, problems)
+    values["q_z"], values["censored"] = qz, cens
+    return values
 
-    # sort once, code trajectories
+
+def _code_runs(tid: pd.Series, step: pd.Series):
+    """Run codes of the rows sorted by (run, step), the run ids, and that sort order."""
     codes_unsorted, uniques = pd.factorize(tid, sort=True)
     order = np.lexsort((step.to_numpy(), codes_unsorted))
-    codes = codes_unsorted[order]
+    return codes_unsorted[order], uniques, order
+
+
+def _run_labels(outcome, cens, qz, codes, uniques, order, notes: list[str], source: str):
+    """Per run: the outcome, whether it was censored, and q_Z (censored runs only)."""
     n = len(uniques)
+    problems: list[str] = []
 
     def per_traj(series: pd.Series, label: str):
         vals, conflict = _per_traj_constant(series.iloc[order].reset_index(drop=True), codes, n)
@@ -344,7 +404,12 @@ def from_frame(df: pd.DataFrame, source: str = "<frame>", percent=()) -> Traject
                      "only used for censored runs, so it was ignored there.")
         qz_t = np.where(censored, qz_t, np.nan)
 
-    # steps frame
+    return outcome_t, censored, qz_t
+
+
+def _steps_frame(tid, step, codes, order, values: dict, notes: list[str]):
+    """The steps frame (sorted by run and step, with the position t = 1 … T of every row), the
+    first row of every run and the run lengths."""
     steps = pd.DataFrame({
         "trajectory_id": tid.to_numpy()[order],
         "step": step.to_numpy()[order].astype(np.int64),
@@ -360,6 +425,11 @@ def from_frame(df: pd.DataFrame, source: str = "<frame>", percent=()) -> Traject
                      "position t = 1 … T in its run.")
     for c, v in values.items():
         steps[c] = v.to_numpy()[order]
+    return steps, starts, lengths
+
+
+def _metadata(df, cols, values, codes, order, n, steps, traj, notes: list[str]) -> None:
+    """Every other column: on the runs frame when constant within each run, else on the steps."""
     meta_cols = [c for c in cols if c not in RESERVED and c not in values]
     internal = {"t", "traj", "length", "last_step"}  # columns tpsviz adds to the frames
     meta_names = {c: (f"{c}_log" if c in internal else c) for c in meta_cols}
@@ -368,14 +438,6 @@ def from_frame(df: pd.DataFrame, source: str = "<frame>", percent=()) -> Traject
         notes.append("metadata column(s) " + ", ".join(f"{show_id(c)} kept as {show_id(meta_names[c])}"
                                                        for c in moved)
                      + " (the name is used by tpsviz itself).")
-    traj = pd.DataFrame({
-        "trajectory_id": np.asarray(uniques, dtype=object).astype(str),
-        "outcome": outcome_t,
-        "censored": censored.astype(bool),
-        "q_z": qz_t,
-        "length": lengths.astype(np.int64),
-        "last_step": steps["step"].to_numpy()[starts + lengths - 1],
-    })
     for c in meta_cols:
         col = df[c].iloc[order].reset_index(drop=True)
         try:
@@ -387,6 +449,10 @@ def from_frame(df: pd.DataFrame, source: str = "<frame>", percent=()) -> Traject
             traj[meta_names[c]] = col.groupby(codes).first().reindex(range(n)).to_numpy()
         else:
             steps[meta_names[c]] = col.to_numpy()
+
+
+def _forecast_notes(steps: pd.DataFrame, conf_cols: list[str], notes: list[str]) -> None:
+    """Say which predictors have missing forecasts (or none at all)."""
     for c in conf_cols:
         miss = int(steps[c].isna().sum())
         if miss == len(steps):
@@ -395,6 +461,3 @@ def from_frame(df: pd.DataFrame, source: str = "<frame>", percent=()) -> Traject
         elif miss:
             notes.append(f"{c}: {miss} step(s) have no forecast; they are left out of that "
                          "predictor's score (and counted).")
-    predictors = [c[len("conf_"):] for c in conf_cols]
-    signals = {c: (1 if c.startswith("raw_") else -1) for c in sig_cols}
-    return TrajectoryData(steps, traj, predictors, signals, source, notes)

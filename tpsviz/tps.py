@@ -388,123 +388,16 @@ def compute_tps(
     unknown = [p for p in names if p not in data.predictors]
     if unknown:
         raise ValueError(f"unknown predictor(s) {unknown}; the log has {data.predictors}")
-    traj = data.trajectories
-    n_traj = len(traj)
-    cens_t = traj["censored"].to_numpy()
-    q_t, fallback_t = _qz_per_trajectory(data, settings.censoring, q_z)
-    complete_case = settings.censoring == "complete"
-    in_scope_t = ~cens_t if complete_case else np.ones(n_traj, bool)
-    lengths = traj["length"].to_numpy()
-    # rows in scope, in trajectory order (complete-case drops the censored runs' rows)
-    codes_all = data.steps["traj"].to_numpy()
-    rows_in = in_scope_t[codes_all] if complete_case and cens_t.any() else None
-    codes = codes_all if rows_in is None else codes_all[rows_in]
-    scope_len = lengths * in_scope_t
-    scope_starts = np.r_[0, np.cumsum(scope_len)[:-1]].astype(np.int64)
-    has_rows = scope_len > 0
-    y = data.row_outcome if rows_in is None else data.row_outcome[rows_in]
-    cens_rows = cens_t[codes] if (cens_t[in_scope_t].any()) else None
-    q = q_t[codes] if cens_rows is not None else None
-    unit_w = settings.schedule.name == "uniform"
-    if unit_w:
-        w = None
-        zero_w = False
-    else:
-        w_all = step_weights(data, settings.schedule)
-        w = w_all if rows_in is None else w_all[rows_in]
-        zero_w = bool((w == 0).any())
-    ids = data.trajectory_ids
-
-    def by_run(values: np.ndarray) -> np.ndarray:
-        out = np.zeros(n_traj)
-        out[has_rows] = _sum_by_run(values, scope_starts[has_rows])
-        return out
-
-    wsum_all = scope_len.astype(float) if unit_w else by_run(w)
-    rows, per_traj, scores = [], [], {}
-    tps_cols, valid_cols = [], []
+    scope = _Scope.of(data, settings, q_z)
+    rows, per_traj, scores, tps_cols, valid_cols = [], [], {}, [], []
     for name in names:
         checkpoint()  # stop here if nobody waits for the result (tpsviz.cancel)
-        p_all = data.forecasts(name)
-        p = p_all if rows_in is None else p_all[rows_in]
-        eps = float(settings.eps)
-        lo, hi = (float(p.min()), float(p.max())) if p.size else (0.5, 0.5)
-        if lo >= eps and hi <= 1.0 - eps:  # the common case: nothing missing, nothing to clip
-            missing, n_missing, n_clipped, pc = None, 0, 0, p
-        else:
-            missing = np.isnan(p)
-            n_missing = int(missing.sum())
-            if eps > 0:
-                n_clipped = int(np.count_nonzero(p < eps) + np.count_nonzero(p > 1.0 - eps))
-                pc = np.clip(p, eps, 1.0 - eps)
-            else:
-                n_clipped, pc = 0, p
-        if n_missing:
-            present = ~missing
-            s = np.full(p.shape, np.nan)
-            s[present] = _score_rows(pc[present], y[present], None if q is None else q[present],
-                                     None if cens_rows is None else cens_rows[present],
-                                     settings.alpha, settings.beta)
-        else:
-            s = _score_rows(pc, y, q, cens_rows, settings.alpha, settings.beta)
-        if unit_w:
-            contrib = s
-        else:
-            with np.errstate(invalid="ignore"):
-                contrib = w * s
-            if zero_w:  # w = 0 with S = -inf contributes 0, not NaN
-                contrib[w == 0] = 0.0
-        if n_missing:
-            contrib = np.where(missing, 0.0, contrib)
-            n_scored = by_run((~missing).astype(float)).astype(int)
-            wsum = by_run(np.where(missing, 0.0, 1.0 if unit_w else w))
-        else:
-            n_scored = scope_len
-            wsum = wsum_all
-        tps = by_run(contrib)
-        if rows_in is None:
-            scores[name] = (s, pc)
-        else:
-            s_full = np.full(p_all.shape, np.nan)
-            pc_full = np.full(p_all.shape, np.nan)
-            s_full[rows_in], pc_full[rows_in] = s, pc
-            scores[name] = (s_full, pc_full)
-        valid = in_scope_t & (n_scored > 0)
-        all_valid = bool(valid.all())
-        tps_cols.append(tps if all_valid else np.where(valid, tps, np.nan))
+        row, frame, score, tps, valid = _score_predictor(data, settings, scope, name)
+        rows.append(row)
+        per_traj.append(frame)
+        scores[name] = score
+        tps_cols.append(tps)
         valid_cols.append(valid)
-        sel = slice(None) if all_valid else valid
-        per_traj.append(pd.DataFrame({
-            "trajectory_id": ids[sel],
-            "traj": np.arange(n_traj)[sel],
-            "predictor": name,
-            "tps": tps[sel],
-            "censored": cens_t[sel],
-            "n_scored": n_scored[sel],
-            "weight_sum": wsum[sel],
-            "q_z_used": q_t[sel],
-        }))
-        v = tps[sel]
-        n = int(v.size)
-        mean = float(v.mean()) if n else np.nan
-        se = float(v.std(ddof=1) / np.sqrt(n)) if n >= 2 and np.isfinite(mean) else np.nan
-        wtot = float(wsum[sel].sum())
-        rows.append({
-            "predictor": name,
-            "tps_mean": mean,
-            "tps_se": se,
-            "tps_ci_low": np.nan,
-            "tps_ci_high": np.nan,
-            "tps_step_mean": float(v.sum() / wtot) if wtot > 0 else np.nan,
-            "n_trajectories": n,
-            "n_censored": int((valid & cens_t).sum()),
-            "n_steps": int(p.size - n_missing),
-            "n_missing": n_missing,
-            "n_clipped": n_clipped,
-            "n_qz_fallback": int((valid & fallback_t).sum()),
-            "n_excluded_censored": int(cens_t.sum()) if complete_case else 0,
-            "n_no_forecast": int((in_scope_t & (n_scored == 0)).sum()),
-        })
     summary = pd.DataFrame(rows).set_index("predictor")
     if names:
         lo, hi = _bootstrap_columns(np.column_stack(tps_cols), np.column_stack(valid_cols), settings)
@@ -512,8 +405,147 @@ def compute_tps(
         summary["tps_ci_high"] = hi
     per_trajectory = pd.concat(per_traj, ignore_index=True) if per_traj else pd.DataFrame()
     # weights for every step row (the scope rows' weights were enough for the scores)
-    w_rows = None if (w is None or rows_in is not None) else w
+    w_rows = None if (scope.w is None or scope.rows_in is not None) else scope.w
     return TPSResult(settings, summary, per_trajectory, data, w_rows, scores)
+
+
+@dataclass
+class _Scope:
+    """The rows and runs a score covers under a censoring mode, with their weights and q_Z."""
+
+    n_traj: int
+    cens_t: np.ndarray          # censored, per run
+    q_t: np.ndarray             # q_Z used, per run (NaN for complete runs)
+    fallback_t: np.ndarray      # censored runs scored with q_Z = 0 for want of q_Z
+    complete_case: bool
+    in_scope_t: np.ndarray      # runs scored (complete-case leaves the censored ones out)
+    rows_in: np.ndarray | None  # step rows in scope (None: all)
+    scope_len: np.ndarray       # rows in scope, per run
+    scope_starts: np.ndarray    # first row of each run among the rows in scope
+    has_rows: np.ndarray
+    y: np.ndarray               # outcome of every row in scope
+    cens_rows: np.ndarray | None
+    q: np.ndarray | None        # q_Z of every row in scope (None: no censored run in scope)
+    w: np.ndarray | None        # w_t of every row in scope (None: uniform weights)
+    zero_w: bool
+    wsum_all: np.ndarray        # Σ w_t per run over the rows in scope
+
+    @classmethod
+    def of(cls, data: TrajectoryData, settings: ScoreSettings, q_z) -> "_Scope":
+        traj = data.trajectories
+        n_traj = len(traj)
+        cens_t = traj["censored"].to_numpy()
+        q_t, fallback_t = _qz_per_trajectory(data, settings.censoring, q_z)
+        complete_case = settings.censoring == "complete"
+        in_scope_t = ~cens_t if complete_case else np.ones(n_traj, bool)
+        # rows in scope, in trajectory order (complete-case drops the censored runs' rows)
+        codes_all = data.steps["traj"].to_numpy()
+        rows_in = in_scope_t[codes_all] if complete_case and cens_t.any() else None
+        codes = codes_all if rows_in is None else codes_all[rows_in]
+        scope_len = traj["length"].to_numpy() * in_scope_t
+        scope_starts = np.r_[0, np.cumsum(scope_len)[:-1]].astype(np.int64)
+        y = data.row_outcome if rows_in is None else data.row_outcome[rows_in]
+        cens_rows = cens_t[codes] if (cens_t[in_scope_t].any()) else None
+        q = q_t[codes] if cens_rows is not None else None
+        w, zero_w = None, False
+        if settings.schedule.name != "uniform":
+            w_all = step_weights(data, settings.schedule)
+            w = w_all if rows_in is None else w_all[rows_in]
+            zero_w = bool((w == 0).any())
+        scope = cls(n_traj, cens_t, q_t, fallback_t, complete_case, in_scope_t, rows_in, scope_len,
+                    scope_starts, scope_len > 0, y, cens_rows, q, w, zero_w, scope_len.astype(float))
+        if w is not None:
+            scope.wsum_all = scope.by_run(w)
+        return scope
+
+    def by_run(self, values: np.ndarray) -> np.ndarray:
+        """Per-run sums of row values (0 for a run without rows in scope)."""
+        out = np.zeros(self.n_traj)
+        out[self.has_rows] = _sum_by_run(values, self.scope_starts[self.has_rows])
+        return out
+
+
+def _score_predictor(data: TrajectoryData, settings: ScoreSettings, sc: _Scope, name: str):
+    """One predictor's summary row, per-run frame, row scores, per-run TPS and valid runs."""
+    p_all = data.forecasts(name)
+    p = p_all if sc.rows_in is None else p_all[sc.rows_in]
+    eps = float(settings.eps)
+    lo, hi = (float(p.min()), float(p.max())) if p.size else (0.5, 0.5)
+    if lo >= eps and hi <= 1.0 - eps:  # the common case: nothing missing, nothing to clip
+        missing, n_missing, n_clipped, pc = None, 0, 0, p
+    else:
+        missing = np.isnan(p)
+        n_missing = int(missing.sum())
+        if eps > 0:
+            n_clipped = int(np.count_nonzero(p < eps) + np.count_nonzero(p > 1.0 - eps))
+            pc = np.clip(p, eps, 1.0 - eps)
+        else:
+            n_clipped, pc = 0, p
+    if n_missing:
+        present = ~missing
+        s = np.full(p.shape, np.nan)
+        s[present] = _score_rows(pc[present], sc.y[present], None if sc.q is None else sc.q[present],
+                                 None if sc.cens_rows is None else sc.cens_rows[present],
+                                 settings.alpha, settings.beta)
+    else:
+        s = _score_rows(pc, sc.y, sc.q, sc.cens_rows, settings.alpha, settings.beta)
+    if sc.w is None:
+        contrib = s
+    else:
+        with np.errstate(invalid="ignore"):
+            contrib = sc.w * s
+        if sc.zero_w:  # w = 0 with S = -inf contributes 0, not NaN
+            contrib[sc.w == 0] = 0.0
+    if n_missing:
+        contrib = np.where(missing, 0.0, contrib)
+        n_scored = sc.by_run((~missing).astype(float)).astype(int)
+        wsum = sc.by_run(np.where(missing, 0.0, 1.0 if sc.w is None else sc.w))
+    else:
+        n_scored = sc.scope_len
+        wsum = sc.wsum_all
+    tps = sc.by_run(contrib)
+    if sc.rows_in is None:
+        score = (s, pc)
+    else:
+        s_full = np.full(p_all.shape, np.nan)
+        pc_full = np.full(p_all.shape, np.nan)
+        s_full[sc.rows_in], pc_full[sc.rows_in] = s, pc
+        score = (s_full, pc_full)
+    valid = sc.in_scope_t & (n_scored > 0)
+    all_valid = bool(valid.all())
+    sel = slice(None) if all_valid else valid
+    frame = pd.DataFrame({
+        "trajectory_id": data.trajectory_ids[sel],
+        "traj": np.arange(sc.n_traj)[sel],
+        "predictor": name,
+        "tps": tps[sel],
+        "censored": sc.cens_t[sel],
+        "n_scored": n_scored[sel],
+        "weight_sum": wsum[sel],
+        "q_z_used": sc.q_t[sel],
+    })
+    v = tps[sel]
+    n = int(v.size)
+    mean = float(v.mean()) if n else np.nan
+    se = float(v.std(ddof=1) / np.sqrt(n)) if n >= 2 and np.isfinite(mean) else np.nan
+    wtot = float(wsum[sel].sum())
+    row = {
+        "predictor": name,
+        "tps_mean": mean,
+        "tps_se": se,
+        "tps_ci_low": np.nan,
+        "tps_ci_high": np.nan,
+        "tps_step_mean": float(v.sum() / wtot) if wtot > 0 else np.nan,
+        "n_trajectories": n,
+        "n_censored": int((valid & sc.cens_t).sum()),
+        "n_steps": int(p.size - n_missing),
+        "n_missing": n_missing,
+        "n_clipped": n_clipped,
+        "n_qz_fallback": int((valid & sc.fallback_t).sum()),
+        "n_excluded_censored": int(sc.cens_t.sum()) if sc.complete_case else 0,
+        "n_no_forecast": int((sc.in_scope_t & (n_scored == 0)).sum()),
+    }
+    return row, frame, score, (tps if all_valid else np.where(valid, tps, np.nan)), valid
 
 
 def _censor_at(data: TrajectoryData, keep_t: np.ndarray, budget: int) -> TrajectoryData:
