@@ -12,7 +12,12 @@ by Playwright; each figure is reported with its ratio to the toy's, measured in 
 still marked stale from the previous run), no element is still a skeleton, and (for the nudge) the new α value is on the page. Both apps are polled
 the same way every 25 ms, so the polling cost is common to both.
 
+With ``--big N`` it opens instead a synthetic log of N runs (≈19 N step rows, Parquet, through the
+"Server path" source) in a warm dashboard and reports the seconds until the leaderboard first shows
+(point estimates on a large log), until the page is complete, and of one α nudge.
+
 Usage: .venv/bin/python bench/bench_browser.py [--nudges 7] [--sessions 3]
+       .venv/bin/python bench/bench_browser.py --big 100000
 """
 
 from __future__ import annotations
@@ -145,15 +150,65 @@ def measure(script: Path, cwd: Path, browser, nudges: int, sessions: int) -> dic
             "_views": views, "_moves": moves}
 
 
+_BOARD_JS = """() => [...document.querySelectorAll('[data-testid="stMain"] h3')]
+    .some(h => h.innerText.startsWith('Leaderboard')) && !!document.querySelector('[data-testid="stMain"] [data-testid="stDataFrame"]')"""
+
+
+def big_log(repo: Path, n: int, browser) -> dict:
+    """Seconds to the leaderboard and to a complete page on an n-run log, and of one α nudge."""
+    sys.path.insert(0, str(repo))
+    from tpsviz.synthetic import simulate
+
+    with tempfile.TemporaryDirectory() as tmp:
+        sim = simulate("webshop-like", n_trajectories=n, seed=7)
+        sim.steps.to_parquet(Path(tmp) / "big.parquet", index=False)
+        os.environ["TPSVIZ_DATA_ROOTS"] = tmp
+        proc, base, _ = _start(repo / "app.py", repo)
+        try:
+            ctx = browser.new_context(viewport={"width": 1400, "height": 1000})
+            pg = ctx.new_page()
+            pg.goto(base)
+            _wait_complete(pg, "α=0")  # the demo first: the server is warm
+            t = time.perf_counter()
+            pg.goto(base + "/?src=Server+path&path=big.parquet")
+            pg.wait_for_function(_BOARD_JS, timeout=600_000, polling=50)
+            board = time.perf_counter() - t
+            _wait_complete(pg, "α=0", timeout=900)
+            complete = time.perf_counter() - t
+            pg.wait_for_timeout(1500)
+            thumb = pg.locator("[data-testid='stSidebar'] input[type=range][aria-label='α']").first
+            thumb.focus()
+            t = time.perf_counter()
+            thumb.press("ArrowRight")
+            pg.wait_for_timeout(60)
+            _wait_complete(pg, "α=0.05", timeout=900)
+            nudge = time.perf_counter() - t
+            ctx.close()
+        finally:
+            proc.terminate()
+            proc.wait(20)
+    return {"rows": len(sim.steps), "board": board, "complete": complete, "nudge": nudge}
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--nudges", type=int, default=7)
     ap.add_argument("--sessions", type=int, default=3)
+    ap.add_argument("--big", type=int, default=0, help="runs of a large synthetic log (instead of the toy comparison)")
     ap.add_argument("--repo", default=str(ROOT), help="checkout whose app.py is measured (default: this one)")
     args = ap.parse_args()
     from playwright.sync_api import sync_playwright
 
     repo = Path(args.repo).resolve()
+    if args.big:
+        with sync_playwright() as p:
+            browser = p.chromium.launch(executable_path=CHROMIUM, args=ARGS)
+            r = big_log(repo, args.big, browser)
+            browser.close()
+        print(f"dashboard: {repo}; synthetic log of {args.big:,} runs ({r['rows']:,} step rows) by server path")
+        print(f"leaderboard first shown {r['board']:6.2f} s   page complete {r['complete']:6.2f} s   "
+              f"one α nudge to complete {r['nudge']:6.2f} s")
+        return
     with tempfile.TemporaryDirectory() as tmp, sync_playwright() as p:
         toy = Path(tmp) / "toy.py"
         toy.write_text(TOY.format(csv=ROOT / "demo_data" / "webshop-like.csv"))

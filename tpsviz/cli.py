@@ -22,7 +22,7 @@ from .inference import DEFAULT_SEED
 from .io import LogFormatError, load
 from .schedules import parse_schedule, schedule_help
 from .schema import clean_text, show_id
-from .tps import CENSORING_LABELS, ScoreSettings, compute_tps, default_censoring
+from .tps import ScoreSettings, compute_tps, default_censoring, settings_words
 from .verdict import RULES as VERDICT_RULES
 
 EXIT_BAD_INPUT = 2
@@ -505,12 +505,12 @@ def _print_header(data, settings, notes) -> None:
     print(f"{_name(data.source)}: {data.n_trajectories} trajectories, {data.n_steps} steps, "
           f"{data.n_censored} censored")
     _print_reading(data.reading)
-    print(f"score: beta family alpha={settings.alpha:g}, beta={settings.beta:g}"
-          + ("  (log score, nats)" if settings.alpha == 0 and settings.beta == 0 else ""))
-    print(f"schedule: {settings.schedule.spec} ({settings.schedule.formula}) -> {v.status}")
+    w = settings_words(settings)
+    print(f"score: {w['score']}, {w['unit']}; {w['direction']}")
+    print(f"schedule: {w['schedule']} -> {w['schedule_status']}")
     if not v.is_strictly_proper:
-        print(f"  note: {v.reason}")
-    print(f"censoring: {CENSORING_LABELS[settings.censoring]}; eps = {settings.eps:g}")
+        print(f"  note: {w['schedule_reason']}")
+    print(f"censoring: {w['censoring']}; eps = {w['eps']}")
     for note in data.notes + notes:
         print(f"note: {_name(note)}")
 

@@ -22,6 +22,7 @@ import pandas as pd
 import plotly.graph_objects as go
 
 from .schema import clean_text
+from .scores import score_unit
 from plotly.subplots import make_subplots
 
 __all__ = [
@@ -104,18 +105,6 @@ def _color(colors: dict, name: str) -> str:
 
 def _width(name: str) -> float:
     return 3.5 if is_reference(name) else 2.0
-
-
-def score_unit(alpha: float, beta: float) -> str:
-    """Units of a beta-family score."""
-    if alpha == 0 and beta == 0:
-        return "nats"
-    if alpha == 1 and beta == 1:
-        return "half-Brier units"
-    named = {(-0.5, -0.5): "boosting-score units"}
-    if (alpha, beta) in named:
-        return named[(alpha, beta)]
-    return f"beta-score units (α={alpha:g}, β={beta:g})"
 
 
 def score_label(alpha: float, beta: float, per: str = "trajectory", short: bool = False) -> str:

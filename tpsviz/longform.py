@@ -432,7 +432,15 @@ def _metadata(df, cols, values, codes, order, n, steps, traj, notes: list[str]) 
     """Every other column: on the runs frame when constant within each run, else on the steps."""
     meta_cols = [c for c in cols if c not in RESERVED and c not in values]
     internal = {"t", "traj", "length", "last_step"}  # columns tpsviz adds to the frames
-    meta_names = {c: (f"{c}_log" if c in internal else c) for c in meta_cols}
+    taken, meta_names = set(meta_cols), {}
+    for c in meta_cols:  # t → t_log (t_log_2 … when the log has a t_log too)
+        name, k = c, 2
+        if c in internal:
+            name = f"{c}_log"
+            while name in taken:
+                name, k = f"{c}_log_{k}", k + 1
+            taken.add(name)
+        meta_names[c] = name
     moved = [c for c, m in meta_names.items() if c != m]
     if moved:
         notes.append("metadata column(s) " + ", ".join(f"{show_id(c)} kept as {show_id(meta_names[c])}"

@@ -32,6 +32,8 @@ from . import _kernels
 
 __all__ = [
     "PRESETS",
+    "score_unit",
+    "family_name",
     "ScoreFamily",
     "beta_score",
     "beta_score_pair",
@@ -408,3 +410,20 @@ def clip_forecasts(p, eps: float) -> tuple[np.ndarray, int]:
     with np.errstate(invalid="ignore"):
         moved = (p < eps) | (p > 1.0 - eps)
     return np.clip(p, eps, 1.0 - eps), int(moved.sum())
+
+
+def score_unit(alpha: float, beta: float) -> str:
+    """Units of a beta-family score: nats (log), half-Brier units, … ."""
+    if alpha == 0 and beta == 0:
+        return "nats"
+    if alpha == 1 and beta == 1:
+        return "half-Brier units"
+    if alpha == -0.5 and beta == -0.5:
+        return "boosting-score units"
+    return f"beta-score units (α={alpha:g}, β={beta:g})"
+
+
+def family_name(alpha: float, beta: float) -> str:
+    """The preset of (α, β) ("log", "brier", …), or "custom"."""
+    return next((name for name, fam in PRESETS.items() if fam.alpha == alpha and fam.beta == beta), "custom")
+

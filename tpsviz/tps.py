@@ -30,7 +30,7 @@ from .io import TrajectoryData
 from .schedules import Schedule
 from .scores import beta_score, validate_alpha_beta
 
-__all__ = ["ScoreSettings", "TPSResult", "compute_tps", "default_censoring", "CENSORING_MODES",
+__all__ = ["ScoreSettings", "TPSResult", "compute_tps", "default_censoring", "CENSORING_MODES", "settings_words",
            "step_weights", "artificial_censoring_check"]
 
 CENSORING_MODES = ("complete", "simple", "exact", "upper")
@@ -92,6 +92,41 @@ class ScoreSettings:
             "schedule_verdict": self.schedule.verdict.status, "censoring": self.censoring,
             "eps": self.eps, "n_boot": self.n_boot, "level": self.level, "seed": self.seed,
         }
+
+
+def settings_words(settings: ScoreSettings, censoring: str | None = None) -> dict:
+    """The settings in words, the same in every output (the dashboard's banner, the report, a PNG's
+    caption, the CLI's header).
+
+    Parameters
+    ----------
+    settings : ScoreSettings
+    censoring : str, optional
+        The censoring mode in words when the caller knows more (the q_Z source of exact mode);
+        default :data:`CENSORING_LABELS`.
+
+    Returns
+    -------
+    dict
+        ``score`` ("log (α=0, β=0)"), ``unit``, ``direction``, ``schedule`` (spec and formula),
+        ``formula``, ``schedule_status``, ``schedule_reason``, ``censoring``, ``eps``, ``bootstrap``.
+    """
+    from .scores import family_name, score_unit
+
+    s, v = settings.schedule, settings.schedule.verdict
+    return {
+        "score": f"{family_name(settings.alpha, settings.beta)} (α={settings.alpha:g}, β={settings.beta:g})",
+        "unit": score_unit(settings.alpha, settings.beta),
+        "direction": "higher is better, 0 is perfect",
+        "schedule": f"{s.spec}: {s.formula}",
+        "formula": s.formula,
+        "schedule_status": v.status,
+        "schedule_reason": v.reason,
+        "censoring": censoring or CENSORING_LABELS[settings.censoring],
+        "eps": f"{settings.eps:g}" + (" (clipping off)" if settings.eps == 0 else ""),
+        "bootstrap": (f"{settings.n_boot} replicates over trajectories, seed {settings.seed}" if settings.n_boot
+                      else "off (intervals: mean ± z·SE)"),
+    }
 
 
 def default_censoring(data: TrajectoryData) -> str:

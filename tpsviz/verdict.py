@@ -201,6 +201,12 @@ def _clustered_bias(p: np.ndarray, lab: np.ndarray, runs: np.ndarray) -> tuple[f
     return bias, float(np.sqrt(k / (k - 1) * np.sum(g ** 2)) / n)
 
 
+def _expit(eta: np.ndarray) -> np.ndarray:
+    """1 / (1 + e^−η) without an overflow warning for a large −η (a separating fit goes there)."""
+    with np.errstate(over="ignore"):
+        return 1 / (1 + np.exp(-eta))
+
+
 def calibration_slope(p, lab, runs) -> tuple[float, float, float]:
     """Logistic calibration fit logit P(ℓ = 1) = a + b·logit F, by Newton's method.
 
@@ -227,7 +233,7 @@ def calibration_slope(p, lab, runs) -> tuple[float, float, float]:
     theta = np.zeros(2)
     for _ in range(100):
         eta = X @ theta
-        mu = 1 / (1 + np.exp(-eta))
+        mu = _expit(eta)
         grad = X.T @ (lab - mu)
         H = (X * (mu * (1 - mu))[:, None]).T @ X
         try:
@@ -241,7 +247,7 @@ def calibration_slope(p, lab, runs) -> tuple[float, float, float]:
             break
     else:
         return np.nan, np.nan, np.nan
-    mu = 1 / (1 + np.exp(-(X @ theta)))
+    mu = _expit(X @ theta)
     H = (X * (mu * (1 - mu))[:, None]).T @ X
     scores = X * (lab - mu)[:, None]
     per_run = np.column_stack([np.bincount(runs, weights=scores[:, j]) for j in range(2)])

@@ -19,24 +19,6 @@ PLOT_CONFIG = {"displaylogo": False, "toImageButtonOptions": {"format": "png", "
                "modeBarButtonsToRemove": ["lasso2d", "select2d"]}
 
 
-def fmt(v, digits: int = 4) -> str:
-    if v is None or (isinstance(v, float) and not np.isfinite(v)):
-        return "−∞" if v == -np.inf else "n/a"
-    return f"{v:.{digits}g}"
-
-
-def pct(k, n) -> str:
-    """k/n as a percentage: one decimal below 1% (never "0%" for a non-zero count), else whole."""
-    if not n:
-        return "n/a"
-    v = 100.0 * k / n
-    if k and v < 1:
-        return f"{v:.1f}%"
-    if k and v < 10 and abs(v - round(v)) > 0.05:
-        return f"{v:.1f}%"
-    return f"{v:.0f}%"
-
-
 def tiles(items: list) -> None:
     """Metric tiles in a row that wraps: each tile is as wide as its label and value, so no tile is cut
     off on a narrow screen (800 px) and a wide one keeps them on one line.
@@ -182,7 +164,7 @@ def banner(cfg: S.Config, data, extra: str | None = None) -> None:
     """The settings that change the verdict, next to it (docs/architecture.md)."""
     s = cfg.schedule_obj
     v = s.verdict
-    fam = cfg.family_name
+    w = cfg.words(Rs.censoring_label(cfg))
     nf = f" · filtered ({len(cfg.filters)} filter{'s' if len(cfg.filters) != 1 else ''})" if cfg.filters else ""
     n_cens = data.n_censored
     if cfg.censoring == "complete" and n_cens:
@@ -192,12 +174,13 @@ def banner(cfg: S.Config, data, extra: str | None = None) -> None:
         ntext = f"**n** {data.n_trajectories:,} runs, {n_cens:,} censored"
     with st.container(border=True):
         c = st.columns([1.25, 1.5, 1.6, 1.0])
-        c[0].markdown(f"**Score** {fam} (α={cfg.alpha:g}, β={cfg.beta:g})  \n{cfg.unit}; higher is better, 0 is perfect",
+        c[0].markdown(f"**Score** {w['score']}  \n{w['unit']}; {w['direction']}",
                       help="Beta-family proper scoring rule S(p, y) applied at every step.")
-        c[1].markdown(f"**Weights** `{s.formula}`  \n{VERDICT_ICON.get(v.status, '')} {v.status}", help=v.reason)
-        c[2].markdown(f"**Censoring** {Rs.censoring_label(cfg)}",
+        c[1].markdown(f"**Weights** `{w['formula']}`  \n{VERDICT_ICON.get(v.status, '')} {w['schedule_status']}",
+                      help=w["schedule_reason"])
+        c[2].markdown(f"**Censoring** {w['censoring']}",
                       help="How runs stopped before their outcome are scored (see the Censoring page).")
-        c[3].markdown(f"**ε** {cfg.eps:g}{' (clipping off)' if cfg.eps == 0 else ''}  \n{ntext}{nf}",
+        c[3].markdown(f"**ε** {w['eps']}  \n{ntext}{nf}",
                       help="ε: forecasts clipped to [ε, 1−ε]. n: trajectories scored after filters.")
         if extra:
             st.caption(extra)

@@ -14,45 +14,11 @@ from tpsviz import figures as F
 from tpsviz.claims import z_text
 from tpsviz.groups import group_columns
 from tpsviz.inference import normal_quantile, summary_interval
+from tpsviz import formatting as Fm
 
 from . import results as Rs
 from . import state as S
 from .common import md as _md
-
-
-# ----------------------------------------------------------------------------- formatting
-def num(v, spec: str = ".4f") -> str:
-    """A number for a table cell: "−∞"/"+∞" for infinite values, "—" for missing ones (never "None")."""
-    try:
-        v = float(v)
-    except (TypeError, ValueError):
-        return "—"
-    if np.isnan(v):
-        return "—"
-    if np.isinf(v):
-        return "−∞" if v < 0 else "+∞"
-    return format(v, spec)
-
-
-def interval(lo, hi, spec: str = ".4f") -> str:
-    """"[lo, hi]" or "—" when either end is missing or infinite."""
-    try:
-        lo, hi = float(lo), float(hi)
-    except (TypeError, ValueError):
-        return "—"
-    if not (np.isfinite(lo) and np.isfinite(hi)):
-        return "—"
-    return f"[{format(lo, spec)}, {format(hi, spec)}]"
-
-
-def pm(v, se, spec: str = ".3f") -> str:
-    """"v ± se", or just v (or "−∞"/"—") when the SE is not available."""
-    txt = num(v, spec)
-    try:
-        ok = np.isfinite(float(v)) and np.isfinite(float(se))
-    except (TypeError, ValueError):
-        ok = False
-    return f"{txt} ± {format(float(se), spec)}" if ok else txt
 
 
 def tps_interval(row: pd.Series, level: float = 0.95) -> tuple[float, float, str]:
@@ -109,30 +75,30 @@ def leaderboard(cfg: S.Config, data, ci: bool = True) -> dict:
         label = F.display_name(name)
         rows.append({
             "predictor": label,
-            "TPS": num(r["tps_mean"]),
-            "95% CI": interval(lo, hi),
-            "skill": pm(k.get("skill", np.nan), k.get("skill_se", np.nan)),
-            "AUROC": num(m.get("auroc", np.nan), ".3f"),
-            "T-ECE": num(m.get("tece_pooled", np.nan), ".3f"),
+            "TPS": Fm.num(r["tps_mean"]),
+            "95% CI": Fm.interval(lo, hi),
+            "skill": Fm.pm(k.get("skill", np.nan), k.get("skill_se", np.nan)),
+            "AUROC": Fm.num(m.get("auroc", np.nan), ".3f"),
+            "T-ECE": Fm.num(m.get("tece_pooled", np.nan), ".3f"),
             "n runs": int(r["n_trajectories"]),
             "censored": int(r["n_censored"]),
             "clipped": int(r["n_clipped"]) if cfg.eps > 0 else zeros.get(name, 0),
         })
         details.append({
             "predictor": label,
-            "TPS mean": num(r["tps_mean"]), "± SE": num(r["tps_se"]),
-            "TPS 95% CI": interval(lo, hi), "per weighted step": num(r["tps_step_mean"]),
-            "TPS_ref (same runs)": num(k.get("tps_ref", np.nan)),
-            "skill": num(k.get("skill", np.nan), ".3f"),
-            "skill 95% CI": interval(k.get("skill_ci_low", np.nan), k.get("skill_ci_high", np.nan), ".3f"),
-            "AUROC": num(m.get("auroc", np.nan), ".3f"),
-            "AUROC 95% CI": interval(m.get("auroc_ci_low", np.nan), m.get("auroc_ci_high", np.nan), ".3f"),
-            "AUPRC": num(m.get("auprc", np.nan), ".3f"),
-            "AUPRC 95% CI": interval(m.get("auprc_ci_low", np.nan), m.get("auprc_ci_high", np.nan), ".3f"),
-            "T-ECE": num(m.get("tece_pooled", np.nan), ".3f"),
-            "T-ECE 95% CI": interval(m.get("tece_pooled_ci_low", np.nan), m.get("tece_pooled_ci_high", np.nan), ".3f"),
-            "AUROC (final step)": num(m.get("auroc_final", np.nan), ".3f"),
-            "T-ECE (final step)": num(m.get("tece_final", np.nan), ".3f"),
+            "TPS mean": Fm.num(r["tps_mean"]), "± SE": Fm.num(r["tps_se"]),
+            "TPS 95% CI": Fm.interval(lo, hi), "per weighted step": Fm.num(r["tps_step_mean"]),
+            "TPS_ref (same runs)": Fm.num(k.get("tps_ref", np.nan)),
+            "skill": Fm.num(k.get("skill", np.nan), ".3f"),
+            "skill 95% CI": Fm.interval(k.get("skill_ci_low", np.nan), k.get("skill_ci_high", np.nan), ".3f"),
+            "AUROC": Fm.num(m.get("auroc", np.nan), ".3f"),
+            "AUROC 95% CI": Fm.interval(m.get("auroc_ci_low", np.nan), m.get("auroc_ci_high", np.nan), ".3f"),
+            "AUPRC": Fm.num(m.get("auprc", np.nan), ".3f"),
+            "AUPRC 95% CI": Fm.interval(m.get("auprc_ci_low", np.nan), m.get("auprc_ci_high", np.nan), ".3f"),
+            "T-ECE": Fm.num(m.get("tece_pooled", np.nan), ".3f"),
+            "T-ECE 95% CI": Fm.interval(m.get("tece_pooled_ci_low", np.nan), m.get("tece_pooled_ci_high", np.nan), ".3f"),
+            "AUROC (final step)": Fm.num(m.get("auroc_final", np.nan), ".3f"),
+            "T-ECE (final step)": Fm.num(m.get("tece_final", np.nan), ".3f"),
             "n steps": int(r["n_steps"]), "q_Z fallback": int(r["n_qz_fallback"]),
         })
     table = pd.DataFrame(rows)
@@ -181,14 +147,14 @@ def group_tables(table: pd.DataFrame, base: str, diffs: dict) -> dict:
     """Display tables of a group_table frame and its group_difference frames (see group_view)."""
     from tpsviz.groups import difference_words
 
-    rows = [{"group": g, "predictor": F.display_name(p), "TPS": pm(r["tps_mean"], r["tps_se"], ".3f"),
-             "skill": pm(r["skill"], r["skill_se"], ".3f"), "n runs": int(r["n_scored"]),
-             "success rate": num(r["success_rate"], ".3f")} for (g, p), r in table.iterrows()]
+    rows = [{"group": g, "predictor": F.display_name(p), "TPS": Fm.pm(r["tps_mean"], r["tps_se"], ".3f"),
+             "skill": Fm.pm(r["skill"], r["skill_se"], ".3f"), "n runs": int(r["n_scored"]),
+             "success rate": Fm.num(r["success_rate"], ".3f")} for (g, p), r in table.iterrows()]
     out = [{"group": g, "predictor": F.display_name(p),
-            "Δ TPS": num(r["tps_delta"], "+.3f"), "SE (TPS)": num(r["tps_se"], ".3f"),
-            "Δ/SE (TPS)": num(r["tps_z"], "+.1f"),
-            "Δ skill": num(r["skill_delta"], "+.3f"), "SE (skill)": num(r["skill_se"], ".3f"),
-            "Δ/SE (skill)": num(r["skill_z"], "+.1f"),
+            "Δ TPS": Fm.num(r["tps_delta"], "+.3f"), "SE (TPS)": Fm.num(r["tps_se"], ".3f"),
+            "Δ/SE (TPS)": Fm.num(r["tps_z"], "+.1f"),
+            "Δ skill": Fm.num(r["skill_delta"], "+.3f"), "SE (skill)": Fm.num(r["skill_se"], ".3f"),
+            "Δ/SE (skill)": Fm.num(r["skill_z"], "+.1f"),
             "in words": difference_words(r, base, g, show_z=False)}  # Δ/SE has its own columns
            for g, d in diffs.items() for p, r in d.iterrows()]
     pairing = {g: d.attrs.get("pairing", "") for g, d in diffs.items()}
@@ -207,12 +173,12 @@ def compare(cfg: S.Config, data, baseline: str, metrics: bool = True) -> dict:
     for name in t.index:
         r = t.loc[name]
         row = {"predictor": F.display_name(name),
-               "Δ TPS": num(r["tps_delta"], "+.4f"), "SE (TPS)": num(r["tps_se"]),
-               "Δ/SE (TPS)": num(r["tps_z"], "+.1f")}
+               "Δ TPS": Fm.num(r["tps_delta"], "+.4f"), "SE (TPS)": Fm.num(r["tps_se"]),
+               "Δ/SE (TPS)": Fm.num(r["tps_z"], "+.1f")}
         if metrics:
-            row.update({"Δ AUROC": num(r["auroc_delta"], "+.4f"), "SE (AUROC)": num(r["auroc_se"]),
+            row.update({"Δ AUROC": Fm.num(r["auroc_delta"], "+.4f"), "SE (AUROC)": Fm.num(r["auroc_se"]),
                         "Δ/SE (AUROC)": _z_text(r["auroc_delta"], r["auroc_se"], r["auroc_z"]),
-                        "Δ T-ECE": num(r["tece_delta"], "+.4f"),
+                        "Δ T-ECE": Fm.num(r["tece_delta"], "+.4f"),
                         "Δ/SE (T-ECE)": _z_text(r["tece_delta"], r["tece_se"], r["tece_z"])})
         rows.append(row)
     fig = F.delta_matrix_figure(z, "Paired Δ/SE of per-trajectory TPS (row − column); |Δ/SE| > 2 ≈ significant")
@@ -225,7 +191,7 @@ def _z_text(delta, se, z) -> str:
             return "— (identical)" if abs(float(delta)) < 1e-12 else "— (SE 0)"
     except (TypeError, ValueError):
         pass
-    return num(z, "+.1f")
+    return Fm.num(z, "+.1f")
 
 
 def disagreements(cfg: S.Config, raw: pd.DataFrame, baseline: str) -> list[str]:
@@ -315,7 +281,7 @@ def demo_views(demos: dict, cfg: S.Config, colors: dict) -> list[dict]:
         cols = [colors.get(n, MODIFIED_COLOR) for n in names]  # a modified forecast is grey, never a predictor's colour
         cmp_ = d.comparison
         diff = (f"Paired Δ TPS (modified − original) = {cmp_['delta']:+.3f} {unit}/run, 95% CI "
-                f"{interval(cmp_['delta'] - z * cmp_['se'], cmp_['delta'] + z * cmp_['se'], '+.3f')} "
+                f"{Fm.interval(cmp_['delta'] - z * cmp_['se'], cmp_['delta'] + z * cmp_['se'], '+.3f')} "
                 f"({z_text(cmp_['z'])}, n = {cmp_.get('n', '?')} runs).") if np.isfinite(cmp_.get("se", np.nan)) else ""
         if key == "distortion":
             show = pd.DataFrame({"AUROC (↑)": t["auroc"], f"TPS ({unit}/run, ↑)": t["tps_mean"]}, index=names)
@@ -324,7 +290,7 @@ def demo_views(demos: dict, cfg: S.Config, colors: dict) -> list[dict]:
             show = pd.DataFrame({"T-ECE (↓)": t["tece_pooled"], f"TPS ({unit}/run, ↑)": t["tps_mean"]}, index=names)
             err = {f"TPS ({unit}/run, ↑)": z * t["tps_se"]}
             diff = (f"Paired Δ TPS (bin means − {names[-1]}) = {cmp_['delta']:+.3f} {unit}/run, 95% CI "
-                    f"{interval(cmp_['delta'] - z * cmp_['se'], cmp_['delta'] + z * cmp_['se'], '+.3f')} "
+                    f"{Fm.interval(cmp_['delta'] - z * cmp_['se'], cmp_['delta'] + z * cmp_['se'], '+.3f')} "
                     f"({z_text(cmp_['z'])}).") if np.isfinite(cmp_.get("se", np.nan)) else ""
         else:
             show = pd.DataFrame({"Φ_mean Brier, expected (↑)": t["scal_brier_mean_expected"],
@@ -335,7 +301,7 @@ def demo_views(demos: dict, cfg: S.Config, colors: dict) -> list[dict]:
                     f"(± SE; {cmp_.get('n_changed', 0)} runs had their last report changed).")
         disp = show.rename(columns=lambda c: c.replace(f" ({unit}/run, ↑)", " (↑)").replace(f"({unit}/run, ↑)", "(↑)"))
         for c in disp.columns:
-            disp[c] = [("≈0" if abs(v) < 1e-9 else f"{v:.4g}") if np.isfinite(v) else num(v) for v in disp[c]]
+            disp[c] = [("≈0" if abs(v) < 1e-9 else f"{v:.4g}") if np.isfinite(v) else Fm.num(v) for v in disp[c]]
         out.append({"key": key, "table": disp.rename_axis("forecast").reset_index(), "explanation": d.explanation,
                     "difference": diff,
                     "figure": F.demo_bars_figure(show, "", colors=cols, errors=err)})
@@ -344,17 +310,16 @@ def demo_views(demos: dict, cfg: S.Config, colors: dict) -> list[dict]:
 
 # ----------------------------------------------------------------------------- report / export
 def settings_dict(cfg: S.Config, data, src) -> dict:
-    s = cfg.schedule_obj
+    """The settings for the report (tpsviz.tps.settings_words, with the data and the selection)."""
+    w = cfg.words(Rs.censoring_label(cfg))
     return {
         "Data": f"{src.name if src else '?'} ({data.n_trajectories} runs, {data.n_steps} steps, {data.n_censored} censored)",
-        "Score family": f"{cfg.family_name} (α={cfg.alpha:g}, β={cfg.beta:g}); units: {cfg.unit}",
-        "Weight schedule": f"{s.spec}: {s.formula}" + (f" (γ = {cfg.gamma:g})" if s.name == "front" else "")
-                           + (f" (γ = {cfg.gamma:g}, H = {cfg.horizon})" if s.name == "back" else ""),
-        "Verdict of the schedule": f"{s.verdict.status} — {s.verdict.reason}",
-        "Censoring": Rs.censoring_label(cfg),
-        "ε (clipping)": f"{cfg.eps:g}",
-        "Bootstrap": f"TPS: {cfg.n_boot} replicates over trajectories, seed {S.SEED}; "
-                     f"{Rs.metric_boot_note(cfg)}",
+        "Score family": f"{w['score']}; units: {w['unit']}",
+        "Weight schedule": w["schedule"],
+        "Verdict of the schedule": f"{w['schedule_status']} — {w['schedule_reason']}",
+        "Censoring": w["censoring"],
+        "ε (clipping)": w["eps"],
+        "Bootstrap": f"TPS: {w['bootstrap']}; {Rs.metric_boot_note(cfg)}",
         "Predictors": ", ".join(cfg.predictors),
         "Filters": "; ".join(f"{c} {k} {v}" for c, k, v in cfg.filters) or "none",
         "Recalibrations": ", ".join(cfg.recal) or "none",

@@ -23,11 +23,12 @@ from pathlib import Path
 import streamlit as st
 
 import tpsviz
-from tpsviz import figures as F
 from tpsviz.cancel import Cancelled, cancel_when  # noqa: F401  (Cancelled: app.py catches it here)
 from tpsviz.files import DataRoots, PathRefused
 from tpsviz.harness import ReadOptions
 from tpsviz.schedules import Schedule
+from tpsviz.scores import family_name, score_unit
+from tpsviz.tps import settings_words
 
 ROOT = Path(__file__).resolve().parents[2]
 DEMO_DIR = ROOT / "demo_data"
@@ -104,14 +105,15 @@ class Config:
 
     @property
     def family_name(self) -> str:
-        for name, fam in tpsviz.PRESETS.items():
-            if fam.alpha == self.alpha and fam.beta == self.beta:
-                return name
-        return "custom"
+        return family_name(self.alpha, self.beta)
 
     @property
     def unit(self) -> str:
-        return F.score_unit(self.alpha, self.beta)
+        return score_unit(self.alpha, self.beta)
+
+    def words(self, censoring_label: str | None = None) -> dict:
+        """tpsviz.tps.settings_words of these settings (the one description every output uses)."""
+        return settings_words(self.score_settings(), censoring_label)
 
 
 def current() -> Config:

@@ -13,6 +13,7 @@ from pages._ui import loading as L
 from pages._ui import state as S
 from tpsviz import figures as F
 from tpsviz.populations import censoring_summary, forecasts_by_population, qz_band
+from tpsviz import formatting as Fm
 
 
 cfg, data = C.page("Censoring",
@@ -34,7 +35,7 @@ summ = censoring_summary(data)
 lc, lk, ratio, rate = (summ["mean_length_censored"], summ["mean_length_complete"], summ["length_ratio"],
                        summ["success_rate"])
 C.tiles([
-    ("Censored runs", f"{summ['n_censored']:,} of {summ['n_runs']:,} ({C.pct(summ['n_censored'], summ['n_runs'])})",
+    ("Censored runs", f"{summ['n_censored']:,} of {summ['n_runs']:,} ({Fm.pct(summ['n_censored'], summ['n_runs'])})",
      "Runs whose outcome is unknown because they were stopped early."),
     ("Mean length, censored / complete", f"{lc:.1f} / {lk:.1f}" if np.isfinite(ratio) else "n/a",
      "Observed steps; censored runs stop at Z.", f"×{ratio:.1f} longer" if np.isfinite(ratio) else None),
@@ -85,8 +86,8 @@ st.markdown(f"**Under the current mode — {Rs.censoring_label(cfg)}**",
             help="The mode chosen in the sidebar; every other page uses it.")
 st.dataframe(pd.DataFrame({
     "predictor": [F.display_name(p) for p in cur.index],
-    f"TPS ({cfg.unit}/run)": [V.num(v) for v in cur["tps_mean"]],
-    "95% CI": [V.interval(*V.tps_interval(cur.loc[p])[:2]) for p in cur.index],
+    f"TPS ({cfg.unit}/run)": [Fm.num(v) for v in cur["tps_mean"]],
+    "95% CI": [Fm.interval(*V.tps_interval(cur.loc[p])[:2]) for p in cur.index],
     "n runs": cur["n_trajectories"].to_numpy(), "censored runs scored": cur["n_censored"].to_numpy(),
     "q_Z fallback": cur["n_qz_fallback"].to_numpy()}), hide_index=True, width="stretch", key="cens_current")
 
@@ -97,11 +98,11 @@ sh_cs = Rs.shift("complete", "simple")
 sh_se = Rs.shift("simple", "exact")
 st.dataframe(pd.DataFrame({
     "predictor": [F.display_name(p) for p in preds],
-    f"simple − complete-case ({cfg.unit})": [V.num(sh_cs.loc[p, "shift"], "+.4f") for p in preds],
-    "95% CI (simple − cc)": [V.interval(sh_cs.loc[p, "shift_ci_low"], sh_cs.loc[p, "shift_ci_high"], "+.4f") for p in preds],
-    f"exact − simple ({cfg.unit})": [V.num(sh_se.loc[p, "shift"], "+.4f") for p in preds],
-    "95% CI (exact − simple)": [V.interval(sh_se.loc[p, "shift_ci_low"], sh_se.loc[p, "shift_ci_high"], "+.4f") for p in preds],
-    "per step: simple − cc": [V.num(sh_cs.loc[p, "shift_step"], "+.4f") for p in preds],
+    f"simple − complete-case ({cfg.unit})": [Fm.num(sh_cs.loc[p, "shift"], "+.4f") for p in preds],
+    "95% CI (simple − cc)": [Fm.interval(sh_cs.loc[p, "shift_ci_low"], sh_cs.loc[p, "shift_ci_high"], "+.4f") for p in preds],
+    f"exact − simple ({cfg.unit})": [Fm.num(sh_se.loc[p, "shift"], "+.4f") for p in preds],
+    "95% CI (exact − simple)": [Fm.interval(sh_se.loc[p, "shift_ci_low"], sh_se.loc[p, "shift_ci_high"], "+.4f") for p in preds],
+    "per step: simple − cc": [Fm.num(sh_cs.loc[p, "shift_step"], "+.4f") for p in preds],
 }), hide_index=True, width="stretch", key="cens_shift", column_config={
     f"simple − complete-case ({cfg.unit})": st.column_config.TextColumn(
         help="> 0: including censored runs as failures raises the mean (per trajectory)."),
@@ -180,11 +181,11 @@ else:
         tab = au.table
         st.dataframe(pd.DataFrame({
             "predictor": [F.display_name(p) for p in tab.index],
-            f"exact, q̂_Z ({cfg.unit})": [V.num(v) for v in tab["tps_exact"]],
-            f"simple, q_Z = 0 ({cfg.unit})": [V.num(v) for v in tab["tps_simple"]],
-            f"exact − simple ({cfg.unit})": [V.num(v, "+.4f") for v in tab["delta"]],
-            "95% CI": [V.interval(lo, hi, "+.4f") for lo, hi in zip(tab["delta_ci_low"], tab["delta_ci_high"])],
-            "of which MC noise (SE)": [V.num(v) for v in tab["mc_se"]],
+            f"exact, q̂_Z ({cfg.unit})": [Fm.num(v) for v in tab["tps_exact"]],
+            f"simple, q_Z = 0 ({cfg.unit})": [Fm.num(v) for v in tab["tps_simple"]],
+            f"exact − simple ({cfg.unit})": [Fm.num(v, "+.4f") for v in tab["delta"]],
+            "95% CI": [Fm.interval(lo, hi, "+.4f") for lo, hi in zip(tab["delta_ci_low"], tab["delta_ci_high"])],
+            "of which MC noise (SE)": [Fm.num(v) for v in tab["mc_se"]],
             "differs beyond CI": [bool(np.isfinite(lo) and (lo > 0 or hi < 0))
                                   for lo, hi in zip(tab["delta_ci_low"], tab["delta_ci_high"])],
         }), hide_index=True, width="stretch", key="cens_mc_table", column_config={

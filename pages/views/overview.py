@@ -19,6 +19,7 @@ from tpsviz import figures as F
 from tpsviz.diagnostics import METRIC_INFO
 from tpsviz.groups import group_columns
 from tpsviz.schema import clean_text
+from tpsviz import formatting as Fm
 
 cfg, data = C.page("Overview / Compare",
                    "Which uncertainty signal is most honest? TPS rewards reporting the true probability of success "
@@ -33,7 +34,7 @@ lb = V.leaderboard(cfg, data, ci=not large)
 C.tiles([
     ("Trajectories", f"{data.n_trajectories:,}", "Runs after metadata filters."),
     ("Steps", f"{data.n_steps:,}", "(trajectory, step) rows with forecasts."),
-    ("Censored", f"{data.n_censored:,} ({C.pct(data.n_censored, data.n_trajectories)})",
+    ("Censored", f"{data.n_censored:,} ({Fm.pct(data.n_censored, data.n_trajectories)})",
      "Runs stopped by an administrative limit before their outcome was observed."),
     ("Base-rate reference", f"F ≡ {lb['ref_rate']:.3f}",
      f"The constant forecast skill is measured against: the {lb['ref_rule']}. It follows the censoring "
@@ -43,7 +44,7 @@ rate_cc = comp["outcome"].mean() if len(comp) else float("nan")
 length = (f"mean length {comp['length'].mean():.1f} steps (complete runs) and "
           f"{t.loc[t['censored'], 'length'].mean():.1f} (censored runs)" if data.n_censored and len(comp)
           else f"mean length {t['length'].mean():.1f} steps")
-st.caption(f"Success rate of the {len(comp):,} complete runs: {C.fmt(rate_cc, 3)}"
+st.caption(f"Success rate of the {len(comp):,} complete runs: {Fm.fmt(rate_cc, 3)}"
            + (f" (the {data.n_censored:,} censored runs have no outcome)" if data.n_censored else "")
            + f"; {length}.")
 auto = st.session_state.get("_auto_recal_note")
@@ -113,7 +114,7 @@ def _show_caption(lb):
         f"TPS in {cfg.unit} per trajectory, higher is better, 0 is perfect; {_ci_text(lb)}. **Skill** = 1 − "
         f"TPS/TPS_ref against the constant forecast **F ≡ {lb['ref_rate']:.3f}**, the {lb['ref_rule']} — under "
         f"{Rs.censoring_label(cfg)} this is the constant the score itself rewards, so a predictor that always says "
-        f"{lb['ref_rate']:.3f} has skill 0 (mean TPS_ref {C.fmt(lb['ref_mean'])} over all scored runs). "
+        f"{lb['ref_rate']:.3f} has skill 0 (mean TPS_ref {Fm.fmt(lb['ref_mean'])} over all scored runs). "
         f"AUROC and T-ECE use the steps of complete runs only (they need an outcome).")
 
 

@@ -10,6 +10,7 @@ from pages._ui import results as Rs
 from pages._ui import state as S
 from tpsviz import figures as F
 from tpsviz.claims import is_clear, z_text
+from tpsviz import formatting as Fm
 
 cfg, data = C.page("Recalibration",
                    "Fit a map from a signal to calibrated probabilities, cross-fitted by trajectory: every run is "
@@ -112,10 +113,10 @@ rows = []
 for p in pair:
     s_ = res.summary.loc[p]
     m = met.loc[p]
-    rows.append({"predictor": F.display_name(p), "TPS": V.num(s_["tps_mean"]),
-                 "95% CI": V.interval(*V.tps_interval(s_)[:2]),
-                 "AUROC": V.num(m["auroc"], ".3f"), "AUROC CI": V.interval(m["auroc_ci_low"], m["auroc_ci_high"], ".3f"),
-                 "T-ECE": V.num(m["tece_pooled"], ".3f"), "n runs": int(s_["n_trajectories"])})
+    rows.append({"predictor": F.display_name(p), "TPS": Fm.num(s_["tps_mean"]),
+                 "95% CI": Fm.interval(*V.tps_interval(s_)[:2]),
+                 "AUROC": Fm.num(m["auroc"], ".3f"), "AUROC CI": Fm.interval(m["auroc_ci_low"], m["auroc_ci_high"], ".3f"),
+                 "T-ECE": Fm.num(m["tece_pooled"], ".3f"), "n runs": int(s_["n_trajectories"])})
 h = C.column_help()
 st.dataframe(pd.DataFrame(rows), hide_index=True, width="stretch", column_config={
     "TPS": st.column_config.TextColumn(f"TPS ({cfg.unit}/run)", help=h["TPS"]),
@@ -128,8 +129,8 @@ if len(pair) == 2:
     r = ct.loc[focus]
     m = cm.loc[focus]
     zt, za = r["tps_z"], m["auroc_z"]
-    st.markdown(f"**Recalibrated − original:** TPS Δ = {V.num(r['tps_delta'], '+.4g')} {cfg.unit}/run "
-                f"({z_text(zt)}); AUROC Δ = {V.num(m['auroc_delta'], '+.4f')} ({z_text(za)}).",
+    st.markdown(f"**Recalibrated − original:** TPS Δ = {Fm.num(r['tps_delta'], '+.4g')} {cfg.unit}/run "
+                f"({z_text(zt)}); AUROC Δ = {Fm.num(m['auroc_delta'], '+.4f')} ({z_text(za)}).",
                 help="Paired over the same runs: TPS from the per-run differences (analytic SE), AUROC by a paired "
                      "bootstrap over trajectories. |Δ/SE| ≥ 2 is called clear.")
     if is_clear(za) and za < 0:

@@ -7,6 +7,7 @@ from pages._ui import common as C
 from pages._ui import results as Rs
 from pages._ui import state as S
 from tpsviz import figures as F
+from tpsviz import formatting as Fm
 
 cfg, data = C.page("Reliability",
                    "A calibrated predictor's forecasts of 0.7 come true 70% of the time: its curve follows the diagonal.")
@@ -36,7 +37,7 @@ if not panels:
     st.stop()
 if data.n_censored and not pseudo:
     st.info(f"**Complete runs only — a selected population.** {data.n_censored:,} of {data.n_trajectories:,} runs "
-            f"({C.pct(data.n_censored, data.n_trajectories)}) were censored and have no outcome, so they are left out "
+            f"({Fm.pct(data.n_censored, data.n_trajectories)}) were censored and have no outcome, so they are left out "
             "here. Which runs finish is not random (e.g. runs that were going well finish early, hard ones hit the "
             "budget), so on the complete runs even an honest predictor such as the truthful one can sit off the "
             "diagonal. Switch on **Censored = failure** to see the population the simple censored score uses, or see "

@@ -1,0 +1,45 @@
+"""How numbers are written (tpsviz.formatting): never "None" or "nan" on a page."""
+
+import math
+
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from tpsviz.formatting import fmt, interval, num, pct, pm
+
+
+@given(st.one_of(st.floats(allow_nan=True, allow_infinity=True), st.none(), st.text(max_size=3)))
+def test_no_cell_says_none_or_nan(v):
+    for text in (num(v), interval(v, v), pm(v, v), fmt(v if isinstance(v, float) or v is None else None)):
+        assert "None" not in text and "nan" not in text.lower()
+
+
+def test_values():
+    assert num(-math.inf) == "−∞" and num(math.inf) == "+∞" and num(None) == "—" and num(0.123456) == "0.1235"
+    assert interval(-1, 2, ".1f") == "[-1.0, 2.0]" and interval(np.nan, 1) == "—" and interval(-np.inf, 1) == "—"
+    assert pm(0.5, 0.01) == "0.500 ± 0.010" and pm(0.5, np.nan) == "0.500" and pm(-np.inf, 0.1) == "−∞"
+    assert fmt(-np.inf) == "−∞" and fmt(np.nan) == "n/a" and fmt(1234.5678) == "1235"
+
+
+@pytest.mark.parametrize("k,n,want", [(0, 10, "0%"), (1, 1000, "0.1%"), (1, 200, "0.5%"), (45, 100, "45%"),
+                                      (271, 600, "45%"), (17, 200, "8.5%"), (3, 0, "n/a")])
+def test_pct(k, n, want):
+    assert pct(k, n) == want
+
+
+def test_settings_words_one_description_of_the_settings():
+    from tpsviz import ScoreSettings, Schedule
+    from tpsviz.tps import settings_words
+
+    w = settings_words(ScoreSettings(alpha=1, beta=1, schedule=Schedule("back", 0.9, 30), censoring="complete",
+                                     eps=0.0, n_boot=0))
+    assert w["score"] == "brier (α=1, β=1)" and w["unit"] == "half-Brier units"
+    assert w["schedule"] == "back:0.9:30: w_t = 0.9^(30-t)" and w["schedule_status"] == "strictly proper"
+    assert w["censoring"].startswith("complete-case") and w["eps"] == "0 (clipping off)"
+    assert w["bootstrap"].startswith("off")
+    w = settings_words(ScoreSettings(alpha=0.3, beta=0.0, schedule=Schedule("per-length")), censoring="exact (x)")
+    assert w["score"] == "custom (α=0.3, β=0)" and w["unit"].startswith("beta-score units")
+    assert w["schedule_status"] != "strictly proper" and w["censoring"] == "exact (x)"
+    assert w["bootstrap"] == "2000 replicates over trajectories, seed 20260101"

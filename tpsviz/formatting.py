@@ -1,0 +1,66 @@
+"""How numbers are written on the pages, in the report and in exports: one place, one style.
+
+- :func:`num`: a table cell ("−∞"/"+∞" for infinite values, "—" for a missing one, never "None");
+- :func:`interval`: "[lo, hi]" or "—"; :func:`pm`: "v ± se";
+- :func:`fmt`: a number in running text (significant digits, "n/a" when missing);
+- :func:`pct`: k of n as a percentage (never "0%" for a non-zero count).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+__all__ = ["num", "interval", "pm", "fmt", "pct"]
+
+
+def num(v, spec: str = ".4f") -> str:
+    """A number for a table cell: "−∞"/"+∞" for infinite values, "—" for missing ones (never "None")."""
+    try:
+        v = float(v)
+    except (TypeError, ValueError):
+        return "—"
+    if np.isnan(v):
+        return "—"
+    if np.isinf(v):
+        return "−∞" if v < 0 else "+∞"
+    return format(v, spec)
+
+
+def interval(lo, hi, spec: str = ".4f") -> str:
+    """"[lo, hi]" or "—" when either end is missing or infinite."""
+    try:
+        lo, hi = float(lo), float(hi)
+    except (TypeError, ValueError):
+        return "—"
+    if not (np.isfinite(lo) and np.isfinite(hi)):
+        return "—"
+    return f"[{format(lo, spec)}, {format(hi, spec)}]"
+
+
+def pm(v, se, spec: str = ".3f") -> str:
+    """"v ± se", or just v (or "−∞"/"—") when the SE is not available."""
+    txt = num(v, spec)
+    try:
+        ok = np.isfinite(float(v)) and np.isfinite(float(se))
+    except (TypeError, ValueError):
+        ok = False
+    return f"{txt} ± {format(float(se), spec)}" if ok else txt
+
+
+def fmt(v, digits: int = 4) -> str:
+    """A number in running text: ``digits`` significant digits, "−∞", or "n/a" when missing."""
+    if v is None or (isinstance(v, float) and not np.isfinite(v)):
+        return "−∞" if v == -np.inf else "n/a"
+    return f"{v:.{digits}g}"
+
+
+def pct(k, n) -> str:
+    """k/n as a percentage: one decimal below 1% (never "0%" for a non-zero count), else whole."""
+    if not n:
+        return "n/a"
+    v = 100.0 * k / n
+    if k and v < 1:
+        return f"{v:.1f}%"
+    if k and v < 10 and abs(v - round(v)) > 0.05:
+        return f"{v:.1f}%"
+    return f"{v:.0f}%"
