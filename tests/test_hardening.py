@@ -1191,3 +1191,29 @@ def test_adv7_ids_of_two_json_types_joined_are_said_so(tmp_path):
     data = load(str(p))
     assert data.n_trajectories == 21
     assert any("written as a number or true/false and as text" in n for n in data.notes)
+
+
+# --------------------------------------------------------------------------- eighth adversarial pass
+@pytest.mark.parametrize("name", ["t", "traj", "length", "last_step"])
+def test_adv8_a_metadata_column_named_like_ours_never_replaces_another(tmp_path, name):
+    p = tmp_path / "meta.csv"
+    rows = "".join(f"r{i},1,{i % 2},0.5,x{i},y{i}\n" for i in range(6))
+    p.write_text(f"trajectory_id,step,outcome,conf_a,{name},{name}_log\n" + rows)
+    data = load(str(p))
+    t = data.trajectories.set_index("trajectory_id")
+    assert t.loc["r3", f"{name}_log"] == "y3" and t.loc["r3", f"{name}_log_2"] == "x3"  # both kept
+    assert any(f"kept as '{name}_log_2'" in n for n in data.notes)
+
+
+def test_adv8_a_separating_predictor_prints_no_numpy_warning():
+    import warnings
+
+    from tpsviz.tps import ScoreSettings
+    from tpsviz.verdict import verdicts
+
+    rows = [{"trajectory_id": f"r{i}", "step": 1, "outcome": i % 2, "conf_a": 0.9 if i % 2 else 0.1}
+            for i in range(40)]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # an overflow in the logistic fit used to print a RuntimeWarning
+        v = verdicts(tpsviz.from_frame(pd.DataFrame(rows)), ScoreSettings(n_boot=0))["a"]
+    assert v.separation == 1
