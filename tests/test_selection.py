@@ -197,3 +197,20 @@ def test_qz_band_is_the_exact_score_at_every_constant_qz(web):
             assert got == pytest.approx(exact[n], rel=1e-12)
     inf = qz_band(pd.Series({"a": -np.inf}), pd.Series({"a": -1.0}), grid=3)
     assert inf["tps_mean"].tolist() == [-np.inf, -np.inf, -1.0]  # −∞ at q_Z = 0 stays −∞ inside
+
+
+@pytest.mark.parametrize("censoring", ["simple", "complete"])
+def test_tps_matrix_is_the_pivot_of_the_per_trajectory_frame(censoring):
+    rows = []
+    for i in range(40):
+        for t in (1, 2, 3):
+            rows.append({"trajectory_id": f"r{39 - i:02d}", "step": t, "outcome": np.nan if i % 7 == 0 else i % 2,
+                         "conf_a": 0.3 + 0.01 * i, "conf_b": np.nan if i % 5 == 0 else 0.6,
+                         "conf_none": np.nan})
+    data = tpsviz.from_frame(pd.DataFrame(rows))
+    res = compute_tps(data, ScoreSettings(censoring=censoring, n_boot=0))
+    want = (res.per_trajectory.pivot(index="trajectory_id", columns="predictor", values="tps")
+            .reindex(columns=list(res.summary.index)))
+    pd.testing.assert_frame_equal(res.tps_matrix(), want, check_names=False)
+    one = compute_tps(data, ScoreSettings(censoring=censoring, n_boot=0), ["b"]).tps_matrix()
+    pd.testing.assert_frame_equal(one, want[["b"]].dropna(how="all"), check_names=False)

@@ -214,10 +214,32 @@ class TPSResult:
         names = list(self.summary.index)
         if len(self.per_trajectory) == 0:
             return pd.DataFrame(columns=names, index=pd.Index([], name="trajectory_id"), dtype=float)
-        wide = self.per_trajectory.pivot(index="trajectory_id", columns="predictor", values="tps")
+        values, valid = self._run_matrix(names)
+        runs = np.flatnonzero(valid.any(axis=1))  # runs scored by some predictor
+        ids = self._data.trajectory_ids[runs]
+        order = np.argsort(ids, kind="stable")  # sorted by id, as a pivot table is
+        wide = np.where(valid[runs], values[runs], np.nan)[order]
         # a predictor that scored no run (no forecast at all, or all runs out of scope) is a
         # column of NaN, not missing
-        return wide.reindex(columns=names)
+        return pd.DataFrame(wide, index=pd.Index(ids[order], name="trajectory_id"),
+                            columns=pd.Index(names, name="predictor"))
+
+    def _run_matrix(self, names: list[str]) -> tuple[np.ndarray, np.ndarray]:
+        """(per-run TPS, scored) as run × predictor arrays (run codes as rows)."""
+        n = self._data.n_trajectories
+        values = np.zeros((n, len(names)))
+        valid = np.zeros((n, len(names)), dtype=bool)
+        pt = self.per_trajectory
+        if len(pt) == 0:
+            return values, valid
+        codes = pt["traj"].to_numpy(dtype=np.int64)
+        tps = pt["tps"].to_numpy(dtype=float)
+        if len(names) == 1:
+            values[codes, 0], valid[codes, 0] = tps, True
+            return values, valid
+        col = pd.Index(names).get_indexer(pt["predictor"])
+        values[codes, col], valid[codes, col] = tps, True
+        return values, valid
 
     def step_contributions(self, predictors: list[str] | None = None) -> pd.DataFrame:
         """Per-step contributions w_t·S as a long frame.
@@ -258,15 +280,7 @@ class TPSResult:
                            seed=self.settings.seed if seed is None else seed,
                            level=self.settings.level if level is None else level)
         names = list(self.summary.index)
-        n = self._data.n_trajectories
-        values = np.zeros((n, len(names)))
-        valid = np.zeros((n, len(names)), dtype=bool)
-        pt = self.per_trajectory
-        for j, name in enumerate(names):
-            rows = pt[pt["predictor"] == name] if len(pt) else pt
-            codes = rows["traj"].to_numpy(dtype=np.int64) if len(rows) else np.zeros(0, dtype=np.int64)
-            values[codes, j] = rows["tps"].to_numpy(dtype=float) if len(rows) else 0.0
-            valid[codes, j] = True
+        values, valid = self._run_matrix(names)
         summary = self.summary.copy()
         if names:
             lo, hi = _bootstrap_columns(values, valid, settings)

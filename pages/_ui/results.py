@@ -20,6 +20,7 @@ source, the q_Z of exact mode).
 from __future__ import annotations
 
 import functools
+import threading
 from contextlib import nullcontext
 from dataclasses import dataclass, fields, replace
 
@@ -107,6 +108,9 @@ def qz_choice(data, src: Source, qz: tuple):
     return qz_for_source(data, source, const, None if ro is None or is_failure(ro) else ro)
 
 
+_NESTING = threading.local()   # results being computed by this thread (only the outermost shows a spinner)
+
+
 def result(spinner: str, keep: tuple = SETTINGS, max_entries: int = 24, per_predictor=None):
     """Declare a cached result: ``fn(a, x, *args, **kw)`` → ``fn(*args, a=None, src=None, **kw)``.
 
@@ -138,10 +142,15 @@ def result(spinner: str, keep: tuple = SETTINGS, max_entries: int = 24, per_pred
             k, kw = a.key(keep), tuple(sorted(kw.items()))
             names = list(dict.fromkeys(k.predictors))
             keys = [k] if per_predictor is None or not names else [replace(k, predictors=(n,)) for n in names]
-            # one spinner for all that is missing (a spinner per cached part costs a thread each)
-            busy = st.spinner(spinner) if not all(cached.has(x, args, kw, src) for x in keys) else nullcontext()
-            with busy:
-                parts = [cached(x, args, kw, src) for x in keys]
+            # one spinner for all that is missing, and none inside another result's (each costs a timer)
+            depth = getattr(_NESTING, "depth", 0)
+            show = depth == 0 and not all(cached.has(x, args, kw, src) for x in keys)
+            _NESTING.depth = depth + 1
+            try:
+                with st.spinner(spinner) if show else nullcontext():
+                    parts = [cached(x, args, kw, src) for x in keys]
+            finally:
+                _NESTING.depth = depth
             return parts[0] if per_predictor is None or not names else per_predictor(parts)
 
         return call
@@ -217,13 +226,13 @@ def verdicts(a: Analysis | None = None) -> dict:
                   result=tps(a=a))
 
 
-@result("Checking for warnings…", keep=_NO_BOOT)
+@result("Checking for warnings…")
 def caveats(a, x):
-    """caveats.caveats of the predictors (from point estimates: no warning depends on a bootstrap)."""
+    """caveats.caveats of the predictors. No warning depends on a bootstrap: an analysis with
+    ``n_boot=0`` gives the same warnings from point estimates alone (what a large log shows first)."""
     from tpsviz.caveats import caveats as find
 
-    points = replace(a, settings=replace(a.settings, n_boot=0))
-    return find(x.data, a.settings, tps_points(a=a, src=x.src).summary, skill(a=points, src=x.src),
+    return find(x.data, a.settings, tps_points(a=a, src=x.src).summary, skill(a=a, src=x.src),
                 list(a.predictors))
 
 

@@ -61,7 +61,7 @@ else:
 
 # ----------------------------------------------------------------- leaderboard
 st.subheader("Leaderboard")
-warn = Rs.caveats(a=Rs.analysis(cfg))
+warn = Rs.caveats(a=Rs.analysis(cfg, n_boot=0 if large else None))  # a large log: from point estimates
 for w in warn.log:
     st.warning(C.md(w), icon=":material/warning:")
 if lb["infinite_note"]:
@@ -124,9 +124,12 @@ pred_warn = [w for n in cfg.predictors for w in warn.predictors.get(n, [])]
 if pred_warn:
     st.warning("\n".join("- " + C.md(w) for w in pred_warn), icon=":material/warning:")
 details = st.expander("All columns: SE, per-step TPS, skill CI, AUPRC, metric CIs, final-step metrics")
-board_figure = st.empty()
-with board_figure:  # a large log's points first (their figure is replaced once the CIs are in)
-    C.plot(lb["figure"], "overview_leaderboard_points" if large else "overview_leaderboard", name="Leaderboard")
+if large:  # the points first: their figure is replaced once the CIs are in
+    board_figure = st.empty()
+    with board_figure:
+        C.plot(lb["figure"], "overview_leaderboard_points", name="Leaderboard")
+else:
+    C.plot(lb["figure"], "overview_leaderboard", name="Leaderboard")
 
 # ----------------------------------------------------------------- compare
 st.subheader("Paired comparison against a baseline")
