@@ -214,3 +214,19 @@ def test_tps_matrix_is_the_pivot_of_the_per_trajectory_frame(censoring):
     pd.testing.assert_frame_equal(res.tps_matrix(), want, check_names=False)
     one = compute_tps(data, ScoreSettings(censoring=censoring, n_boot=0), ["b"]).tps_matrix()
     pd.testing.assert_frame_equal(one, want[["b"]].dropna(how="all"), check_names=False)
+
+
+def test_only_splits_a_joint_result_into_the_separate_ones():
+    sim = simulate("tau2-like", n_trajectories=120, seed=5)
+    data = tpsviz.from_frame(sim.steps)
+    s = ScoreSettings(alpha=0.2, n_boot=300)
+    joint = compute_tps(data, s)
+    for p in data.predictors:
+        alone = compute_tps(data, s, [p])
+        part = joint.only([p])
+        pd.testing.assert_frame_equal(part.summary, alone.summary, rtol=1e-12, atol=1e-12)
+        pd.testing.assert_frame_equal(part.per_trajectory, alone.per_trajectory, rtol=1e-12, atol=1e-12)
+    back = TPSResult.combine([joint.only([p]) for p in data.predictors])
+    pd.testing.assert_frame_equal(back.summary, joint.summary)
+    points = compute_tps(data, ScoreSettings(alpha=0.2, n_boot=0)).with_intervals(300)
+    pd.testing.assert_frame_equal(points.summary, joint.summary, rtol=1e-12, atol=1e-12)

@@ -287,6 +287,14 @@ class TPSResult:
             summary["tps_ci_low"], summary["tps_ci_high"] = lo, hi
         return TPSResult(settings, summary, self.per_trajectory, self._data, self._weights, self._scores)
 
+    def only(self, names: list[str]) -> "TPSResult":
+        """The same result restricted to some of its predictors (the inverse of :meth:`combine`)."""
+        names = list(names)
+        pt = self.per_trajectory
+        keep = pt["predictor"].isin(names).to_numpy() if len(pt) else np.zeros(0, dtype=bool)
+        return TPSResult(self.settings, self.summary.loc[names], pt[keep].reset_index(drop=True), self._data,
+                         self._weights, {n: self._scores[n] for n in names})
+
     @classmethod
     def combine(cls, parts: list["TPSResult"]) -> "TPSResult":
         """One result from results of other predictors on the same log and settings.

@@ -157,6 +157,17 @@ def _touch_locked(key: tuple, e: "_Entry") -> None:
     _BY_FUNC[e.func].move_to_end(key)
 
 
+def _keep_locked(key: tuple, entry: "_Entry", max_entries: int, budget: int) -> None:
+    """Keep an entry (unless larger than the whole budget), then trim its function and the budget."""
+    if entry.size > budget:
+        return
+    _put_locked(key, entry)
+    mine = _BY_FUNC[entry.func]
+    while len(mine) > max_entries:
+        _drop_locked(next(iter(mine)))
+    _evict_locked(budget)
+
+
 def _evict_locked(budget: int) -> None:
     while _BYTES[0] > budget and _ENTRIES:
         _drop_locked(next(iter(_ENTRIES)))
@@ -266,12 +277,7 @@ def memo(max_entries: int = 16, spinner: str | None = None):
                 budget = budget_bytes()
                 with _LOCK:
                     _KEY_LOCKS.pop(key, None)
-                    if size <= budget:
-                        _put_locked(key, _Entry(value, size, qual))
-                        mine = _BY_FUNC[qual]
-                        while len(mine) > max_entries:
-                            _drop_locked(next(iter(mine)))
-                        _evict_locked(budget)
+                    _keep_locked(key, _Entry(value, size, qual), max_entries, budget)
                 return value
 
         def has(*args, **kwargs) -> bool:
@@ -281,8 +287,18 @@ def memo(max_entries: int = 16, spinner: str | None = None):
             with _LOCK:
                 return (qual,) + tuple(bound.arguments[p] for p in keyed) in _ENTRIES
 
+        def store(value, *args, **kwargs) -> None:
+            """Keep ``value`` as the result for these arguments (computed elsewhere, e.g. jointly)."""
+            bound = sig.bind(*args, **kwargs)
+            bound.apply_defaults()
+            key = (qual,) + tuple(bound.arguments[p] for p in keyed)
+            entry = _Entry(value, approx_bytes(value), qual)
+            with _LOCK:
+                _keep_locked(key, entry, max_entries, budget_bytes())
+
         cached.clear = lambda: _clear_func(qual)
         cached.has = has
+        cached.store = store
         return cached
 
     return wrap

@@ -111,7 +111,7 @@ def qz_choice(data, src: Source, qz: tuple):
 _NESTING = threading.local()   # results being computed by this thread (only the outermost shows a spinner)
 
 
-def result(spinner: str, keep: tuple = SETTINGS, max_entries: int = 24, per_predictor=None):
+def result(spinner: str, keep: tuple = SETTINGS, max_entries: int = 24, per_predictor=None, split=None):
     """Declare a cached result: ``fn(a, x, *args, **kw)`` → ``fn(*args, a=None, src=None, **kw)``.
 
     Parameters
@@ -125,6 +125,10 @@ def result(spinner: str, keep: tuple = SETTINGS, max_entries: int = 24, per_pred
         Most results kept (per predictor for ``per_predictor`` results).
     per_predictor : callable, optional
         Cache one result per predictor and combine the list with this function.
+    split : callable, optional
+        ``split(result, name)``: one predictor's part of a result computed for several. The
+        predictors not cached yet are then computed together (one bootstrap over all their
+        columns, the same numbers as one at a time) and kept one by one.
     """
 
     def wrap(fn):
@@ -148,6 +152,11 @@ def result(spinner: str, keep: tuple = SETTINGS, max_entries: int = 24, per_pred
             _NESTING.depth = depth + 1
             try:
                 with st.spinner(spinner) if show else nullcontext():
+                    missing = [x for x in keys if not cached.has(x, args, kw, src)] if split else []
+                    if len(missing) > 1:  # computed together, kept apart
+                        joint = compute(replace(k, predictors=tuple(x.predictors[0] for x in missing)), args, kw, src)
+                        for x in missing:
+                            cached.store(split(joint, x.predictors[0]), x, args, kw, src)
                     parts = [cached(x, args, kw, src) for x in keys]
             finally:
                 _NESTING.depth = depth
@@ -156,6 +165,18 @@ def result(spinner: str, keep: tuple = SETTINGS, max_entries: int = 24, per_pred
         return call
 
     return wrap
+
+
+def _only(result: TPSResult, name: str) -> TPSResult:
+    return result.only([name])
+
+
+def _row(frame: pd.DataFrame, name: str) -> pd.DataFrame:
+    return frame.loc[[name]]
+
+
+def _item(d: dict, name: str) -> dict:
+    return {name: d[name]}
 
 
 def _concat(parts):
@@ -167,7 +188,7 @@ def _merge(parts):
 
 
 # ----------------------------------------------------------------------------- TPS and skill
-@result("Scoring…", keep=_NO_BOOT, per_predictor=TPSResult.combine,
+@result("Scoring…", keep=_NO_BOOT, per_predictor=TPSResult.combine, split=_only,
         max_entries=192)
 def tps_points(a, x):
     """tps.compute_tps without the bootstrap (means and SEs): what a page shows first."""
@@ -175,7 +196,7 @@ def tps_points(a, x):
                               q_z=x.q_z(settings=a.settings))
 
 
-@result("Bootstrap CIs of TPS…", per_predictor=TPSResult.combine, max_entries=192)
+@result("Bootstrap CIs of TPS…", per_predictor=TPSResult.combine, split=_only, max_entries=192)
 def tps(a, x):
     """tps.compute_tps under the analysis: the point result with its bootstrap CIs added
     (TPSResult.with_intervals; the same numbers, the log is not scored again)."""
@@ -192,7 +213,7 @@ def reference(a, x):
     return replace(ref, result=None)  # its full result holds a copy of the log: not kept
 
 
-@result("Skill against the base rate…", per_predictor=_concat, max_entries=192)
+@result("Skill against the base rate…", per_predictor=_concat, split=_row, max_entries=192)
 def skill(a, x):
     """diagnostics.skill_table: ``ref_rate``, ``ref_rule`` and ``tps_ref`` = the reference's mean
     TPS on each predictor's own (run, step) rows, and the skill with its bootstrap."""
@@ -203,7 +224,8 @@ def skill(a, x):
                        reference=reference(a=replace(a, predictors=()), src=x.src))
 
 
-@result("Verdict tests…", keep=("censoring", "level", "seed"), per_predictor=_merge, max_entries=192)
+@result("Verdict tests…", keep=("censoring", "level", "seed"), per_predictor=_merge, split=_item,
+        max_entries=192)
 def verdict_statistics(a, x):
     """verdict.verdict_statistics per predictor: keyed on the labels (censoring, q_Z), not on α/β,
     the schedule or ε, so moving a slider or deselecting a predictor recomputes nothing."""
@@ -321,7 +343,8 @@ def mc_audit(a, x):
 
 
 # ----------------------------------------------------------------------------- rank metrics
-@result("Computing AUROC / AUPRC / T-ECE…", keep=("eps", "n_boot", "seed"), per_predictor=_concat, max_entries=192)
+@result("Computing AUROC / AUPRC / T-ECE…", keep=("eps", "n_boot", "seed"), per_predictor=_concat, split=_row,
+        max_entries=192)
 def metrics(a, x):
     """diagnostics.metric_table (10 bins)."""
     from tpsviz.diagnostics import metric_table
