@@ -208,6 +208,9 @@ class TPSResult:
     _data: TrajectoryData = field(repr=False)
     _weights: np.ndarray | None = field(repr=False)  # w_t for every step row (None: not yet)
     _scores: dict[str, np.ndarray] = field(repr=False)
+    # per predictor: (TPS of every run, scored runs), run codes as positions; kept so that per-run
+    # matrices, intervals and splits need no pass over the long frame's text column
+    _runs: dict[str, tuple[np.ndarray, np.ndarray]] = field(default_factory=dict, repr=False)
 
     def tps_matrix(self) -> pd.DataFrame:
         """Per-trajectory TPS as a wide frame (trajectory × predictor; NaN = not scored)."""
@@ -226,6 +229,9 @@ class TPSResult:
 
     def _run_matrix(self, names: list[str]) -> tuple[np.ndarray, np.ndarray]:
         """(per-run TPS, scored) as run × predictor arrays (run codes as rows)."""
+        if names and all(n in self._runs for n in names):
+            values = np.column_stack([np.where(self._runs[n][1], self._runs[n][0], 0.0) for n in names])
+            return values, np.column_stack([self._runs[n][1] for n in names])
         n = self._data.n_trajectories
         values = np.zeros((n, len(names)))
         valid = np.zeros((n, len(names)), dtype=bool)
@@ -285,15 +291,24 @@ class TPSResult:
         if names:
             lo, hi = _bootstrap_columns(values, valid, settings)
             summary["tps_ci_low"], summary["tps_ci_high"] = lo, hi
-        return TPSResult(settings, summary, self.per_trajectory, self._data, self._weights, self._scores)
+        return TPSResult(settings, summary, self.per_trajectory, self._data, self._weights, self._scores,
+                         self._runs)
 
     def only(self, names: list[str]) -> "TPSResult":
         """The same result restricted to some of its predictors (the inverse of :meth:`combine`)."""
         names = list(names)
         pt = self.per_trajectory
-        keep = pt["predictor"].isin(names).to_numpy() if len(pt) else np.zeros(0, dtype=bool)
-        return TPSResult(self.settings, self.summary.loc[names], pt[keep].reset_index(drop=True), self._data,
-                         self._weights, {n: self._scores[n] for n in names})
+        if all(n in self._runs for n in self.summary.index):  # blocks of rows, one per predictor
+            sizes = [int(self._runs[n][1].sum()) for n in self.summary.index]
+            starts = dict(zip(self.summary.index, np.r_[0, np.cumsum(sizes)[:-1]]))
+            pos = np.concatenate([np.arange(starts[n], starts[n] + int(self._runs[n][1].sum())) for n in names]
+                                 or [np.zeros(0, dtype=np.int64)])
+            part = pt.iloc[pos].reset_index(drop=True)
+        else:
+            keep = pt["predictor"].isin(names).to_numpy() if len(pt) else np.zeros(0, dtype=bool)
+            part = pt[keep].reset_index(drop=True)
+        return TPSResult(self.settings, self.summary.loc[names], part, self._data, self._weights,
+                         {n: self._scores[n] for n in names}, {n: self._runs[n] for n in names if n in self._runs})
 
     @classmethod
     def combine(cls, parts: list["TPSResult"]) -> "TPSResult":
@@ -313,7 +328,8 @@ class TPSResult:
                    summary=pd.concat([p.summary for p in parts]),
                    per_trajectory=pd.concat([p.per_trajectory for p in parts], ignore_index=True),
                    _data=first._data, _weights=weights,
-                   _scores={k: v for p in parts for k, v in p._scores.items()})
+                   _scores={k: v for p in parts for k, v in p._scores.items()},
+                   _runs={k: v for p in parts for k, v in p._runs.items()})
 
 
 def _qz_per_trajectory(data: TrajectoryData, mode: str, q_z) -> tuple[np.ndarray, np.ndarray]:
@@ -446,13 +462,14 @@ def compute_tps(
     if unknown:
         raise ValueError(f"unknown predictor(s) {unknown}; the log has {data.predictors}")
     scope = _Scope.of(data, settings, q_z)
-    rows, per_traj, scores, tps_cols, valid_cols = [], [], {}, [], []
+    rows, per_traj, scores, runs, tps_cols, valid_cols = [], [], {}, {}, [], []
     for name in names:
         checkpoint()  # stop here if nobody waits for the result (tpsviz.cancel)
         row, frame, score, tps, valid = _score_predictor(data, settings, scope, name)
         rows.append(row)
         per_traj.append(frame)
         scores[name] = score
+        runs[name] = (tps, valid)
         tps_cols.append(tps)
         valid_cols.append(valid)
     summary = pd.DataFrame(rows).set_index("predictor")
@@ -463,7 +480,7 @@ def compute_tps(
     per_trajectory = pd.concat(per_traj, ignore_index=True) if per_traj else pd.DataFrame()
     # weights for every step row (the scope rows' weights were enough for the scores)
     w_rows = None if (scope.w is None or scope.rows_in is not None) else scope.w
-    return TPSResult(settings, summary, per_trajectory, data, w_rows, scores)
+    return TPSResult(settings, summary, per_trajectory, data, w_rows, scores, runs)
 
 
 @dataclass
