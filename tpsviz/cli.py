@@ -255,11 +255,9 @@ def _prepare(args):
 
 def _rollouts(args, data, notes: list):
     """q_Z of the censored runs from --rollouts (exact mode by default); notes say what was used."""
-    from .audit import load_rollouts, qz_for_source, rollout_qz_series
+    from .audit import rollout_qz_series
 
-    rollouts = load_rollouts(args.rollouts)
-    _, info = rollout_qz_series(data, rollouts)
-    q_z, _ = qz_for_source(data, "rollouts", rollouts=rollouts)
+    q_z, info = rollout_qz_series(data, args.rollouts)
     if args.censoring is None:
         args.censoring = "exact"
     notes.append(f"rollouts: q_Z estimated for {info['n_with_rollouts']} of "

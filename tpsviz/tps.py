@@ -229,23 +229,11 @@ class TPSResult:
 
     def _run_matrix(self, names: list[str]) -> tuple[np.ndarray, np.ndarray]:
         """(per-run TPS, scored) as run × predictor arrays (run codes as rows)."""
-        if names and all(n in self._runs for n in names):
-            values = np.column_stack([np.where(self._runs[n][1], self._runs[n][0], 0.0) for n in names])
-            return values, np.column_stack([self._runs[n][1] for n in names])
-        n = self._data.n_trajectories
-        values = np.zeros((n, len(names)))
-        valid = np.zeros((n, len(names)), dtype=bool)
-        pt = self.per_trajectory
-        if len(pt) == 0:
-            return values, valid
-        codes = pt["traj"].to_numpy(dtype=np.int64)
-        tps = pt["tps"].to_numpy(dtype=float)
-        if len(names) == 1:
-            values[codes, 0], valid[codes, 0] = tps, True
-            return values, valid
-        col = pd.Index(names).get_indexer(pt["predictor"])
-        values[codes, col], valid[codes, col] = tps, True
-        return values, valid
+        if not names:
+            n = self._data.n_trajectories
+            return np.zeros((n, 0)), np.zeros((n, 0), dtype=bool)
+        values = np.column_stack([np.where(self._runs[n][1], self._runs[n][0], 0.0) for n in names])
+        return values, np.column_stack([self._runs[n][1] for n in names])
 
     def step_contributions(self, predictors: list[str] | None = None) -> pd.DataFrame:
         """Per-step contributions w_t·S as a long frame.
@@ -297,18 +285,13 @@ class TPSResult:
     def only(self, names: list[str]) -> "TPSResult":
         """The same result restricted to some of its predictors (the inverse of :meth:`combine`)."""
         names = list(names)
-        pt = self.per_trajectory
-        if all(n in self._runs for n in self.summary.index):  # blocks of rows, one per predictor
-            sizes = [int(self._runs[n][1].sum()) for n in self.summary.index]
-            starts = dict(zip(self.summary.index, np.r_[0, np.cumsum(sizes)[:-1]]))
-            pos = np.concatenate([np.arange(starts[n], starts[n] + int(self._runs[n][1].sum())) for n in names]
-                                 or [np.zeros(0, dtype=np.int64)])
-            part = pt.iloc[pos].reset_index(drop=True)
-        else:
-            keep = pt["predictor"].isin(names).to_numpy() if len(pt) else np.zeros(0, dtype=bool)
-            part = pt[keep].reset_index(drop=True)
-        return TPSResult(self.settings, self.summary.loc[names], part, self._data, self._weights,
-                         {n: self._scores[n] for n in names}, {n: self._runs[n] for n in names if n in self._runs})
+        # the long frame holds one block of rows per predictor (its scored runs), in summary order
+        sizes = {n: int(self._runs[n][1].sum()) for n in self.summary.index}
+        starts = dict(zip(sizes, np.r_[0, np.cumsum(list(sizes.values()))[:-1]]))
+        pos = np.concatenate([np.arange(starts[n], starts[n] + sizes[n]) for n in names] or [np.zeros(0, int)])
+        return TPSResult(self.settings, self.summary.loc[names], self.per_trajectory.iloc[pos].reset_index(drop=True),
+                         self._data, self._weights, {n: self._scores[n] for n in names},
+                         {n: self._runs[n] for n in names})
 
     @classmethod
     def combine(cls, parts: list["TPSResult"]) -> "TPSResult":
@@ -462,25 +445,19 @@ def compute_tps(
     if unknown:
         raise ValueError(f"unknown predictor(s) {unknown}; the log has {data.predictors}")
     scope = _Scope.of(data, settings, q_z)
-    rows, per_traj, scores, runs, tps_cols, valid_cols = [], [], {}, {}, [], []
+    rows, per_traj, scores, runs = [], [], {}, {}
     for name in names:
         checkpoint()  # stop here if nobody waits for the result (tpsviz.cancel)
-        row, frame, score, tps, valid = _score_predictor(data, settings, scope, name)
+        row, frame, scores[name], tps, valid = _score_predictor(data, settings, scope, name)
         rows.append(row)
         per_traj.append(frame)
-        scores[name] = score
         runs[name] = (tps, valid)
-        tps_cols.append(tps)
-        valid_cols.append(valid)
     summary = pd.DataFrame(rows).set_index("predictor")
-    if names:
-        lo, hi = _bootstrap_columns(np.column_stack(tps_cols), np.column_stack(valid_cols), settings)
-        summary["tps_ci_low"] = lo
-        summary["tps_ci_high"] = hi
     per_trajectory = pd.concat(per_traj, ignore_index=True) if per_traj else pd.DataFrame()
     # weights for every step row (the scope rows' weights were enough for the scores)
     w_rows = None if (scope.w is None or scope.rows_in is not None) else scope.w
-    return TPSResult(settings, summary, per_trajectory, data, w_rows, scores, runs)
+    result = TPSResult(settings, summary, per_trajectory, data, w_rows, scores, runs)
+    return result.with_intervals(settings.n_boot) if names else result
 
 
 @dataclass

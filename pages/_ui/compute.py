@@ -21,11 +21,6 @@ from . import state as S
 from .common import md as _md
 
 
-def tps_interval(row: pd.Series, level: float = 0.95) -> tuple[float, float, str]:
-    """(low, high, how) of the TPS interval of a summary row (tpsviz.inference.summary_interval)."""
-    return summary_interval(row, level)
-
-
 def exact_01_counts(data, predictors) -> dict:
     """Forecasts exactly 0 or 1 per predictor (they score −∞ under an unbounded rule when ε = 0)."""
     out = {}
@@ -70,7 +65,7 @@ def leaderboard(cfg: S.Config, data, ci: bool = True) -> dict:
         r = s.loc[name]
         m = met.loc[name] if name in met.index else pd.Series(dtype=float)
         k = sk.loc[name] if name in sk.index else pd.Series(dtype=float)
-        lo, hi, how_ = tps_interval(r, res.settings.level)
+        lo, hi, how_ = summary_interval(r, res.settings.level)
         how = how_ if how_ != "none" else how
         label = F.display_name(name)
         rows.append({
@@ -108,7 +103,7 @@ def leaderboard(cfg: S.Config, data, ci: bool = True) -> dict:
     ref_rate = float(sk["ref_rate"].iloc[0]) if len(sk) else np.nan
     ref_rule = str(sk["ref_rule"].iloc[0]) if len(sk) else ""
     fig = F.leaderboard_figure(s, Rs.selected_colors(cfg, data), cfg.alpha, cfg.beta, ref_mean,
-                               intervals={n: tps_interval(s.loc[n], res.settings.level)[:2] for n in s.index},
+                               intervals={n: summary_interval(s.loc[n], res.settings.level)[:2] for n in s.index},
                                ci_label="bootstrap CI" if how == "bootstrap" else "± 1.96 SE (bootstrap off)")
     return {"res": res, "table": table, "details": pd.DataFrame(details), "ref_rate": ref_rate,
             "ref_rule": ref_rule, "ref_mean": ref_mean, "figure": fig, "metrics": met, "skill": sk,

@@ -92,8 +92,8 @@ def _is_text(dtype) -> bool:
 
 
 def approx_bytes(obj, _seen: set | None = None, _depth: int = 0) -> int:
-    """An estimate of the memory an object holds: arrays and frames exactly (object columns
-    at 64 bytes a cell), containers and dataclasses by their parts. A
+    """An estimate of the memory an object holds: arrays exactly, frames from their shape (8 bytes
+    a cell, 64 more a text cell), containers and dataclasses by their parts. A
     :class:`tpsviz.data.TrajectoryData` is counted once: by the first entry holding it at the top
     level or in a top-level tuple; inside deeper results it is shared, not counted again."""
     from tpsviz.data import TrajectoryData
@@ -248,11 +248,14 @@ def memo(max_entries: int = 16, spinner: str | None = None):
         keyed = [p for p in sig.parameters if not p.startswith("_")]
         qual = f"{fn.__module__}.{fn.__qualname__}"
 
-        @functools.wraps(fn)
-        def cached(*args, **kwargs):
+        def key_of(*args, **kwargs) -> tuple:
             bound = sig.bind(*args, **kwargs)
             bound.apply_defaults()
-            key = (qual,) + tuple(bound.arguments[p] for p in keyed)
+            return (qual,) + tuple(bound.arguments[p] for p in keyed)
+
+        @functools.wraps(fn)
+        def cached(*args, **kwargs):
+            key = key_of(*args, **kwargs)
             _ensure_sweeper()
             with _LOCK:
                 e = _ENTRIES.get(key)
@@ -282,16 +285,13 @@ def memo(max_entries: int = 16, spinner: str | None = None):
 
         def has(*args, **kwargs) -> bool:
             """Is the result for these arguments cached (without computing it)?"""
-            bound = sig.bind(*args, **kwargs)
-            bound.apply_defaults()
+            key = key_of(*args, **kwargs)
             with _LOCK:
-                return (qual,) + tuple(bound.arguments[p] for p in keyed) in _ENTRIES
+                return key in _ENTRIES
 
         def store(value, *args, **kwargs) -> None:
             """Keep ``value`` as the result for these arguments (computed elsewhere, e.g. jointly)."""
-            bound = sig.bind(*args, **kwargs)
-            bound.apply_defaults()
-            key = (qual,) + tuple(bound.arguments[p] for p in keyed)
+            key = key_of(*args, **kwargs)
             entry = _Entry(value, approx_bytes(value), qual)
             with _LOCK:
                 _keep_locked(key, entry, max_entries, budget_bytes())

@@ -148,12 +148,11 @@ def result(spinner: str, keep: tuple = SETTINGS, max_entries: int = 24, per_pred
             keys = [k] if per_predictor is None or not names else [replace(k, predictors=(n,)) for n in names]
             # one spinner for all that is missing, and none inside another result's (each costs a timer)
             depth = getattr(_NESTING, "depth", 0)
-            show = depth == 0 and not all(cached.has(x, args, kw, src) for x in keys)
+            missing = [x for x in keys if not cached.has(x, args, kw, src)]
             _NESTING.depth = depth + 1
             try:
-                with st.spinner(spinner) if show else nullcontext():
-                    missing = [x for x in keys if not cached.has(x, args, kw, src)] if split else []
-                    if len(missing) > 1:  # computed together, kept apart
+                with st.spinner(spinner) if depth == 0 and missing else nullcontext():
+                    if split and len(missing) > 1:  # computed together, kept apart
                         joint = compute(replace(k, predictors=tuple(x.predictors[0] for x in missing)), args, kw, src)
                         for x in missing:
                             cached.store(split(joint, x.predictors[0]), x, args, kw, src)

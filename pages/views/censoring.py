@@ -14,6 +14,7 @@ from pages._ui import state as S
 from tpsviz import figures as F
 from tpsviz.populations import censoring_summary, forecasts_by_population, qz_band
 from tpsviz import formatting as Fm
+from tpsviz.inference import summary_interval
 
 
 cfg, data = C.page("Censoring",
@@ -87,7 +88,7 @@ st.markdown(f"**Under the current mode — {Rs.censoring_label(cfg)}**",
 st.dataframe(pd.DataFrame({
     "predictor": [F.display_name(p) for p in cur.index],
     f"TPS ({cfg.unit}/run)": [Fm.num(v) for v in cur["tps_mean"]],
-    "95% CI": [Fm.interval(*V.tps_interval(cur.loc[p])[:2]) for p in cur.index],
+    "95% CI": [Fm.interval(*summary_interval(cur.loc[p])[:2]) for p in cur.index],
     "n runs": cur["n_trajectories"].to_numpy(), "censored runs scored": cur["n_censored"].to_numpy(),
     "q_Z fallback": cur["n_qz_fallback"].to_numpy()}), hide_index=True, width="stretch", key="cens_current")
 

@@ -11,6 +11,7 @@ from pages._ui import state as S
 from tpsviz import figures as F
 from tpsviz.claims import is_clear, z_text
 from tpsviz import formatting as Fm
+from tpsviz.inference import summary_interval
 
 cfg, data = C.page("Recalibration",
                    "Fit a map from a signal to calibrated probabilities, cross-fitted by trajectory: every run is "
@@ -114,7 +115,7 @@ for p in pair:
     s_ = res.summary.loc[p]
     m = met.loc[p]
     rows.append({"predictor": F.display_name(p), "TPS": Fm.num(s_["tps_mean"]),
-                 "95% CI": Fm.interval(*V.tps_interval(s_)[:2]),
+                 "95% CI": Fm.interval(*summary_interval(s_)[:2]),
                  "AUROC": Fm.num(m["auroc"], ".3f"), "AUROC CI": Fm.interval(m["auroc_ci_low"], m["auroc_ci_high"], ".3f"),
                  "T-ECE": Fm.num(m["tece_pooled"], ".3f"), "n runs": int(s_["n_trajectories"])})
 h = C.column_help()
