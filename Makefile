@@ -32,6 +32,7 @@ bench: setup
 	$(BIN)/python bench/bench_scores.py
 	$(BIN)/python bench/bench_inference.py
 	$(BIN)/python bench/bench_verdict.py --sizes 450,10000
+	$(BIN)/python bench/bench_machinery.py
 
 demo-data: setup
 	$(BIN)/python -m tpsviz demo-data --out demo_data

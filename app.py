@@ -42,8 +42,9 @@ except Exception as e:  # the sidebar must never leave the user with a traceback
     st.sidebar.error(f"A setting could not be applied: {md(e, 300)}")
 st.session_state["_shell"] = True
 try:
-    # a computation whose browser session has ended stops at its next checkpoint (tpsviz.cancel)
-    with sidebar.S.cancel_when_session_ends():
+    # a computation nobody waits for (the session ended, a slider moved) stops at its next checkpoint
+    # (tpsviz.cancel), so a bootstrap never holds up the next run
+    with sidebar.S.cancel_when_unneeded():
         nav.run()
 except sidebar.S.Cancelled:  # nobody is waiting for this page any more
     pass

@@ -15,3 +15,13 @@ def median_time(fn, repeats: int) -> float:
         fn()
         times.append(time.perf_counter() - t)
     return statistics.median(times)
+
+
+def best_time(fn, repeats: int = 3) -> float:
+    """Best (smallest) wall time of ``repeats`` calls of ``fn()`` in seconds."""
+    best = float("inf")
+    for _ in range(repeats):
+        t = time.perf_counter()
+        fn()
+        best = min(best, time.perf_counter() - t)
+    return best

@@ -17,6 +17,7 @@ from hypothesis import strategies as st
 from scipy import stats
 
 from tpsviz import resample as R
+from tpsviz._fast import counts as F
 
 
 def _poisson_pmf(lam, kmax=64):
@@ -30,7 +31,7 @@ def test_byte_layout_is_the_poisson_pmf_to_double_precision(lam):
     want = _poisson_pmf(lam)[: got.size]
     np.testing.assert_allclose(got, want, rtol=0, atol=2e-16)
     assert _poisson_pmf(lam)[got.size:].sum() < 1e-16  # what the layout leaves out
-    starts, z, cdf = R._poisson_layout(lam)
+    starts, z, cdf = F._poisson_layout(lam)
     assert 0 < z < 0.03 and list(starts) == sorted(starts) and cdf[-1] == 1.0
 
 
@@ -55,7 +56,7 @@ def _chi2_pvalue(observed, expected):
 def test_poisson_stage_draws_poisson_counts(lam):
     rng = np.random.default_rng(5)
     c = np.empty(2_000_000, np.uint8)
-    R._poisson_counts(rng, c, lam)
+    F._poisson_counts(rng, c, lam)
     counts = np.bincount(c, minlength=20)[:20]
     pmf = _poisson_pmf(lam)[:20]
     assert _chi2_pvalue(counts, pmf * c.size) > 1e-3
@@ -82,7 +83,7 @@ def test_counts_are_exactly_multinomial(n, lam):
     rows, groups = 64, 1200
     for g in range(groups):
         out = np.empty((rows, n), np.uint8)
-        R._group_counts(n, 17, g, out, lam=lam)
+        F._group_counts(n, 17, g, out, lam=lam)
         assert (out.sum(axis=1) == n).all()
         for v in map(tuple, out.tolist()):
             observed[index[v]] += 1
@@ -105,31 +106,68 @@ def test_large_n_counts_have_multinomial_moments():
     assert abs(np.corrcoef(halves[:-1], halves[1:])[0, 1]) < 0.08
 
 
+def test_fast_counts_agree_in_law_with_the_plain_multinomial():
+    """The fast sampler against its oracle, ``Generator.multinomial`` (:func:`R.plain_counts`).
+
+    Each check is sized so that chance fails it with probability below ~1e-6 (|z| < 5, chi-square
+    p > 1e-6); a sampler with its Poisson remainder, overshoot reset or uniform top-up broken
+    fails them (checked by breaking each in turn).
+    """
+    n, n_boot = 50, 20_000
+    fast = np.vstack(list(R.count_blocks(n, n_boot, 11))).astype(np.int64)
+    plain = R.plain_counts(n, n_boot, 11)
+    cell0 = []
+    for c in (fast, plain):
+        assert c.shape == (n_boot, n) and (c.sum(axis=1) == n).all()
+        # every cell is drawn equally often overall: totals are Multinomial(n·B; 1/n, …)
+        assert _chi2_pvalue(c.sum(axis=0), np.full(n, float(n_boot))) > 1e-6
+        d = c - 1.0
+        # per-replicate moments (replicates are independent): variance 1 - 1/n of a count,
+        # covariance -1/n between two cells of one replicate
+        for per_row, want in ((np.mean(d * d, axis=1), 1 - 1 / n),
+                              (np.mean(d * np.roll(d, 1, axis=1), axis=1), -1 / n)):
+            z = (per_row.mean() - want) / (per_row.std() / math.sqrt(n_boot))
+            assert abs(z) < 5, (want, per_row.mean(), z)
+        # the count of one cell, and of all cells pooled, is Binomial(n, 1/n)
+        pmf = stats.binom.pmf(np.arange(n + 1), n, 1 / n)
+        assert _chi2_pvalue(np.bincount(c[:, 0], minlength=n + 1), pmf * n_boot) > 1e-6
+        assert _chi2_pvalue(np.bincount(c.ravel(), minlength=n + 1), pmf * c.size) > 1e-6
+        cell0.append(np.bincount(c[:, 0], minlength=n + 1)[:6])
+    # and the two samplers against each other (counts above 5 are too rare to compare)
+    assert stats.chi2_contingency(np.array(cell0)[:, :5])[1] > 1e-6
+
+
+def test_plain_counts_edge_cases():
+    assert R.plain_counts(0, 3, 1).shape == (3, 0)
+    np.testing.assert_array_equal(R.plain_counts(1, 4, 1), np.ones((4, 1)))
+    np.testing.assert_array_equal(R.plain_counts(7, 5, 2), R.plain_counts(7, 5, 2))
+
+
 def test_counts_depend_on_seed_only_not_on_threads_or_cache(monkeypatch):
-    monkeypatch.setattr(R, "_CACHE", type(R._CACHE)())
+    monkeypatch.setattr(F, "_CACHE", type(F._CACHE)())
     first = np.vstack(list(R.count_blocks(700, 150, 9)))
-    assert (700, 150, 9) in R._CACHE
+    assert (700, 150, 9) in F._CACHE
     again = np.vstack(list(R.count_blocks(700, 150, 9)))  # replayed from memory
     np.testing.assert_array_equal(first, again)
-    monkeypatch.setattr(R, "_CACHE", type(R._CACHE)())
-    monkeypatch.setattr(R, "_THREADS", 1)
+    monkeypatch.setattr(F, "_CACHE", type(F._CACHE)())
+    monkeypatch.setattr(F, "_THREADS", 1)
     single = np.vstack(list(R.count_blocks(700, 150, 9)))
     np.testing.assert_array_equal(first, single)
-    monkeypatch.setattr(R, "_CACHE_MAX_CELLS", 100)  # too large to keep: drawn each time
-    monkeypatch.setattr(R, "_CACHE", type(R._CACHE)())
+    monkeypatch.setattr(F, "_CACHE_MAX_CELLS", 100)  # too large to keep: drawn each time
+    monkeypatch.setattr(F, "_CACHE", type(F._CACHE)())
     unkept = np.vstack(list(R.count_blocks(700, 150, 9)))
-    assert (700, 150, 9) not in R._CACHE
+    assert (700, 150, 9) not in F._CACHE
     np.testing.assert_array_equal(first, unkept)
     other = np.vstack(list(R.count_blocks(700, 150, 10)))
     assert (other != first).any()
 
 
 def test_cache_keeps_recent_counts_within_its_bound(monkeypatch):
-    monkeypatch.setattr(R, "_CACHE", type(R._CACHE)())
-    monkeypatch.setattr(R, "_CACHE_MAX_CELLS", 300 * 50 + 10)
+    monkeypatch.setattr(F, "_CACHE", type(F._CACHE)())
+    monkeypatch.setattr(F, "_CACHE_MAX_CELLS", 300 * 50 + 10)
     list(R.count_blocks(300, 50, 7))
     list(R.count_blocks(300, 50, 8))
-    assert (300, 50, 7) not in R._CACHE and (300, 50, 8) in R._CACHE
+    assert (300, 50, 7) not in F._CACHE and (300, 50, 8) in F._CACHE
     # kept counts are handed out read-only, so no caller can change later replicates
     block = next(R.count_blocks(300, 50, 8))
     with pytest.raises(ValueError):
@@ -139,7 +177,7 @@ def test_cache_keeps_recent_counts_within_its_bound(monkeypatch):
 @pytest.mark.parametrize("exact", [True, False])
 def test_counts_times_is_the_product_with_the_same_counts(exact, monkeypatch):
     if not exact:  # force the float32 products large bootstraps use
-        monkeypatch.setattr(R, "_EXACT_CELLS", 0)
+        monkeypatch.setattr(F, "_EXACT_CELLS", 0)
     rng = np.random.default_rng(3)
     n, n_boot = 5000, 300
     x = np.column_stack([rng.normal(-26, 30, n), rng.random(n) < 0.7, rng.exponential(2, n)])

@@ -172,7 +172,10 @@ def test_clip_forecasts_counts():
         clip_forecasts(p, 0.5)
 
 
-def test_large_arrays_use_threads_consistently():
+def test_large_arrays_use_threads_consistently(monkeypatch):
+    from tpsviz._fast import kernels as _kernels
+
+    monkeypatch.setattr(_kernels, "THREAD_MIN", 400_000)
     rng = np.random.default_rng(1)
     p = rng.uniform(1e-6, 1 - 1e-6, 1_200_000)
     y = rng.integers(0, 2, p.size)
@@ -183,26 +186,30 @@ def test_large_arrays_use_threads_consistently():
 
 
 @pytest.mark.parametrize("a,b", [(2.5, 0.7), (0.5, 3.0), (-0.5, 2.0), (50.0, 50.0), (-0.99, 0.3),
-                                 (0.0, 2.0), (1e-5, 3.0), (7.0, -0.8)])
-def test_large_arrays_table_path_matches_exact(a, b):
-    """Large inputs go through the verified interpolation table: compare with the exact path."""
-    from tpsviz import _kernels
-    from tpsviz.scores import exact_branch
+                                 (0.0, 2.0), (1e-5, 3.0), (7.0, -0.8), (2.0, 3.0), (0.0, 0.0),
+                                 (-0.5, -0.5), (1.0, 1.0)])
+def test_fast_path_matches_the_plain_oracle(a, b, monkeypatch):
+    """Large inputs go through blocks, two threads and (general α, β) the verified table;
+    ``plain_score`` (whole-array closed forms, the exact ``scipy.special`` evaluator) is the
+    oracle, on random p and the extremes 0, 1, 1e-12, 1 - 1e-12."""
+    from tpsviz._fast import kernels as _kernels
+    from tpsviz.scores import plain_score
 
+    monkeypatch.setattr(_kernels, "THREAD_MIN", 4 * _kernels.BLOCK)  # threads at a test's size
     rng = np.random.default_rng(2)
-    u = rng.uniform(-27.6, 27.6, 60_000)
+    u = rng.uniform(-27.6, 27.6, 5 * _kernels.BLOCK)
     p = 1 / (1 + np.exp(-u))
     p[:10] = [0.0, 1.0, 1e-13, 1 - 1e-13, 0.5, 1e-12, 1 - 1e-12, 0.25, 0.75, 1e-300]
     y = rng.integers(0, 2, p.size)
-    assert p.size >= _kernels.TABLE_MIN
+    assert p.size >= max(_kernels.TABLE_MIN, _kernels.THREAD_MIN)
     got = beta_score(p, y, a, b)
-    inner = (p > 0) & (p < 1)
-    with np.errstate(all="ignore"):  # p = 0 and p = 1 are outside exact_branch's domain
-        exact = np.where(y == 1, exact_branch(p, 1 - p, 1, a, b),
-                         exact_branch(p, 1 - p, 0, a, b))
+    want = plain_score(p, y, a, b)
     small = beta_score(p[:5000], y[:5000], a, b)  # below the table threshold: exact path
     np.testing.assert_allclose(got[:5000], small, rtol=1e-9, atol=1e-295)
-    ok = inner & (np.abs(exact) > 1e-290)
-    np.testing.assert_allclose(got[ok], exact[ok], rtol=1e-9)
-    for i in rng.choice(np.flatnonzero(ok), 5, replace=False):
+    tiny = np.abs(want) < 1e-290  # subnormal values: only absolute accuracy means anything
+    np.testing.assert_array_equal(got[~np.isfinite(want)], want[~np.isfinite(want)])
+    ok = np.isfinite(want) & ~tiny
+    np.testing.assert_allclose(got[ok], want[ok], rtol=1e-9)
+    np.testing.assert_allclose(got[tiny], want[tiny], rtol=0, atol=1e-295)
+    for i in rng.choice(np.flatnonzero(ok & (p > 0) & (p < 1)), 5, replace=False):
         assert_close(got[i], ref_score(p[i], y[i], a, b), p[i], y[i], a, b)

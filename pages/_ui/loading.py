@@ -110,6 +110,8 @@ def _prepared(key: str, filters: tuple, recal: tuple, _src: Source):
         try:
             data, _ = add_recalibrated(data, r["source"], r["method"], folds=r["folds"],
                                        per_step=r["per_step"], seed=SEED, name=r["name"])
+        except Cancelled:  # nobody waits: not a failed recalibration, and nothing is kept
+            raise
         except Exception as e:
             problems.append(f"recalibration of {md(r['source'], 60)} by {r['method']} failed: {md(e, 300)}")
     return data, problems

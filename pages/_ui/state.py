@@ -5,7 +5,8 @@
   data: ``upload:<sha of bytes>:<sha of name>``, ``demo:<name>``, or
   ``path:<real path>:<size>:<mtime>`` for a server file, read only under ``TPSVIZ_DATA_ROOTS``
   (``tpsviz.files.DataRoots``).
-- Sessions: a browser session that ends cancels its work (:func:`cancel_when_session_ends`).
+- Sessions: a browser session that ends, or a widget change that starts the page over, cancels
+  the work in progress (:func:`cancel_when_unneeded`).
 
 Loading lives in ``loading.py``; every result a page shows, keyed on an ``Analysis`` made from
 these settings, in ``results.py`` (docs/architecture.md).
@@ -260,14 +261,44 @@ def _session_gone(session_id: str) -> Callable[[], bool]:
     return gone
 
 
-def cancel_when_session_ends():
-    """A context in which the core's long loops stop once this session has ended."""
+def _rerun_pending(requests) -> Callable[[], bool]:
+    """A cheap, thread-safe test: has a widget change asked Streamlit to start this page over?
+
+    Streamlit stops a run for a newer one only at its next element; a bootstrap between two elements
+    would finish first and hold the slider up (issue 11: intervals must not block a slider). The rule
+    is Streamlit's own (``ScriptRequests.on_scriptrunner_yield``): a pending STOP, or a RERUN that is
+    not a fragment's timer run, preempts. It reads the request state without taking it.
+    """
+    try:
+        from streamlit.runtime.scriptrunner_utils.script_requests import (
+            ScriptRequestType, _fragment_run_should_not_preempt_script)
+    except ImportError:  # pragma: no cover - the internal API moved: keep the session test only
+        return lambda: False
+
+    def pending() -> bool:
+        state = getattr(requests, "_state", None)
+        if state is ScriptRequestType.STOP:
+            return True
+        if state is not ScriptRequestType.RERUN:
+            return False
+        data = requests._rerun_data
+        return not _fragment_run_should_not_preempt_script(data.fragment_id_queue, data.is_fragment_scoped_rerun)
+
+    return pending
+
+
+def cancel_when_unneeded():
+    """A context in which the core's long loops stop once nobody will see their result: the session
+    has ended, or a widget change has asked for a new run (the page starts over at once)."""
     from streamlit.runtime.scriptrunner import get_script_run_ctx
 
     ctx = get_script_run_ctx()
     if ctx is None:  # not in a script run (bare mode, some tests)
         return contextlib.nullcontext()
-    return cancel_when(_session_gone(ctx.session_id))
+    gone = _session_gone(ctx.session_id)
+    requests = getattr(ctx, "script_requests", None)
+    superseded = _rerun_pending(requests) if requests is not None else (lambda: False)
+    return cancel_when(lambda: superseded() or gone())
 
 
 # ----------------------------------------------------------------------------- recal specs

@@ -63,60 +63,91 @@ with cc[1]:
 # ----------------------------------------------------------------- treatments
 st.subheader("TPS under each treatment")
 modes = ["complete", "simple", "exact", "upper"]
-results = {m: Rs.tps(a=Rs.analysis(cfg, censoring=m)) for m in modes}
-rows = []
-for m in modes:
-    s = results[m].summary
-    for p in s.index:
-        r = s.loc[p]
-        rows.append({"predictor": p, "mode": Rs.censoring_label(cfg, m), "key": m, "tps_mean": r["tps_mean"],
-                     "tps_ci_low": r["tps_ci_low"], "tps_ci_high": r["tps_ci_high"],
-                     "n_trajectories": int(r["n_trajectories"]), "n_censored": int(r["n_censored"]),
-                     "n_qz_fallback": int(r["n_qz_fallback"])})
-table = pd.DataFrame(rows)
-C.plot(F.censoring_modes_figure(table, colors, cfg.alpha, cfg.beta, current=Rs.censoring_label(cfg)), "cens_modes",
-       name="TPS by censoring treatment")
 qnote = "exact = " + Rs.censoring_label(cfg, "exact")
-fb = int(results["exact"].summary["n_qz_fallback"].max()) if len(preds) else 0
-st.caption(f"{cfg.unit} per run, higher is better, 95% bootstrap CI; {qnote}"
-           + (f"; {fb} censored run(s) had no q_Z and were scored with q_Z = 0" if fb else "") +
-           ". The current sidebar mode (larger, outlined markers) is **" + Rs.censoring_label(cfg) + "**.")
+treatments_box, shift_box = st.empty(), st.empty()
 
-cur = results[cfg.censoring].summary
-st.markdown(f"**Under the current mode — {Rs.censoring_label(cfg)}**",
-            help="The mode chosen in the sidebar; every other page uses it.")
-st.dataframe(pd.DataFrame({
-    "predictor": [F.display_name(p) for p in cur.index],
-    f"TPS ({cfg.unit}/run)": [Fm.num(v) for v in cur["tps_mean"]],
-    "95% CI": [Fm.interval(*summary_interval(cur.loc[p])[:2]) for p in cur.index],
-    "n runs": cur["n_trajectories"].to_numpy(), "censored runs scored": cur["n_censored"].to_numpy(),
-    "q_Z fallback": cur["n_qz_fallback"].to_numpy()}), hide_index=True, width="stretch", key="cens_current")
 
-st.markdown("**Shift between treatments** (per predictor; 95% trajectory-bootstrap CI)",
-            help="Difference of mean TPS. Complete-case averages over complete runs only, so its shift mixes a "
-                 "change of population with the censored runs' scores.")
-sh_cs = Rs.shift("complete", "simple")
-sh_se = Rs.shift("simple", "exact")
-st.dataframe(pd.DataFrame({
-    "predictor": [F.display_name(p) for p in preds],
-    f"simple − complete-case ({cfg.unit})": [Fm.num(sh_cs.loc[p, "shift"], "+.4f") for p in preds],
-    "95% CI (simple − cc)": [Fm.interval(sh_cs.loc[p, "shift_ci_low"], sh_cs.loc[p, "shift_ci_high"], "+.4f") for p in preds],
-    f"exact − simple ({cfg.unit})": [Fm.num(sh_se.loc[p, "shift"], "+.4f") for p in preds],
-    "95% CI (exact − simple)": [Fm.interval(sh_se.loc[p, "shift_ci_low"], sh_se.loc[p, "shift_ci_high"], "+.4f") for p in preds],
-    "per step: simple − cc": [Fm.num(sh_cs.loc[p, "shift_step"], "+.4f") for p in preds],
-}), hide_index=True, width="stretch", key="cens_shift", column_config={
-    f"simple − complete-case ({cfg.unit})": st.column_config.TextColumn(
-        help="> 0: including censored runs as failures raises the mean (per trajectory)."),
-    f"exact − simple ({cfg.unit})": st.column_config.TextColumn(help=f"Effect of using q_Z instead of 0 ({qnote})."),
-    "per step: simple − cc": st.column_config.TextColumn(
-        help="The same shift on the per-step scale (Σ TPS / Σ w_t); it can differ in sign when censored runs are long."),
-})
-st.caption(f"Trajectory-bootstrap CI ({cfg.n_boot} replicates) resampling the "
-           "whole log, so the change of population under complete-case is part of the uncertainty.")
+def _treatments(boot: bool) -> dict:
+    """TPSResult per censoring mode: with bootstrap CIs, or points with mean ± z·SE intervals."""
+    return {m: (Rs.tps if boot else Rs.tps_points)(a=Rs.analysis(cfg, censoring=m)) for m in modes}
+
+
+def _show_treatments(results: dict, boot: bool) -> None:
+    rows = []
+    for m in modes:
+        s = results[m].summary
+        for p in s.index:
+            r = s.loc[p]
+            lo, hi, _ = summary_interval(r)  # the bootstrap CI, or mean ± z·SE while it is computed / when it is off
+            rows.append({"predictor": p, "mode": Rs.censoring_label(cfg, m), "key": m, "tps_mean": r["tps_mean"],
+                         "tps_ci_low": lo, "tps_ci_high": hi,
+                         "n_trajectories": int(r["n_trajectories"]), "n_censored": int(r["n_censored"]),
+                         "n_qz_fallback": int(r["n_qz_fallback"])})
+    table = pd.DataFrame(rows)
+    how = ("95% bootstrap CI" if boot and cfg.n_boot else
+           "95% interval = mean ± 1.96 SE" + (" (bootstrap off)" if boot else
+                                              " while the bootstrap CI is computed (large log)"))
+    fb = int(results["exact"].summary["n_qz_fallback"].max()) if len(preds) else 0
+    cur = results[cfg.censoring].summary
+    part = "" if boot else "_points"  # drawn twice in one run on a large log: two element keys
+    with treatments_box.container():
+        C.plot(F.censoring_modes_figure(table, colors, cfg.alpha, cfg.beta, current=Rs.censoring_label(cfg)),
+               "cens_modes" + part, name="TPS by censoring treatment")
+        st.caption(f"{cfg.unit} per run, higher is better, {how}; {qnote}"
+                   + (f"; {fb} censored run(s) had no q_Z and were scored with q_Z = 0" if fb else "") +
+                   ". The current sidebar mode (larger, outlined markers) is **" + Rs.censoring_label(cfg) + "**.")
+        st.markdown(f"**Under the current mode — {Rs.censoring_label(cfg)}**",
+                    help="The mode chosen in the sidebar; every other page uses it.")
+        st.dataframe(pd.DataFrame({
+            "predictor": [F.display_name(p) for p in cur.index],
+            f"TPS ({cfg.unit}/run)": [Fm.num(v) for v in cur["tps_mean"]],
+            "95% CI": [Fm.interval(*summary_interval(cur.loc[p])[:2]) for p in cur.index],
+            "n runs": cur["n_trajectories"].to_numpy(), "censored runs scored": cur["n_censored"].to_numpy(),
+            "q_Z fallback": cur["n_qz_fallback"].to_numpy()}), hide_index=True, width="stretch",
+            key="cens_current" + part)
+
+
+def _show_shift(boot: bool) -> None:
+    sh_cs = Rs.shift("complete", "simple", a=Rs.analysis(cfg, n_boot=None if boot else 0))
+    sh_se = Rs.shift("simple", "exact", a=Rs.analysis(cfg, n_boot=None if boot else 0))
+    with shift_box.container():
+        st.markdown("**Shift between treatments** (per predictor; 95% trajectory-bootstrap CI)",
+                    help="Difference of mean TPS. Complete-case averages over complete runs only, so its shift mixes "
+                         "a change of population with the censored runs' scores.")
+        st.dataframe(pd.DataFrame({
+            "predictor": [F.display_name(p) for p in preds],
+            f"simple − complete-case ({cfg.unit})": [Fm.num(sh_cs.loc[p, "shift"], "+.4f") for p in preds],
+            "95% CI (simple − cc)": [Fm.interval(sh_cs.loc[p, "shift_ci_low"], sh_cs.loc[p, "shift_ci_high"], "+.4f")
+                                     for p in preds],
+            f"exact − simple ({cfg.unit})": [Fm.num(sh_se.loc[p, "shift"], "+.4f") for p in preds],
+            "95% CI (exact − simple)": [Fm.interval(sh_se.loc[p, "shift_ci_low"], sh_se.loc[p, "shift_ci_high"], "+.4f")
+                                        for p in preds],
+            "per step: simple − cc": [Fm.num(sh_cs.loc[p, "shift_step"], "+.4f") for p in preds],
+        }), hide_index=True, width="stretch", key="cens_shift" + ("" if boot else "_points"), column_config={
+            f"simple − complete-case ({cfg.unit})": st.column_config.TextColumn(
+                help="> 0: including censored runs as failures raises the mean (per trajectory)."),
+            f"exact − simple ({cfg.unit})": st.column_config.TextColumn(help=f"Effect of using q_Z instead of 0 ({qnote})."),
+            "per step: simple − cc": st.column_config.TextColumn(
+                help="The same shift on the per-step scale (Σ TPS / Σ w_t); it can differ in sign when censored runs "
+                     "are long."),
+        })
+        st.caption(f"Trajectory-bootstrap CI ({cfg.n_boot} replicates) resampling the whole log, so the change of "
+                   "population under complete-case is part of the uncertainty." if boot else
+                   "Computing the trajectory-bootstrap CIs (large log)…")
+
+
+large = L.is_large(data)  # a large log: the points first, the bootstrap CIs at the end of the page
+points = _treatments(boot=False)
+if large:
+    _show_treatments(points, boot=False)
+    _show_shift(boot=False)
+else:
+    _show_treatments(_treatments(boot=True), boot=True)
+    _show_shift(boot=True)
 
 # ----------------------------------------------------------------- q_Z band
 st.subheader("q_Z sensitivity band")
-sweep = qz_band(results["simple"].summary["tps_mean"], results["upper"].summary["tps_mean"])
+sweep = qz_band(points["simple"].summary["tps_mean"], points["upper"].summary["tps_mean"])  # means: no CIs needed
 marks = {"current q_Z": cfg.qz_const} if cfg.censoring == "exact" and cfg.qz_source == "constant" else None
 C.plot(F.qz_band_figure(sweep, colors, cfg.alpha, cfg.beta, marks), "cens_band",
        caption="Each line gives every censored run the same q_Z. TPS_cen is linear in q_Z, so the lines at q_Z = 0 "
@@ -193,3 +224,9 @@ else:
             "of which MC noise (SE)": st.column_config.TextColumn(
                 help="The part of the SE of the difference due to the rollouts' own binomial noise (Monte-Carlo audit)."),
         })
+
+# ----------------------------------------------------------------- slow parts last (the bootstraps)
+if large:
+    with st.spinner(f"Bootstrap CIs ({cfg.n_boot} replicates of each treatment over {data.n_trajectories:,} runs)…"):
+        _show_treatments(_treatments(boot=True), boot=True)
+        _show_shift(boot=True)

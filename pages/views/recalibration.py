@@ -7,6 +7,7 @@ import streamlit as st
 from pages._ui import common as C
 from pages._ui import compute as V
 from pages._ui import results as Rs
+from pages._ui import loading as L
 from pages._ui import state as S
 from tpsviz import figures as F
 from tpsviz.claims import is_clear, z_text
@@ -108,43 +109,62 @@ allc = Rs.colors(data)
 colors = {p: allc[p] for p in pair}
 
 # ----------------------------------------------------------------- before / after
-res = Rs.tps(a=Rs.analysis(cfg, predictors=pair))
-met = Rs.metrics_now(predictors=pair)
-rows = []
-for p in pair:
-    s_ = res.summary.loc[p]
-    m = met.loc[p]
-    rows.append({"predictor": F.display_name(p), "TPS": Fm.num(s_["tps_mean"]),
-                 "95% CI": Fm.interval(*summary_interval(s_)[:2]),
-                 "AUROC": Fm.num(m["auroc"], ".3f"), "AUROC CI": Fm.interval(m["auroc_ci_low"], m["auroc_ci_high"], ".3f"),
-                 "T-ECE": Fm.num(m["tece_pooled"], ".3f"), "n runs": int(s_["n_trajectories"])})
-h = C.column_help()
-st.dataframe(pd.DataFrame(rows), hide_index=True, width="stretch", column_config={
-    "TPS": st.column_config.TextColumn(f"TPS ({cfg.unit}/run)", help=h["TPS"]),
-    "AUROC": st.column_config.TextColumn(help=h["AUROC"]),
-    "T-ECE": st.column_config.TextColumn(help=h["T-ECE"])})
-st.caption(f"TPS interval: {cfg.n_boot} bootstrap replicates; {Rs.metric_boot_note(cfg)}.")
-if len(pair) == 2:
-    ct, _ = Rs.compare_tps(pair[0], a=Rs.analysis(cfg, predictors=pair))
-    cm = Rs.compare_metrics_now(pair[0], predictors=pair)
-    r = ct.loc[focus]
-    m = cm.loc[focus]
-    zt, za = r["tps_z"], m["auroc_z"]
-    st.markdown(f"**Recalibrated − original:** TPS Δ = {Fm.num(r['tps_delta'], '+.4g')} {cfg.unit}/run "
-                f"({z_text(zt)}); AUROC Δ = {Fm.num(m['auroc_delta'], '+.4f')} ({z_text(za)}).",
-                help="Paired over the same runs: TPS from the per-run differences (analytic SE), AUROC by a paired "
-                     "bootstrap over trajectories. |Δ/SE| ≥ 2 is called clear.")
-    if is_clear(za) and za < 0:
-        st.warning(f"Recalibration clearly lowered AUROC ({z_text(za)}): the cross-fitted maps rank runs worse than "
-                   "the signal itself. Try fewer folds or isotonic, or keep the original.", icon=":material/warning:")
-    elif is_clear(zt) and zt > 0 and not is_clear(za):
-        st.success("Recalibration does not clearly change the ranking (AUROC) but clearly makes the probabilities "
-                   f"more honest (TPS, {z_text(zt)}): the paper's headline, on your data.", icon=":material/lightbulb:")
-    elif is_clear(zt) and zt < 0:
-        st.warning(f"Recalibration clearly lowered TPS ({z_text(zt)}): the recalibrated probabilities are less "
-                   "honest than the original ones on these runs.", icon=":material/warning:")
-else:
-    st.caption("The source is a raw signal (not a probability): only the recalibrated predictor can be scored.")
+large = L.is_large(data)  # a large log: point estimates first, the bootstrap CIs at the end of the page
+table_box = st.empty()
+delta_box = st.container()
+
+
+def _show_table(boot: bool) -> None:
+    res = (Rs.tps if boot else Rs.tps_points)(a=Rs.analysis(cfg, predictors=pair))
+    met = Rs.metrics_now(ci=boot, predictors=pair)
+    rows = []
+    for p in pair:
+        s_ = res.summary.loc[p]
+        m = met.loc[p]
+        rows.append({"predictor": F.display_name(p), "TPS": Fm.num(s_["tps_mean"]),
+                     "95% CI": Fm.interval(*summary_interval(s_)[:2]),
+                     "AUROC": Fm.num(m["auroc"], ".3f"),
+                     "AUROC CI": Fm.interval(m["auroc_ci_low"], m["auroc_ci_high"], ".3f"),
+                     "T-ECE": Fm.num(m["tece_pooled"], ".3f"), "n runs": int(s_["n_trajectories"])})
+    h = C.column_help()
+    with table_box.container():
+        st.dataframe(pd.DataFrame(rows), hide_index=True, width="stretch", column_config={
+            "TPS": st.column_config.TextColumn(f"TPS ({cfg.unit}/run)", help=h["TPS"]),
+            "AUROC": st.column_config.TextColumn(help=h["AUROC"]),
+            "T-ECE": st.column_config.TextColumn(help=h["T-ECE"])})
+        st.caption(f"TPS interval: {cfg.n_boot} bootstrap replicates; {Rs.metric_boot_note(cfg)}." if boot else
+                   "TPS interval = mean ± 1.96 SE for now; the bootstrap CIs and the paired comparison are being "
+                   "computed (large log).")
+
+
+_show_table(boot=not large)
 panels, _ = Rs.reliability("all", None, False, 10, a=Rs.analysis(cfg, predictors=pair))
 C.plot(F.reliability_figure(panels, colors, "Reliability before and after (all steps, complete runs)"), "recal_rel",
        name="Recalibration: reliability before/after")
+
+# ----------------------------------------------------------------- slow parts last (the bootstraps)
+if large:
+    with st.spinner(f"Bootstrap CIs ({cfg.n_boot} replicates over {data.n_trajectories:,} runs)…"):
+        _show_table(boot=True)
+with delta_box:
+    if len(pair) == 2:
+        ct, _ = Rs.compare_tps(pair[0], a=Rs.analysis(cfg, predictors=pair))
+        cm = Rs.compare_metrics_now(pair[0], predictors=pair)
+        r = ct.loc[focus]
+        m = cm.loc[focus]
+        zt, za = r["tps_z"], m["auroc_z"]
+        st.markdown(f"**Recalibrated − original:** TPS Δ = {Fm.num(r['tps_delta'], '+.4g')} {cfg.unit}/run "
+                    f"({z_text(zt)}); AUROC Δ = {Fm.num(m['auroc_delta'], '+.4f')} ({z_text(za)}).",
+                    help="Paired over the same runs: TPS from the per-run differences (analytic SE), AUROC by a paired "
+                         "bootstrap over trajectories. |Δ/SE| ≥ 2 is called clear.")
+        if is_clear(za) and za < 0:
+            st.warning(f"Recalibration clearly lowered AUROC ({z_text(za)}): the cross-fitted maps rank runs worse than "
+                       "the signal itself. Try fewer folds or isotonic, or keep the original.", icon=":material/warning:")
+        elif is_clear(zt) and zt > 0 and not is_clear(za):
+            st.success("Recalibration does not clearly change the ranking (AUROC) but clearly makes the probabilities "
+                       f"more honest (TPS, {z_text(zt)}): the paper's headline, on your data.", icon=":material/lightbulb:")
+        elif is_clear(zt) and zt < 0:
+            st.warning(f"Recalibration clearly lowered TPS ({z_text(zt)}): the recalibrated probabilities are less "
+                       "honest than the original ones on these runs.", icon=":material/warning:")
+    else:
+        st.caption("The source is a raw signal (not a probability): only the recalibrated predictor can be scored.")

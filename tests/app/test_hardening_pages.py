@@ -144,6 +144,49 @@ def test_2_session_end_is_detected(monkeypatch):
     assert gone() is True
 
 
+def test_2_a_newer_run_cancels_the_work_in_progress():
+    """Issue 11: a slider moved during a bootstrap starts the page over at once. Streamlit's own rule
+    decides what preempts a run: a full rerun or a stop does, a fragment's timer run does not."""
+    from streamlit.runtime.scriptrunner_utils.script_requests import RerunData, ScriptRequests
+
+    from pages._ui import state as S
+
+    req = ScriptRequests()
+    pending = S._rerun_pending(req)
+    assert pending() is False
+    req.request_rerun(RerunData(fragment_id="timer"))  # a fragment's timer: the page keeps running
+    assert pending() is False
+    req.request_rerun(RerunData())  # a widget changed: the whole page runs again
+    assert pending() is True
+    assert req.on_scriptrunner_yield() is not None  # Streamlit takes the request: nothing pending
+    assert pending() is False
+    req.request_stop()
+    assert pending() is True
+
+
+def test_2_cancel_context_stops_a_bootstrap_once_a_rerun_is_requested(monkeypatch):
+    """The context app.py runs each page in: a checkpoint raises once a newer run is requested."""
+    import threading
+
+    import numpy as np
+    from streamlit.runtime.scriptrunner_utils.script_requests import RerunData, ScriptRequests
+
+    from pages._ui import state as S
+    from tpsviz.cancel import Cancelled
+    from tpsviz.inference import bootstrap_sums
+
+    class Ctx:
+        session_id = "s1"
+        script_requests = ScriptRequests()
+
+    monkeypatch.setattr("streamlit.runtime.scriptrunner.get_script_run_ctx", lambda: Ctx)
+    monkeypatch.setattr(S, "_session_gone", lambda sid: (lambda: False))
+    x = np.random.default_rng(0).normal(size=(20_000, 3))
+    threading.Timer(0.2, lambda: Ctx.script_requests.request_rerun(RerunData())).start()
+    with pytest.raises(Cancelled), S.cancel_when_unneeded():
+        bootstrap_sums(x, 20_000, seed=123)  # seconds of work when not cancelled
+
+
 # ----------------------------------------------------------------------------- 3. crashes
 LOGS = {
     "every run censored (one run)": b"trajectory_id,step,outcome,conf_a\nt1,1,,0.6\n",

@@ -164,12 +164,17 @@ def test_filters_restrict_the_runs(app):
     assert 0 < n < 450
 
 
+def _recalibrate_verbal(at):
+    """Open the Recalibration page and add verbal@platt."""
+    at.switch_page("pages/views/recalibration.py").run()
+    at.selectbox(key="rc_src").set_value("verbal")
+    at.radio(key="rc_method").set_value("platt")
+    at.button[0].click().run()
+    assert not at.exception, [e.value for e in at.exception]
+
+
 def test_recalibration_adds_a_predictor_everywhere(app):
-    app.switch_page("pages/views/recalibration.py").run()
-    app.selectbox(key="rc_src").set_value("verbal")
-    app.radio(key="rc_method").set_value("platt")
-    app.button[0].click().run()
-    assert not app.exception, [e.value for e in app.exception]
+    _recalibrate_verbal(app)
     assert "verbal@platt" in app.session_state["pred"]
     assert "verbal@platt" in texts(app)
     app.switch_page("pages/views/overview.py").run()
@@ -302,6 +307,52 @@ def test_lab_demo_two_gives_tps_difference_with_ci():
     assert "Paired Δ TPS (bin means" in t and "95% CI [" in t
     tables = [d.value for d in at.dataframe if "T-ECE (↓)" in d.value.columns]
     assert tables and "≈0" in tables[0]["T-ECE (↓)"].tolist()
+
+
+def test_censoring_on_a_large_log_ends_with_the_same_numbers(monkeypatch):
+    """Issue 11: on a large log the Censoring page draws its treatments from point estimates first and
+    replaces them with the bootstrap CIs at the end: the page it ends on is the small-log page."""
+    from pages._ui import loading as L
+
+    def tables(at):
+        found = {}
+        for d in at.dataframe:
+            for name, column in (("cens_current", "q_Z fallback"), ("cens_shift", "per step: simple − cc")):
+                if column in d.value.columns:
+                    assert name not in found, f"{name} is drawn twice"
+                    found[name] = d.value
+        assert len(found) == 2, list(found)
+        return found
+
+    small = _webshop()
+    small.switch_page("pages/views/censoring.py").run()
+    assert not small.exception
+    monkeypatch.setattr(L, "LARGE_ROWS", 1000)  # the demo counts as large
+    large = _webshop()
+    large.switch_page("pages/views/censoring.py").run()
+    assert not large.exception, [e.value for e in large.exception]
+    assert "(large log)" not in texts(large) and "95% bootstrap CI" in texts(large)
+    for k, v in tables(small).items():
+        assert v.equals(tables(large)[k]), k
+    assert all("[" in c for c in tables(large)["cens_shift"]["95% CI (simple − cc)"])
+
+
+def test_recalibration_on_a_large_log_ends_with_the_same_numbers(monkeypatch):
+    """Issue 11: the Recalibration page on a large log shows points first and ends as on a small log."""
+    from pages._ui import loading as L
+
+    def final(at):
+        _recalibrate_verbal(at)
+        tables = [d.value for d in at.dataframe if "AUROC CI" in d.value.columns]
+        assert len(tables) == 1  # the points' table was replaced, not kept beside it
+        delta = [m.value for m in at.markdown if "Recalibrated − original" in m.value]
+        return tables[0], delta, texts(at)
+
+    small = final(_webshop())
+    monkeypatch.setattr(L, "LARGE_ROWS", 1000)  # the demo counts as large
+    large = final(_webshop())
+    assert small[0].equals(large[0]) and small[1] == large[1] and len(large[1]) == 1
+    assert "(large log)" not in large[2]
 
 
 def test_large_log_shows_points_first_then_full_metric_cis(tmp_path, monkeypatch):

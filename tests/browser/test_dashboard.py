@@ -148,3 +148,35 @@ def test_settings_the_core_rejects_stay_in_page(page):
     wait_ready(page, "Censoring")
     page.get_by_text("Under the current mode — exact (q_Z = 0.7").first.wait_for()
     screenshot(page, "32_censoring_exact_constant")
+
+
+_TAG_CHARTS = """() => { window._tag = window._tag || 0; const out = {};
+    document.querySelectorAll('[data-testid="stMain"] .js-plotly-plot').forEach(gd => {
+        if (!gd._tpsTag) gd._tpsTag = 'chart' + (window._tag++);
+        const title = ((gd.layout && gd.layout.title && gd.layout.title.text) || '').split(',')[0];
+        out[title] = gd._tpsTag; });
+    return out; }"""
+
+
+def test_a_rerun_redraws_only_the_figures_whose_inputs_changed(page):
+    """Issue 11: α does not enter the reliability diagram or the forecast histograms, so moving it keeps
+    those plots as they are (the same drawn chart, not a new one), while the CORP decomposition, whose
+    mean score depends on α, is drawn again."""
+    page.goto(page.base)  # the landing page first: Streamlit's "Page not found" on a cold server's first deep link
+    wait_ready(page, "Overview / Compare")
+    page.get_by_role("link", name="Reliability").first.click()
+    wait_ready(page, "Reliability")
+    page.wait_for_timeout(1000)
+    before = page.evaluate(_TAG_CHARTS)
+    assert {"Reliability", "Forecast histograms"} <= set(before), before
+    corp = next(t for t in before if t.startswith("CORP decomposition"))
+    thumb = _sidebar(page).locator("input[type=range][aria-label='α']")
+    thumb.focus()
+    thumb.press("ArrowRight")
+    page.get_by_text("α=0.05, β=0").first.wait_for()
+    wait_ready(page)
+    after = page.evaluate(_TAG_CHARTS)
+    assert after["Reliability"] == before["Reliability"]
+    assert after["Forecast histograms"] == before["Forecast histograms"]
+    assert after[corp] != before[corp]  # redrawn: its numbers changed
+    no_traceback(page)

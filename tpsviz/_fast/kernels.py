@@ -1,7 +1,9 @@
 """Fast evaluation of beta-family scores over large arrays (private to :mod:`tpsviz.scores`).
 
 Work is done in cache-sized blocks (two threads for large inputs: numpy and scipy ufuncs
-release the GIL). Closed forms serve log, Brier and boosting. Other (α, β) use a per-branch
+release the GIL). Closed forms serve log and boosting (Brier is the plain whole-array
+expression of ``scores.plain_score``: blocks and threads gained less than 1.5× on it in
+``bench/bench_machinery.py``). Other (α, β) use a per-branch
 table: g(u) = ln(-S(p)) as a piecewise cubic Hermite polynomial in u = logit(p), whose
 node values and analytic slopes come from the exact evaluators, and whose accuracy is
 verified at every interval midpoint when the table is built (relative error of S below
@@ -18,7 +20,9 @@ from threading import Lock
 import numpy as np
 
 BLOCK = 1 << 16
-THREAD_MIN = 400_000
+# two threads from this many rows: below it they gained less than 1.5× (bench/bench_machinery.py:
+# 0.8-1.3× at 1M rows, 1.4-1.8× at 10M)
+THREAD_MIN = 1 << 22
 TABLE_MIN = 20_000
 TABLE_TOL = 2e-10
 _U_MAX = 27.7  # logit range covering p in [1e-12, 1 - 1e-12]
@@ -207,11 +211,6 @@ def _block(pb, yb, ob, kind, alpha, beta, exact_pq, edges, tables):
         yf = yb.astype(np.float64, copy=False)
         if np.count_nonzero(yf * (1.0 - yf)):  # NaN and anything but 0/1 fail here
             raise BadOutcome
-    if kind == "brier":
-        x = yf - pb
-        np.multiply(x, x, out=ob)
-        ob *= -0.5
-        return
     if kind in ("log", "boosting"):
         x = yf - 1.0
         x += pb
@@ -249,8 +248,6 @@ def score(p: np.ndarray, y: np.ndarray, alpha: float, beta: float, edges,
     out = np.empty(n)
     if (alpha, beta) == (0.0, 0.0):
         kind = "log"
-    elif (alpha, beta) == (1.0, 1.0):
-        kind = "brier"
     elif (alpha, beta) == (-0.5, -0.5):
         kind = "boosting"
     else:
