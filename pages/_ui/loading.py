@@ -158,6 +158,8 @@ def _rollouts(key: str, _src: Source):
     try:
         if _src.rollouts_raw is not None:
             return load_rollouts(_src.rollouts_raw, name=name)
+        if _src.kind == "demo":  # the app's own file (demo_source builds it from a fixed name list)
+            return load_rollouts(Path(_src.rollouts_path).read_bytes(), name=name)
         return load_rollouts(data_roots().read(_src.rollouts_path, label="rollouts path"), name=name)
     except tpsviz.LogFormatError as e:
         return LoadFailure(e.source, e.problems)

@@ -309,6 +309,18 @@ def test_lab_demo_two_gives_tps_difference_with_ci():
     assert tables and "≈0" in tables[0]["T-ECE (↓)"].tolist()
 
 
+def test_webshop_demo_rollouts_give_the_monte_carlo_audit(monkeypatch):
+    """The demo's rollouts file is the app's own: read without data roots (a shared server has none
+    for demo_data/, and the audit said "cannot open this path" before)."""
+    monkeypatch.delenv("TPSVIZ_DATA_ROOTS", raising=False)
+    at = _webshop()
+    at.switch_page("pages/views/censoring.py").run()
+    assert not at.exception and not at.error, [e.value for e in at.error]
+    assert "censored runs have rollouts" in texts(at)
+    assert any("exact − simple" in " ".join(d.value.columns) and "of which MC noise (SE)" in d.value.columns
+               for d in at.dataframe)
+
+
 def test_censoring_on_a_large_log_ends_with_the_same_numbers(monkeypatch):
     """Issue 11: on a large log the Censoring page draws its treatments from point estimates first and
     replaces them with the bootstrap CIs at the end: the page it ends on is the small-log page."""
