@@ -241,3 +241,23 @@ def test_exported_figure_carries_its_settings_as_escaped_text():
     assert "Score family: log" in sub and "<a" not in sub and "&lt;a" in sub
     assert out.layout.height > 450 and out.layout.margin.t > 60
     assert len(fig.layout.annotations) == 0  # the original is not modified
+
+
+def test_omega_svg_is_the_normalised_weight_curve():
+    """The sidebar thumbnail: well-formed SVG whose line is ω(c)/max ω on the plot box."""
+    import xml.etree.ElementTree as ET
+
+    import tpsviz
+    from tpsviz.figures import omega_svg
+
+    c = np.linspace(0.005, 0.995, 199)
+    w = tpsviz.omega(c, 0.5, 2.0)
+    svg = omega_svg(c, w, 0.5, 2.0, width=260, height=120)
+    root = ET.fromstring(svg)
+    ns = "{http://www.w3.org/2000/svg}"
+    assert root.find(f"{ns}title").text == "ω(c) for α=0.5, β=2"
+    pts = np.array([[float(v) for v in p.split(",")] for p in root.find(f"{ns}polyline").get("points").split()])
+    assert len(pts) == 199
+    left, up, pw, ph = 22, 22, 260 - 22 - 8, 120 - 22 - 30
+    np.testing.assert_allclose((pts[:, 0] - left) / pw, c, atol=0.06 / pw)
+    np.testing.assert_allclose(1 - (pts[:, 1] - up) / ph, w / w.max(), atol=0.06 / ph)

@@ -159,6 +159,40 @@ def omega_figure(c: np.ndarray, w: np.ndarray, alpha: float, beta: float, small:
     return _layout(fig, f"Threshold weight ω(c) = c^(α−1)(1−c)^(β−1), α={alpha:g}, β={beta:g}")
 
 
+def omega_svg(c: np.ndarray, w: np.ndarray, alpha: float, beta: float, width: int = 260,
+              height: int = 120) -> str:
+    """The sidebar's ω_{α,β}(c) thumbnail as a small static SVG (normalised as :func:`omega_figure`).
+
+    A plotly chart costs the browser a full plot on every α or β move; this picture is a few
+    hundred bytes drawn at once. Only numbers enter it (no text from a log).
+    """
+    w = np.asarray(w, dtype=float)
+    finite = np.isfinite(w)
+    top = np.nanmax(w[finite]) if finite.any() else 1.0
+    y = np.clip(np.where(finite, w / top, 1.0), 0.0, 1.0)
+    left, right, up, low = 22, 8, 22, 30  # margins: axis labels left and below, title above
+    pw, ph = width - left - right, height - up - low
+    xs, ys = left + np.asarray(c, dtype=float) * pw, up + (1 - y) * ph
+    line = " ".join(f"{x:.1f},{v:.1f}" for x, v in zip(xs, ys))
+    base = up + ph
+    area = f"{xs[0]:.1f},{base} {line} {xs[-1]:.1f},{base}"
+    ticks = "".join(
+        f'<text x="{left + t * pw:.1f}" y="{base + 13}" text-anchor="middle">{t:g}</text>' for t in (0, 0.5, 1))
+    ticks += "".join(
+        f'<text x="{left - 4}" y="{up + (1 - t) * ph + 3:.1f}" text-anchor="end">{t:g}</text>' for t in (0, 0.5, 1))
+    grid = "".join(f'<line x1="{left + t * pw:.1f}" y1="{up}" x2="{left + t * pw:.1f}" y2="{base}"/>'
+                   for t in (0.5, 1))
+    return (f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
+            f'viewBox="0 0 {width} {height}" font-family="sans-serif" font-size="10" fill="#444">'
+            f'<title>ω(c) for α={alpha:g}, β={beta:g}</title>'
+            f'<text x="0" y="12" font-size="11" fill="#31333F">ω(c) for α={alpha:g}, β={beta:g}</text>'
+            f'<g stroke="#e5e5e5" stroke-width="1">{grid}</g>'
+            f'<line x1="{left}" y1="{base}" x2="{left + pw}" y2="{base}" stroke="#999"/>'
+            f'<polygon points="{area}" fill="#0072B2" fill-opacity="0.25" stroke="none"/>'
+            f'<polyline points="{line}" fill="none" stroke="#0072B2" stroke-width="2"/>'
+            f'{ticks}<text x="{left + pw / 2:.1f}" y="{height - 3}" text-anchor="middle">threshold c</text></svg>')
+
+
 def score_curves_figure(p: np.ndarray, s1: np.ndarray, s0: np.ndarray, alpha: float, beta: float) -> go.Figure:
     """S(p, 1) and S(p, 0) against the forecast p."""
     fig = go.Figure()

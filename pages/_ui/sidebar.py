@@ -313,8 +313,7 @@ def _score_family(sb) -> tuple[float, float]:
     else:
         sb.caption(f"custom: α = {alpha:g}, β = {beta:g}")
     c = np.linspace(0.005, 0.995, 199)
-    sb.plotly_chart(F.omega_figure(c, tpsviz.omega(c, alpha, beta), alpha, beta), theme=None,
-                    config={"displayModeBar": False, "staticPlot": True}, key="omega_small")
+    sb.image(F.omega_svg(c, tpsviz.omega(c, alpha, beta), alpha, beta), width="stretch")  # static: no plotly redraw
     return alpha, beta
 
 
