@@ -67,6 +67,11 @@ qnote = "exact = " + Rs.censoring_label(cfg, "exact")
 treatments_box, shift_box = st.empty(), st.empty()
 
 
+def _key(name: str, boot: bool) -> str:
+    """Element key: a large log draws points and then intervals in one run, under two keys."""
+    return name if boot else name + "_points"
+
+
 def _treatments(boot: bool) -> dict:
     """TPSResult per censoring mode: with bootstrap CIs, or points with mean ± z·SE intervals."""
     return {m: (Rs.tps if boot else Rs.tps_points)(a=Rs.analysis(cfg, censoring=m)) for m in modes}
@@ -78,7 +83,8 @@ def _show_treatments(results: dict, boot: bool) -> None:
         s = results[m].summary
         for p in s.index:
             r = s.loc[p]
-            lo, hi, _ = summary_interval(r)  # the bootstrap CI, or mean ± z·SE while it is computed / when it is off
+            # the bootstrap CI, or mean ± z·SE while it is computed / when it is off
+            lo, hi, _ = summary_interval(r, results[m].settings.level)
             rows.append({"predictor": p, "mode": Rs.censoring_label(cfg, m), "key": m, "tps_mean": r["tps_mean"],
                          "tps_ci_low": lo, "tps_ci_high": hi,
                          "n_trajectories": int(r["n_trajectories"]), "n_censored": int(r["n_censored"]),
@@ -89,10 +95,9 @@ def _show_treatments(results: dict, boot: bool) -> None:
                                               " while the bootstrap CI is computed (large log)"))
     fb = int(results["exact"].summary["n_qz_fallback"].max()) if len(preds) else 0
     cur = results[cfg.censoring].summary
-    part = "" if boot else "_points"  # drawn twice in one run on a large log: two element keys
     with treatments_box.container():
         C.plot(F.censoring_modes_figure(table, colors, cfg.alpha, cfg.beta, current=Rs.censoring_label(cfg)),
-               "cens_modes" + part, name="TPS by censoring treatment")
+               _key("cens_modes", boot), name="TPS by censoring treatment")
         st.caption(f"{cfg.unit} per run, higher is better, {how}; {qnote}"
                    + (f"; {fb} censored run(s) had no q_Z and were scored with q_Z = 0" if fb else "") +
                    ". The current sidebar mode (larger, outlined markers) is **" + Rs.censoring_label(cfg) + "**.")
@@ -104,12 +109,12 @@ def _show_treatments(results: dict, boot: bool) -> None:
             "95% CI": [Fm.interval(*summary_interval(cur.loc[p])[:2]) for p in cur.index],
             "n runs": cur["n_trajectories"].to_numpy(), "censored runs scored": cur["n_censored"].to_numpy(),
             "q_Z fallback": cur["n_qz_fallback"].to_numpy()}), hide_index=True, width="stretch",
-            key="cens_current" + part)
+            key=_key("cens_current", boot))
 
 
 def _show_shift(boot: bool) -> None:
-    sh_cs = Rs.shift("complete", "simple", a=Rs.analysis(cfg, n_boot=None if boot else 0))
-    sh_se = Rs.shift("simple", "exact", a=Rs.analysis(cfg, n_boot=None if boot else 0))
+    a = Rs.analysis(cfg, n_boot=None if boot else 0)
+    sh_cs, sh_se = Rs.shift("complete", "simple", a=a), Rs.shift("simple", "exact", a=a)
     with shift_box.container():
         st.markdown("**Shift between treatments** (per predictor; 95% trajectory-bootstrap CI)",
                     help="Difference of mean TPS. Complete-case averages over complete runs only, so its shift mixes "
@@ -123,7 +128,7 @@ def _show_shift(boot: bool) -> None:
             "95% CI (exact − simple)": [Fm.interval(sh_se.loc[p, "shift_ci_low"], sh_se.loc[p, "shift_ci_high"], "+.4f")
                                         for p in preds],
             "per step: simple − cc": [Fm.num(sh_cs.loc[p, "shift_step"], "+.4f") for p in preds],
-        }), hide_index=True, width="stretch", key="cens_shift" + ("" if boot else "_points"), column_config={
+        }), hide_index=True, width="stretch", key=_key("cens_shift", boot), column_config={
             f"simple − complete-case ({cfg.unit})": st.column_config.TextColumn(
                 help="> 0: including censored runs as failures raises the mean (per trajectory)."),
             f"exact − simple ({cfg.unit})": st.column_config.TextColumn(help=f"Effect of using q_Z instead of 0 ({qnote})."),
