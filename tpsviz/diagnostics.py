@@ -427,17 +427,43 @@ def skill_table(data: TrajectoryData, settings: ScoreSettings | None = None,
     ref = reference or base_rate_reference(data, replace(settings, n_boot=0), q_z, rate)
     mat = tps_matrix_for(data, settings, names, q_z, result).reindex(
         data.trajectories["trajectory_id"])
-    # a reference rate of exactly 0 or 1 is (up to ε) a perfect forecast on these labels:
-    # TPS_ref ≈ 0 and the ratio TPS/TPS_ref is meaningless, so skill is left undefined
-    degenerate = ref.rate in (0.0, 1.0)
-    note = (f"skill undefined: the reference rate is {ref.rate:g} (every scored run counts as "
-            f"{'a success' if ref.rate == 1.0 else 'a failure'}), so the constant reference is "
-            "already perfect" if degenerate else "")
-    stats = {}
+    values = {}
     for name in names:
         checkpoint()  # stop here if nobody waits for the result (tpsviz.cancel)
-        v = mat[name].to_numpy(dtype=float)
-        r = _reference_on_rows(data, settings, ref, name, q_z)
+        values[name] = (mat[name].to_numpy(dtype=float), _reference_on_rows(data, settings, ref, name, q_z))
+    return skill_from_runs(values, ref.rate, ref.rule, settings.level, n_boot, seed)
+
+
+def skill_from_runs(values: dict, rate: float, rule: str, level: float, n_boot: int,
+                    seed: int) -> pd.DataFrame:
+    """The skill table from per-run TPS of each predictor and of the reference on its rows.
+
+    Parameters
+    ----------
+    values : dict
+        Predictor name -> (TPS_i, TPS_ref,i), one value per run in one fixed run order (NaN:
+        not scored). The bootstrap resamples runs in that order, so the same order gives the
+        same intervals.
+    rate, rule : float, str
+        The reference rate and how it was chosen.
+    level : float
+        Confidence level.
+    n_boot, seed : int
+        Paired trajectory bootstrap of the skill ratio.
+
+    Returns
+    -------
+    DataFrame
+        As :func:`skill_table`.
+    """
+    # a reference rate of exactly 0 or 1 is (up to ε) a perfect forecast on these labels:
+    # TPS_ref ≈ 0 and the ratio TPS/TPS_ref is meaningless, so skill is left undefined
+    degenerate = rate in (0.0, 1.0)
+    note = (f"skill undefined: the reference rate is {rate:g} (every scored run counts as "
+            f"{'a success' if rate == 1.0 else 'a failure'}), so the constant reference is "
+            "already perfect" if degenerate else "")
+    stats = {}
+    for name, (v, r) in values.items():
         ok = ~np.isnan(v) & ~np.isnan(r)
         m = int(ok.sum())
         mp = float(v[ok].mean()) if m else np.nan
@@ -452,8 +478,8 @@ def skill_table(data: TrajectoryData, settings: ScoreSettings | None = None,
     cols = [np.where(stats[k][1], x, 0.0) for k in boot_names for x in (stats[k][0], stats[k][-2])]
     sums = bootstrap_sums(np.column_stack(cols), n_boot, seed) if cols else None
     rows = []
-    a = (1 - settings.level) / 2
-    for name in names:
+    a = (1 - level) / 2
+    for name in values:
         v, ok, m, mp, mr, sk, _, boot = stats[name]
         se = lo = hi = np.nan
         if boot:
@@ -466,7 +492,7 @@ def skill_table(data: TrajectoryData, settings: ScoreSettings | None = None,
                 lo, hi = (float(x) for x in np.quantile(reps, [a, 1 - a]))
         rows.append({"predictor": name, "tps_mean": mp, "tps_ref": mr, "skill": sk,
                      "skill_se": se, "skill_ci_low": lo, "skill_ci_high": hi,
-                     "ref_rate": ref.rate, "ref_rule": ref.rule, "n_trajectories": m,
+                     "ref_rate": rate, "ref_rule": rule, "n_trajectories": m,
                      "skill_note": note})
     return pd.DataFrame(rows).set_index("predictor")
 

@@ -88,6 +88,9 @@ PRESETS: dict[str, ScoreFamily] = {
 }
 
 
+#: from this many values on, a general (α, β) is scored by the verified table (beta_score)
+TABLE_MIN = _kernels.TABLE_MIN
+
 MAX_PARAM = 100.0  # largest α or β accepted: 0.5**(MAX_PARAM+1) stays far above the float minimum
 
 
@@ -283,11 +286,12 @@ def _flat_inputs(p, y) -> tuple[np.ndarray, np.ndarray, tuple]:
     return np.ascontiguousarray(p).ravel(), np.ascontiguousarray(y).ravel(), shape
 
 
-def _score_flat(p: np.ndarray, y: np.ndarray, alpha: float, beta: float) -> np.ndarray:
+def _score_flat(p: np.ndarray, y: np.ndarray, alpha: float, beta: float,
+                table: bool | None = None) -> np.ndarray:
     try:
         if (alpha, beta) == (1.0, 1.0):  # the fast path gained < 1.5× here (bench_machinery)
             return plain_score(p, y, alpha, beta)
-        return _kernels.score(p, y, alpha, beta, _edge_values(alpha, beta), exact_branch)
+        return _kernels.score(p, y, alpha, beta, _edge_values(alpha, beta), exact_branch, table)
     except _kernels.BadForecast:
         bad = ~((p >= 0.0) & (p <= 1.0))
         raise ValueError(
@@ -321,7 +325,7 @@ def beta_score_pair(p, alpha: float = 0.0, beta: float = 0.0) -> tuple[np.ndarra
     return s1.reshape(shape), s0.reshape(shape)
 
 
-def beta_score(p, y, alpha: float = 0.0, beta: float = 0.0) -> np.ndarray:
+def beta_score(p, y, alpha: float = 0.0, beta: float = 0.0, table: bool | None = None) -> np.ndarray:
     """Beta-family score S_{α,β}(p, y), vectorised, positively oriented.
 
     Parameters
@@ -333,6 +337,11 @@ def beta_score(p, y, alpha: float = 0.0, beta: float = 0.0) -> np.ndarray:
     alpha, beta : float
         Beta-family parameters, both > -1. (0, 0) is the log score in nats, (1, 1) is
         half the Brier score, (-½, -½) the boosting score.
+    table : bool, optional
+        For a general (α, β): evaluate by the verified interpolation table (True) or exactly
+        (False). Default: the table from 20,000 values on. Scoring one log in several calls
+        (by engine chunks or row subsets), pass the choice for the whole log so that every row
+        gets the value a single call would give.
 
     Returns
     -------
@@ -359,7 +368,7 @@ def beta_score(p, y, alpha: float = 0.0, beta: float = 0.0) -> np.ndarray:
     """
     alpha, beta = validate_alpha_beta(alpha, beta)
     pf, yf, shape = _flat_inputs(p, y)
-    return _score_flat(pf, yf, alpha, beta).reshape(shape)
+    return _score_flat(pf, yf, alpha, beta, table).reshape(shape)
 
 
 def expected_score(p, q, alpha: float = 0.0, beta: float = 0.0) -> np.ndarray:

@@ -28,7 +28,7 @@ from .cancel import checkpoint
 from .inference import DEFAULT_SEED, bootstrap_sums
 from .io import TrajectoryData
 from .schedules import Schedule
-from .scores import beta_score, validate_alpha_beta
+from .scores import TABLE_MIN, beta_score, validate_alpha_beta
 
 __all__ = ["ScoreSettings", "TPSResult", "compute_tps", "default_censoring", "CENSORING_MODES", "settings_words",
            "step_weights", "artificial_censoring_check"]
@@ -319,16 +319,40 @@ def _qz_per_trajectory(data: TrajectoryData, mode: str, q_z) -> tuple[np.ndarray
     """q_Z per trajectory (NaN for complete runs) and the mask of censored runs that fell
     back to q_Z = 0 for want of an estimate (``exact`` mode only)."""
     t = data.trajectories
-    cens = t["censored"].to_numpy()
-    q = np.full(len(t), np.nan)
-    none = np.zeros(len(t), dtype=bool)
+    given = None
+    if mode == "exact":
+        given = t["q_z"].to_numpy(dtype=float) if q_z is None else _align_qz(data, q_z)
+    return qz_for_runs(t["censored"].to_numpy(), given, mode)
+
+
+def qz_for_runs(cens: np.ndarray, given: np.ndarray | None, mode: str) -> tuple[np.ndarray, np.ndarray]:
+    """q_Z used for each run under a censoring mode, and the censored runs scored with q_Z = 0
+    for want of an estimate.
+
+    Parameters
+    ----------
+    cens : ndarray of bool
+        Censored, per run.
+    given : ndarray of float or None
+        q_Z estimates per run (NaN: none); read in ``exact`` mode only.
+    mode : str
+        One of :data:`CENSORING_MODES`.
+
+    Returns
+    -------
+    q : ndarray
+        q_Z per run (NaN for complete runs).
+    fallback : ndarray of bool
+        Censored runs without an estimate in ``exact`` mode (scored with q_Z = 0).
+    """
+    q = np.full(cens.shape, np.nan)
+    none = np.zeros(cens.shape, dtype=bool)
     if mode in ("simple", "complete"):
         q[cens] = 0.0
         return q, none
     if mode == "upper":
         q[cens] = 1.0
         return q, none
-    given = t["q_z"].to_numpy(dtype=float) if q_z is None else _align_qz(data, q_z)
     q[cens] = given[cens]
     fallback = cens & np.isnan(q)
     q[fallback] = 0.0
@@ -349,22 +373,23 @@ def _align_qz(data: TrajectoryData, q_z) -> np.ndarray:
 
 
 def _score_rows(p: np.ndarray, y: np.ndarray, q: np.ndarray, censored_rows: np.ndarray | None,
-                alpha: float, beta: float) -> np.ndarray:
+                alpha: float, beta: float, table: bool | None = None) -> np.ndarray:
     """Score of each row with a forecast p (no NaN): S(p, y) for complete rows;
-    q·S(p,1) + (1-q)·S(p,0) for the censored rows (``censored_rows`` mask, or None if none)."""
+    q·S(p,1) + (1-q)·S(p,0) for the censored rows (``censored_rows`` mask, or None if none).
+    ``table``: one evaluation method for every subset (:func:`~tpsviz.scores.beta_score`)."""
     if censored_rows is None:
-        return beta_score(p, y, alpha, beta)
+        return beta_score(p, y, alpha, beta, table)
     out = np.empty(p.shape)
     comp = ~censored_rows
     if comp.any():
-        out[comp] = beta_score(p[comp], y[comp], alpha, beta)
+        out[comp] = beta_score(p[comp], y[comp], alpha, beta, table)
     pc, qc = p[censored_rows], q[censored_rows]
     s = np.zeros(pc.shape)
     some1, some0 = qc > 0, qc < 1
     if some1.any():
-        s[some1] += qc[some1] * beta_score(pc[some1], 1, alpha, beta)
+        s[some1] += qc[some1] * beta_score(pc[some1], 1, alpha, beta, table)
     if some0.any():
-        s[some0] += (1.0 - qc[some0]) * beta_score(pc[some0], 0, alpha, beta)
+        s[some0] += (1.0 - qc[some0]) * beta_score(pc[some0], 0, alpha, beta, table)
     out[censored_rows] = s
     return out
 
@@ -532,14 +557,16 @@ def _score_predictor(data: TrajectoryData, settings: ScoreSettings, sc: _Scope, 
             pc = np.clip(p, eps, 1.0 - eps)
         else:
             n_clipped, pc = 0, p
+    # one evaluation method for the whole log, whatever the size of the subsets scored
+    table = p_all.size >= TABLE_MIN
     if n_missing:
         present = ~missing
         s = np.full(p.shape, np.nan)
         s[present] = _score_rows(pc[present], sc.y[present], None if sc.q is None else sc.q[present],
                                  None if sc.cens_rows is None else sc.cens_rows[present],
-                                 settings.alpha, settings.beta)
+                                 settings.alpha, settings.beta, table)
     else:
-        s = _score_rows(pc, sc.y, sc.q, sc.cens_rows, settings.alpha, settings.beta)
+        s = _score_rows(pc, sc.y, sc.q, sc.cens_rows, settings.alpha, settings.beta, table)
     if sc.w is None:
         contrib = s
     else:
@@ -575,28 +602,48 @@ def _score_predictor(data: TrajectoryData, settings: ScoreSettings, sc: _Scope, 
         "weight_sum": wsum[sel],
         "q_z_used": sc.q_t[sel],
     })
-    v = tps[sel]
-    n = int(v.size)
-    mean = float(v.mean()) if n else np.nan
-    se = float(v.std(ddof=1) / np.sqrt(n)) if n >= 2 and np.isfinite(mean) else np.nan
-    wtot = float(wsum[sel].sum())
-    row = {
+    row = summary_row(name, tps[sel], wsum[sel], sc.cens_t[valid], sc.fallback_t[valid],
+                      n_steps=int(p.size - n_missing), n_missing=n_missing, n_clipped=n_clipped,
+                      n_excluded_censored=int(sc.cens_t.sum()) if sc.complete_case else 0,
+                      n_no_forecast=int((sc.in_scope_t & (n_scored == 0)).sum()))
+    return row, frame, score, (tps if all_valid else np.where(valid, tps, np.nan)), valid
+
+
+def summary_row(name: str, tps: np.ndarray, wsum: np.ndarray, cens: np.ndarray, fallback: np.ndarray,
+                n_steps: int, n_missing: int, n_clipped: int, n_excluded_censored: int,
+                n_no_forecast: int) -> dict:
+    """One predictor's row of :attr:`TPSResult.summary` from its scored runs (no intervals yet).
+
+    Parameters
+    ----------
+    name : str
+    tps, wsum : ndarray
+        TPS_i and Σ w_t of the scored runs.
+    cens, fallback : ndarray of bool
+        Of the scored runs: censored; censored and scored with q_Z = 0 for want of q_Z.
+    n_steps, n_missing, n_clipped, n_excluded_censored, n_no_forecast : int
+        Counts over the rows and runs in scope.
+    """
+    n = int(tps.size)
+    mean = float(tps.mean()) if n else np.nan
+    se = float(tps.std(ddof=1) / np.sqrt(n)) if n >= 2 and np.isfinite(mean) else np.nan
+    wtot = float(wsum.sum())
+    return {
         "predictor": name,
         "tps_mean": mean,
         "tps_se": se,
         "tps_ci_low": np.nan,
         "tps_ci_high": np.nan,
-        "tps_step_mean": float(v.sum() / wtot) if wtot > 0 else np.nan,
+        "tps_step_mean": float(tps.sum() / wtot) if wtot > 0 else np.nan,
         "n_trajectories": n,
-        "n_censored": int((valid & sc.cens_t).sum()),
-        "n_steps": int(p.size - n_missing),
-        "n_missing": n_missing,
-        "n_clipped": n_clipped,
-        "n_qz_fallback": int((valid & sc.fallback_t).sum()),
-        "n_excluded_censored": int(sc.cens_t.sum()) if sc.complete_case else 0,
-        "n_no_forecast": int((sc.in_scope_t & (n_scored == 0)).sum()),
+        "n_censored": int(cens.sum()),
+        "n_steps": int(n_steps),
+        "n_missing": int(n_missing),
+        "n_clipped": int(n_clipped),
+        "n_qz_fallback": int(fallback.sum()),
+        "n_excluded_censored": int(n_excluded_censored),
+        "n_no_forecast": int(n_no_forecast),
     }
-    return row, frame, score, (tps if all_valid else np.where(valid, tps, np.nan)), valid
 
 
 def _censor_at(data: TrajectoryData, keep_t: np.ndarray, budget: int) -> TrajectoryData:

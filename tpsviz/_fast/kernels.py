@@ -234,11 +234,14 @@ def _block(pb, yb, ob, kind, alpha, beta, exact_pq, edges, tables):
 
 
 def score(p: np.ndarray, y: np.ndarray, alpha: float, beta: float, edges,
-          exact_pq) -> np.ndarray:
+          exact_pq, table: bool | None = None) -> np.ndarray:
     """S(p, y) for flat arrays p (float) and y (0/1), block by block.
 
     ``edges`` are (S(0,1), S(1,1), S(0,0), S(1,0)); ``exact_pq(p, 1-p, branch, α, β)`` is the
-    exact evaluator used where no closed form or verified table applies.
+    exact evaluator used where no closed form or verified table applies. ``table``: use the
+    verified table for a general (α, β) (None: from ``TABLE_MIN`` values on, where building
+    it pays). A caller scoring one log in pieces passes one choice for all of them, so every
+    piece gives the values the whole log would (tpsviz.engines).
 
     Raises
     ------
@@ -253,7 +256,7 @@ def score(p: np.ndarray, y: np.ndarray, alpha: float, beta: float, edges,
     else:
         kind = "general"
     tables = None
-    if kind == "general" and n >= TABLE_MIN:
+    if kind == "general" and ((n >= TABLE_MIN) if table is None else table):
         tables = table_for(exact_pq, alpha, beta)
 
     def work(lo: int, hi: int) -> None:

@@ -1,0 +1,88 @@
+"""The out-of-core engine against a bare DuckDB query over the same files (issue 12).
+
+Each case runs in a fresh Python process; seconds and peak resident memory (VmHWM) are
+reported, and the engine's time as a ratio of the bare query's, measured in the same run:
+
+  bare      one SQL GROUP BY computing the per-trajectory log TPS (simple censoring, ε = 1e-6)
+            of every conf_ column: the baseline
+  sums      tpsviz.engines.duck.sums_duckdb: per-run sums, checks and metric counts
+  score     sums + score_from_sums (TPS with bootstrap CIs, skill, metrics)
+
+Make a dataset first: .venv/bin/python bench/make_dataset.py /tmp/ds --rows 2e7 --files 10
+
+Usage: .venv/bin/python bench/bench_outofcore.py DATASET_DIR [--n-boot 2000] [--cases bare,sums,score]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+CHILD = r"""
+import json, sys, time
+sys.path.insert(0, {root!r})
+t = time.perf_counter()
+{body}
+peak = next(int(l.split()[1]) for l in open("/proc/self/status") if l.startswith("VmHWM")) / 1024
+print(json.dumps({{"seconds": time.perf_counter() - t, "peak_mb": peak}}))
+"""
+
+BARE = r"""
+import duckdb, glob
+files = sorted(glob.glob({folder!r} + "/**/*.parquet", recursive=True))
+con = duckdb.connect(config={{"threads": 2}})
+cols = [r[0] for r in con.execute(f"DESCRIBE SELECT * FROM read_parquet({{files}})").fetchall()
+        if r[0].startswith("conf_")]
+p = "greatest(least({{c}}, 1 - 1e-6), 1e-6)"
+sums = ", ".join(f"sum(CASE WHEN outcome = 1 THEN ln({{p.format(c=c)}}) ELSE ln(1 - {{p.format(c=c)}}) END)"
+                 for c in cols)
+con.sql(f"SELECT trajectory_id, {{sums}} FROM read_parquet({{files}}) GROUP BY trajectory_id").to_arrow_table()
+"""
+
+ENGINE = r"""
+from tpsviz.dataset import open_dataset
+from tpsviz.engines import score_from_sums
+from tpsviz.engines.duck import sums_duckdb
+from tpsviz.tps import ScoreSettings
+st = ScoreSettings(n_boot={n_boot})
+sums = sums_duckdb(open_dataset({folder!r}), st)
+if {score}:
+    score_from_sums(sums, st)
+"""
+
+
+def _run(body: str) -> dict:
+    out = subprocess.run([sys.executable, "-c", CHILD.format(root=str(ROOT), body=body)],
+                         capture_output=True, text=True, timeout=7200)
+    try:
+        return json.loads(out.stdout.strip().splitlines()[-1])
+    except (IndexError, json.JSONDecodeError):
+        return {"seconds": float("nan"), "peak_mb": float("nan"),
+                "error": (out.stderr.strip().splitlines() or ["?"])[-1][:120]}
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("folder")
+    ap.add_argument("--n-boot", type=int, default=2000)
+    ap.add_argument("--cases", default="bare,sums,score")
+    args = ap.parse_args()
+    folder = str(Path(args.folder).resolve())
+    bodies = {"bare": BARE.format(folder=folder),
+              "sums": ENGINE.format(folder=folder, n_boot=args.n_boot, score=False),
+              "score": ENGINE.format(folder=folder, n_boot=args.n_boot, score=True)}
+    res = {}
+    for case in args.cases.split(","):
+        res[case] = _run(bodies[case])
+        r = res[case]
+        ratio = (f"{r['seconds'] / res['bare']['seconds']:.1f}x bare" if "bare" in res and case != "bare" else "")
+        print(f"{case:<6} {r['seconds']:8.1f} s  peak {r['peak_mb']:7.0f} MB  {ratio} {r.get('error', '')}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,271 @@
+"""Engines (issue 12): per-trajectory sums by numpy and by DuckDB over a dataset of files agree
+with :func:`tpsviz.compute_tps`, the skill table and the metric table; datasets are checked and
+kept inside the data roots; DuckDB reads nothing but the dataset's files."""
+
+from __future__ import annotations
+
+import itertools
+import os
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+import tpsviz
+from tpsviz.dataset import open_dataset
+from tpsviz.diagnostics import metric_table, skill_table
+from tpsviz.engines import score_from_sums
+from tpsviz.engines import duck
+from tpsviz.engines.duck import sums_duckdb
+from tpsviz.engines.memory import sums_in_memory
+from tpsviz.engines.runsums import _grid_bounds
+from tpsviz.errors import LogFormatError
+from tpsviz.files import DataRoots, FileRefused, PathRefused
+from tpsviz.schedules import parse_schedule
+from tpsviz.tps import ScoreSettings, compute_tps
+
+ROOT = Path(__file__).resolve().parents[1]
+DEMO = {name: ROOT / "demo_data" / f"{name}.csv" for name in ("webshop-like", "tau2-like")}
+COUNTS = ["n_trajectories", "n_censored", "n_steps", "n_missing", "n_clipped", "n_qz_fallback",
+          "n_excluded_censored", "n_no_forecast"]
+METRICS = ["auroc", "auprc", "auroc_final", "tece_pooled", "tece_final"]
+
+
+def _split(df: pd.DataFrame, folder: Path, parts: int = 3, fmt: str = "parquet") -> Path:
+    """Write a long frame as ``parts`` files, cutting through runs (a run spans two files)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    cuts = np.linspace(0, len(df), parts + 1).astype(int)
+    for k in range(parts):
+        piece = df.iloc[cuts[k]:cuts[k + 1]]
+        if fmt == "parquet":
+            piece.to_parquet(folder / f"part-{k}.parquet")
+        else:
+            piece.to_csv(folder / f"part-{k}.csv", index=False)
+    return folder
+
+
+def _log_with_everything(seed: int = 3) -> pd.DataFrame:
+    """A log with censored runs with and without q_z, missing forecasts, forecasts at 0 and 1,
+    steps not numbered 1..T, and a weight column."""
+    rng = np.random.default_rng(seed)
+    rows = []
+    for i in range(120):
+        length = int(rng.integers(1, 9))
+        start = 0 if i % 7 == 0 else (3 if i % 11 == 0 else 1)
+        cens = i % 4 == 0
+        y = None if cens else int(rng.random() < 0.5)
+        qz = (round(float(rng.random()), 3) if i % 8 == 0 else None) if cens else None
+        for k in range(length):
+            step = start + k + (2 if (i % 13 == 0 and k > 1) else 0)
+            a = float(rng.random())
+            b = None if rng.random() < 0.1 else float(rng.choice([0.0, 0.2, 0.5, 0.9, 1.0]))
+            rows.append({"trajectory_id": f"run-{i:03d}", "step": step, "outcome": y, "q_z": qz,
+                         "conf_a": a, "conf_b": b, "weight": float(rng.integers(0, 4)) + 0.5})
+    return pd.DataFrame(rows)
+
+
+def _compare(data, ds, settings, engine="duckdb"):
+    ref = compute_tps(data, settings)
+    sums = sums_duckdb(ds, settings) if engine == "duckdb" else sums_in_memory(data, settings)
+    got = score_from_sums(sums, settings)
+    m1 = ref.tps_matrix()
+    m2 = got.per_trajectory.pivot(index="trajectory_id", columns="predictor", values="tps")
+    m2 = m2.reindex(index=m1.index, columns=m1.columns)
+    a, b = m1.to_numpy(), m2.to_numpy()
+    assert np.array_equal(np.isnan(a), np.isnan(b))
+    assert np.array_equal(a[np.isinf(a)], b[np.isinf(a)])  # −inf (ε = 0) on the same runs
+    ok = np.isfinite(a)
+    rel = np.abs(a[ok] - b[ok]) / np.maximum(np.abs(a[ok]), 1e-300)
+    assert rel.size == 0 or rel.max() <= 1e-12, (settings, rel.max())
+    s1, s2 = ref.summary, got.summary.loc[ref.summary.index]
+    assert (s1[COUNTS].to_numpy() == s2[COUNTS].to_numpy()).all()
+    for col in ("tps_mean", "tps_se", "tps_step_mean", "tps_ci_low", "tps_ci_high"):
+        np.testing.assert_allclose(s2[col].to_numpy(float), s1[col].to_numpy(float), rtol=1e-10, atol=1e-12)
+    return ref, got
+
+
+@pytest.fixture(scope="module")
+def demo_sets(tmp_path_factory):
+    out = {}
+    for name, path in DEMO.items():
+        folder = _split(pd.read_csv(path), tmp_path_factory.mktemp(name))
+        out[name] = (tpsviz.load(path), open_dataset(folder))
+    return out
+
+
+@pytest.mark.parametrize("name", list(DEMO))
+@pytest.mark.parametrize("alpha,beta", [(0.0, 0.0), (1.0, 1.0), (2.0, 3.0), (-0.5, -0.5)])
+def test_duckdb_and_memory_sums_give_compute_tps_on_the_demo_logs(demo_sets, name, alpha, beta):
+    data, ds = demo_sets[name]
+    for sched, cens in itertools.product(["uniform", "linear", "front:0.9", "per-length", "endpoint"],
+                                         ["simple", "exact", "complete", "upper"]):
+        st = ScoreSettings(alpha=alpha, beta=beta, schedule=parse_schedule(sched), censoring=cens, n_boot=200)
+        if sched == "uniform" or cens == "simple":  # the numpy sums on a smaller grid of settings
+            _compare(data, ds, st, engine="memory")
+        if (alpha, beta) in ((0.0, 0.0), (2.0, 3.0)) or sched in ("uniform", "endpoint"):
+            _compare(data, ds, st)
+
+
+def test_skill_and_metrics_agree_with_the_in_memory_tables(demo_sets):
+    data, ds = demo_sets["webshop-like"]
+    for st in (ScoreSettings(n_boot=300), ScoreSettings(alpha=2, beta=3, censoring="complete", n_boot=300)):
+        ref = compute_tps(data, st)
+        got = score_from_sums(sums_duckdb(ds, st), st, skill_boot=300)
+        sk = skill_table(data, st, n_boot=300, result=ref)
+        cols = ["tps_ref", "skill", "skill_ci_low", "skill_ci_high", "ref_rate", "n_trajectories"]
+        np.testing.assert_allclose(got.skill.loc[sk.index, cols].to_numpy(float),
+                                   sk[cols].to_numpy(float), rtol=1e-10, atol=1e-12)
+    mt = metric_table(data, n_boot=0)
+    m = got.metrics.loc[mt.index]
+    np.testing.assert_allclose(m[METRICS].to_numpy(float), mt[METRICS].to_numpy(float), rtol=1e-12, atol=1e-14)
+    assert m["ranks_exact"].all() and (m["auroc_bound"] == 0).all()
+
+
+def test_a_log_with_every_irregularity_agrees(tmp_path):
+    df = _log_with_everything()
+    path = tmp_path / "log.csv"
+    df.to_csv(path, index=False)
+    data = tpsviz.load(path)
+    for fmt in ("parquet", "csv"):
+        ds = open_dataset(_split(df, tmp_path / fmt, 4, fmt))
+        for sched, (a, b), cens, eps in itertools.product(
+                ["uniform", "linear", "back:0.8:10", "column", "endpoint"], [(0, 0), (0.5, 2)],
+                ["simple", "exact", "complete"], [1e-6, 0.0]):
+            st = ScoreSettings(alpha=a, beta=b, schedule=parse_schedule(sched), censoring=cens, eps=eps,
+                               n_boot=200)
+            _compare(data, ds, st)
+    sums = sums_duckdb(ds, ScoreSettings())
+    assert any("not numbered 1, 2" in n for n in sums.notes)
+    assert any("conf_b" in n and "no forecast" in n for n in sums.notes)
+
+
+def test_grid_counts_state_a_bound_that_holds(tmp_path, monkeypatch):
+    rng = np.random.default_rng(0)
+    n = 4000
+    df = pd.DataFrame({"trajectory_id": [f"r{i // 4}" for i in range(n)], "step": np.tile(np.arange(1, 5), n // 4),
+                       "outcome": np.repeat((rng.random(n // 4) < 0.4).astype(float), 4)})
+    df["conf_x"] = np.clip(0.3 + 0.3 * df["outcome"] + rng.normal(0, 0.2, n), 0, 1)
+    ds = open_dataset(_split(df, tmp_path / "d", 2))
+    monkeypatch.setattr(duck, "GRID", 64)
+    monkeypatch.setattr(duck, "EXACT_ROWS", 0)
+    got = score_from_sums(sums_duckdb(ds, ScoreSettings(n_boot=0)), ScoreSettings(n_boot=0)).metrics.loc["x"]
+    exact = metric_table(tpsviz.from_frame(df), n_boot=0).loc["x"]
+    assert not got["ranks_exact"] and got["auroc_bound"] > 0
+    for m in ("auroc", "auprc"):
+        err = abs(got[m] - exact[m])
+        assert err <= got[f"{m}_bound"] + 1e-12, (m, err, got[f"{m}_bound"])
+        assert err > 0  # a coarse grid does change the number: the bound is not vacuous here
+    np.testing.assert_allclose(got["tece_pooled"], exact["tece_pooled"], rtol=1e-12)
+
+
+def test_grid_bound_formula_against_every_ordering_within_cells():
+    """The AUPRC/AUROC bound of a grid holds for brute-force orderings of tied cells."""
+    rng = np.random.default_rng(5)
+    for _ in range(30):
+        cells = rng.integers(1, 4)
+        pos = rng.integers(0, 4, cells).astype(float)
+        neg = rng.integers(0, 4, cells).astype(float)
+        if pos.sum() == 0 or neg.sum() == 0:
+            continue
+        au_b, ap_b = _grid_bounds(pos, neg)
+        x = np.repeat(np.arange(cells, dtype=float) / 4, (pos + neg).astype(int))
+        y = np.concatenate([np.r_[np.ones(int(p)), np.zeros(int(q))] for p, q in zip(pos, neg)])
+        grid_au, grid_ap = tpsviz.metrics.auroc(x, y), tpsviz.metrics.auprc(x, y)
+        for _ in range(20):  # the same cells with distinct values in a random order inside each cell
+            z = x + rng.random(x.size) * 0.2
+            assert abs(tpsviz.metrics.auroc(z, y) - grid_au) <= au_b + 1e-12
+            assert abs(tpsviz.metrics.auprc(z, y) - grid_ap) <= ap_b + 1e-12
+
+
+@pytest.mark.parametrize("edit,needle", [
+    (lambda d: d.assign(conf_a=d["conf_a"].where(d.index != 3, 1.5)), "conf_a"),
+    (lambda d: pd.concat([d, d.iloc[[3]]]), "duplicate (trajectory_id, step)"),
+    (lambda d: d.assign(outcome=d["outcome"].where(d.index != 1, 1 - d["outcome"].iloc[1])), "changes within a run"),
+    (lambda d: d.assign(step=d["step"].astype(float).where(d.index != 2, 1.5)), "column 'step'"),
+    (lambda d: d.assign(outcome=d["outcome"].where(d.index != 2, 7)), "column 'outcome'"),
+    (lambda d: d.assign(outcome=d["outcome"].where(d.index != 1)), "some rows only"),
+])
+def test_defects_are_named_with_a_count_and_a_run(tmp_path, edit, needle):
+    df = pd.DataFrame({"trajectory_id": ["a", "a", "a", "b", "b"], "step": [1, 2, 3, 1, 2],
+                       "outcome": [1.0, 1.0, 1.0, 0.0, 0.0], "conf_a": [0.5, 0.6, 0.7, 0.4, 0.3]})
+    df = edit(df)
+    ds = open_dataset(_split(df.reset_index(drop=True), tmp_path / "d", 2))
+    with pytest.raises(LogFormatError) as err:
+        sums_duckdb(ds, ScoreSettings(n_boot=0))
+    text = str(err.value)
+    assert needle in text and "trajectory" in text
+
+
+def test_a_dataset_checks_its_files(tmp_path):
+    df = pd.read_csv(DEMO["webshop-like"])
+    folder = _split(df, tmp_path / "d", 2)
+    (folder / "_SUCCESS").write_text("")
+    (folder / "notes.txt").write_text("x")
+    ds = open_dataset(folder)
+    assert ds.n_files == 2 and ds.skipped == 2 and ds.n_rows == len(df) and ds.fmt == "parquet"
+    assert open_dataset(str(folder / "*.parquet")).files == ds.files
+    df.iloc[:10].to_csv(folder / "extra.csv", index=False)
+    with pytest.raises(LogFormatError, match="several types"):
+        open_dataset(folder)
+    os.remove(folder / "extra.csv")
+    df.iloc[:10].drop(columns=["conf_verbal"] if "conf_verbal" in df else df.columns[-1:]).to_parquet(
+        folder / "part-9.parquet")
+    with pytest.raises(LogFormatError, match="same columns"):
+        open_dataset(folder)
+    with pytest.raises(LogFormatError, match="no Parquet"):
+        open_dataset(str(tmp_path / "nothing-*.parquet"))
+    (tmp_path / "bad").mkdir()
+    (tmp_path / "bad" / "x.parquet").write_bytes(b"not parquet")
+    with pytest.raises(LogFormatError, match="not a readable Parquet"):
+        open_dataset(tmp_path / "bad")
+
+
+def test_a_dataset_stays_under_the_data_roots(tmp_path):
+    root = tmp_path / "root"
+    (root / "logs").mkdir(parents=True)
+    pd.read_csv(DEMO["webshop-like"]).to_parquet(root / "logs" / "a.parquet")
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    pd.read_csv(DEMO["tau2-like"]).to_parquet(outside / "secret.parquet")
+    roots = DataRoots([root])
+    assert open_dataset("logs", roots).n_files == 1                      # relative to the first root
+    assert open_dataset("logs/*.parquet", roots).n_files == 1
+    for spec in (str(outside), str(outside / "*.parquet"), "../outside/*.parquet", "logs/../../outside",
+                 "/*/*.parquet", str(tmp_path / "*" / "*.parquet")):
+        with pytest.raises(PathRefused) as err:
+            open_dataset(spec, roots)
+        assert str(err.value) == PathRefused().args[0]
+    os.symlink(outside / "secret.parquet", root / "logs" / "b.parquet")  # a link out of the root
+    with pytest.raises(PathRefused):
+        open_dataset("logs", roots)
+    with pytest.raises(FileRefused):
+        open_dataset(tmp_path / "missing-folder")
+
+
+def test_duckdb_reads_only_the_dataset_files(tmp_path):
+    folder = _split(pd.read_csv(DEMO["webshop-like"]), tmp_path / "d", 2)
+    other = tmp_path / "other.csv"
+    other.write_text("a,b\n1,2\n")
+    con, spill = duck.connect(open_dataset(folder))
+    try:
+        assert con.execute(f"SELECT count(*) FROM read_parquet('{folder / 'part-0.parquet'}')").fetchone()[0] > 0
+        for sql in (f"SELECT * FROM read_csv('{other}')", "SELECT * FROM read_csv('/etc/passwd')",
+                    "SET enable_external_access = true", "INSTALL httpfs"):
+            with pytest.raises(Exception):
+                con.execute(sql).fetchall()
+    finally:
+        con.close()
+
+
+def test_the_pure_sums_need_their_own_settings(demo_sets):
+    data, _ = demo_sets["tau2-like"]
+    sums = sums_in_memory(data, ScoreSettings())
+    with pytest.raises(ValueError, match="another"):
+        score_from_sums(sums, ScoreSettings(alpha=1, beta=1))
+    # the censoring mode and q_Z do not enter the sums: one pass serves every mode
+    for cens in ("simple", "exact", "complete", "upper"):
+        st = ScoreSettings(censoring=cens, n_boot=0)
+        a = score_from_sums(sums, st).summary["tps_mean"]
+        b = compute_tps(data, st).summary["tps_mean"]
+        np.testing.assert_allclose(a.to_numpy(), b.loc[a.index].to_numpy(), rtol=1e-12)

@@ -1,0 +1,520 @@
+"""The out-of-core engine: per-trajectory sums of a dataset computed by DuckDB over its files.
+
+Only per-trajectory rows and histogram-sized counts come back to Python; the step rows stay
+on disk (docs/architecture.md, "Engines"). DuckDB runs sandboxed: it may open only the
+dataset's files and a private spill folder, with extensions off and the configuration locked,
+and every file path and column name enters the SQL quoted.
+
+Scores: the log score (α = β = 0) and half the Brier score (α = β = 1) are closed forms in SQL,
+written as :mod:`tpsviz._fast.kernels` evaluates them (ln(1 − p) through a series below
+p = 1e-4); every other (α, β) is a vectorised Arrow UDF calling :func:`tpsviz.beta_score`
+with the evaluation method the whole log would get, so both engines give every row the same
+value.
+
+Validation follows :func:`tpsviz.load` on the rules that decide a score (ids, whole step numbers
+once per run, outcomes 1/0/empty and constant per run, forecasts in [0, 1], the ``censored``,
+``q_z`` and ``weight`` columns); a defect is a :class:`~tpsviz.errors.LogFormatError` naming the
+column, the number of rows and an example run. Two cases are refused here that the in-memory
+reader accepts: an outcome given on some rows of a run only, and raw signals (``raw_``/``unc_``
+need a cross-fitted recalibration over the rows); the message says to use ``--engine memory``.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+
+import numpy as np
+import pandas as pd
+
+from ..dataset import Dataset
+from ..errors import LogFormatError
+from ..longform import _TRUE, _FALSE, MAX_STEP, _check_header
+from ..schema import canonical_name, show_id
+from ..scores import TABLE_MIN, beta_score
+from ..tables import MISSING
+from ..tps import MAX_WEIGHT, ScoreSettings
+from .runsums import PooledCounts, RunSums
+
+__all__ = ["sums_duckdb", "GRID", "EXACT_ROWS"]
+
+#: equal-width cells of the grid the pooled AUROC/AUPRC fall back to
+GRID = 1 << 20
+#: labelled rows up to which the rank metrics are always counted on the distinct values
+EXACT_ROWS = 20_000_000
+_SMALL_P = 1e-4  # as tpsviz._fast.kernels: ln(1 - p) by its series below this
+
+
+def _q(name: str) -> str:
+    """A quoted SQL identifier."""
+    return '"' + str(name).replace('"', '""') + '"'
+
+
+def _lit(text: str) -> str:
+    """A quoted SQL string literal."""
+    return "'" + str(text).replace("'", "''") + "'"
+
+
+def _f(x: float) -> str:
+    """A float as an exact SQL DOUBLE literal."""
+    return f"CAST({float(x)!r} AS DOUBLE)"
+
+
+def connect(ds: Dataset, threads: int | None = None, memory_limit: str | None = None):
+    """A DuckDB connection that may read the dataset's files and nothing else.
+
+    Returns the connection and its private spill folder (remove it when done).
+    """
+    import duckdb
+
+    spill = tempfile.mkdtemp(prefix="tpsviz-duckdb-")
+    config = {"threads": int(threads or os.cpu_count() or 1),
+              "memory_limit": memory_limit or os.environ.get("TPSVIZ_DUCKDB_MEMORY", "2GB"),
+              "temp_directory": spill, "preserve_insertion_order": False,
+              "autoinstall_known_extensions": False, "autoload_known_extensions": False}
+    con = duckdb.connect(config=config)
+    files = [str(f) for f in ds.files]
+    con.execute(f"SET allowed_paths = [{', '.join(_lit(f) for f in files)}]")
+    con.execute(f"SET allowed_directories = [{_lit(spill)}]")
+    con.execute("SET enable_external_access = false")
+    con.execute("SET lock_configuration = true")
+    return con, spill
+
+
+def _source(ds: Dataset) -> str:
+    files = "[" + ", ".join(_lit(str(f)) for f in ds.files) + "]"
+    if ds.fmt == "parquet":
+        return f"read_parquet({files})"
+    delim = "\\t" if ds.fmt == "tsv" else ","
+    return f"read_csv({files}, header = true, all_varchar = true, delim = {_lit(delim)}, quote = '\"')"
+
+
+def _missing_text(col: str) -> str:
+    tokens = ", ".join(_lit(m) for m in sorted(MISSING))
+    return f"(lower(trim({col})) IN ({tokens}))"
+
+
+def _number(col: str, typ: str) -> tuple[str, str]:
+    """(value as DOUBLE or NULL, condition of a present value that is not a number)."""
+    t = typ.upper()
+    if t == "BOOLEAN":
+        return f"CAST({col} AS DOUBLE)", "FALSE"
+    if any(k in t for k in ("INT", "DOUBLE", "FLOAT", "DECIMAL", "REAL", "NUMERIC")):
+        return f"CAST({col} AS DOUBLE)", "FALSE"
+    text = f"CAST({col} AS VARCHAR)"
+    val = (f"CASE WHEN {text} IS NULL OR {_missing_text(text)} THEN NULL "
+           f"ELSE TRY_CAST(trim({text}) AS DOUBLE) END")
+    bad = f"({text} IS NOT NULL AND NOT {_missing_text(text)} AND TRY_CAST(trim({text}) AS DOUBLE) IS NULL)"
+    return val, bad
+
+
+def _boolean(col: str, typ: str) -> tuple[str, str]:
+    """(1.0/0.0/NULL, condition of a present value that is not true/false/1/0)."""
+    if typ.upper() == "BOOLEAN":
+        return f"CAST({col} AS DOUBLE)", "FALSE"
+    text = f"lower(trim(CAST({col} AS VARCHAR)))"
+    t = ", ".join(_lit(v) for v in sorted(_TRUE))
+    f = ", ".join(_lit(v) for v in sorted(_FALSE))
+    val = f"CASE WHEN {text} IN ({t}) THEN 1.0 WHEN {text} IN ({f}) THEN 0.0 ELSE NULL END"
+    bad = f"({col} IS NOT NULL AND NOT {_missing_text(f'CAST({col} AS VARCHAR)')} AND {val} IS NULL)"
+    return val, bad
+
+
+def _score_sql(p: str, branch: int, alpha: float, beta: float) -> str | None:
+    """S(p, branch) in SQL where a closed form is exact, else None."""
+    if (alpha, beta) == (0.0, 0.0):
+        if branch == 1:
+            return f"ln({p})"
+        series = f"-({p} * (1.0 + {p} * (0.5 + {p} * ({_f(1 / 3)} + {p} * (0.25 + {p} * 0.2)))))"
+        return f"CASE WHEN {p} < {_f(_SMALL_P)} THEN {series} ELSE ln(1.0 - {p}) END"
+    if (alpha, beta) == (1.0, 1.0):
+        d = f"(1.0 - {p})" if branch == 1 else p
+        return f"(-0.5 * ({d} * {d}))"
+    return None
+
+
+def _register_udf(con, alpha: float, beta: float, table: bool) -> None:
+    """``tps_s1(p)`` and ``tps_s0(p)``: S(p, 1) and S(p, 0) by :func:`tpsviz.beta_score`."""
+    import duckdb
+    import pyarrow as pa
+
+    def make(branch: int):
+        def f(p):
+            x = p.to_numpy(zero_copy_only=False)
+            out = np.full(x.shape, np.nan)
+            ok = ~np.isnan(x)
+            out[ok] = beta_score(x[ok], branch, alpha, beta, table)
+            return pa.array(out, mask=~ok)
+        return f
+
+    for branch in (1, 0):
+        con.create_function(f"tps_s{branch}", make(branch), [duckdb.sqltype("DOUBLE")],
+                            duckdb.sqltype("DOUBLE"), type="arrow", side_effects=False)
+
+
+class _Plan:
+    """The column expressions of one dataset."""
+
+    def __init__(self, ds: Dataset, types: dict, mapping=()):
+        canon = {}
+        for c in types:
+            canon.setdefault(canonical_name(c), c)
+        for target, col in mapping:
+            if col not in types:
+                raise LogFormatError(ds.label, [f"--map {target}={col}: the files have no column {show_id(col)}"])
+            canon[str(target)] = col
+        self.col = canon
+        conf, sig, _ = _check_header(list(canon), (), ds.label)
+        if not conf:
+            raise LogFormatError(ds.label, [
+                "the dataset has raw signals only (" + ", ".join(show_id(s, 40) for s in sig[:5]) + "); "
+                "turning them into probabilities needs a cross-fitted recalibration over the step rows, "
+                "which the out-of-core engine does not do: use --engine memory (--recalibrate)"])
+        self.conf = conf
+        self.signals = sig
+        self.types = {k: types[v] for k, v in canon.items()}
+
+    def expr(self, name: str, kind: str = "number") -> tuple[str, str]:
+        if name not in self.col:
+            return "NULL", "FALSE"
+        col = _q(self.col[name])
+        return (_boolean if kind == "bool" else _number)(col, self.types[name])
+
+
+def _rows_sql(plan: _Plan, source: str, settings: ScoreSettings, positional: bool) -> tuple[str, list]:
+    """The step rows with every value parsed, flagged and scored (one SELECT)."""
+    step, step_bad = plan.expr("step")
+    y, y_bad = plan.expr("outcome")
+    cens, cens_bad = plan.expr("censored", "bool")
+    q, q_bad = plan.expr("q_z")
+    wcol, w_bad = plan.expr("weight")
+    tid = f"trim(CAST({_q(plan.col['trajectory_id'])} AS VARCHAR))"
+    parsed = [f"{tid} AS tid", f"{step} AS step_d", f"{y} AS y", f"{cens} AS c", f"{q} AS q",
+              f"{wcol} AS wcol",
+              f"({step_bad}) AS bad_step_text", f"({y_bad}) AS bad_y_text",
+              f"({cens_bad}) AS bad_c", f"({q_bad}) AS bad_q_text", f"({w_bad}) AS bad_w_text"]
+    for k, name in enumerate(plan.conf):
+        v, bad = plan.expr(name)
+        parsed += [f"{v} AS praw{k}", f"({bad}) AS bad_ptext{k}"]
+    eps = float(settings.eps)
+    sch = settings.schedule
+    t_expr = "t" if positional else "CAST(step AS DOUBLE)"
+    weight = {"uniform": None, "linear": t_expr,
+              "front": f"pow({_f(sch.gamma or 1.0)}, {t_expr} - 1.0)" if sch.name == "front" else None,
+              "back": f"pow({_f(sch.gamma or 1.0)}, {_f(float(sch.horizon or 0))} - {t_expr})"
+              if sch.name == "back" else None,
+              "column": "wcol", "per-length": None, "endpoint": None}[sch.name]
+    cols = ["tid", "step", "y", "c", "q", "bad_tid", "bad_step", "bad_y", "bad_c", "bad_q", "bad_w",
+            "w"]
+    scored, clip_pc = [], []
+    for k in range(len(plan.conf)):
+        p = f"p{k}"
+        pc = f"greatest({_f(eps)}, least({_f(1.0 - eps)}, {p}))" if eps > 0 else p
+        terms = []
+        for branch, need in ((1, "(y IS NULL OR y = 1.0)"), (0, "(y IS NULL OR y = 0.0)")):
+            s = _score_sql("pc", branch, settings.alpha, settings.beta) or f"tps_s{branch}(pc)"
+            s = s.replace("pc", f"pc{k}")
+            val = s if weight is None else f"CASE WHEN w = 0 THEN 0.0 ELSE w * ({s}) END"
+            terms.append(f"CASE WHEN {p} IS NOT NULL AND {need} THEN {val} END AS s{branch}_{k}")
+        clip_pc.append(f"{pc} AS pc{k}")
+        cols += [p, f"pc{k}", f"s1_{k}", f"s0_{k}", f"bad_p{k}", f"fuzz{k}", f"clip{k}"]
+        scored.append(", ".join(terms))
+    flags = [
+        "(tid IS NULL OR tid = '') AS bad_tid",
+        f"(bad_step_text OR step_d IS NULL OR step_d <> floor(step_d) OR step_d < 0 OR step_d >= {_f(MAX_STEP)}) AS bad_step",
+        "(bad_y_text OR (y IS NOT NULL AND y <> 0.0 AND y <> 1.0)) AS bad_y",
+        "(bad_q_text OR (q IS NOT NULL AND (isnan(q) OR q < 0.0 OR q > 1.0))) AS bad_q",
+        "(bad_w_text OR (wcol IS NOT NULL AND (isnan(wcol) OR isinf(wcol) OR wcol < 0.0))) AS bad_w",
+    ]
+    for k in range(len(plan.conf)):
+        r = f"praw{k}"
+        flags += [
+            f"CASE WHEN {r} IS NULL OR isnan({r}) THEN NULL WHEN {r} < 0.0 AND {r} >= -1e-9 THEN 0.0 "
+            f"WHEN {r} > 1.0 AND {r} <= {_f(1 + 1e-9)} THEN 1.0 ELSE {r} END AS p{k}",
+            f"(bad_ptext{k} OR ({r} IS NOT NULL AND NOT isnan({r}) AND ({r} < -1e-9 OR {r} > {_f(1 + 1e-9)}))) AS bad_p{k}",
+            f"({r} IS NOT NULL AND (({r} < 0.0 AND {r} >= -1e-9) OR ({r} > 1.0 AND {r} <= {_f(1 + 1e-9)}))) AS fuzz{k}",
+        ]
+    step_int = "CASE WHEN bad_step THEN 0 ELSE CAST(step_d AS BIGINT) END AS step"
+    t_col = ", row_number() OVER (PARTITION BY tid ORDER BY step) AS t" if positional else ""
+    clip = [f"({p} IS NOT NULL AND ({p} < {_f(eps)} OR {p} > {_f(1.0 - eps)})) AS clip{k}"
+            if eps > 0 else f"FALSE AS clip{k}" for k, p in ((k, f"p{k}") for k in range(len(plan.conf)))]
+    sql = f"""
+WITH parsed AS (SELECT {', '.join(parsed)} FROM {source}),
+flagged AS (SELECT *, {', '.join(flags)} FROM parsed),
+stepped AS (SELECT *, {step_int} FROM flagged),
+timed AS (SELECT *{t_col} FROM stepped),
+weighted AS (SELECT *, {weight or '1.0'} AS w, {', '.join(clip + clip_pc)} FROM timed),
+scored AS (SELECT *, {', '.join(scored)} FROM weighted)
+"""
+    return sql, cols
+
+
+def _run_sql(plan: _Plan, rows_sql: str) -> str:
+    """Per (run, block of 64 step numbers), then per run: counts, checks and sums."""
+    inner = ["tid", "step >> 6 AS blk", "count(*) AS n", "min(step) AS smin", "max(step) AS smax",
+             "bit_count(bit_or(CAST(1 AS UBIGINT) << CAST(step & 63 AS UBIGINT))) AS nd",
+             "min(y) AS ymin", "max(y) AS ymax", "count(y) AS yn", "min(c) AS cmin", "max(c) AS cmax",
+             "count(c) AS cn", "min(q) AS qmin", "max(q) AS qmax",
+             "count(*) FILTER (WHERE wcol IS NULL) AS wnull",
+             "max(w) AS wmax", "count(*) FILTER (WHERE w = 0) AS wzero", "count(*) FILTER (WHERE isinf(w)) AS winf",
+             "arg_max_null(step, step) AS last_step"]
+    outer = ["tid", "sum(n) AS n", "min(smin) AS smin", "max(smax) AS smax", "sum(nd) AS nd",
+             "min(ymin) AS ymin", "max(ymax) AS ymax", "sum(yn) AS yn", "min(cmin) AS cmin",
+             "max(cmax) AS cmax", "sum(cn) AS cn", "min(qmin) AS qmin", "max(qmax) AS qmax",
+             "sum(wnull) AS wnull", "max(wmax) AS wmax", "sum(wzero) AS wzero", "sum(winf) AS winf"]
+    for flag in ("bad_tid", "bad_step", "bad_y", "bad_c", "bad_q", "bad_w"):
+        inner.append(f"count(*) FILTER (WHERE {flag}) AS {flag}")
+        outer.append(f"sum({flag}) AS {flag}")
+    for k in range(len(plan.conf)):
+        inner += [f"sum(s1_{k}) AS a1_{k}", f"sum(s0_{k}) AS a0_{k}",
+                  f"sum(CASE WHEN p{k} IS NOT NULL THEN w ELSE 0.0 END) AS w_{k}",
+                  f"count(p{k}) AS np_{k}", f"count(*) FILTER (WHERE clip{k}) AS cl_{k}",
+                  f"count(*) FILTER (WHERE bad_p{k}) AS bad_p{k}", f"count(*) FILTER (WHERE fuzz{k}) AS fz_{k}",
+                  f"arg_max(p{k}, step) FILTER (WHERE p{k} IS NOT NULL) AS last_{k}",
+                  f"max(step) FILTER (WHERE p{k} IS NOT NULL) AS lstep_{k}",
+                  f"arg_max_null(s1_{k}, step) AS e1_{k}", f"arg_max_null(s0_{k}, step) AS e0_{k}"]
+        outer += [f"sum(a1_{k}) AS a1_{k}", f"sum(a0_{k}) AS a0_{k}", f"sum(w_{k}) AS w_{k}",
+                  f"sum(np_{k}) AS np_{k}", f"sum(cl_{k}) AS cl_{k}", f"sum(bad_p{k}) AS bad_p{k}",
+                  f"sum(fz_{k}) AS fz_{k}", f"arg_max(last_{k}, lstep_{k}) AS last_{k}",
+                  f"arg_max_null(e1_{k}, last_step) AS e1_{k}", f"arg_max_null(e0_{k}, last_step) AS e0_{k}",
+                  f"arg_max_null(np_{k} > 0 AND lstep_{k} = last_step, last_step) AS epres_{k}"]
+    return (rows_sql + f"SELECT {', '.join(outer)} FROM (SELECT {', '.join(inner)} FROM scored "
+            "GROUP BY tid, blk) GROUP BY tid ORDER BY tid")
+
+
+def _check_rows(ds: Dataset, plan: _Plan, runs: pd.DataFrame) -> list[str]:
+    """Problems found by the per-run checks (empty when the dataset is sound)."""
+    problems = []
+
+    def where(mask, what: str) -> None:
+        m = np.asarray(mask, dtype=bool)
+        if m.any():
+            ex = show_id(runs["tid"].to_numpy()[m][0], 40)
+            problems.append(f"{what}: {int(m.sum()):,} run(s), e.g. trajectory {ex}")
+
+    def rows(col: str, what: str) -> None:
+        bad = runs[col].to_numpy()
+        m = bad > 0
+        if m.any():
+            ex = show_id(runs["tid"].to_numpy()[m][0], 40)
+            problems.append(f"{what}; not so on {int(bad.sum()):,} row(s), e.g. in trajectory {ex}")
+
+    if runs["bad_tid"].sum():
+        problems.append(f"column 'trajectory_id': empty on {int(runs['bad_tid'].sum()):,} row(s)")
+    rows("bad_step", "column 'step': every row needs a whole number from 0 to 2^53")
+    rows("bad_y", "column 'outcome' must be 1 (success), 0 (failure) or empty (censored)")
+    rows("bad_c", "column 'censored' must be true/false or 1/0")
+    rows("bad_q", "column 'q_z' (continuation success probability) must be in [0, 1] or empty")
+    rows("bad_w", "column 'weight': weights must be finite numbers >= 0")
+    for k, name in enumerate(plan.conf):
+        rows(f"bad_p{k}", f"column {show_id(name)}: probabilities must be in [0, 1]")
+    if problems:
+        return problems
+    n = runs["n"].to_numpy()
+    where(runs["nd"].to_numpy() != n, "duplicate (trajectory_id, step): the same step appears twice in a run")
+    where((runs["yn"].to_numpy() > 0) & (runs["ymin"].to_numpy() != runs["ymax"].to_numpy()),
+          "column 'outcome' changes within a run; it must be constant within a run")
+    where((runs["cn"].to_numpy() > 0) & (runs["cmin"].to_numpy() != runs["cmax"].to_numpy()),
+          "column 'censored' changes within a run; it must be constant within a run")
+    where(runs["qmin"].notna().to_numpy() & (runs["qmin"].to_numpy() != runs["qmax"].to_numpy()),
+          "column 'q_z' changes within a run; it must be constant within a run")
+    return problems
+
+
+def sums_duckdb(ds: Dataset, settings: ScoreSettings, mapping=(), threads: int | None = None,
+                memory_limit: str | None = None) -> RunSums:
+    """Per-trajectory sums A1, A0, W of every predictor of a dataset, out of core.
+
+    Parameters
+    ----------
+    ds : Dataset
+        From :func:`tpsviz.dataset.open_dataset`.
+    settings : ScoreSettings
+        α, β, ε and the schedule.
+    mapping : sequence of (target, column), optional
+        Columns of other names read as long-format columns (``--map``).
+    threads : int, optional
+        DuckDB threads (default: the machine's cores).
+    memory_limit : str, optional
+        DuckDB's memory limit (default ``TPSVIZ_DUCKDB_MEMORY`` or 2GB); above it, DuckDB spills
+        to a private temporary folder.
+
+    Returns
+    -------
+    RunSums
+
+    Raises
+    ------
+    LogFormatError
+        For every defect, naming the column, the number of rows or runs and an example run.
+    """
+    con, spill = connect(ds, threads, memory_limit)
+    try:
+        return _sums(con, ds, settings, mapping)
+    finally:
+        con.close()
+        shutil.rmtree(spill, ignore_errors=True)
+
+
+def _sums(con, ds: Dataset, settings: ScoreSettings, mapping) -> RunSums:
+    source = _source(ds)
+    types = dict(con.execute(f"SELECT column_name, column_type FROM (DESCRIBE SELECT * FROM {source})").fetchall())
+    plan = _Plan(ds, types, mapping)
+    n_rows = ds.n_rows if ds.n_rows is not None else int(con.execute(f"SELECT count(*) FROM {source}").fetchall()[0][0])
+    if settings.alpha != settings.beta or settings.alpha not in (0.0, 1.0):
+        _register_udf(con, settings.alpha, settings.beta, n_rows >= TABLE_MIN)
+    if settings.schedule.name == "column" and "weight" not in plan.col:
+        raise LogFormatError(ds.label, ["schedule 'column' needs a 'weight' column; the dataset has none"])
+    rows_sql, _ = _rows_sql(plan, source, settings, positional=False)
+    runs = con.execute(_run_sql(plan, rows_sql)).df()
+    problems = _check_rows(ds, plan, runs)
+    if problems:
+        raise LogFormatError(ds.label, problems)
+    n = runs["n"].to_numpy()
+    regular = (runs["smin"].to_numpy() == 1) & (runs["smax"].to_numpy() == n)
+    notes = list(ds.notes)
+    if not regular.all():
+        notes.append(f"{int((~regular).sum())} run(s) have steps that are not numbered 1, 2, …, T (a gap, a step 0 "
+                     "or a late start); steps keep their order, and the weight schedules use each row's "
+                     "position t = 1 … T in its run.")
+        if settings.schedule.name in ("linear", "front", "back"):
+            rows_sql, _ = _rows_sql(plan, source, settings, positional=True)
+            runs = con.execute(_run_sql(plan, rows_sql)).df()
+    return _to_sums(con, ds, plan, settings, runs, rows_sql, n_rows, notes)
+
+
+def _to_sums(con, ds, plan, settings, runs, rows_sql, n_rows, notes) -> RunSums:
+    n = runs["n"].to_numpy().astype(np.int64)
+    y = runs["ymin"].to_numpy(dtype=float)
+    yn = runs["yn"].to_numpy()
+    marked = runs["cn"].to_numpy() > 0
+    cflag = runs["cmin"].to_numpy(dtype=float)
+    censored = np.where(marked, cflag == 1.0, yn == 0)
+    problems = []
+    partial = (yn > 0) & (yn < n)
+    if partial.any():
+        problems.append(f"'outcome' is given on some rows only in {int(partial.sum()):,} run(s) (e.g. "
+                        f"trajectory {show_id(runs['tid'].to_numpy()[partial][0], 40)}); the out-of-core "
+                        "engine needs it on every row of a finished run: use --engine memory")
+    both = censored & (yn > 0)
+    if both.any():
+        problems.append(f"trajectory {show_id(runs['tid'].to_numpy()[both][0], 40)} and {int(both.sum()) - 1} more: "
+                        "column 'censored' is true while 'outcome' is present; a censored run has no observed outcome")
+    neither = ~censored & (yn == 0)
+    if neither.any():
+        problems.append(f"trajectory {show_id(runs['tid'].to_numpy()[neither][0], 40)} and {int(neither.sum()) - 1} "
+                        "more: 'outcome' is empty but column 'censored' says the run finished")
+    sch = settings.schedule
+    if sch.name == "column" and runs["wnull"].sum():
+        problems.append(f"schedule 'column': the 'weight' column is empty on {int(runs['wnull'].sum()):,} row(s); "
+                        "give every row a weight")
+    if problems:
+        raise LogFormatError(ds.label, problems)
+    _check_schedule(settings, runs)
+    qz = runs["qmin"].to_numpy(dtype=float)
+    ignored_q = ~np.isnan(qz) & ~censored
+    if ignored_q.any():
+        notes.append(f"{int(ignored_q.sum())} complete trajectories carry a q_z value; q_z is only used for "
+                     "censored runs, so it was ignored there.")
+        qz = np.where(censored, qz, np.nan)
+    a1, a0, wsum, n_present, n_clipped, last = {}, {}, {}, {}, {}, {}
+    for k, col in enumerate(plan.conf):
+        name = col[len("conf_"):]
+        npres = runs[f"np_{k}"].to_numpy().astype(np.int64)
+        s1, s0 = runs[f"a1_{k}"].to_numpy(dtype=float), runs[f"a0_{k}"].to_numpy(dtype=float)
+        w = runs[f"w_{k}"].to_numpy(dtype=float)
+        if sch.name == "per-length":
+            s1, s0, w = s1 / n, s0 / n, npres / n
+        elif sch.name == "endpoint":  # w = 1 on the last row only, which may lack a forecast
+            pres = runs[f"epres_{k}"].fillna(False).to_numpy(dtype=bool)
+            s1 = np.where(pres, runs[f"e1_{k}"].to_numpy(dtype=float), 0.0)
+            s0 = np.where(pres, runs[f"e0_{k}"].to_numpy(dtype=float), 0.0)
+            w = pres.astype(float)
+        a1[name], a0[name], wsum[name] = s1, s0, w
+        n_present[name] = npres
+        n_clipped[name] = runs[f"cl_{k}"].to_numpy().astype(np.int64)
+        last[name] = runs[f"last_{k}"].to_numpy(dtype=float)
+        fz = int(runs[f"fz_{k}"].sum())
+        if fz:
+            notes.append(f"{col}: {fz} value(s) within 1e-9 outside [0, 1] (float rounding) were set to 0 or 1.")
+        miss = int((n - npres).sum())
+        if miss == int(n.sum()):
+            notes.append(f"{col}: the column holds no forecast at all; the predictor is listed but cannot be scored.")
+        elif miss:
+            notes.append(f"{col}: {miss} step(s) have no forecast; they are left out of that predictor's score.")
+    if plan.signals:
+        notes.append("raw signals (" + ", ".join(show_id(s, 40) for s in plan.signals[:5]) + ") were not scored: "
+                     "their recalibration needs the step rows (use --engine memory --recalibrate).")
+    pooled = _pooled(con, plan, rows_sql, int(np.sum(n[~censored])))
+    runs_frame = pd.DataFrame({"trajectory_id": runs["tid"].to_numpy(dtype=object), "length": n,
+                               "outcome": np.where(censored, np.nan, y), "censored": censored, "q_z": qz})
+    names = [c[len("conf_"):] for c in plan.conf]
+    return RunSums(ds.label, "duckdb", settings, runs_frame, names, a1, a0, wsum, n_present, n_clipped, last,
+                   {names[k]: v for k, v in pooled.items()}, int(n.sum()), notes)
+
+
+def _check_schedule(settings: ScoreSettings, runs: pd.DataFrame) -> None:
+    """The weight checks of :func:`tpsviz.tps.check_weights`, from per-run extremes."""
+    sch = settings.schedule
+    if sch.name in ("uniform", "per-length", "endpoint"):
+        return
+    total = int(runs["n"].sum())
+    zero, inf = int(runs["wzero"].sum()), int(runs["winf"].sum())
+    if sch.name in ("linear", "front", "back") and (zero or inf):
+        what = []
+        if zero:
+            what.append(f"underflow to 0 on {zero:,} of {total:,} step rows")
+        if inf:
+            what.append(f"overflow to infinity on {inf:,} of {total:,} step rows")
+        raise ValueError(f"schedule {sch.spec}: the weights {' and '.join(what)} in floating point, so the "
+                         "score would not be strictly proper (and could read as a perfect 0); choose γ closer "
+                         "to 1 or a smaller budget H")
+    big = float(runs["wmax"].max())
+    if sch.name == "column" and not big > 0:
+        raise ValueError("schedule 'column': every weight in the 'weight' column is 0, so nothing would be "
+                         "scored; give positive weights")
+    if big > MAX_WEIGHT:
+        raise ValueError(f"schedule {sch.spec}: weights up to {big:.3g} would overflow when a run's scores are "
+                         f"summed; keep weights below {MAX_WEIGHT:.0e} (only their ratios matter)")
+
+
+def _pooled(con, plan: _Plan, rows_sql: str, n_labelled_max: int) -> dict:
+    """Counts for the pooled AUROC/AUPRC (distinct values, or grid cells) and T-ECE bins."""
+    out = {}
+    tbin = ("least(greatest(CAST(floor(p * 10.0) AS INTEGER) - CASE WHEN p < CAST(floor(p * 10.0) AS DOUBLE) / 10.0 "
+            "THEN 1 ELSE 0 END + CASE WHEN p >= (CAST(floor(p * 10.0) AS DOUBLE) + 1.0) / 10.0 THEN 1 ELSE 0 END, 0), 9)")
+    union = " UNION ALL ".join(f"SELECT {k} AS k, p{k} AS p, y FROM scored WHERE p{k} IS NOT NULL AND y IS NOT NULL"
+                               for k in range(len(plan.conf)))
+    base = rows_sql + f", lab AS ({union})"
+    grid = con.execute(base + f"""
+SELECT k, least(CAST(floor(p * {GRID}.0) AS BIGINT), {GRID - 1}) AS cell, {tbin} AS tb,
+       sum(y) AS pos, count(*) - sum(y) AS neg, sum(p - y) AS gap, min(p) AS pmin, max(p) AS pmax
+FROM lab GROUP BY ALL ORDER BY k, cell""").df()
+    exact_cells = {}
+    for k in range(len(plan.conf)):
+        g = grid[grid["k"] == k]
+        cells = g.groupby("cell").agg(pos=("pos", "sum"), neg=("neg", "sum"), pmin=("pmin", "min"),
+                                      pmax=("pmax", "max"))
+        tb = g.groupby("tb")[["gap", "pos", "neg"]].sum()
+        gap, nbin = np.zeros(10), np.zeros(10)
+        at = tb.index.to_numpy(dtype=int)
+        gap[at] = tb["gap"].to_numpy()
+        nbin[at] = (tb["pos"] + tb["neg"]).to_numpy()
+        single = bool((cells["pmin"] == cells["pmax"]).all())
+        exact_cells[k] = single
+        out[k] = PooledCounts(
+            cells["pmin"].to_numpy(dtype=float) if single else cells.index.to_numpy(dtype=float),
+            cells["pos"].to_numpy(dtype=float), cells["neg"].to_numpy(dtype=float), single,
+            0 if single else GRID, gap, nbin)
+    need = [k for k, single in exact_cells.items() if not single]
+    if need and n_labelled_max <= EXACT_ROWS:
+        ex = con.execute(base + f"""
+SELECT k, p, sum(y) AS pos, count(*) - sum(y) AS neg FROM lab WHERE k IN ({', '.join(map(str, need))})
+GROUP BY k, p ORDER BY k, p""").df()
+        for k in need:
+            e = ex[ex["k"] == k]
+            old = out[k]
+            out[k] = PooledCounts(e["p"].to_numpy(dtype=float), e["pos"].to_numpy(dtype=float),
+                                  e["neg"].to_numpy(dtype=float), True, 0, old.tece_gap, old.tece_n)
+    return out

@@ -1,0 +1,306 @@
+"""Per-trajectory sums: what every engine computes, and everything that follows from them.
+
+For one (α, β, ε, schedule), the sufficient statistics of a run i for its TPS under *every*
+censoring mode and q_Z are (docs/architecture.md, "Engines"):
+
+    A1_i = Σ_t w_t S(F_t, 1)      A0_i = Σ_t w_t S(F_t, 0)      W_i = Σ_t w_t
+
+over the steps with a forecast, so that TPS_i = A1_i (Y = 1), A0_i (Y = 0) and, for a run
+censored with q_Z, q_Z·A1_i + (1 − q_Z)·A0_i (docs/theory.md §4: the exact reduced score is
+linear in q_Z). An engine only needs A1 where the run can end in success (Y = 1 or censored)
+and A0 where it can end in failure. The base-rate reference of a run is W_i·S(r, ℓ_i).
+
+The pooled rank and calibration metrics come from counts: positives and negatives per distinct
+forecast value (exact) or per cell of a fine grid (with a stated bound on the error), and the
+ten T-ECE bins' Σ (F − Y) and row counts. Final-forecast metrics use each run's last forecast.
+
+Runs are kept sorted by trajectory id (as :func:`tpsviz.load` sorts them), so a bootstrap over
+runs draws the same resamples whichever engine produced the sums.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+import pandas as pd
+
+from ..diagnostics import RATE_RULES, skill_from_runs
+from ..metrics import auprc, auroc, tece
+from ..scores import beta_score
+from ..tps import ScoreSettings, _bootstrap_columns, qz_for_runs, summary_row
+
+__all__ = ["RunSums", "PooledCounts", "DatasetScore", "score_from_sums", "rank_metrics"]
+
+
+@dataclass
+class PooledCounts:
+    """Counts over the labelled (trajectory, step) rows of one predictor.
+
+    Attributes
+    ----------
+    value : ndarray
+        Distinct forecast values (``exact``) or grid cells in increasing order.
+    pos, neg : ndarray
+        Rows with Y = 1 and Y = 0 at each value or cell.
+    exact : bool
+        True when ``value`` holds the distinct forecasts themselves.
+    grid : int
+        Number of equal-width cells on [0, 1] when not exact (0 when exact).
+    tece_gap, tece_n : ndarray
+        Σ (F − Y) and rows in each of the T-ECE's equal-width bins.
+    """
+
+    value: np.ndarray
+    pos: np.ndarray
+    neg: np.ndarray
+    exact: bool
+    grid: int
+    tece_gap: np.ndarray
+    tece_n: np.ndarray
+
+
+@dataclass
+class RunSums:
+    """Per-trajectory sums of every predictor under one (α, β, ε, schedule).
+
+    Attributes
+    ----------
+    source : str
+    engine : str
+        ``memory``, ``duckdb`` or ``dask``.
+    settings : ScoreSettings
+        The settings the sums were computed under (censoring, n_boot, level, seed do not
+        enter them).
+    runs : DataFrame
+        One row per run, sorted by ``trajectory_id``: ``trajectory_id``, ``length``,
+        ``outcome`` (NaN when censored), ``censored``, ``q_z`` (the log's, NaN when none).
+    predictors : list of str
+    a1, a0, wsum, n_present, n_clipped, last : dict of ndarray
+        Per predictor and run: A1, A0 (NaN where not needed), W, steps with a forecast, steps
+        clipped to [ε, 1−ε], and the last forecast (NaN when none).
+    pooled : dict of PooledCounts
+        Per predictor, over the rows of complete runs that have a forecast.
+    n_steps : int
+        Rows of the log.
+    notes : list of str
+    """
+
+    source: str
+    engine: str
+    settings: ScoreSettings
+    runs: pd.DataFrame
+    predictors: list
+    a1: dict
+    a0: dict
+    wsum: dict
+    n_present: dict
+    n_clipped: dict
+    last: dict
+    pooled: dict
+    n_steps: int
+    notes: list = field(default_factory=list)
+
+    @property
+    def n_trajectories(self) -> int:
+        """Number of runs."""
+        return len(self.runs)
+
+    @property
+    def n_censored(self) -> int:
+        """Number of censored runs."""
+        return int(self.runs["censored"].sum())
+
+
+@dataclass
+class DatasetScore:
+    """What ``tpsviz score`` reports, computed from :class:`RunSums` alone.
+
+    Attributes
+    ----------
+    settings : ScoreSettings
+    summary : DataFrame
+        As :attr:`tpsviz.TPSResult.summary` (with bootstrap CIs).
+    per_trajectory : DataFrame
+        ``trajectory_id``, ``predictor``, ``tps``, ``censored``, ``n_scored``,
+        ``weight_sum``, ``q_z_used``: one row per scored run and predictor.
+    skill : DataFrame
+        As :func:`tpsviz.skill_table`.
+    metrics : DataFrame
+        ``auroc``, ``auprc``, ``auroc_final``, ``tece_pooled``, ``tece_final``,
+        ``auroc_bound``, ``auprc_bound`` (largest possible error of a grid count; 0 when
+        exact), ``ranks_exact``, ``n_trajectories``, ``n_steps``.
+    sums : RunSums
+    """
+
+    settings: ScoreSettings
+    summary: pd.DataFrame
+    per_trajectory: pd.DataFrame
+    skill: pd.DataFrame
+    metrics: pd.DataFrame
+    sums: RunSums
+
+
+def _tps_per_run(a1: np.ndarray, a0: np.ndarray, label: np.ndarray) -> np.ndarray:
+    """ℓ·A1 + (1 − ℓ)·A0, reading A1 only where ℓ > 0 and A0 only where ℓ < 1 (an unbounded
+    branch that does not count is never multiplied by 0)."""
+    out = np.zeros(label.shape)
+    one, zero = label > 0, label < 1
+    with np.errstate(invalid="ignore"):
+        out[one] += np.where(label[one] == 1.0, a1[one], label[one] * a1[one])
+        out[zero] += np.where(label[zero] == 0.0, a0[zero], (1.0 - label[zero]) * a0[zero])
+    return out
+
+
+def run_labels_of(sums: RunSums, settings: ScoreSettings, q_z=None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(ℓ_i per run, q_Z used (NaN for complete runs), censored runs that fell back to q_Z = 0)."""
+    runs = sums.runs
+    cens = runs["censored"].to_numpy(dtype=bool)
+    given = runs["q_z"].to_numpy(dtype=float) if q_z is None else np.asarray(q_z, dtype=float)
+    q, fallback = qz_for_runs(cens, given, settings.censoring)
+    label = np.where(cens, q, runs["outcome"].to_numpy(dtype=float))
+    if settings.censoring == "complete":
+        label = np.where(cens, np.nan, label)
+    return label, q, fallback
+
+
+def score_from_sums(sums: RunSums, settings: ScoreSettings | None = None, q_z=None,
+                    skill_boot: int | None = None) -> DatasetScore:
+    """TPS, skill and the usual metrics of every predictor from per-trajectory sums.
+
+    Parameters
+    ----------
+    sums : RunSums
+    settings : ScoreSettings, optional
+        Censoring mode, bootstrap and level (α, β, ε and the schedule must be those of
+        ``sums``). Default: ``sums.settings``.
+    q_z : array_like, optional
+        q_Z per run (in ``sums.runs`` order) for ``exact`` mode.
+    skill_boot : int, optional
+        Bootstrap replicates of the skill ratio (default max(n_boot, 200), as ``tpsviz score``).
+
+    Returns
+    -------
+    DatasetScore
+    """
+    settings = settings or sums.settings
+    key = ("alpha", "beta", "eps", "schedule")
+    if any(getattr(settings, k) != getattr(sums.settings, k) for k in key):
+        raise ValueError("the sums were computed under another α, β, ε or schedule")
+    runs = sums.runs
+    n = len(runs)
+    cens = runs["censored"].to_numpy(dtype=bool)
+    length = runs["length"].to_numpy(dtype=np.int64)
+    label, q_used, fallback = run_labels_of(sums, settings, q_z)
+    complete_case = settings.censoring == "complete"
+    in_scope = ~cens if complete_case else np.ones(n, dtype=bool)
+    rows, frames, cols, valids = [], [], [], []
+    for name in sums.predictors:
+        n_scored = np.where(in_scope, sums.n_present[name], 0)
+        valid = in_scope & (n_scored > 0)
+        tps = _tps_per_run(sums.a1[name], sums.a0[name], np.where(valid, label, 0.5))
+        wsum = sums.wsum[name]
+        n_steps = int(n_scored.sum())
+        rows.append(summary_row(
+            name, tps[valid], wsum[valid], cens[valid], fallback[valid], n_steps=n_steps,
+            n_missing=int((length * in_scope).sum()) - n_steps,
+            n_clipped=int(sums.n_clipped[name][in_scope].sum()),
+            n_excluded_censored=int(cens.sum()) if complete_case else 0,
+            n_no_forecast=int((in_scope & (n_scored == 0)).sum())))
+        frames.append(pd.DataFrame({
+            "trajectory_id": runs["trajectory_id"].to_numpy()[valid], "predictor": name,
+            "tps": tps[valid], "censored": cens[valid], "n_scored": n_scored[valid],
+            "weight_sum": wsum[valid], "q_z_used": q_used[valid]}))
+        cols.append(np.where(valid, tps, 0.0))
+        valids.append(valid)
+    summary = pd.DataFrame(rows).set_index("predictor")
+    if sums.predictors:
+        lo, hi = _bootstrap_columns(np.column_stack(cols), np.column_stack(valids), settings)
+        summary["tps_ci_low"], summary["tps_ci_high"] = lo, hi
+    per_traj = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
+    skill = _skill(sums, settings, label, cols, valids,
+                   max(settings.n_boot, 200) if skill_boot is None else int(skill_boot))
+    return DatasetScore(settings, summary, per_traj, skill, rank_metrics(sums), sums)
+
+
+def _skill(sums: RunSums, settings: ScoreSettings, label: np.ndarray, cols, valids,
+           n_boot: int) -> pd.DataFrame:
+    """Skill against the constant base rate r: TPS_ref,i = W_i·S(r, ℓ_i) on the predictor's rows."""
+    labelled = label[~np.isnan(label)]
+    if labelled.size == 0:
+        raise ValueError("no run to score: every run is censored and complete-case leaves "
+                         "censored runs out; choose another censoring mode (simple, exact or "
+                         "upper)")
+    rate = float(labelled.mean())
+    eps = float(settings.eps)
+    rc = min(max(rate, eps), 1.0 - eps) if eps > 0 else rate
+    s1, s0 = (float(beta_score(rc, y, settings.alpha, settings.beta)) for y in (1, 0))
+    values = {}
+    for name, tps, valid in zip(sums.predictors, cols, valids):
+        w = sums.wsum[name]
+        with np.errstate(invalid="ignore"):
+            ref = _tps_per_run(w * s1, w * s0, np.where(valid, label, 0.5))
+        values[name] = (np.where(valid, tps, np.nan), np.where(valid, ref, np.nan))
+    return skill_from_runs(values, rate, RATE_RULES[settings.censoring], settings.level, n_boot,
+                           settings.seed)
+
+
+def _grid_bounds(pos: np.ndarray, neg: np.ndarray) -> tuple[float, float]:
+    """Largest error of AUROC and AUPRC computed on grid cells instead of distinct values.
+
+    AUROC: a positive–negative pair within one cell is counted ½ and truly counts 0, ½ or 1,
+    so the error is at most ½ Σ_c pos_c·neg_c / (P·N). AUPRC: within a cell, the precision at
+    any threshold lies between TP/(TP + FP + neg_c) and (TP + pos_c)/(TP + FP + pos_c) (TP, FP
+    counted above the cell), and the cell carries pos_c/P of the recall, so the error is at
+    most Σ_c pos_c/P × (that range).
+    """
+    P, N = pos.sum(), neg.sum()
+    au = 0.5 * float(pos @ neg) / (P * N) if P and N else np.nan
+    tp = np.cumsum(pos[::-1])[::-1] - pos  # strictly above each cell (cells in increasing order)
+    fp = np.cumsum(neg[::-1])[::-1] - neg
+    with np.errstate(invalid="ignore", divide="ignore"):
+        hi = np.where(tp + fp + pos > 0, (tp + pos) / (tp + fp + pos), 0.0)
+        lo = np.where(tp + fp + neg > 0, tp / (tp + fp + neg), 0.0)
+    ap = float((pos / P) @ (hi - lo)) if P else np.nan
+    return au, ap
+
+
+def rank_metrics(sums: RunSums, n_bins: int = 10) -> pd.DataFrame:
+    """Pooled and final-forecast AUROC, AUPRC and T-ECE of every predictor from the counts.
+
+    Labelled rows are the rows of complete runs that carry a forecast, as in
+    :func:`tpsviz.metric_table`.
+    """
+    runs = sums.runs
+    y_run = runs["outcome"].to_numpy(dtype=float)
+    done = ~runs["censored"].to_numpy(dtype=bool)
+    rows = []
+    for name in sums.predictors:
+        c = sums.pooled[name]
+        rec = {"predictor": name}
+        pf = sums.last[name]
+        keep = done & ~np.isnan(pf)
+        n_rows = int(c.pos.sum() + c.neg.sum())
+        if n_rows:
+            x = np.r_[c.value, c.value]
+            yv = np.r_[np.ones(c.value.size), np.zeros(c.value.size)]
+            wv = np.r_[c.pos, c.neg].astype(float)
+            for col, fn in (("auroc", auroc), ("auprc", auprc)):
+                try:
+                    rec[col] = fn(x if c.exact else x / max(c.grid, 1), yv, sample_weight=wv)
+                except ValueError:
+                    rec[col] = np.nan
+            rec["tece_pooled"] = float(np.abs(c.tece_gap).sum() / c.tece_n.sum())
+            au_b, ap_b = (0.0, 0.0) if c.exact else _grid_bounds(c.pos.astype(float), c.neg.astype(float))
+            rec.update(auroc_bound=au_b, auprc_bound=ap_b, ranks_exact=bool(c.exact))
+        if keep.any():
+            try:
+                rec["auroc_final"] = auroc(pf[keep], y_run[keep])
+            except ValueError:
+                rec["auroc_final"] = np.nan
+            rec["tece_final"] = tece(pf[keep], y_run[keep], n_bins)
+        rec.update(n_trajectories=int(keep.sum()), n_steps=n_rows)
+        rows.append(rec)
+    cols = ["auroc", "auprc", "auroc_final", "tece_pooled", "tece_final", "auroc_bound",
+            "auprc_bound", "ranks_exact", "n_trajectories", "n_steps"]
+    return pd.DataFrame(rows).set_index("predictor").reindex(columns=cols)
