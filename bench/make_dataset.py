@@ -49,7 +49,7 @@ def _chunk(rng: np.random.Generator, first_run: int, n_runs: int) -> pa.Table:
         "trajectory_id": pa.array(ids, type=pa.string()),
         "step": pa.array(step.astype(np.int32)),
         "outcome": pa.array(outcome[run], mask=np.isnan(outcome[run])),
-        "conf_truthful": pa.array(truthful),
+        "conf_sharp": pa.array(truthful),
         "conf_verbal": pa.array(verbal),
         "conf_token": pa.array(token),
     })

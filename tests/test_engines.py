@@ -269,3 +269,25 @@ def test_the_pure_sums_need_their_own_settings(demo_sets):
         a = score_from_sums(sums, st).summary["tps_mean"]
         b = compute_tps(data, st).summary["tps_mean"]
         np.testing.assert_allclose(a.to_numpy(), b.loc[a.index].to_numpy(), rtol=1e-12)
+
+
+def test_load_reads_a_dataset_into_memory(tmp_path):
+    df = pd.read_csv(DEMO["tau2-like"])
+    folder = _split(df, tmp_path / "d", 3)
+    whole = tpsviz.load(DEMO["tau2-like"])
+    data = tpsviz.load(folder)
+    assert data.n_trajectories == whole.n_trajectories and data.n_steps == whole.n_steps
+    assert data.reading["dataset"]["files"] == 3
+    a = compute_tps(whole, ScoreSettings(n_boot=0)).summary["tps_mean"]
+    b = compute_tps(data, ScoreSettings(n_boot=0)).summary["tps_mean"]
+    np.testing.assert_allclose(b.loc[a.index].to_numpy(), a.to_numpy(), rtol=1e-12)
+    # a defect is located by file and row
+    bad = df.copy()
+    bad["step"] = bad["step"].astype(float)
+    bad.loc[len(df) - 2, "step"] = 1.5
+    folder2 = _split(bad, tmp_path / "e", 3)
+    with pytest.raises(LogFormatError, match=r"'part-2\.parquet' row \d+"):
+        tpsviz.load(folder2)
+    # above the row limit: the message points to the out-of-core engine
+    with pytest.raises(LogFormatError, match="--engine duckdb"):
+        tpsviz.load(folder, limits=tpsviz.files.Limits(max_rows=100))

@@ -89,9 +89,10 @@ def _read_options(args) -> ReadOptions:
 
 
 def _add_scoring_options(p: argparse.ArgumentParser) -> None:
-    p.add_argument("path", help="trajectory log: a table (.csv, .tsv, .parquet, .jsonl) or a harness "
-                                "log (tau2-bench results .json or folder, tau-bench .json, Inspect AI "
-                                ".eval/.json)")
+    p.add_argument("path", help="trajectory log: a table (.csv, .tsv, .parquet, .jsonl), a dataset (a "
+                                "folder or quoted glob pattern of .parquet/.csv/.tsv files with the same "
+                                "columns) or a harness log (tau2-bench results .json or folder, tau-bench "
+                                ".json, Inspect AI .eval/.json)")
     p.add_argument("--alpha", type=float, default=0.0,
                    help="beta-family alpha > -1 (default 0; alpha=beta=0 is the log score)")
     p.add_argument("--beta", type=float, default=0.0,
@@ -137,6 +138,14 @@ def build_parser() -> argparse.ArgumentParser:
         description=_DESCRIPTION, epilog=_LOG_FORMAT + "\n\n" + _VERDICT_HELP,
         formatter_class=argparse.RawTextHelpFormatter)
     _add_scoring_options(score)
+    score.add_argument("--engine", choices=("auto", "memory", "duckdb"), default="auto",
+                       help="where the rows are scored: memory (read into memory: every report, "
+                            "verdicts included), duckdb (out of core over a Parquet/CSV file, folder or "
+                            "glob pattern: TPS, skill and metrics; docs/architecture.md, Engines) or auto "
+                            "(default: duckdb above TPSVIZ_MAX_ROWS rows, else memory; says which)")
+    score.add_argument("--verdict-sample", type=int, default=20_000, metavar="N",
+                       help="out of core: the verdicts need the step rows, so they are decided on a seeded "
+                            "random sample of N runs (default 20,000; 0 = no verdicts)")
     score.add_argument("--per-trajectory", metavar="OUT.csv", default=None,
                        help="write per-trajectory TPS (trajectory_id, predictor, tps, censored); "
                             "complete-case mode leaves censored runs out")
@@ -224,10 +233,15 @@ def _check_args(args) -> None:
 
 
 def _settings(args, data) -> ScoreSettings:
+    return _settings_from(args, default_censoring(data) == "exact")
+
+
+def _settings_from(args, has_qz: bool) -> ScoreSettings:
+    """The settings of the options; censoring defaults to exact when the log has q_z."""
     try:
         schedule = parse_schedule(args.schedule)
         kwargs = dict(alpha=args.alpha, beta=args.beta, schedule=schedule,
-                      censoring=args.censoring or default_censoring(data), eps=args.eps,
+                      censoring=args.censoring or ("exact" if has_qz else "simple"), eps=args.eps,
                       n_boot=args.n_boot)
         if args.seed is not None:
             kwargs["seed"] = args.seed
@@ -313,7 +327,14 @@ def _score(args) -> int:
     from .diagnostics import metric_table, skill_table
     from .verdict import verdicts
 
+    from .cli_engine import choose_engine, score_out_of_core
+    from .files import limits_from_env
+
     _check_args(args)
+    args.map_pairs = _read_options(args).mapping
+    engine, why, ds = choose_engine(args, limits_from_env())
+    if engine == "duckdb":
+        return score_out_of_core(args, ds, why)
     data, settings, q_z, notes = _prepare(args)
     try:
         result = compute_tps(data, settings, q_z=q_z)
@@ -332,7 +353,7 @@ def _score(args) -> int:
     ref_rule = str(skill["ref_rule"].iloc[0]) if len(skill) else None
     if args.json:
         obj = {
-            "settings": {**settings.describe(), "file": data.source,
+            "settings": {**settings.describe(), "file": data.source, "engine": "memory", "engine_reason": why,
                          "n_trajectories": data.n_trajectories, "n_steps": data.n_steps,
                          "n_censored": data.n_censored, "notes": data.notes + notes,
                          "reading": reading_json(data.reading),
@@ -368,7 +389,7 @@ def _score(args) -> int:
         }
         print(json.dumps(obj, indent=2))
         return 0
-    _print_header(data, settings, notes)
+    _print_header(data, settings, notes, engine=why)
     pct = int(round(settings.level * 100))
     nw = _name_width(s.index)
     print()
@@ -498,10 +519,12 @@ def _fmt(v, width: int, digits: int) -> str:
     return f"{_short(v, digits):>{width}}"
 
 
-def _print_header(data, settings, notes) -> None:
+def _print_header(data, settings, notes, engine: str | None = None) -> None:
     v = settings.schedule.verdict
     print(f"{_name(data.source)}: {data.n_trajectories} trajectories, {data.n_steps} steps, "
           f"{data.n_censored} censored")
+    if engine:
+        print(f"engine: memory ({_name(engine)})")
     _print_reading(data.reading)
     w = settings_words(settings)
     print(f"score: {w['score']}, {w['unit']}; {w['direction']}")

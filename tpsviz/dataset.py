@@ -84,9 +84,9 @@ def is_dataset_spec(source) -> bool:
     if not isinstance(source, (str, os.PathLike)):
         return False
     text = os.fspath(source)
-    if any(ch in _GLOB_CHARS for ch in text):
-        return True
     p = Path(text)
+    if any(ch in _GLOB_CHARS for ch in text):
+        return not p.is_file()  # a file named "run[1].csv" is that file
     return p.is_dir() and not (p / "results.json").is_file()
 
 
@@ -103,7 +103,7 @@ def _candidates(spec: str, roots: DataRoots | None) -> tuple[list[str], str]:
         if not p.is_absolute():
             p = roots.roots[0] / p
     text = str(p)
-    if any(ch in _GLOB_CHARS for ch in text):
+    if any(ch in _GLOB_CHARS for ch in text) and not p.is_file():
         if roots is not None and roots.enabled:
             # the folder the pattern starts from must itself lie under a root: a pattern never
             # tells whether files exist elsewhere (every match is checked again below)
@@ -120,8 +120,10 @@ def _candidates(spec: str, roots: DataRoots | None) -> tuple[list[str], str]:
         real = roots.resolve(text, "dataset", allow_dir=True)
     else:
         real = Path(os.path.realpath(text))
-        if not real.is_dir():
-            raise FileRefused(f"{Path(text).name}: is not a folder")
+        if not (real.is_dir() or real.is_file()):
+            raise FileRefused(f"{Path(text).name}: no such file or folder")
+    if real.is_file():  # one file is a dataset of one file
+        return [str(real)], str(spec)
     found = []
     for dirpath, dirnames, filenames in os.walk(real):  # symbolic links to folders are not followed
         dirnames[:] = sorted(d for d in dirnames if not d.startswith((".", "_")) or "=" in d)
@@ -186,8 +188,8 @@ def open_dataset(spec, roots: DataRoots | None = None) -> Dataset:
     Parameters
     ----------
     spec : str or PathLike
-        A folder (searched recursively) or a pattern (``*``, ``?``, ``[…]``; ``**`` spans
-        folders).
+        A folder (searched recursively), a pattern (``*``, ``?``, ``[…]``; ``**`` spans
+        folders) or one file.
     roots : tpsviz.files.DataRoots, optional
         On a shared server: the folder, the pattern's start and every file must lie under a
         root once symbolic links are resolved; a relative spec starts at the first root, and a

@@ -15,6 +15,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from .data import TrajectoryData
+from .dataset import is_dataset_spec, open_dataset
 from .errors import LogFormatError
 from .files import Limits, limits_from_env, read_file
 from .harness import (HARNESS_FORMATS, TABLE_FORMATS, ReadOptions, detect_format, read_harness,
@@ -134,16 +135,48 @@ def _tau2_files(files: list, name: str | None, options: ReadOptions, limits: Lim
     return frame, reading, label
 
 
+def _read_dataset(source, options: ReadOptions, limits: Limits, read, roots):
+    """A dataset's files read into one raw frame; rows are located as "FILE row N"."""
+    import pandas as pd
+
+    ds = open_dataset(source, roots)
+    label = ds.label
+    if ds.n_rows is not None and ds.n_rows > limits.max_rows:
+        raise LogFormatError(label, [f"{ds.n_rows:,} rows in {ds.n_files} files, more than the {limits.max_rows:,} "
+                                     "read into memory (TPSVIZ_MAX_ROWS); score it out of core with "
+                                     "--engine duckdb"])
+    ids = [col for target, col in options.mapping if target == "trajectory_id"]
+    frames, rows = [], 0
+    for f in ds.files:
+        rel = ds.file_label(f)
+        raw, _ = read_source(f, rel, limits, read)
+        part = read_table(raw, rel, ds.fmt, limits.max_rows - rows, limits.max_cells, limits.max_bytes,
+                          text_columns=ids, max_nodes=limits.max_json_nodes)
+        del raw
+        rows += len(part)
+        prefix = part.attrs.get("where_prefix", "row")
+        part["_where"] = [f"{show_id(rel, 60)} {prefix} {n}" for n in part["_where"]]
+        frames.append(part)
+    frame = pd.concat(frames, ignore_index=True)
+    frame.attrs["notes"] = list(ds.notes)
+    frame = _apply_mapping(frame, options.mapping, label)
+    reading = {"format": ds.fmt, "dataset": {"files": ds.n_files, "skipped": ds.skipped, "bytes": ds.n_bytes},
+               "options": options.describe()}
+    return frame, reading, label
+
+
 def load(source, name: str | None = None, fmt: str | None = None, limits: Limits | None = None,
-         options: ReadOptions | None = None, forecasts=None, read=None) -> TrajectoryData:
+         options: ReadOptions | None = None, forecasts=None, read=None, roots=None) -> TrajectoryData:
     """Read and validate a trajectory log of any supported format.
 
     Parameters
     ----------
     source : str, PathLike, bytes, binary file-like or list of (bytes, name)
         The log. A path is opened read-only (a regular file of at most ``limits.max_bytes``,
-        or a tau2-bench results folder); bytes / file objects need ``name``; a list of
-        (bytes, name) is a tau2-bench folder's files (``results.json`` and the simulations).
+        a tau2-bench results folder, or a dataset: another folder or a glob pattern of
+        Parquet/CSV/TSV files with the same columns, :func:`tpsviz.dataset.open_dataset`);
+        bytes / file objects need ``name``; a list of (bytes, name) is a tau2-bench folder's
+        files (``results.json`` and the simulations).
     name : str, optional
         File name used for the format (by extension) and in messages.
     fmt : str, optional
@@ -161,6 +194,8 @@ def load(source, name: str | None = None, fmt: str | None = None, limits: Limits
     read : callable, optional
         ``read(path, max_bytes, label) -> bytes`` for every file read from a path (default
         :func:`tpsviz.files.read_file`).
+    roots : tpsviz.files.DataRoots, optional
+        For a dataset on a shared server: its folder, pattern and files must lie under these.
 
     Returns
     -------
@@ -180,7 +215,9 @@ def load(source, name: str | None = None, fmt: str | None = None, limits: Limits
     if fmt and fmt != "auto":
         options = replace(options, fmt=fmt)
     kind = options.fmt if options.fmt not in (None, "auto") else None
-    if isinstance(source, (str, os.PathLike)) and Path(source).is_dir():
+    if is_dataset_spec(source) and kind in (None, "csv", "tsv", "parquet"):
+        frame, reading, name = _read_dataset(source, options, limits, read, roots)
+    elif isinstance(source, (str, os.PathLike)) and Path(source).is_dir():
         name = name or Path(source).name
         if kind not in (None, "tau2") or not (Path(source) / "results.json").is_file():
             raise LogFormatError(name, ["is a folder; the only folder tpsviz reads is a tau2-bench "

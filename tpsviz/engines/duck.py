@@ -37,7 +37,7 @@ from ..tables import MISSING
 from ..tps import MAX_WEIGHT, ScoreSettings
 from .runsums import PooledCounts, RunSums
 
-__all__ = ["sums_duckdb", "GRID", "EXACT_ROWS"]
+__all__ = ["sums_duckdb", "sample_rows", "GRID", "EXACT_ROWS"]
 
 #: equal-width cells of the grid the pooled AUROC/AUPRC fall back to
 GRID = 1 << 20
@@ -250,74 +250,127 @@ scored AS (SELECT *, {', '.join(scored)} FROM weighted)
     return sql, cols
 
 
-def _run_sql(plan: _Plan, rows_sql: str) -> str:
-    """Per (run, block of 64 step numbers), then per run: counts, checks and sums."""
+class _Runs:
+    """The per-run result as numpy columns (nulls as NaN); absent columns read as a default."""
+
+    def __init__(self, table):
+        self.n_rows = table.num_rows
+        self._t = table
+
+    def __contains__(self, name: str) -> bool:
+        return name in self._t.column_names
+
+    def num(self, name: str, default: float = np.nan) -> np.ndarray:
+        if name not in self._t.column_names:
+            return np.full(self.n_rows, default, dtype=float)
+        col = self._t.column(name)
+        if col.type == "bool":
+            col = col.cast("double")
+        return col.to_numpy().astype(float, copy=False) if col.null_count == 0 else np.asarray(
+            col.cast("double").to_numpy(zero_copy_only=False), dtype=float)
+
+    def ids(self) -> np.ndarray:
+        return np.asarray(self._t.column("tid").to_numpy(zero_copy_only=False), dtype=object)
+
+    def first_id(self, mask: np.ndarray) -> str:
+        return str(self._t.column("tid")[int(np.flatnonzero(mask)[0])].as_py())
+
+
+def _flags(plan: _Plan) -> list[str]:
+    return ["bad_tid", "bad_step", "bad_y", "bad_c", "bad_q", "bad_w"] + [f"bad_p{k}" for k in range(len(plan.conf))]
+
+
+def _run_sql(plan: _Plan, rows_sql: str, settings: ScoreSettings) -> str:
+    """Per (run, block of 64 step numbers), then per run: counts, checks and sums; only the
+    aggregates the settings and columns need."""
+    sch = settings.schedule.name
     inner = ["tid", "step >> 6 AS blk", "count(*) AS n", "min(step) AS smin", "max(step) AS smax",
              "bit_count(bit_or(CAST(1 AS UBIGINT) << CAST(step & 63 AS UBIGINT))) AS nd",
-             "min(y) AS ymin", "max(y) AS ymax", "count(y) AS yn", "min(c) AS cmin", "max(c) AS cmax",
-             "count(c) AS cn", "min(q) AS qmin", "max(q) AS qmax",
-             "count(*) FILTER (WHERE wcol IS NULL) AS wnull",
-             "max(w) AS wmax", "count(*) FILTER (WHERE w = 0) AS wzero", "count(*) FILTER (WHERE isinf(w)) AS winf",
-             "arg_max_null(step, step) AS last_step"]
+             "min(y) AS ymin", "max(y) AS ymax", "count(y) AS yn",
+             "count(*) FILTER (WHERE " + " OR ".join(_flags(plan)) + ") AS nbad"]
     outer = ["tid", "sum(n) AS n", "min(smin) AS smin", "max(smax) AS smax", "sum(nd) AS nd",
-             "min(ymin) AS ymin", "max(ymax) AS ymax", "sum(yn) AS yn", "min(cmin) AS cmin",
-             "max(cmax) AS cmax", "sum(cn) AS cn", "min(qmin) AS qmin", "max(qmax) AS qmax",
-             "sum(wnull) AS wnull", "max(wmax) AS wmax", "sum(wzero) AS wzero", "sum(winf) AS winf"]
-    for flag in ("bad_tid", "bad_step", "bad_y", "bad_c", "bad_q", "bad_w"):
-        inner.append(f"count(*) FILTER (WHERE {flag}) AS {flag}")
-        outer.append(f"sum({flag}) AS {flag}")
+             "min(ymin) AS ymin", "max(ymax) AS ymax", "sum(yn) AS yn", "sum(nbad) AS nbad"]
+    if "censored" in plan.col:
+        inner += ["min(c) AS cmin", "max(c) AS cmax", "count(c) AS cn"]
+        outer += ["min(cmin) AS cmin", "max(cmax) AS cmax", "sum(cn) AS cn"]
+    if "q_z" in plan.col:
+        inner += ["min(q) AS qmin", "max(q) AS qmax"]
+        outer += ["min(qmin) AS qmin", "max(qmax) AS qmax"]
+    if sch == "column":
+        inner.append("count(*) FILTER (WHERE wcol IS NULL) AS wnull")
+        outer.append("sum(wnull) AS wnull")
+    if sch in ("column", "linear", "front", "back"):
+        inner += ["max(w) AS wmax", "count(*) FILTER (WHERE w = 0) AS wzero",
+                  "count(*) FILTER (WHERE isinf(w)) AS winf"]
+        outer += ["max(wmax) AS wmax", "sum(wzero) AS wzero", "sum(winf) AS winf"]
+    if plan.conf:
+        inner.append("count(*) FILTER (WHERE " + " OR ".join(f"fuzz{k}" for k in range(len(plan.conf)))
+                     + ") AS nfuzz")
+        outer.append("sum(nfuzz) AS nfuzz")
     for k in range(len(plan.conf)):
-        inner += [f"sum(s1_{k}) AS a1_{k}", f"sum(s0_{k}) AS a0_{k}",
-                  f"sum(CASE WHEN p{k} IS NOT NULL THEN w ELSE 0.0 END) AS w_{k}",
-                  f"count(p{k}) AS np_{k}", f"count(*) FILTER (WHERE clip{k}) AS cl_{k}",
-                  f"count(*) FILTER (WHERE bad_p{k}) AS bad_p{k}", f"count(*) FILTER (WHERE fuzz{k}) AS fz_{k}",
+        inner += [f"sum(s1_{k}) AS a1_{k}", f"sum(s0_{k}) AS a0_{k}", f"count(p{k}) AS np_{k}",
                   f"arg_max(p{k}, step) FILTER (WHERE p{k} IS NOT NULL) AS last_{k}",
-                  f"max(step) FILTER (WHERE p{k} IS NOT NULL) AS lstep_{k}",
-                  f"arg_max_null(s1_{k}, step) AS e1_{k}", f"arg_max_null(s0_{k}, step) AS e0_{k}"]
-        outer += [f"sum(a1_{k}) AS a1_{k}", f"sum(a0_{k}) AS a0_{k}", f"sum(w_{k}) AS w_{k}",
-                  f"sum(np_{k}) AS np_{k}", f"sum(cl_{k}) AS cl_{k}", f"sum(bad_p{k}) AS bad_p{k}",
-                  f"sum(fz_{k}) AS fz_{k}", f"arg_max(last_{k}, lstep_{k}) AS last_{k}",
-                  f"arg_max_null(e1_{k}, last_step) AS e1_{k}", f"arg_max_null(e0_{k}, last_step) AS e0_{k}",
-                  f"arg_max_null(np_{k} > 0 AND lstep_{k} = last_step, last_step) AS epres_{k}"]
+                  f"max(step) FILTER (WHERE p{k} IS NOT NULL) AS lstep_{k}"]
+        outer += [f"sum(a1_{k}) AS a1_{k}", f"sum(a0_{k}) AS a0_{k}", f"sum(np_{k}) AS np_{k}",
+                  f"arg_max(last_{k}, lstep_{k}) AS last_{k}"]
+        if settings.eps > 0:
+            inner.append(f"count(*) FILTER (WHERE clip{k}) AS cl_{k}")
+            outer.append(f"sum(cl_{k}) AS cl_{k}")
+        if sch not in ("uniform", "per-length", "endpoint"):
+            inner.append(f"sum(CASE WHEN p{k} IS NOT NULL THEN w ELSE 0.0 END) AS w_{k}")
+            outer.append(f"sum(w_{k}) AS w_{k}")
+        if sch == "endpoint":
+            inner += [f"arg_max_null(s1_{k}, step) AS e1_{k}", f"arg_max_null(s0_{k}, step) AS e0_{k}"]
+            outer += [f"arg_max_null(e1_{k}, smax) AS e1_{k}", f"arg_max_null(e0_{k}, smax) AS e0_{k}",
+                      f"arg_max_null(np_{k} > 0 AND lstep_{k} = smax, smax) AS epres_{k}"]
     return (rows_sql + f"SELECT {', '.join(outer)} FROM (SELECT {', '.join(inner)} FROM scored "
             "GROUP BY tid, blk) GROUP BY tid ORDER BY tid")
 
 
-def _check_rows(ds: Dataset, plan: _Plan, runs: pd.DataFrame) -> list[str]:
-    """Problems found by the per-run checks (empty when the dataset is sound)."""
+def _diagnose(con, plan: _Plan, rows_sql: str) -> dict:
+    """Rows failing each check, with an example run (one more pass, only when a check failed)."""
+    parts = []
+    for f in _flags(plan) + [f"fuzz{k}" for k in range(len(plan.conf))]:
+        parts += [f"count(*) FILTER (WHERE {f}) AS {f}", f"min(tid) FILTER (WHERE {f}) AS ex_{f}"]
+    row = con.sql(rows_sql + f"SELECT {', '.join(parts)} FROM scored").fetchall()[0]
+    names = [p.rsplit(" AS ", 1)[1] for p in parts]
+    return dict(zip(names, row))
+
+
+def _check_rows(ds: Dataset, plan: _Plan, runs: _Runs, diag: dict | None) -> list[str]:
+    """Problems found by the row and per-run checks (empty when the dataset is sound)."""
     problems = []
 
     def where(mask, what: str) -> None:
         m = np.asarray(mask, dtype=bool)
         if m.any():
-            ex = show_id(runs["tid"].to_numpy()[m][0], 40)
-            problems.append(f"{what}: {int(m.sum()):,} run(s), e.g. trajectory {ex}")
+            problems.append(f"{what}: {int(m.sum()):,} run(s), e.g. trajectory {show_id(runs.first_id(m), 40)}")
 
-    def rows(col: str, what: str) -> None:
-        bad = runs[col].to_numpy()
-        m = bad > 0
-        if m.any():
-            ex = show_id(runs["tid"].to_numpy()[m][0], 40)
-            problems.append(f"{what}; not so on {int(bad.sum()):,} row(s), e.g. in trajectory {ex}")
-
-    if runs["bad_tid"].sum():
-        problems.append(f"column 'trajectory_id': empty on {int(runs['bad_tid'].sum()):,} row(s)")
-    rows("bad_step", "column 'step': every row needs a whole number from 0 to 2^53")
-    rows("bad_y", "column 'outcome' must be 1 (success), 0 (failure) or empty (censored)")
-    rows("bad_c", "column 'censored' must be true/false or 1/0")
-    rows("bad_q", "column 'q_z' (continuation success probability) must be in [0, 1] or empty")
-    rows("bad_w", "column 'weight': weights must be finite numbers >= 0")
-    for k, name in enumerate(plan.conf):
-        rows(f"bad_p{k}", f"column {show_id(name)}: probabilities must be in [0, 1]")
-    if problems:
-        return problems
-    n = runs["n"].to_numpy()
-    where(runs["nd"].to_numpy() != n, "duplicate (trajectory_id, step): the same step appears twice in a run")
-    where((runs["yn"].to_numpy() > 0) & (runs["ymin"].to_numpy() != runs["ymax"].to_numpy()),
+    if diag:
+        texts = {"bad_tid": "column 'trajectory_id': every row needs an id",
+                 "bad_step": "column 'step': every row needs a whole number from 0 to 2^53",
+                 "bad_y": "column 'outcome' must be 1 (success), 0 (failure) or empty (censored)",
+                 "bad_c": "column 'censored' must be true/false or 1/0",
+                 "bad_q": "column 'q_z' (continuation success probability) must be in [0, 1] or empty",
+                 "bad_w": "column 'weight': weights must be finite numbers >= 0"}
+        texts.update({f"bad_p{k}": f"column {show_id(name)}: probabilities must be in [0, 1]"
+                      for k, name in enumerate(plan.conf)})
+        for flag, text in texts.items():
+            count = int(diag.get(flag) or 0)
+            if count:
+                ex = diag.get(f"ex_{flag}")
+                at = f", e.g. in trajectory {show_id(ex, 40)}" if ex else ""
+                problems.append(f"{text}; not so on {count:,} row(s){at}")
+        if problems:
+            return problems
+    n = runs.num("n")
+    where(runs.num("nd") != n, "duplicate (trajectory_id, step): the same step appears twice in a run")
+    where((runs.num("yn") > 0) & (runs.num("ymin") != runs.num("ymax")),
           "column 'outcome' changes within a run; it must be constant within a run")
-    where((runs["cn"].to_numpy() > 0) & (runs["cmin"].to_numpy() != runs["cmax"].to_numpy()),
+    where((runs.num("cn", 0) > 0) & (runs.num("cmin") != runs.num("cmax")),
           "column 'censored' changes within a run; it must be constant within a run")
-    where(runs["qmin"].notna().to_numpy() & (runs["qmin"].to_numpy() != runs["qmax"].to_numpy()),
+    qmin = runs.num("qmin")
+    where(~np.isnan(qmin) & (qmin != runs.num("qmax")),
           "column 'q_z' changes within a run; it must be constant within a run")
     return problems
 
@@ -367,12 +420,13 @@ def _sums(con, ds: Dataset, settings: ScoreSettings, mapping) -> RunSums:
     if settings.schedule.name == "column" and "weight" not in plan.col:
         raise LogFormatError(ds.label, ["schedule 'column' needs a 'weight' column; the dataset has none"])
     rows_sql, _ = _rows_sql(plan, source, settings, positional=False)
-    runs = con.execute(_run_sql(plan, rows_sql)).df()
-    problems = _check_rows(ds, plan, runs)
+    runs = _Runs(con.sql(_run_sql(plan, rows_sql, settings)).to_arrow_table())
+    checks = _diagnose(con, plan, rows_sql) if (runs.num("nbad", 0).sum() or runs.num("nfuzz", 0).sum()) else {}
+    problems = _check_rows(ds, plan, runs, checks)
     if problems:
         raise LogFormatError(ds.label, problems)
-    n = runs["n"].to_numpy()
-    regular = (runs["smin"].to_numpy() == 1) & (runs["smax"].to_numpy() == n)
+    n = runs.num("n")
+    regular = (runs.num("smin") == 1) & (runs.num("smax") == n)
     notes = list(ds.notes)
     if not regular.all():
         notes.append(f"{int((~regular).sum())} run(s) have steps that are not numbered 1, 2, …, T (a gap, a step 0 "
@@ -380,39 +434,43 @@ def _sums(con, ds: Dataset, settings: ScoreSettings, mapping) -> RunSums:
                      "position t = 1 … T in its run.")
         if settings.schedule.name in ("linear", "front", "back"):
             rows_sql, _ = _rows_sql(plan, source, settings, positional=True)
-            runs = con.execute(_run_sql(plan, rows_sql)).df()
-    return _to_sums(con, ds, plan, settings, runs, rows_sql, n_rows, notes)
+            runs = _Runs(con.sql(_run_sql(plan, rows_sql, settings)).to_arrow_table())
+    for k, col in enumerate(plan.conf):
+        fz = int(checks.get(f"fuzz{k}") or 0)
+        if fz:
+            notes.append(f"{col}: {fz} value(s) within 1e-9 outside [0, 1] (float rounding) were set to 0 or 1.")
+    return _to_sums(con, ds, plan, settings, runs, rows_sql, notes)
 
 
-def _to_sums(con, ds, plan, settings, runs, rows_sql, n_rows, notes) -> RunSums:
-    n = runs["n"].to_numpy().astype(np.int64)
-    y = runs["ymin"].to_numpy(dtype=float)
-    yn = runs["yn"].to_numpy()
-    marked = runs["cn"].to_numpy() > 0
-    cflag = runs["cmin"].to_numpy(dtype=float)
-    censored = np.where(marked, cflag == 1.0, yn == 0)
+def _to_sums(con, ds, plan, settings, runs: _Runs, rows_sql, notes) -> RunSums:
+    n = runs.num("n").astype(np.int64)
+    y = runs.num("ymin")
+    yn = runs.num("yn")
+    marked = runs.num("cn", 0) > 0
+    censored = np.where(marked, runs.num("cmin") == 1.0, yn == 0)
     problems = []
     partial = (yn > 0) & (yn < n)
     if partial.any():
         problems.append(f"'outcome' is given on some rows only in {int(partial.sum()):,} run(s) (e.g. "
-                        f"trajectory {show_id(runs['tid'].to_numpy()[partial][0], 40)}); the out-of-core "
+                        f"trajectory {show_id(runs.first_id(partial), 40)}); the out-of-core "
                         "engine needs it on every row of a finished run: use --engine memory")
     both = censored & (yn > 0)
     if both.any():
-        problems.append(f"trajectory {show_id(runs['tid'].to_numpy()[both][0], 40)} and {int(both.sum()) - 1} more: "
+        problems.append(f"trajectory {show_id(runs.first_id(both), 40)} and {int(both.sum()) - 1} more: "
                         "column 'censored' is true while 'outcome' is present; a censored run has no observed outcome")
     neither = ~censored & (yn == 0)
     if neither.any():
-        problems.append(f"trajectory {show_id(runs['tid'].to_numpy()[neither][0], 40)} and {int(neither.sum()) - 1} "
+        problems.append(f"trajectory {show_id(runs.first_id(neither), 40)} and {int(neither.sum()) - 1} "
                         "more: 'outcome' is empty but column 'censored' says the run finished")
     sch = settings.schedule
-    if sch.name == "column" and runs["wnull"].sum():
-        problems.append(f"schedule 'column': the 'weight' column is empty on {int(runs['wnull'].sum()):,} row(s); "
+    wnull = int(runs.num("wnull", 0).sum())
+    if sch.name == "column" and wnull:
+        problems.append(f"schedule 'column': the 'weight' column is empty on {wnull:,} row(s); "
                         "give every row a weight")
     if problems:
         raise LogFormatError(ds.label, problems)
     _check_schedule(settings, runs)
-    qz = runs["qmin"].to_numpy(dtype=float)
+    qz = runs.num("qmin")
     ignored_q = ~np.isnan(qz) & ~censored
     if ignored_q.any():
         notes.append(f"{int(ignored_q.sum())} complete trajectories carry a q_z value; q_z is only used for "
@@ -421,23 +479,20 @@ def _to_sums(con, ds, plan, settings, runs, rows_sql, n_rows, notes) -> RunSums:
     a1, a0, wsum, n_present, n_clipped, last = {}, {}, {}, {}, {}, {}
     for k, col in enumerate(plan.conf):
         name = col[len("conf_"):]
-        npres = runs[f"np_{k}"].to_numpy().astype(np.int64)
-        s1, s0 = runs[f"a1_{k}"].to_numpy(dtype=float), runs[f"a0_{k}"].to_numpy(dtype=float)
-        w = runs[f"w_{k}"].to_numpy(dtype=float)
+        npres = runs.num(f"np_{k}").astype(np.int64)
+        s1, s0 = runs.num(f"a1_{k}"), runs.num(f"a0_{k}")
+        w = runs.num(f"w_{k}") if f"w_{k}" in runs else npres.astype(float)
         if sch.name == "per-length":
             s1, s0, w = s1 / n, s0 / n, npres / n
         elif sch.name == "endpoint":  # w = 1 on the last row only, which may lack a forecast
-            pres = runs[f"epres_{k}"].fillna(False).to_numpy(dtype=bool)
-            s1 = np.where(pres, runs[f"e1_{k}"].to_numpy(dtype=float), 0.0)
-            s0 = np.where(pres, runs[f"e0_{k}"].to_numpy(dtype=float), 0.0)
+            pres = runs.num(f"epres_{k}", 0.0) == 1.0
+            s1 = np.where(pres, runs.num(f"e1_{k}"), 0.0)
+            s0 = np.where(pres, runs.num(f"e0_{k}"), 0.0)
             w = pres.astype(float)
         a1[name], a0[name], wsum[name] = s1, s0, w
         n_present[name] = npres
-        n_clipped[name] = runs[f"cl_{k}"].to_numpy().astype(np.int64)
-        last[name] = runs[f"last_{k}"].to_numpy(dtype=float)
-        fz = int(runs[f"fz_{k}"].sum())
-        if fz:
-            notes.append(f"{col}: {fz} value(s) within 1e-9 outside [0, 1] (float rounding) were set to 0 or 1.")
+        n_clipped[name] = runs.num(f"cl_{k}", 0).astype(np.int64)
+        last[name] = runs.num(f"last_{k}")
         miss = int((n - npres).sum())
         if miss == int(n.sum()):
             notes.append(f"{col}: the column holds no forecast at all; the predictor is listed but cannot be scored.")
@@ -447,20 +502,20 @@ def _to_sums(con, ds, plan, settings, runs, rows_sql, n_rows, notes) -> RunSums:
         notes.append("raw signals (" + ", ".join(show_id(s, 40) for s in plan.signals[:5]) + ") were not scored: "
                      "their recalibration needs the step rows (use --engine memory --recalibrate).")
     pooled = _pooled(con, plan, rows_sql, int(np.sum(n[~censored])))
-    runs_frame = pd.DataFrame({"trajectory_id": runs["tid"].to_numpy(dtype=object), "length": n,
+    runs_frame = pd.DataFrame({"trajectory_id": runs.ids(), "length": n,
                                "outcome": np.where(censored, np.nan, y), "censored": censored, "q_z": qz})
     names = [c[len("conf_"):] for c in plan.conf]
     return RunSums(ds.label, "duckdb", settings, runs_frame, names, a1, a0, wsum, n_present, n_clipped, last,
                    {names[k]: v for k, v in pooled.items()}, int(n.sum()), notes)
 
 
-def _check_schedule(settings: ScoreSettings, runs: pd.DataFrame) -> None:
+def _check_schedule(settings: ScoreSettings, runs: _Runs) -> None:
     """The weight checks of :func:`tpsviz.tps.check_weights`, from per-run extremes."""
     sch = settings.schedule
     if sch.name in ("uniform", "per-length", "endpoint"):
         return
-    total = int(runs["n"].sum())
-    zero, inf = int(runs["wzero"].sum()), int(runs["winf"].sum())
+    total = int(runs.num("n").sum())
+    zero, inf = int(runs.num("wzero", 0).sum()), int(runs.num("winf", 0).sum())
     if sch.name in ("linear", "front", "back") and (zero or inf):
         what = []
         if zero:
@@ -470,7 +525,7 @@ def _check_schedule(settings: ScoreSettings, runs: pd.DataFrame) -> None:
         raise ValueError(f"schedule {sch.spec}: the weights {' and '.join(what)} in floating point, so the "
                          "score would not be strictly proper (and could read as a perfect 0); choose γ closer "
                          "to 1 or a smaller budget H")
-    big = float(runs["wmax"].max())
+    big = float(np.nanmax(runs.num("wmax")))
     if sch.name == "column" and not big > 0:
         raise ValueError("schedule 'column': every weight in the 'weight' column is 0, so nothing would be "
                          "scored; give positive weights")
@@ -484,10 +539,11 @@ def _pooled(con, plan: _Plan, rows_sql: str, n_labelled_max: int) -> dict:
     out = {}
     tbin = ("least(greatest(CAST(floor(p * 10.0) AS INTEGER) - CASE WHEN p < CAST(floor(p * 10.0) AS DOUBLE) / 10.0 "
             "THEN 1 ELSE 0 END + CASE WHEN p >= (CAST(floor(p * 10.0) AS DOUBLE) + 1.0) / 10.0 THEN 1 ELSE 0 END, 0), 9)")
-    union = " UNION ALL ".join(f"SELECT {k} AS k, p{k} AS p, y FROM scored WHERE p{k} IS NOT NULL AND y IS NOT NULL"
-                               for k in range(len(plan.conf)))
-    base = rows_sql + f", lab AS ({union})"
-    grid = con.execute(base + f"""
+    ks = ", ".join(f"p{k}" for k in range(len(plan.conf)))
+    # one scan: the labelled rows, one row per (row, predictor with a forecast); UNPIVOT drops NULLs
+    base = rows_sql + (f", lab AS (SELECT CAST(substr(k, 2) AS INTEGER) AS k, p, y FROM "
+                       f"(UNPIVOT (SELECT y, {ks} FROM scored WHERE y IS NOT NULL) ON {ks} INTO NAME k VALUE p))")
+    grid = con.sql(base + f"""
 SELECT k, least(CAST(floor(p * {GRID}.0) AS BIGINT), {GRID - 1}) AS cell, {tbin} AS tb,
        sum(y) AS pos, count(*) - sum(y) AS neg, sum(p - y) AS gap, min(p) AS pmin, max(p) AS pmax
 FROM lab GROUP BY ALL ORDER BY k, cell""").df()
@@ -509,7 +565,7 @@ FROM lab GROUP BY ALL ORDER BY k, cell""").df()
             0 if single else GRID, gap, nbin)
     need = [k for k, single in exact_cells.items() if not single]
     if need and n_labelled_max <= EXACT_ROWS:
-        ex = con.execute(base + f"""
+        ex = con.sql(base + f"""
 SELECT k, p, sum(y) AS pos, count(*) - sum(y) AS neg FROM lab WHERE k IN ({', '.join(map(str, need))})
 GROUP BY k, p ORDER BY k, p""").df()
         for k in need:
@@ -518,3 +574,24 @@ GROUP BY k, p ORDER BY k, p""").df()
             out[k] = PooledCounts(e["p"].to_numpy(dtype=float), e["pos"].to_numpy(dtype=float),
                                   e["neg"].to_numpy(dtype=float), True, 0, old.tece_gap, old.tece_n)
     return out
+
+
+def sample_rows(ds: Dataset, ids, threads: int | None = None, memory_limit: str | None = None) -> pd.DataFrame:
+    """The step rows of the runs ``ids`` (trajectory ids as the engine reads them: text, trimmed),
+    as read from the files: the raw frame :func:`tpsviz.from_frame` validates.
+
+    For the views and tests that need rows (verdicts, heat maps, drill-downs) on a random sample
+    of the runs of a dataset too large to read whole.
+    """
+    con, spill = connect(ds, threads, memory_limit)
+    try:
+        source = _source(ds)
+        types = dict(con.execute(f"SELECT column_name, column_type FROM (DESCRIBE SELECT * FROM {source})").fetchall())
+        tid = next((c for c in types if canonical_name(c) == "trajectory_id"), None)
+        if tid is None:
+            raise LogFormatError(ds.label, ["missing required column 'trajectory_id'"])
+        sql = f"SELECT * FROM {source} WHERE trim(CAST({_q(tid)} AS VARCHAR)) IN (SELECT unnest(?))"
+        return con.sql(sql, params=[[str(i) for i in ids]]).to_arrow_table().to_pandas()
+    finally:
+        con.close()
+        shutil.rmtree(spill, ignore_errors=True)

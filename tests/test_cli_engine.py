@@ -1,0 +1,106 @@
+"""``score --engine``: a dataset scored out of core reports the numbers the in-memory engine
+reports for the same rows; auto says which engine it picked and why; what the out-of-core engine
+cannot do is refused by name (run as a user runs it: a subprocess)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+DEMO = ROOT / "demo_data" / "webshop-like.csv"
+
+
+def run(*args, env=None):
+    full = {**os.environ, **(env or {})}
+    return subprocess.run([sys.executable, "-m", "tpsviz", *map(str, args)], cwd=ROOT, env=full,
+                          capture_output=True, text=True, timeout=300)
+
+
+@pytest.fixture(scope="module")
+def dataset(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("ds")
+    df = pd.read_csv(DEMO)
+    cut = len(df) // 2 + 5  # a run spans the two files
+    df.iloc[:cut].to_parquet(folder / "part-0.parquet")
+    df.iloc[cut:].to_parquet(folder / "part-1.parquet")
+    return folder
+
+
+def test_out_of_core_json_matches_the_in_memory_json(dataset, tmp_path):
+    args = ["--json", "--n-boot", "300", "--alpha", "2", "--beta", "3", "--schedule", "linear"]
+    mem = run("score", DEMO, *args, "--engine", "memory", "--per-trajectory", tmp_path / "m.csv")
+    duck = run("score", dataset, *args, "--engine", "duckdb", "--per-trajectory", tmp_path / "d.csv")
+    assert mem.returncode == 0 and duck.returncode == 0, duck.stderr
+    a, b = json.loads(mem.stdout), json.loads(duck.stdout)
+    assert a["settings"]["engine"] == "memory" and b["settings"]["engine"] == "duckdb"
+    assert b["settings"]["n_trajectories"] == a["settings"]["n_trajectories"]
+    assert b["settings"]["reference_rate"] == pytest.approx(a["settings"]["reference_rate"], rel=1e-12)
+    assert b["settings"]["verdicts"].startswith("on all") and "exact counts" in b["settings"]["metrics"]
+    for name, pa in a["predictors"].items():
+        pb = b["predictors"][name]
+        for key in ("tps_mean", "tps_se", "tps_ci_low", "tps_ci_high", "tps_step_mean", "tps_ref", "skill",
+                    "auroc", "auprc", "auroc_final", "tece_pooled", "tece_final"):
+            assert pb[key] == pytest.approx(pa[key], rel=1e-10, abs=1e-12), (name, key)
+        for key in ("n_trajectories", "n_censored", "n_clipped", "n_steps", "n_missing"):
+            assert pb[key] == pa[key], (name, key)
+        assert pb["ranks_exact"] is True and pb["auroc_bound"] == 0
+        # on all runs, the verdict is the in-memory verdict
+        assert pb["verdict"]["label"] == pa["verdict"]["label"] and pb["verdict"]["text"] == pa["verdict"]["text"]
+    m = pd.read_csv(tmp_path / "m.csv").sort_values(["predictor", "trajectory_id"], ignore_index=True)
+    d = pd.read_csv(tmp_path / "d.csv").sort_values(["predictor", "trajectory_id"], ignore_index=True)
+    assert (m[["trajectory_id", "predictor", "censored"]] == d[["trajectory_id", "predictor", "censored"]]).all().all()
+    np.testing.assert_allclose(d["tps"], m["tps"], rtol=1e-12)
+
+
+def test_auto_says_which_engine_it_picked(dataset):
+    small = run("score", dataset, "--n-boot", "0")
+    assert small.returncode == 0, small.stderr
+    assert "engine: memory (auto:" in small.stdout and "within the 5,000,000 rows" in small.stdout
+    big = run("score", dataset, "--n-boot", "0", env={"TPSVIZ_MAX_ROWS": "1000"})
+    assert big.returncode == 0, big.stderr
+    assert "engine: duckdb, out of core (auto:" in big.stdout and "more than the 1,000 rows" in big.stdout
+    assert "verdicts on all" in big.stdout  # fewer runs than --verdict-sample: the verdicts see them all
+    glob = run("score", str(dataset / "*.parquet"), "--n-boot", "0", "--engine", "duckdb", "--json")
+    assert glob.returncode == 0 and json.loads(glob.stdout)["settings"]["dataset"]["files"] == 2
+    # the in-memory engine reads a dataset too, with its rows located by file
+    mem = run("score", dataset, "--n-boot", "0", "--engine", "memory")
+    assert mem.returncode == 0 and "engine: memory (asked for" in mem.stdout
+
+
+def test_what_out_of_core_cannot_do_is_refused_by_name(dataset, tmp_path):
+    out = run("score", dataset, "--engine", "duckdb", "--recalibrate", "platt")
+    assert out.returncode == 2 and "--recalibrate is not available with the out-of-core engine" in out.stderr
+    jsonl = tmp_path / "log.jsonl"
+    pd.read_csv(DEMO).head(50).to_json(jsonl, orient="records", lines=True)
+    out = run("score", jsonl, "--engine", "duckdb")
+    assert out.returncode == 2 and "--engine duckdb reads Parquet, CSV and TSV" in out.stderr
+    bad = tmp_path / "bad"
+    bad.mkdir()
+    df = pd.read_csv(DEMO).head(200)
+    df.loc[7, df.columns[df.columns.str.startswith("conf_")][0]] = 3.0
+    df.to_parquet(bad / "a.parquet")
+    out = run("score", bad, "--engine", "duckdb")
+    assert out.returncode == 2 and "probabilities must be in [0, 1]" in out.stderr
+    assert "Traceback" not in out.stderr and "trajectory" in out.stderr
+
+
+def test_verdicts_on_a_sample_say_so(dataset):
+    out = run("score", dataset, "--engine", "duckdb", "--n-boot", "0", "--verdict-sample", "60", "--json")
+    assert out.returncode == 0, out.stderr
+    obj = json.loads(out.stdout)
+    words = obj["settings"]["verdicts"]
+    assert words.startswith("on a random sample of 60 of ") and "describe the sample" in words
+    assert all(p["verdict"]["sample"] == words for p in obj["predictors"].values())
+    again = json.loads(run("score", dataset, "--engine", "duckdb", "--n-boot", "0", "--verdict-sample", "60",
+                           "--json").stdout)
+    assert again["predictors"] == obj["predictors"]  # seeded: the same sample, the same verdicts
+    off = run("score", dataset, "--engine", "duckdb", "--n-boot", "0", "--verdict-sample", "0")
+    assert off.returncode == 0 and "verdicts not computed (--verdict-sample 0)" in off.stdout

@@ -1,0 +1,223 @@
+"""``python -m tpsviz score PATH --engine auto|memory|duckdb``: which engine scores a log, and the
+report of the out-of-core engine (docs/architecture.md, "Engines").
+
+``auto`` reads a log into memory when it fits the row limit (``TPSVIZ_MAX_ROWS``) and scores a
+larger Parquet/CSV dataset (a folder, a glob pattern or one big file) out of core with DuckDB; it
+says which it picked and why. The out-of-core report has the in-memory report's TPS table,
+reference, skill and usual metrics, computed from per-trajectory sums; the verdicts and caveats,
+which need the step rows, are not computed there (the report says so).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+
+from .cli import (_Fail, _fmt, _interval, _name, _name_width, _num, _settings_from, _verdict_numbers,
+                  reading_json)
+from .dataset import DATASET_FORMATS, Dataset, is_dataset_spec, open_dataset
+from .export import safe_csv
+from .files import Limits
+from .tps import settings_words
+
+__all__ = ["choose_engine", "score_out_of_core", "ENGINES"]
+
+ENGINES = ("auto", "memory", "duckdb")
+#: bytes of CSV per row assumed when a CSV dataset's row count is unknown before reading
+_CSV_BYTES_PER_ROW = 40
+
+
+def _unsupported(args) -> list[str]:
+    """Options the out-of-core engine does not apply (named, never silently ignored)."""
+    given = [("--recalibrate", args.recalibrate), ("--rollouts", args.rollouts),
+             ("--forecasts", args.forecasts), ("--percent", args.percent), ("--conf", args.conf),
+             ("--treat", args.treat), ("--scorer", args.scorer),
+             ("--success-threshold", args.success_threshold is not None)]
+    return [flag for flag, on in given if on]
+
+
+def choose_engine(args, limits: Limits) -> tuple[str, str, Dataset | None]:
+    """(engine, why, dataset) for ``args.path`` under ``--engine``."""
+    engine = args.engine
+    path = args.path
+    table_like = is_dataset_spec(path) or (Path(path).is_file()
+                                          and Path(path).suffix.lower() in DATASET_FORMATS)
+    if engine == "memory":
+        return "memory", "asked for (--engine memory)", None
+    if not table_like or args.format not in ("auto", "csv", "tsv", "parquet"):
+        if engine == "duckdb":
+            raise _Fail("--engine duckdb reads Parquet, CSV and TSV tables (a file, a folder or a glob "
+                        "pattern of them); read harness logs and JSON Lines with --engine memory")
+        return "memory", "a harness log or JSON Lines file is read in memory", None
+    ds = open_dataset(path)
+    rows = ds.n_rows if ds.n_rows is not None else ds.n_bytes // _CSV_BYTES_PER_ROW
+    what = (f"{ds.n_rows:,} rows" if ds.n_rows is not None else f"about {rows:,} rows ({ds.n_bytes / 2**20:,.0f} MB "
+            "of text)") + f" in {ds.n_files} file{'s' if ds.n_files != 1 else ''}"
+    if engine == "duckdb":
+        return "duckdb", f"asked for (--engine duckdb); {what}", ds
+    if rows > limits.max_rows or ds.n_bytes > limits.max_bytes * max(ds.n_files, 1):
+        return "duckdb", (f"auto: {what}, more than the {limits.max_rows:,} rows read into memory "
+                          "(TPSVIZ_MAX_ROWS)"), ds
+    return "memory", f"auto: {what}, within the {limits.max_rows:,} rows read into memory", None
+
+
+def score_out_of_core(args, ds: Dataset, why: str) -> int:
+    """``score`` through :func:`tpsviz.engines.duck.sums_duckdb`; prints the report."""
+    from .engines import score_from_sums
+    from .engines.duck import sums_duckdb
+    bad = _unsupported(args)
+    if bad:
+        one = len(bad) == 1
+        raise _Fail(f"{', '.join(bad)} {'is' if one else 'are'} not available with the out-of-core engine "
+                    f"({'it needs' if one else 'they need'} the step rows in memory); drop "
+                    f"{'it' if one else 'them'} or use --engine memory on a log within TPSVIZ_MAX_ROWS")
+    probe = _settings_from(args, has_qz=False)
+    sums = sums_duckdb(ds, probe, mapping=[(t, c) for t, c in args.map_pairs])
+    has_qz = bool((sums.runs["censored"] & sums.runs["q_z"].notna()).any())
+    settings = _settings_from(args, has_qz=has_qz)
+    try:
+        res = score_from_sums(sums, settings)
+    except ValueError as exc:
+        raise _Fail(str(exc)) from None
+    if args.per_trajectory:
+        out = res.per_trajectory[["trajectory_id", "predictor", "tps", "censored"]]
+        Path(args.per_trajectory).write_text(safe_csv(out), encoding="utf-8")
+    ranks = _ranks_words(res.metrics)
+    verdict, sample_words = _sample_verdicts(args, ds, sums, settings)
+    if args.json:
+        print(json.dumps(_json(res, ds, why, ranks, verdict, sample_words), indent=2))
+        return 0
+    _print(res, ds, why, ranks, verdict, sample_words)
+    return 0
+
+
+def _sample_verdicts(args, ds: Dataset, sums, settings):
+    """Verdicts on a seeded random sample of the runs (they need the step rows), and the words
+    that say so; (None, reason) when the sample is off."""
+    from .engines.duck import sample_rows
+    from .inference import DEFAULT_SEED
+    from .io import _apply_mapping
+    from .longform import from_frame
+    from .verdict import verdicts
+
+    n_runs = sums.n_trajectories
+    k = min(int(args.verdict_sample), n_runs)
+    if k <= 0:
+        return None, "not computed (--verdict-sample 0)"
+    seed = DEFAULT_SEED if args.seed is None else args.seed
+    rng = np.random.default_rng(seed)
+    ids = sums.runs["trajectory_id"].to_numpy()
+    pick = ids if k == n_runs else ids[np.sort(rng.choice(n_runs, size=k, replace=False))]
+    frame = _apply_mapping(sample_rows(ds, pick), args.map_pairs, ds.label)
+    data = from_frame(frame, source=ds.label)
+    try:
+        out = verdicts(data, settings)
+    except ValueError as exc:
+        return None, f"not computed on the sample: {exc}"
+    if k == n_runs:
+        return out, f"on all {n_runs:,} runs"
+    return out, (f"on a random sample of {k:,} of {n_runs:,} runs (seed {seed}; --verdict-sample sets the size): "
+                 "their numbers describe the sample")
+
+
+def _ranks_words(metrics) -> str:
+    if metrics.empty or bool(metrics["ranks_exact"].fillna(True).all()):
+        return "AUROC/AUPRC from exact counts on the distinct forecast values"
+    au = float(np.nanmax(metrics["auroc_bound"].to_numpy(float)))
+    ap = float(np.nanmax(metrics["auprc_bound"].to_numpy(float)))
+    return (f"AUROC/AUPRC from counts on a grid of 2^20 equal cells of [0, 1] (too many distinct "
+            f"forecasts to count exactly): error at most {au:.1e} (AUROC) and {ap:.1e} (AUPRC)")
+
+
+def _json(res, ds: Dataset, why: str, ranks: str, verdict, sample_words: str) -> dict:
+    sums, s, sk, m = res.sums, res.summary, res.skill, res.metrics
+    ref_rate = float(sk["ref_rate"].iloc[0]) if len(sk) else None
+    return {
+        "settings": {**res.settings.describe(), "file": ds.label, "engine": "duckdb", "engine_reason": why,
+                     "dataset": {"files": ds.n_files, "bytes": ds.n_bytes, "skipped": ds.skipped},
+                     "n_trajectories": sums.n_trajectories, "n_steps": sums.n_steps,
+                     "n_censored": sums.n_censored, "notes": [_name(n) for n in sums.notes],
+                     "reading": reading_json({"format": ds.fmt}),
+                     "units": "TPS per trajectory in the score's units (nats for the log score); "
+                              "higher is better, 0 is perfect",
+                     "reference_rate": _num(ref_rate),
+                     "reference_rule": str(sk["ref_rule"].iloc[0]) if len(sk) else None,
+                     "metrics": "auroc/auprc/tece_pooled pooled over (trajectory, step) pairs of complete "
+                                "runs; *_final use each run's final forecast; T-ECE with 10 equal-width "
+                                "bins; " + ranks,
+                     "verdicts": sample_words},
+        "predictors": {
+            name: {
+                "tps_mean": _num(r.tps_mean), "tps_se": _num(r.tps_se),
+                "tps_ci_low": _num(r.tps_ci_low), "tps_ci_high": _num(r.tps_ci_high),
+                "tps_step_mean": _num(r.tps_step_mean), "n_trajectories": int(r.n_trajectories),
+                "n_censored": int(r.n_censored), "n_clipped": int(r.n_clipped), "n_steps": int(r.n_steps),
+                "n_missing": int(r.n_missing), "n_qz_fallback": int(r.n_qz_fallback),
+                "tps_ref": _num(sk.loc[name, "tps_ref"]), "skill": _num(sk.loc[name, "skill"]),
+                "skill_ci_low": _num(sk.loc[name, "skill_ci_low"]),
+                "skill_ci_high": _num(sk.loc[name, "skill_ci_high"]),
+                **{k: _num(m.loc[name, k]) for k in ("auroc", "auprc", "auroc_final", "tece_pooled",
+                                                      "tece_final", "auroc_bound", "auprc_bound")},
+                "ranks_exact": bool(m.loc[name, "ranks_exact"]) if m.loc[name, "ranks_exact"] == m.loc[
+                    name, "ranks_exact"] else None,
+                "verdict": ({"label": verdict[name].label, "text": _name(verdict[name].text),
+                             "numbers": _verdict_numbers(verdict[name]), "sample": sample_words}
+                            if verdict and name in verdict else None),
+            }
+            for name, r in s.iterrows()
+        },
+    }
+
+
+def _print(res, ds: Dataset, why: str, ranks: str, verdict, sample_words: str) -> None:
+    sums, s, sk, m, settings = res.sums, res.summary, res.skill, res.metrics, res.settings
+    print(f"{_name(ds.label)}: {sums.n_trajectories:,} trajectories, {sums.n_steps:,} steps, "
+          f"{sums.n_censored:,} censored ({ds.n_files} {ds.fmt} file{'s' if ds.n_files != 1 else ''})")
+    print(f"engine: duckdb, out of core ({_name(why)})")
+    w = settings_words(settings)
+    print(f"score: {w['score']}, {w['unit']}; {w['direction']}")
+    print(f"schedule: {w['schedule']} -> {w['schedule_status']}")
+    if not settings.schedule.verdict.is_strictly_proper:
+        print(f"  note: {w['schedule_reason']}")
+    print(f"censoring: {w['censoring']}; eps = {w['eps']}")
+    for note in sums.notes:
+        print(f"note: {_name(note)}")
+    print()
+    print(f"verdicts {sample_words}")
+    for name in s.index:
+        if verdict and name in verdict:
+            print(f"  {_name(verdict[name].text)}")
+    pct = int(round(settings.level * 100))
+    nw = _name_width(s.index)
+    print()
+    print("TPS per trajectory (higher is better, 0 is perfect)")
+    header = (f"{'predictor':<{nw}} {'mean':>10} {'± SE':>8} {f'{pct}% CI':>21} {'per step':>9} "
+              f"{'runs':>9} {'cens':>8} {'clip':>8}")
+    print(header)
+    print("-" * len(header))
+    order = s["tps_mean"].fillna(-np.inf).sort_values(ascending=False, kind="stable").index
+    for name in order:
+        r = s.loc[name]
+        print(f"{_name(name, nw):<{nw}} {_fmt(r.tps_mean, 10, 4)} {_fmt(r.tps_se, 8, 4)} "
+              f"{_interval(r.tps_ci_low, r.tps_ci_high, 21)} {_fmt(r.tps_step_mean, 9, 4)} "
+              f"{int(r.n_trajectories):>9} {int(r.n_censored):>8} {int(r.n_clipped):>8}")
+    print("per step = sum of TPS / sum of weights (a display normalisation)")
+    print()
+    if len(sk):
+        print(f"base-rate reference: constant forecast {float(sk['ref_rate'].iloc[0]):.4f} "
+              f"({_name(sk['ref_rule'].iloc[0])}); skill = 1 - TPS/TPS_ref (> 0 beats the reference, 1 is "
+              "perfect)")
+    n_lab = int(m["n_trajectories"].max()) if len(m) else 0
+    print(f"usual metrics on {n_lab:,} complete runs, pooled over steps unless 'final' (T-ECE: 10 equal-"
+          f"width bins, lower is better; blind to what TPS sees); {ranks}")
+    header = (f"{'predictor':<{nw}} {'TPS_ref':>9} {'skill':>8} {'AUROC':>7} {'AUPRC':>7} "
+              f"{'AUROC fin':>9} {'T-ECE':>7} {'T-ECE fin':>9}")
+    print(header)
+    print("-" * len(header))
+    for name in order:
+        k, mm = sk.loc[name], m.loc[name]
+        print(f"{_name(name, nw):<{nw}} {_fmt(k.tps_ref, 9, 3)} {_fmt(k.skill, 8, 3)} {_fmt(mm.auroc, 7, 3)} "
+              f"{_fmt(mm.auprc, 7, 3)} {_fmt(mm.auroc_final, 9, 3)} {_fmt(mm.tece_pooled, 7, 3)} "
+              f"{_fmt(mm.tece_final, 9, 3)}")
