@@ -399,18 +399,7 @@ def _score(args) -> int:
     for w in warn.log:
         print(f"warning: {_name(w)}")
     print()
-    print("TPS per trajectory (higher is better, 0 is perfect)")
-    header = (f"{'predictor':<{nw}} {'mean':>10} {'± SE':>8} {f'{pct}% CI':>21} {'per step':>9} "
-              f"{'runs':>6} {'cens':>5} {'clip':>5}")
-    print(header)
-    print("-" * len(header))
-    order = s["tps_mean"].fillna(-np.inf).sort_values(ascending=False, kind="stable").index
-    for name in order:
-        r = s.loc[name]
-        ci = _interval(r.tps_ci_low, r.tps_ci_high, 21)
-        print(f"{_name(name, nw):<{nw}} {_fmt(r.tps_mean, 10, 4)} {_fmt(r.tps_se, 8, 4)} {ci} "
-              f"{_fmt(r.tps_step_mean, 9, 4)} {int(r.n_trajectories):>6} {int(r.n_censored):>5} "
-              f"{int(r.n_clipped):>5}")
+    order = print_tps_table(s, pct, nw)
     extra = s[(s.n_qz_fallback > 0) | (s.n_no_forecast > 0) | (s.n_missing > 0)]
     for name, r in extra.iterrows():
         print(f"note: {_name(name)}: {int(r.n_missing)} steps without forecast, "
@@ -452,6 +441,24 @@ def _score(args) -> int:
     for w in pred_warn:
         print(f"warning: {_name(w)}")
     return 0
+
+
+def print_tps_table(s, pct: int, nw: int, count_width: int = 6):
+    """The TPS table (best first); returns the predictors in that order."""
+    print("TPS per trajectory (higher is better, 0 is perfect)")
+    cw = count_width
+    header = (f"{'predictor':<{nw}} {'mean':>10} {'± SE':>8} {f'{pct}% CI':>21} {'per step':>9} "
+              f"{'runs':>{cw}} {'cens':>{cw - 1}} {'clip':>{cw - 1}}")
+    print(header)
+    print("-" * len(header))
+    order = s["tps_mean"].fillna(-np.inf).sort_values(ascending=False, kind="stable").index
+    for name in order:
+        r = s.loc[name]
+        ci = _interval(r.tps_ci_low, r.tps_ci_high, 21)
+        print(f"{_name(name, nw):<{nw}} {_fmt(r.tps_mean, 10, 4)} {_fmt(r.tps_se, 8, 4)} {ci} "
+              f"{_fmt(r.tps_step_mean, 9, 4)} {int(r.n_trajectories):>{cw}} {int(r.n_censored):>{cw - 1}} "
+              f"{int(r.n_clipped):>{cw - 1}}")
+    return order
 
 
 def _verdict_numbers(v) -> dict:

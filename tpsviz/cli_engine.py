@@ -16,7 +16,7 @@ from pathlib import Path
 import numpy as np
 
 from .cli import (_Fail, _fmt, _interval, _name, _name_width, _num, _settings_from, _verdict_numbers,
-                  reading_json)
+                  print_tps_table, reading_json)
 from .dataset import DATASET_FORMATS, Dataset, is_dataset_spec, open_dataset
 from .export import safe_csv
 from .files import Limits
@@ -192,17 +192,7 @@ def _print(res, ds: Dataset, why: str, ranks: str, verdict, sample_words: str) -
     pct = int(round(settings.level * 100))
     nw = _name_width(s.index)
     print()
-    print("TPS per trajectory (higher is better, 0 is perfect)")
-    header = (f"{'predictor':<{nw}} {'mean':>10} {'± SE':>8} {f'{pct}% CI':>21} {'per step':>9} "
-              f"{'runs':>9} {'cens':>8} {'clip':>8}")
-    print(header)
-    print("-" * len(header))
-    order = s["tps_mean"].fillna(-np.inf).sort_values(ascending=False, kind="stable").index
-    for name in order:
-        r = s.loc[name]
-        print(f"{_name(name, nw):<{nw}} {_fmt(r.tps_mean, 10, 4)} {_fmt(r.tps_se, 8, 4)} "
-              f"{_interval(r.tps_ci_low, r.tps_ci_high, 21)} {_fmt(r.tps_step_mean, 9, 4)} "
-              f"{int(r.n_trajectories):>9} {int(r.n_censored):>8} {int(r.n_clipped):>8}")
+    order = print_tps_table(s, pct, nw, count_width=9)
     print("per step = sum of TPS / sum of weights (a display normalisation)")
     print()
     if len(sk):
