@@ -7,10 +7,12 @@ reported, and the engine's time as a ratio of the bare query's, measured in the 
             of every conf_ column: the baseline
   sums      tpsviz.engines.duck.sums_duckdb: per-run sums, checks and metric counts
   score     sums + score_from_sums (TPS with bootstrap CIs, skill, metrics)
+  dask      tpsviz.engines.dask_engine.sums_dask on a 2-worker LocalCluster (one file per task;
+            peak is the client's, the workers' own peaks are summed in "workers_peak_mb")
 
 Make a dataset first: .venv/bin/python bench/make_dataset.py /tmp/ds --rows 2e7 --files 10
 
-Usage: .venv/bin/python bench/bench_outofcore.py DATASET_DIR [--n-boot 2000] [--cases bare,sums,score]
+Usage: .venv/bin/python bench/bench_outofcore.py DATASET_DIR [--n-boot 2000] [--cases bare,sums,score,dask]
 """
 
 from __future__ import annotations
@@ -56,11 +58,25 @@ if {score}:
 """
 
 
+DASK = r"""
+from tpsviz.dataset import open_dataset
+from tpsviz.engines.dask_engine import cluster, sums_dask
+from tpsviz.tps import ScoreSettings
+if __name__ == "__main__":
+    with cluster(n_workers=2) as client:
+        sums_dask(open_dataset({folder!r}), ScoreSettings(), client=client)
+        peaks = client.run(lambda: next(int(l.split()[1]) for l in open("/proc/self/status")
+                                        if l.startswith("VmHWM")) / 1024)
+    print(json.dumps({{"workers_peak_mb": sum(peaks.values())}}))
+"""
+
+
 def _run(body: str) -> dict:
     out = subprocess.run([sys.executable, "-c", CHILD.format(root=str(ROOT), body=body)],
                          capture_output=True, text=True, timeout=7200)
     try:
-        return json.loads(out.stdout.strip().splitlines()[-1])
+        lines = [json.loads(x) for x in out.stdout.strip().splitlines() if x.startswith("{")]
+        return {k: v for line in lines for k, v in line.items()}
     except (IndexError, json.JSONDecodeError):
         return {"seconds": float("nan"), "peak_mb": float("nan"),
                 "error": (out.stderr.strip().splitlines() or ["?"])[-1][:120]}
@@ -75,13 +91,15 @@ def main() -> None:
     folder = str(Path(args.folder).resolve())
     bodies = {"bare": BARE.format(folder=folder),
               "sums": ENGINE.format(folder=folder, n_boot=args.n_boot, score=False),
-              "score": ENGINE.format(folder=folder, n_boot=args.n_boot, score=True)}
+              "score": ENGINE.format(folder=folder, n_boot=args.n_boot, score=True),
+              "dask": DASK.format(folder=folder)}
     res = {}
     for case in args.cases.split(","):
         res[case] = _run(bodies[case])
         r = res[case]
         ratio = (f"{r['seconds'] / res['bare']['seconds']:.1f}x bare" if "bare" in res and case != "bare" else "")
-        print(f"{case:<6} {r['seconds']:8.1f} s  peak {r['peak_mb']:7.0f} MB  {ratio} {r.get('error', '')}")
+        workers = f"(workers {r['workers_peak_mb']:.0f} MB)" if "workers_peak_mb" in r else ""
+        print(f"{case:<6} {r['seconds']:8.1f} s  peak {r['peak_mb']:7.0f} MB {workers} {ratio} {r.get('error', '')}")
 
 
 if __name__ == "__main__":

@@ -291,3 +291,21 @@ def test_load_reads_a_dataset_into_memory(tmp_path):
     # above the row limit: the message points to the out-of-core engine
     with pytest.raises(LogFormatError, match="--engine duckdb"):
         tpsviz.load(folder, limits=tpsviz.files.Limits(max_rows=100))
+
+
+def test_a_dataset_folder_on_a_server_path_never_reads_outside_the_roots(tmp_path):
+    """A link inside a dataset folder to a file outside the roots: refused before its footer or
+    header is read, so no column name of an outside file ever reaches a message."""
+    root = tmp_path / "root"
+    (root / "logs").mkdir(parents=True)
+    df = pd.read_csv(DEMO["webshop-like"])
+    df.to_parquet(root / "logs" / "a.parquet")
+    outside = tmp_path / "outside.parquet"
+    df.rename(columns={"step": "secret_column_name"}).to_parquet(outside)
+    os.symlink(outside, root / "logs" / "b.parquet")
+    roots = DataRoots([root])
+    with pytest.raises(PathRefused) as err:
+        tpsviz.load(root / "logs", roots=roots)
+    assert "secret_column_name" not in str(err.value)
+    os.remove(root / "logs" / "b.parquet")
+    assert tpsviz.load(root / "logs", roots=roots).n_trajectories == tpsviz.load(DEMO["webshop-like"]).n_trajectories

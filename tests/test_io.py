@@ -263,5 +263,5 @@ def test_missing_file_and_folder(tmp_path):
 
     with pytest.raises(FileRefused, match="no such file"):
         load(tmp_path / "nope.csv")
-    with pytest.raises(LogFormatError, match="is a folder; the only folder tpsviz reads is a tau2-bench"):
+    with pytest.raises(LogFormatError, match="is a folder with no Parquet, CSV or TSV file .* and no results.json"):
         load(tmp_path)

@@ -138,11 +138,15 @@ def build_parser() -> argparse.ArgumentParser:
         description=_DESCRIPTION, epilog=_LOG_FORMAT + "\n\n" + _VERDICT_HELP,
         formatter_class=argparse.RawTextHelpFormatter)
     _add_scoring_options(score)
-    score.add_argument("--engine", choices=("auto", "memory", "duckdb"), default="auto",
+    score.add_argument("--engine", choices=("auto", "memory", "duckdb", "dask"), default="auto",
                        help="where the rows are scored: memory (read into memory: every report, "
                             "verdicts included), duckdb (out of core over a Parquet/CSV file, folder or "
-                            "glob pattern: TPS, skill and metrics; docs/architecture.md, Engines) or auto "
-                            "(default: duckdb above TPSVIZ_MAX_ROWS rows, else memory; says which)")
+                            "glob pattern: TPS, skill and metrics; docs/architecture.md, Engines), dask (the "
+                            "same as a map-reduce on a cluster, --scheduler) or auto (default: duckdb above "
+                            "TPSVIZ_MAX_ROWS rows, else memory; says which)")
+    score.add_argument("--scheduler", metavar="tcp://HOST:PORT", default=None,
+                       help="with --engine dask: an existing Dask scheduler (default: a local cluster of 2 "
+                            "worker processes, started and stopped for this command)")
     score.add_argument("--verdict-sample", type=int, default=20_000, metavar="N",
                        help="out of core: the verdicts need the step rows, so they are decided on a seeded "
                             "random sample of N runs (default 20,000; 0 = no verdicts)")
@@ -333,8 +337,8 @@ def _score(args) -> int:
     _check_args(args)
     args.map_pairs = _read_options(args).mapping
     engine, why, ds = choose_engine(args, limits_from_env())
-    if engine == "duckdb":
-        return score_out_of_core(args, ds, why)
+    if engine in ("duckdb", "dask"):
+        return score_out_of_core(args, ds, why, engine)
     data, settings, q_z, notes = _prepare(args)
     try:
         result = compute_tps(data, settings, q_z=q_z)

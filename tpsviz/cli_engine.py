@@ -24,7 +24,7 @@ from .tps import settings_words
 
 __all__ = ["choose_engine", "score_out_of_core", "ENGINES"]
 
-ENGINES = ("auto", "memory", "duckdb")
+ENGINES = ("auto", "memory", "duckdb", "dask")
 #: bytes of CSV per row assumed when a CSV dataset's row count is unknown before reading
 _CSV_BYTES_PER_ROW = 40
 
@@ -47,24 +47,36 @@ def choose_engine(args, limits: Limits) -> tuple[str, str, Dataset | None]:
     if engine == "memory":
         return "memory", "asked for (--engine memory)", None
     if not table_like or args.format not in ("auto", "csv", "tsv", "parquet"):
-        if engine == "duckdb":
-            raise _Fail("--engine duckdb reads Parquet, CSV and TSV tables (a file, a folder or a glob "
+        if engine in ("duckdb", "dask"):
+            raise _Fail(f"--engine {engine} reads Parquet, CSV and TSV tables (a file, a folder or a glob "
                         "pattern of them); read harness logs and JSON Lines with --engine memory")
         return "memory", "a harness log or JSON Lines file is read in memory", None
     ds = open_dataset(path)
     rows = ds.n_rows if ds.n_rows is not None else ds.n_bytes // _CSV_BYTES_PER_ROW
     what = (f"{ds.n_rows:,} rows" if ds.n_rows is not None else f"about {rows:,} rows ({ds.n_bytes / 2**20:,.0f} MB "
             "of text)") + f" in {ds.n_files} file{'s' if ds.n_files != 1 else ''}"
-    if engine == "duckdb":
-        return "duckdb", f"asked for (--engine duckdb); {what}", ds
+    if engine in ("duckdb", "dask"):
+        return engine, f"asked for (--engine {engine}); {what}", ds
     if rows > limits.max_rows or ds.n_bytes > limits.max_bytes * max(ds.n_files, 1):
         return "duckdb", (f"auto: {what}, more than the {limits.max_rows:,} rows read into memory "
                           "(TPSVIZ_MAX_ROWS)"), ds
     return "memory", f"auto: {what}, within the {limits.max_rows:,} rows read into memory", None
 
 
-def score_out_of_core(args, ds: Dataset, why: str) -> int:
-    """``score`` through :func:`tpsviz.engines.duck.sums_duckdb`; prints the report."""
+def score_out_of_core(args, ds: Dataset, why: str, engine: str = "duckdb") -> int:
+    """``score`` through :func:`tpsviz.engines.duck.sums_duckdb` (or the Dask engine); prints the report."""
+    if engine == "dask":
+        from .engines.dask_engine import cluster
+
+        try:
+            with cluster(args.scheduler) as client:
+                return _score_out_of_core(args, ds, why, client)
+        except OSError as exc:  # no scheduler at that address
+            raise _Fail(f"--scheduler {_name(args.scheduler)}: cannot connect ({_name(exc, 200)})") from None
+    return _score_out_of_core(args, ds, why, None)
+
+
+def _score_out_of_core(args, ds: Dataset, why: str, client) -> int:
     from .engines import score_from_sums
     from .engines.duck import sums_duckdb
     bad = _unsupported(args)
@@ -74,11 +86,21 @@ def score_out_of_core(args, ds: Dataset, why: str) -> int:
                     f"({'it needs' if one else 'they need'} the step rows in memory); drop "
                     f"{'it' if one else 'them'} or use --engine memory on a log within TPSVIZ_MAX_ROWS")
     probe = _settings_from(args, has_qz=False)
-    sums = sums_duckdb(ds, probe, mapping=[(t, c) for t, c in args.map_pairs])
+    mapping = [(t, c) for t, c in args.map_pairs]
+    intervals = None
+    if client is None:
+        sums = sums_duckdb(ds, probe, mapping=mapping)
+    else:
+        from .engines.dask_engine import poisson_intervals_on, sums_dask
+
+        sums = sums_dask(ds, probe, mapping=mapping, client=client)
+
+        def intervals(values, valid, ids, st):
+            return poisson_intervals_on(client, values, valid, ids, st.n_boot, st.seed, st.level)
     has_qz = bool((sums.runs["censored"] & sums.runs["q_z"].notna()).any())
     settings = _settings_from(args, has_qz=has_qz)
     try:
-        res = score_from_sums(sums, settings)
+        res = score_from_sums(sums, settings, intervals=intervals)
     except ValueError as exc:
         raise _Fail(str(exc)) from None
     if args.per_trajectory:
@@ -86,6 +108,7 @@ def score_out_of_core(args, ds: Dataset, why: str) -> int:
         Path(args.per_trajectory).write_text(safe_csv(out), encoding="utf-8")
     ranks = _ranks_words(res.metrics)
     verdict, sample_words = _sample_verdicts(args, ds, sums, settings)
+    res.engine_words = _engine_words(args, sums.engine, why)
     if args.json:
         print(json.dumps(_json(res, ds, why, ranks, verdict, sample_words), indent=2))
         return 0
@@ -122,6 +145,14 @@ def _sample_verdicts(args, ds: Dataset, sums, settings):
                  "their numbers describe the sample")
 
 
+def _engine_words(args, engine: str, why: str) -> str:
+    if engine == "dask":
+        where = f"scheduler {args.scheduler}" if args.scheduler else "a local cluster of 2 worker processes"
+        return (f"dask, map-reduce on {where} ({why}); CIs: Poisson bootstrap, weights hashed from "
+                "(trajectory id, replicate)")
+    return f"duckdb, out of core ({why})"
+
+
 def _ranks_words(metrics) -> str:
     if metrics.empty or bool(metrics["ranks_exact"].fillna(True).all()):
         return "AUROC/AUPRC from exact counts on the distinct forecast values"
@@ -135,7 +166,8 @@ def _json(res, ds: Dataset, why: str, ranks: str, verdict, sample_words: str) ->
     sums, s, sk, m = res.sums, res.summary, res.skill, res.metrics
     ref_rate = float(sk["ref_rate"].iloc[0]) if len(sk) else None
     return {
-        "settings": {**res.settings.describe(), "file": ds.label, "engine": "duckdb", "engine_reason": why,
+        "settings": {**res.settings.describe(), "file": ds.label, "engine": sums.engine, "engine_reason": why,
+                     "engine_words": res.engine_words,
                      "dataset": {"files": ds.n_files, "bytes": ds.n_bytes, "skipped": ds.skipped},
                      "n_trajectories": sums.n_trajectories, "n_steps": sums.n_steps,
                      "n_censored": sums.n_censored, "notes": [_name(n) for n in sums.notes],
@@ -175,7 +207,7 @@ def _print(res, ds: Dataset, why: str, ranks: str, verdict, sample_words: str) -
     sums, s, sk, m, settings = res.sums, res.summary, res.skill, res.metrics, res.settings
     print(f"{_name(ds.label)}: {sums.n_trajectories:,} trajectories, {sums.n_steps:,} steps, "
           f"{sums.n_censored:,} censored ({ds.n_files} {ds.fmt} file{'s' if ds.n_files != 1 else ''})")
-    print(f"engine: duckdb, out of core ({_name(why)})")
+    print(f"engine: {_name(res.engine_words)}")
     w = settings_words(settings)
     print(f"score: {w['score']}, {w['unit']}; {w['direction']}")
     print(f"schedule: {w['schedule']} -> {w['schedule_status']}")

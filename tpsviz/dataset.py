@@ -90,8 +90,8 @@ def is_dataset_spec(source) -> bool:
     return p.is_dir() and not (p / "results.json").is_file()
 
 
-def _candidates(spec: str, roots: DataRoots | None) -> tuple[list[str], str]:
-    """Paths a folder or pattern stands for (unchecked) and how to name it."""
+def _candidates(spec: str, roots: DataRoots | None) -> tuple[list[str], str, bool]:
+    """Paths a folder or pattern stands for (unchecked), how to name it, and whether it is a folder."""
     text = str(spec).strip()
     if not text or "\x00" in text:
         raise PathRefused("dataset") if roots is not None and roots.enabled else FileRefused(
@@ -115,7 +115,7 @@ def _candidates(spec: str, roots: DataRoots | None) -> tuple[list[str], str]:
             start = Path(os.path.realpath(Path(*fixed)))
             if not any(start == r or r in start.parents for r in roots.roots):
                 raise PathRefused("dataset")
-        return sorted(glob.iglob(text, recursive=True))[: 4 * MAX_FILES + 1], str(spec)
+        return sorted(glob.iglob(text, recursive=True))[: 4 * MAX_FILES + 1], str(spec), False
     if roots is not None and roots.enabled:
         real = roots.resolve(text, "dataset", allow_dir=True)
     else:
@@ -123,14 +123,14 @@ def _candidates(spec: str, roots: DataRoots | None) -> tuple[list[str], str]:
         if not (real.is_dir() or real.is_file()):
             raise FileRefused(f"{Path(text).name}: no such file or folder")
     if real.is_file():  # one file is a dataset of one file
-        return [str(real)], str(spec)
+        return [str(real)], str(spec), False
     found = []
     for dirpath, dirnames, filenames in os.walk(real):  # symbolic links to folders are not followed
         dirnames[:] = sorted(d for d in dirnames if not d.startswith((".", "_")) or "=" in d)
         found.extend(os.path.join(dirpath, f) for f in sorted(filenames))
         if len(found) > 4 * MAX_FILES:
             break
-    return found, str(spec)
+    return found, str(spec), True
 
 
 def _kind(path: str) -> str | None:
@@ -208,11 +208,14 @@ def open_dataset(spec, roots: DataRoots | None = None) -> Dataset:
     tpsviz.files.PathRefused, tpsviz.files.FileRefused
         For a spec or file that may not or cannot be opened.
     """
-    paths, label = _candidates(os.fspath(spec), roots)
+    paths, label, folder = _candidates(os.fspath(spec), roots)
     kinds = [(p, _kind(p)) for p in paths]
     data = [(p, k) for p, k in kinds if k is not None]
     skipped = len(kinds) - len(data)
     if not data:
+        if folder:
+            raise LogFormatError(label, ["is a folder with no Parquet, CSV or TSV file (read as a dataset) and "
+                                         "no results.json (read as a tau2-bench results folder)"])
         raise LogFormatError(label, ["matches no Parquet, CSV or TSV file (names ending .parquet, .pq, "
                                      ".csv or .tsv; names starting with . or _ are skipped)"])
     if len(data) > MAX_FILES:

@@ -419,7 +419,17 @@ def _bootstrap_columns(values: np.ndarray, valid: np.ndarray, settings: ScoreSet
     den[:, partial] = sums[:, k:]
     with np.errstate(invalid="ignore", divide="ignore"):
         reps = sums[:, :k] / den
-    a = (1 - settings.level) / 2
+    return percentile_intervals(reps, finite, valid, settings.level)
+
+
+def percentile_intervals(reps: np.ndarray, finite: np.ndarray, valid: np.ndarray,
+                         level: float) -> tuple[np.ndarray, np.ndarray]:
+    """Percentile intervals of replicated means (replicates × columns); NaN for a column that is
+    not finite on its valid runs or has fewer than 2 of them."""
+    k = reps.shape[1]
+    lo = np.full(k, np.nan)
+    hi = np.full(k, np.nan)
+    a = (1 - level) / 2
     for j in range(k):
         if finite[j] and valid[:, j].sum() >= 2:
             r = reps[:, j]

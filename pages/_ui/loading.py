@@ -61,7 +61,7 @@ def _load(key: str, _src: Source):
                 return tpsviz.load(_src.raw, name=_src.name, options=_src.options, forecasts=forecasts)
             if _src.kind == "path":  # every file read stays under the data roots
                 return tpsviz.load(Path(_src.path), name=_src.name, options=_src.options,
-                                   forecasts=forecasts, read=_rooted_read)
+                                   forecasts=forecasts, read=_rooted_read, roots=data_roots())
             return tpsviz.load(_src.path, name=_src.name)
         except tpsviz.LogFormatError as e:
             give_back()  # a refused file may have been parsed half-way: return that memory

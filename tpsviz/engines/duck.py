@@ -74,6 +74,7 @@ def connect(ds: Dataset, threads: int | None = None, memory_limit: str | None = 
               "temp_directory": spill, "preserve_insertion_order": False,
               "autoinstall_known_extensions": False, "autoload_known_extensions": False}
     con = duckdb.connect(config=config)
+    con.execute("SET enable_progress_bar = false")  # a session option (not allowed in config)
     files = [str(f) for f in ds.files]
     con.execute(f"SET allowed_paths = [{', '.join(_lit(f) for f in files)}]")
     con.execute(f"SET allowed_directories = [{_lit(spill)}]")
@@ -280,51 +281,66 @@ def _flags(plan: _Plan) -> list[str]:
     return ["bad_tid", "bad_step", "bad_y", "bad_c", "bad_q", "bad_w"] + [f"bad_p{k}" for k in range(len(plan.conf))]
 
 
-def _run_sql(plan: _Plan, rows_sql: str, settings: ScoreSettings) -> str:
-    """Per (run, block of 64 step numbers), then per run: counts, checks and sums; only the
-    aggregates the settings and columns need."""
+def _aggregates(plan: _Plan, settings: ScoreSettings) -> list[tuple[str, str, str]]:
+    """(name, aggregate over step rows, aggregate over partial rows of that name) of everything a
+    run needs; only what the settings and columns need. The second form combines partial results
+    (of blocks, or of partitions on a cluster), so the same list serves every level."""
     sch = settings.schedule.name
-    inner = ["tid", "step >> 6 AS blk", "count(*) AS n", "min(step) AS smin", "max(step) AS smax",
-             "bit_count(bit_or(CAST(1 AS UBIGINT) << CAST(step & 63 AS UBIGINT))) AS nd",
-             "min(y) AS ymin", "max(y) AS ymax", "count(y) AS yn",
-             "count(*) FILTER (WHERE " + " OR ".join(_flags(plan)) + ") AS nbad"]
-    outer = ["tid", "sum(n) AS n", "min(smin) AS smin", "max(smax) AS smax", "sum(nd) AS nd",
-             "min(ymin) AS ymin", "max(ymax) AS ymax", "sum(yn) AS yn", "sum(nbad) AS nbad"]
+    a = [("n", "count(*)", "sum(n)"), ("smin", "min(step)", "min(smin)"), ("smax", "max(step)", "max(smax)"),
+         ("bits", "bit_or(CAST(1 AS UBIGINT) << CAST(step & 63 AS UBIGINT))", "bit_or(bits)"),
+         ("ymin", "min(y)", "min(ymin)"), ("ymax", "max(y)", "max(ymax)"), ("yn", "count(y)", "sum(yn)"),
+         ("nbad", "count(*) FILTER (WHERE " + " OR ".join(_flags(plan)) + ")", "sum(nbad)")]
     if "censored" in plan.col:
-        inner += ["min(c) AS cmin", "max(c) AS cmax", "count(c) AS cn"]
-        outer += ["min(cmin) AS cmin", "max(cmax) AS cmax", "sum(cn) AS cn"]
+        a += [("cmin", "min(c)", "min(cmin)"), ("cmax", "max(c)", "max(cmax)"), ("cn", "count(c)", "sum(cn)")]
     if "q_z" in plan.col:
-        inner += ["min(q) AS qmin", "max(q) AS qmax"]
-        outer += ["min(qmin) AS qmin", "max(qmax) AS qmax"]
+        a += [("qmin", "min(q)", "min(qmin)"), ("qmax", "max(q)", "max(qmax)")]
     if sch == "column":
-        inner.append("count(*) FILTER (WHERE wcol IS NULL) AS wnull")
-        outer.append("sum(wnull) AS wnull")
+        a.append(("wnull", "count(*) FILTER (WHERE wcol IS NULL)", "sum(wnull)"))
     if sch in ("column", "linear", "front", "back"):
-        inner += ["max(w) AS wmax", "count(*) FILTER (WHERE w = 0) AS wzero",
-                  "count(*) FILTER (WHERE isinf(w)) AS winf"]
-        outer += ["max(wmax) AS wmax", "sum(wzero) AS wzero", "sum(winf) AS winf"]
+        a += [("wmax", "max(w)", "max(wmax)"), ("wzero", "count(*) FILTER (WHERE w = 0)", "sum(wzero)"),
+              ("winf", "count(*) FILTER (WHERE isinf(w))", "sum(winf)")]
     if plan.conf:
-        inner.append("count(*) FILTER (WHERE " + " OR ".join(f"fuzz{k}" for k in range(len(plan.conf)))
-                     + ") AS nfuzz")
-        outer.append("sum(nfuzz) AS nfuzz")
+        a.append(("nfuzz", "count(*) FILTER (WHERE " + " OR ".join(f"fuzz{k}" for k in range(len(plan.conf)))
+                  + ")", "sum(nfuzz)"))
     for k in range(len(plan.conf)):
-        inner += [f"sum(s1_{k}) AS a1_{k}", f"sum(s0_{k}) AS a0_{k}", f"count(p{k}) AS np_{k}",
-                  f"arg_max(p{k}, step) FILTER (WHERE p{k} IS NOT NULL) AS last_{k}",
-                  f"max(step) FILTER (WHERE p{k} IS NOT NULL) AS lstep_{k}"]
-        outer += [f"sum(a1_{k}) AS a1_{k}", f"sum(a0_{k}) AS a0_{k}", f"sum(np_{k}) AS np_{k}",
-                  f"arg_max(last_{k}, lstep_{k}) AS last_{k}"]
+        a += [(f"a1_{k}", f"sum(s1_{k})", f"sum(a1_{k})"), (f"a0_{k}", f"sum(s0_{k})", f"sum(a0_{k})"),
+              (f"np_{k}", f"count(p{k})", f"sum(np_{k})"),
+              (f"last_{k}", f"arg_max(p{k}, step) FILTER (WHERE p{k} IS NOT NULL)", f"arg_max(last_{k}, lstep_{k})"),
+              (f"lstep_{k}", f"max(step) FILTER (WHERE p{k} IS NOT NULL)", f"max(lstep_{k})")]
         if settings.eps > 0:
-            inner.append(f"count(*) FILTER (WHERE clip{k}) AS cl_{k}")
-            outer.append(f"sum(cl_{k}) AS cl_{k}")
+            a.append((f"cl_{k}", f"count(*) FILTER (WHERE clip{k})", f"sum(cl_{k})"))
         if sch not in ("uniform", "per-length", "endpoint"):
-            inner.append(f"sum(CASE WHEN p{k} IS NOT NULL THEN w ELSE 0.0 END) AS w_{k}")
-            outer.append(f"sum(w_{k}) AS w_{k}")
-        if sch == "endpoint":
-            inner += [f"arg_max_null(s1_{k}, step) AS e1_{k}", f"arg_max_null(s0_{k}, step) AS e0_{k}"]
-            outer += [f"arg_max_null(e1_{k}, smax) AS e1_{k}", f"arg_max_null(e0_{k}, smax) AS e0_{k}",
-                      f"arg_max_null(np_{k} > 0 AND lstep_{k} = smax, smax) AS epres_{k}"]
-    return (rows_sql + f"SELECT {', '.join(outer)} FROM (SELECT {', '.join(inner)} FROM scored "
-            "GROUP BY tid, blk) GROUP BY tid ORDER BY tid")
+            a.append((f"w_{k}", f"sum(CASE WHEN p{k} IS NOT NULL THEN w ELSE 0.0 END)", f"sum(w_{k})"))
+        if sch == "endpoint":  # the score on the run's last row, and whether that row has a forecast
+            a += [(f"e1_{k}", f"arg_max_null(s1_{k}, step)", f"arg_max_null(e1_{k}, smax)"),
+                  (f"e0_{k}", f"arg_max_null(s0_{k}, step)", f"arg_max_null(e0_{k}, smax)"),
+                  (f"ep_{k}", f"arg_max_null(p{k} IS NOT NULL, step)", f"arg_max_null(ep_{k}, smax)")]
+    return a
+
+
+def _block_sql(plan: _Plan, settings: ScoreSettings) -> str:
+    """Partial aggregates per (run, block of 64 step numbers), from the ``scored`` rows."""
+    aggs = ", ".join(f"{inner} AS {name}" for name, inner, _ in _aggregates(plan, settings))
+    return f"SELECT tid, step >> 6 AS blk, {aggs} FROM scored GROUP BY tid, blk"
+
+
+def _combine_sql(plan: _Plan, settings: ScoreSettings, relation: str) -> str:
+    """Partials of the same (run, block) from several partitions combined into one row each."""
+    aggs = ", ".join(f"{comb} AS {name}" for name, _, comb in _aggregates(plan, settings))
+    return f"SELECT tid, blk, {aggs} FROM {relation} GROUP BY tid, blk"
+
+
+def _per_run_sql(plan: _Plan, settings: ScoreSettings, relation: str) -> str:
+    """One row per run, sorted by id, from one row per (run, block): distinct steps are the bits
+    set in each block, summed."""
+    aggs = ", ".join(("sum(bit_count(bits)) AS nd" if name == "bits" else f"{comb} AS {name}")
+                     for name, _, comb in _aggregates(plan, settings))
+    return f"SELECT tid, {aggs} FROM {relation} GROUP BY tid ORDER BY tid"
+
+
+def _run_sql(plan: _Plan, rows_sql: str, settings: ScoreSettings) -> str:
+    """Per (run, block of 64 step numbers), then per run: counts, checks and sums."""
+    return rows_sql + _per_run_sql(plan, settings, f"({_block_sql(plan, settings)})")
 
 
 def _diagnose(con, plan: _Plan, rows_sql: str) -> dict:
@@ -402,18 +418,39 @@ def sums_duckdb(ds: Dataset, settings: ScoreSettings, mapping=(), threads: int |
     LogFormatError
         For every defect, naming the column, the number of rows or runs and an example run.
     """
-    con, spill = connect(ds, threads, memory_limit)
+    con, spill, source, plan = open_plan(ds, mapping, threads, memory_limit)
     try:
-        return _sums(con, ds, settings, mapping)
+        return _sums(con, ds, settings, source, plan)
     finally:
         con.close()
         shutil.rmtree(spill, ignore_errors=True)
 
 
-def _sums(con, ds: Dataset, settings: ScoreSettings, mapping) -> RunSums:
-    source = _source(ds)
-    types = dict(con.execute(f"SELECT column_name, column_type FROM (DESCRIBE SELECT * FROM {source})").fetchall())
-    plan = _Plan(ds, types, mapping)
+def numbering_note(runs: _Runs, notes: list) -> int:
+    """Runs whose steps are not numbered 1..T (noted; the position-based schedules then need a
+    window over each run)."""
+    irregular = int(((runs.num("smin") != 1) | (runs.num("smax") != runs.num("n"))).sum())
+    if irregular:
+        notes.append(f"{irregular} run(s) have steps that are not numbered 1, 2, …, T (a gap, a step 0 "
+                     "or a late start); steps keep their order, and the weight schedules use each row's "
+                     "position t = 1 … T in its run.")
+    return irregular
+
+
+def open_plan(ds: Dataset, mapping=(), threads: int | None = None, memory_limit: str | None = None):
+    """A sandboxed connection on the dataset, its spill folder, its source expression and plan."""
+    con, spill = connect(ds, threads, memory_limit)
+    try:
+        source = _source(ds)
+        types = dict(con.execute(f"SELECT column_name, column_type FROM (DESCRIBE SELECT * FROM {source})").fetchall())
+        return con, spill, source, _Plan(ds, types, mapping)
+    except BaseException:
+        con.close()
+        shutil.rmtree(spill, ignore_errors=True)
+        raise
+
+
+def _sums(con, ds: Dataset, settings: ScoreSettings, source: str, plan: _Plan) -> RunSums:
     n_rows = ds.n_rows if ds.n_rows is not None else int(con.execute(f"SELECT count(*) FROM {source}").fetchall()[0][0])
     if settings.alpha != settings.beta or settings.alpha not in (0.0, 1.0):
         _register_udf(con, settings.alpha, settings.beta, n_rows >= TABLE_MIN)
@@ -425,13 +462,8 @@ def _sums(con, ds: Dataset, settings: ScoreSettings, mapping) -> RunSums:
     problems = _check_rows(ds, plan, runs, checks)
     if problems:
         raise LogFormatError(ds.label, problems)
-    n = runs.num("n")
-    regular = (runs.num("smin") == 1) & (runs.num("smax") == n)
     notes = list(ds.notes)
-    if not regular.all():
-        notes.append(f"{int((~regular).sum())} run(s) have steps that are not numbered 1, 2, …, T (a gap, a step 0 "
-                     "or a late start); steps keep their order, and the weight schedules use each row's "
-                     "position t = 1 … T in its run.")
+    if numbering_note(runs, notes):
         if settings.schedule.name in ("linear", "front", "back"):
             rows_sql, _ = _rows_sql(plan, source, settings, positional=True)
             runs = _Runs(con.sql(_run_sql(plan, rows_sql, settings)).to_arrow_table())
@@ -439,10 +471,12 @@ def _sums(con, ds: Dataset, settings: ScoreSettings, mapping) -> RunSums:
         fz = int(checks.get(f"fuzz{k}") or 0)
         if fz:
             notes.append(f"{col}: {fz} value(s) within 1e-9 outside [0, 1] (float rounding) were set to 0 or 1.")
-    return _to_sums(con, ds, plan, settings, runs, rows_sql, notes)
+    return to_sums(ds, plan, settings, runs, notes, lambda n_lab: _pooled(con, plan, rows_sql, n_lab), "duckdb")
 
 
-def _to_sums(con, ds, plan, settings, runs: _Runs, rows_sql, notes) -> RunSums:
+def to_sums(ds, plan, settings, runs: _Runs, notes, pooled, engine: str) -> RunSums:
+    """:class:`RunSums` from the per-run rows (checks of whole runs, notes, schedules applied);
+    ``pooled(n_labelled_rows)`` gives the pooled-metric counts."""
     n = runs.num("n").astype(np.int64)
     y = runs.num("ymin")
     yn = runs.num("yn")
@@ -485,7 +519,7 @@ def _to_sums(con, ds, plan, settings, runs: _Runs, rows_sql, notes) -> RunSums:
         if sch.name == "per-length":
             s1, s0, w = s1 / n, s0 / n, npres / n
         elif sch.name == "endpoint":  # w = 1 on the last row only, which may lack a forecast
-            pres = runs.num(f"epres_{k}", 0.0) == 1.0
+            pres = runs.num(f"ep_{k}", 0.0) == 1.0
             s1 = np.where(pres, runs.num(f"e1_{k}"), 0.0)
             s0 = np.where(pres, runs.num(f"e0_{k}"), 0.0)
             w = pres.astype(float)
@@ -501,11 +535,11 @@ def _to_sums(con, ds, plan, settings, runs: _Runs, rows_sql, notes) -> RunSums:
     if plan.signals:
         notes.append("raw signals (" + ", ".join(show_id(s, 40) for s in plan.signals[:5]) + ") were not scored: "
                      "their recalibration needs the step rows (use --engine memory --recalibrate).")
-    pooled = _pooled(con, plan, rows_sql, int(np.sum(n[~censored])))
+    pooled = pooled(int(np.sum(n[~censored])))
     runs_frame = pd.DataFrame({"trajectory_id": runs.ids(), "length": n,
                                "outcome": np.where(censored, np.nan, y), "censored": censored, "q_z": qz})
     names = [c[len("conf_"):] for c in plan.conf]
-    return RunSums(ds.label, "duckdb", settings, runs_frame, names, a1, a0, wsum, n_present, n_clipped, last,
+    return RunSums(ds.label, engine, settings, runs_frame, names, a1, a0, wsum, n_present, n_clipped, last,
                    {names[k]: v for k, v in pooled.items()}, int(n.sum()), notes)
 
 
@@ -534,46 +568,69 @@ def _check_schedule(settings: ScoreSettings, runs: _Runs) -> None:
                          f"summed; keep weights below {MAX_WEIGHT:.0e} (only their ratios matter)")
 
 
-def _pooled(con, plan: _Plan, rows_sql: str, n_labelled_max: int) -> dict:
-    """Counts for the pooled AUROC/AUPRC (distinct values, or grid cells) and T-ECE bins."""
-    out = {}
-    tbin = ("least(greatest(CAST(floor(p * 10.0) AS INTEGER) - CASE WHEN p < CAST(floor(p * 10.0) AS DOUBLE) / 10.0 "
-            "THEN 1 ELSE 0 END + CASE WHEN p >= (CAST(floor(p * 10.0) AS DOUBLE) + 1.0) / 10.0 THEN 1 ELSE 0 END, 0), 9)")
+_TBIN = ("least(greatest(CAST(floor(p * 10.0) AS INTEGER) - CASE WHEN p < CAST(floor(p * 10.0) AS DOUBLE) / 10.0 "
+         "THEN 1 ELSE 0 END + CASE WHEN p >= (CAST(floor(p * 10.0) AS DOUBLE) + 1.0) / 10.0 THEN 1 ELSE 0 END, 0), 9)")
+
+
+def _labelled_sql(plan: _Plan, rows_sql: str) -> str:
+    """``lab``: one row per (labelled step row, predictor with a forecast) — one scan; UNPIVOT
+    drops the NULLs."""
     ks = ", ".join(f"p{k}" for k in range(len(plan.conf)))
-    # one scan: the labelled rows, one row per (row, predictor with a forecast); UNPIVOT drops NULLs
-    base = rows_sql + (f", lab AS (SELECT CAST(substr(k, 2) AS INTEGER) AS k, p, y FROM "
+    return rows_sql + (f", lab AS (SELECT CAST(substr(k, 2) AS INTEGER) AS k, p, y FROM "
                        f"(UNPIVOT (SELECT y, {ks} FROM scored WHERE y IS NOT NULL) ON {ks} INTO NAME k VALUE p))")
-    grid = con.sql(base + f"""
-SELECT k, least(CAST(floor(p * {GRID}.0) AS BIGINT), {GRID - 1}) AS cell, {tbin} AS tb,
+
+
+def grid_sql(plan: _Plan, rows_sql: str) -> str:
+    """Counts per (predictor, grid cell, T-ECE bin), with each cell's smallest and largest forecast."""
+    return _labelled_sql(plan, rows_sql) + f"""
+SELECT k, least(CAST(floor(p * {GRID}.0) AS BIGINT), {GRID - 1}) AS cell, {_TBIN} AS tb,
        sum(y) AS pos, count(*) - sum(y) AS neg, sum(p - y) AS gap, min(p) AS pmin, max(p) AS pmax
-FROM lab GROUP BY ALL ORDER BY k, cell""").df()
-    exact_cells = {}
-    for k in range(len(plan.conf)):
+FROM lab GROUP BY ALL"""
+
+
+def exact_sql(plan: _Plan, rows_sql: str, need: list) -> str:
+    """Counts per (predictor, distinct forecast) of the predictors in ``need``."""
+    return _labelled_sql(plan, rows_sql) + f"""
+SELECT k, p, sum(y) AS pos, count(*) - sum(y) AS neg FROM lab WHERE k IN ({', '.join(map(str, need))})
+GROUP BY k, p"""
+
+
+def pooled_from(grid: pd.DataFrame, n_predictors: int, n_labelled_max: int, exact) -> dict:
+    """PooledCounts per predictor from grid counts (partials of several partitions are combined
+    here); ``exact(need)`` returns the distinct-value counts of the predictors ``need`` when some
+    grid cell holds several forecasts and the labelled rows are few enough to count them."""
+    out = {}
+    grid = grid.groupby(["k", "cell", "tb"], as_index=False).agg(
+        pos=("pos", "sum"), neg=("neg", "sum"), gap=("gap", "sum"), pmin=("pmin", "min"), pmax=("pmax", "max"))
+    for k in range(n_predictors):
         g = grid[grid["k"] == k]
         cells = g.groupby("cell").agg(pos=("pos", "sum"), neg=("neg", "sum"), pmin=("pmin", "min"),
-                                      pmax=("pmax", "max"))
+                                      pmax=("pmax", "max")).sort_index()
         tb = g.groupby("tb")[["gap", "pos", "neg"]].sum()
         gap, nbin = np.zeros(10), np.zeros(10)
         at = tb.index.to_numpy(dtype=int)
         gap[at] = tb["gap"].to_numpy()
         nbin[at] = (tb["pos"] + tb["neg"]).to_numpy()
         single = bool((cells["pmin"] == cells["pmax"]).all())
-        exact_cells[k] = single
         out[k] = PooledCounts(
             cells["pmin"].to_numpy(dtype=float) if single else cells.index.to_numpy(dtype=float),
             cells["pos"].to_numpy(dtype=float), cells["neg"].to_numpy(dtype=float), single,
             0 if single else GRID, gap, nbin)
-    need = [k for k, single in exact_cells.items() if not single]
+    need = [k for k, c in out.items() if not c.exact]
     if need and n_labelled_max <= EXACT_ROWS:
-        ex = con.sql(base + f"""
-SELECT k, p, sum(y) AS pos, count(*) - sum(y) AS neg FROM lab WHERE k IN ({', '.join(map(str, need))})
-GROUP BY k, p ORDER BY k, p""").df()
+        ex = exact(need).groupby(["k", "p"], as_index=False)[["pos", "neg"]].sum().sort_values(["k", "p"])
         for k in need:
             e = ex[ex["k"] == k]
             old = out[k]
             out[k] = PooledCounts(e["p"].to_numpy(dtype=float), e["pos"].to_numpy(dtype=float),
                                   e["neg"].to_numpy(dtype=float), True, 0, old.tece_gap, old.tece_n)
     return out
+
+
+def _pooled(con, plan: _Plan, rows_sql: str, n_labelled_max: int) -> dict:
+    """Counts for the pooled AUROC/AUPRC (distinct values, or grid cells) and T-ECE bins."""
+    return pooled_from(con.sql(grid_sql(plan, rows_sql)).df(), len(plan.conf), n_labelled_max,
+                       lambda need: con.sql(exact_sql(plan, rows_sql, need)).df())
 
 
 def sample_rows(ds: Dataset, ids, threads: int | None = None, memory_limit: str | None = None) -> pd.DataFrame:

@@ -165,7 +165,7 @@ def run_labels_of(sums: RunSums, settings: ScoreSettings, q_z=None) -> tuple[np.
 
 
 def score_from_sums(sums: RunSums, settings: ScoreSettings | None = None, q_z=None,
-                    skill_boot: int | None = None) -> DatasetScore:
+                    skill_boot: int | None = None, intervals=None) -> DatasetScore:
     """TPS, skill and the usual metrics of every predictor from per-trajectory sums.
 
     Parameters
@@ -178,6 +178,10 @@ def score_from_sums(sums: RunSums, settings: ScoreSettings | None = None, q_z=No
         q_Z per run (in ``sums.runs`` order) for ``exact`` mode.
     skill_boot : int, optional
         Bootstrap replicates of the skill ratio (default max(n_boot, 200), as ``tpsviz score``).
+    intervals : callable, optional
+        ``intervals(values, valid, ids, settings) -> (low, high)``: the TPS intervals' bootstrap
+        (default: the multinomial bootstrap over runs in id order, as :func:`tpsviz.compute_tps`;
+        the Dask engine passes its Poisson bootstrap).
 
     Returns
     -------
@@ -215,7 +219,9 @@ def score_from_sums(sums: RunSums, settings: ScoreSettings | None = None, q_z=No
         valids.append(valid)
     summary = pd.DataFrame(rows).set_index("predictor")
     if sums.predictors:
-        lo, hi = _bootstrap_columns(np.column_stack(cols), np.column_stack(valids), settings)
+        vals, ok = np.column_stack(cols), np.column_stack(valids)
+        lo, hi = (_bootstrap_columns(vals, ok, settings) if intervals is None
+                  else intervals(vals, ok, runs["trajectory_id"].to_numpy(), settings))
         summary["tps_ci_low"], summary["tps_ci_high"] = lo, hi
     per_traj = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
     skill = _skill(sums, settings, label, cols, valids,

@@ -1,0 +1,132 @@
+"""The Dask engine (issue 12): a map-reduce over partitions on a 2-worker LocalCluster gives the
+DuckDB engine's per-trajectory sums (so ``compute_tps``'s TPS), finds defects that span
+partitions, and its Poisson bootstrap — weights hashed from (trajectory id, replicate) — does not
+depend on partitioning and agrees with the multinomial bootstrap within Monte-Carlo error."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+from scipy import stats
+
+import tpsviz
+from tpsviz.dataset import open_dataset
+from tpsviz.engines import score_from_sums
+from tpsviz.engines.dask_engine import cluster, poisson_intervals_on, sums_dask
+from tpsviz.engines.duck import sums_duckdb
+from tpsviz.engines.poisson import poisson_intervals, poisson_weights, run_hashes
+from tpsviz.errors import LogFormatError
+from tpsviz.schedules import parse_schedule
+from tpsviz.tps import ScoreSettings, compute_tps
+
+ROOT = Path(__file__).resolve().parents[1]
+DEMO = ROOT / "demo_data" / "webshop-like.csv"
+
+
+@pytest.fixture(scope="module")
+def client():
+    with cluster(n_workers=2) as c:
+        yield c
+
+
+def _split(df: pd.DataFrame, folder: Path, parts: int) -> Path:
+    folder.mkdir(parents=True, exist_ok=True)
+    cuts = np.linspace(0, len(df), parts + 1).astype(int)
+    for k in range(parts):
+        df.iloc[cuts[k]:cuts[k + 1]].to_parquet(folder / f"part-{k}.parquet")
+    return folder
+
+
+def test_dask_sums_equal_duckdb_and_compute_tps(client, tmp_path):
+    df = pd.read_csv(DEMO)
+    data = tpsviz.load(DEMO)
+    ds = open_dataset(_split(df, tmp_path / "d", 5))  # runs cut across partitions
+    for (a, b), sched, cens in [((0, 0), "uniform", "simple"), ((2, 3), "endpoint", "exact"),
+                                ((1, 1), "front:0.9", "complete"), ((-0.5, -0.5), "per-length", "upper")]:
+        st = ScoreSettings(alpha=a, beta=b, schedule=parse_schedule(sched), censoring=cens, n_boot=0)
+        dk = sums_dask(ds, st, client=client)
+        dd = sums_duckdb(ds, st)
+        assert dk.engine == "dask" and (dk.runs["trajectory_id"] == dd.runs["trajectory_id"]).all()
+        ref = compute_tps(data, st).tps_matrix()
+        got = score_from_sums(dk, st).per_trajectory.pivot(index="trajectory_id", columns="predictor", values="tps")
+        got = got.reindex(index=ref.index, columns=ref.columns)
+        np.testing.assert_allclose(got.to_numpy(), ref.to_numpy(), rtol=1e-12)
+        for name in dd.predictors:
+            for field in ("a1", "a0", "wsum"):
+                np.testing.assert_allclose(getattr(dk, field)[name], getattr(dd, field)[name], rtol=1e-12)
+            assert (dk.n_present[name] == dd.n_present[name]).all()
+        m1, m2 = score_from_sums(dk, st).metrics, score_from_sums(dd, st).metrics
+        cols = ["auroc", "auprc", "auroc_final", "tece_pooled", "tece_final"]
+        np.testing.assert_allclose(m1[cols].to_numpy(float), m2[cols].to_numpy(float), rtol=1e-12)
+
+
+def test_a_duplicate_step_split_across_partitions_is_found(client, tmp_path):
+    df = pd.DataFrame({"trajectory_id": ["a"] * 3 + ["b"] * 2, "step": [1, 2, 3, 1, 2],
+                       "outcome": [1.0] * 3 + [0.0] * 2, "conf_x": [0.5, 0.6, 0.7, 0.4, 0.3]})
+    folder = tmp_path / "d"
+    folder.mkdir()
+    df.iloc[:3].to_parquet(folder / "p0.parquet")
+    pd.concat([df.iloc[[1]], df.iloc[3:]]).to_parquet(folder / "p1.parquet")  # a's step 2 again
+    with pytest.raises(LogFormatError, match="duplicate"):
+        sums_dask(open_dataset(folder), ScoreSettings(n_boot=0), client=client)
+    bad = df.assign(conf_x=[0.5, 0.6, 0.7, 2.0, 0.3])
+    folder2 = _split(bad, tmp_path / "e", 2)
+    with pytest.raises(LogFormatError, match=r"conf_x.*1 row\(s\), e.g. in trajectory 'b'"):
+        sums_dask(open_dataset(folder2), ScoreSettings(n_boot=0), client=client)
+
+
+def test_poisson_weights_follow_the_id_not_the_position():
+    ids = [f"run-{i}" for i in range(500)]
+    h = run_hashes(ids, seed=7)
+    w = poisson_weights(h, 0, 40)
+    perm = np.random.default_rng(0).permutation(500)
+    assert (poisson_weights(run_hashes([ids[i] for i in perm], 7), 0, 40) == w[perm]).all()
+    assert (poisson_weights(h, 10, 40) == w[:, 10:]).all()  # replicates drawn in any chunks
+    assert not (poisson_weights(run_hashes(ids, 8), 0, 40) == w).all()  # the seed matters
+    # the weights are Poisson(1): frequencies of 0..4 and ≥5 against the law (chi-square test)
+    big = poisson_weights(run_hashes([f"x{i}" for i in range(20_000)], 3), 0, 10).ravel()
+    obs = np.bincount(np.minimum(big, 5), minlength=6)
+    p = np.r_[stats.poisson.pmf(np.arange(5), 1.0), stats.poisson.sf(4, 1.0)]
+    assert stats.chisquare(obs, p * obs.sum()).pvalue > 1e-4
+
+
+def test_poisson_and_multinomial_intervals_agree_within_monte_carlo_error(client):
+    data = tpsviz.load(DEMO)
+    st = ScoreSettings(n_boot=4000)
+    res = compute_tps(data, st)
+    mat = res.tps_matrix()
+    values = mat.to_numpy()
+    valid = ~np.isnan(values)
+    ids = mat.index.to_numpy()
+    lo, hi = poisson_intervals(values, valid, ids, st.n_boot, st.seed, st.level)
+    se = res.summary.loc[mat.columns, "tps_se"].to_numpy()
+    # MC sd of a 2.5% percentile endpoint with 4,000 replicates is about 0.05 SE per bootstrap
+    assert np.all(np.abs(lo - res.summary.loc[mat.columns, "tps_ci_low"].to_numpy()) < 0.3 * se)
+    assert np.all(np.abs(hi - res.summary.loc[mat.columns, "tps_ci_high"].to_numpy()) < 0.3 * se)
+    # on the cluster, chunk by chunk of runs: the same numbers
+    lo2, hi2 = poisson_intervals_on(client, values, valid, ids, st.n_boot, st.seed, st.level, chunk=97)
+    np.testing.assert_allclose(lo2, lo, rtol=1e-12)
+    np.testing.assert_allclose(hi2, hi, rtol=1e-12)
+
+
+def test_cli_dask_engine(tmp_path):
+    folder = _split(pd.read_csv(DEMO), tmp_path / "d", 3)
+    out = subprocess.run([sys.executable, "-m", "tpsviz", "score", str(folder), "--engine", "dask", "--json",
+                          "--n-boot", "200"], cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr
+    obj = json.loads(out.stdout)
+    assert obj["settings"]["engine"] == "dask" and "Poisson bootstrap" in obj["settings"]["engine_words"]
+    ref = json.loads(subprocess.run([sys.executable, "-m", "tpsviz", "score", str(DEMO), "--json", "--n-boot", "200"],
+                                    cwd=ROOT, capture_output=True, text=True, timeout=300).stdout)
+    for name, p in ref["predictors"].items():
+        assert obj["predictors"][name]["tps_mean"] == pytest.approx(p["tps_mean"], rel=1e-12)
+        assert obj["predictors"][name]["auroc"] == pytest.approx(p["auroc"], rel=1e-12)
+    bad = subprocess.run([sys.executable, "-m", "tpsviz", "score", str(folder), "--engine", "dask",
+                          "--scheduler", "tcp://127.0.0.1:9"], cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert bad.returncode == 2 and "--scheduler" in bad.stderr and "Traceback" not in bad.stderr

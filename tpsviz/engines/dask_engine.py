@@ -1,0 +1,204 @@
+"""The cluster engine: the DuckDB engine's per-trajectory aggregation as a map-reduce with
+``dask.distributed`` (docs/architecture.md, "Engines").
+
+Map: every partition (a group of the dataset's files) is read on a worker by a sandboxed DuckDB
+(:func:`tpsviz.engines.duck.connect`) into partial aggregates per (run, block of 64 step
+numbers), the grid counts of the pooled metrics and, when a check fails, the diagnosis. Reduce:
+on the client, partials of the same (run, block) — a run may span partitions — are combined
+(sums, minima, maxima, the bit-OR of the step bitmaps, the last forecast by step) and the runs are
+checked and turned into :class:`~tpsviz.engines.runsums.RunSums` exactly as the DuckDB engine does.
+The bootstrap is a Poisson bootstrap with weights hashed from (trajectory id, replicate)
+(:mod:`tpsviz.engines.poisson`), summed over chunks of runs on the workers: the intervals do not
+depend on the cluster's shape.
+
+A cluster is given by ``scheduler`` (``tcp://HOST:PORT``); otherwise a ``LocalCluster`` of
+``n_workers`` single-threaded processes is started and closed again. Position-based schedules
+(linear, front, back) need every run numbered 1..T here: a window over (run, step) cannot span
+partitions (use the DuckDB engine otherwise).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import shutil
+
+import numpy as np
+import pandas as pd
+
+from ..dataset import Dataset
+from ..errors import LogFormatError
+from ..scores import TABLE_MIN
+from ..tps import ScoreSettings
+from . import duck
+from .poisson import _prepared, intervals_from_sums, poisson_sums, run_hashes
+from .runsums import RunSums
+
+__all__ = ["sums_dask", "cluster", "poisson_intervals_on"]
+
+
+class cluster:
+    """A ``dask.distributed`` client: on ``scheduler`` when given, else on a new LocalCluster
+    (closed on exit). Use as a context manager."""
+
+    def __init__(self, scheduler: str | None = None, n_workers: int = 2):
+        self.scheduler, self.n_workers = scheduler, n_workers
+        self._cluster = self.client = None
+
+    def __enter__(self):
+        from dask.distributed import Client, LocalCluster
+
+        if self.scheduler:
+            self.client = Client(self.scheduler)
+        else:
+            self._cluster = LocalCluster(n_workers=self.n_workers, threads_per_worker=1, processes=True,
+                                         dashboard_address=None)
+            self.client = Client(self._cluster)
+        return self.client
+
+    def __exit__(self, *exc):
+        self.client.close()
+        if self._cluster is not None:
+            self._cluster.close()
+
+
+def _partition(files: tuple, ds: Dataset, settings: ScoreSettings, mapping, n_rows: int) -> dict:
+    """Map step, on a worker: partial aggregates of the partition's files."""
+    con, spill, source, plan = duck.open_plan(dataclasses.replace(ds, files=tuple(files)), mapping, threads=1)
+    try:
+        if settings.alpha != settings.beta or settings.alpha not in (0.0, 1.0):
+            duck._register_udf(con, settings.alpha, settings.beta, n_rows >= TABLE_MIN)
+        rows_sql, _ = duck._rows_sql(plan, source, settings, positional=False)
+        blocks = con.sql(rows_sql + duck._block_sql(plan, settings)).to_arrow_table()
+        bad = blocks.column("nbad").to_numpy().sum() + (blocks.column("nfuzz").to_numpy().sum()
+                                                        if "nfuzz" in blocks.column_names else 0)
+        diag = duck._diagnose(con, plan, rows_sql) if bad else {}
+        grid = con.sql(duck.grid_sql(plan, rows_sql)).df()
+        return {"blocks": blocks, "diag": diag, "grid": grid, "conf": plan.conf}
+    finally:
+        con.close()
+        shutil.rmtree(spill, ignore_errors=True)
+
+
+def _exact(files: tuple, ds: Dataset, settings: ScoreSettings, mapping, need: list) -> pd.DataFrame:
+    """Map step, on a worker: distinct-value counts of the predictors ``need``."""
+    con, spill, source, plan = duck.open_plan(dataclasses.replace(ds, files=tuple(files)), mapping, threads=1)
+    try:
+        # scores are not read here: a closed form stands in so no UDF is needed
+        rows_sql, _ = duck._rows_sql(plan, source, dataclasses.replace(settings, alpha=0.0, beta=0.0),
+                                     positional=False)
+        return con.sql(duck.exact_sql(plan, rows_sql, need)).df()
+    finally:
+        con.close()
+        shutil.rmtree(spill, ignore_errors=True)
+
+
+def _combine_diag(diags: list[dict]) -> dict:
+    out: dict = {}
+    for d in diags:
+        for key, val in d.items():
+            if key.startswith("ex_"):
+                if val is not None and (out.get(key) is None or str(val) < str(out[key])):
+                    out[key] = val
+            else:
+                out[key] = int(out.get(key) or 0) + int(val or 0)
+    return out
+
+
+def sums_dask(ds: Dataset, settings: ScoreSettings, mapping=(), client=None, scheduler: str | None = None,
+              files_per_partition: int = 1) -> RunSums:
+    """Per-trajectory sums of a dataset by a map-reduce on a Dask cluster.
+
+    Parameters
+    ----------
+    ds : Dataset
+    settings : ScoreSettings
+    mapping : sequence of (target, column), optional
+    client : dask.distributed.Client, optional
+        A client to use (default: one on ``scheduler`` or a new 2-worker LocalCluster).
+    scheduler : str, optional
+        ``tcp://HOST:PORT`` of an existing cluster.
+    files_per_partition : int
+        Files read by one task.
+
+    Returns
+    -------
+    RunSums
+        As :func:`tpsviz.engines.duck.sums_duckdb`, with ``engine`` "dask".
+    """
+    if client is None:
+        with cluster(scheduler) as c:
+            return sums_dask(ds, settings, mapping, client=c, files_per_partition=files_per_partition)
+    import duckdb
+    import pyarrow as pa
+
+    groups = [tuple(ds.files[i:i + files_per_partition]) for i in range(0, ds.n_files, files_per_partition)]
+    n_rows = ds.n_rows if ds.n_rows is not None else TABLE_MIN  # CSV: the table for any log of a cluster's size
+    futures = client.map(_partition, groups, ds=ds, settings=settings, mapping=tuple(mapping), n_rows=n_rows,
+                         pure=False)
+    parts = client.gather(futures)
+    plan_conf = parts[0]["conf"]
+    con = duckdb.connect(config={"enable_external_access": False, "threads": 2})
+    try:
+        con.register("partials", pa.concat_tables([p["blocks"] for p in parts], promote_options="permissive"))
+        plan = _PlanView(ds, plan_conf, parts[0]["blocks"].column_names)
+        runs = duck._Runs(con.sql(duck._per_run_sql(plan, settings,
+                                                    f"({duck._combine_sql(plan, settings, 'partials')})"))
+                          .to_arrow_table())
+    finally:
+        con.close()
+    diag = _combine_diag([p["diag"] for p in parts])
+    problems = duck._check_rows(ds, plan, runs, diag)
+    if problems:
+        raise LogFormatError(ds.label, problems)
+    notes = list(ds.notes)
+    irregular = duck.numbering_note(runs, notes)
+    if irregular and settings.schedule.name in ("linear", "front", "back"):
+        raise LogFormatError(ds.label, [
+            f"schedule {settings.schedule.spec} weighs each row's position in its run, and "
+            f"{irregular} run(s) are not numbered 1..T: positions need a window over whole runs, "
+            "which the Dask engine does not compute across partitions; use --engine duckdb"])
+    for k, col in enumerate(plan.conf):
+        fz = int(diag.get(f"fuzz{k}") or 0)
+        if fz:
+            notes.append(f"{col}: {fz} value(s) within 1e-9 outside [0, 1] (float rounding) were set to 0 or 1.")
+    grid = pd.concat([p["grid"] for p in parts], ignore_index=True)
+
+    def pooled(n_lab: int) -> dict:
+        def exact(need):
+            fut = client.map(_exact, groups, ds=ds, settings=settings, mapping=tuple(mapping), need=need, pure=False)
+            return pd.concat(client.gather(fut), ignore_index=True)
+        return duck.pooled_from(grid, len(plan.conf), n_lab, exact)
+
+    return duck.to_sums(ds, plan, settings, runs, notes, pooled, "dask")
+
+
+class _PlanView:
+    """The parts of a plan the reduce needs (column presence and predictors), from the partials."""
+
+    def __init__(self, ds: Dataset, conf: list, partial_columns: list):
+        self.conf = list(conf)
+        self.signals: list = []
+        present = set(partial_columns)
+        self.col = {name: name for name, key in (("censored", "cmin"), ("q_z", "qmin")) if key in present}
+        self.col["trajectory_id"] = "trajectory_id"
+
+
+def _poisson_chunk(values: np.ndarray, ids, seed: int, n_boot: int) -> np.ndarray:
+    """Map step: Σ_i c_ib · values[i] of one chunk of runs (replicates × columns)."""
+    sums, _ = poisson_sums(values, run_hashes(ids, seed), n_boot)
+    return sums
+
+
+def poisson_intervals_on(client, values: np.ndarray, valid: np.ndarray, ids, n_boot: int, seed: int,
+                         level: float, chunk: int = 200_000) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`tpsviz.engines.poisson.poisson_intervals`, with the weights drawn and summed on the
+    cluster's workers chunk by chunk of runs (the result does not depend on the chunks)."""
+    n, k = values.shape
+    if n_boot <= 0 or n < 2:
+        return np.full(k, np.nan), np.full(k, np.nan)
+    v, finite = _prepared(values, valid)
+    x = np.hstack([v, valid.astype(float)])
+    ids = np.asarray(ids, dtype=object)
+    futs = [client.submit(_poisson_chunk, x[i:i + chunk], ids[i:i + chunk], seed, n_boot, pure=False)
+            for i in range(0, n, chunk)]
+    return intervals_from_sums(sum(client.gather(futs)), finite, valid, level)
