@@ -9,10 +9,14 @@ reported, and the engine's time as a ratio of the bare query's, measured in the 
   score     sums + score_from_sums (TPS with bootstrap CIs, skill, metrics)
   dask      tpsviz.engines.dask_engine.sums_dask on a 2-worker LocalCluster (one file per task;
             peak is the client's, the workers' own peaks are summed in "workers_peak_mb")
+  cli       the whole `tpsviz score DIR --engine duckdb` (sums, TPS with bootstrap CIs, skill,
+            metrics, verdicts on a 20,000-run sample, the printed report)
+  sample    what the dashboard does first on a dataset above TPSVIZ_MAX_ROWS: read a random
+            sample of 20,000 runs (tpsviz.load(..., sample=...)) and score it (no bootstrap)
 
 Make a dataset first: .venv/bin/python bench/make_dataset.py /tmp/ds --rows 2e7 --files 10
 
-Usage: .venv/bin/python bench/bench_outofcore.py DATASET_DIR [--n-boot 2000] [--cases bare,sums,score,dask]
+Usage: .venv/bin/python bench/bench_outofcore.py DATASET_DIR [--n-boot 2000] [--cases bare,sums,score,cli,sample,dask]
 """
 
 from __future__ import annotations
@@ -58,6 +62,23 @@ if {score}:
 """
 
 
+SAMPLE = r"""
+import dataclasses
+import tpsviz
+from tpsviz.io import limits_from_env
+lim = dataclasses.replace(limits_from_env(), max_rows=5_000_000)
+data = tpsviz.load({folder!r}, limits=lim, sample=(20_000, 20260101))
+tpsviz.compute_tps(data, tpsviz.ScoreSettings(n_boot=0))
+"""
+
+CLI = r"""
+import contextlib, io
+from tpsviz.cli import main
+with contextlib.redirect_stdout(io.StringIO()):
+    rc = main(["score", {folder!r}, "--engine", "duckdb", "--n-boot", "{n_boot}"])
+assert rc == 0, rc
+"""
+
 DASK = r"""
 from tpsviz.dataset import open_dataset
 from tpsviz.engines.dask_engine import cluster, sums_dask
@@ -92,7 +113,9 @@ def main() -> None:
     bodies = {"bare": BARE.format(folder=folder),
               "sums": ENGINE.format(folder=folder, n_boot=args.n_boot, score=False),
               "score": ENGINE.format(folder=folder, n_boot=args.n_boot, score=True),
-              "dask": DASK.format(folder=folder)}
+              "dask": DASK.format(folder=folder),
+              "sample": SAMPLE.format(folder=folder),
+              "cli": CLI.format(folder=folder, n_boot=args.n_boot)}
     res = {}
     for case in args.cases.split(","):
         res[case] = _run(bodies[case])

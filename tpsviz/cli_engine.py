@@ -97,6 +97,7 @@ def _score_out_of_core(args, ds: Dataset, why: str, client) -> int:
 
         def intervals(values, valid, ids, st):
             return poisson_intervals_on(client, values, valid, ids, st.n_boot, st.seed, st.level)
+        intervals.words = "Poisson bootstrap, weights hashed from (trajectory id, replicate)"
     has_qz = bool((sums.runs["censored"] & sums.runs["q_z"].notna()).any())
     settings = _settings_from(args, has_qz=has_qz)
     try:
@@ -179,7 +180,7 @@ def _json(res, ds: Dataset, why: str, ranks: str, verdict, sample_words: str) ->
                      "metrics": "auroc/auprc/tece_pooled pooled over (trajectory, step) pairs of complete "
                                 "runs; *_final use each run's final forecast; T-ECE with 10 equal-width "
                                 "bins; " + ranks,
-                     "verdicts": sample_words},
+                     "verdicts": sample_words, "intervals": res.ci_words},
         "predictors": {
             name: {
                 "tps_mean": _num(r.tps_mean), "tps_se": _num(r.tps_se),
@@ -225,7 +226,7 @@ def _print(res, ds: Dataset, why: str, ranks: str, verdict, sample_words: str) -
     nw = _name_width(s.index)
     print()
     order = print_tps_table(s, pct, nw, count_width=9)
-    print("per step = sum of TPS / sum of weights (a display normalisation)")
+    print(f"per step = sum of TPS / sum of weights (a display normalisation); CIs: {res.ci_words}")
     print()
     if len(sk):
         print(f"base-rate reference: constant forecast {float(sk['ref_rate'].iloc[0]):.4f} "

@@ -27,7 +27,7 @@ import numpy as np
 import pandas as pd
 
 from .cancel import checkpoint
-from .inference import bootstrap_sums, mean_estimate
+from .inference import bootstrap_sums, group_sums, mean_estimate
 from .io import TrajectoryData
 from .metrics import (MeanStat, auprc, auroc, metric_statistic, replicate_statistics,
                       replicate_summary, scalarised_score, tece)
@@ -435,7 +435,7 @@ def skill_table(data: TrajectoryData, settings: ScoreSettings | None = None,
 
 
 def skill_from_runs(values: dict, rate: float, rule: str, level: float, n_boot: int,
-                    seed: int) -> pd.DataFrame:
+                    seed: int, groups: np.ndarray | None = None) -> pd.DataFrame:
     """The skill table from per-run TPS of each predictor and of the reference on its rows.
 
     Parameters
@@ -450,6 +450,10 @@ def skill_from_runs(values: dict, rate: float, rule: str, level: float, n_boot: 
         Confidence level.
     n_boot, seed : int
         Paired trajectory bootstrap of the skill ratio.
+    groups : ndarray of int, optional
+        A group per run (0 … G − 1): the bootstrap then resamples the G groups of runs, with
+        the runs' sums per group (:func:`tpsviz.engines.runsums.run_groups`, for millions of
+        runs). Point estimates are from the runs.
 
     Returns
     -------
@@ -476,7 +480,10 @@ def skill_from_runs(values: dict, rate: float, rule: str, level: float, n_boot: 
     # the skill ratio Σ c·TPS / Σ c·TPS_ref of every predictor, from one set of replicates
     boot_names = [k for k, st in stats.items() if st[-1]]
     cols = [np.where(stats[k][1], x, 0.0) for k in boot_names for x in (stats[k][0], stats[k][-2])]
-    sums = bootstrap_sums(np.column_stack(cols), n_boot, seed) if cols else None
+    x = np.column_stack(cols) if cols else None
+    if x is not None and groups is not None:
+        x = group_sums(x, groups)
+    sums = bootstrap_sums(x, n_boot, seed) if cols else None
     rows = []
     a = (1 - level) / 2
     for name in values:

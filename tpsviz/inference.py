@@ -13,7 +13,7 @@ import numpy as np
 
 from . import resample
 
-__all__ = ["Estimate", "mean_estimate", "paired_difference", "bootstrap_weights",
+__all__ = ["Estimate", "mean_estimate", "paired_difference", "bootstrap_weights", "group_sums",
            "bootstrap_sums", "DEFAULT_SEED", "normal_quantile", "summary_interval"]
 
 DEFAULT_SEED = 20260101
@@ -111,6 +111,14 @@ def bootstrap_sums(x, n_boot: int, seed: int) -> np.ndarray:
         Shape (n_boot,) or (n_boot, k).
     """
     return resample.counts_times(x, n_boot, seed)
+
+
+def group_sums(x: np.ndarray, groups: np.ndarray) -> np.ndarray:
+    """Column sums of ``x`` (one row per trajectory) within each group: shape (G, k), G =
+    ``groups.max() + 1``. A bootstrap of these rows resamples groups of trajectories."""
+    x = np.asarray(x, dtype=float)
+    g = int(groups.max()) + 1 if groups.size else 0
+    return np.column_stack([np.bincount(groups, weights=x[:, j], minlength=g) for j in range(x.shape[1])])
 
 
 def _percentiles(reps: np.ndarray, level: float) -> tuple[float, float]:

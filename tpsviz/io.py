@@ -135,12 +135,23 @@ def _tau2_files(files: list, name: str | None, options: ReadOptions, limits: Lim
     return frame, reading, label
 
 
-def _read_dataset(source, options: ReadOptions, limits: Limits, read, roots):
-    """A dataset's files read into one raw frame; rows are located as "FILE row N"."""
+def _read_dataset(source, options: ReadOptions, limits: Limits, read, roots, sample=None):
+    """A dataset's files read into one raw frame; rows are located as "FILE row N". Above the
+    row limit, with ``sample=(n_runs, seed)``, a random sample of its runs (reading["sample"])."""
     import pandas as pd
 
     ds = open_dataset(source, roots)
     label = ds.label
+    too_big = ds.n_bytes > limits.max_bytes if ds.n_rows is None else ds.n_rows > limits.max_rows
+    if sample and too_big:
+        from .engines.sample import sample_runs
+
+        frame, info = sample_runs(ds, sample[0], sample[1], limits.max_rows, options.mapping)
+        frame.attrs["notes"] = list(ds.notes)
+        frame = _apply_mapping(frame, options.mapping, label)
+        return frame, {"format": ds.fmt, "dataset": {"files": ds.n_files, "skipped": ds.skipped,
+                                                     "bytes": ds.n_bytes},
+                       "sample": info, "options": options.describe()}, label
     if ds.n_rows is not None and ds.n_rows > limits.max_rows:
         raise LogFormatError(label, [f"{ds.n_rows:,} rows in {ds.n_files} files, more than the {limits.max_rows:,} "
                                      "read into memory (TPSVIZ_MAX_ROWS); score it out of core with "
@@ -166,7 +177,8 @@ def _read_dataset(source, options: ReadOptions, limits: Limits, read, roots):
 
 
 def load(source, name: str | None = None, fmt: str | None = None, limits: Limits | None = None,
-         options: ReadOptions | None = None, forecasts=None, read=None, roots=None) -> TrajectoryData:
+         options: ReadOptions | None = None, forecasts=None, read=None, roots=None,
+         sample: tuple[int, int] | None = None) -> TrajectoryData:
     """Read and validate a trajectory log of any supported format.
 
     Parameters
@@ -196,6 +208,11 @@ def load(source, name: str | None = None, fmt: str | None = None, limits: Limits
         :func:`tpsviz.files.read_file`).
     roots : tpsviz.files.DataRoots, optional
         For a dataset on a shared server: its folder, pattern and files must lie under these.
+    sample : (int, int), optional
+        ``(n_runs, seed)``: a dataset with more rows than ``limits.max_rows`` (CSV files, whose
+        rows are not counted ahead: more bytes than ``limits.max_bytes``) is read as a seeded random sample of that many whole
+        runs (:func:`tpsviz.engines.sample.sample_runs`) instead of being refused;
+        ``reading["sample"]`` then says how many runs and rows of how many.
 
     Returns
     -------
@@ -216,7 +233,7 @@ def load(source, name: str | None = None, fmt: str | None = None, limits: Limits
         options = replace(options, fmt=fmt)
     kind = options.fmt if options.fmt not in (None, "auto") else None
     if is_dataset_spec(source) and kind in (None, "csv", "tsv", "parquet"):
-        frame, reading, name = _read_dataset(source, options, limits, read, roots)
+        frame, reading, name = _read_dataset(source, options, limits, read, roots, sample)
     elif isinstance(source, (str, os.PathLike)) and Path(source).is_dir():
         name = name or Path(source).name
         if kind not in (None, "tau2") or not (Path(source) / "results.json").is_file():

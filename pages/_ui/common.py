@@ -10,6 +10,7 @@ import numpy as np
 import streamlit as st
 
 from . import results as Rs
+from .allruns import sample_info, sample_words
 from . import loading as L
 from . import state as S
 from .sidebar import VERDICT_ICON
@@ -184,6 +185,9 @@ def banner(cfg: S.Config, data, extra: str | None = None) -> None:
                       help="ε: forecasts clipped to [ε, 1−ε]. n: trajectories scored after filters.")
         if extra:
             st.caption(extra)
+    info = sample_info(data)
+    if info:  # a dataset larger than memory: every number on the page covers the sample (allruns.py)
+        st.info(sample_words(info), icon=":material/casino:")
     if not v.is_strictly_proper:  # a page-level warning on every page, not only the icon above
         st.warning(f"**The weight schedule {md(s.spec)} is {md(v.status)}.** {md(v.reason)} Scores under it do not "
                    "reward reporting the true probability at every step: use it to explore, not to rank.",

@@ -22,6 +22,7 @@ from tpsviz.cancel import Cancelled
 from tpsviz.files import CANNOT_OPEN, PathRefused
 from tpsviz.selection import filter_mask
 
+from .allruns import sample_size
 from .memo import give_back, memo
 from .state import SEED, Config, Source, current, current_source, data_roots, parse_recal
 from .text import md
@@ -60,8 +61,10 @@ def _load(key: str, _src: Source):
             if _src.raw is not None:
                 return tpsviz.load(_src.raw, name=_src.name, options=_src.options, forecasts=forecasts)
             if _src.kind == "path":  # every file read stays under the data roots
+                # a dataset larger than memory opens on a stated sample of its runs (allruns.py)
                 return tpsviz.load(Path(_src.path), name=_src.name, options=_src.options,
-                                   forecasts=forecasts, read=_rooted_read, roots=data_roots())
+                                   forecasts=forecasts, read=_rooted_read, roots=data_roots(),
+                                   sample=(sample_size(), SEED))
             return tpsviz.load(_src.path, name=_src.name)
         except tpsviz.LogFormatError as e:
             give_back()  # a refused file may have been parsed half-way: return that memory

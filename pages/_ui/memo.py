@@ -12,7 +12,12 @@
   entries (and the bootstrap's kept resampling counts) not used for that long, so an idle
   server gives its memory back.
 - **Exceptions are never cached** (a ``MemoryError`` or a vanished file must not poison a key
-  for every later user), and one computation runs per key at a time (others wait for it).
+  for every later user), and one computation runs per key at a time (others wait for it and
+  take its value). A key's lock is released and forgotten on every exit path, also when a
+  Streamlit rerun or stop (a ``BaseException``) ends the computation; a waiting session then
+  computes the result itself. A session waiting for another's computation stops waiting once it
+  no longer needs the result (``tpsviz.cancel``). ``cached.hold`` takes the locks of several
+  keys at once, for a result computed jointly and kept key by key (``results.py``).
 - **Arguments whose name starts with ``_`` are not part of the key** (as with Streamlit's
   caches): they carry big objects that the other arguments already identify.
 """
@@ -28,10 +33,13 @@ import threading
 import time
 import weakref
 from collections import OrderedDict
+from contextlib import ExitStack, contextmanager
 from dataclasses import fields, is_dataclass
 
 import numpy as np
 import pandas as pd
+
+from tpsviz.cancel import checkpoint
 
 __all__ = ["memo", "clear_all", "stats", "approx_bytes", "configure"]
 
@@ -39,7 +47,7 @@ _LOCK = threading.RLock()
 _ENTRIES: "OrderedDict[tuple, _Entry]" = OrderedDict()
 _BY_FUNC: "dict[str, OrderedDict[tuple, None]]" = {}   # each function's keys, least recently used first
 _BYTES = [0]                                           # Σ size of the entries (kept as entries come and go)
-_KEY_LOCKS: dict[tuple, threading.Lock] = {}
+_KEY_LOCKS: "dict[tuple, _KeyLock]" = {}           # keys being computed (or waited for) → their lock
 _CONFIG = {"budget": None, "ttl": None}
 _SWEEPER: threading.Thread | None = None
 _SWEEP_EVERY = 30.0
@@ -53,6 +61,55 @@ class _Entry:
         self.size = size
         self.used = time.monotonic()
         self.func = func
+
+
+class _KeyLock:
+    """The lock of one key and how many threads hold it or wait for it (its entry in
+    ``_KEY_LOCKS`` is removed by the last of them)."""
+
+    __slots__ = ("lock", "users")
+
+    def __init__(self):
+        self.lock = threading.Lock()
+        self.users = 0
+
+
+_WAIT_POLL_S = 0.25   # a waiting session checks this often whether it still needs the result
+
+
+@contextmanager
+def _key_lock(key: tuple):
+    """Hold the lock of one key: one computation per key at a time (docs/architecture.md, "Caching").
+
+    The key's entry in ``_KEY_LOCKS`` is shared by every thread computing or waiting for the key
+    and removed by the last one to leave, on every exit path: a computation that raises (an
+    ``Exception``, or a Streamlit rerun or stop, which derive from ``BaseException``) releases
+    the lock and leaves nothing behind, and the next waiter computes the result itself. While
+    waiting, the thread passes :func:`tpsviz.cancel.checkpoint`, so a session that no longer
+    needs the result (its user moved a widget, its tab closed) stops waiting.
+
+    Parameters
+    ----------
+    key : tuple
+        The cache key.
+    """
+    with _LOCK:
+        kl = _KEY_LOCKS.get(key)
+        if kl is None:
+            kl = _KEY_LOCKS[key] = _KeyLock()
+        kl.users += 1
+    try:
+        while not kl.lock.acquire(timeout=_WAIT_POLL_S):
+            checkpoint()
+        try:
+            yield
+        finally:
+            kl.lock.release()
+    finally:
+        with _LOCK:
+            kl.users -= 1
+            if kl.users == 0:
+                del _KEY_LOCKS[key]
 
 
 def _env_number(name: str, default: float) -> float:
@@ -253,22 +310,25 @@ def memo(max_entries: int = 16, spinner: str | None = None):
             bound.apply_defaults()
             return (qual,) + tuple(bound.arguments[p] for p in keyed)
 
-        @functools.wraps(fn)
-        def cached(*args, **kwargs):
-            key = key_of(*args, **kwargs)
-            _ensure_sweeper()
+        def lookup(key: tuple):
+            """The cached entry of a key (marked as used), or None."""
             with _LOCK:
                 e = _ENTRIES.get(key)
                 if e is not None:
                     _touch_locked(key, e)
+                return e
+
+        @functools.wraps(fn)
+        def cached(*args, **kwargs):
+            key = key_of(*args, **kwargs)
+            _ensure_sweeper()
+            e = lookup(key)
+            if e is not None:
+                return e.value
+            with _key_lock(key):  # one computation per key; released on every exit path
+                e = lookup(key)   # computed by another session while this one waited?
+                if e is not None:
                     return e.value
-                klock = _KEY_LOCKS.setdefault(key, threading.Lock())
-            with klock:
-                with _LOCK:  # computed by another session while this one waited?
-                    e = _ENTRIES.get(key)
-                    if e is not None:
-                        e.used = time.monotonic()
-                        return e.value
                 if spinner:
                     import streamlit as st
 
@@ -276,10 +336,10 @@ def memo(max_entries: int = 16, spinner: str | None = None):
                         value = fn(*args, **kwargs)
                 else:
                     value = fn(*args, **kwargs)
+                # only a value is kept: an exception has left the block above (never cached)
                 size = approx_bytes(value)
                 budget = budget_bytes()
                 with _LOCK:
-                    _KEY_LOCKS.pop(key, None)
                     _keep_locked(key, _Entry(value, size, qual), max_entries, budget)
                 return value
 
@@ -296,9 +356,29 @@ def memo(max_entries: int = 16, spinner: str | None = None):
             with _LOCK:
                 _keep_locked(key, entry, max_entries, budget_bytes())
 
+        @contextmanager
+        def hold(calls):
+            """Hold the locks of several keys, e.g. to compute them together and ``store`` them
+            one by one (results.py). Locks are taken in the order given, so every caller must
+            give the same order (results.py: by predictor name): then two threads holding
+            overlapping sets cannot wait for each other. Do not call ``cached`` for a held key
+            in the same thread (the lock is not re-entrant); re-check with ``has`` after
+            acquiring, another thread may have computed a key meanwhile.
+
+            Parameters
+            ----------
+            calls : iterable of tuple
+                The positional arguments of each call whose key is held (each key once).
+            """
+            with ExitStack() as stack:
+                for call_args in calls:
+                    stack.enter_context(_key_lock(key_of(*call_args)))
+                yield
+
         cached.clear = lambda: _clear_func(qual)
         cached.has = has
         cached.store = store
+        cached.hold = hold
         return cached
 
     return wrap

@@ -152,14 +152,47 @@ def result(spinner: str, keep: tuple = SETTINGS, max_entries: int = 24, per_pred
             _NESTING.depth = depth + 1
             try:
                 with st.spinner(spinner) if depth == 0 and missing else nullcontext():
-                    if split and len(missing) > 1:  # computed together, kept apart
-                        joint = compute(replace(k, predictors=tuple(x.predictors[0] for x in missing)), args, kw, src)
-                        for x in missing:
-                            cached.store(split(joint, x.predictors[0]), x, args, kw, src)
-                    parts = [cached(x, args, kw, src) for x in keys]
+                    joint = _joint(missing, args, kw, src) if split and len(missing) > 1 else {}
+                    parts = [joint[x] if x in joint else cached(x, args, kw, src) for x in keys]
             finally:
                 _NESTING.depth = depth
             return parts[0] if per_predictor is None or not names else per_predictor(parts)
+
+        def _joint(missing: list, args: tuple, kw: tuple, src: Source) -> dict:
+            """Compute the predictors still missing together and keep them one by one.
+
+            One computation per key also here (docs/architecture.md, "Caching"): the keys' locks
+            in the cache are held while they are computed, so a session missing some of the same
+            predictors waits and then takes them from the cache. The locks are taken in the
+            order of the predictor names, the same in every thread, so sessions missing
+            overlapping sets cannot wait for each other; a nested result (``tps`` asking for
+            ``tps_points``) takes the locks of another function, further down. What another
+            session computed while this one waited is not computed again; a single predictor
+            left is computed through the cache as usual. A computation that raises (a rerun
+            stopping it) releases the locks and keeps nothing.
+
+            Parameters
+            ----------
+            missing : list of Analysis
+                Per-predictor keys not cached when the call began (two or more).
+            args, kw, src
+                The call's other arguments (``kw`` as sorted items).
+
+            Returns
+            -------
+            dict
+                {per-predictor key: its part} of what this thread computed (possibly empty).
+            """
+            order = sorted(missing, key=lambda x: x.predictors[0])
+            with cached.hold([(x, args, kw, src) for x in order]):
+                still = [x for x in missing if not cached.has(x, args, kw, src)]
+                if len(still) < 2:
+                    return {}
+                both = compute(replace(still[0], predictors=tuple(x.predictors[0] for x in still)), args, kw, src)
+                parts = {x: split(both, x.predictors[0]) for x in still}
+                for x, part in parts.items():
+                    cached.store(part, x, args, kw, src)
+                return parts
 
         return call
 

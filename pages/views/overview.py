@@ -9,6 +9,7 @@ fills in the metric CIs and the paired AUROC/T-ECE comparison.
 import streamlit as st
 
 from pages._ui import common as C
+from pages._ui.allruns import all_runs_section
 from pages._ui import reading as R
 from pages._ui import compute as V
 from pages._ui import results as Rs
@@ -130,6 +131,8 @@ if large:  # the points first: their figure is replaced once the CIs are in
         C.plot(lb["figure"], "overview_leaderboard_points", name="Leaderboard")
 else:
     C.plot(lb["figure"], "overview_leaderboard", name="Leaderboard")
+
+all_runs_section(cfg, data)  # a dataset read as a sample: the headline table on every run, on request
 
 # ----------------------------------------------------------------- compare
 st.subheader("Paired comparison against a baseline")

@@ -1,5 +1,6 @@
 """Issue 12, dashboard: a server path to a dataset (a folder of Parquet files) opens, stays under
-the data roots file by file, and a dataset too large for memory gets a clear message."""
+the data roots file by file, and a dataset too large for memory opens on a stated random sample of
+its runs, with the headline table scored on all runs out of core on request."""
 
 from __future__ import annotations
 
@@ -44,8 +45,24 @@ def test_a_link_out_of_the_roots_inside_a_dataset_is_refused(root):
     assert not at.exception and "cannot open this path" in t and SECRET not in t
 
 
-def test_a_dataset_above_the_memory_limit_says_what_to_do(root, monkeypatch):
-    monkeypatch.setenv("TPSVIZ_MAX_ROWS", "1000")
+def test_a_dataset_above_the_memory_limit_opens_on_a_stated_sample(root, monkeypatch):
+    monkeypatch.setenv("TPSVIZ_MAX_ROWS", "5000")
+    monkeypatch.setenv("TPSVIZ_SAMPLE_RUNS", "60")
     at = fresh({"src": "Server path", "path": "runs"})
     t = texts(at)
-    assert not at.exception and "read into memory" in t and "--engine duckdb" in t
+    assert not at.exception and not at.error
+    n = int({m.label: m.value for m in at.metric}["Trajectories"].replace(",", ""))
+    assert 0 < n <= 60 and f"random sample of **{n} of 450 runs**" in t
+    assert "All 450 runs (out of core)" in [h.value for h in at.subheader]
+    # on request, the headline table covers every run, and agrees with scoring the whole log in memory
+    at.button(key="score_all_runs").click().run()
+    assert not at.exception and not at.error
+    table = [d.value for d in at.dataframe if "n runs" in d.value.columns][-1]  # after the leaderboard
+    assert set(table["n runs"]) <= {450} | set(range(300, 450)) and len(table)
+    import tpsviz
+
+    df = pd.concat([pd.read_parquet(root / "runs" / f"part-{k}.parquet") for k in (0, 1)])
+    full = tpsviz.compute_tps(tpsviz.from_frame(df), at.session_state["_cfg"].score_settings(n_boot=0))
+    for _, row in table.iterrows():
+        assert row["TPS"] == f"{full.summary.at[row['predictor'], 'tps_mean']:.4f}"
+        assert row["n runs"] == full.summary.at[row["predictor"], "n_trajectories"]

@@ -84,12 +84,14 @@ def connect(ds: Dataset, threads: int | None = None, memory_limit: str | None = 
     return con, spill
 
 
-def _source(ds: Dataset) -> str:
+def _source(ds: Dataset, extra: str = "") -> str:
+    """The table function reading the dataset's files (``extra``: more options, e.g.
+    ``, filename = true``)."""
     files = "[" + ", ".join(_lit(str(f)) for f in ds.files) + "]"
     if ds.fmt == "parquet":
-        return f"read_parquet({files})"
+        return f"read_parquet({files}{extra})"
     delim = "\\t" if ds.fmt == "tsv" else ","
-    return f"read_csv({files}, header = true, all_varchar = true, delim = {_lit(delim)}, quote = '\"')"
+    return f"read_csv({files}, header = true, all_varchar = true, delim = {_lit(delim)}, quote = '\"'{extra})"
 
 
 def _missing_text(col: str) -> str:
@@ -457,22 +459,24 @@ def _sums(con, ds: Dataset, settings: ScoreSettings, source: str, plan: _Plan) -
         _register_udf(con, settings.alpha, settings.beta, n_rows >= TABLE_MIN)
     if settings.schedule.name == "column" and "weight" not in plan.col:
         raise LogFormatError(ds.label, ["schedule 'column' needs a 'weight' column; the dataset has none"])
+    from . import onepass  # the main pass reads the rules from per-run extremes (onepass's docstring)
+
+    runs = onepass.run_pass(con, plan, source, settings)
     rows_sql, _ = _rows_sql(plan, source, settings, positional=False)
-    runs = _Runs(con.sql(_run_sql(plan, rows_sql, settings)).to_arrow_table())
-    checks = _diagnose(con, plan, rows_sql) if (runs.num("nbad", 0).sum() or runs.num("nfuzz", 0).sum()) else {}
+    checks = _diagnose(con, plan, rows_sql) if onepass.defects(plan, runs) else {}
     problems = _check_rows(ds, plan, runs, checks)
     if problems:
         raise LogFormatError(ds.label, problems)
     notes = list(ds.notes)
     if numbering_note(runs, notes):
         if settings.schedule.name in ("linear", "front", "back"):
-            rows_sql, _ = _rows_sql(plan, source, settings, positional=True)
-            runs = _Runs(con.sql(_run_sql(plan, rows_sql, settings)).to_arrow_table())
+            runs = onepass.run_pass(con, plan, source, settings, positional=True)
     for k, col in enumerate(plan.conf):
         fz = int(checks.get(f"fuzz{k}") or 0)
         if fz:
             notes.append(f"{col}: {fz} value(s) within 1e-9 outside [0, 1] (float rounding) were set to 0 or 1.")
-    return to_sums(ds, plan, settings, runs, notes, lambda n_lab: _pooled(con, plan, rows_sql, n_lab), "duckdb")
+    parsed = f"WITH scored AS ({onepass.rows_sql(plan, source)[0]})\n"  # validated: the lean rows suffice
+    return to_sums(ds, plan, settings, runs, notes, lambda n_lab: _pooled(con, plan, parsed, n_lab), "duckdb")
 
 
 def to_sums(ds, plan, settings, runs: _Runs, notes, pooled, engine: str) -> RunSums:

@@ -1,0 +1,114 @@
+"""A dataset opened on a sample (too large for memory): the sample's banner line, and the
+headline table scored on all runs by the out-of-core engine (docs/architecture.md, "Engines";
+docs/deployment.md). Every number says which it covers."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pandas as pd
+import streamlit as st
+
+from tpsviz import formatting as Fm
+
+from . import state as S
+from .memo import memo
+from .text import md
+
+#: runs drawn when a dataset is larger than the rows read into memory
+DEFAULT_SAMPLE_RUNS = 20_000
+#: bootstrap replicates of the all-runs table (millions of runs: each replicate costs a pass over them)
+ALL_RUNS_BOOT = 200
+
+
+def sample_size() -> int:
+    """Runs the dashboard draws from a dataset too large to read (``TPSVIZ_SAMPLE_RUNS``)."""
+    try:
+        n = int(os.environ.get("TPSVIZ_SAMPLE_RUNS", "") or DEFAULT_SAMPLE_RUNS)
+    except ValueError:
+        return DEFAULT_SAMPLE_RUNS
+    return n if n > 0 else DEFAULT_SAMPLE_RUNS
+
+
+def sample_info(data) -> dict | None:
+    """The sample a log was read as (None: every run of the file was read)."""
+    return (getattr(data, "reading", None) or {}).get("sample")
+
+
+def sample_words(info: dict) -> str:
+    """One sentence: what the numbers on the page cover."""
+    cut = (" (the draw stopped at the rows read into memory, TPSVIZ_MAX_ROWS)" if info.get("stopped_by_rows")
+           else "")
+    return (f"**Sample:** every number on this page describes a random sample of "
+            f"**{info['runs_sampled']:,} of {info['runs_total']:,} runs** ({info['rows_sampled']:,} of "
+            f"{info['rows_total']:,} step rows; seed {info['seed']}){cut}. The dataset is larger than the rows "
+            f"this server reads into memory; the Overview can score all runs out of core.")
+
+
+@memo(max_entries=4, spinner="Scoring all runs out of core (DuckDB over the dataset's files)…")
+def _score_all(key: str, settings_key: tuple, _src: S.Source, _settings):
+    from tpsviz.dataset import open_dataset
+    from tpsviz.engines import score_from_sums
+    from tpsviz.engines.duck import sums_duckdb
+
+    ds = open_dataset(Path(_src.path), S.data_roots())
+    sums = sums_duckdb(ds, _settings, mapping=_src.options.mapping)
+    return score_from_sums(sums, _settings, skill_boot=_settings.n_boot)
+
+
+def all_runs_table(score, names: list[str]) -> pd.DataFrame:
+    """The headline numbers of every predictor, on all runs."""
+    s, sk, m = score.summary, score.skill, score.metrics
+    rows = []
+    for n in names:
+        if n not in s.index:
+            continue
+        rows.append({"predictor": n, "TPS": f"{s.at[n, 'tps_mean']:.4f}",
+                     "95% CI": f"[{s.at[n, 'tps_ci_low']:.4f}, {s.at[n, 'tps_ci_high']:.4f}]",
+                     "skill": f"{sk.at[n, 'skill']:.3f}" if n in sk.index else "–",
+                     "AUROC": f"{m.at[n, 'auroc']:.3f}" if n in m.index else "–",
+                     "T-ECE": f"{m.at[n, 'tece_pooled']:.3f}" if n in m.index else "–",
+                     "n runs": int(s.at[n, "n_trajectories"]), "censored": int(s.at[n, "n_censored"])})
+    return pd.DataFrame(rows)
+
+
+def all_runs_section(cfg: S.Config, data) -> None:
+    """On a sampled dataset: a button that scores every run out of core, and its table."""
+    info = sample_info(data)
+    src = S.current_source()
+    if info is None or src is None or src.kind != "path":
+        return
+    st.subheader(f"All {info['runs_total']:,} runs (out of core)")
+    settings = cfg.score_settings(n_boot=min(cfg.n_boot, ALL_RUNS_BOOT))
+    skey = (cfg.score_tuple, settings.n_boot)
+    have = _score_all.has(src.key, skey, src, settings)
+    st.caption("The tables and figures on these pages describe the sample. This table scores **every run** of "
+               f"the dataset ({info['rows_total']:,} step rows) with DuckDB over its files, under the settings "
+               "in the sidebar; metadata filters and recalibrations apply to the sample only.")
+    if not have and not st.button(f"Score all {info['runs_total']:,} runs", key="score_all_runs",
+                                  help="Takes about a second per 3 million step rows on two cores; the result "
+                                       "is kept for these settings."):
+        return
+    try:
+        score = _score_all(src.key, skey, src, settings)
+    except S.Cancelled:
+        raise
+    except Exception as e:  # a defect the sample did not contain, memory, a vanished file: say so
+        st.error(f"All runs could not be scored: {md(e, 600)}", icon=":material/error:")
+        return
+    tab = all_runs_table(score, list(cfg.predictors))
+    st.dataframe(tab, hide_index=True, width="stretch")
+    from tpsviz.engines.duck import GRID
+
+    ranks = score.metrics["ranks_exact"]
+    exact = "exact (counted on the distinct forecasts)" if bool(ranks.all()) else (
+        f"counted on a grid of {GRID:,} cells; largest possible error "
+        f"{Fm.fmt(float(score.metrics['auroc_bound'].max()), 2)}")
+    st.caption(f"**All runs:** {info['runs_total']:,} runs, {score.sums.n_steps:,} step rows; TPS in {cfg.unit} "
+               f"per run (higher is better); 95% CI: {score.ci_words}; AUROC and T-ECE pooled over the steps of "
+               f"complete runs, AUROC {exact}.")
+    for note in score.sums.notes:
+        if note.startswith("raw signals"):  # the engine's CLI advice; here the sample is the answer
+            note = "raw signals are not scored on all runs (their recalibration needs the step rows): see them on the sample."
+        st.caption("Note from the out-of-core engine: " + md(note, 400))

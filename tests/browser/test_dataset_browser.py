@@ -1,0 +1,61 @@
+"""Issue 12 in a browser: a dataset folder larger than the rows the server reads into memory opens
+on a stated random sample of its runs; every page says so; the Overview scores all runs out of
+core on request, and the numbers say which they cover."""
+
+from __future__ import annotations
+
+import pandas as pd
+import pytest
+
+from browser_helpers import ROOT, no_traceback, screenshot, wait_ready
+from conftest import _start_server, _stop_server
+
+
+@pytest.fixture(scope="module")
+def big_server(tmp_path_factory):
+    root = tmp_path_factory.mktemp("datasets")
+    runs = root / "runs"
+    runs.mkdir()
+    df = pd.read_csv(ROOT / "demo_data" / "tau2-like.csv")
+    cut = len(df) // 3
+    for k, part in enumerate((df.iloc[:cut], df.iloc[cut:2 * cut], df.iloc[2 * cut:])):
+        part.to_parquet(runs / f"part-{k}.parquet")  # runs span files
+    env = {"TPSVIZ_DATA_ROOTS": str(root), "TPSVIZ_MAX_ROWS": "5000", "TPSVIZ_SAMPLE_RUNS": "120"}
+    proc, base, log = _start_server("streamlit-server-dataset", env)
+    yield base
+    _stop_server(proc, log)
+
+
+@pytest.fixture
+def big_page(browser, big_server):
+    ctx = browser.new_context(viewport={"width": 1500, "height": 1000})
+    pg = ctx.new_page()
+    pg.set_default_timeout(90_000)
+    pg.base = big_server
+    yield pg
+    ctx.close()
+
+
+def test_a_large_dataset_opens_on_a_sample_and_scores_all_runs_on_request(big_page):
+    pg = big_page
+    pg.goto(pg.base + "/?src=Server+path&path=runs")
+    wait_ready(pg, "Overview / Compare")
+    no_traceback(pg)
+    banner = pg.get_by_text("every number on this page describes a random sample of").first
+    banner.wait_for()
+    assert "of 450 runs" in banner.inner_text()
+    pg.get_by_role("heading", name="All 450 runs (out of core)").wait_for()
+    screenshot(pg, "60_dataset_sample_overview")
+    pg.get_by_role("button", name="Score all 450 runs").click()
+    wait_ready(pg)
+    pg.get_by_text("All runs:", exact=False).first.wait_for()
+    no_traceback(pg)
+    screenshot(pg, "61_dataset_all_runs_scored")
+    # another page: the same sample line, no all-runs table there
+    pg.get_by_role("link", name="Reliability").click()
+    wait_ready(pg, "Reliability")
+    pg.get_by_text("every number on this page describes a random sample of").first.wait_for()
+    pg.locator(".js-plotly-plot").first.wait_for()
+    wait_ready(pg)
+    no_traceback(pg)
+    screenshot(pg, "62_dataset_sample_reliability")

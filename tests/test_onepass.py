@@ -1,0 +1,118 @@
+"""The DuckDB engine's main pass (tpsviz.engines.onepass): rules read from per-run extremes catch
+every defect the row-by-row flags catch, long runs are checked for duplicate steps by blocks, and
+ids are stripped as tpsviz.load strips them."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+import tpsviz
+from tpsviz.dataset import open_dataset
+from tpsviz.engines.duck import sums_duckdb
+from tpsviz.errors import LogFormatError
+from tpsviz.schedules import parse_schedule
+from tpsviz.tps import ScoreSettings
+
+from test_engines import _compare, _split
+
+
+def _runs(spec: dict, seed: int = 0) -> pd.DataFrame:
+    """Runs {id: step numbers} with outcomes alternating and random forecasts."""
+    rng = np.random.default_rng(seed)
+    rows = []
+    for i, (tid, steps) in enumerate(spec.items()):
+        for s in steps:
+            rows.append({"trajectory_id": tid, "step": int(s), "outcome": float(i % 2),
+                         "conf_a": float(rng.random())})
+    return pd.DataFrame(rows)
+
+
+LONG = {"r-200": range(1, 201),                      # 200 steps: four blocks of 64
+        "r-gaps": [1, 65, 129, 193, 700],             # every step in the same bit of its block
+        "r-5-69": [5, 69],                            # span 64: 5 and 69 share bit 5
+        "r-0-63": range(0, 64),                       # span 63: one window
+        "r-short": range(1, 9)}
+
+
+@pytest.mark.parametrize("fmt", ["parquet", "csv"])
+def test_long_runs_without_duplicates_agree_with_the_reader(tmp_path, fmt):
+    df = _runs(LONG)
+    path = tmp_path / "log.csv"
+    df.to_csv(path, index=False)
+    ds = open_dataset(_split(df, tmp_path / fmt, 3, fmt))
+    for sched in ("uniform", "linear"):
+        _compare(tpsviz.load(path), ds, ScoreSettings(schedule=parse_schedule(sched), n_boot=50))
+
+
+@pytest.mark.parametrize("steps", [[*range(1, 151), 100], [5, 69, 5], [1, 65, 129, 65], [0, 63, 0]])
+def test_a_duplicate_step_is_found_in_a_run_of_any_span(tmp_path, steps):
+    df = _runs({"a": range(1, 4), "dup": steps, "b": [1, 2]})
+    ds = open_dataset(_split(df, tmp_path / "d", 2))
+    with pytest.raises(LogFormatError, match=r"duplicate \(trajectory_id, step\).*1 run\(s\), e\.g\. trajectory 'dup'"):
+        sums_duckdb(ds, ScoreSettings(n_boot=0))
+
+
+def test_ids_are_stripped_as_the_reader_strips_them(tmp_path):
+    df = _runs({"r1": [1, 2, 3, 4], "r2\t": [1, 2], "\u00a0r3": [1, 2, 3], "r4": [1, 2]})
+    # the first file writes run r1 as " r1", the second as "r1 ": one run once stripped
+    df.loc[0:1, "trajectory_id"] = " r1"
+    df.loc[2:3, "trajectory_id"] = "r1 "
+    path = tmp_path / "log.csv"
+    df.to_csv(path, index=False)
+    ds = open_dataset(_split(df, tmp_path / "d", 2))
+    ref, got = _compare(tpsviz.load(path), ds, ScoreSettings(n_boot=50))
+    assert sorted(got.sums.runs["trajectory_id"]) == ["r1", "r2", "r3", "r4"]
+    assert got.sums.runs.set_index("trajectory_id").loc["r1", "length"] == 4
+
+
+def test_ids_with_whitespace_that_do_not_merge_keep_their_runs(tmp_path):
+    df = _runs({" r1": [1, 2], "r2\n": [1, 2, 3], "r3": [1]})
+    path = tmp_path / "log.csv"
+    df.to_csv(path, index=False)
+    ds = open_dataset(_split(df, tmp_path / "d", 2))
+    _, got = _compare(tpsviz.load(path), ds, ScoreSettings(n_boot=50))
+    assert list(got.sums.runs["trajectory_id"]) == ["r1", "r2", "r3"]
+
+
+BASE = pd.DataFrame({"trajectory_id": ["a", "a", "a", "b", "b"], "step": [1, 2, 3, 1, 2],
+                     "outcome": [1.0, 1.0, 1.0, 0.0, 0.0], "conf_a": [0.5, 0.6, 0.7, 0.4, 0.3],
+                     "q_z": [np.nan] * 5, "weight": [1.0, 2.0, 1.0, 1.0, 1.0]})
+
+
+@pytest.mark.parametrize("edit,needle", [
+    (lambda d: d.assign(outcome=d["outcome"].where(d.index != 4, np.nan)), "some rows only"),
+    (lambda d: d.assign(outcome=d["outcome"].where(d.index > 2, 0.5)), "column 'outcome'"),
+    (lambda d: d.assign(step=d["step"].where(d.index != 3, -1)), "column 'step'"),
+    (lambda d: d.assign(step=d["step"].astype(float).where(d.index != 3, np.nan)), "column 'step'"),
+    (lambda d: d.assign(step=d["step"].astype(float).where(d.index != 3, 1e300)), "column 'step'"),
+    (lambda d: d.assign(trajectory_id=d["trajectory_id"].where(d.index != 4, "  ")), "trajectory_id"),
+    (lambda d: d.assign(conf_a=d["conf_a"].where(d.index != 1, -0.2)), "conf_a"),
+    (lambda d: d.assign(conf_a=d["conf_a"].where(d.index != 1, np.inf)), "conf_a"),
+    (lambda d: d.assign(outcome=np.nan, q_z=d["q_z"].where(d.index != 0, 1.5)), "q_z"),
+    (lambda d: d.assign(outcome=np.nan, q_z=d["q_z"].where(d.index != 0, -0.5)), "q_z"),
+])
+def test_every_defect_is_caught_by_the_main_pass(tmp_path, edit, needle):
+    ds = open_dataset(_split(edit(BASE.copy()).reset_index(drop=True), tmp_path / "d", 2))
+    with pytest.raises(LogFormatError) as err:
+        sums_duckdb(ds, ScoreSettings(n_boot=0))
+    assert needle in str(err.value)
+
+
+@pytest.mark.parametrize("value", [-1.0, np.inf, np.nan])
+def test_a_bad_weight_is_caught_under_the_column_schedule(tmp_path, value):
+    df = BASE.assign(weight=BASE["weight"].where(BASE.index != 2, value))
+    ds = open_dataset(_split(df, tmp_path / "d", 2))
+    with pytest.raises(LogFormatError, match="weight"):
+        sums_duckdb(ds, ScoreSettings(n_boot=0, schedule=parse_schedule("column")))
+
+
+def test_nan_forecasts_are_missing_and_rounding_is_noted(tmp_path):
+    df = BASE.assign(conf_a=[0.5, np.nan, 1 + 1e-12, 0.4, -1e-12])
+    path = tmp_path / "log.parquet"
+    df.to_parquet(path)
+    ds = open_dataset(_split(df, tmp_path / "d", 2))
+    _, got = _compare(tpsviz.load(path), ds, ScoreSettings(n_boot=50))
+    notes = " ".join(got.sums.notes)
+    assert "2 value(s) within 1e-9 outside [0, 1]" in notes and "1 step(s) have no forecast" in notes

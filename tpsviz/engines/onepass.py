@@ -1,0 +1,222 @@
+"""The DuckDB engine's main pass: one GROUP BY over the files gives every run's sums and the
+extremes that show a defect (docs/architecture.md, "Engines").
+
+:func:`tpsviz.engines.duck._rows_sql` flags every row against every rule, which is what a
+diagnosis needs (how many rows, an example run) but costs several times the score itself. This
+pass reads each rule from per-run extremes instead: the smallest and largest step, outcome,
+q_Z, weight and forecast of a run, and counts of missing values. A sound dataset then costs
+little more than its scores; a defective one is diagnosed row by row afterwards
+(:func:`tpsviz.engines.duck._diagnose`), with the same messages.
+
+- **Ids** are grouped as stored and stripped of surrounding whitespace (Python's ``str.strip``,
+  as :func:`tpsviz.load`) afterwards, on one value per run. In the rare dataset where two stored
+  ids strip to the same id, the pass runs again grouped by the stripped id.
+- **Duplicate steps**: the steps of a run spanning fewer than 64 step numbers are distinct iff
+  the bitmap of (step mod 64) has one bit per row. Runs spanning more are counted by blocks of
+  64 step numbers in a second query that reads only their ids and steps.
+- Runs come back sorted by id, as every engine keeps them.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from ..longform import MAX_STEP
+from ..tps import ScoreSettings
+from .duck import _Plan, _Runs, _f, _lit, _q, _score_sql
+
+__all__ = ["run_pass", "rows_sql", "defects"]
+
+#: the characters Python's str.strip() removes (what tpsviz.load strips from ids)
+_WS = "".join(chr(c) for c in range(0x110000) if chr(c).isspace())
+_FUZZ = 1e-9  # forecasts this far outside [0, 1] are float rounding, set to 0 or 1 (as tpsviz.load)
+
+
+def _id_sql(plan: _Plan, stripped: bool) -> str:
+    col = _q(plan.col["trajectory_id"])
+    text = col if plan.types["trajectory_id"].upper() == "VARCHAR" else f"CAST({col} AS VARCHAR)"
+    if not stripped:
+        return text
+    ws = "[" + "".join(f"\\x{{{ord(c):x}}}" for c in _WS) + "]"
+    return f"regexp_replace({text}, {_lit(f'^{ws}+|{ws}+$')}, '', 'g')"
+
+
+def _integer(typ: str) -> bool:
+    t = typ.upper()
+    return "INT" in t and "INTERVAL" not in t
+
+
+def rows_sql(plan: _Plan, source: str, stripped: bool = False) -> tuple[str, bool]:
+    """``SELECT`` of the parsed step rows (``tid``, ``step_d``, ``step``, ``y``, ``c``, ``q``,
+    ``wcol``, raw forecasts ``r<k>``, forecasts set into [0, 1] ``p<k>`` and, where a column
+    holds text, ``bad_text``: a value that is not a number), and whether ``bad_text`` is there."""
+    step_d, step_bad = plan.expr("step")
+    y, y_bad = plan.expr("outcome")
+    cens, c_bad = plan.expr("censored", "bool")
+    q, q_bad = plan.expr("q_z")
+    wcol, w_bad = plan.expr("weight")
+    step = (f"CAST({_q(plan.col['step'])} AS BIGINT)" if "step" in plan.col and _integer(plan.types["step"])
+            else f"TRY_CAST({step_d} AS BIGINT)")
+    cols = [f"{_id_sql(plan, stripped)} AS tid", f"{step_d} AS step_d", f"{step} AS step", f"{y} AS y",
+            f"{cens} AS c", f"{q} AS q", f"{wcol} AS wcol"]
+    bad = [b for b in (step_bad, y_bad, c_bad, q_bad, w_bad) if b != "FALSE"]
+    for k, name in enumerate(plan.conf):
+        v, b = plan.expr(name)
+        cols.append(f"CASE WHEN isnan({v}) THEN NULL ELSE {v} END AS r{k}")
+        if b != "FALSE":
+            bad.append(b)
+    if bad:
+        cols.append(f"({' OR '.join(f'({b})' for b in bad)}) AS bad_text")
+    inner = f"SELECT {', '.join(cols)} FROM {source}"
+    clamp = ", ".join(f"CASE WHEN r{k} IS NULL THEN NULL ELSE greatest(0.0, least(1.0, r{k})) END AS p{k}"
+                      for k in range(len(plan.conf)))
+    return f"SELECT *{', ' + clamp if clamp else ''} FROM ({inner})", bool(bad)
+
+
+def _weight_sql(settings: ScoreSettings, positional: bool) -> str | None:
+    sch = settings.schedule
+    t = "CAST(t AS DOUBLE)" if positional else "CAST(step AS DOUBLE)"
+    if sch.name == "linear":
+        return t
+    if sch.name == "front":
+        return f"pow({_f(sch.gamma or 1.0)}, {t} - 1.0)"
+    if sch.name == "back":
+        return f"pow({_f(sch.gamma or 1.0)}, {_f(float(sch.horizon or 0))} - {t})"
+    if sch.name == "column":
+        return "wcol"
+    return None  # uniform, per-length and endpoint: w = 1 per row (the per-run factor comes later)
+
+
+def _aggregates(plan: _Plan, settings: ScoreSettings, text: bool) -> list[str]:
+    """Everything a run needs, as ``aggregate AS name`` (the names of duck._aggregates where
+    they mean the same)."""
+    sch = settings.schedule.name
+    a = ["count(*) AS n", "count(step_d) AS nstep", "min(step_d) AS smin", "max(step_d) AS smax",
+         "bit_count(bit_or(CAST(1 AS UBIGINT) << CAST(step & 63 AS UBIGINT))) AS nd64",
+         "min(y) AS ymin", "max(y) AS ymax", "count(y) AS yn"]
+    if "step" in plan.col and not _integer(plan.types["step"]):
+        a.append("max(step_d - floor(step_d)) AS sfrac")
+    if text:
+        a.append("count(*) FILTER (WHERE bad_text) AS nbad")
+    if "censored" in plan.col:
+        a += ["min(c) AS cmin", "max(c) AS cmax", "count(c) AS cn"]
+    if "q_z" in plan.col:
+        a += ["min(q) AS qmin", "max(q) AS qmax", "count(q) AS qn"]
+    if "weight" in plan.col:
+        a += ["min(wcol) AS wcmin", "max(wcol) AS wcmax", "count(wcol) AS wn"]
+    if sch == "column":
+        a.append("count(*) FILTER (WHERE wcol IS NULL) AS wnull")
+    if sch in ("column", "linear", "front", "back"):
+        a += ["max(w) AS wmax", "count(*) FILTER (WHERE w = 0) AS wzero", "count(*) FILTER (WHERE isinf(w)) AS winf"]
+    weighted = sch in ("column", "linear", "front", "back")
+    eps = float(settings.eps)
+    for k in range(len(plan.conf)):
+        p = f"p{k}"
+        pc_ = f"greatest({_f(eps)}, least({_f(1.0 - eps)}, {p}))" if eps > 0 else p
+        s = {}
+        for branch in (1, 0):
+            s[branch] = _score_sql("PC", branch, settings.alpha, settings.beta) or f"tps_s{branch}(PC)"
+            s[branch] = s[branch].replace("PC", pc_)
+            if weighted:
+                s[branch] = f"CASE WHEN w = 0 THEN 0.0 ELSE w * ({s[branch]}) END"
+        a += [f"sum(CASE WHEN {p} IS NOT NULL AND (y IS NULL OR y = 1.0) THEN {s[1]} END) AS a1_{k}",
+              f"sum(CASE WHEN {p} IS NOT NULL AND (y IS NULL OR y = 0.0) THEN {s[0]} END) AS a0_{k}",
+              f"count({p}) AS np_{k}", f"min(r{k}) AS rmin_{k}", f"max(r{k}) AS rmax_{k}",
+              f"arg_max({p}, CASE WHEN {p} IS NOT NULL THEN step END) AS last_{k}"]
+        if eps > 0:
+            a.append(f"count(*) FILTER (WHERE {p} < {_f(eps)} OR {p} > {_f(1.0 - eps)}) AS cl_{k}")
+        if weighted:
+            a.append(f"sum(CASE WHEN {p} IS NOT NULL THEN w ELSE 0.0 END) AS w_{k}")
+        if sch == "endpoint":  # the score on the run's last row, and whether that row has a forecast
+            a += [f"arg_max_null(CASE WHEN {p} IS NOT NULL AND (y IS NULL OR y = 1.0) THEN {s[1]} END, step) AS e1_{k}",
+                  f"arg_max_null(CASE WHEN {p} IS NOT NULL AND (y IS NULL OR y = 0.0) THEN {s[0]} END, step) AS e0_{k}",
+                  f"arg_max_null({p} IS NOT NULL, step) AS ep_{k}"]
+    return a
+
+
+def _pass_sql(plan: _Plan, source: str, settings: ScoreSettings, stripped: bool, positional: bool) -> str:
+    rows, bad = rows_sql(plan, source, stripped)
+    if positional:
+        rows = f"SELECT *, row_number() OVER (PARTITION BY tid ORDER BY step) AS t FROM ({rows})"
+    w = _weight_sql(settings, positional)
+    rows = f"SELECT *, {w or '1.0'} AS w FROM ({rows})"
+    return f"SELECT tid, {', '.join(_aggregates(plan, settings, bad))} FROM ({rows}) GROUP BY tid"
+
+
+def _strip(ids: pa.Array) -> tuple[pa.Array, bool]:
+    """Ids stripped of surrounding whitespace, and whether two runs now share an id."""
+    ids = ids.combine_chunks() if isinstance(ids, pa.ChunkedArray) else ids
+    ends = pc.unique(pa.concat_arrays([pc.utf8_slice_codeunits(ids, 0, 1),
+                                       pc.utf8_slice_codeunits(ids, -1, 2 ** 31 - 1)])).to_pylist()
+    spaces = [e for e in ends if e and e.isspace()]
+    if not spaces:
+        return ids, False
+    hit = pc.or_(pc.is_in(pc.utf8_slice_codeunits(ids, 0, 1), pa.array(spaces)),
+                 pc.is_in(pc.utf8_slice_codeunits(ids, -1, 2 ** 31 - 1), pa.array(spaces)))
+    hit = np.asarray(hit.fill_null(False))
+    values = ids.to_numpy(zero_copy_only=False).copy()
+    values[hit] = [v.strip() for v in values[hit]]
+    out = pa.array(values, type=pa.string())
+    return out, len(pc.unique(out)) < len(out)
+
+
+def _distinct_long(con, plan: _Plan, source: str, stripped: bool, ids: pa.Array) -> dict:
+    """Distinct steps of the runs ``ids`` (runs spanning 64 step numbers or more), by blocks."""
+    con.register("tpsviz_long_runs", pa.table({"tid": ids}))
+    try:
+        rows, _ = rows_sql(plan, source, stripped)
+        sql = (f"SELECT tid, sum(bit_count(bits)) AS nd FROM (SELECT tid, step >> 6 AS blk, "
+               f"bit_or(CAST(1 AS UBIGINT) << CAST(step & 63 AS UBIGINT)) AS bits FROM ({rows}) "
+               f"WHERE tid IN (SELECT tid FROM tpsviz_long_runs) GROUP BY tid, blk) GROUP BY tid")
+        return dict(con.sql(sql).fetchall())
+    finally:
+        con.unregister("tpsviz_long_runs")
+
+
+def run_pass(con, plan: _Plan, source: str, settings: ScoreSettings, positional: bool = False) -> _Runs:
+    """One row per run, sorted by (stripped) id: counts, extremes and sums (see the module).
+
+    ``nd`` holds each run's distinct steps; ``tid`` the stripped id.
+    """
+    stripped = False
+    table = con.sql(_pass_sql(plan, source, settings, stripped, positional)).to_arrow_table()
+    ids, merged = _strip(table.column("tid"))
+    if merged:  # two stored ids are one run: group by the stripped id
+        stripped = True
+        table = con.sql(_pass_sql(plan, source, settings, stripped, positional)).to_arrow_table()
+        ids = table.column("tid").combine_chunks()
+    smin = np.asarray(table.column("smin").to_numpy(zero_copy_only=False), dtype=float)
+    smax = np.asarray(table.column("smax").to_numpy(zero_copy_only=False), dtype=float)
+    nd = np.asarray(table.column("nd64").fill_null(0).to_numpy(zero_copy_only=False), dtype=float)
+    with np.errstate(invalid="ignore"):
+        long = ~(smax - smin < 64)  # NaN spans (no valid step) too: counted by blocks
+    if long.any():
+        long_ids = table.column("tid").combine_chunks().filter(pa.array(long))
+        found = _distinct_long(con, plan, source, stripped, long_ids)
+        nd[long] = [found.get(x, 0) for x in long_ids.to_pylist()]
+    table = table.set_column(table.column_names.index("tid"), "tid", ids).append_column("nd", pa.array(nd))
+    return _Runs(table.take(pc.sort_indices(table.column("tid"))))
+
+
+def defects(plan: _Plan, runs: _Runs) -> bool:
+    """Whether a rule is broken or a forecast was rounding outside [0, 1] somewhere (the rows are
+    then counted by :func:`tpsviz.engines.duck._diagnose`)."""
+    ids = runs._t.column("tid")
+    bad = bool(ids.null_count) or bool(pc.any(pc.equal(ids, "")).as_py())
+    n = runs.num("n")
+    smin, smax = runs.num("smin"), runs.num("smax")
+    with np.errstate(invalid="ignore"):
+        bad |= bool(((runs.num("nstep") < n) | np.isnan(smax) | (smin < 0) | (smax >= MAX_STEP)
+                     | (runs.num("sfrac", 0.0) > 0)).any())
+        in01 = lambda v: (v == 0.0) | (v == 1.0)  # noqa: E731 (NaN is not)
+        bad |= bool(((runs.num("yn") > 0) & ~(in01(runs.num("ymin")) & in01(runs.num("ymax")))).any())
+        bad |= bool(runs.num("nbad", 0).sum())
+        qmax = runs.num("qmax")
+        bad |= bool(((runs.num("qn", 0) > 0) & (np.isnan(qmax) | (runs.num("qmin") < 0) | (qmax > 1))).any())
+        wcmax = runs.num("wcmax")
+        bad |= bool(((runs.num("wn", 0) > 0) & (np.isnan(wcmax) | np.isinf(wcmax) | (runs.num("wcmin") < 0))).any())
+        for k in range(len(plan.conf)):
+            bad |= bool(((runs.num(f"rmin_{k}") < 0) | (runs.num(f"rmax_{k}") > 1)).any())
+    return bad
