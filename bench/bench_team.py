@@ -263,11 +263,11 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--sessions", type=int, default=10, help="browser sessions (contexts) at once")
     ap.add_argument("--nudges", type=int, default=5, help="α nudges (ArrowRight) per session")
-    ap.add_argument("--log", default=None, help="serve this log (under a data root) instead of the demo")
+    ap.add_argument("--log", default=None, help="serve this log or dataset folder (under a data root) instead of the demo")
     ap.add_argument("--timeout", type=float, default=300, help="seconds a view or a nudge may take")
     args = ap.parse_args()
     log = Path(args.log).resolve() if args.log else None
-    if log is not None and not log.is_file():
+    if log is not None and not log.exists():
         raise SystemExit(f"no such file: {log}")
     r = run(args.sessions, args.nudges, log, args.timeout)
     what = f"log {log} (server path)" if log else "demo log (tau2-like, default view)"

@@ -10,6 +10,7 @@ import pytest
 
 import tpsviz
 from tpsviz.dataset import open_dataset
+from tpsviz.diagnostics import metric_table
 from tpsviz.engines.duck import sums_duckdb
 from tpsviz.errors import LogFormatError
 from tpsviz.schedules import parse_schedule
@@ -108,11 +109,20 @@ def test_a_bad_weight_is_caught_under_the_column_schedule(tmp_path, value):
         sums_duckdb(ds, ScoreSettings(n_boot=0, schedule=parse_schedule("column")))
 
 
-def test_nan_forecasts_are_missing_and_rounding_is_noted(tmp_path):
-    df = BASE.assign(conf_a=[0.5, np.nan, 1 + 1e-12, 0.4, -1e-12])
+@pytest.mark.parametrize("missing", [np.nan, None])
+def test_missing_forecasts_are_left_out_and_rounding_is_noted(tmp_path, missing):
+    df = pd.concat([BASE, BASE.assign(trajectory_id=BASE["trajectory_id"] + "2", outcome=1 - BASE["outcome"])],
+                   ignore_index=True)
+    df["conf_a"] = pd.Series([0.5, missing, 1 + 1e-12, 0.4, -1e-12, 0.3, 0.9, missing, 0.2, 0.7], dtype=object)
+    df["conf_a"] = pd.to_numeric(df["conf_a"])  # None: a null in Parquet; NaN: a stored NaN
     path = tmp_path / "log.parquet"
     df.to_parquet(path)
     ds = open_dataset(_split(df, tmp_path / "d", 2))
-    _, got = _compare(tpsviz.load(path), ds, ScoreSettings(n_boot=50))
+    data = tpsviz.load(path)
+    _, got = _compare(data, ds, ScoreSettings(n_boot=50))
     notes = " ".join(got.sums.notes)
-    assert "2 value(s) within 1e-9 outside [0, 1]" in notes and "1 step(s) have no forecast" in notes
+    assert "2 value(s) within 1e-9 outside [0, 1]" in notes and "2 step(s) have no forecast" in notes
+    mt = metric_table(data, n_boot=0)  # the pooled counts leave the missing forecasts out too
+    cols = ["auroc", "auprc", "auroc_final", "tece_pooled", "tece_final"]
+    np.testing.assert_allclose(got.metrics.loc[mt.index, cols].to_numpy(float), mt[cols].to_numpy(float),
+                               rtol=1e-12, atol=1e-14)

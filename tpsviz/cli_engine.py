@@ -159,7 +159,9 @@ def _ranks_words(metrics) -> str:
         return "AUROC/AUPRC from exact counts on the distinct forecast values"
     au = float(np.nanmax(metrics["auroc_bound"].to_numpy(float)))
     ap = float(np.nanmax(metrics["auprc_bound"].to_numpy(float)))
-    return (f"AUROC/AUPRC from counts on a grid of 2^20 equal cells of [0, 1] (too many distinct "
+    from .engines.duck import GRID
+
+    return (f"AUROC/AUPRC from counts on a grid of {GRID:,} equal cells of [0, 1] (too many distinct "
             f"forecasts to count exactly): error at most {au:.1e} (AUROC) and {ap:.1e} (AUPRC)")
 
 

@@ -39,8 +39,9 @@ from .runsums import PooledCounts, RunSums
 
 __all__ = ["sums_duckdb", "sample_rows", "GRID", "EXACT_ROWS"]
 
-#: equal-width cells of the grid the pooled AUROC/AUPRC fall back to
-GRID = 1 << 20
+#: equal-width cells of the grid the pooled AUROC/AUPRC fall back to (at 20M rows the bound is
+#: below 1e-5; 2^20 cells cost 2 s more for a bound near 1e-7)
+GRID = 1 << 16
 #: labelled rows up to which the rank metrics are always counted on the distinct values (above it a
 #: hash table of every distinct forecast costs GBs: measured 80 s and 6 GB at 15M rows)
 EXACT_ROWS = 2_000_000
@@ -249,7 +250,7 @@ flagged AS (SELECT *, {', '.join(flags)} FROM parsed),
 stepped AS (SELECT *, {step_int} FROM flagged),
 timed AS (SELECT *{t_col} FROM stepped),
 weighted AS (SELECT *, {weight or '1.0'} AS w, {', '.join(clip + clip_pc)} FROM timed),
-scored AS (SELECT *, {', '.join(scored)} FROM weighted)
+scored AS NOT MATERIALIZED (SELECT *, {', '.join(scored)} FROM weighted)
 """
     return sql, cols
 
@@ -475,7 +476,7 @@ def _sums(con, ds: Dataset, settings: ScoreSettings, source: str, plan: _Plan) -
         fz = int(checks.get(f"fuzz{k}") or 0)
         if fz:
             notes.append(f"{col}: {fz} value(s) within 1e-9 outside [0, 1] (float rounding) were set to 0 or 1.")
-    parsed = f"WITH scored AS ({onepass.rows_sql(plan, source)[0]})\n"  # validated: the lean rows suffice
+    parsed = onepass.labelled_sql(plan, source, runs)  # validated: outcome and forecasts suffice
     return to_sums(ds, plan, settings, runs, notes, lambda n_lab: _pooled(con, plan, parsed, n_lab), "duckdb")
 
 
@@ -573,57 +574,67 @@ def _check_schedule(settings: ScoreSettings, runs: _Runs) -> None:
                          f"summed; keep weights below {MAX_WEIGHT:.0e} (only their ratios matter)")
 
 
-_TBIN = ("least(greatest(CAST(floor(p * 10.0) AS INTEGER) - CASE WHEN p < CAST(floor(p * 10.0) AS DOUBLE) / 10.0 "
-         "THEN 1 ELSE 0 END + CASE WHEN p >= (CAST(floor(p * 10.0) AS DOUBLE) + 1.0) / 10.0 THEN 1 ELSE 0 END, 0), 9)")
-
-
-def _labelled_sql(plan: _Plan, rows_sql: str) -> str:
-    """``lab``: one row per (labelled step row, predictor with a forecast) — one scan; UNPIVOT
-    drops the NULLs."""
-    ks = ", ".join(f"p{k}" for k in range(len(plan.conf)))
-    return rows_sql + (f", lab AS (SELECT CAST(substr(k, 2) AS INTEGER) AS k, p, y FROM "
-                       f"(UNPIVOT (SELECT y, {ks} FROM scored WHERE y IS NOT NULL) ON {ks} INTO NAME k VALUE p))")
+def _tbin(p: str) -> str:
+    """The T-ECE bin (0…9) of forecast ``p`` as :func:`tpsviz.metrics.tece` bins it (floor(10p),
+    corrected where 10p rounds across a bin edge)."""
+    f = f"CAST(floor({p} * 10.0) AS INTEGER)"
+    return (f"least(greatest({f} - CASE WHEN {p} < CAST({f} AS DOUBLE) / 10.0 THEN 1 ELSE 0 END "
+            f"+ CASE WHEN {p} >= (CAST({f} AS DOUBLE) + 1.0) / 10.0 THEN 1 ELSE 0 END, 0), 9)")
 
 
 def grid_sql(plan: _Plan, rows_sql: str) -> str:
-    """Counts per (predictor, grid cell, T-ECE bin), with each cell's smallest and largest forecast."""
-    return _labelled_sql(plan, rows_sql) + f"""
-SELECT k, least(CAST(floor(p * {GRID}.0) AS BIGINT), {GRID - 1}) AS cell, {_TBIN} AS tb,
-       sum(y) AS pos, count(*) - sum(y) AS neg, sum(p - y) AS gap, min(p) AS pmin, max(p) AS pmax
-FROM lab GROUP BY ALL"""
+    """Over the labelled rows of each predictor k: counts per grid cell with the cell's smallest
+    and largest forecast (``tb`` NULL), and Σ (F − Y) and counts per T-ECE bin (``cell`` NULL).
+
+    One GROUP BY per predictor (GROUPING SETS: one scan for both): measured 3.0 s at 20M rows and
+    3 predictors against 5.2 s for one GROUP BY over the rows unpivoted to (k, p), both on 2^20 cells.
+    """
+    parts = []
+    for k in range(len(plan.conf)):
+        p = f"p{k}"
+        parts.append(f"""SELECT {k} AS k, least(CAST(floor({p} * {GRID}.0) AS BIGINT), {GRID - 1}) AS cell,
+       {_tbin(p)} AS tb, sum(y) AS pos, count(*) - sum(y) AS neg, sum({p} - y) AS gap, min({p}) AS pmin,
+       max({p}) AS pmax
+FROM scored WHERE y IS NOT NULL AND {p} IS NOT NULL AND NOT isnan({p}) GROUP BY GROUPING SETS ((cell), (tb))""")
+    return rows_sql + "\nUNION ALL\n".join(parts)
 
 
 def exact_sql(plan: _Plan, rows_sql: str, need: list) -> str:
     """Counts per (predictor, distinct forecast) of the predictors in ``need``."""
-    return _labelled_sql(plan, rows_sql) + f"""
-SELECT k, p, sum(y) AS pos, count(*) - sum(y) AS neg FROM lab WHERE k IN ({', '.join(map(str, need))})
-GROUP BY k, p"""
+    return rows_sql + "\nUNION ALL\n".join(
+        f"SELECT {k} AS k, p{k} AS p, sum(y) AS pos, count(*) - sum(y) AS neg FROM scored "
+        f"WHERE y IS NOT NULL AND p{k} IS NOT NULL AND NOT isnan(p{k}) GROUP BY p{k}" for k in need)
 
 
-def pooled_from(grid: pd.DataFrame, n_predictors: int, n_labelled_max: int, exact) -> dict:
-    """PooledCounts per predictor from grid counts (partials of several partitions are combined
-    here); ``exact(need)`` returns the distinct-value counts of the predictors ``need`` when some
-    grid cell holds several forecasts and the labelled rows are few enough to count them."""
+def pooled_from(grid: pd.DataFrame, n_predictors: int, n_labelled_max: int, exact, combine: bool = True) -> dict:
+    """PooledCounts per predictor from :func:`grid_sql` rows; with ``combine``, rows of several
+    partitions (the same cell or bin more than once) are combined first. ``exact(need)`` returns
+    the distinct-value counts of the predictors ``need`` when some grid cell holds several
+    forecasts and the labelled rows are few enough to count them."""
     out = {}
-    grid = grid.groupby(["k", "cell", "tb"], as_index=False).agg(
-        pos=("pos", "sum"), neg=("neg", "sum"), gap=("gap", "sum"), pmin=("pmin", "min"), pmax=("pmax", "max"))
+    cells_all, bins_all = grid[grid["tb"].isna()], grid[grid["cell"].isna()]
+    if combine:
+        cells_all = cells_all.groupby(["k", "cell"], as_index=False).agg(
+            pos=("pos", "sum"), neg=("neg", "sum"), pmin=("pmin", "min"), pmax=("pmax", "max"))
+        bins_all = bins_all.groupby(["k", "tb"], as_index=False)[["gap", "pos", "neg"]].sum()
     for k in range(n_predictors):
-        g = grid[grid["k"] == k]
-        cells = g.groupby("cell").agg(pos=("pos", "sum"), neg=("neg", "sum"), pmin=("pmin", "min"),
-                                      pmax=("pmax", "max")).sort_index()
-        tb = g.groupby("tb")[["gap", "pos", "neg"]].sum()
+        cells = cells_all[cells_all["k"] == k].sort_values("cell")
+        tb = bins_all[bins_all["k"] == k]
         gap, nbin = np.zeros(10), np.zeros(10)
-        at = tb.index.to_numpy(dtype=int)
+        at = tb["tb"].to_numpy(dtype=int)
         gap[at] = tb["gap"].to_numpy()
         nbin[at] = (tb["pos"] + tb["neg"]).to_numpy()
         single = bool((cells["pmin"] == cells["pmax"]).all())
         out[k] = PooledCounts(
-            cells["pmin"].to_numpy(dtype=float) if single else cells.index.to_numpy(dtype=float),
+            cells["pmin"].to_numpy(dtype=float) if single else cells["cell"].to_numpy(dtype=float),
             cells["pos"].to_numpy(dtype=float), cells["neg"].to_numpy(dtype=float), single,
             0 if single else GRID, gap, nbin)
     need = [k for k, c in out.items() if not c.exact]
     if need and n_labelled_max <= EXACT_ROWS:
-        ex = exact(need).groupby(["k", "p"], as_index=False)[["pos", "neg"]].sum().sort_values(["k", "p"])
+        ex = exact(need)
+        if combine:
+            ex = ex.groupby(["k", "p"], as_index=False)[["pos", "neg"]].sum()
+        ex = ex.sort_values(["k", "p"])
         for k in need:
             e = ex[ex["k"] == k]
             old = out[k]
@@ -634,8 +645,10 @@ def pooled_from(grid: pd.DataFrame, n_predictors: int, n_labelled_max: int, exac
 
 def _pooled(con, plan: _Plan, rows_sql: str, n_labelled_max: int) -> dict:
     """Counts for the pooled AUROC/AUPRC (distinct values, or grid cells) and T-ECE bins."""
+    if not plan.conf:
+        return {}
     return pooled_from(con.sql(grid_sql(plan, rows_sql)).df(), len(plan.conf), n_labelled_max,
-                       lambda need: con.sql(exact_sql(plan, rows_sql, need)).df())
+                       lambda need: con.sql(exact_sql(plan, rows_sql, need)).df(), combine=False)
 
 
 def sample_rows(ds: Dataset, ids, threads: int | None = None, memory_limit: str | None = None) -> pd.DataFrame:

@@ -177,12 +177,9 @@ def _grouped_intervals(values: np.ndarray, valid: np.ndarray, groups: np.ndarray
 def _tps_per_run(a1: np.ndarray, a0: np.ndarray, label: np.ndarray) -> np.ndarray:
     """ℓ·A1 + (1 − ℓ)·A0, reading A1 only where ℓ > 0 and A0 only where ℓ < 1 (an unbounded
     branch that does not count is never multiplied by 0)."""
-    out = np.zeros(label.shape)
-    one, zero = label > 0, label < 1
-    with np.errstate(invalid="ignore"):
-        out[one] += np.where(label[one] == 1.0, a1[one], label[one] * a1[one])
-        out[zero] += np.where(label[zero] == 0.0, a0[zero], (1.0 - label[zero]) * a0[zero])
-    return out
+    with np.errstate(invalid="ignore", over="ignore"):
+        mixed = label * a1 + (1.0 - label) * a0  # used for 0 < ℓ < 1 only
+    return np.where(label == 1.0, a1, np.where(label == 0.0, a0, mixed))
 
 
 def run_labels_of(sums: RunSums, settings: ScoreSettings, q_z=None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

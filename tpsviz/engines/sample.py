@@ -73,10 +73,13 @@ def sample_runs(ds: Dataset, n_runs: int, seed: int = 0, max_rows: int | None = 
         col = _id_column(types, mapping, ds.label)
         raw = f"CAST({_q(col)} AS VARCHAR)"
         per_id = con.sql(f"SELECT {raw} AS raw, count(*) AS n FROM {source} WHERE {raw} IS NOT NULL "
-                         f"GROUP BY raw").to_arrow_table()
-        stripped, _ = _strip(per_id.column("raw"))
-        runs = pa.table({"id": stripped, "n": per_id.column("n")}).group_by("id").aggregate([("n", "sum")])
-        runs = runs.take(pc.sort_indices(runs.column("id")))
+                         f"GROUP BY raw ORDER BY raw").to_arrow_table()
+        stripped, _, changed = _strip(per_id.column("raw"))
+        runs = pa.table({"id": stripped, "n_sum": per_id.column("n")})
+        if changed:  # ids stored with surrounding whitespace: one run per stripped id, in its order
+            runs = runs.group_by("id").aggregate([("n_sum", "sum")]).select(["id", "n_sum_sum"])
+            runs = runs.rename_columns(["id", "n_sum"])
+            runs = runs.take(pc.sort_indices(runs.column("id")))
         total_runs, total_rows = runs.num_rows, int(pc.sum(per_id.column("n")).as_py() or 0)
         order = np.random.default_rng(seed).permutation(total_runs)[:max(int(n_runs), 0)]
         sizes = np.asarray(runs.column("n_sum").to_numpy())[order]

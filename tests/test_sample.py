@@ -1,0 +1,76 @@
+"""A dataset too large for memory read as a seeded random sample of whole runs
+(tpsviz.engines.sample, tpsviz.load(..., sample=...))."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+import pandas as pd
+import pytest
+
+import tpsviz
+from tpsviz.dataset import open_dataset
+from tpsviz.engines.sample import sample_runs
+from tpsviz.io import limits_from_env
+
+from test_engines import _split
+
+
+def _log(n_runs: int = 300, seed: int = 0) -> pd.DataFrame:
+    rng = np.random.default_rng(seed)
+    rows = []
+    for i in range(n_runs):
+        y = float(i % 3 == 0)
+        for s in range(1, int(rng.integers(1, 7)) + 1):
+            rows.append({"trajectory_id": f"run-{i:04d}", "step": s, "outcome": y, "conf_a": float(rng.random())})
+    return pd.DataFrame(rows)
+
+
+def test_a_sample_holds_whole_runs_and_is_the_same_whatever_the_file_order(tmp_path):
+    df = _log()
+    a = open_dataset(_split(df, tmp_path / "a", 3))
+    b = open_dataset(_split(df.iloc[::-1].reset_index(drop=True), tmp_path / "b", 5))
+    fa, ia = sample_runs(a, 40, seed=7)
+    fb, ib = sample_runs(b, 40, seed=7)
+    assert ia["runs_sampled"] == 40 and ia["runs_total"] == 300 and ia["rows_total"] == len(df)
+    assert set(fa["trajectory_id"]) == set(fb["trajectory_id"]) and len(set(fa["trajectory_id"])) == 40
+    whole = df[df["trajectory_id"].isin(set(fa["trajectory_id"]))]
+    assert len(fa) == len(whole) == ia["rows_sampled"]  # every row of a drawn run, nothing else
+    other, _ = sample_runs(a, 40, seed=8)
+    assert set(other["trajectory_id"]) != set(fa["trajectory_id"])
+    assert fa["_where"].str.match(r"'part-\d\.parquet' row \d+").all()
+
+
+def test_ids_stored_with_whitespace_are_one_run(tmp_path):
+    df = _log(60)
+    sizes = df["trajectory_id"].value_counts()
+    run = sizes[sizes >= 2].index[0]
+    rows = df.index[df["trajectory_id"] == run]
+    df.loc[rows[1::2], "trajectory_id"] = f" {run}\t"  # the same run, stored with whitespace
+    ds = open_dataset(_split(df, tmp_path / "d", 2))
+    frame, info = sample_runs(ds, 60, seed=1)
+    assert info["runs_total"] == 60 and len(frame) == len(df)
+
+
+def test_the_draw_stops_at_the_row_limit(tmp_path):
+    ds = open_dataset(_split(_log(), tmp_path / "d", 2))
+    frame, info = sample_runs(ds, 300, seed=1, max_rows=200)
+    assert info["stopped_by_rows"] and len(frame) <= 200 and 0 < info["runs_sampled"] < 300
+
+
+def test_load_samples_only_a_dataset_over_the_limit(tmp_path):
+    df = _log()
+    folder = _split(df, tmp_path / "d", 3)
+    whole = tpsviz.load(folder, sample=(50, 3))
+    assert "sample" not in whole.reading and whole.n_trajectories == 300
+    small = dataclasses.replace(limits_from_env(), max_rows=500)
+    part = tpsviz.load(folder, limits=small, sample=(50, 3))
+    info = part.reading["sample"]
+    assert part.n_trajectories == info["runs_sampled"] == 50 and info["runs_total"] == 300
+    # the sampled runs score as they do in the whole log
+    ref = tpsviz.compute_tps(whole, tpsviz.ScoreSettings(n_boot=0)).per_trajectory.set_index("trajectory_id")
+    got = tpsviz.compute_tps(part, tpsviz.ScoreSettings(n_boot=0)).per_trajectory.set_index("trajectory_id")
+    np.testing.assert_allclose(got["tps"], ref.loc[got.index, "tps"], rtol=1e-12)
+    with pytest.raises(tpsviz.LogFormatError, match="TPSVIZ_MAX_ROWS"):
+        tpsviz.load(folder, limits=small)
