@@ -309,3 +309,19 @@ def test_a_dataset_folder_on_a_server_path_never_reads_outside_the_roots(tmp_pat
     assert "secret_column_name" not in str(err.value)
     os.remove(root / "logs" / "b.parquet")
     assert tpsviz.load(root / "logs", roots=roots).n_trajectories == tpsviz.load(DEMO["webshop-like"]).n_trajectories
+
+
+def test_reliability_from_bin_counts_is_the_diagram_of_the_rows(demo_sets):
+    from tpsviz.reliability import reliability_bins
+
+    data, ds = demo_sets["tau2-like"]
+    got = score_from_sums(sums_duckdb(ds, ScoreSettings(n_boot=0)), ScoreSettings(n_boot=0)).reliability
+    steps = data.steps.merge(data.trajectories[["trajectory_id", "outcome"]], on="trajectory_id")
+    for name in data.predictors:
+        rows = steps[steps["outcome"].notna() & steps[f"conf_{name}"].notna()]
+        want = reliability_bins(rows[f"conf_{name}"].to_numpy(), rows["outcome"].to_numpy())
+        g = got[name]
+        assert (g["n"].to_numpy() == want["n"].to_numpy()).all() and g["n"].sum() > 0
+        for col in ("bin_lo", "bin_hi", "mean_forecast", "observed_rate", "ci_low", "ci_high"):
+            np.testing.assert_allclose(g[col].to_numpy(float), want[col].to_numpy(float), rtol=1e-12, atol=1e-12,
+                                       err_msg=f"{name} {col}")

@@ -197,6 +197,8 @@ def _json(res, ds: Dataset, why: str, ranks: str, verdict, sample_words: str) ->
                                                       "tece_final", "auroc_bound", "auprc_bound")},
                 "ranks_exact": bool(m.loc[name, "ranks_exact"]) if m.loc[name, "ranks_exact"] == m.loc[
                     name, "ranks_exact"] else None,
+                "reliability": [{k: _num(v) for k, v in b.items()}
+                                for b in res.reliability[name].to_dict("records")] if name in res.reliability else None,
                 "verdict": ({"label": verdict[name].label, "text": _name(verdict[name].text),
                              "numbers": _verdict_numbers(verdict[name]), "sample": sample_words}
                             if verdict and name in verdict else None),

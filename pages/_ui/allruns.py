@@ -109,6 +109,19 @@ def all_runs_section(cfg: S.Config, data) -> None:
     st.caption(f"**All runs:** {info['runs_total']:,} runs, {score.sums.n_steps:,} step rows; TPS in {cfg.unit} "
                f"per run (higher is better); 95% CI: {score.ci_words}; AUROC and T-ECE pooled over the steps of "
                f"complete runs, AUROC {exact}.")
+    shown = [n for n in cfg.predictors if n in score.reliability][:6]
+    if shown:
+        from tpsviz import figures as F
+
+        from .common import plot  # (common imports this module: imported here, when drawn)
+
+        panels = [{"name": n, "bins": score.reliability[n]} for n in shown]
+        plot(F.reliability_figure(panels, F.predictor_colors(list(data.predictors)),
+                                  f"Reliability, all {info['runs_total']:,} runs (steps of complete runs)"),
+             "all_runs_reliability", name="Reliability (all runs)",
+             caption="All runs: observed success rate against the mean forecast in ten equal-width bins of the "
+                     "forecast, with 95% Wilson intervals (steps treated as independent), from counts over every "
+                     "labelled step of the dataset.")
     for note in score.sums.notes:
         if note.startswith("raw signals"):  # the engine's CLI advice; here the sample is the answer
             note = "raw signals are not scored on all runs (their recalibration needs the step rows): see them on the sample."

@@ -620,15 +620,16 @@ def pooled_from(grid: pd.DataFrame, n_predictors: int, n_labelled_max: int, exac
     for k in range(n_predictors):
         cells = cells_all[cells_all["k"] == k].sort_values("cell")
         tb = bins_all[bins_all["k"] == k]
-        gap, nbin = np.zeros(10), np.zeros(10)
+        gap, nbin, pbin = np.zeros(10), np.zeros(10), np.zeros(10)
         at = tb["tb"].to_numpy(dtype=int)
         gap[at] = tb["gap"].to_numpy()
         nbin[at] = (tb["pos"] + tb["neg"]).to_numpy()
+        pbin[at] = tb["pos"].to_numpy()
         single = bool((cells["pmin"] == cells["pmax"]).all())
         out[k] = PooledCounts(
             cells["pmin"].to_numpy(dtype=float) if single else cells["cell"].to_numpy(dtype=float),
             cells["pos"].to_numpy(dtype=float), cells["neg"].to_numpy(dtype=float), single,
-            0 if single else GRID, gap, nbin)
+            0 if single else GRID, gap, nbin, pbin)
     need = [k for k, c in out.items() if not c.exact]
     if need and n_labelled_max <= EXACT_ROWS:
         ex = exact(need)
@@ -639,7 +640,8 @@ def pooled_from(grid: pd.DataFrame, n_predictors: int, n_labelled_max: int, exac
             e = ex[ex["k"] == k]
             old = out[k]
             out[k] = PooledCounts(e["p"].to_numpy(dtype=float), e["pos"].to_numpy(dtype=float),
-                                  e["neg"].to_numpy(dtype=float), True, 0, old.tece_gap, old.tece_n)
+                                  e["neg"].to_numpy(dtype=float), True, 0, old.tece_gap, old.tece_n,
+                                  old.tece_pos)
     return out
 
 

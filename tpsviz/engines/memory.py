@@ -30,7 +30,7 @@ def pooled_counts(p: np.ndarray, y: np.ndarray, n_bins: int = 10) -> PooledCount
     neg = np.bincount(inv, weights=1.0 - y, minlength=value.size)
     b = bin_index(p, bin_edges(p, n_bins))
     return PooledCounts(value, pos, neg, True, 0, np.bincount(b, weights=p - y, minlength=n_bins),
-                        np.bincount(b, minlength=n_bins).astype(float))
+                        np.bincount(b, minlength=n_bins).astype(float), np.bincount(b, weights=y, minlength=n_bins))
 
 
 def sums_in_memory(data: TrajectoryData, settings: ScoreSettings) -> RunSums:

@@ -28,10 +28,12 @@ import pandas as pd
 from ..diagnostics import RATE_RULES, skill_from_runs
 from ..inference import bootstrap_sums, group_sums
 from ..metrics import auprc, auroc, tece
+from ..reliability import wilson_interval
 from ..scores import beta_score
 from ..tps import ScoreSettings, _bootstrap_columns, percentile_intervals, qz_for_runs, summary_row
 
 __all__ = ["RunSums", "PooledCounts", "DatasetScore", "score_from_sums", "rank_metrics", "run_groups",
+           "reliability_from_counts",
            "GROUPED_MIN", "BOOT_GROUPS"]
 
 #: above this many runs, the bootstrap resamples BOOT_GROUPS random groups of runs (run_groups)
@@ -55,6 +57,8 @@ class PooledCounts:
         Number of equal-width cells on [0, 1] when not exact (0 when exact).
     tece_gap, tece_n : ndarray
         Σ (F − Y) and rows in each of the T-ECE's equal-width bins.
+    tece_pos : ndarray
+        Rows with Y = 1 in each of those bins (with the two above: the reliability diagram).
     """
 
     value: np.ndarray
@@ -64,6 +68,7 @@ class PooledCounts:
     grid: int
     tece_gap: np.ndarray
     tece_n: np.ndarray
+    tece_pos: np.ndarray
 
 
 @dataclass
@@ -139,6 +144,9 @@ class DatasetScore:
     sums : RunSums
     ci_words : str
         How the intervals were computed (which bootstrap, over what).
+    reliability : dict of DataFrame
+        Per predictor, the reliability diagram's ten equal-width bins over the labelled rows, as
+        :func:`tpsviz.reliability.reliability_bins` (from the bin counts; Wilson intervals).
     """
 
     settings: ScoreSettings
@@ -148,6 +156,7 @@ class DatasetScore:
     metrics: pd.DataFrame
     sums: RunSums
     ci_words: str = ""
+    reliability: dict = field(default_factory=dict)
 
 
 def run_groups(n: int, seed: int, n_groups: int = BOOT_GROUPS) -> np.ndarray:
@@ -268,7 +277,20 @@ def score_from_sums(sums: RunSums, settings: ScoreSettings | None = None, q_z=No
     per_traj = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
     skill = _skill(sums, settings, label, cols, valids,
                    max(settings.n_boot, 200) if skill_boot is None else int(skill_boot), groups)
-    return DatasetScore(settings, summary, per_traj, skill, rank_metrics(sums), sums, words)
+    reliability = {name: reliability_from_counts(sums.pooled[name], settings.level) for name in sums.predictors}
+    return DatasetScore(settings, summary, per_traj, skill, rank_metrics(sums), sums, words, reliability)
+
+
+def reliability_from_counts(c: PooledCounts, level: float = 0.95) -> pd.DataFrame:
+    """The reliability diagram of :func:`tpsviz.reliability.reliability_bins` (ten equal-width
+    bins) from bin counts: n, positives and Σ (F − Y), so Σ F = Σ (F − Y) + positives."""
+    n, k = c.tece_n.astype(float), c.tece_pos.astype(float)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        mean_f, rate = (c.tece_gap + k) / n, k / n
+    lo, hi = wilson_interval(k, n, level)
+    edges = np.linspace(0.0, 1.0, n.size + 1)
+    return pd.DataFrame({"bin_lo": edges[:-1], "bin_hi": edges[1:], "n": n.astype(np.int64),
+                         "mean_forecast": mean_f, "observed_rate": rate, "ci_low": lo, "ci_high": hi})
 
 
 def _skill(sums: RunSums, settings: ScoreSettings, label: np.ndarray, cols, valids,
