@@ -329,6 +329,7 @@ def _load_log(args, path):
 def _score(args) -> int:
     from .caveats import caveats
     from .diagnostics import metric_table, skill_table
+    from .updating import excess_movement
     from .verdict import verdicts
 
     from .cli_engine import choose_engine, score_out_of_core
@@ -347,6 +348,7 @@ def _score(args) -> int:
                             result=result)
         verdict = verdicts(data, settings, q_z=q_z, skill=skill)
         warn = caveats(data, settings, result.summary, skill)
+        moves = excess_movement(data, list(result.summary.index))
     except ValueError as exc:
         raise _Fail(str(exc)) from None
     if args.per_trajectory:
@@ -369,6 +371,10 @@ def _score(args) -> int:
                                     "forecast; T-ECE with 10 equal-width bins; skill = 1 - "
                                     "TPS/TPS_ref against the constant reference rate",
                          "missing": "a null value is explained in the predictor's 'why_null'",
+                         "excess_movement": "mean over runs of sum (F_t+1 - F_t)^2 minus the uncertainty "
+                                            "resolved, F_1(1-F_1) - F_end(1-F_end) (a finished run ends at Y); "
+                                            "0 for a truthful forecast, > 0 over-reacts, < 0 under-reacts; "
+                                            "z = value / se across runs (docs/theory.md, Rational updating)",
                          "verdict_rules": [f"{label}: {rule}" for label, rule in VERDICT_RULES]},
             "warnings": [_name(w) for w in warn.all()],
             "predictors": {
@@ -386,6 +392,8 @@ def _score(args) -> int:
                     "why_null": _why_missing(r, settings, skill.loc[name], metrics.loc[name]),
                     "verdict": {"label": verdict[name].label, "text": _name(verdict[name].text),
                                 "numbers": _verdict_numbers(verdict[name])},
+                    "excess_movement": {k: _num(moves.loc[name, k]) for k in ("value", "se", "z")}
+                    | {"n_runs": int(moves.loc[name, "n_runs"])},
                     "warnings": [_name(w) for w in warn.predictors[name]],
                 }
                 for name, r in s.iterrows()
@@ -439,6 +447,14 @@ def _score(args) -> int:
         who = "every predictor" if len(names) == len(why) > 1 else ", ".join(
             _name(n, 40) for n in names)
         print(f"n/a: {field_} of {who}: {reason}")
+    print()
+    print("rational updating: excess movement per run = sum (F_t+1 - F_t)^2 - [F_1(1-F_1) - F_end(1-F_end)]; "
+          "0 if truthful, > 0 over-reacts, < 0 under-reacts (a constant forecast passes: this checks how F "
+          "moves, TPS and skill how much it knows)")
+    for name in order:
+        mv = moves.loc[name]
+        z = f"{mv.z:+6.1f}" if np.isfinite(mv.z) else "   n/a"
+        print(f"  {_name(name, nw):<{nw}} {mv.value:+9.4f} ± {mv.se:.4f}  z = {z}")
     pred_warn = [w for name in order for w in warn.predictors[name]]
     if pred_warn:
         print()

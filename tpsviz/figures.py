@@ -31,7 +31,7 @@ __all__ = [
     "delta_matrix_figure", "prepare_heatmap", "contribution_heatmap_figure",
     "prepare_step_means", "step_means_figure", "trajectory_figure", "length_histogram_figure",
     "censoring_modes_figure", "qz_band_figure", "artificial_check_figure", "mc_audit_figure",
-    "reliability_figure", "band_steps", "with_caption", "integer_ticks", "histogram_figure", "decomposition_figure", "decomposition_by_step_figure",
+    "reliability_figure", "band_steps", "with_caption", "integer_ticks", "histogram_figure", "drift_figure", "decomposition_figure", "decomposition_by_step_figure",
     "murphy_figure", "schedule_figure", "demo_bars_figure", "empty_figure", "use_template_by_default",
 ]
 
@@ -631,6 +631,31 @@ def reliability_figure(panels: list[dict], colors: dict, title: str) -> go.Figur
         fig.update_yaxes(range=[0, 1], row=r, col=c, title_text="observed success rate" if c == 1 else None)
     _layout(fig, title, height=330 * rows + 110, legend_bottom=True)
     fig.update_layout(legend=dict(y=-0.08 if rows > 1 else -0.2))
+    return fig
+
+
+def drift_figure(tables: dict, colors: dict, by: str) -> go.Figure:
+    """Mean next move E[F_{t+1} − F_t] with its 95% interval per forecast bin or step
+    (:func:`tpsviz.updating.drift_table`); 0 is rational updating."""
+    fig = go.Figure()
+    fig.add_hline(y=0, line=dict(color="#999", dash="dot"))
+    width = 0.1 if by == "bin" else 1.0
+    for i, (name, d) in enumerate(tables.items()):
+        if d is None or d.empty:
+            continue
+        x = (d["group"] + width / 2 if by == "bin" else d["group"]) + (i - (len(tables) - 1) / 2) * width * 0.08
+        fig.add_trace(go.Scatter(
+            x=x, y=d["mean"], mode="lines+markers", name=plot_label(name),
+            line=dict(color=_color(colors, name), width=_width(name)),
+            error_y=dict(type="data", symmetric=False, array=d["ci_high"] - d["mean"],
+                         arrayminus=d["mean"] - d["ci_low"], thickness=1),
+            customdata=np.c_[d["n"]],
+            hovertemplate=f"{plot_label(name)}<br>" + ("F in [%{x:.1f}]" if by == "bin" else "step %{x}")
+                          + ": mean move %{y:+.3f} (n = %{customdata[0]:,})<extra></extra>"))
+    fig.update_xaxes(title="forecast Fₜ (bin)" if by == "bin" else "step t (position among the run's forecasts)",
+                     range=[0, 1] if by == "bin" else None)
+    fig.update_yaxes(title="mean next move Fₜ₊₁ − Fₜ", zeroline=False)
+    fig.update_layout(title="Drift: where does the forecast go next?", height=380, legend_title_text="")
     return fig
 
 

@@ -256,6 +256,23 @@ def skill(a, x):
                        reference=reference(a=replace(a, predictors=()), src=x.src))
 
 
+@result("Rational updating…", keep=(), per_predictor=_concat, split=_row, max_entries=192)
+def updating(a, x):
+    """updating.excess_movement: how far each forecast moves against the uncertainty it resolves
+    (needs no score setting: keyed on the log, filters and predictors only)."""
+    from tpsviz.updating import excess_movement
+
+    return excess_movement(x.data, list(a.predictors))
+
+
+@result("Drift of the forecasts…", keep=())
+def drift(a, x, by: str):
+    """updating.drift_table of each predictor, by forecast bin or by step (steps above 30 pooled)."""
+    from tpsviz.updating import drift_table
+
+    return {n: drift_table(x.data, n, by=by, max_step=30) for n in a.predictors}
+
+
 @result("Verdict tests…", keep=("censoring", "level", "seed"), per_predictor=_merge, split=_item,
         max_entries=192)
 def verdict_statistics(a, x):

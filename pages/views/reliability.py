@@ -1,6 +1,8 @@
 """Reliability: do the stated probabilities match observed success rates? Binned diagrams with
-intervals, CORP isotonic curves with consistency bands, histograms, and MCB/DSC/UNC."""
+intervals, CORP isotonic curves with consistency bands, histograms, and MCB/DSC/UNC; and does the
+forecast update rationally (excess movement and drift, tpsviz.updating)?"""
 
+import numpy as np
 import streamlit as st
 
 from pages._ui import common as C
@@ -73,3 +75,45 @@ if scope == "all" and len(by_step):
     C.plot(F.decomposition_by_step_figure(by_step, colors, cfg.alpha, cfg.beta), "rel_by_step",
            name="Decomposition by step", caption="Per step t (steps with ≥ 30 pairs): where miscalibration and "
                                                  "discrimination live along the run.")
+
+# ----------------------------------------------------------------- rational updating (docs/theory.md)
+st.subheader("Does it update rationally?")
+st.markdown(
+    "An honest success probability moves only as much as what the agent learns justifies. Along a run, the sum "
+    "of its squared moves (a finished run ends with one more move, to its outcome) should on average equal the "
+    "uncertainty it resolves, F₁(1 − F₁) − F_end(1 − F_end). **Excess movement** is the difference, averaged "
+    "over runs: about 0 for an honest forecast, **positive when it over-reacts** (jumps around more than the "
+    "evidence warrants) and **negative when it under-reacts** (sticks to its first guess). It needs no bins and "
+    "no model of the outcome, and it stays valid on runs the budget cut off. It checks how the forecast moves, "
+    "not how much it knows: a constant forecast passes; TPS and skill measure the rest.")
+moves = Rs.updating(a=Rs.analysis(cfg, predictors=shown))
+
+
+def _reads(z: float) -> str:
+    if not np.isfinite(z):
+        return "–"
+    if z > 3:
+        return "over-reacts"
+    if z < -3:
+        return "under-reacts"
+    return "consistent with honest updating"
+
+
+mt = moves.reset_index().assign(predictor=lambda d: [F.display_name(p) for p in d["predictor"]],
+                                reading=lambda d: [_reads(z) for z in d["z"]])
+st.dataframe(mt[["predictor", "value", "se", "z", "reading", "n_runs", "n_censored"]], hide_index=True, width="stretch",
+             column_config={
+                 "value": st.column_config.NumberColumn("excess movement / run", format="%+.4f",
+                                                        help="Mean over runs of Σ (F_{t+1} − F_t)² − [F₁(1 − F₁) − F_end(1 − F_end)]."),
+                 "se": st.column_config.NumberColumn("SE", format="%.4f", help="Standard error across runs."),
+                 "z": st.column_config.NumberColumn("z", format="%+.1f", help="value / SE; |z| > 3: clearly not honest updating."),
+                 "n_runs": st.column_config.NumberColumn("runs", help="Runs with at least one forecast."),
+                 "n_censored": st.column_config.NumberColumn("censored", help="Of them, cut off by the budget (path ends at the last forecast)."),
+             })
+drift_by = st.radio("Drift by", ["forecast bin", "step"], horizontal=True, key="rel_drift_by",
+                    help="Mean next move of the forecast, grouped by its current value or by its position in the run.")
+tables = Rs.drift("bin" if drift_by == "forecast bin" else "step", a=Rs.analysis(cfg, predictors=shown))
+C.plot(F.drift_figure(tables, colors, "bin" if drift_by == "forecast bin" else "step"), "rel_drift", name="Drift",
+       caption="Mean next move Fₜ₊₁ − Fₜ (a finished run's last move is to its outcome) with 95% intervals across "
+               "moves. An honest forecast has no drift: where it is, on average it stays. A curve below 0 at high F "
+               "and above 0 at low F is an over-confident forecast being pulled back.")

@@ -1,0 +1,27 @@
+"""Issue 13, rational updating on the Reliability page: the excess-movement table reads as the
+core computes it, and the drift figure follows the "by" choice."""
+
+from __future__ import annotations
+
+import tpsviz
+from tpsviz.updating import excess_movement
+
+from apptest_helpers import DEMO, fresh, texts
+
+
+def test_reliability_page_says_who_updates_rationally():
+    at = fresh()
+    at.switch_page("pages/views/reliability.py").run()
+    assert not at.exception
+    assert "Does it update rationally?" in [h.value for h in at.subheader]
+    assert "positive when it over-reacts" in texts(at)
+    table = [d.value for d in at.dataframe if "reading" in d.value.columns][0]
+    want = excess_movement(tpsviz.load(DEMO / "tau2-like.csv"))
+    reading = dict(zip(table["predictor"], table["reading"]))
+    assert reading["verbal"] == "over-reacts" and want.at["verbal", "z"] > 3
+    truthful = next(k for k in reading if k.startswith("truthful"))
+    assert reading[truthful] == "consistent with honest updating" and abs(want.at["truthful", "z"]) < 3
+    assert table["value"].tolist() == want.loc[[k.split(" ")[0] for k in table["predictor"]], "value"].tolist()
+    at.radio(key="rel_drift_by").set_value("step").run()
+    assert not at.exception
+    assert "Drift" in at.session_state["_figures"]  # registered for Export under its name
