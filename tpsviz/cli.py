@@ -176,6 +176,17 @@ def build_parser() -> argparse.ArgumentParser:
                       help="pair runs by this task column where both groups ran the same tasks "
                            "(default auto: a column named task/task_id/task_name with at least 10 "
                            "common tasks; 'none' = unpaired)")
+    defer = sub.add_parser(
+        "defer", help="what handing off below a confidence threshold is worth: best tau, utility, risk-coverage",
+        description="Policy: hand the task to a person at the first step with F < tau. For a utility table "
+                    "(value of a success, costs of a failure, a hand-off and a step) the mean utility per run over "
+                    "tau, the best tau with a bootstrap CI and the risk-coverage curve (docs/theory.md section 10). "
+                    "The score options (alpha, beta, schedule) do not enter.",
+        epilog=_LOG_FORMAT, formatter_class=argparse.RawTextHelpFormatter)
+    _add_scoring_options(defer)
+    from .cli_defer import add_arguments as _defer_arguments
+
+    _defer_arguments(defer)
     demo = sub.add_parser("demo-data", help="regenerate the synthetic demo logs (byte-identical)")
     demo.add_argument("--out", default="demo_data", help="output folder (default demo_data)")
     return parser
@@ -771,6 +782,12 @@ def main(argv: list[str] | None = None) -> int:
             return _compare(args)
         if args.command == "demo-data":
             return _demo(args)
+        if args.command == "defer":
+            from .cli_defer import run as _defer
+
+            _check_args(args)
+            data, settings, _, _ = _prepare(args)
+            return _defer(args, data, settings, _name, _Fail)
     except (LogFormatError, _Fail, OSError) as exc:
         print(f"error: {clean_text(exc)}", file=sys.stderr)
         return EXIT_BAD_INPUT

@@ -31,7 +31,7 @@ __all__ = [
     "delta_matrix_figure", "prepare_heatmap", "contribution_heatmap_figure",
     "prepare_step_means", "step_means_figure", "trajectory_figure", "length_histogram_figure",
     "censoring_modes_figure", "qz_band_figure", "artificial_check_figure", "mc_audit_figure",
-    "reliability_figure", "band_steps", "with_caption", "integer_ticks", "histogram_figure", "drift_figure", "decomposition_figure", "decomposition_by_step_figure",
+    "reliability_figure", "band_steps", "with_caption", "integer_ticks", "histogram_figure", "drift_figure", "deferral_figure", "decomposition_figure", "decomposition_by_step_figure",
     "murphy_figure", "schedule_figure", "demo_bars_figure", "empty_figure", "use_template_by_default",
 ]
 
@@ -101,6 +101,14 @@ def plot_label(name: str) -> str:
 
 def _color(colors: dict, name: str) -> str:
     return colors.get(name, "#777777")
+
+
+def _rgba(color: str, alpha: float) -> str:
+    """A ``#rrggbb`` colour with transparency (other colour strings are returned as given)."""
+    if isinstance(color, str) and color.startswith("#") and len(color) == 7:
+        r, g, b = (int(color[i:i + 2], 16) for i in (1, 3, 5))
+        return f"rgba({r},{g},{b},{alpha})"
+    return color
 
 
 def _width(name: str) -> float:
@@ -656,6 +664,38 @@ def drift_figure(tables: dict, colors: dict, by: str) -> go.Figure:
                      range=[0, 1] if by == "bin" else None)
     fig.update_yaxes(title="mean next move Fₜ₊₁ − Fₜ", zeroline=False)
     fig.update_layout(title="Drift: where does the forecast go next?", height=380, legend_title_text="")
+    return fig
+
+
+def deferral_figure(results: dict, colors: dict) -> go.Figure:
+    """Hand off when F_t < τ: mean utility per run over τ (with its pointwise 95% band for up to
+    three predictors, and the best τ marked), and the risk–coverage curve (:func:`tpsviz.deferral.deferral` results by predictor)."""
+    fig = make_subplots(rows=1, cols=2, horizontal_spacing=0.1,
+                        subplot_titles=["Mean utility per run of 'hand off when F < τ'", "Risk–coverage"])
+    bands = len(results) <= 3  # more overlapping bands hide the curves
+    for name, r in results.items():
+        c, col = r.curve, _color(colors, name)
+        if bands and c["ci_low"].notna().any():
+            fig.add_trace(go.Scatter(x=np.r_[c["tau"], c["tau"][::-1]], y=np.r_[c["ci_high"], c["ci_low"][::-1]],
+                                     fill="toself", fillcolor=_rgba(col, 0.12), line=dict(width=0), showlegend=False,
+                                     hoverinfo="skip", legendgroup=name), 1, 1)
+        fig.add_trace(go.Scatter(x=c["tau"], y=c["utility"], mode="lines", name=plot_label(name), legendgroup=name,
+                                 line=dict(color=col, width=_width(name)),
+                                 customdata=np.c_[c["handoff_rate"]],
+                                 hovertemplate=f"{plot_label(name)}<br>τ = %{{x:.2f}}: %{{y:.3f}} per run, "
+                                               "%{customdata[0]:.0%} handed off<extra></extra>"), 1, 1)
+        fig.add_trace(go.Scatter(x=[r.best_tau], y=[r.best_utility], mode="markers", showlegend=False,
+                                 legendgroup=name, marker=dict(color=col, size=10, symbol="star"),
+                                 hovertemplate=f"{plot_label(name)}: best τ = {r.best_tau:.2f}<extra></extra>"), 1, 1)
+        fig.add_trace(go.Scatter(x=c["coverage"], y=c["risk"], mode="lines", showlegend=False, legendgroup=name,
+                                 line=dict(color=col, width=_width(name), shape="hv"),
+                                 hovertemplate=f"{plot_label(name)}<br>coverage %{{x:.0%}}: failure rate %{{y:.1%}}"
+                                               "<extra></extra>"), 1, 2)
+    fig.update_xaxes(title="threshold τ (the Murphy diagram's c)", range=[0, 1], row=1, col=1)
+    fig.update_yaxes(title="mean utility per run (↑ better)", row=1, col=1)
+    fig.update_xaxes(title="coverage: share of runs the agent finishes", range=[0, 1], row=1, col=2)
+    fig.update_yaxes(title="risk: failure rate among them (↓ better)", row=1, col=2)
+    fig.update_layout(height=420, legend_title_text="")
     return fig
 
 

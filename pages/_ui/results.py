@@ -273,6 +273,18 @@ def drift(a, x, by: str):
     return {n: drift_table(x.data, n, by=by, max_step=30) for n in a.predictors}
 
 
+@result("Deferral curves…", keep=("n_boot", "level", "seed"))
+def deferral_curves(a, x, utility: tuple, censored: str):
+    """deferral.deferral of each predictor under one utility table (success, failure, hand-off,
+    per step); the bootstrap is capped at 1,000 replicates (the best τ's CI)."""
+    from tpsviz.deferral import Utility, deferral
+
+    u = Utility(*utility)
+    n_boot = min(a.settings.n_boot, 1000)
+    return {n: deferral(x.data, n, u, censored=censored, n_boot=n_boot, level=a.settings.level,
+                        seed=a.settings.seed) for n in a.predictors}
+
+
 @result("Verdict tests…", keep=("censoring", "level", "seed"), per_predictor=_merge, split=_item,
         max_entries=192)
 def verdict_statistics(a, x):

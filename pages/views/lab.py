@@ -1,12 +1,16 @@
-"""Scoring rule lab: what the α/β sliders and the weight schedule mean, and why AUROC and ECE miss
+"""Scoring rule lab: what the α/β sliders and the weight schedule mean, what a confidence threshold is
+worth as a hand-off policy (tpsviz.deferral, beside the Murphy diagram), and why AUROC and ECE miss
 what TPS sees — for stakeholders."""
 
+import numpy as np
+import pandas as pd
 import streamlit as st
 
 from pages._ui import common as C
 from pages._ui import results as Rs
 from pages._ui import state as S
 from pages._ui import compute as V
+from tpsviz import figures as F
 
 cfg, data = C.page("Scoring rule lab",
                    "A proper scoring rule gives the best expected score to whoever reports their honest probability. "
@@ -41,6 +45,48 @@ if len(checks):
             "ω-weighted area": st.column_config.NumberColumn(format="%.6f", help="∫ mean ℓ_c · ω(c) dc (loss)."),
             "mean score": st.column_config.NumberColumn(format="%.6f", help="Mean S(F, Y) per step (reward = −loss)."),
         })
+
+# ----------------------------------------------------------------- deferral (tpsviz.deferral)
+st.subheader("What is a threshold worth? Hand off when F < τ")
+st.markdown("A deployed agent can stop and hand the task to a person at the first step where its confidence falls "
+            "below a threshold τ. Whether that pays depends on what a success, a failure, a hand-off and a step are "
+            "worth to you: enter them below. The curve is the mean utility per run of each τ on this log; the star "
+            "is the best τ. The thresholds are the Murphy diagram's c.")
+uc = st.columns(5)
+u_succ = uc[0].number_input("value of a success", 0.0, 1e6, 1.0, 0.1, key="dfr_success",
+                            help="What a task the agent completes correctly is worth.")
+u_fail = uc[1].number_input("cost of a failure", 0.0, 1e6, 1.0, 0.1, key="dfr_failure",
+                            help="What a wrong (or, cut by the budget, missing) result costs.")
+u_hand = uc[2].number_input("cost of a hand-off", 0.0, 1e6, 0.3, 0.1, key="dfr_handoff",
+                            help="What it costs to give the task to a person.")
+u_step = uc[3].number_input("cost per step", 0.0, 1e6, 0.0, 0.01, key="dfr_step", format="%.3f",
+                            help="What each step the agent runs costs (compute, latency).")
+cens_choice = uc[4].selectbox("censored runs", ["count as failures", "leave out"], key="dfr_cens",
+                              help="A run the budget cut off before it finished, and that was not handed off.")
+dfr = Rs.deferral_curves((u_succ, u_fail, u_hand, u_step),
+                         "failure" if cens_choice == "count as failures" else "exclude", a=Rs.analysis(cfg))
+C.plot(F.deferral_figure(dfr, Rs.selected_colors(cfg, data)), "lab_deferral", name="Deferral",
+       caption="Left: mean utility per run of the policy 'hand off at the first step with F < τ' (τ = 0: never hand "
+               "off), with a pointwise 95% bootstrap band over runs when three or fewer predictors are selected; star: the best τ. Right: risk–coverage — the "
+               "failure rate among the runs the agent finishes against the share it finishes, as τ moves.")
+first = next(iter(dfr.values()), None)
+rows = [{"predictor": F.display_name(n), "best τ": r.best_tau,
+         "95% CI of best τ": f"[{r.best_tau_ci[0]:.2f}, {r.best_tau_ci[1]:.2f}]" if np.isfinite(r.best_tau_ci[0]) else "–",
+         "utility / run at best τ": r.best_utility,
+         "never hand off (τ = 0)": float(r.curve["utility"].iloc[0]),
+         "handed off at best τ": float(r.curve.loc[r.curve["tau"] == r.best_tau, "handoff_rate"].iloc[0]),
+         "AURC": r.aurc} for n, r in dfr.items()]
+st.dataframe(pd.DataFrame(rows), hide_index=True, width="stretch", column_config={
+    "best τ": st.column_config.NumberColumn(format="%.2f"),
+    "utility / run at best τ": st.column_config.NumberColumn(format="%+.3f"),
+    "never hand off (τ = 0)": st.column_config.NumberColumn(format="%+.3f"),
+    "handed off at best τ": st.column_config.NumberColumn(format="percent"),
+    "AURC": st.column_config.NumberColumn(format="%.3f", help="Area under the risk–coverage curve (↓ better)."),
+})
+if first is not None:
+    st.caption(f"{first.n_runs:,} runs" + (f" ({first.n_excluded:,} censored left out)" if first.n_excluded else "")
+               + f"; best τ's interval: percentile bootstrap over runs ({min(cfg.n_boot, 1000)} replicates; "
+                 "the argmax of each replicate's curve).")
 
 # ----------------------------------------------------------------- schedule
 st.subheader("The weight schedule")
