@@ -464,8 +464,10 @@ def _score(args) -> int:
           "moves, TPS and skill how much it knows)")
     for name in order:
         mv = moves.loc[name]
+        value = f"{mv.value:+9.4f}" if np.isfinite(mv.value) else f"{'n/a':>9}"
+        se = f"{mv.se:.4f}" if np.isfinite(mv.se) else "n/a (fewer than 2 runs)"
         z = f"{mv.z:+6.1f}" if np.isfinite(mv.z) else "   n/a"
-        print(f"  {_name(name, nw):<{nw}} {mv.value:+9.4f} ± {mv.se:.4f}  z = {z}")
+        print(f"  {_name(name, nw):<{nw}} {value} ± {se}  z = {z}")
     pred_warn = [w for name in order for w in warn.predictors[name]]
     if pred_warn:
         print()
