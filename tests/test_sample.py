@@ -74,3 +74,11 @@ def test_load_samples_only_a_dataset_over_the_limit(tmp_path):
     np.testing.assert_allclose(got["tps"], ref.loc[got.index, "tps"], rtol=1e-12)
     with pytest.raises(tpsviz.LogFormatError, match="TPSVIZ_MAX_ROWS"):
         tpsviz.load(folder, limits=small)
+
+
+def test_columns_named_like_the_readers_own_are_read_as_data(tmp_path):
+    df = _log(30).assign(filename="a", file_row_number=7)
+    folder = _split(df, tmp_path / "d", 2)
+    frame, info = sample_runs(open_dataset(folder), 10, seed=2)
+    assert info["runs_sampled"] == 10 and (frame["filename"] == "a").all() and (frame["file_row_number"] == 7).all()
+    assert frame["_where"].str.match(r"'part-\d\.parquet' \(a sampled run\)").all()

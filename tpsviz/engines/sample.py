@@ -20,7 +20,7 @@ import pyarrow.compute as pc
 from ..dataset import Dataset
 from ..errors import LogFormatError
 from ..schema import canonical_name, show_id
-from .duck import _q, _source, connect
+from .duck import _lit, _q, _source, connect
 from .onepass import _strip
 
 __all__ = ["sample_runs"]
@@ -86,14 +86,17 @@ def sample_runs(ds: Dataset, n_runs: int, seed: int = 0, max_rows: int | None = 
         keep = order if max_rows is None else order[np.cumsum(sizes) <= max_rows]
         picked = pc.is_in(stripped, runs.column("id").take(pa.array(keep, type=pa.int64())))
         con.register("tpsviz_sample_ids", pa.table({"raw": per_id.column("raw").filter(picked)}))
-        src = _source(ds, ", filename = true" + (", file_row_number = true" if ds.fmt == "parquet" else ""))
+        # where each row comes from, under column names the files cannot already use
+        fcol = next(f"_tpsviz_file{i or ''}" for i in range(len(types) + 1) if f"_tpsviz_file{i or ''}" not in types)
+        rows_numbered = ds.fmt == "parquet" and "file_row_number" not in types
+        src = _source(ds, f", filename = {_lit(fcol)}" + (", file_row_number = true" if rows_numbered else ""))
         frame = con.sql(f"SELECT * FROM {src} WHERE {raw} IN (SELECT raw FROM tpsviz_sample_ids)").to_arrow_table().to_pandas()
     finally:
         con.close()
         shutil.rmtree(spill, ignore_errors=True)
-    names = frame.pop("filename").astype("category")
+    names = frame.pop(fcol).astype("category")
     files = names.cat.rename_categories([show_id(ds.file_label(f), 60) for f in names.cat.categories]).astype(str)
-    if ds.fmt == "parquet":
+    if rows_numbered:
         frame["_where"] = files + " row " + (frame.pop("file_row_number") + 1).astype(str)
     else:
         frame["_where"] = files + " (a sampled run)"
