@@ -25,7 +25,7 @@ import numpy as np
 import pandas as pd
 
 from .cancel import checkpoint
-from .inference import DEFAULT_SEED, bootstrap_sums
+from .inference import DEFAULT_SEED, bootstrap_sums, group_sums
 from .io import TrajectoryData
 from .schedules import Schedule
 from .scores import TABLE_MIN, beta_score, validate_alpha_beta
@@ -401,8 +401,10 @@ def _sum_by_run(values: np.ndarray, starts: np.ndarray) -> np.ndarray:
     return np.add.reduceat(values, starts)
 
 
-def _bootstrap_columns(values: np.ndarray, valid: np.ndarray, settings: ScoreSettings):
-    """Percentile CIs for the mean of each column over its valid rows (paired resampling)."""
+def _bootstrap_columns(values: np.ndarray, valid: np.ndarray, settings: ScoreSettings,
+                       groups: np.ndarray | None = None):
+    """Percentile CIs for the mean of each column over its valid rows (paired resampling; with
+    ``groups``, a group index per row, the groups are resampled: runsums.run_groups)."""
     n, k = values.shape
     lo = np.full(k, np.nan)
     hi = np.full(k, np.nan)
@@ -411,10 +413,11 @@ def _bootstrap_columns(values: np.ndarray, valid: np.ndarray, settings: ScoreSet
     finite = np.array([np.isfinite(values[valid[:, j], j]).all() for j in range(k)])
     v = np.where(valid, values, 0.0)
     v[~np.isfinite(v)] = 0.0
-    # replicated Σ c_i v_i and Σ c_i [valid_i]; a column valid on every run has Σ c_i = n
-    partial = ~valid.all(axis=0)
-    sums = bootstrap_sums(np.hstack([v, valid[:, partial].astype(float)]),
-                          settings.n_boot, settings.seed)
+    # replicated Σ c_i v_i and Σ c_i [valid_i]; a column valid on every run has Σ c_i = n (not so
+    # for groups, whose sizes differ)
+    partial = ~valid.all(axis=0) if groups is None else np.ones(k, dtype=bool)
+    x = np.hstack([v, valid[:, partial].astype(float)])
+    sums = bootstrap_sums(x if groups is None else group_sums(x, groups), settings.n_boot, settings.seed)
     den = np.full((settings.n_boot, k), float(n))
     den[:, partial] = sums[:, k:]
     with np.errstate(invalid="ignore", divide="ignore"):

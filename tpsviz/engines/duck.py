@@ -46,6 +46,8 @@ GRID = 1 << 16
 #: hash table of every distinct forecast costs GBs: measured 80 s and 6 GB at 15M rows)
 EXACT_ROWS = 2_000_000
 _SMALL_P = 1e-4  # as tpsviz._fast.kernels: ln(1 - p) by its series below this
+#: a row's bit in its run's bitmap of step numbers mod 64 (bit-ORed: distinct steps = bits set)
+STEP_BIT = "CAST(1 AS UBIGINT) << CAST(step & 63 AS UBIGINT)"
 
 
 def _q(name: str) -> str:
@@ -187,6 +189,22 @@ class _Plan:
         return (_boolean if kind == "bool" else _number)(col, self.types[name])
 
 
+def weight_sql(settings: ScoreSettings, positional: bool) -> str | None:
+    """w_t of a row in SQL (from ``step``, or from its position ``t`` in the run), or None where
+    every row weighs 1 (uniform, per-length and endpoint: their per-run factor comes later)."""
+    sch = settings.schedule
+    t = "CAST(t AS DOUBLE)" if positional else "CAST(step AS DOUBLE)"
+    if sch.name == "linear":
+        return t
+    if sch.name == "front":
+        return f"pow({_f(sch.gamma or 1.0)}, {t} - 1.0)"
+    if sch.name == "back":
+        return f"pow({_f(sch.gamma or 1.0)}, {_f(float(sch.horizon or 0))} - {t})"
+    if sch.name == "column":
+        return "wcol"
+    return None
+
+
 def _rows_sql(plan: _Plan, source: str, settings: ScoreSettings, positional: bool) -> tuple[str, list]:
     """The step rows with every value parsed, flagged and scored (one SELECT)."""
     step, step_bad = plan.expr("step")
@@ -204,12 +222,7 @@ def _rows_sql(plan: _Plan, source: str, settings: ScoreSettings, positional: boo
         parsed += [f"{v} AS praw{k}", f"({bad}) AS bad_ptext{k}"]
     eps = float(settings.eps)
     sch = settings.schedule
-    t_expr = "t" if positional else "CAST(step AS DOUBLE)"
-    weight = {"uniform": None, "linear": t_expr,
-              "front": f"pow({_f(sch.gamma or 1.0)}, {t_expr} - 1.0)" if sch.name == "front" else None,
-              "back": f"pow({_f(sch.gamma or 1.0)}, {_f(float(sch.horizon or 0))} - {t_expr})"
-              if sch.name == "back" else None,
-              "column": "wcol", "per-length": None, "endpoint": None}[sch.name]
+    weight = weight_sql(settings, positional)
     cols = ["tid", "step", "y", "c", "q", "bad_tid", "bad_step", "bad_y", "bad_c", "bad_q", "bad_w",
             "w"]
     scored, clip_pc = [], []
@@ -291,7 +304,7 @@ def _aggregates(plan: _Plan, settings: ScoreSettings) -> list[tuple[str, str, st
     (of blocks, or of partitions on a cluster), so the same list serves every level."""
     sch = settings.schedule.name
     a = [("n", "count(*)", "sum(n)"), ("smin", "min(step)", "min(smin)"), ("smax", "max(step)", "max(smax)"),
-         ("bits", "bit_or(CAST(1 AS UBIGINT) << CAST(step & 63 AS UBIGINT))", "bit_or(bits)"),
+         ("bits", f"bit_or({STEP_BIT})", "bit_or(bits)"),
          ("ymin", "min(y)", "min(ymin)"), ("ymax", "max(y)", "max(ymax)"), ("yn", "count(y)", "sum(yn)"),
          ("nbad", "count(*) FILTER (WHERE " + " OR ".join(_flags(plan)) + ")", "sum(nbad)")]
     if "censored" in plan.col:
@@ -653,6 +666,19 @@ def _pooled(con, plan: _Plan, rows_sql: str, n_labelled_max: int) -> dict:
                        lambda need: con.sql(exact_sql(plan, rows_sql, need)).df(), combine=False)
 
 
+def id_column(types: dict, mapping, label: str) -> str:
+    """The column holding the trajectory ids (``--map trajectory_id=COL`` or its canonical name)."""
+    for target, col in mapping:
+        if target == "trajectory_id":
+            if col not in types:
+                raise LogFormatError(label, [f"--map trajectory_id={show_id(col)}: the files have no such column"])
+            return col
+    col = next((c for c in types if canonical_name(c) == "trajectory_id"), None)
+    if col is None:
+        raise LogFormatError(label, ["missing required column 'trajectory_id'"])
+    return col
+
+
 def sample_rows(ds: Dataset, ids, threads: int | None = None, memory_limit: str | None = None) -> pd.DataFrame:
     """The step rows of the runs ``ids`` (trajectory ids as the engine reads them: text, trimmed),
     as read from the files: the raw frame :func:`tpsviz.from_frame` validates.
@@ -664,9 +690,7 @@ def sample_rows(ds: Dataset, ids, threads: int | None = None, memory_limit: str 
     try:
         source = _source(ds)
         types = dict(con.execute(f"SELECT column_name, column_type FROM (DESCRIBE SELECT * FROM {source})").fetchall())
-        tid = next((c for c in types if canonical_name(c) == "trajectory_id"), None)
-        if tid is None:
-            raise LogFormatError(ds.label, ["missing required column 'trajectory_id'"])
+        tid = id_column(types, (), ds.label)
         sql = f"SELECT * FROM {source} WHERE trim(CAST({_q(tid)} AS VARCHAR)) IN (SELECT unnest(?))"
         return con.sql(sql, params=[[str(i) for i in ids]]).to_arrow_table().to_pandas()
     finally:

@@ -27,7 +27,7 @@ import pyarrow.compute as pc
 
 from ..longform import MAX_STEP
 from ..tps import ScoreSettings
-from .duck import _Plan, _Runs, _f, _lit, _q, _score_sql
+from .duck import STEP_BIT, _Plan, _Runs, _f, _lit, _q, _score_sql, weight_sql
 
 __all__ = ["run_pass", "rows_sql", "labelled_sql", "defects"]
 
@@ -92,26 +92,11 @@ def labelled_sql(plan: _Plan, source: str, runs: _Runs) -> str:
     cols = [f"{y} AS y"]
     for k, name in enumerate(plan.conf):
         r, _ = plan.expr(name)
-        with np.errstate(invalid="ignore"):
-            fuzz = bool(((runs.num(f"rmin_{k}") < 0) | (runs.num(f"rmax_{k}") > 1)).any())
+        fuzz = _rounded_outside(runs, k)
         # (DuckDB's least/greatest skip a NULL: a missing forecast must stay NULL)
         cols.append(f"CASE WHEN {r} IS NULL THEN NULL ELSE greatest(0.0, least(1.0, {r})) END AS p{k}"
                     if fuzz else f"{r} AS p{k}")
     return f"WITH scored AS NOT MATERIALIZED (SELECT {', '.join(cols)} FROM {source})\n"
-
-
-def _weight_sql(settings: ScoreSettings, positional: bool) -> str | None:
-    sch = settings.schedule
-    t = "CAST(t AS DOUBLE)" if positional else "CAST(step AS DOUBLE)"
-    if sch.name == "linear":
-        return t
-    if sch.name == "front":
-        return f"pow({_f(sch.gamma or 1.0)}, {t} - 1.0)"
-    if sch.name == "back":
-        return f"pow({_f(sch.gamma or 1.0)}, {_f(float(sch.horizon or 0))} - {t})"
-    if sch.name == "column":
-        return "wcol"
-    return None  # uniform, per-length and endpoint: w = 1 per row (the per-run factor comes later)
 
 
 def _aggregates(plan: _Plan, settings: ScoreSettings, text: bool) -> list[str]:
@@ -119,7 +104,7 @@ def _aggregates(plan: _Plan, settings: ScoreSettings, text: bool) -> list[str]:
     they mean the same)."""
     sch = settings.schedule.name
     a = ["count(*) AS n", "count(step_d) AS nstep", "min(step_d) AS smin", "max(step_d) AS smax",
-         "bit_count(bit_or(CAST(1 AS UBIGINT) << CAST(step & 63 AS UBIGINT))) AS nd64",
+         f"bit_count(bit_or({STEP_BIT})) AS nd64",
          "min(y) AS ymin", "max(y) AS ymax", "count(y) AS yn"]
     if "step" in plan.col and not _integer(plan.types["step"]):
         a.append("max(step_d - floor(step_d)) AS sfrac")
@@ -165,7 +150,7 @@ def _pass_sql(plan: _Plan, source: str, settings: ScoreSettings, stripped: bool,
     rows, bad = rows_sql(plan, source, stripped)
     if positional:
         rows = f"SELECT *, row_number() OVER (PARTITION BY tid ORDER BY step) AS t FROM ({rows})"
-    w = _weight_sql(settings, positional)
+    w = weight_sql(settings, positional)
     rows = f"SELECT *, {w or '1.0'} AS w FROM ({rows})"
     # sorted here: DuckDB sorts in parallel, and taking a million-row Arrow table in a new order
     # costs more (measured at 4.3M runs: ORDER BY +1–2 s, a take afterwards 3.2 s)
@@ -196,7 +181,7 @@ def _distinct_long(con, plan: _Plan, source: str, stripped: bool, ids: pa.Array)
     try:
         rows, _ = rows_sql(plan, source, stripped)
         sql = (f"SELECT tid, sum(bit_count(bits)) AS nd FROM (SELECT tid, step >> 6 AS blk, "
-               f"bit_or(CAST(1 AS UBIGINT) << CAST(step & 63 AS UBIGINT)) AS bits FROM ({rows}) "
+               f"bit_or({STEP_BIT}) AS bits FROM ({rows}) "
                f"WHERE tid IN (SELECT tid FROM tpsviz_long_runs) GROUP BY tid, blk) GROUP BY tid")
         return dict(con.sql(sql).fetchall())
     finally:
@@ -247,6 +232,10 @@ def defects(plan: _Plan, runs: _Runs) -> bool:
         bad |= bool(((runs.num("qn", 0) > 0) & (np.isnan(qmax) | (runs.num("qmin") < 0) | (qmax > 1))).any())
         wcmax = runs.num("wcmax")
         bad |= bool(((runs.num("wn", 0) > 0) & (np.isnan(wcmax) | np.isinf(wcmax) | (runs.num("wcmin") < 0))).any())
-        for k in range(len(plan.conf)):
-            bad |= bool(((runs.num(f"rmin_{k}") < 0) | (runs.num(f"rmax_{k}") > 1)).any())
-    return bad
+    return bad or any(_rounded_outside(runs, k) for k in range(len(plan.conf)))
+
+
+def _rounded_outside(runs: _Runs, k: int) -> bool:
+    """Whether some forecast of predictor k lies outside [0, 1] (by rounding, or a defect)."""
+    with np.errstate(invalid="ignore"):
+        return bool(((runs.num(f"rmin_{k}") < 0) | (runs.num(f"rmax_{k}") > 1)).any())

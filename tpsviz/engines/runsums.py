@@ -26,11 +26,10 @@ import numpy as np
 import pandas as pd
 
 from ..diagnostics import RATE_RULES, skill_from_runs
-from ..inference import bootstrap_sums, group_sums
 from ..metrics import auprc, auroc, tece
 from ..reliability import wilson_interval
 from ..scores import beta_score
-from ..tps import ScoreSettings, _bootstrap_columns, percentile_intervals, qz_for_runs, summary_row
+from ..tps import ScoreSettings, _bootstrap_columns, qz_for_runs, summary_row
 
 __all__ = ["RunSums", "PooledCounts", "DatasetScore", "score_from_sums", "rank_metrics", "run_groups",
            "reliability_from_counts",
@@ -174,13 +173,7 @@ def run_groups(n: int, seed: int, n_groups: int = BOOT_GROUPS) -> np.ndarray:
 
 def _grouped_intervals(values: np.ndarray, valid: np.ndarray, groups: np.ndarray, settings: ScoreSettings):
     """Percentile intervals of each column's mean over its valid runs, resampling groups."""
-    k = values.shape[1]
-    finite = np.array([np.isfinite(values[valid[:, j], j]).all() for j in range(k)])
-    v = np.where(valid & np.isfinite(values), values, 0.0)
-    sums = bootstrap_sums(group_sums(np.hstack([v, valid.astype(float)]), groups), settings.n_boot, settings.seed)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        reps = sums[:, :k] / sums[:, k:]
-    return percentile_intervals(reps, finite, valid, settings.level)
+    return _bootstrap_columns(values, valid, settings, groups)
 
 
 def _tps_per_run(a1: np.ndarray, a0: np.ndarray, label: np.ndarray) -> np.ndarray:

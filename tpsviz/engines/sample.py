@@ -18,24 +18,11 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ..dataset import Dataset
-from ..errors import LogFormatError
-from ..schema import canonical_name, show_id
-from .duck import _lit, _q, _source, connect
+from ..schema import show_id
+from .duck import _lit, _q, _source, connect, id_column
 from .onepass import _strip
 
 __all__ = ["sample_runs"]
-
-
-def _id_column(types: dict, mapping, label: str) -> str:
-    for target, col in mapping:
-        if target == "trajectory_id":
-            if col not in types:
-                raise LogFormatError(label, [f"--map trajectory_id={show_id(col)}: the files have no such column"])
-            return col
-    col = next((c for c in types if canonical_name(c) == "trajectory_id"), None)
-    if col is None:
-        raise LogFormatError(label, ["missing required column 'trajectory_id'"])
-    return col
 
 
 def sample_runs(ds: Dataset, n_runs: int, seed: int = 0, max_rows: int | None = None, mapping=(),
@@ -70,7 +57,7 @@ def sample_runs(ds: Dataset, n_runs: int, seed: int = 0, max_rows: int | None = 
     try:
         source = _source(ds)
         types = dict(con.execute(f"SELECT column_name, column_type FROM (DESCRIBE SELECT * FROM {source})").fetchall())
-        col = _id_column(types, mapping, ds.label)
+        col = id_column(types, mapping, ds.label)
         raw = f"CAST({_q(col)} AS VARCHAR)"
         per_id = con.sql(f"SELECT {raw} AS raw, count(*) AS n FROM {source} WHERE {raw} IS NOT NULL "
                          f"GROUP BY raw ORDER BY raw").to_arrow_table()
