@@ -8,6 +8,7 @@ Every number printed here is computed by the core (``tps``, ``diagnostics``, ``c
 from __future__ import annotations
 
 import argparse
+import importlib
 import json
 import math
 import os
@@ -187,9 +188,20 @@ def build_parser() -> argparse.ArgumentParser:
     from .cli_defer import add_arguments as _defer_arguments
 
     _defer_arguments(defer)
+    for command, module, help_ in _OUTCOME_COMMANDS:
+        sp = sub.add_parser(command, help=help_, formatter_class=argparse.RawTextHelpFormatter)
+        importlib.import_module(f"tpsviz.{module}").add_arguments(sp)
     demo = sub.add_parser("demo-data", help="regenerate the synthetic demo logs (byte-identical)")
     demo.add_argument("--out", default="demo_data", help="output folder (default demo_data)")
     return parser
+
+
+# subcommands with their own module: (command, module with add_arguments(p) and run(args, name_fn, fail), help)
+_OUTCOME_COMMANDS = (
+    ("multiclass", "cli_multiclass", "score a log whose outcome is one of k labels (TPS-k: multi-class Brier or log)"),
+    ("crps", "cli_continuous", "score a log whose outcome is a number (final reward, cost) with the CRPS"),
+    ("monitor", "cli_monitor", "TPS and skill over time in sliding windows, with a degradation alarm"),
+)
 
 
 class _Fail(Exception):
@@ -784,6 +796,9 @@ def main(argv: list[str] | None = None) -> int:
             return _compare(args)
         if args.command == "demo-data":
             return _demo(args)
+        for command, module, _ in _OUTCOME_COMMANDS:
+            if args.command == command:
+                return importlib.import_module(f"tpsviz.{module}").run(args, _name, _Fail)
         if args.command == "defer":
             from .cli_defer import run as _defer
 

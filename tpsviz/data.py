@@ -26,7 +26,8 @@ class TrajectoryData:
         One row per trajectory, in code order. Columns: ``trajectory_id``, ``outcome``
         (1.0 / 0.0 / NaN), ``censored`` (bool), ``q_z`` (float, NaN = not given),
         ``length`` (observed number of steps T, or the stopping step count Z),
-        ``last_step`` and trajectory-level metadata.
+        ``last_step``, ``file_order`` (the run's rank by its first row in the file, when read from a
+        table) and trajectory-level metadata.
     predictors : list of str
         Names of the ``conf_<name>`` predictors.
     signals : dict
@@ -88,7 +89,7 @@ class TrajectoryData:
     @property
     def metadata_columns(self) -> list[str]:
         """Trajectory-level metadata columns (for filters and grouping)."""
-        fixed = {"trajectory_id", "outcome", "censored", "q_z", "length", "last_step"}
+        fixed = {"trajectory_id", "outcome", "censored", "q_z", "length", "last_step", "file_order"}
         return [c for c in self.trajectories.columns if c not in fixed]
 
     def forecasts(self, name: str) -> np.ndarray:

@@ -699,6 +699,70 @@ def deferral_figure(results: dict, colors: dict) -> go.Figure:
     return fig
 
 
+def monitor_figure(windows: pd.DataFrame, colors: dict, x_title: str) -> go.Figure:
+    """TPS per run, skill and calibration-in-the-large over sliding windows
+    (:func:`tpsviz.monitor.monitor`; ``windows`` long, with a ``predictor`` column), each window
+    placed at its last run; bands are the 95% intervals (up to three predictors)."""
+    fig = make_subplots(rows=3, cols=1, shared_xaxes=True, vertical_spacing=0.06, row_heights=[0.38, 0.32, 0.30],
+                        subplot_titles=["TPS per run (↑ better)", "Skill against each window's success rate (↑ better)",
+                                        "Success rate (black) and mean forecast"])
+    groups = list(windows.groupby("predictor", sort=False))
+    bands = len(groups) <= 3
+    for name, w in groups:
+        col, x = _color(colors, name), w["key_last"]
+        for row, (mid, lo, hi) in enumerate([("tps_mean", "tps_ci_low", "tps_ci_high"),
+                                             ("skill", "skill_ci_low", "skill_ci_high")], start=1):
+            if bands and w[lo].notna().any():
+                fig.add_trace(go.Scatter(x=np.r_[x, x[::-1]], y=np.r_[w[hi], w[lo][::-1]], fill="toself",
+                                         fillcolor=_rgba(col, 0.12), line=dict(width=0), showlegend=False,
+                                         hoverinfo="skip", legendgroup=name), row, 1)
+            fig.add_trace(go.Scatter(
+                x=x, y=w[mid], mode="lines", name=plot_label(name), legendgroup=name, showlegend=row == 1,
+                line=dict(color=col, width=_width(name)), customdata=np.c_[w[lo], w[hi], w["n_runs"]],
+                hovertemplate=f"{plot_label(name)}<br>window ending %{{x}}: %{{y:.3f}} "
+                              "[%{customdata[0]:.3f}, %{customdata[1]:.3f}], %{customdata[2]} runs<extra></extra>"), row, 1)
+        fig.add_trace(go.Scatter(x=x, y=w["mean_forecast"], mode="lines", legendgroup=name, showlegend=False,
+                                 line=dict(color=col, width=1.5, dash="dash"),
+                                 hovertemplate=f"{plot_label(name)}: mean forecast %{{y:.2f}}<extra></extra>"), 3, 1)
+    if groups:
+        w = groups[0][1]
+        fig.add_trace(go.Scatter(x=w["key_last"], y=w["rate"], mode="lines", name="success rate",
+                                 line=dict(color="#222", width=2), hovertemplate="success rate %{y:.2f}<extra></extra>"),
+                      3, 1)
+    fig.add_hline(y=0, line=dict(color="#999", dash="dot"), row=2, col=1)
+    fig.update_yaxes(title="TPS / run", row=1, col=1)
+    fig.update_yaxes(title="skill", row=2, col=1)
+    fig.update_yaxes(title="rate / mean F", range=[0, 1], row=3, col=1)
+    fig.update_xaxes(title=x_title, row=3, col=1)
+    fig.update_layout(height=720, legend_title_text="", hovermode="closest")
+    return fig
+
+
+def cusum_figure(runs: pd.DataFrame, alarm, color: str, x_title: str) -> go.Figure:
+    """The CUSUM statistic S_i of one predictor over the runs, its threshold h, the in-control part
+    and the alarms (:class:`tpsviz.monitor.Alarm`)."""
+    fig = go.Figure()
+    ok = np.isfinite(alarm.statistic)
+    x = runs["key"].to_numpy()[ok]
+    if alarm.n_baseline and ok.any():
+        fig.add_vrect(x0=x[0], x1=x[min(alarm.n_baseline, x.size) - 1], fillcolor="#888", opacity=0.10,
+                      line_width=0, annotation_text="in-control part", annotation_position="top left")
+    fig.add_trace(go.Scatter(x=x, y=alarm.statistic[ok], mode="lines", name="CUSUM S", line=dict(color=color, width=2),
+                             hovertemplate="%{x}: S = %{y:.2f}<extra></extra>"))
+    fig.add_hline(y=alarm.h, line=dict(color="#c0392b", dash="dash"), annotation_text=f"threshold h = {alarm.h:.2f}",
+                  annotation_position="top right")
+    if len(alarm.alarms):
+        a = alarm.alarms
+        fig.add_trace(go.Scatter(x=a["key"], y=np.full(len(a), alarm.h), mode="markers", name="alarm",
+                                 marker=dict(color="#c0392b", size=11, symbol="x"),
+                                 customdata=np.c_[a["start_key"].astype(str)],
+                                 hovertemplate="alarm at %{x}<br>excursion from %{customdata[0]}<extra></extra>"))
+    fig.update_xaxes(title=x_title)
+    fig.update_yaxes(title="CUSUM statistic S (↑ = evidence of a drop)", rangemode="tozero")
+    fig.update_layout(title=f"Degradation alarm on {plot_label(alarm.predictor)}", height=340, legend_title_text="")
+    return fig
+
+
 def histogram_figure(hists: pd.DataFrame, colors: dict, title: str = "Forecast histograms") -> go.Figure:
     """Forecast histograms (aggregated): columns predictor, bin_lo, bin_hi, count."""
     fig = go.Figure()

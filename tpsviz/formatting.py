@@ -64,3 +64,12 @@ def pct(k, n) -> str:
     if k and v < 10 and abs(v - round(v)) > 0.05:
         return f"{v:.1f}%"
     return f"{v:.0f}%"
+
+
+def json_number(x):
+    """A finite float for JSON output, else None (JSON has no NaN or infinity)."""
+    try:
+        x = float(x)
+    except (TypeError, ValueError):
+        return None
+    return x if np.isfinite(x) else None

@@ -480,7 +480,7 @@ def group_difference(data: TrajectoryData, by: str, a: str, b: str,
 
 # --------------------------------------------------------------------------- two logs
 _CORE_STEP = ("trajectory_id", "step", "traj", "t")
-_FIXED_TRAJ = ("trajectory_id", "outcome", "censored", "q_z", "length", "last_step")
+_FIXED_TRAJ = ("trajectory_id", "outcome", "censored", "q_z", "length", "last_step", "file_order")
 
 
 def _step_meta(data: TrajectoryData) -> list[str]:

@@ -176,6 +176,7 @@ def from_frame(df: pd.DataFrame, source: str = "<frame>", percent=()) -> Traject
         "q_z": qz_t,
         "length": lengths.astype(np.int64),
         "last_step": steps["step"].to_numpy()[starts + lengths - 1],
+        "file_order": _file_order(order, codes, len(uniques)),
     })
     _metadata(df, cols, values, codes, order, len(uniques), steps, traj, notes)
     _forecast_notes(steps, conf_cols, notes)
@@ -203,8 +204,31 @@ def _prepared_frame(df: pd.DataFrame, source: str, notes: list[str]):
     return df, where
 
 
+def _other_outcome_kind(cols: list[str]) -> str:
+    """A sentence for a multi-class or continuous-outcome log (docs/multiclass.md, docs/continuous.md),
+    which the binary reader cannot score; "" for any other header."""
+    from .continuous_forms import is_continuous
+    from .multiclass_log import _split_conf
+
+    conf = [c for c in cols if c.lower().startswith("conf_")]
+    split = [_split_conf(c) for c in conf]
+    names = [x[0] for x in split if x]
+    # every forecast column is conf_<name>__<label> and some predictor has two labels or more (a binary
+    # log whose predictor names hold a double underscore stays binary)
+    if conf and all(split) and max(names.count(n) for n in names) >= 2:
+        return ("this is a multi-class log (forecast columns conf_<name>__<label>): score it with "
+                "'python -m tpsviz multiclass' or on the dashboard's Other outcomes page")
+    if is_continuous(cols) and not any(c.startswith(("conf_", "raw_", "unc_")) for c in cols):
+        return ("this is a continuous-outcome log (mu_/sigma_, q<level>_ or samples_ forecast columns): score it "
+                "with 'python -m tpsviz crps' or on the dashboard's Other outcomes page")
+    return ""
+
+
 def _check_header(cols: list[str], percent, source: str):
     """(conf columns, signal columns, percent columns), or a LogFormatError naming what is missing."""
+    other = _other_outcome_kind(cols)
+    if other:  # a log of another outcome type: say where it is scored instead of listing symptoms
+        raise LogFormatError(source, [other])
     problems = []
     missing_req = [c for c in REQUIRED if c not in cols]
     if missing_req:
@@ -381,21 +405,8 @@ def _run_labels(outcome, cens, qz, codes, uniques, order, notes: list[str], sour
     if problems:
         raise LogFormatError(source, problems)
 
-    partial = (pd.Series(outcome.iloc[order].isna().to_numpy()).groupby(codes).any().to_numpy()
-               & ~np.isnan(outcome_t))
-    if partial.any():
-        notes.append(f"{int(partial.sum())} trajectories give 'outcome' on some rows only; the "
-                     "value given was used for the whole run.")
-    marked = ~np.isnan(cens_t)
-    censored = np.where(marked, cens_t == 1.0, np.isnan(outcome_t))
-    both = censored & ~np.isnan(outcome_t)
-    if both.any():
-        problems.append(f"trajectory {_ids(uniques, both)}: column 'censored' is true while 'outcome' "
-                        "is present; a censored run has no observed outcome")
-    neither = ~censored & np.isnan(outcome_t)
-    if neither.any():
-        problems.append(f"trajectory {_ids(uniques, neither)}: 'outcome' is empty but column 'censored' "
-                        "says the run finished; give the outcome (1/0) or mark it censored")
+    censored = run_censoring(outcome.iloc[order].isna().to_numpy(), outcome_t, cens_t, codes, uniques, notes,
+                             problems, "trajectory", "give the outcome (1/0) or mark it censored")
     if problems:
         raise LogFormatError(source, problems)
     qz_complete = ~np.isnan(qz_t) & ~censored
@@ -405,6 +416,47 @@ def _run_labels(outcome, cens, qz, codes, uniques, order, notes: list[str], sour
         qz_t = np.where(censored, qz_t, np.nan)
 
     return outcome_t, censored, qz_t
+
+
+def run_censoring(row_missing: np.ndarray, outcome_t: np.ndarray, cens_t: np.ndarray, codes: np.ndarray, uniques,
+                  notes: list[str], problems: list[str], noun: str, fix: str) -> np.ndarray:
+    """Which runs are censored, from their outcome and the optional ``censored`` column (shared by the
+    binary, multi-class and continuous readers).
+
+    Parameters
+    ----------
+    row_missing : ndarray of bool
+        Rows (sorted by run) whose ``outcome`` cell is empty.
+    outcome_t, cens_t : ndarray of float
+        Per run: the outcome (NaN: none given) and the ``censored`` flag (1/0, NaN: not given).
+    codes, uniques
+        Run code of every sorted row, and the run ids (for messages).
+    notes, problems : list of str
+        Appended to: a note when some runs give the outcome on some rows only; a problem when the
+        flag and the outcome disagree.
+    noun, fix : str
+        How a run is called in messages ("trajectory", "run") and what to do when the outcome is empty
+        on a run marked finished.
+
+    Returns
+    -------
+    ndarray of bool
+        Censored per run: the flag where given, else "no outcome".
+    """
+    partial = pd.Series(row_missing).groupby(codes).any().to_numpy() & ~np.isnan(outcome_t)
+    if partial.any():
+        notes.append(f"{int(partial.sum())} run(s) give 'outcome' on some rows only; the value given was used "
+                     "for the whole run.")
+    censored = np.where(~np.isnan(cens_t), cens_t == 1.0, np.isnan(outcome_t))
+    both = censored & ~np.isnan(outcome_t)
+    if both.any():
+        problems.append(f"{noun} {_ids(uniques, both)}: column 'censored' is true while 'outcome' is present; a "
+                        "censored run has no observed outcome")
+    neither = ~censored & np.isnan(outcome_t)
+    if neither.any():
+        problems.append(f"{noun} {_ids(uniques, neither)}: 'outcome' is empty but column 'censored' says the run "
+                        f"finished; {fix}")
+    return censored
 
 
 def _steps_frame(tid, step, codes, order, values: dict, notes: list[str]):
@@ -428,10 +480,18 @@ def _steps_frame(tid, step, codes, order, values: dict, notes: list[str]):
     return steps, starts, lengths
 
 
+def _file_order(order: np.ndarray, codes: np.ndarray, n: int) -> np.ndarray:
+    """Each run's rank by its first row in the file (0 = the run that appears first): the run order
+    of a log without a timestamp (tpsviz.monitor)."""
+    first = np.full(n, np.iinfo(np.int64).max, dtype=np.int64)
+    np.minimum.at(first, codes, order.astype(np.int64))
+    return np.argsort(np.argsort(first, kind="stable"), kind="stable").astype(np.int64)
+
+
 def _metadata(df, cols, values, codes, order, n, steps, traj, notes: list[str]) -> None:
     """Every other column: on the runs frame when constant within each run, else on the steps."""
     meta_cols = [c for c in cols if c not in RESERVED and c not in values]
-    internal = {"t", "traj", "length", "last_step"}  # columns tpsviz adds to the frames
+    internal = {"t", "traj", "length", "last_step", "file_order"}  # columns tpsviz adds to the frames
     taken, meta_names = set(meta_cols), {}
     for c in meta_cols:  # t → t_log (t_log_2 … when the log has a t_log too)
         name, k = c, 2

@@ -391,7 +391,11 @@ def _fmt_frame(df: pd.DataFrame) -> str:
     return df.to_csv(index=False, float_format="%.6g", lineterminator="\n")
 
 
-def write_demo(out_dir, scenarios: tuple[str, ...] = ("tau2-like", "webshop-like")) -> list:
+# modules with a demo_frames() -> {file name: frame}: the monitoring, multi-class and continuous demos
+EXTRA_DEMOS = ("synthetic_drift", "synthetic_multiclass", "synthetic_continuous")
+
+
+def write_demo(out_dir, scenarios: tuple[str, ...] = ("tau2-like", "webshop-like"), extra: bool = True) -> list:
     """Write the demo logs (byte-identical on every run) and return the paths written.
 
     For each scenario: ``<name>.csv`` (the log), ``<name>_truth.csv`` (hidden truth per run)
@@ -403,6 +407,9 @@ def write_demo(out_dir, scenarios: tuple[str, ...] = ("tau2-like", "webshop-like
         Folder to write into (created if missing).
     scenarios : tuple of str
         Keys of ``SCENARIOS``.
+    extra : bool
+        Also the files of :data:`EXTRA_DEMOS` (a drifting deployment, a multi-class and a
+        continuous-outcome log).
     """
     from pathlib import Path
 
@@ -418,4 +425,12 @@ def write_demo(out_dir, scenarios: tuple[str, ...] = ("tau2-like", "webshop-like
             path = out / fname
             path.write_text(_fmt_frame(frame), encoding="utf-8")
             written.append(path)
+    if extra:
+        import importlib
+
+        for module in EXTRA_DEMOS:
+            for fname, frame in importlib.import_module(f"tpsviz.{module}").demo_frames().items():
+                path = out / fname
+                path.write_text(_fmt_frame(frame), encoding="utf-8")
+                written.append(path)
     return written

@@ -285,6 +285,15 @@ def deferral_curves(a, x, utility: tuple, censored: str):
                         seed=a.settings.seed) for n in a.predictors}
 
 
+@result("Monitoring over time…", keep=("alpha", "beta", "schedule", "censoring", "eps", "level", "seed"))
+def monitoring(a, x, by, window: int, alarm_on: str, baseline, shift: float, target_arl: float):
+    """monitor.monitor of the analysis's predictors: windows and the CUSUM alarm (no bootstrap)."""
+    from tpsviz.monitor import monitor
+
+    return monitor(x.data, a.settings, by=by, window=window, predictors=list(a.predictors), alarm_on=alarm_on,
+                   baseline=baseline, shift=shift, target_arl=target_arl, q_z=x.q_z(settings=a.settings))
+
+
 @result("Verdict tests…", keep=("censoring", "level", "seed"), per_predictor=_merge, split=_item,
         max_entries=192)
 def verdict_statistics(a, x):

@@ -36,6 +36,8 @@ DEMO_DIR = ROOT / "demo_data"
 DEMOS = {
     "tau2-like": "Tau2-like: few censored runs, saturated verbal confidence.",
     "webshop-like": "WebShop-like: step budget 30, ~45% censored, Monte-Carlo rollouts.",
+    "drift-like": "Drift-like: 900 runs over five weeks; after a model update the agent's confidence turns "
+                  "over-confident (see Monitoring).",
 }
 DEMOS_HELP = " ".join(f"{k}: {v}" for k, v in DEMOS.items())
 DEFAULT_DEMO = "tau2-like"  # the gentler landing: few censored runs; webshop-like is one click away

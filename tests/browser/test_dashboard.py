@@ -7,7 +7,7 @@ from pathlib import Path
 from browser_helpers import OUT, ROOT, no_traceback, screenshot, wait_ready
 
 PAGES = [("Overview / Compare", "overview"), ("Reliability", "reliability"), ("Step contributions", "steps"),
-         ("Censoring", "censoring"), ("Scoring rule lab", "lab"), ("Recalibration", "recalibration"),
+         ("Censoring", "censoring"), ("Scoring rule lab", "lab"), ("Monitoring", "monitoring"), ("Recalibration", "recalibration"),
          ("Export", "export")]
 
 

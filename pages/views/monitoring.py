@@ -1,0 +1,155 @@
+"""Monitoring: TPS and skill over time in sliding windows, and a CUSUM alarm on degradation
+(tpsviz.monitor; docs/theory.md §11)."""
+
+import numpy as np
+import streamlit as st
+from scipy.stats import poisson
+
+from pages._ui import common as C
+from pages._ui import results as Rs
+from pages._ui.text import md
+from tpsviz import figures as F
+from tpsviz.export import safe_csv
+from tpsviz.schema import show_id
+
+cfg, data = C.page("Monitoring",
+                   "Is the agent's confidence still honest this week? TPS and skill over time, and an alarm that "
+                   "says when it got worse.")
+colors = Rs.selected_colors(cfg, data)
+preds = list(cfg.predictors)
+if not preds:
+    st.info("Select at least one predictor in the sidebar.", icon=":material/tune:")
+    st.stop()
+
+FILE_ORDER = "order in the file"
+
+
+def _when(v) -> str:
+    """An order value in words: a time to the minute (UTC), a number as it is."""
+    if hasattr(v, "strftime"):
+        return v.strftime("%Y-%m-%d %H:%M UTC")
+    return f"{v:g}" if isinstance(v, float) else str(v)
+
+
+TIME_NAMES = ("timestamp", "time", "date", "datetime", "created_at", "started_at", "start_time", "ts")
+columns = [c for c in data.metadata_columns]
+default_by = next((c for c in columns if str(c).lower() in TIME_NAMES), FILE_ORDER)
+n_runs = data.n_trajectories
+
+c = st.columns([2, 2, 2])
+by = c[0].selectbox("Order runs by", [FILE_ORDER] + columns, index=([FILE_ORDER] + columns).index(default_by),
+                    key="mon_by", format_func=lambda v: v if v == FILE_ORDER else f"column {show_id(v)}",
+                    help="A run-level column with a date-time or a number (a timestamp, a run counter); or the order "
+                         "in which runs first appear in the file.")
+max_window = max(2, n_runs)
+window = int(c[1].number_input("Runs per window", 2, max_window, min(100, max(2, n_runs // 8)), step=10,
+                               key="mon_window", help="Each point is the mean over this many consecutive runs; "
+                                                      "windows move by a quarter of their width."))
+alarm_on = c[2].selectbox("Alarm watches", preds, key="mon_alarm", format_func=F.display_name,
+                          help="The predictor whose per-run TPS the CUSUM alarm follows.")
+with st.expander("Alarm settings"):
+    e = st.columns(3)
+    base_default = min(n_runs, max(window, n_runs // 4))
+    baseline = int(e[0].number_input("In-control runs at the start", 2, max(2, n_runs), max(2, base_default),
+                                     key="mon_baseline", help="The alarm learns what normal looks like from these "
+                                                              "first runs (default: a quarter of the runs, at least one "
+                                                              "window)."))
+    shift = float(e[1].select_slider("Drop to detect (SD)", [0.25, 0.5, 0.75, 1.0, 1.5], 0.5, key="mon_shift",
+                                     help="The CUSUM is most sensitive to a drop of this size, in standard deviations of "
+                                          "the in-control runs."))
+    arl = float(e[2].select_slider("One false alarm per … runs", [100, 200, 500, 1000, 2000, 5000], 1000,
+                                   key="mon_arl", help="The threshold is set so that, while nothing changes, the alarm "
+                                                       "goes off about once in this many runs."))
+
+try:
+    res = Rs.monitoring(None if by == FILE_ORDER else by, window, alarm_on, baseline, shift, arl, a=Rs.analysis(cfg))
+except ValueError as exc:  # an order column without times or numbers: say so here, with what to do
+    st.warning(f"**Runs cannot be ordered this way:** {md(str(exc).rstrip('.'), 400)}. Choose another column under "
+               "\"Order runs by\", or the order in the file.", icon=":material/sort:")
+    st.stop()
+x_title = "run (order in the file)" if by == FILE_ORDER else f"{show_id(by)} (last run of the window)"
+for note in res.notes:
+    st.info(md(note, 300), icon=":material/info:")
+
+# ----------------------------------------------------------------- the answer first
+alarm = res.alarm
+if alarm is not None and not alarm.reason:
+    post = alarm.alarms[~alarm.alarms["in_control"]] if len(alarm.alarms) else alarm.alarms
+    n_after = int(np.isfinite(alarm.statistic).sum()) - alarm.n_baseline
+    chance = alarm.false_alarm_rate * max(n_after, 0)
+    name = md(F.display_name(alarm_on), 60)
+    if len(post):
+        first = post.iloc[0]
+        where = (f"the alarm went off at run {int(first['position']) + 1:,} ({md(_when(first['key']), 40)}); the drop most "
+                 f"likely began around run {int(first['start_position']) + 1:,} ({md(_when(first['start_key']), 40)})")
+        p_chance = float(poisson.sf(len(post) - 1, chance))
+        if p_chance < 0.01:
+            st.error(f"**{name} degraded**: {where}. {len(post)} alarm(s) in the {n_after:,} runs after the in-control "
+                     f"part, where chance alone gives about {chance:.1f}.", icon=":material/notifications_active:")
+        else:
+            st.warning(f"**{name}: {len(post)} alarm(s), about as many as chance alone gives** ({chance:.1f} expected "
+                       f"in the {n_after:,} runs after the in-control part): {where}. Watch it; this is not yet "
+                       "evidence of a lasting drop.", icon=":material/notifications:")
+    else:
+        st.success(f"**No degradation of {name} detected** in the {n_after:,} runs after the in-control part "
+                   f"({alarm.n_baseline:,} runs).", icon=":material/check_circle:")
+elif alarm is not None:
+    st.warning(md(alarm.words(), 600), icon=":material/info:")
+
+C.plot(F.monitor_figure(res.windows, colors, x_title), "mon_windows", name="Monitoring windows",
+       caption=f"Windows of {res.window} runs every {res.stride}, in {res.order}; each point at the window's last run. "
+               "Bands: 95% intervals (TPS: mean ± 1.96·SE over the window's runs; skill: delta method, against the "
+               "window's own success rate, so a change in the success rate alone does not move it). A dashed mean "
+               "forecast that leaves the black success rate is calibration-in-the-large going wrong.")
+
+# ----------------------------------------------------------------- the alarm
+st.subheader("Degradation alarm")
+st.markdown(
+    "A **CUSUM** adds up, run after run, how far the predictor's score falls short of what it was in the in-control "
+    "part (its per-run TPS minus that of the in-control success rate, so long or hard runs do not count against it). "
+    "Small random shortfalls cancel out; a lasting drop builds up until it crosses the threshold. The threshold is "
+    "set so that false alarms are rare, and the rate of false alarms is then **measured** on simulated in-control "
+    "streams drawn from the first runs, which also re-estimate what normal looks like.")
+if alarm is None:
+    st.info("No alarm: choose a predictor for it to watch.")
+elif alarm.reason:
+    st.info(md(alarm.words(), 600))
+else:
+    C.tiles([
+        ("False alarms (measured)", f"{1000 * alarm.false_alarm_rate:.2f} per 1,000 runs",
+         f"± {1000 * alarm.false_alarm_se:.2f} (Monte-Carlo SE), on 400 resampled in-control streams; asked for "
+         f"{1000 / alarm.target_arl:.2f}."),
+        ("Alarms in the in-control part", f"{alarm.in_control_alarms}",
+         "Alarms among the runs the alarm learnt from: each is a false alarm."),
+        ("Alarms after it", f"{len(alarm.alarms) - alarm.in_control_alarms}",
+         "After an alarm the CUSUM restarts, so a lasting drop raises one alarm after another."),
+        ("Threshold h", f"{alarm.h:.2f}", f"k = {alarm.shift / 2:g}: tuned to a drop of {alarm.shift:g} SD."),
+    ])
+    C.plot(F.cusum_figure(res.runs, alarm, colors.get(alarm_on, "#1f77b4"),
+                          "run (order in the file)" if by == FILE_ORDER else show_id(by)), "mon_cusum",
+           name="Degradation alarm", caption=md(alarm.words(), 600))
+    if len(alarm.alarms):
+        show = alarm.alarms.assign(run=alarm.alarms["position"] + 1, begins=alarm.alarms["start_position"] + 1,
+                                   at=alarm.alarms["key"].map(_when), since=alarm.alarms["start_key"].map(_when))
+        st.dataframe(show[["run", "at", "trajectory_id", "begins", "since", "in_control"]], hide_index=True,
+                     width="stretch", column_config={
+                         "run": st.column_config.NumberColumn("alarm at run", help="Position in monitoring order."),
+                         "at": st.column_config.TextColumn("when"),
+                         "trajectory_id": st.column_config.TextColumn("run id"),
+                         "begins": st.column_config.NumberColumn("drop began at run",
+                                                                 help="Start of the CUSUM's climb that led to the alarm."),
+                         "since": st.column_config.TextColumn("began when"),
+                         "in_control": st.column_config.CheckboxColumn("in the in-control part")})
+
+with st.expander("Window table"):
+    tab = res.windows.assign(predictor=lambda d: [F.display_name(p) for p in d["predictor"]],
+                             first=lambda d: d["first"] + 1, last=lambda d: d["last"] + 1,
+                             key_first=lambda d: d["key_first"].map(_when), key_last=lambda d: d["key_last"].map(_when))
+    st.dataframe(tab[["predictor", "first", "last", "key_first", "key_last", "n_runs", "tps_mean", "tps_ci_low",
+                      "tps_ci_high", "skill", "skill_ci_low", "skill_ci_high", "rate", "mean_forecast"]],
+                 hide_index=True, width="stretch",
+                 column_config={c: st.column_config.NumberColumn(format="%.3f") for c in
+                                ("tps_mean", "tps_ci_low", "tps_ci_high", "skill", "skill_ci_low", "skill_ci_high",
+                                 "rate", "mean_forecast")})
+    st.download_button("Download windows (CSV)", safe_csv(tab).encode(), "monitoring_windows.csv", "text/csv",
+                       key="mon_download", on_click="ignore")
