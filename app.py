@@ -29,6 +29,7 @@ PAGES = [
     st.Page(str(HERE / "pages" / "views" / "censoring.py"), title="Censoring", icon=":material/content_cut:", url_path="censoring"),
     st.Page(str(HERE / "pages" / "views" / "lab.py"), title="Scoring rule lab", icon=":material/science:", url_path="lab"),
     st.Page(str(HERE / "pages" / "views" / "monitoring.py"), title="Monitoring", icon=":material/monitor_heart:", url_path="monitoring"),
+    st.Page(str(HERE / "pages" / "views" / "outcomes.py"), title="Other outcomes", icon=":material/category:", url_path="outcomes"),
     st.Page(str(HERE / "pages" / "views" / "recalibration.py"), title="Recalibration", icon=":material/tune:", url_path="recalibration"),
     st.Page(str(HERE / "pages" / "views" / "export.py"), title="Export", icon=":material/download:", url_path="export"),
 ]

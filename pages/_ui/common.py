@@ -142,6 +142,12 @@ def require_data():
             with st.expander("What tpsviz could not find"):
                 st.code("\n".join(f"• {p}" for p in data.problems), language=None, wrap_lines=True)
             mapping_form(columns)
+        elif any("Other outcomes page" in p for p in data.problems):  # not binary: scored on its own page
+            kind = "a multi-class" if any("multi-class" in p for p in data.problems) else "a continuous-outcome"
+            st.info(f"**This is {kind} log.** Its outcome is not success or failure, so this page does not apply; "
+                    "the Other outcomes page scores it.",
+                    icon=":material/category:")
+            st.page_link("pages/views/outcomes.py", label="Open Other outcomes", icon=":material/category:")
         else:
             show_failure(data)
         st.stop()

@@ -38,6 +38,10 @@ DEMOS = {
     "webshop-like": "WebShop-like: step budget 30, ~45% censored, Monte-Carlo rollouts.",
     "drift-like": "Drift-like: 900 runs over five weeks; after a model update the agent's confidence turns "
                   "over-confident (see Monitoring).",
+    "multiclass-like": "Multiclass-like: 500 runs ending in success, partial or failure, ~15% censored with q "
+                       "vectors (see Other outcomes).",
+    "continuous-like": "Continuous-like: 200 runs whose outcome is a final reward, forecast as Gaussians, quantiles "
+                       "and samples (see Other outcomes).",
 }
 DEMOS_HELP = " ".join(f"{k}: {v}" for k, v in DEMOS.items())
 DEFAULT_DEMO = "tau2-like"  # the gentler landing: few censored runs; webshop-like is one click away

@@ -1,0 +1,77 @@
+"""Reading the sidebar's log as a multi-class or continuous-outcome log (the Other outcomes page;
+docs/multiclass.md, docs/continuous.md). The binary pages read it with tpsviz.load; this module reads
+the same source with the readers of the other outcome types, under the same data roots and limits."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import tpsviz
+from tpsviz.cancel import Cancelled
+from tpsviz.files import CANNOT_OPEN, PathRefused, limits_from_env
+
+from .loading import LoadFailure
+from .memo import memo
+from .state import Source, data_roots
+
+__all__ = ["OtherLog", "read_other"]
+
+
+@dataclass(frozen=True)
+class OtherLog:
+    """The sidebar's log as the Other outcomes page sees it.
+
+    Attributes
+    ----------
+    kind : str
+        "multiclass", "continuous" or "binary" (the other pages score it; ``log`` is None).
+    log : MulticlassLog, ContinuousLog or None
+    """
+
+    kind: str
+    log: object = None
+
+
+def _raw(src: Source) -> tuple[bytes, str]:
+    """The bytes of the source: an upload as given, a demo file of the app, a server path inside the data roots."""
+    if src.parts:
+        raise ValueError("several files were uploaded together; the Other outcomes page reads one log file")
+    if src.raw is not None:
+        return src.raw, src.name
+    if src.kind == "demo":  # the app's own file (demo_source builds it from a fixed name list)
+        return Path(src.path).read_bytes(), src.name
+    return data_roots().read(src.path, max_bytes=limits_from_env().max_bytes, label="server path"), src.name
+
+
+@memo(max_entries=6, spinner="Reading the log…")
+def _read(key: str, _src: Source):
+    """OtherLog of the source, or a LoadFailure (what is wrong and where; never the file's content)."""
+    from tpsviz.continuous import is_continuous, read_continuous
+    from tpsviz.multiclass import is_multiclass, read_multiclass
+    from tpsviz.tables import FORMATS, table_columns
+
+    try:
+        raw, name = _raw(_src)
+        fmt = FORMATS.get(Path(name).suffix.lower())
+        columns = table_columns(raw, name, fmt) if fmt else []
+        if is_multiclass(columns):
+            return OtherLog("multiclass", read_multiclass((raw, name), name=name))
+        if is_continuous(columns) and not any(str(c).lower().startswith(("conf_", "raw_", "unc_")) for c in columns):
+            return OtherLog("continuous", read_continuous((raw, name), name=name))
+        return OtherLog("binary")
+    except tpsviz.LogFormatError as e:
+        return LoadFailure(e.source, e.problems)
+    except PathRefused:
+        return LoadFailure("server path", [CANNOT_OPEN])
+    except (OSError, ValueError) as e:  # too large (the message names the limit) or several files
+        return LoadFailure(_src.name, [str(e)])
+    except Cancelled:
+        raise
+    except Exception as e:  # never a traceback in the page: what failed, not the file's content
+        return LoadFailure(_src.name, [f"the log could not be read ({type(e).__name__})"])
+
+
+def read_other(src: Source):
+    """:class:`OtherLog` of the sidebar's source (cached per source), or a LoadFailure."""
+    return _read(src.file_key, _src=src)
