@@ -8,13 +8,13 @@ the order in which runs first appear in the file. Then:
   the skill against the constant success rate *of that window* (so a change of the success rate
   alone does not read as a change of skill) with a delta-method interval, the success rate and the
   mean forecast. docs/theory.md §11.
-* **Alarm.** A one-sided lower CUSUM on the standardised per-run TPS of one predictor,
-  S_i = max(0, S_{i−1} − z_i − k), z_i = (TPS_i − μ₀)/σ₀, with μ₀, σ₀ from an in-control part (the
-  first runs) and k = shift/2 (shift in units of σ₀). The threshold h is set so that the in-control
-  average run length to a false alarm (ARL₀) is ``target_arl`` runs, from streams resampled from the
-  in-control runs; the false-alarm rate is then measured on fresh resampled streams with the same
-  restart-after-alarm rule as the real stream, and reported with the alarms the in-control part
-  itself raised.
+* **Alarm.** A one-sided lower CUSUM on D_i = TPS_i − TPS_ref,i, one predictor's per-run TPS minus
+  that of the in-control success rate r₀ on the same rows, standardised with μ₀, σ₀ of the in-control
+  part (the first runs): S_i = max(0, S_{i−1} − z_i − k), k = shift/2 (shift in units of σ₀). The
+  threshold h gives one false alarm per ``target_arl`` runs on streams resampled from the in-control
+  runs that also re-estimate μ₀ and σ₀; the false-alarm rate is then measured on fresh such streams
+  with the same restart-after-alarm rule as the real stream, and reported with the alarms the
+  in-control part itself raised. docs/theory.md §11.
 """
 
 from __future__ import annotations

@@ -1,0 +1,38 @@
+"""The binary reader recognises a multi-class or continuous-outcome log and says where it is scored
+(docs/formats.md, "Other outcome types"); a binary log whose predictor names hold '__' stays binary."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+import tpsviz
+from tpsviz.cli import main
+
+DEMO = Path(__file__).resolve().parents[1] / "demo_data"
+
+
+@pytest.mark.parametrize("name, words, command", [
+    ("multiclass-like.csv", "this is a multi-class log", "tpsviz multiclass"),
+    ("continuous-like.csv", "this is a continuous-outcome log", "tpsviz crps")])
+def test_binary_reader_names_the_command(name, words, command, capsys):
+    with pytest.raises(tpsviz.LogFormatError) as err:
+        tpsviz.load(DEMO / name)
+    assert words in str(err.value) and command in str(err.value) and "Other outcomes page" in str(err.value)
+    assert main(["score", str(DEMO / name)]) == 2
+    assert command in capsys.readouterr().err
+
+
+def test_double_underscore_in_a_binary_predictor_name_stays_binary():
+    df = pd.read_csv(DEMO / "tau2-like.csv", nrows=200).rename(columns={"conf_truthful": "conf_gpt__v1"})
+    data = tpsviz.from_frame(df)
+    assert "gpt__v1" in data.predictors
+    both = df.assign(conf_gpt__v2=df["conf_gpt__v1"]).drop(columns=[c for c in df.columns if c.startswith("conf_")
+                                                                  and c != "conf_gpt__v1"])
+    # every forecast column is conf_<name>__<label> and one name has two labels: a multi-class header
+    with pytest.raises(tpsviz.LogFormatError, match="multi-class"):
+        tpsviz.from_frame(both)
+    mixed = both.assign(conf_plain=0.5)
+    assert set(tpsviz.from_frame(mixed).predictors) == {"gpt__v1", "gpt__v2", "plain"}
