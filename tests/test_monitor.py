@@ -13,7 +13,7 @@ import pytest
 from tpsviz import compute_tps, from_frame
 from tpsviz.cli import main
 from tpsviz.diagnostics import skill_table
-from tpsviz.monitor import _alarm_counts, cusum_alarm, cusum_path, monitor, run_order
+from tpsviz.monitor import _alarm_counts, cusum_alarm, cusum_path, monitor, order_columns, run_order
 from tpsviz.synthetic import simulate
 from tpsviz.synthetic_drift import CHANGE_RUN, simulate_drift
 from tpsviz.tps import ScoreSettings
@@ -57,13 +57,31 @@ def test_timestamp_order_mixed_forms_and_unreadable_values_are_counted():
 def test_order_column_errors_name_the_column():
     log = simulate("tau2-like", n_trajectories=8, seed=4).steps
     data = from_frame(log)
-    with pytest.raises(ValueError, match="no run-level column 'when'"):
+    with pytest.raises(ValueError, match="no metadata column 'when'"):
         run_order(data, "when")
     with pytest.raises(ValueError, match="column 'difficulty': no run has a value"):
         run_order(data, "difficulty")
-    step_level = from_frame(log.assign(when=np.arange(len(log))))
-    with pytest.raises(ValueError, match="varies within runs"):
-        run_order(step_level, "when")
+    assert order_columns(data) == []   # difficulty and task are text, not times or numbers
+
+
+def test_a_step_level_timestamp_orders_runs_by_their_earliest_readable_value():
+    """A timestamp per step (the usual form in real logs), some cells unreadable: each run stands at its
+    earliest readable time; a run with none is left out and counted."""
+    log = simulate("tau2-like", n_trajectories=5, seed=4).steps
+    ids = sorted(log["trajectory_id"].unique())
+    start = dict(zip(ids, pd.to_datetime(["2026-09-05", "2026-09-01", "2026-09-03", "2026-09-02", "2026-09-04"])))
+    stamps = [start[r] + pd.Timedelta(minutes=int(s)) for r, s in zip(log["trajectory_id"], log["step"])]
+    log = log.assign(ts=[x.isoformat() for x in stamps])
+    first_rows = log.groupby("trajectory_id").head(1).index
+    log.loc[first_rows[:2], "ts"] = "not a time"   # runs ids[0], ids[1] lose their first stamp
+    log.loc[log["trajectory_id"] == ids[4], "ts"] = None   # no stamp at all
+    data = from_frame(log)
+    assert "ts" in data.step_metadata_columns and order_columns(data) == ["ts"]
+    codes, key, words, excluded = run_order(data, "ts")
+    assert list(data.trajectories["trajectory_id"].to_numpy()[codes]) == [ids[1], ids[3], ids[2], ids[0]]
+    assert key.iloc[0] == pd.Timestamp("2026-09-01 00:02", tz="UTC")   # step 1 unreadable: step 2's time
+    assert key.iloc[1] == pd.Timestamp("2026-09-02 00:01", tz="UTC")
+    assert excluded == 1 and "each run at its earliest value" in words
 
 
 def test_windows_against_direct_computation(drift):

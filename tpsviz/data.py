@@ -92,6 +92,13 @@ class TrajectoryData:
         fixed = {"trajectory_id", "outcome", "censored", "q_z", "length", "last_step", "file_order"}
         return [c for c in self.trajectories.columns if c not in fixed]
 
+    @property
+    def step_metadata_columns(self) -> list[str]:
+        """Step-level metadata columns: not ids, positions, forecasts, signals or weights (values that
+        vary within a run, e.g. a timestamp per step)."""
+        core = {"trajectory_id", "step", "traj", "t", "weight"}
+        return [c for c in self.steps.columns if c not in core and not str(c).startswith(("conf_", "raw_", "unc_"))]
+
     def forecasts(self, name: str) -> np.ndarray:
         """F_t of predictor ``name`` for every step row (NaN where missing)."""
         return self.steps[f"conf_{name}"].to_numpy(dtype=float)

@@ -705,30 +705,31 @@ def monitor_figure(windows: pd.DataFrame, colors: dict, x_title: str) -> go.Figu
     placed at its last run; bands are the 95% intervals (up to three predictors)."""
     fig = make_subplots(rows=3, cols=1, shared_xaxes=True, vertical_spacing=0.06, row_heights=[0.38, 0.32, 0.30],
                         subplot_titles=["TPS per run (↑ better)", "Skill against each window's success rate (↑ better)",
-                                        "Success rate (black) and mean forecast"])
+                                        "Success rate (grey, dotted) and mean forecast (dashed)"])
     groups = list(windows.groupby("predictor", sort=False))
     bands = len(groups) <= 3
+    mode = "lines" if windows["window"].nunique() > 3 else "lines+markers"  # one or a few windows: show the points
     for name, w in groups:
         col, x = _color(colors, name), w["key_last"]
         for row, (mid, lo, hi) in enumerate([("tps_mean", "tps_ci_low", "tps_ci_high"),
                                              ("skill", "skill_ci_low", "skill_ci_high")], start=1):
             if bands and w[lo].notna().any():
-                fig.add_trace(go.Scatter(x=np.r_[x, x[::-1]], y=np.r_[w[hi], w[lo][::-1]], fill="toself",
+                fig.add_trace(go.Scatter(x=np.r_[x, x[::-1]], y=np.r_[w[hi], w[lo][::-1]], fill="toself", mode="lines",
                                          fillcolor=_rgba(col, 0.12), line=dict(width=0), showlegend=False,
                                          hoverinfo="skip", legendgroup=name), row, 1)
             fig.add_trace(go.Scatter(
-                x=x, y=w[mid], mode="lines", name=plot_label(name), legendgroup=name, showlegend=row == 1,
+                x=x, y=w[mid], mode=mode, name=plot_label(name), legendgroup=name, showlegend=row == 1,
                 line=dict(color=col, width=_width(name)), customdata=np.c_[w[lo], w[hi], w["n_runs"]],
                 hovertemplate=f"{plot_label(name)}<br>window ending %{{x}}: %{{y:.3f}} "
                               "[%{customdata[0]:.3f}, %{customdata[1]:.3f}], %{customdata[2]} runs<extra></extra>"), row, 1)
-        fig.add_trace(go.Scatter(x=x, y=w["mean_forecast"], mode="lines", legendgroup=name, showlegend=False,
+        fig.add_trace(go.Scatter(x=x, y=w["mean_forecast"], mode=mode, legendgroup=name, showlegend=False,
                                  line=dict(color=col, width=1.5, dash="dash"),
                                  hovertemplate=f"{plot_label(name)}: mean forecast %{{y:.2f}}<extra></extra>"), 3, 1)
     if groups:
         w = groups[0][1]
-        fig.add_trace(go.Scatter(x=w["key_last"], y=w["rate"], mode="lines", name="success rate",
-                                 line=dict(color="#222", width=2), hovertemplate="success rate %{y:.2f}<extra></extra>"),
-                      3, 1)
+        fig.add_trace(go.Scatter(x=w["key_last"], y=w["rate"], mode=mode, name="success rate",
+                                 line=dict(color="#888", width=2.5, dash="dot"),
+                                 hovertemplate="success rate %{y:.2f}<extra></extra>"), 3, 1)
     fig.add_hline(y=0, line=dict(color="#999", dash="dot"), row=2, col=1)
     fig.update_yaxes(title="TPS / run", row=1, col=1)
     fig.update_yaxes(title="skill", row=2, col=1)
@@ -750,7 +751,7 @@ def cusum_figure(runs: pd.DataFrame, alarm, color: str, x_title: str) -> go.Figu
     fig.add_trace(go.Scatter(x=x, y=alarm.statistic[ok], mode="lines", name="CUSUM S", line=dict(color=color, width=2),
                              hovertemplate="%{x}: S = %{y:.2f}<extra></extra>"))
     fig.add_hline(y=alarm.h, line=dict(color="#c0392b", dash="dash"), annotation_text=f"threshold h = {alarm.h:.2f}",
-                  annotation_position="top right")
+                  annotation_position="bottom left")
     if len(alarm.alarms):
         a = alarm.alarms
         fig.add_trace(go.Scatter(x=a["key"], y=np.full(len(a), alarm.h), mode="markers", name="alarm",
@@ -787,8 +788,8 @@ def ovr_reliability_figure(tables: dict, labels: list, colors: dict) -> go.Figur
                 customdata=np.c_[d["n"], d["n_runs"]],
                 hovertemplate=f"{plot_label(name)}<br>forecast %{{x:.2f}} → observed %{{y:.2f}} "
                               "(%{customdata[0]:,} steps, %{customdata[1]:,} runs)<extra></extra>"), r, c)
-        fig.update_xaxes(range=[0, 1], title="forecast probability" if r == rows else None, row=r, col=c)
-        fig.update_yaxes(range=[0, 1], title="observed frequency" if c == 1 else None, row=r, col=c)
+        fig.update_xaxes(range=[-0.03, 1.03], title="forecast probability" if r == rows else None, row=r, col=c)
+        fig.update_yaxes(range=[-0.03, 1.03], title="observed frequency" if c == 1 else None, row=r, col=c)
     fig.update_layout(height=380 * rows, legend_title_text="", title="One-vs-rest reliability (complete runs)")
     return fig
 
@@ -803,6 +804,9 @@ def pit_figure(hists: dict, tests: dict, colors: dict) -> go.Figure:
     titles = [f"{plot_label(n)}: p = {tests[n]['p_value']:.2g}" if np.isfinite(tests[n]["p_value"]) else plot_label(n)
               for n in names]
     fig = make_subplots(rows=rows, cols=cols, subplot_titles=titles, horizontal_spacing=0.07, vertical_spacing=0.16)
+    # one scale for every panel, so that a taller bar means the same everywhere
+    top = 1.05 * max([1.0] + [float((t["count"] / t["expected"].where(t["expected"] > 0)).max()) for t in hists.values()
+                              if (t["expected"] > 0).any()])
     for i, name in enumerate(names):
         r, c = i // cols + 1, i % cols + 1
         t = hists[name]
@@ -814,7 +818,7 @@ def pit_figure(hists: dict, tests: dict, colors: dict) -> go.Figure:
                       r, c)
         fig.add_hline(y=1, line=dict(color="#333", dash="dash"), row=r, col=c)
         fig.update_xaxes(range=[0, 1], title="PIT" if r == rows else None, row=r, col=c)
-        fig.update_yaxes(title="× uniform" if c == 1 else None, rangemode="tozero", row=r, col=c)
+        fig.update_yaxes(title="× uniform" if c == 1 else None, range=[0, top], row=r, col=c)
     fig.update_layout(height=320 * rows, title="PIT histograms (flat = calibrated)", bargap=0)
     return fig
 

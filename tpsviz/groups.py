@@ -52,7 +52,7 @@ def _meta_column(data: TrajectoryData, column, role: str) -> None:
     """Refuse a column that is not trajectory-level metadata (naming the ones there are)."""
     if column in data.metadata_columns:
         return
-    if column in _step_meta(data):
+    if column in data.step_metadata_columns:
         raise ValueError(f"{role} column {show_id(column)} changes within runs (step-level); "
                          "use a column that is constant within each run")
     cols = data.metadata_columns
@@ -483,12 +483,6 @@ _CORE_STEP = ("trajectory_id", "step", "traj", "t")
 _FIXED_TRAJ = ("trajectory_id", "outcome", "censored", "q_z", "length", "last_step", "file_order")
 
 
-def _step_meta(data: TrajectoryData) -> list[str]:
-    """Step-level metadata columns (not ids, positions, forecasts, signals or weights)."""
-    return [c for c in data.steps.columns if c not in _CORE_STEP and c != "weight"
-            and not str(c).startswith(("conf_", "raw_", "unc_"))]
-
-
 def free_column(baseline: TrajectoryData, candidate: TrajectoryData, column: str = "log") -> str:
     """``column``, or ``column_2``, ``column_3`` … : the first name neither log uses (so that a log
     with a metadata column called ``log`` can still be compared)."""
@@ -603,7 +597,7 @@ def combine_logs(baseline: TrajectoryData, candidate: TrajectoryData,
     weight = ["weight"] if all("weight" in d.steps.columns for d in logs) else []
     if not weight and any("weight" in d.steps.columns for d in logs):
         notes.append("the 'weight' column is in one log only and was left out.")
-    step_meta = list(dict.fromkeys(c for d in logs for c in _step_meta(d)))
+    step_meta = list(dict.fromkeys(c for d in logs for c in d.step_metadata_columns))
     keep_cols = list(_CORE_STEP) + [f"conf_{p}" for p in preds] + list(signals) + weight + step_meta
     to_steps = set(step_meta)
     part_b = _log_part(baseline, names[0], keep_cols, to_steps, 0, column)

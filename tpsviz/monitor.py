@@ -28,7 +28,7 @@ from .data import TrajectoryData
 from .scores import beta_score, clip_forecasts
 from .tps import ScoreSettings, compute_tps
 
-__all__ = ["MonitorResult", "Alarm", "monitor", "run_order", "window_table", "cusum_alarm",
+__all__ = ["MonitorResult", "Alarm", "monitor", "run_order", "order_columns", "default_baseline", "window_table", "cusum_alarm",
            "cusum_path", "MIN_ALARM_RUNS"]
 
 MIN_ALARM_RUNS = 40       # fewer in-control runs than this: μ₀ and σ₀ are too rough for an alarm
@@ -138,8 +138,10 @@ def run_order(data: TrajectoryData, by: str | None = None) -> tuple[np.ndarray, 
     ----------
     data : TrajectoryData
     by : str, optional
-        A run-level column (``data.metadata_columns``): numbers, or date-times in ISO 8601 or
-        another form pandas reads. Default: the order of first appearance in the file.
+        A column of numbers, or of date-times in ISO 8601 or another form pandas reads: run-level
+        (``data.metadata_columns``), or step-level (``data.step_metadata_columns``, e.g. a timestamp
+        per step: a run then stands at its earliest readable value). Default: the order in which runs
+        first appear in the file.
 
     Returns
     -------
@@ -157,33 +159,47 @@ def run_order(data: TrajectoryData, by: str | None = None) -> tuple[np.ndarray, 
     Raises
     ------
     ValueError
-        If ``by`` is not a run-level column, or no run has a usable value.
+        If ``by`` is not a metadata column, or no run has a usable value.
     """
     t = data.trajectories
+    rank = t["file_order"].to_numpy() if "file_order" in t else np.arange(len(t))
     if by is None:
-        rank = t["file_order"].to_numpy() if "file_order" in t else np.arange(len(t))
         codes = np.argsort(rank, kind="stable")
         words = ("order of first appearance in the file" if "file_order" in t
                  else "trajectory id order (the file order is not known)")
         return codes, pd.Series(np.arange(1, len(codes) + 1), name="run"), words, 0
-    if by not in data.metadata_columns:
-        step_level = by in data.steps.columns
-        raise ValueError(f"no run-level column {by!r} to order runs by" + (
-            " (it varies within runs; give each run one value)" if step_level else "")
-            + (f"; run-level columns: {', '.join(map(repr, data.metadata_columns[:12]))}"
-               if data.metadata_columns else "; this log has no run-level metadata column"))
-    raw = t[by]
-    key, kind = _order_values(raw)
+    step_level = by in data.step_metadata_columns
+    if by not in data.metadata_columns and not step_level:
+        usable = data.metadata_columns + data.step_metadata_columns
+        raise ValueError(f"no metadata column {by!r} to order runs by" + (
+            f"; the log has {', '.join(map(repr, usable[:12]))}" if usable else "; this log has no metadata column"))
+    if step_level:  # a value per step: the run's earliest readable one
+        values, kind = _order_values(data.steps[by])
+        key = values.groupby(data.steps["traj"].to_numpy()).min().reindex(range(len(t)))
+    else:
+        key, kind = _order_values(t[by])
     usable = key.notna().to_numpy()
     if not usable.any():
         raise ValueError(f"column {by!r}: no run has a value that reads as a number or a date-time")
-    rank = t["file_order"].to_numpy() if "file_order" in t else np.arange(len(t))
     idx = np.flatnonzero(usable)
     k = key.iloc[idx]
     sort_key = k.to_numpy(dtype="datetime64[ns]").astype(np.int64) if kind == "time" else k.to_numpy(dtype=float)
     codes = idx[np.lexsort((rank[idx], sort_key))]
-    words = f"order of the {'time' if kind == 'time' else 'number'} column {by!r}"
+    words = (f"order of the {'time' if kind == 'time' else 'number'} column {by!r}"
+             + (" (each run at its earliest value)" if step_level else ""))
     return codes, key.iloc[codes].reset_index(drop=True).rename(by), words, int((~usable).sum())
+
+
+def order_columns(data: TrajectoryData, probe: int = 200) -> list[str]:
+    """Metadata columns runs can be ordered by (run-level first, then step-level): those whose first
+    ``probe`` non-empty values read as numbers or date-times at least half of the time."""
+    out = []
+    for frame, cols in ((data.trajectories, data.metadata_columns), (data.steps, data.step_metadata_columns)):
+        for c in cols:
+            head = frame[c].dropna().head(probe)
+            if len(head) and _order_values(head)[0].notna().mean() >= 0.5:
+                out.append(c)
+    return out
 
 
 def _order_values(raw: pd.Series) -> tuple[pd.Series, str]:
@@ -427,8 +443,7 @@ def monitor(data: TrajectoryData, settings: ScoreSettings | None = None, by: str
     alarm_on : str, optional
         Predictor the alarm watches (default the first of ``predictors``); "" for no alarm.
     baseline : int, optional
-        In-control runs at the start (default a quarter of the scored runs, at least ``window``,
-        and at most all).
+        In-control runs at the start (default :func:`default_baseline`).
     shift, target_arl : float
         As in :func:`cusum_alarm`.
     q_z : array_like or Series, optional
@@ -492,6 +507,12 @@ def monitor(data: TrajectoryData, settings: ScoreSettings | None = None, by: str
                          window, stride, notes)
 
 
+def default_baseline(n_scored: int, window: int) -> int:
+    """In-control runs by default: a quarter of the scored runs, at least one window and at least
+    :data:`MIN_ALARM_RUNS`, at most all."""
+    return min(n_scored, max(window, n_scored // 4, MIN_ALARM_RUNS))
+
+
 def _reference_scores(rate: float, settings: ScoreSettings) -> tuple[float, float]:
     """S(r, 1) and S(r, 0) of the constant forecast r, clipped to [ε, 1 − ε] as the predictors are."""
     rc, _ = clip_forecasts(np.array([rate]), settings.eps)
@@ -513,7 +534,7 @@ def _alarm(runs: pd.DataFrame, wsum: np.ndarray, name: str, baseline: int | None
     scored = runs[ok].reset_index(drop=True)
     n = len(scored)
     if baseline is None:
-        baseline = min(n, max(window, n // 4))
+        baseline = default_baseline(n, window)
     baseline = int(baseline)
     if baseline < 1 or baseline > n:
         return Alarm(name, reason=f"the in-control part must be between 1 and {n:,} scored runs, got {baseline:,}")

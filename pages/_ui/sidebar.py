@@ -223,8 +223,8 @@ def render() -> S.Config:
     if base is None:
         sb.info("No log yet: upload a file or give a server path (or switch back to Demo).")
     elif not ok and any("Other outcomes page" in p for p in base.problems):  # multi-class or continuous
-        sb.caption(":material/category: Not a success/failure log: the Other outcomes page scores it; the score "
-                   "family and censoring below apply to the other pages, the weight schedule to all.")
+        sb.caption(":material/category: Not a success/failure log: the Other outcomes page scores it, with the "
+                   "weight schedule and bootstrap below and its own score and censoring choices.")
     elif not ok:  # the page shows the problems (once); here only where to look
         sb.caption(":red[:material/block:] This log cannot be used: the problems are listed on the page.")
     preds = _predictors(sb, base, recal, changed) if ok else []

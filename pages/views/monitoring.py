@@ -7,9 +7,11 @@ from scipy.stats import poisson
 
 from pages._ui import common as C
 from pages._ui import results as Rs
+from pages._ui import state as S
 from pages._ui.text import md
 from tpsviz import figures as F
 from tpsviz.export import safe_csv
+from tpsviz.monitor import MIN_ALARM_RUNS, default_baseline, order_columns
 from tpsviz.schema import show_id
 
 cfg, data = C.page("Monitoring",
@@ -32,28 +34,35 @@ def _when(v) -> str:
 
 
 TIME_NAMES = ("timestamp", "time", "date", "datetime", "created_at", "started_at", "start_time", "ts")
-columns = [c for c in data.metadata_columns]
-default_by = next((c for c in columns if str(c).lower() in TIME_NAMES), FILE_ORDER)
+WIDGETS = ("mon_by", "mon_window", "mon_alarm", "mon_baseline", "mon_shift", "mon_arl")
+# another log: its own defaults (a time column, a window for its size, a predictor that is not the reference)
+src = S.current_source()
+if st.session_state.get("_mon_log") != getattr(src, "key", None):
+    for k in WIDGETS:
+        st.session_state.pop(k, None)
+    st.session_state["_mon_log"] = getattr(src, "key", None)
+columns = order_columns(data)
+default_by = next((c for c in columns if str(c).lower() in TIME_NAMES), columns[0] if columns else FILE_ORDER)
 n_runs = data.n_trajectories
+not_reference = [p for p in preds if not F.is_reference(p)] or preds
 
 c = st.columns([2, 2, 2])
 by = c[0].selectbox("Order runs by", [FILE_ORDER] + columns, index=([FILE_ORDER] + columns).index(default_by),
                     key="mon_by", format_func=lambda v: v if v == FILE_ORDER else f"column {show_id(v)}",
-                    help="A run-level column with a date-time or a number (a timestamp, a run counter); or the order "
-                         "in which runs first appear in the file.")
-max_window = max(2, n_runs)
+                    help="A column of date-times or numbers (a timestamp, a run counter); a value per step counts "
+                         "at each run's earliest. Or the order in which runs first appear in the file.")
+max_window = max(2, n_runs // 2)
 window = int(c[1].number_input("Runs per window", 2, max_window, min(100, max(2, n_runs // 8)), step=10,
-                               key="mon_window", help="Each point is the mean over this many consecutive runs; "
-                                                      "windows move by a quarter of their width."))
-alarm_on = c[2].selectbox("Alarm watches", preds, key="mon_alarm", format_func=F.display_name,
-                          help="The predictor whose per-run TPS the CUSUM alarm follows.")
+                               key="mon_window", help=f"Each point is the mean over this many consecutive runs (2 to "
+                                                      f"{max_window:,}); windows move by a quarter of their width."))
+alarm_on = c[2].selectbox("Alarm watches", preds, index=preds.index(not_reference[0]), key="mon_alarm",
+                          format_func=F.display_name, help="The predictor whose per-run TPS the CUSUM alarm follows.")
 with st.expander("Alarm settings"):
     e = st.columns(3)
-    base_default = min(n_runs, max(window, n_runs // 4))
-    baseline = int(e[0].number_input("In-control runs at the start", 2, max(2, n_runs), max(2, base_default),
-                                     key="mon_baseline", help="The alarm learns what normal looks like from these "
-                                                              "first runs (default: a quarter of the runs, at least one "
-                                                              "window)."))
+    baseline = int(e[0].number_input("In-control runs at the start", 2, max(2, n_runs),
+                                     max(2, default_baseline(n_runs, window)), key="mon_baseline",
+                                     help="The alarm learns what normal looks like from these first runs (default: a "
+                                          f"quarter of the runs, at least one window and at least {MIN_ALARM_RUNS})."))
     shift = float(e[1].select_slider("Drop to detect (SD)", [0.25, 0.5, 0.75, 1.0, 1.5], 0.5, key="mon_shift",
                                      help="The CUSUM is most sensitive to a drop of this size, in standard deviations of "
                                           "the in-control runs."))
@@ -73,34 +82,54 @@ for note in res.notes:
 
 # ----------------------------------------------------------------- the answer first
 alarm = res.alarm
+
+
+def _nth(position: int) -> str:
+    """The ordinal of a 0-based position: 0 → "1st", 556 → "557th"."""
+    n = position + 1
+    return f"{n:,}{'th' if 10 <= n % 100 <= 20 else {1: 'st', 2: 'nd', 3: 'rd'}.get(n % 10, 'th')}"
+
+
+def _run(position: int, key, tid) -> str:
+    """"the 557th run (run-00556, 2026-09-24 11:40 UTC)": position in order, id, and the order value if it says more."""
+    when = "" if by == FILE_ORDER else f", {md(_when(key), 40)}"
+    return f"the {_nth(position)} run ({md(tid, 40)}{when})"
+
+
 if alarm is not None and not alarm.reason:
     post = alarm.alarms[~alarm.alarms["in_control"]] if len(alarm.alarms) else alarm.alarms
     n_after = int(np.isfinite(alarm.statistic).sum()) - alarm.n_baseline
     chance = alarm.false_alarm_rate * max(n_after, 0)
     name = md(F.display_name(alarm_on), 60)
-    if len(post):
+    if alarm.in_control_alarms:
+        st.warning(f"**The in-control part is not calm:** the alarm went off {alarm.in_control_alarms} time(s) inside "
+                   f"the first {alarm.n_baseline:,} runs it learns from, so what it takes as normal may already include "
+                   "a change. Choose fewer in-control runs under Alarm settings.", icon=":material/warning:")
+    if n_after < max(window, MIN_ALARM_RUNS):
+        st.info(f"**Too few runs after the in-control part to tell** ({max(n_after, 0):,}); choose fewer in-control "
+                "runs under Alarm settings.", icon=":material/info:")
+    elif len(post):
         first = post.iloc[0]
-        where = (f"the alarm went off at run {int(first['position']) + 1:,} ({md(_when(first['key']), 40)}); the drop most "
-                 f"likely began around run {int(first['start_position']) + 1:,} ({md(_when(first['start_key']), 40)})")
+        where = (f"the alarm went off at {_run(int(first['position']), first['key'], first['trajectory_id'])}; the drop "
+                 f"most likely began around the {_nth(int(first['start_position']))} run")
         p_chance = float(poisson.sf(len(post) - 1, chance))
         if p_chance < 0.01:
             st.error(f"**{name} degraded**: {where}. {len(post)} alarm(s) in the {n_after:,} runs after the in-control "
                      f"part, where chance alone gives about {chance:.1f}.", icon=":material/notifications_active:")
         else:
-            st.warning(f"**{name}: {len(post)} alarm(s), about as many as chance alone gives** ({chance:.1f} expected "
-                       f"in the {n_after:,} runs after the in-control part): {where}. Watch it; this is not yet "
-                       "evidence of a lasting drop.", icon=":material/notifications:")
+            st.warning(f"**{name}: {len(post)} alarm(s) in the {n_after:,} runs after the in-control part, where chance "
+                       f"alone gives about {chance:.1f}** (a count this high by chance: p = {p_chance:.2f}). Not yet "
+                       f"clear evidence of a lasting drop; watch it. {where[0].upper() + where[1:]}.",
+                       icon=":material/notifications:")
     else:
         st.success(f"**No degradation of {name} detected** in the {n_after:,} runs after the in-control part "
                    f"({alarm.n_baseline:,} runs).", icon=":material/check_circle:")
-elif alarm is not None:
-    st.warning(md(alarm.words(), 600), icon=":material/info:")
 
 C.plot(F.monitor_figure(res.windows, colors, x_title), "mon_windows", name="Monitoring windows",
        caption=f"Windows of {res.window} runs every {res.stride}, in {res.order}; each point at the window's last run. "
                "Bands: 95% intervals (TPS: mean ± 1.96·SE over the window's runs; skill: delta method, against the "
                "window's own success rate, so a change in the success rate alone does not move it). A dashed mean "
-               "forecast that leaves the black success rate is calibration-in-the-large going wrong.")
+               "forecast that leaves the grey dotted success rate is calibration-in-the-large going wrong.")
 
 # ----------------------------------------------------------------- the alarm
 st.subheader("Degradation alarm")
@@ -113,7 +142,7 @@ st.markdown(
 if alarm is None:
     st.info("No alarm: choose a predictor for it to watch.")
 elif alarm.reason:
-    st.info(md(alarm.words(), 600))
+    st.info(md(alarm.words(), 600), icon=":material/info:")
 else:
     C.tiles([
         ("False alarms (measured)", f"{1000 * alarm.false_alarm_rate:.2f} per 1,000 runs",
@@ -139,7 +168,7 @@ else:
                          "begins": st.column_config.NumberColumn("drop began at run",
                                                                  help="Start of the CUSUM's climb that led to the alarm."),
                          "since": st.column_config.TextColumn("began when"),
-                         "in_control": st.column_config.CheckboxColumn("in the in-control part")})
+                         "in_control": st.column_config.CheckboxColumn("alarm inside the in-control part")})
 
 with st.expander("Window table"):
     tab = res.windows.assign(predictor=lambda d: [F.display_name(p) for p in d["predictor"]],

@@ -10,6 +10,7 @@ from pages._ui.memo import memo
 from pages._ui.outcomes import read_other
 from pages._ui.text import md
 from tpsviz import figures as F
+from tpsviz.export import safe_csv
 
 C.ensure_shell()
 st.title("Other outcomes")
@@ -71,6 +72,10 @@ if other.kind == "multiclass":
     from tpsviz.multiclass import censoring_words
 
     st.subheader(f"{len(log.labels)} labels: {', '.join(md(lab, 30) for lab in log.labels)}")
+    st.markdown("At every step a predictor gives a probability to each label. **TPS-k** scores the whole run: the sum "
+                "over steps of w_t·S(P_t, Y), where S is the log of the probability given to the label that happened "
+                "(or the Brier score of the vector), so higher is better and 0 is perfect. A predictor that puts "
+                "almost no probability on what happened pays heavily under the log score.")
     c = st.columns([1, 1, 1, 1])
     rule = c[0].radio("Score", ["log", "brier"], horizontal=True, key="oc_rule",
                       index=1 if (cfg.alpha, cfg.beta) == (1.0, 1.0) else 0,
@@ -97,6 +102,11 @@ if other.kind == "multiclass":
         st.stop()
     st.caption(f"Censoring: {md(censoring_words(censoring, label, int(res.summary['n_q_fallback'].sum())), 200)}. "
                f"{log.n_runs:,} runs, {log.n_censored:,} censored.")
+    clipped = res.summary["n_clipped"]
+    for n in clipped.index[clipped > 0]:
+        st.warning(f"**{md(F.display_name(n), 60)}**: on {int(clipped[n]):,} step rows the label that happened had a "
+                   "probability below 1e-6 (raised to 1e-6 for the log score). A confident miss like this costs up to "
+                   "13.8 nats a step: the forecast ruled out what happened.", icon=":material/warning:")
     s = res.summary.sort_values("tps_mean", ascending=False).reset_index()
     s["predictor"] = [F.display_name(n) for n in s["predictor"]]
     st.dataframe(s[["predictor", "tps_mean", "tps_ci_low", "tps_ci_high", "n_runs", "n_steps", "n_missing",
@@ -116,6 +126,8 @@ if other.kind == "multiclass":
            caption="For each label, the forecast probability of that label against how often it happened (complete "
                    "runs, every step; bars: 95% intervals from resampling whole runs). On the diagonal: calibrated "
                    "for that label.")
+    st.download_button("Per-run TPS-k (CSV)", safe_csv(res.per_run).encode(), "tps_k_per_run.csv", "text/csv",
+                       key="oc_mc_download", on_click="ignore")
     rows = [{"predictor": F.display_name(n), "label": lab, "ECE": r["ece"], "largest gap": r["max_gap"]}
             for n, t in summ.items() for lab, r in t.iterrows()]
     st.dataframe(rows, hide_index=True, width="stretch", column_config={
@@ -165,3 +177,5 @@ else:
     C.plot(F.pit_figure({n: t for n, (t, _) in pits.items()}, {n: r for n, (_, r) in pits.items()}, colors), "oc_pit_fig",
            name="PIT histograms", caption="Bars: the share of outcomes in each PIT bin relative to a uniform PIT (1). "
                                           "p: χ² test on the last step of each run.")
+    st.download_button("Per-run TPS-CRPS (CSV)", safe_csv(res.per_run).encode(), "tps_crps_per_run.csv", "text/csv",
+                       key="oc_ct_download", on_click="ignore")

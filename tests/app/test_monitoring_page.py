@@ -3,6 +3,8 @@ its controls (order, window, watched predictor)."""
 
 from __future__ import annotations
 
+import math
+
 import tpsviz
 from tpsviz.monitor import monitor
 from tpsviz.tps import ScoreSettings
@@ -17,19 +19,20 @@ def _monitoring(at):
 
 
 def test_drift_demo_alarm_matches_the_core():
-    at = fresh()
-    at.selectbox(key="demo").set_value("drift-like").run()
+    at = _monitoring(fresh())       # first the tau2-like demo, with its own defaults …
+    at.number_input(key="mon_window").set_value(30).run()
+    at.selectbox(key="demo").set_value("drift-like").run()   # … then another log: its defaults, not the old ones
     assert not at.exception
-    _monitoring(at)
     assert at.selectbox(key="mon_by").value == "timestamp"   # a time column is chosen by itself
-    at.selectbox(key="mon_alarm").set_value("agent").run()
-    assert not at.exception
+    assert at.number_input(key="mon_window").value == 100
+    assert at.selectbox(key="mon_alarm").value == "agent"    # not the reference predictor
     data = tpsviz.load(DEMO / "drift-like.csv")
     want = monitor(data, ScoreSettings(), by="timestamp", window=100, predictors=list(data.predictors),
                    alarm_on="agent").alarm
     first = want.alarms[~want.alarms["in_control"]].iloc[0]
     err = " ".join(e.value for e in at.error)
-    assert "agent degraded" in err and "where chance alone gives about 0.6" in err and f"alarm went off at run {int(first['position']) + 1:,}" in err
+    assert "agent degraded" in err and "where chance alone gives about 0.6" in err
+    assert f"alarm went off at the {int(first['position']) + 1}th run (run\\-00{int(first['position'])}" in err
     assert f"{1000 * want.false_alarm_rate:.2f} per 1,000 runs" in " ".join(m.value for m in at.metric)
     alarms = [d.value for d in at.dataframe if "begins" in d.value.columns][0]
     assert alarms["run"].tolist() == (want.alarms["position"] + 1).tolist()
@@ -38,13 +41,21 @@ def test_drift_demo_alarm_matches_the_core():
     assert not at.exception
     # the truthful forecast raises one alarm in 675 runs: the page says chance alone gives as many
     warn = " ".join(w.value for w in at.warning)
-    assert "truthful \\(reference\\): 1 alarm(s), about as many as chance alone gives** (0.6 expected" in warn
+    truth = monitor(data, ScoreSettings(), by="timestamp", window=100, predictors=list(data.predictors),
+                    alarm_on="truthful").alarm
+    p_chance = 1 - math.exp(-truth.false_alarm_rate * 675)   # P(N >= 1) for a Poisson count
+    assert len(truth.alarms) == 1 and 0.2 < p_chance < 0.8
+    assert ("truthful \\(reference\\): 1 alarm(s) in the 675 runs after the in-control part, where chance alone gives "
+            f"about {truth.false_alarm_rate * 675:.1f}** (a count this high by chance: p = {p_chance:.2f}). Not yet clear "
+            "evidence") in warn
     assert not at.error
 
 
 def test_tau2_demo_in_file_order_and_a_window_change():
     at = _monitoring(fresh())
     assert at.selectbox(key="mon_by").value == "order in the file"
+    assert at.selectbox(key="mon_by").options == ["order in the file"]   # difficulty, task: no times or numbers
+    assert at.selectbox(key="mon_alarm").value != "truthful"
     assert "Windows of 56 runs" in texts(at)           # 450 runs // 8
     at.number_input(key="mon_window").set_value(150).run()
     assert not at.exception
@@ -55,9 +66,12 @@ def test_tau2_demo_in_file_order_and_a_window_change():
     assert table["tps_mean"].tolist()[:3] == want.windows["tps_mean"].tolist()[:3]
 
 
-def test_an_order_column_without_times_says_so():
-    at = _monitoring(fresh())
-    at.selectbox(key="mon_by").set_value("difficulty").run()
+def test_a_calm_start_is_required_and_too_few_runs_after_it_are_said():
+    at = fresh()
+    at.selectbox(key="demo").set_value("drift-like").run()
+    _monitoring(at)
+    at.number_input(key="mon_baseline").set_value(899).run()   # the in-control part holds the change
     assert not at.exception
-    warn = " ".join(w.value for w in at.warning)
-    assert "Runs cannot be ordered this way" in warn and "no run has a value that reads as a number or a date" in warn
+    text = texts(at)
+    assert "The in-control part is not calm" in text and "Too few runs after the in-control part to tell" in text
+    assert not at.success and not at.error
