@@ -15,7 +15,7 @@ if str(HERE) not in sys.path:
 
 import streamlit as st  # noqa: E402
 
-from pages._ui import sidebar  # noqa: E402
+from pages._ui import sidebar, warmup  # noqa: E402
 from tpsviz.figures import use_template_by_default  # noqa: E402
 
 use_template_by_default()  # figures get their template at creation, not by a 10 ms copy each
@@ -34,6 +34,7 @@ PAGES = [
     st.Page(str(HERE / "pages" / "views" / "export.py"), title="Export", icon=":material/download:", url_path="export"),
 ]
 
+warmup.start()  # the first view's heavy imports load in the background while its log is read
 nav = st.navigation(PAGES)
 st.session_state["_figures"] = {}
 try:

@@ -82,3 +82,25 @@ def test_columns_named_like_the_readers_own_are_read_as_data(tmp_path):
     frame, info = sample_runs(open_dataset(folder), 10, seed=2)
     assert info["runs_sampled"] == 10 and (frame["filename"] == "a").all() and (frame["file_row_number"] == 7).all()
     assert frame["_where"].str.match(r"'part-\d\.parquet' \(a sampled run\)").all()
+
+
+def test_the_sample_is_the_ids_with_the_smallest_seeded_hash_with_or_without_whitespace(tmp_path):
+    """The draw is the n ids with the smallest hash(id, seed) (ties by id): computed here from the ids
+    alone, outside the dataset. Ids stored with surrounding whitespace (the slow path) give the same
+    runs as the clean ids."""
+    import duckdb
+
+    df = _log(200, seed=3)
+    ids = pd.DataFrame({"id": sorted(df["trajectory_id"].unique())})
+    want = duckdb.sql("SELECT id FROM ids ORDER BY hash(id, 11), id LIMIT 25").df()["id"].tolist()
+    clean, info = sample_runs(open_dataset(_split(df, tmp_path / "clean", 2)), 25, seed=11)
+    assert set(clean["trajectory_id"]) == set(want) and info["runs_sampled"] == 25
+    spaced = df.copy()
+    spaced.loc[spaced.index[::3], "trajectory_id"] = " " + spaced.loc[spaced.index[::3], "trajectory_id"] + "\u00a0"
+    frame, info = sample_runs(open_dataset(_split(spaced, tmp_path / "spaced", 2)), 25, seed=11)
+    assert set(frame["trajectory_id"].str.strip()) == set(want) and info["runs_total"] == 200
+    assert len(frame) == len(clean)
+    limited, info = sample_runs(open_dataset(_split(df, tmp_path / "clean2", 2)), 25, seed=11, max_rows=40)
+    sizes = df["trajectory_id"].value_counts()
+    keep = np.cumsum([sizes[i] for i in want]) <= 40    # runs taken in hash order while they fit
+    assert set(limited["trajectory_id"]) == set(np.array(want)[keep]) and info["stopped_by_rows"]

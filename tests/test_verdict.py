@@ -211,3 +211,23 @@ def test_corp_tests_use_a_bounded_seeded_subset_of_runs(monkeypatch):
     assert a["n_test_runs"] == 100 and a["n_runs"] > 200
     assert a == b  # seeded: the same subset and the same p-values every time
     assert a["bias"] == V.verdict_statistics(data, s, "overconfident", n_null=10)["bias"]  # all runs
+
+
+def test_statistics_for_several_predictors_in_threads_equals_one_at_a_time():
+    """statistics_for computes predictors two at a time; each is seeded by its name, so the numbers
+    are those of verdict_statistics called one by one, and a cancel predicate stops the workers."""
+    from tpsviz.cancel import Cancelled, cancel_when
+    from tpsviz.verdict import statistics_for, verdict_statistics
+
+    data = simulate("tau2-like", n_trajectories=300, seed=21).to_data()
+    settings = ScoreSettings(n_boot=0)
+    names = list(data.predictors)
+    threaded = statistics_for(data, settings, names, n_null=50, threads=2)
+    assert list(threaded) == names
+    for n in names:
+        one = verdict_statistics(data, settings, n, n_null=50)
+        assert threaded[n].keys() == one.keys()
+        for k, v in one.items():  # equal to the bit, NaN where NaN
+            assert threaded[n][k] == v or (isinstance(v, float) and math.isnan(v) and math.isnan(threaded[n][k])), k
+    with cancel_when(lambda: True), pytest.raises(Cancelled):
+        statistics_for(data, settings, names, n_null=50, threads=2)

@@ -49,7 +49,7 @@ from .diagnostics import run_labels, skill_table
 from .io import TrajectoryData
 from .tps import ScoreSettings, TPSResult, default_censoring
 
-__all__ = ["LABELS", "Verdict", "verdicts", "verdict_statistics", "RULES", "MIN_RUNS",
+__all__ = ["LABELS", "Verdict", "verdicts", "verdict_statistics", "statistics_for", "RULES", "MIN_RUNS",
            "MIN_CLASS"]
 
 #: the fixed set of labels, in the order the rules try them
@@ -286,18 +286,36 @@ class _Corp:
         self.n = float(p.size)
         self.p = p
 
-    def mcb_dsc(self, lab: np.ndarray) -> tuple[float, float, float]:
+    def _losses(self, lab: np.ndarray, which: str) -> dict:
+        """½ mean (c − ℓ)² for c = the forecasts ("f"), their PAV recalibration ("r") and the mean
+        label ("u"), only those asked for (the null loops need two of the three)."""
         s1 = np.bincount(self.inv, weights=lab, minlength=self.xs.size)
-        s2 = np.bincount(self.inv, weights=lab * lab, minlength=self.xs.size)
-        fit = _pav(s1 / self.counts, self.counts)
-        ybar = s1.sum() / self.n
-        sq = s2.sum()
+        sq = float(np.sum(lab * lab))
 
-        def loss(c):  # ½ mean (c − ℓ)² with c constant within each forecast value
+        def loss(c):  # c constant within each forecast value
             return 0.5 * float(np.sum(self.counts * c * c - 2 * c * s1) + sq) / self.n
 
-        lf, lr, unc = loss(self.xs), loss(fit), loss(np.full(self.xs.size, ybar))
-        return max(lf - lr, 0.0), max(unc - lr, 0.0), unc
+        out = {"r": loss(_pav(s1 / self.counts, self.counts))}
+        if "f" in which:
+            out["f"] = loss(self.xs)
+        if "u" in which:
+            out["u"] = loss(np.full(self.xs.size, s1.sum() / self.n))
+        return out
+
+    def mcb_dsc(self, lab: np.ndarray) -> tuple[float, float, float]:
+        """(MCB, DSC, UNC) of the half Brier score."""
+        L = self._losses(lab, "fu")
+        return max(L["f"] - L["r"], 0.0), max(L["u"] - L["r"], 0.0), L["u"]
+
+    def mcb(self, lab: np.ndarray) -> float:
+        """MCB alone (the consistency-resampling null)."""
+        L = self._losses(lab, "f")
+        return max(L["f"] - L["r"], 0.0)
+
+    def dsc(self, lab: np.ndarray) -> float:
+        """DSC alone (the permutation null)."""
+        L = self._losses(lab, "u")
+        return max(L["u"] - L["r"], 0.0)
 
 
 def _null_p(observed: float, null: np.ndarray) -> float:
@@ -311,16 +329,16 @@ def _tests(p, lab, runs, last_p, run_lab, rng, n_null) -> dict:
     permutation p-values (the same permutations)."""
     corp, rev = _Corp(p), _Corp(1.0 - p)
     mcb, dsc, unc = corp.mcb_dsc(lab)
-    dsc_rev = rev.mcb_dsc(lab)[1]
+    dsc_rev = rev.dsc(lab)
     mcb_null, dsc_null, rev_null = np.empty(n_null), np.empty(n_null), np.empty(n_null)
     for b in range(n_null):
         if b % 20 == 0:
             checkpoint()  # stop here if nobody waits for the result (tpsviz.cancel)
         star = (rng.random(last_p.size) < last_p).astype(float)
-        mcb_null[b] = corp.mcb_dsc(star[runs])[0]
+        mcb_null[b] = corp.mcb(star[runs])
         perm = rng.permutation(run_lab)[runs]
-        dsc_null[b] = corp.mcb_dsc(perm)[1]
-        rev_null[b] = rev.mcb_dsc(perm)[1]
+        dsc_null[b] = corp.dsc(perm)
+        rev_null[b] = rev.dsc(perm)
     return {"mcb": mcb, "mcb_p": _null_p(mcb, mcb_null), "dsc": dsc, "dsc_p": _null_p(dsc, dsc_null),
             "unc": unc, "dsc_rev_p": _null_p(dsc_rev, rev_null)}
 
@@ -535,6 +553,30 @@ def verdict_statistics(data: TrajectoryData, settings: ScoreSettings, name: str,
     return _statistics(*_rows(data, settings, q_z, name), settings.level, rng, int(n_null))
 
 
+STAT_THREADS = 2   # predictors whose statistics are computed at once (the null loops release the GIL in
+                   # numpy and the PAV kernel: 3 predictors × 5,000 runs, 3.25 s → 1.86 s on 2 cores)
+
+
+def statistics_for(data: TrajectoryData, settings: ScoreSettings, names: list[str], q_z=None,
+                   n_null: int = N_NULL, threads: int = STAT_THREADS) -> dict:
+    """:func:`verdict_statistics` of several predictors, up to ``threads`` at once.
+
+    Each predictor's statistics are seeded by its name, so the result is the same as one at a time;
+    the worker threads run in copies of the caller's context, so its cancel predicate
+    (:mod:`tpsviz.cancel`) still stops them.
+    """
+    names = list(names)
+    if threads <= 1 or len(names) <= 1:
+        return {n: verdict_statistics(data, settings, n, q_z, n_null) for n in names}
+    import contextvars
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(min(threads, len(names)), thread_name_prefix="tpsviz-verdict") as ex:
+        futures = {n: ex.submit(contextvars.copy_context().run, verdict_statistics, data, settings, n, q_z, n_null)
+                   for n in names}
+        return {n: f.result() for n, f in futures.items()}
+
+
 def verdicts(data: TrajectoryData, settings: ScoreSettings | None = None,
              predictors: list[str] | None = None, q_z=None, skill=None,
              result: TPSResult | None = None, n_null: int = N_NULL,
@@ -572,11 +614,12 @@ def verdicts(data: TrajectoryData, settings: ScoreSettings | None = None,
     if skill is None or not np.isfinite(skill.get("skill_se", np.nan)).any():
         boot = replace(settings, n_boot=max(int(settings.n_boot), 200))
         skill = skill_table(data, boot, names, q_z=q_z, result=result)
+    missing = [n for n in names if not (statistics and n in statistics)]
+    statistics = {**(statistics or {}), **statistics_for(data, settings, missing, q_z, n_null)}
     out = {}
     for name in names:
         checkpoint()  # stop here if nobody waits for the result (tpsviz.cancel)
-        s = dict(statistics[name]) if statistics and name in statistics else \
-            verdict_statistics(data, settings, name, q_z, n_null)
+        s = dict(statistics[name])
         k = skill.loc[name]
         s.update(skill=float(k["skill"]), skill_se=float(k["skill_se"]),
                  skill_ci_low=float(k["skill_ci_low"]), skill_ci_high=float(k["skill_ci_high"]),

@@ -299,10 +299,10 @@ def monitoring(a, x, by, window: int, alarm_on: str, baseline, shift: float, tar
 def verdict_statistics(a, x):
     """verdict.verdict_statistics per predictor: keyed on the labels (censoring, q_Z), not on α/β,
     the schedule or ε, so moving a slider or deselecting a predictor recomputes nothing."""
-    from tpsviz.verdict import verdict_statistics as stats
+    from tpsviz.verdict import statistics_for
 
     q = x.q_z(settings=a.settings)
-    return {n: stats(x.data, replace(a.settings, n_boot=0), n, q_z=q) for n in a.predictors}
+    return statistics_for(x.data, replace(a.settings, n_boot=0), list(a.predictors), q_z=q)
 
 
 def verdicts(a: Analysis | None = None) -> dict:

@@ -2,10 +2,11 @@
 
 The dashboard opens such a dataset on a sample (docs/architecture.md, "Engines": the views that
 need step rows read a stated sample; the headline table can still be scored on all runs out of
-core). Runs are drawn without replacement from the dataset's distinct (stripped) trajectory ids
-in sorted order with ``numpy.random.default_rng(seed)``, so the same dataset and seed give the
-same sample whatever the file order; every row of a drawn run is read. The sample stops early
-when its rows would pass ``max_rows``.
+core). The sample is the ``n_runs`` distinct (stripped) trajectory ids with the smallest
+``hash(id, seed)`` (DuckDB's 64-bit hash; ties by id): a seeded simple random sample without
+replacement that depends only on the ids and the seed, not on the file order, and that DuckDB finds
+with a top-n over the distinct ids instead of a sort. Every row of a drawn run is read. The sample
+stops early when its rows would pass ``max_rows`` (runs taken in hash order).
 """
 
 from __future__ import annotations
@@ -23,6 +24,9 @@ from .duck import _lit, _q, _source, connect, id_column
 from .onepass import _strip
 
 __all__ = ["sample_runs"]
+
+# what str.strip() removes: an id that starts or ends with one of these is stored with surrounding whitespace
+_WHITESPACE = tuple(c for c in map(chr, range(0x110000)) if c.isspace())
 
 
 def sample_runs(ds: Dataset, n_runs: int, seed: int = 0, max_rows: int | None = None, mapping=(),
@@ -59,20 +63,28 @@ def sample_runs(ds: Dataset, n_runs: int, seed: int = 0, max_rows: int | None = 
         types = dict(con.execute(f"SELECT column_name, column_type FROM (DESCRIBE SELECT * FROM {source})").fetchall())
         col = id_column(types, mapping, ds.label)
         raw = f"CAST({_q(col)} AS VARCHAR)"
-        per_id = con.sql(f"SELECT {raw} AS raw, count(*) AS n FROM {source} WHERE {raw} IS NOT NULL "
-                         f"GROUP BY raw ORDER BY raw").to_arrow_table()
-        stripped, _, changed = _strip(per_id.column("raw"))
-        runs = pa.table({"id": stripped, "n_sum": per_id.column("n")})
-        if changed:  # ids stored with surrounding whitespace: one run per stripped id, in its order
-            runs = runs.group_by("id").aggregate([("n_sum", "sum")]).select(["id", "n_sum_sum"])
-            runs = runs.rename_columns(["id", "n_sum"])
-            runs = runs.take(pc.sort_indices(runs.column("id")))
-        total_runs, total_rows = runs.num_rows, int(pc.sum(per_id.column("n")).as_py() or 0)
-        order = np.random.default_rng(seed).permutation(total_runs)[:max(int(n_runs), 0)]
-        sizes = np.asarray(runs.column("n_sum").to_numpy())[order]
-        keep = order if max_rows is None else order[np.cumsum(sizes) <= max_rows]
-        picked = pc.is_in(stripped, runs.column("id").take(pa.array(keep, type=pa.int64())))
-        con.register("tpsviz_sample_ids", pa.table({"raw": per_id.column("raw").filter(picked)}))
+        con.execute(f"CREATE TEMP TABLE tpsviz_ids AS SELECT {raw} AS raw, count(*) AS n FROM {source} "
+                    f"WHERE {raw} IS NOT NULL GROUP BY raw")
+        ends = ", ".join(_lit(c) for c in _WHITESPACE)
+        n_raw, total_rows, n_spaced = con.execute(
+            f"SELECT count(*), coalesce(sum(n), 0), count(*) FILTER (WHERE left(raw, 1) IN ({ends}) "
+            f"OR right(raw, 1) IN ({ends})) FROM tpsviz_ids").fetchall()[0]
+        if n_spaced:  # ids stored with surrounding whitespace: one run per stripped id (rare)
+            per_id = con.sql("SELECT raw, n FROM tpsviz_ids").to_arrow_table()
+            stripped = _strip(per_id.column("raw"))[0]
+            con.register("tpsviz_stripped", pa.table({"raw": per_id.column("raw"), "id": stripped}))
+            runs = "SELECT s.id, sum(i.n) AS n FROM tpsviz_ids i JOIN tpsviz_stripped s USING (raw) GROUP BY s.id"
+            total_runs = len(pc.unique(stripped))
+        else:
+            runs, total_runs = "SELECT raw AS id, n FROM tpsviz_ids", int(n_raw)
+        drawn = con.sql(f"SELECT id, n FROM ({runs}) ORDER BY hash(id, {int(seed)}), id "
+                        f"LIMIT {max(int(n_runs), 0)}").to_arrow_table()
+        sizes = np.asarray(drawn.column("n").to_numpy(), dtype=np.int64)
+        n_keep = drawn.num_rows if max_rows is None else int(np.sum(np.cumsum(sizes) <= max_rows))
+        con.register("tpsviz_drawn", pa.table({"id": drawn.column("id").slice(0, n_keep)}))
+        picked = ("SELECT raw FROM tpsviz_stripped WHERE id IN (SELECT id FROM tpsviz_drawn)" if n_spaced
+                  else "SELECT id AS raw FROM tpsviz_drawn")
+        con.execute(f"CREATE TEMP TABLE tpsviz_sample_ids AS {picked}")
         # where each row comes from, under column names the files cannot already use
         fcol = next(f"_tpsviz_file{i or ''}" for i in range(len(types) + 1) if f"_tpsviz_file{i or ''}" not in types)
         rows_numbered = ds.fmt == "parquet" and "file_row_number" not in types
@@ -87,6 +99,6 @@ def sample_runs(ds: Dataset, n_runs: int, seed: int = 0, max_rows: int | None = 
         frame["_where"] = files + " row " + (frame.pop("file_row_number") + 1).astype(str)
     else:
         frame["_where"] = files + " (a sampled run)"
-    info = {"runs_sampled": int(len(keep)), "runs_total": int(total_runs), "rows_sampled": int(len(frame)),
-            "rows_total": total_rows, "seed": int(seed), "stopped_by_rows": bool(len(keep) < len(order))}
+    info = {"runs_sampled": n_keep, "runs_total": int(total_runs), "rows_sampled": int(len(frame)),
+            "rows_total": int(total_rows), "seed": int(seed), "stopped_by_rows": bool(n_keep < drawn.num_rows)}
     return frame, info
