@@ -15,7 +15,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .cli import (_Fail, _fmt, _interval, _name, _name_width, _num, _settings_from, _verdict_numbers,
+from .cli import (_Fail, _fmt, _name, _name_width, _num, _settings_from, _verdict_numbers,
                   print_tps_table, reading_json)
 from .dataset import DATASET_FORMATS, Dataset, is_dataset_spec, open_dataset
 from .export import safe_csv
@@ -120,7 +120,7 @@ def _score_out_of_core(args, ds: Dataset, why: str, client) -> int:
 def _sample_verdicts(args, ds: Dataset, sums, settings):
     """Verdicts on a seeded random sample of the runs (they need the step rows), and the words
     that say so; (None, reason) when the sample is off."""
-    from .engines.duck import sample_rows
+    from .engines.sample import sample_runs
     from .inference import DEFAULT_SEED
     from .io import _apply_mapping
     from .longform import from_frame
@@ -131,10 +131,9 @@ def _sample_verdicts(args, ds: Dataset, sums, settings):
     if k <= 0:
         return None, "not computed (--verdict-sample 0)"
     seed = DEFAULT_SEED if args.seed is None else args.seed
-    rng = np.random.default_rng(seed)
-    ids = sums.runs["trajectory_id"].to_numpy()
-    pick = ids if k == n_runs else ids[np.sort(rng.choice(n_runs, size=k, replace=False))]
-    frame = _apply_mapping(sample_rows(ds, pick), args.map_pairs, ds.label)
+    # the dashboard's draw (engines/sample.py): the same seed gives the same runs in both
+    frame, _ = sample_runs(ds, k, seed, mapping=args.map_pairs)
+    frame = _apply_mapping(frame, args.map_pairs, ds.label)
     data = from_frame(frame, source=ds.label)
     try:
         out = verdicts(data, settings)

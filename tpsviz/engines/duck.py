@@ -37,7 +37,7 @@ from ..tables import MISSING
 from ..tps import MAX_WEIGHT, ScoreSettings
 from .runsums import PooledCounts, RunSums
 
-__all__ = ["sums_duckdb", "sample_rows", "GRID", "EXACT_ROWS"]
+__all__ = ["sums_duckdb", "GRID", "EXACT_ROWS"]
 
 #: equal-width cells of the grid the pooled AUROC/AUPRC fall back to (at 20M rows the bound is
 #: below 1e-5; 2^20 cells cost 2 s more for a bound near 1e-7)
@@ -677,22 +677,3 @@ def id_column(types: dict, mapping, label: str) -> str:
     if col is None:
         raise LogFormatError(label, ["missing required column 'trajectory_id'"])
     return col
-
-
-def sample_rows(ds: Dataset, ids, threads: int | None = None, memory_limit: str | None = None) -> pd.DataFrame:
-    """The step rows of the runs ``ids`` (trajectory ids as the engine reads them: text, trimmed),
-    as read from the files: the raw frame :func:`tpsviz.from_frame` validates.
-
-    For the views and tests that need rows (verdicts, heat maps, drill-downs) on a random sample
-    of the runs of a dataset too large to read whole.
-    """
-    con, spill = connect(ds, threads, memory_limit)
-    try:
-        source = _source(ds)
-        types = dict(con.execute(f"SELECT column_name, column_type FROM (DESCRIBE SELECT * FROM {source})").fetchall())
-        tid = id_column(types, (), ds.label)
-        sql = f"SELECT * FROM {source} WHERE trim(CAST({_q(tid)} AS VARCHAR)) IN (SELECT unnest(?))"
-        return con.sql(sql, params=[[str(i) for i in ids]]).to_arrow_table().to_pandas()
-    finally:
-        con.close()
-        shutil.rmtree(spill, ignore_errors=True)
