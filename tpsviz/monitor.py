@@ -262,24 +262,36 @@ def window_table(tps: np.ndarray, ref_weight: np.ndarray, label: np.ndarray, mea
     n = tps.size
     z = float(norm.ppf(0.5 + settings.level / 2))
     starts = _window_starts(n, window, stride)
-    rows = []
-    for i, s in enumerate(starts):
-        sl = slice(s, min(s + window, n))
-        ok = np.isfinite(tps[sl])
-        x, w, a, f = tps[sl][ok], ref_weight[sl][ok], label[sl][ok], mean_forecast[sl][ok]
-        m = x.size
-        row = {"window": i, "first": s, "last": sl.stop - 1, "n_runs": m}
-        mean = float(x.mean()) if m else np.nan
-        se = float(x.std(ddof=1) / np.sqrt(m)) if m > 1 else np.nan
-        r = float(a.mean()) if m else np.nan
-        skill, sk_se = _window_skill(x, w, a, r, settings) if m > 1 else (np.nan, np.nan)
-        row.update(tps_mean=mean, tps_se=se, tps_ci_low=mean - z * se, tps_ci_high=mean + z * se, rate=r,
-                   skill=skill, skill_se=sk_se, skill_ci_low=skill - z * sk_se, skill_ci_high=skill + z * sk_se,
-                   mean_forecast=float(np.nanmean(f)) if m and np.isfinite(f).any() else np.nan)
-        rows.append(row)
-    cols = ["window", "first", "last", "n_runs", "tps_mean", "tps_se", "tps_ci_low", "tps_ci_high", "rate",
-            "skill", "skill_se", "skill_ci_low", "skill_ci_high", "mean_forecast"]
-    return pd.DataFrame(rows, columns=cols)
+    ends = np.minimum(starts + window, n)
+    # every window's sums from prefix sums of the per-run terms (one pass, however many windows):
+    # TPS_ref,i = s1(r)·u_i + s0(r)·v_i with u_i = W_i a_i, v_i = W_i (1 − a_i)
+    ok = np.isfinite(tps)
+    x = np.where(ok, tps, 0.0)
+    u = np.where(ok, ref_weight * label, 0.0)
+    v = np.where(ok, ref_weight * (1.0 - label), 0.0)
+    f_ok = ok & np.isfinite(mean_forecast)
+    terms = np.column_stack([ok, x, x * x, np.where(ok, label, 0.0), u, v, x * u, x * v, u * u, u * v, v * v,
+                             f_ok, np.where(f_ok, mean_forecast, 0.0)]).astype(float)
+    prefix = np.vstack([np.zeros(terms.shape[1]), np.cumsum(terms, axis=0)])
+    S = prefix[ends] - prefix[starts]
+    m, sx, sxx, sa, su, sv, sxu, sxv, suu, suv, svv, nf, sf = S.T
+    with np.errstate(invalid="ignore", divide="ignore"):
+        mean = np.where(m > 0, sx / m, np.nan)
+        se = np.where(m > 1, np.sqrt(np.maximum(sxx - m * mean * mean, 0.0) / (m - 1) / m), np.nan)
+        rate = np.where(m > 0, sa / m, np.nan)
+        s1, s0 = _reference_scores(rate, settings)
+        ref_mean = (s1 * su + s0 * sv) / m
+        ratio = mean / ref_mean
+        # Σ (x − R·ref)² (the residuals have mean 0: R = mean / mean ref)
+        ss = sxx - 2 * ratio * (s1 * sxu + s0 * sxv) + ratio ** 2 * (s1 * s1 * suu + 2 * s1 * s0 * suv + s0 * s0 * svv)
+        defined = (m > 1) & (rate > 0) & (rate < 1) & (ref_mean != 0)
+        skill = np.where(defined, 1.0 - ratio, np.nan)
+        sk_se = np.where(defined, np.sqrt(np.maximum(ss, 0.0) / (m - 1)) / (np.abs(ref_mean) * np.sqrt(m)), np.nan)
+        mean_f = np.where(nf > 0, sf / nf, np.nan)
+    return pd.DataFrame({"window": np.arange(starts.size), "first": starts, "last": ends - 1,
+                         "n_runs": m.astype(np.int64), "tps_mean": mean, "tps_se": se, "tps_ci_low": mean - z * se,
+                         "tps_ci_high": mean + z * se, "rate": rate, "skill": skill, "skill_se": sk_se,
+                         "skill_ci_low": skill - z * sk_se, "skill_ci_high": skill + z * sk_se, "mean_forecast": mean_f})
 
 
 def _window_starts(n: int, window: int, stride: int) -> np.ndarray:
@@ -290,21 +302,6 @@ def _window_starts(n: int, window: int, stride: int) -> np.ndarray:
     if starts[-1] != n - window:
         starts = np.append(starts, n - window)
     return starts
-
-
-def _window_skill(x, w, a, r, settings: ScoreSettings) -> tuple[float, float]:
-    """Skill against the window's constant rate r and its delta-method SE (NaN if r is 0 or 1)."""
-    if not 0.0 < r < 1.0:
-        return np.nan, np.nan
-    s1, s0 = _reference_scores(r, settings)
-    ref = w * (a * s1 + (1.0 - a) * s0)
-    mb = float(ref.mean())
-    if mb == 0.0:
-        return np.nan, np.nan
-    ratio = float(x.mean()) / mb
-    resid = x - ratio * ref
-    se = float(resid.std(ddof=1) / (abs(mb) * np.sqrt(x.size)))
-    return 1.0 - ratio, se
 
 
 def cusum_path(z: np.ndarray, k: float, h: float | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -513,11 +510,19 @@ def default_baseline(n_scored: int, window: int) -> int:
     return min(n_scored, max(window, n_scored // 4, MIN_ALARM_RUNS))
 
 
-def _reference_scores(rate: float, settings: ScoreSettings) -> tuple[float, float]:
-    """S(r, 1) and S(r, 0) of the constant forecast r, clipped to [ε, 1 − ε] as the predictors are."""
-    rc, _ = clip_forecasts(np.array([rate]), settings.eps)
-    return (float(beta_score(rc, 1, settings.alpha, settings.beta)[0]),
-            float(beta_score(rc, 0, settings.alpha, settings.beta)[0]))
+def _reference_scores(rate, settings: ScoreSettings):
+    """S(r, 1) and S(r, 0) of the constant forecast r (a number or an array; NaN stays NaN), clipped to
+    [ε, 1 − ε] as the predictors are."""
+    r = np.atleast_1d(np.asarray(rate, dtype=float))
+    s1, s0 = np.full(r.shape, np.nan), np.full(r.shape, np.nan)
+    ok = np.isfinite(r)
+    if ok.any():
+        rc, _ = clip_forecasts(r[ok], settings.eps)
+        s1[ok] = beta_score(rc, 1, settings.alpha, settings.beta)
+        s0[ok] = beta_score(rc, 0, settings.alpha, settings.beta)
+    if np.ndim(rate) == 0:
+        return float(s1[0]), float(s0[0])
+    return s1, s0
 
 
 def _alarm(runs: pd.DataFrame, wsum: np.ndarray, name: str, baseline: int | None, window: int, shift: float,
