@@ -83,12 +83,11 @@ def _read(path: str, name_fn, fail):
     from .files import limits_from_env
     from .io import read_source
     from .multiclass import is_multiclass, read_multiclass
-    from .multiclass_log import _format_of
-    from .tables import table_columns
+    from .tables import format_of, table_columns
 
     limits = limits_from_env()
     raw, name = read_source(path, None, limits)
-    fmt = _format_of(name)
+    fmt = format_of(name, "a multi-class log")
     header = table_columns(raw, name, fmt)
     if header and not is_multiclass(header):
         binary = any(str(c).lower().startswith("conf_") for c in header)

@@ -18,7 +18,6 @@ file, rows and columns, never a value of the file.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -30,7 +29,7 @@ from .continuous_forms import (FORM_READERS, FORMS, INTERNAL, MAX_MEMBERS, MAX_V
 from .longform import (_boolean, _code_runs, _examples, _ids, _numeric, _per_traj_constant, _prepared_frame,
                        _step_numbers, _trajectory_ids, run_censoring)
 from .schema import show_id
-from .tables import FORMATS, read_table
+from .tables import format_of, read_table
 
 __all__ = ["ContinuousLog", "is_continuous", "read_continuous", "continuous_from_frame", "MAX_MEMBERS",
            "FORMS"]
@@ -154,12 +153,7 @@ def read_continuous(source, name: str | None = None, limits: Limits | None = Non
 
     limits = limits or limits_from_env()
     raw, name = read_source(source, name, limits)
-    fmt = FORMATS.get(Path(name).suffix.lower())
-    if fmt is None:
-        head = raw[:64].lstrip(b"\xef\xbb\xbf \t\r\n")
-        fmt = "parquet" if raw[:4] == b"PAR1" else "jsonl" if head[:1] == b"{" else None
-        if fmt is None:
-            raise LogFormatError(name, ["unknown file type; use .csv, .tsv, .parquet or .jsonl"])
+    fmt = format_of(name, "a continuous-outcome log", raw)
     df = read_table(raw, name, fmt, limits.max_rows, limits.max_cells, limits.max_bytes,
                     max_nodes=limits.max_json_nodes)
     if fmt == "parquet":

@@ -22,7 +22,7 @@ from .harness import (HARNESS_FORMATS, TABLE_FORMATS, ReadOptions, detect_format
                       read_tau2_dir, read_tau2_parts)
 from .longform import from_frame
 from .schema import show_id
-from .tables import FORMATS, read_table
+from .tables import FORMATS, format_of, read_table
 
 __all__ = ["TrajectoryData", "LogFormatError", "load", "from_frame", "FORMATS", "read_source",
            "ReadOptions", "read_forecasts_table"]
@@ -96,10 +96,7 @@ def _apply_mapping(df, mapping, name: str):
 def read_forecasts_table(source, name: str | None, limits: Limits, read=None):
     """A sidecar forecasts table (``trajectory_id, step, conf_*/raw_*/unc_*``) as a raw frame."""
     raw, name = read_source(source, name, limits, read)
-    fmt = FORMATS.get(Path(name).suffix.lower())
-    if fmt is None:
-        raise LogFormatError(name, ["unknown file type for a forecasts table; use .csv, .tsv, "
-                                    ".parquet or .jsonl"])
+    fmt = format_of(name, "a forecasts table")
     return read_table(raw, name, fmt, limits.max_rows, limits.max_cells, limits.max_bytes,
                       max_nodes=limits.max_json_nodes), name
 

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -25,7 +24,7 @@ from .io import read_source
 from .longform import (MAX_PREDICTORS, _boolean, _examples, _ids, _is_missing, _numeric,
                        _per_traj_constant, _prepared_frame, _step_numbers, _trajectory_ids, run_censoring)
 from .schema import REQUIRED, canonical_name, show_id
-from .tables import FORMATS, MISSING, read_table, table_columns
+from .tables import MISSING, format_of, read_table, table_columns
 
 __all__ = ["MulticlassLog", "is_multiclass", "read_multiclass", "multiclass_from_frame",
            "SUM_TOLERANCE", "MAX_LABELS"]
@@ -129,14 +128,6 @@ class MulticlassLog:
         return int(self.trajectories["censored"].sum())
 
 
-def _format_of(name: str) -> str:
-    fmt = FORMATS.get(Path(name).suffix.lower())
-    if fmt is None:
-        raise LogFormatError(name, [f"unknown file type {show_id(Path(name).suffix or '(none)')}; a multi-class "
-                                    "log is a .csv, .tsv, .parquet or .jsonl table"])
-    return fmt
-
-
 def read_multiclass(source, name: str | None = None, limits: Limits | None = None,
                     fmt: str | None = None) -> MulticlassLog:
     """Read and validate a multi-class log.
@@ -167,7 +158,7 @@ def read_multiclass(source, name: str | None = None, limits: Limits | None = Non
         return multiclass_from_frame(source, name or "<memory>")
     limits = limits or limits_from_env()
     raw, name = read_source(source, name, limits)
-    fmt = fmt or _format_of(name)
+    fmt = fmt or format_of(name, "a multi-class log")
     # labels are text: "01" stays "01", and a label column of digits is not read as numbers
     text = [c for c in table_columns(raw, name, fmt) if canonical_name(c) == "outcome"]
     df = read_table(raw, name, fmt, limits.max_rows, limits.max_cells, limits.max_bytes, text_columns=text,

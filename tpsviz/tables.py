@@ -12,6 +12,7 @@ import codecs
 import csv
 import io as _io
 import json
+from pathlib import Path
 from collections import Counter
 
 import numpy as np
@@ -443,6 +444,21 @@ def _read_jsonl(raw: bytes, name: str, max_rows: int, max_cells: int,
     df["_where"] = np.array([line for line, _ in records])
     df.attrs["where_prefix"] = "line"
     return df
+
+
+def format_of(name: str, what: str, raw: bytes | None = None) -> str:
+    """The table format of a file by its extension (``FORMATS``); with ``raw``, a file without a known
+    extension is recognised by its first bytes (Parquet's magic, a JSON object). Otherwise a
+    LogFormatError naming ``what`` the file should be (e.g. "a multi-class log")."""
+    suffix = Path(name).suffix.lower()
+    fmt = FORMATS.get(suffix)
+    if fmt is None and raw is not None:
+        head = raw[:64].lstrip(b"\xef\xbb\xbf \t\r\n")
+        fmt = "parquet" if raw[:4] == b"PAR1" else "jsonl" if head[:1] == b"{" else None
+    if fmt is None:
+        raise LogFormatError(name, [f"unknown file type {show_id(suffix or '(none)')} for {what}; use .csv, .tsv, "
+                                    ".parquet or .jsonl"])
+    return fmt
 
 
 def read_table(raw: bytes, name: str, fmt: str, max_rows: int, max_cells: int = 100_000_000,
