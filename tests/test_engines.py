@@ -147,7 +147,7 @@ def test_grid_counts_state_a_bound_that_holds(tmp_path, monkeypatch):
                        "outcome": np.repeat((rng.random(n // 4) < 0.4).astype(float), 4)})
     df["conf_x"] = np.clip(0.3 + 0.3 * df["outcome"] + rng.normal(0, 0.2, n), 0, 1)
     ds = open_dataset(_split(df, tmp_path / "d", 2))
-    monkeypatch.setattr(duck, "GRID", 64)
+    monkeypatch.setattr(duck, "GRID", 60)
     monkeypatch.setattr(duck, "EXACT_ROWS", 0)
     got = score_from_sums(sums_duckdb(ds, ScoreSettings(n_boot=0)), ScoreSettings(n_boot=0)).metrics.loc["x"]
     exact = metric_table(tpsviz.from_frame(df), n_boot=0).loc["x"]
@@ -157,6 +157,26 @@ def test_grid_counts_state_a_bound_that_holds(tmp_path, monkeypatch):
         assert err <= got[f"{m}_bound"] + 1e-12, (m, err, got[f"{m}_bound"])
         assert err > 0  # a coarse grid does change the number: the bound is not vacuous here
     np.testing.assert_allclose(got["tece_pooled"], exact["tece_pooled"], rtol=1e-12)
+
+
+@pytest.mark.parametrize("grid", [duck.GRID, 60, 10])
+def test_grid_cells_nest_in_the_tece_bins_and_keep_the_order(grid):
+    """cell // (grid / 10) is the T-ECE bin tpsviz.metrics.bin_index gives, also for forecasts one
+    ulp either side of every edge k/10 and k/grid; cells never decrease as the forecast grows and
+    are floor(grid·p) give or take one."""
+    import duckdb
+
+    edges = np.r_[np.arange(11) / 10, np.arange(grid + 1) / grid, (np.arange(grid + 1) / grid) * (1 + 1e-15)]
+    p = np.concatenate([edges, np.nextafter(edges, 0), np.nextafter(edges, 1),
+                        np.random.default_rng(1).random(20_000), np.random.default_rng(2).random(2000) ** 8])
+    p = np.unique(np.clip(p, 0.0, 1.0))
+    con = duckdb.connect()
+    con.register("t", pd.DataFrame({"p": p}))
+    cell = con.sql(f"SELECT {duck._cell('p', 'c', grid)} AS cell FROM (SELECT p, {duck._floor_cell('p', grid)} AS c "
+                   "FROM t) ORDER BY p").df()["cell"].to_numpy()
+    np.testing.assert_array_equal(cell // (grid // 10), tpsviz.metrics.bin_index(p, np.arange(11) / 10))
+    assert (np.diff(cell) >= 0).all() and cell.min() >= 0 and cell.max() <= grid - 1
+    assert np.abs(cell - np.minimum(np.floor(p * grid), grid - 1)).max() <= 1
 
 
 def test_grid_bound_formula_against_every_ordering_within_cells():

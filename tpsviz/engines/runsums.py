@@ -244,7 +244,7 @@ def score_from_sums(sums: RunSums, settings: ScoreSettings | None = None, q_z=No
             n_excluded_censored=int(cens.sum()) if complete_case else 0,
             n_no_forecast=int((in_scope & (n_scored == 0)).sum())))
         frames.append(pd.DataFrame({
-            "trajectory_id": runs["trajectory_id"].to_numpy()[valid], "predictor": name,
+            "trajectory_id": runs["trajectory_id"].array[valid], "predictor": name,  # no str per run
             "tps": tps[valid], "censored": cens[valid], "n_scored": n_scored[valid],
             "weight_sum": wsum[valid], "q_z_used": q_used[valid]}))
         cols.append(np.where(valid, tps, 0.0))
