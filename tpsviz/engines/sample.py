@@ -77,7 +77,7 @@ def sample_runs(ds: Dataset, n_runs: int, seed: int = 0, max_rows: int | None = 
             total_runs = len(pc.unique(stripped))
         else:
             runs, total_runs = "SELECT raw AS id, n FROM tpsviz_ids", int(n_raw)
-        drawn = con.sql(f"SELECT id, n FROM ({runs}) ORDER BY hash(id, {int(seed)}), id "
+        drawn = con.sql(f"SELECT id, n, hash(id, {int(seed)}) AS h FROM ({runs}) ORDER BY h, id "
                         f"LIMIT {max(int(n_runs), 0)}").to_arrow_table()
         sizes = np.asarray(drawn.column("n").to_numpy(), dtype=np.int64)
         n_keep = drawn.num_rows if max_rows is None else int(np.sum(np.cumsum(sizes) <= max_rows))
@@ -89,7 +89,12 @@ def sample_runs(ds: Dataset, n_runs: int, seed: int = 0, max_rows: int | None = 
         fcol = next(f"_tpsviz_file{i or ''}" for i in range(len(types) + 1) if f"_tpsviz_file{i or ''}" not in types)
         rows_numbered = ds.fmt == "parquet" and "file_row_number" not in types
         src = _source(ds, f", filename = {_lit(fcol)}" + (", file_row_number = true" if rows_numbered else ""))
-        frame = con.sql(f"SELECT * FROM {src} WHERE {raw} IN (SELECT raw FROM tpsviz_sample_ids)").to_arrow_table().to_pandas()
+        # the drawn runs' stored ids hash to at most the largest drawn hash: that cheap filter leaves
+        # the id lookup a few rows in a thousand (measured at 100M rows: 0.5 s against 1.6 s)
+        below = (f"hash({raw}, {int(seed)}) <= CAST({int(pc.max(drawn.column('h').slice(0, n_keep)).as_py())} "
+                 "AS UBIGINT) AND " if n_keep and not n_spaced else "")
+        frame = con.sql(f"SELECT * FROM {src} WHERE {below}{raw} IN (SELECT raw FROM tpsviz_sample_ids)"
+                        ).to_arrow_table().to_pandas()
     finally:
         con.close()
         shutil.rmtree(spill, ignore_errors=True)
