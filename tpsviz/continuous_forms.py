@@ -20,7 +20,7 @@ import numpy as np
 import pandas as pd
 
 from .errors import LogFormatError
-from .longform import _examples, _numeric
+from .longform import row_examples, parse_numeric
 from .schema import looks_like_ours, show_id
 from .tables import MAX_PREDICTORS, MISSING
 
@@ -184,38 +184,38 @@ def out_of_range(num: pd.Series) -> pd.Series:
 
 def _read_gaussian(df, name, columns, where, problems) -> dict:
     mc, sc = columns
-    mu, mu_bad = _numeric(df[mc])
-    sigma, sg_bad = _numeric(df[sc])
+    mu, mu_bad = parse_numeric(df[mc])
+    sigma, sg_bad = parse_numeric(df[sc])
     ok = True
     for c, num, bad in ((mc, mu, mu_bad), (sc, sigma, sg_bad)):
         bad = bad | out_of_range(num)
         if bad.any():
             problems.append(f"column {show_id(c)}: not a finite number (within ±{MAX_VALUE:.0e}) at "
-                            f"{_examples(where[bad])}")
+                            f"{row_examples(where[bad])}")
             ok = False
     nonpos = sigma.notna() & (sigma <= 0)
     if nonpos.any():
         problems.append(f"column {show_id(sc)}: the standard deviation must be > 0; not so at "
-                        f"{_examples(where[nonpos])}")
+                        f"{row_examples(where[nonpos])}")
     tiny = sigma.notna() & (sigma > 0) & (sigma < 1.0 / MAX_VALUE)
     if tiny.any():  # (y − μ)/σ would overflow
         problems.append(f"column {show_id(sc)}: the standard deviation must be at least {1 / MAX_VALUE:.0e}; not "
-                        f"so at {_examples(where[tiny])}")
+                        f"so at {row_examples(where[tiny])}")
     half = (mu.isna() != sigma.isna()) & ~mu_bad & ~sg_bad
     if ok and half.any():
         problems.append(f"predictor {show_id(name)}: a row gives one of {show_id(mc)}, {show_id(sc)} but not "
-                        f"the other at {_examples(where[half])}; give both or neither")
+                        f"the other at {row_examples(where[half])}; give both or neither")
     return {mc: mu, sc: sigma}
 
 
 def _read_quantile(df, name, columns, where, problems) -> dict:
     out, ok = {}, True
     for c in columns:
-        num, bad = _numeric(df[c])
+        num, bad = parse_numeric(df[c])
         bad = bad | out_of_range(num)
         if bad.any():
             problems.append(f"column {show_id(c)}: not a finite number (within ±{MAX_VALUE:.0e}) at "
-                            f"{_examples(where[bad])}")
+                            f"{row_examples(where[bad])}")
             ok = False
         out[c] = num
     if not ok:
@@ -225,13 +225,13 @@ def _read_quantile(df, name, columns, where, problems) -> dict:
     partial = given.any(axis=1) & ~given.all(axis=1)
     if partial.any():
         problems.append(f"predictor {show_id(name)}: some but not all quantile columns are empty at "
-                        f"{_examples(where[pd.Series(partial, index=df.index)])}; give every level or none")
+                        f"{row_examples(where[pd.Series(partial, index=df.index)])}; give every level or none")
     full = given.all(axis=1)
     with np.errstate(invalid="ignore"):
         dec = full & (np.diff(v, axis=1) < 0).any(axis=1)
     if dec.any():
         problems.append(f"predictor {show_id(name)}: the quantiles decrease as the level increases at "
-                        f"{_examples(where[pd.Series(dec, index=df.index)])}; they must be non-decreasing "
+                        f"{row_examples(where[pd.Series(dec, index=df.index)])}; they must be non-decreasing "
                         "in the level")
     return out
 
@@ -298,7 +298,7 @@ def _read_samples(df, name, columns, where, problems) -> dict:
     for code, text in messages.items():
         m = codes == code
         if m.any():
-            problems.append(f"column {show_id(c)}: {text} at {_examples(where[pd.Series(m, index=df.index)])}")
+            problems.append(f"column {show_id(c)}: {text} at {row_examples(where[pd.Series(m, index=df.index)])}")
     out = np.empty(len(parsed), dtype=object)
     out[:] = [p if isinstance(p, np.ndarray) else None for p in parsed]
     return {c: pd.Series(out, index=df.index, dtype=object)}

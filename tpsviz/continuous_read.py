@@ -26,8 +26,8 @@ from .errors import LogFormatError
 from .files import Limits, limits_from_env
 from .continuous_forms import (FORM_READERS, FORMS, INTERNAL, MAX_MEMBERS, MAX_VALUE, SAMPLES_PATTERN,
                                is_continuous, levels_of, out_of_range, predictor_columns)
-from .longform import (_boolean, _code_runs, _examples, _ids, _numeric, _per_traj_constant, _prepared_frame,
-                       _step_numbers, _trajectory_ids, run_censoring)
+from .longform import (parse_boolean, code_runs, row_examples, id_examples, parse_numeric, per_run_constant, prepared_frame,
+                       step_numbers, trajectory_ids, run_censoring)
 from .schema import show_id
 from .tables import format_of, read_table
 
@@ -191,7 +191,7 @@ def _parquet_samples(raw: bytes, name: str, df: pd.DataFrame) -> pd.DataFrame:
         if big.any():
             where = pd.Series([f"row {i + 1}" for i in np.flatnonzero(big)])
             problems.append(f"column {show_id(col.strip())}: more than {MAX_MEMBERS:,} members at "
-                            f"{_examples(where)}; thin the ensemble")
+                            f"{row_examples(where)}; thin the ensemble")
             continue
         df[col.strip()] = pd.Series(arr.to_pandas(), dtype=object).to_numpy()
     if problems:
@@ -221,28 +221,28 @@ def continuous_from_frame(df: pd.DataFrame, source: str = "<memory>") -> Continu
         Naming rows, runs and columns, never cell values.
     """
     notes: list[str] = list(df.attrs.get("notes", []))
-    df, where = _prepared_frame(df, source, notes)
+    df, where = prepared_frame(df, source, notes)
     cols = [c for c in df.columns if c != "_where"]
     spec, meta = predictor_columns(cols, source, notes)
     problems: list[str] = []
-    tid, tid_missing = _trajectory_ids(df, where, notes, problems)
-    step = _step_numbers(df, tid, tid_missing, where, problems)
-    outcome, out_bad = _numeric(df["outcome"])
+    tid, tid_missing = trajectory_ids(df, where, notes, problems)
+    step = step_numbers(df, tid, tid_missing, where, problems)
+    outcome, out_bad = parse_numeric(df["outcome"])
     out_bad = out_bad | out_of_range(outcome)
     if out_bad.any():
         problems.append(f"column 'outcome' must be a number (the run's final reward or cost, within ±{MAX_VALUE:.0e}) "
-                        f"or empty (censored); not so at {_examples(where[out_bad])}")
+                        f"or empty (censored); not so at {row_examples(where[out_bad])}")
     cens = pd.Series(np.nan, index=df.index)
     if "censored" in cols:
-        cens, cbad = _boolean(df["censored"])
+        cens, cbad = parse_boolean(df["censored"])
         if cbad.any():
-            problems.append(f"column 'censored' must be true/false or 1/0; not so at {_examples(where[cbad])}")
+            problems.append(f"column 'censored' must be true/false or 1/0; not so at {row_examples(where[cbad])}")
     values: dict[str, pd.Series] = {}
     for name, (form, columns) in spec.items():
         values.update(FORM_READERS[form](df, name, columns, where, problems))
     if problems:
         raise LogFormatError(source, problems)
-    codes, uniques, order = _code_runs(tid, step)
+    codes, uniques, order = code_runs(tid, step)
     outcome_t, censored = _run_labels(outcome, cens, codes, uniques, order, notes, source)
     steps = pd.DataFrame({"trajectory_id": tid.to_numpy()[order],
                           "step": step.to_numpy()[order].astype(np.int64),
@@ -284,13 +284,13 @@ def _run_labels(outcome, cens, codes, uniques, order, notes: list[str], source: 
     n = len(uniques)
     problems = []
     out_sorted = outcome.iloc[order].reset_index(drop=True)
-    outcome_t, conflict = _per_traj_constant(out_sorted, codes, n)
+    outcome_t, conflict = per_run_constant(out_sorted, codes, n)
     if conflict.any():
-        problems.append(f"column 'outcome' changes within trajectory {_ids(uniques, conflict)}; it must be "
+        problems.append(f"column 'outcome' changes within trajectory {id_examples(uniques, conflict)}; it must be "
                         "constant within a run")
-    cens_t, cconf = _per_traj_constant(cens.iloc[order].reset_index(drop=True), codes, n)
+    cens_t, cconf = per_run_constant(cens.iloc[order].reset_index(drop=True), codes, n)
     if cconf.any():
-        problems.append(f"column 'censored' changes within trajectory {_ids(uniques, cconf)}; it must be "
+        problems.append(f"column 'censored' changes within trajectory {id_examples(uniques, cconf)}; it must be "
                         "constant within a run")
     if problems:
         raise LogFormatError(source, problems)

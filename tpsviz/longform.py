@@ -3,6 +3,9 @@
 One row per (trajectory, step). Every defect is collected and raised together as a
 :class:`LogFormatError` naming rows (lines), trajectories and columns, never cell values.
 Column names are matched to the long format regardless of case, with a note.
+
+The steps of :func:`from_frame` are public (``__all__``): the multi-class and continuous readers
+(docs/multiclass.md, docs/continuous.md) check ids, steps, outcomes and censoring with the same code.
 """
 
 from __future__ import annotations
@@ -15,10 +18,14 @@ from .errors import LogFormatError
 from .schema import REQUIRED, RESERVED, canonical_name, looks_like_ours, show_id
 from .tables import MAX_PREDICTORS, MISSING
 
-__all__ = ["from_frame", "MAX_STEP", "MAX_PREDICTORS"]
+__all__ = ["from_frame", "MAX_STEP", "MAX_PREDICTORS",
+           # the building blocks the multi-class and continuous readers share with this one
+           "TRUE_TOKENS", "FALSE_TOKENS", "row_examples", "id_examples", "is_missing", "parse_numeric",
+           "parse_boolean", "per_run_constant", "prepared_frame", "check_header", "trajectory_ids",
+           "step_numbers", "code_runs", "run_censoring"]
 
-_TRUE = {"1", "1.0", "true", "t", "yes", "y"}
-_FALSE = {"0", "0.0", "false", "f", "no", "n"}
+TRUE_TOKENS = {"1", "1.0", "true", "t", "yes", "y"}
+FALSE_TOKENS = {"0", "0.0", "false", "f", "no", "n"}
 _MAX_EXAMPLES = 3
 MAX_STEP = 2 ** 53   # largest step index kept exactly (an int64 and a float64 agree below it)
 #: predictor (conf_) and signal (raw_/unc_) columns of one log: each costs a score, bootstraps and
@@ -48,15 +55,38 @@ class _LocIloc:
         return self.loc.prefix + " " + self.loc.numbers.iloc[idx].astype(str)
 
 
-def _examples(where: pd.Series) -> str:
-    """Where a problem is: "line 3, line 7, line 9 and 12 more" (never the values there)."""
+def row_examples(where: pd.Series) -> str:
+    """Where a problem is, for a message: "line 3, line 7, line 9 and 12 more".
+
+    Parameters
+    ----------
+    where : Series
+        Row locations of the offending rows (the ``where`` of :func:`prepared_frame`, masked).
+
+    Returns
+    -------
+    str
+        At most three locations and how many more; never the values there.
+    """
     items = [str(w) for w in where.iloc[:_MAX_EXAMPLES]]
     more = f" and {len(where) - _MAX_EXAMPLES} more" if len(where) > _MAX_EXAMPLES else ""
     return ", ".join(items) + more
 
 
-def _ids(uniques, mask: np.ndarray) -> str:
-    """Trajectory ids for a message (at most three, cleaned and cut) and how many more."""
+def id_examples(uniques, mask: np.ndarray) -> str:
+    """Trajectory ids for a message: at most three, cleaned and cut, and how many more.
+
+    Parameters
+    ----------
+    uniques : sequence
+        The run ids (``uniques`` of :func:`code_runs`).
+    mask : ndarray of bool
+        The runs to name, one flag per id.
+
+    Returns
+    -------
+    str
+    """
     idx = np.flatnonzero(mask)
     shown = ", ".join(show_id(uniques[i]) for i in idx[:_MAX_EXAMPLES])
     more = len(idx) - min(len(idx), _MAX_EXAMPLES)
@@ -91,38 +121,93 @@ def _text(s: pd.Series) -> pd.Series:
     return s.astype("string").str.strip()
 
 
-def _is_missing(s: pd.Series) -> pd.Series:
+def is_missing(s: pd.Series) -> pd.Series:
+    """Which cells are missing: NaN/None, or text that reads as empty (``tables.MISSING``: "",
+    "nan", "null", "none", "na", … in any case).
+
+    Parameters
+    ----------
+    s : Series
+
+    Returns
+    -------
+    Series of bool
+    """
     if pd.api.types.is_numeric_dtype(s) or pd.api.types.is_bool_dtype(s):
         return s.isna()
     return (s.isna() | _text(s).str.lower().isin(MISSING)).fillna(True).astype(bool)
 
 
-def _numeric(s: pd.Series) -> tuple[pd.Series, pd.Series]:
-    """Values as float (NaN where missing) and a mask of present values that are not numbers."""
+def parse_numeric(s: pd.Series) -> tuple[pd.Series, pd.Series]:
+    """A column read as numbers.
+
+    Parameters
+    ----------
+    s : Series
+        Numbers, or text holding numbers (surrounding spaces allowed); JSON true/false is not a
+        number.
+
+    Returns
+    -------
+    values : Series of float
+        NaN where the cell is missing or not a number.
+    bad : Series of bool
+        Present cells that are not numbers.
+    """
     if pd.api.types.is_bool_dtype(s) or pd.api.types.is_numeric_dtype(s):
         return s.astype(float), pd.Series(False, index=s.index)
-    missing = _is_missing(s)
+    missing = is_missing(s)
     is_bool = s.map(type).eq(bool)  # JSON true/false is not a number
     num = pd.to_numeric(_text(s).where(~missing & ~is_bool), errors="coerce").astype(float)
     bad = (num.isna() & ~missing) | is_bool
     return num.where(~missing & ~is_bool, np.nan), bad
 
 
-def _boolean(s: pd.Series) -> tuple[pd.Series, pd.Series]:
-    """Parse true/false/1/0 (any case); returns (values as float 1/0/NaN, bad mask)."""
+def parse_boolean(s: pd.Series) -> tuple[pd.Series, pd.Series]:
+    """A column read as true/false (``TRUE_TOKENS``/``FALSE_TOKENS``: true/false, t/f, yes/no,
+    y/n, 1/0, in any case).
+
+    Parameters
+    ----------
+    s : Series
+
+    Returns
+    -------
+    values : Series of float
+        1.0, 0.0, or NaN where missing or unreadable.
+    bad : Series of bool
+        Present cells that are neither true nor false.
+    """
     if pd.api.types.is_bool_dtype(s):
         return s.astype(float), pd.Series(False, index=s.index)
-    missing = _is_missing(s)
+    missing = is_missing(s)
     txt = _text(s).str.lower()
     val = pd.Series(np.nan, index=s.index)
-    val[txt.isin(_TRUE).fillna(False).astype(bool)] = 1.0
-    val[txt.isin(_FALSE).fillna(False).astype(bool)] = 0.0
+    val[txt.isin(TRUE_TOKENS).fillna(False).astype(bool)] = 1.0
+    val[txt.isin(FALSE_TOKENS).fillna(False).astype(bool)] = 0.0
     bad = val.isna() & ~missing
     return val, bad
 
 
-def _per_traj_constant(values: pd.Series, codes: np.ndarray, n: int):
-    """First present value per trajectory, and which trajectories have conflicting values."""
+def per_run_constant(values: pd.Series, codes: np.ndarray, n: int):
+    """A value that must be constant within each run (outcome, censored, q_Z).
+
+    Parameters
+    ----------
+    values : Series of float
+        One value per row (NaN where missing).
+    codes : ndarray of int
+        Run code of each row (0 … n − 1), aligned with ``values``.
+    n : int
+        Number of runs.
+
+    Returns
+    -------
+    value : ndarray of float
+        The run's value (its smallest present value; NaN where none is present).
+    conflict : ndarray of bool
+        Runs whose present values differ.
+    """
     present = values.notna().to_numpy()
     first = pd.Series(values.to_numpy()[present]).groupby(codes[present]).agg(["min", "max"])
     out = np.full(n, np.nan)
@@ -154,19 +239,19 @@ def from_frame(df: pd.DataFrame, source: str = "<frame>", percent=()) -> Traject
     LogFormatError
     """
     notes: list[str] = list(df.attrs.get("notes", []))
-    df, where = _prepared_frame(df, source, notes)
+    df, where = prepared_frame(df, source, notes)
     cols = [c for c in df.columns if c != "_where"]
-    conf_cols, sig_cols, percent_cols = _check_header(cols, percent, source)
+    conf_cols, sig_cols, percent_cols = check_header(cols, percent, source)
     problems: list[str] = []
-    tid, tid_missing = _trajectory_ids(df, where, notes, problems)
-    step = _step_numbers(df, tid, tid_missing, where, problems)
+    tid, tid_missing = trajectory_ids(df, where, notes, problems)
+    step = step_numbers(df, tid, tid_missing, where, problems)
     outcome = _outcomes(df, where, problems)
     values = _value_columns(df, cols, conf_cols, sig_cols, percent_cols, where, notes, problems)
     qz = values.pop("q_z")
     cens = values.pop("censored")
     if problems:
         raise LogFormatError(source, problems)
-    codes, uniques, order = _code_runs(tid, step)
+    codes, uniques, order = code_runs(tid, step)
     outcome_t, censored, qz_t = _run_labels(outcome, cens, qz, codes, uniques, order, notes, source)
     steps, starts, lengths = _steps_frame(tid, step, codes, order, values, notes)
     traj = pd.DataFrame({
@@ -185,8 +270,31 @@ def from_frame(df: pd.DataFrame, source: str = "<frame>", percent=()) -> Traject
     return TrajectoryData(steps, traj, predictors, signals, source, notes)
 
 
-def _prepared_frame(df: pd.DataFrame, source: str, notes: list[str]):
-    """A copy with canonical column names and a ``_where`` column; the row locations for messages."""
+def prepared_frame(df: pd.DataFrame, source: str, notes: list[str]):
+    """A copy of a raw frame ready for checking.
+
+    Parameters
+    ----------
+    df : DataFrame
+        The rows as read (``df.attrs["where_prefix"]``: "line" or "row" for messages).
+    source : str
+        The file's name, for messages.
+    notes : list of str
+        Receives a note when column names were matched ignoring case.
+
+    Returns
+    -------
+    frame : DataFrame
+        Columns renamed to the long format's names and a ``_where`` column (row numbers unless
+        the reader gave locations).
+    where : Series-like
+        Row locations for messages ("line 12"), indexed like ``frame``.
+
+    Raises
+    ------
+    LogFormatError
+        For a repeated column name or a frame without rows.
+    """
     prefix = df.attrs.get("where_prefix", "row")
     df = df.copy()
     df.attrs["source"] = source
@@ -224,8 +332,33 @@ def _other_outcome_kind(cols: list[str]) -> str:
     return ""
 
 
-def _check_header(cols: list[str], percent, source: str):
-    """(conf columns, signal columns, percent columns), or a LogFormatError naming what is missing."""
+def check_header(cols: list[str], percent, source: str):
+    """The forecast columns a header offers.
+
+    Parameters
+    ----------
+    cols : list of str
+        Column names (canonical).
+    percent : iterable of str
+        Predictors given in percent (``--percent``).
+    source : str
+        The file's name, for messages.
+
+    Returns
+    -------
+    conf : list of str
+        ``conf_<name>`` columns.
+    signals : list of str
+        ``raw_<name>``/``unc_<name>`` columns.
+    percent : set of str
+        The ``conf_`` columns in percent.
+
+    Raises
+    ------
+    LogFormatError
+        Naming everything missing or wrong, or the command that scores a multi-class or
+        continuous-outcome log.
+    """
     other = _other_outcome_kind(cols)
     if other:  # a log of another outcome type: say where it is scored instead of listing symptoms
         raise LogFormatError(source, [other])
@@ -262,11 +395,27 @@ def _check_header(cols: list[str], percent, source: str):
     return conf_cols, sig_cols, percent_cols
 
 
-def _trajectory_ids(df: pd.DataFrame, where, notes: list[str], problems: list[str]):
-    """Run ids as text without surrounding spaces, and the rows without one."""
-    tid_missing = _is_missing(df["trajectory_id"])
+def trajectory_ids(df: pd.DataFrame, where, notes: list[str], problems: list[str]):
+    """Run ids as text without surrounding spaces (as ``str.strip``).
+
+    Parameters
+    ----------
+    df : DataFrame
+        From :func:`prepared_frame`.
+    where : Series-like
+        Its row locations.
+    notes, problems : list of str
+        Receive a note when ids were joined (spaces, 7 and "7"), and the rows without an id.
+
+    Returns
+    -------
+    tid : Series of str
+    missing : Series of bool
+        Rows without an id.
+    """
+    tid_missing = is_missing(df["trajectory_id"])
     if tid_missing.any():
-        problems.append(f"column 'trajectory_id': empty at {_examples(where[tid_missing])}")
+        problems.append(f"column 'trajectory_id': empty at {row_examples(where[tid_missing])}")
     raw_tid = df["trajectory_id"].astype(str)
     tid = raw_tid.str.strip()
     merged = raw_tid.nunique() - tid.nunique()
@@ -283,38 +432,54 @@ def _trajectory_ids(df: pd.DataFrame, where, notes: list[str], problems: list[st
     return tid, tid_missing
 
 
-def _step_numbers(df: pd.DataFrame, tid: pd.Series, tid_missing, where, problems: list[str]) -> pd.Series:
-    """Step numbers: whole numbers from 0 to 2^53, each once per run."""
-    step, step_bad = _numeric(df["step"])
+def step_numbers(df: pd.DataFrame, tid: pd.Series, tid_missing, where, problems: list[str]) -> pd.Series:
+    """Step numbers: whole numbers from 0 to 2^53, each once per run.
+
+    Parameters
+    ----------
+    df : DataFrame
+        From :func:`prepared_frame`.
+    tid, tid_missing : Series
+        From :func:`trajectory_ids`.
+    where : Series-like
+        Row locations.
+    problems : list of str
+        Receives the rows with a bad step, or the repeated (trajectory_id, step) rows.
+
+    Returns
+    -------
+    Series of float
+    """
+    step, step_bad = parse_numeric(df["step"])
     step_missing = step.isna() & ~step_bad
     non_int = step.notna() & ~((step == np.floor(step)) & (step >= 0) & (step < MAX_STEP))
     if step_bad.any() or non_int.any() or step_missing.any():
         m = step_bad | non_int | step_missing
         problems.append("column 'step': every row needs a whole number from 0 to 2^53; not so "
-                        f"at {_examples(where[m])}")
+                        f"at {row_examples(where[m])}")
     else:
         key = pd.DataFrame({"t": tid, "s": step})
         dup = key.duplicated(keep=False) & ~tid_missing
         if dup.any():
             problems.append("duplicate (trajectory_id, step): the same step appears twice in a "
-                            f"run at {_examples(where[dup])}")
+                            f"run at {row_examples(where[dup])}")
 
     return step
 
 
 def _outcomes(df: pd.DataFrame, where, problems: list[str]) -> pd.Series:
     """Outcomes: 1, 0 (also true/false) or empty (censored)."""
-    outcome, out_bad = _numeric(df["outcome"])
+    outcome, out_bad = parse_numeric(df["outcome"])
     if pd.api.types.is_bool_dtype(df["outcome"]) is False and out_bad.any():
         # accept true/false words too
-        ob, ob_bad = _boolean(df["outcome"])
+        ob, ob_bad = parse_boolean(df["outcome"])
         outcome = outcome.where(~out_bad, ob)
         out_bad = out_bad & ob_bad
     not01 = outcome.notna() & ~outcome.isin([0.0, 1.0])
     if out_bad.any() or not01.any():
         m = out_bad | not01
         problems.append("column 'outcome' must be 1 (success), 0 (failure) or empty (censored); "
-                        f"not so at {_examples(where[m])}")
+                        f"not so at {row_examples(where[m])}")
 
     return outcome
 
@@ -324,12 +489,12 @@ def _value_columns(df, cols, conf_cols, sig_cols, percent_cols, where, notes, pr
     (all NaN when absent), as numbers by column name."""
     values: dict[str, pd.Series] = {}
     for c in conf_cols:
-        num, bad = _numeric(df[c])
+        num, bad = parse_numeric(df[c])
         if c in percent_cols:
             num = num / 100.0
             notes.append(f"{c}: read as percentages (divided by 100).")
         if bad.any():
-            problems.append(f"column {show_id(c)}: not a number at {_examples(where[bad])}")
+            problems.append(f"column {show_id(c)}: not a number at {row_examples(where[bad])}")
         # a float export may leave 1 + 2e-16 or −1e-17: a rounding artefact, not a percentage
         fuzz = num.notna() & (((num > 1) & (num <= 1 + 1e-9)) | ((num < 0) & (num >= -1e-9)))
         if fuzz.any():
@@ -343,45 +508,62 @@ def _value_columns(df, cols, conf_cols, sig_cols, percent_cols, where, notes, pr
                     if bool(((num >= 0) & (num <= 100)).where(num.notna(), True).all())
                     and float(num.max()) > 1 else "")
             problems.append(f"column {show_id(c)}: probabilities must be in [0, 1]; not so at "
-                            f"{_examples(where[out])}{hint}")
+                            f"{row_examples(where[out])}{hint}")
         values[c] = num
     for c in sig_cols:
-        num, bad = _numeric(df[c])
+        num, bad = parse_numeric(df[c])
         inf = num.notna() & ~np.isfinite(num)
         if bad.any() or inf.any():
             m = bad | inf
-            problems.append(f"column {show_id(c)}: not a finite number at {_examples(where[m])}")
+            problems.append(f"column {show_id(c)}: not a finite number at {row_examples(where[m])}")
         values[c] = num
     if "weight" in cols:
-        wnum, wbad = _numeric(df["weight"])
+        wnum, wbad = parse_numeric(df["weight"])
         wneg = wnum.notna() & (~np.isfinite(wnum) | (wnum < 0))
         if wbad.any() or wneg.any():
             m = wbad | wneg
             problems.append("column 'weight': weights must be finite numbers >= 0; not so at "
-                            f"{_examples(where[m])}")
+                            f"{row_examples(where[m])}")
         values["weight"] = wnum
     if "q_z" in cols:
-        qz, qbad = _numeric(df["q_z"])
+        qz, qbad = parse_numeric(df["q_z"])
         qout = qz.notna() & ((qz < 0) | (qz > 1))
         if qbad.any() or qout.any():
             m = qbad | qout
             problems.append("column 'q_z' (continuation success probability) must be in [0, 1] "
-                            f"or empty; not so at {_examples(where[m])}")
+                            f"or empty; not so at {row_examples(where[m])}")
     else:
         qz = pd.Series(np.nan, index=df.index)
     if "censored" in cols:
-        cens, cbad = _boolean(df["censored"])
+        cens, cbad = parse_boolean(df["censored"])
         if cbad.any():
             problems.append("column 'censored' must be true/false or 1/0; not so at "
-                            f"{_examples(where[cbad])}")
+                            f"{row_examples(where[cbad])}")
     else:
         cens = pd.Series(np.nan, index=df.index)
     values["q_z"], values["censored"] = qz, cens
     return values
 
 
-def _code_runs(tid: pd.Series, step: pd.Series):
-    """Run codes of the rows sorted by (run, step), the run ids, and that sort order."""
+def code_runs(tid: pd.Series, step: pd.Series):
+    """The rows sorted by (run, step).
+
+    Parameters
+    ----------
+    tid : Series of str
+        Run id of each row.
+    step : Series
+        Step number of each row.
+
+    Returns
+    -------
+    codes : ndarray of int
+        Run code (0 … n − 1, in id order) of each row, in sorted order.
+    uniques : Index
+        The run ids, sorted.
+    order : ndarray of int
+        The sort: row ``order[i]`` is the i-th of the sorted rows.
+    """
     codes_unsorted, uniques = pd.factorize(tid, sort=True)
     order = np.lexsort((step.to_numpy(), codes_unsorted))
     return codes_unsorted[order], uniques, order
@@ -393,10 +575,10 @@ def _run_labels(outcome, cens, qz, codes, uniques, order, notes: list[str], sour
     problems: list[str] = []
 
     def per_traj(series: pd.Series, label: str):
-        vals, conflict = _per_traj_constant(series.iloc[order].reset_index(drop=True), codes, n)
+        vals, conflict = per_run_constant(series.iloc[order].reset_index(drop=True), codes, n)
         if conflict.any():
             problems.append(f"column {label!r} changes within trajectory "
-                            f"{_ids(uniques, conflict)}; it must be constant within a run")
+                            f"{id_examples(uniques, conflict)}; it must be constant within a run")
         return vals
 
     outcome_t = per_traj(outcome, "outcome")
@@ -450,11 +632,11 @@ def run_censoring(row_missing: np.ndarray, outcome_t: np.ndarray, cens_t: np.nda
     censored = np.where(~np.isnan(cens_t), cens_t == 1.0, np.isnan(outcome_t))
     both = censored & ~np.isnan(outcome_t)
     if both.any():
-        problems.append(f"{noun} {_ids(uniques, both)}: column 'censored' is true while 'outcome' is present; a "
+        problems.append(f"{noun} {id_examples(uniques, both)}: column 'censored' is true while 'outcome' is present; a "
                         "censored run has no observed outcome")
     neither = ~censored & np.isnan(outcome_t)
     if neither.any():
-        problems.append(f"{noun} {_ids(uniques, neither)}: 'outcome' is empty but column 'censored' says the run "
+        problems.append(f"{noun} {id_examples(uniques, neither)}: 'outcome' is empty but column 'censored' says the run "
                         f"finished; {fix}")
     return censored
 

@@ -21,8 +21,8 @@ import pandas as pd
 from .errors import LogFormatError
 from .files import Limits, limits_from_env
 from .io import read_source
-from .longform import (MAX_PREDICTORS, _boolean, _examples, _ids, _is_missing, _numeric,
-                       _per_traj_constant, _prepared_frame, _step_numbers, _trajectory_ids, run_censoring)
+from .longform import (MAX_PREDICTORS, parse_boolean, row_examples, id_examples, is_missing, parse_numeric,
+                       per_run_constant, prepared_frame, step_numbers, trajectory_ids, run_censoring)
 from .schema import REQUIRED, canonical_name, show_id
 from .tables import MISSING, format_of, read_table, table_columns
 
@@ -169,7 +169,7 @@ def read_multiclass(source, name: str | None = None, limits: Limits | None = Non
 def _label_text(s: pd.Series) -> pd.Series:
     """Outcome labels as text (None where empty); a whole number read as a float is written as an
     integer (2.0 -> "2"), so numeric labels match their column names."""
-    missing = _is_missing(s).to_numpy()
+    missing = is_missing(s).to_numpy()
 
     def text(v):
         if isinstance(v, (float, np.floating)) and np.isfinite(v) and float(v).is_integer():
@@ -250,9 +250,9 @@ def _probability_block(df, columns: list[str], what: str, where, problems: list[
     partly empty rows and rows not summing to 1."""
     mats = []
     for c in columns:
-        num, bad = _numeric(df[c])
+        num, bad = parse_numeric(df[c])
         if bad.any():
-            problems.append(f"column {show_id(c)}: not a number at {_examples(where[bad])}")
+            problems.append(f"column {show_id(c)}: not a number at {row_examples(where[bad])}")
         fuzz = num.notna() & (((num > 1) & (num <= 1 + 1e-9)) | ((num < 0) & (num >= -1e-9)))
         if fuzz.any():
             num = num.clip(lower=0.0, upper=1.0).where(num.notna())
@@ -261,20 +261,20 @@ def _probability_block(df, columns: list[str], what: str, where, problems: list[
         out = num.notna() & (~np.isfinite(num) | (num < 0) | (num > 1))
         if out.any():
             problems.append(f"column {show_id(c)}: probabilities must be in [0, 1]; not so at "
-                            f"{_examples(where[out])}")
+                            f"{row_examples(where[out])}")
         mats.append(num.to_numpy(dtype=float))
     m = np.column_stack(mats)
     given = ~np.isnan(m)
     partly = given.any(axis=1) & ~given.all(axis=1)
     if partly.any():
-        problems.append(f"{what}: the label columns are partly empty at {_examples(where[pd.Series(partly)])}; "
+        problems.append(f"{what}: the label columns are partly empty at {row_examples(where[pd.Series(partly)])}; "
                         "give every label's probability, or none (a missing forecast)")
     full = given.all(axis=1)
     with np.errstate(invalid="ignore"):
         off = full & ~(np.abs(m.sum(axis=1) - 1.0) <= SUM_TOLERANCE)
     if off.any():
         problems.append(f"{what}: the probabilities over the {len(columns)} labels must sum to 1 (within "
-                        f"{SUM_TOLERANCE:g}); not so at {_examples(where[pd.Series(off)])}")
+                        f"{SUM_TOLERANCE:g}); not so at {row_examples(where[pd.Series(off)])}")
     return m
 
 
@@ -298,17 +298,17 @@ def multiclass_from_frame(df: pd.DataFrame, source: str = "<memory>") -> Multicl
     LogFormatError
     """
     notes: list[str] = list(df.attrs.get("notes", []))
-    df, where = _prepared_frame(df, source, notes)
+    df, where = prepared_frame(df, source, notes)
     cols = [c for c in df.columns if c != "_where"]
     preds, labels, qcols = _header(cols, source, notes)
     problems: list[str] = []
-    tid, tid_missing = _trajectory_ids(df, where, notes, problems)
-    step = _step_numbers(df, tid, tid_missing, where, problems)
+    tid, tid_missing = trajectory_ids(df, where, notes, problems)
+    step = step_numbers(df, tid, tid_missing, where, problems)
     outcome = _label_text(df["outcome"])
     if "censored" in cols:
-        cens, cbad = _boolean(df["censored"])
+        cens, cbad = parse_boolean(df["censored"])
         if cbad.any():
-            problems.append(f"column 'censored' must be true/false or 1/0; not so at {_examples(where[cbad])}")
+            problems.append(f"column 'censored' must be true/false or 1/0; not so at {row_examples(where[cbad])}")
     else:
         cens = pd.Series(np.nan, index=df.index)
     blocks = {name: _probability_block(df, [preds[name][lab] for lab in labels], f"predictor {show_id(name)}",
@@ -327,7 +327,7 @@ def multiclass_from_frame(df: pd.DataFrame, source: str = "<memory>") -> Multicl
         bad_runs = np.zeros(n, dtype=bool)
         bad_runs[codes_unsorted[~known]] = True
         raise LogFormatError(source, [
-            f"run {_ids(uniques, bad_runs)}: 'outcome' is not one of the {len(labels)} labels of the "
+            f"run {id_examples(uniques, bad_runs)}: 'outcome' is not one of the {len(labels)} labels of the "
             "conf_<name>__<label> columns (nor empty for a censored run)"])
     y_rows = pd.Series([np.nan if v is None else pos[v] for v in outcome], dtype=float)
     y_t, cens_t, q_t = _run_values(y_rows, cens, q, codes, order, uniques, source, notes)
@@ -366,13 +366,13 @@ def _run_values(y_rows, cens, q, codes, order, uniques, source, notes):
     problems: list[str] = []
 
     def per_run(values: np.ndarray):
-        return _per_traj_constant(pd.Series(values[order]), codes, n)
+        return per_run_constant(pd.Series(values[order]), codes, n)
 
     y_t, c_t, q_t = None, None, None
     for label, values in (("'outcome'", y_rows.to_numpy()), ("'censored'", cens.to_numpy(dtype=float))):
         vals, conflict = per_run(values)
         if conflict.any():
-            problems.append(f"column {label} changes within run {_ids(uniques, conflict)}; it must be the "
+            problems.append(f"column {label} changes within run {id_examples(uniques, conflict)}; it must be the "
                             "same on every row of a run")
         y_t, c_t = (vals, c_t) if y_t is None else (y_t, vals)
     if q is not None:
@@ -380,7 +380,7 @@ def _run_values(y_rows, cens, q, codes, order, uniques, source, notes):
         q_t = np.column_stack([v for v, _ in pairs])
         conflict = np.any([c for _, c in pairs], axis=0)
         if conflict.any():
-            problems.append(f"the q vector (q_z__<label> columns) changes within run {_ids(uniques, conflict)}; "
+            problems.append(f"the q vector (q_z__<label> columns) changes within run {id_examples(uniques, conflict)}; "
                             "it must be the same on every row of a run")
     if problems:
         raise LogFormatError(source, problems)

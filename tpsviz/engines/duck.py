@@ -30,7 +30,7 @@ import pandas as pd
 
 from ..dataset import Dataset
 from ..errors import LogFormatError
-from ..longform import _TRUE, _FALSE, MAX_STEP, _check_header
+from ..longform import TRUE_TOKENS, FALSE_TOKENS, MAX_STEP, check_header
 from ..schema import canonical_name, show_id
 from ..scores import TABLE_MIN, beta_score
 from ..tables import MISSING
@@ -122,8 +122,8 @@ def _boolean(col: str, typ: str) -> tuple[str, str]:
     if typ.upper() == "BOOLEAN":
         return f"CAST({col} AS DOUBLE)", "FALSE"
     text = f"lower(trim(CAST({col} AS VARCHAR)))"
-    t = ", ".join(_lit(v) for v in sorted(_TRUE))
-    f = ", ".join(_lit(v) for v in sorted(_FALSE))
+    t = ", ".join(_lit(v) for v in sorted(TRUE_TOKENS))
+    f = ", ".join(_lit(v) for v in sorted(FALSE_TOKENS))
     val = f"CASE WHEN {text} IN ({t}) THEN 1.0 WHEN {text} IN ({f}) THEN 0.0 ELSE NULL END"
     bad = f"({col} IS NOT NULL AND NOT {_missing_text(f'CAST({col} AS VARCHAR)')} AND {val} IS NULL)"
     return val, bad
@@ -173,7 +173,7 @@ class _Plan:
                 raise LogFormatError(ds.label, [f"--map {target}={col}: the files have no column {show_id(col)}"])
             canon[str(target)] = col
         self.col = canon
-        conf, sig, _ = _check_header(list(canon), (), ds.label)
+        conf, sig, _ = check_header(list(canon), (), ds.label)
         if not conf:
             raise LogFormatError(ds.label, [
                 "the dataset has raw signals only (" + ", ".join(show_id(s, 40) for s in sig[:5]) + "); "
