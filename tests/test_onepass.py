@@ -110,6 +110,36 @@ def test_a_bad_weight_is_caught_under_the_column_schedule(tmp_path, value):
         sums_duckdb(ds, ScoreSettings(n_boot=0, schedule=parse_schedule("column")))
 
 
+def test_a_stored_nan_beside_a_rounding_error_stays_out_of_the_pooled_counts(tmp_path):
+    """A NaN stored as a Parquet double (not a null: pandas writes NaN as null) in the same
+    predictor as a forecast rounding outside [0, 1]: setting forecasts into [0, 1] must not turn
+    the NaN into 1 (DuckDB orders NaN above every number, so least(1, NaN) is 1)."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    rng = np.random.default_rng(4)
+    n_runs, steps = 40, 5
+    tid = np.repeat([f"r{i:02d}" for i in range(n_runs)], steps)
+    y = np.repeat((np.arange(n_runs) % 2).astype(float), steps)
+    conf = np.clip(0.3 + 0.4 * y + rng.normal(0, 0.15, y.size), 0.0, 1.0)
+    conf[3], conf[17], conf[60] = np.nan, np.nan, 1 + 1e-12  # two stored NaN, one rounding
+    table = pa.table({"trajectory_id": pa.array(tid), "step": pa.array(np.tile(np.arange(1, steps + 1), n_runs)),
+                      "outcome": pa.array(y), "conf_a": pa.array(conf, from_pandas=False)})
+    assert table.column("conf_a").null_count == 0 and np.isnan(table.column("conf_a").to_numpy()).sum() == 2
+    folder = tmp_path / "d"
+    folder.mkdir()
+    pq.write_table(table.slice(0, 100), folder / "part-0.parquet")
+    pq.write_table(table.slice(100), folder / "part-1.parquet")
+    pq.write_table(table, tmp_path / "log.parquet")
+    data = tpsviz.load(tmp_path / "log.parquet")
+    _, got = _compare(data, open_dataset(folder), ScoreSettings(n_boot=20))
+    mt = metric_table(data, n_boot=0)
+    cols = ["auroc", "auprc", "auroc_final", "tece_pooled", "tece_final"]
+    np.testing.assert_allclose(got.metrics.loc[mt.index, cols].to_numpy(float), mt[cols].to_numpy(float),
+                               rtol=1e-12, atol=1e-14)
+    assert got.sums.pooled["a"].tece_n.sum() == y.size - 2  # the NaN rows are not counted
+
+
 @pytest.mark.parametrize("missing", [np.nan, None])
 def test_missing_forecasts_are_left_out_and_rounding_is_noted(tmp_path, missing):
     df = pd.concat([BASE, BASE.assign(trajectory_id=BASE["trajectory_id"] + "2", outcome=1 - BASE["outcome"])],

@@ -84,20 +84,21 @@ def rows_sql(plan: _Plan, source: str, stripped: bool = False) -> tuple[str, boo
 
 def labelled_sql(plan: _Plan, source: str, runs: _Runs) -> str:
     """``WITH scored AS NOT MATERIALIZED (…)``: the outcome ``y`` and the forecasts ``p<k>`` of every row, for the
-    pooled counts (:func:`tpsviz.engines.duck.grid_sql`) of a dataset already validated. A
-    forecast is set into [0, 1] only when the pass saw one rounding outside; NaN forecasts are
-    left to the counts' filter (every predictor is set into [0, 1] then: a no-op on the others).
+    pooled counts (:func:`tpsviz.engines.duck.grid_sql`) of a dataset already validated. When the
+    pass saw a forecast rounding outside [0, 1] (:func:`_flagged`), every forecast is set into
+    [0, 1] (a no-op on the others); NaN forecasts are left to the counts' filter.
     Not materialized: each predictor's count reads its own columns
     (measured at 100M rows and 3 predictors: 8.7 s, 10.5 s materialized, 11 s on the rows of
     :func:`rows_sql`)."""
     y, _ = plan.expr("outcome")
     cols = [f"{y} AS y"]
-    fuzz = _flagged(runs)
+    clamp = _flagged(runs)
     for k, name in enumerate(plan.conf):
         r, _ = plan.expr(name)
-        # (DuckDB's least/greatest skip a NULL: a missing forecast must stay NULL)
-        cols.append(f"CASE WHEN {r} IS NULL THEN NULL ELSE greatest(0.0, least(1.0, {r})) END AS p{k}"
-                    if fuzz else f"{r} AS p{k}")
+        # (DuckDB's least/greatest skip a NULL, and order NaN above every number: least(1, NaN) is 1;
+        # a missing forecast, NULL or NaN, must stay out)
+        cols.append(f"CASE WHEN {r} IS NULL OR isnan({r}) THEN NULL ELSE greatest(0.0, least(1.0, {r})) END AS p{k}"
+                    if clamp else f"{r} AS p{k}")
     return f"WITH scored AS NOT MATERIALIZED (SELECT {', '.join(cols)} FROM {source})\n"
 
 
