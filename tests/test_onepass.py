@@ -140,6 +140,32 @@ def test_a_stored_nan_beside_a_rounding_error_stays_out_of_the_pooled_counts(tmp
     assert got.sums.pooled["a"].tece_n.sum() == y.size - 2  # the NaN rows are not counted
 
 
+@pytest.mark.parametrize("column", ["outcome", "conf_a"])
+def test_a_stored_nan_is_a_missing_value_as_the_reader_reads_it(tmp_path, column):
+    """A NaN stored as a Parquet double, in a small file whose min/max statistics leave it out (from
+    which DuckDB 2.0 folds isnan() to false unless its statistics propagation is off): a NaN outcome
+    is a censored run and a NaN forecast a missing one, in both engines."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    y = np.repeat([1.0, 0.0, np.nan, 1.0], 3)
+    conf = np.repeat([0.5, 0.25, 0.6, 0.75], 3)
+    if column == "outcome":
+        cols = {"outcome": y, "conf_a": conf}
+    else:
+        conf[[6, 7]] = np.nan
+        cols = {"outcome": np.nan_to_num(y, nan=1.0), "conf_a": conf}
+    table = pa.table({"trajectory_id": pa.array(np.repeat(["a", "b", "c", "d"], 3)),
+                      "step": pa.array(np.tile([1, 2, 3], 4)),
+                      **{k: pa.array(v, from_pandas=False) for k, v in cols.items()}})
+    assert np.isnan(table.column(column).to_numpy()).sum() >= 2 and table.column(column).null_count == 0
+    (tmp_path / "d").mkdir()
+    pq.write_table(table, tmp_path / "d" / "log.parquet")
+    data = tpsviz.load(tmp_path / "d" / "log.parquet")
+    _, got = _compare(data, open_dataset(tmp_path / "d"), ScoreSettings(n_boot=20))
+    assert got.sums.n_censored == int(data.trajectories["censored"].sum()) == (1 if column == "outcome" else 0)
+
+
 @pytest.mark.parametrize("missing", [np.nan, None])
 def test_missing_forecasts_are_left_out_and_rounding_is_noted(tmp_path, missing):
     df = pd.concat([BASE, BASE.assign(trajectory_id=BASE["trajectory_id"] + "2", outcome=1 - BASE["outcome"])],
