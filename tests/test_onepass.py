@@ -143,7 +143,7 @@ def test_a_stored_nan_beside_a_rounding_error_stays_out_of_the_pooled_counts(tmp
 @pytest.mark.parametrize("column", ["outcome", "conf_a"])
 def test_a_stored_nan_is_a_missing_value_as_the_reader_reads_it(tmp_path, column):
     """A NaN stored as a Parquet double, in a small file whose min/max statistics leave it out (from
-    which DuckDB 2.0 folds isnan() to false unless its statistics propagation is off): a NaN outcome
+    which DuckDB 2.0 folds isnan() to false unless the file is read with can_have_nan): a NaN outcome
     is a censored run and a NaN forecast a missing one, in both engines."""
     import pyarrow as pa
     import pyarrow.parquet as pq
