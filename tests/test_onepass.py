@@ -183,3 +183,38 @@ def test_missing_forecasts_are_left_out_and_rounding_is_noted(tmp_path, missing)
     cols = ["auroc", "auprc", "auroc_final", "tece_pooled", "tece_final"]
     np.testing.assert_allclose(got.metrics.loc[mt.index, cols].to_numpy(float), mt[cols].to_numpy(float),
                                rtol=1e-12, atol=1e-14)
+
+
+TEXT_CELLS = ["-nan", "nan(1)", "1_000", "0_1", "+-1", "0x1p-1", "1/2"]
+
+
+@pytest.mark.parametrize("cell", TEXT_CELLS)
+@pytest.mark.parametrize("column", ["conf_a", "outcome", "q_z", "weight", "step"])
+def test_text_the_reader_refuses_is_refused_out_of_core_too(tmp_path, column, cell):
+    """DuckDB's cast reads "1_000" as 1000, "-nan" as NaN and "+-1" as -1; pandas.to_numeric,
+    which tpsviz.load uses, reads none of them. A CSV dataset holding one such cell is refused by
+    both engines, naming the column (found by comparing the two casts, docs/architecture.md)."""
+    df = BASE.astype(object).assign(outcome=["1", "1", "1", "", ""], q_z=["", "", "", "0.4", "0.4"])
+    df.loc[4, column] = cell
+    path = tmp_path / "log.csv"
+    df.to_csv(path, index=False)
+    with pytest.raises(LogFormatError) as mem:
+        tpsviz.load(path)
+    ds = open_dataset(_split(df, tmp_path / "d", 2, "csv"))
+    with pytest.raises(LogFormatError) as out:
+        sums_duckdb(ds, ScoreSettings(n_boot=0, schedule=parse_schedule("column")))
+    assert f"column '{column}'" in str(mem.value)
+    assert f"column '{column}'" in str(out.value) and "trajectory 'b'" in str(out.value)
+    if column == "conf_a":  # not a number, not "outside [0, 1]"
+        assert "must hold numbers" in str(out.value) and "must be in [0, 1]" not in str(out.value)
+
+
+def test_a_forecast_outside_the_unit_interval_is_told_apart_from_text(tmp_path):
+    df = BASE.astype(object)
+    df.loc[1, "conf_a"], df.loc[4, "conf_a"] = "1.5", "x"
+    ds = open_dataset(_split(df, tmp_path / "d", 2, "csv"))
+    with pytest.raises(LogFormatError) as out:
+        sums_duckdb(ds, ScoreSettings(n_boot=0))
+    msg = str(out.value)
+    assert "column 'conf_a': probabilities must be in [0, 1]; not so on 1 row(s), e.g. in trajectory 'a'" in msg
+    assert "column 'conf_a' must hold numbers (probabilities in [0, 1]); not so on 1 row(s), e.g. in trajectory 'b'" in msg

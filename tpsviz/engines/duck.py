@@ -117,9 +117,13 @@ def _number(col: str, typ: str) -> tuple[str, str]:
     if any(k in t for k in ("INT", "DECIMAL", "NUMERIC")):
         return f"CAST({col} AS DOUBLE)", "FALSE"
     text = f"CAST({col} AS VARCHAR)"
-    val = (f"CASE WHEN {text} IS NULL OR {_missing_text(text)} THEN NULL "
-           f"ELSE TRY_CAST(trim({text}) AS DOUBLE) END")
-    bad = f"({text} IS NOT NULL AND NOT {_missing_text(text)} AND TRY_CAST(trim({text}) AS DOUBLE) IS NULL)"
+    cast = f"TRY_CAST(trim({text}) AS DOUBLE)"
+    val = f"CASE WHEN {text} IS NULL OR {_missing_text(text)} THEN NULL ELSE {cast} END"
+    # DuckDB's cast reads more than tpsviz.load's pandas.to_numeric does: digit separators
+    # ("1_000"), NaN spellings other than the missing token "nan" ("-nan", "nan(1)") and "+-1".
+    # Those are not numbers here either, so both engines refuse the same cells.
+    bad = (f"({text} IS NOT NULL AND NOT {_missing_text(text)} AND ({cast} IS NULL OR isnan({cast}) "
+           f"OR contains({text}, '_') OR starts_with(trim({text}), '+-')))")
     return val, bad
 
 
@@ -380,8 +384,12 @@ def _run_sql(plan: _Plan, rows_sql: str, settings: ScoreSettings) -> str:
 def _diagnose(con, plan: _Plan, rows_sql: str) -> dict:
     """Rows failing each check, with an example run (one more pass, only when a check failed)."""
     parts = []
-    for f in _flags(plan) + [f"fuzz{k}" for k in range(len(plan.conf))]:
-        parts += [f"count(*) FILTER (WHERE {f}) AS {f}", f"min(tid) FILTER (WHERE {f}) AS ex_{f}"]
+    conds = {f: f for f in _flags(plan) + [f"fuzz{k}" for k in range(len(plan.conf))]}
+    for k in range(len(plan.conf)):  # a forecast that is not a number, apart from one outside [0, 1]
+        conds[f"bad_ptext{k}"] = f"bad_ptext{k}"
+        conds[f"bad_p{k}"] = f"bad_p{k} AND NOT coalesce(bad_ptext{k}, FALSE)"
+    for f, cond in conds.items():
+        parts += [f"count(*) FILTER (WHERE {cond}) AS {f}", f"min(tid) FILTER (WHERE {cond}) AS ex_{f}"]
     row = con.sql(rows_sql + f"SELECT {', '.join(parts)} FROM scored").fetchall()[0]
     names = [p.rsplit(" AS ", 1)[1] for p in parts]
     return dict(zip(names, row))
@@ -404,6 +412,8 @@ def _check_rows(ds: Dataset, plan: _Plan, runs: _Runs, diag: dict | None) -> lis
                  "bad_q": "column 'q_z' (continuation success probability) must be in [0, 1] or empty",
                  "bad_w": "column 'weight': weights must be finite numbers >= 0"}
         texts.update({f"bad_p{k}": f"column {show_id(name)}: probabilities must be in [0, 1]"
+                      for k, name in enumerate(plan.conf)})
+        texts.update({f"bad_ptext{k}": f"column {show_id(name)} must hold numbers (probabilities in [0, 1])"
                       for k, name in enumerate(plan.conf)})
         for flag, text in texts.items():
             count = int(diag.get(flag) or 0)
