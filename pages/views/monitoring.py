@@ -115,7 +115,8 @@ if alarm is not None and not alarm.reason:
         p_chance = float(poisson.sf(len(post) - 1, chance))
         if p_chance < 0.01:
             st.error(f"**{name} degraded**: {where}. {len(post)} alarm(s) in the {n_after:,} runs after the in-control "
-                     f"part, where chance alone gives about {chance:.1f}.", icon=":material/notifications_active:")
+                     f"part, where chance alone gives about {chance:.1f} (a count this high by chance: "
+                     f"p = {p_chance:.2g}).", icon=":material/notifications_active:")
         else:
             st.warning(f"**{name}: {len(post)} alarm(s) in the {n_after:,} runs after the in-control part, where chance "
                        f"alone gives about {chance:.1f}** (a count this high by chance: p = {p_chance:.2f}). Not yet "
@@ -136,7 +137,8 @@ st.subheader("Degradation alarm")
 st.markdown(
     "A **CUSUM** adds up, run after run, how far the predictor's score falls short of what it was in the in-control "
     "part (its per-run TPS minus that of the in-control success rate, so long or hard runs do not count against it). "
-    "Small random shortfalls cancel out; a lasting drop builds up until it crosses the threshold. The threshold is "
+    "Small random shortfalls cancel out; a lasting drop builds up until it crosses the threshold. Each run counts "
+    "at most 3 standard deviations, so one extreme run cannot raise an alarm by itself. The threshold is "
     "set so that false alarms are rare, and the rate of false alarms is then **measured** on simulated in-control "
     "streams drawn from the first runs, which also re-estimate what normal looks like.")
 if alarm is None:
@@ -160,7 +162,10 @@ else:
     if len(alarm.alarms):
         show = alarm.alarms.assign(run=alarm.alarms["position"] + 1, begins=alarm.alarms["start_position"] + 1,
                                    at=alarm.alarms["key"].map(_when), since=alarm.alarms["start_key"].map(_when))
-        st.dataframe(show[["run", "at", "trajectory_id", "begins", "since", "in_control"]], hide_index=True,
+        # in file order the order value is the run number again: no "when" columns then
+        shown = ["run", "trajectory_id", "begins", "in_control"] if by == FILE_ORDER else \
+            ["run", "at", "trajectory_id", "begins", "since", "in_control"]
+        st.dataframe(show[shown], hide_index=True,
                      width="stretch", column_config={
                          "run": st.column_config.NumberColumn("alarm at run", help="Position in monitoring order."),
                          "at": st.column_config.TextColumn("when"),
