@@ -1,6 +1,7 @@
 """``tpsviz defer``: the value of handing off when the forecast falls below τ (tpsviz.deferral).
 
-Prints, per predictor, the best τ with its bootstrap interval, the mean utility per run there and
+Prints, per predictor, the best τ (a range "0.00–0.50, flat" when the mean utility is flat at its
+maximum) with its bootstrap interval, the mean utility per run there and
 never handing off, the share handed off and the area under the risk–coverage curve; ``--json``
 adds the whole curve over τ.
 """
@@ -53,11 +54,14 @@ def run(args, data, settings, name_fn, fail) -> int:
             "settings": {"file": name_fn(data.source), "utility": vars(utility), "censored_runs": args.censored_runs,
                          "n_boot": n_boot, "level": settings.level, "policy": "hand off at the first step with F < tau"},
             "predictors": {name_fn(n): {
-                "best_tau": num(r.best_tau), "best_tau_ci": [num(x) for x in r.best_tau_ci],
+                "best_tau": num(r.best_tau), "best_tau_low": num(r.best_tau_low),
+                "best_tau_high": num(r.best_tau_high), "best_tau_label": r.best_tau_label(),
+                "best_tau_ci": [num(x) for x in r.best_tau_ci],
                 "best_utility": num(r.best_utility), "best_utility_ci": [num(x) for x in r.best_utility_ci],
                 "never_handoff_utility": num(r.curve["utility"].iloc[0]), "aurc": num(r.aurc),
                 "n_runs": r.n_runs, "n_excluded": r.n_excluded,
-                "curve": [{k: num(v) for k, v in row.items()} for row in r.curve.to_dict("records")]}
+                "curve": [{k: bool(v) if k == "best" else num(v) for k, v in row.items()}
+                          for row in r.curve.to_dict("records")]}
                 for n, r in res.items()}}, indent=2))
         return 0
     u = utility
@@ -65,8 +69,10 @@ def run(args, data, settings, name_fn, fail) -> int:
           f"failure -{u.failure:g}, hand-off -{u.handoff:g}, per step -{u.per_step:g}; censored runs not handed "
           f"off: {'failures' if args.censored_runs == 'failure' else 'left out'}")
     nw = max([len(name_fn(n, 40)) for n in names] + [9])
+    labels = {n: r.best_tau_label() for n, r in res.items()}
+    bw = max([len(x) for x in labels.values()] + [8])
     pct = int(round(settings.level * 100))
-    header = (f"{'predictor':<{nw}} {'best tau':>8} {f'{pct}% CI':>14} {'utility':>9} {'never':>9} "
+    header = (f"{'predictor':<{nw}} {'best tau':>{bw}} {f'{pct}% CI':>14} {'utility':>9} {'never':>9} "
               f"{'handed off':>10} {'AURC':>6}")
     print(header)
     print("-" * len(header))
@@ -74,9 +80,11 @@ def run(args, data, settings, name_fn, fail) -> int:
         lo, hi = r.best_tau_ci
         ci = f"[{lo:.2f}, {hi:.2f}]" if np.isfinite(lo) else "n/a"
         share = float(r.curve.loc[r.curve["tau"] == r.best_tau, "handoff_rate"].iloc[0])
-        print(f"{name_fn(n, 40):<{nw}} {r.best_tau:>8.2f} {ci:>14} {r.best_utility:>+9.3f} "
+        print(f"{name_fn(n, 40):<{nw}} {labels[n]:>{bw}} {ci:>14} {r.best_utility:>+9.3f} "
               f"{r.curve['utility'].iloc[0]:>+9.3f} {share:>10.0%} {r.aurc:>6.3f}")
-    print(f"utility: mean per run at the best tau; never: tau = 0; CI of the best tau: percentile bootstrap "
-          f"over runs ({n_boot} replicates); AURC: area under risk (failure rate of the runs kept) against "
-          "coverage (lower is better)")
+    print(f"best tau: a range 'a–b, flat' when the mean utility is the same for every tau in it; utility: mean "
+          f"per run at the best tau; never: tau = 0; handed off: at the smallest best tau; CI of the best tau: "
+          f"percentile bootstrap over runs ({n_boot} replicates; a replicate with several best tau counts with "
+          "its whole range); AURC: area under risk (failure rate of the runs kept) against coverage, i.e. the "
+          "failure rate among the runs kept averaged over coverage (lower is better)")
     return 0

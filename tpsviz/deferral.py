@@ -10,8 +10,9 @@ of a failure, cost of a hand-off, cost per step run — run i is worth
 where T_i is the run's length. A censored run that is not handed off ran out of budget without
 delivering: it counts as a failure (``censored="failure"``, the simple censored reading) or is
 left out (``"exclude"``). The expected utility U(τ) = mean_i u_i(τ) over a grid of τ, the best τ
-with a bootstrap CI over runs, and the risk–coverage curve (coverage: share of runs not handed
-off; risk: failure rate among them) with its area follow. τ = 0 never hands off; τ = 1 hands off
+(a range when U is flat at its maximum) with a bootstrap CI over runs, and the risk–coverage curve
+(coverage: share of runs not handed off; risk: failure rate among them) with its area (AURC: the
+failure rate among the runs kept, averaged over coverage) follow. τ = 0 never hands off; τ = 1 hands off
 at the first forecast below 1.
 
 The same τ are the thresholds of the Murphy diagram (:mod:`tpsviz.murphy`): the elementary score
@@ -28,7 +29,11 @@ import pandas as pd
 from .inference import DEFAULT_SEED, bootstrap_sums
 from .io import TrajectoryData
 
-__all__ = ["Utility", "DeferralResult", "deferral", "run_utilities"]
+__all__ = ["Utility", "DeferralResult", "deferral", "run_utilities", "best_mask", "TIE_TOL"]
+
+TIE_TOL = 1e-12
+"""Relative tolerance under which two mean utilities count as equal (the same runs summed in another
+order differ in the last bits)."""
 
 
 @dataclass(frozen=True)
@@ -68,14 +73,22 @@ class DeferralResult:
     ----------
     curve : DataFrame
         Per τ: ``tau``, ``utility`` (mean per run), ``ci_low``, ``ci_high`` (pointwise bootstrap),
-        ``coverage``, ``risk``, ``handoff_rate``.
+        ``coverage``, ``risk``, ``handoff_rate``, ``best`` (the mean utility equals the maximum).
     best_tau, best_utility : float
         The τ of the largest mean utility (the smallest such τ on ties) and that utility.
     best_tau_ci : (float, float)
-        Percentile bootstrap interval of the best τ (runs resampled; the argmax of each replicate).
+        Percentile bootstrap interval of the best τ (runs resampled). A replicate whose curve has
+        several best τ (a plateau) counts with its whole range: the lower end is the (1 − level)/2
+        quantile of the replicates' smallest best τ, the upper end the (1 + level)/2 quantile of
+        their largest best τ.
     best_utility_ci : (float, float)
+    best_tau_low, best_tau_high : float
+        The smallest and the largest τ of the grid whose mean utility equals the maximum (within
+        ``TIE_TOL`` · (1 + |max|)); equal when the best τ is unique. The curve's ``best`` column
+        marks every such τ.
     aurc : float
-        Area under the risk–coverage curve (lower is better).
+        Area under the risk–coverage curve: the failure rate among the runs kept, averaged over
+        coverage (lower is better).
     n_runs, n_excluded : int
     utility : Utility
     """
@@ -89,6 +102,33 @@ class DeferralResult:
     n_runs: int
     n_excluded: int
     utility: Utility
+    best_tau_low: float
+    best_tau_high: float
+
+    def best_tau_label(self) -> str:
+        """The best τ as text, for tables and the CLI.
+
+        Returns
+        -------
+        str
+            "0.35" when the best τ is unique; "0.00–0.50, flat" when every τ of the grid between
+            the smallest and the largest best τ is best; "0.00–0.20 or 0.61–1.00, tie" when the
+            best τ form separate ranges (at most three shown).
+        """
+        c = self.curve.sort_values("tau")
+        taus, best = c["tau"].to_numpy(), c["best"].to_numpy(dtype=bool)
+        pieces, start = [], None
+        for i in range(taus.size):
+            if best[i] and start is None:
+                start = i
+            if start is not None and (i == taus.size - 1 or not best[i + 1]):
+                lo, hi = taus[start], taus[i]
+                pieces.append(f"{lo:.2f}" if lo == hi else f"{lo:.2f}–{hi:.2f}")
+                start = None
+        if len(pieces) == 1:
+            return pieces[0] if self.best_tau_low == self.best_tau_high else pieces[0] + ", flat"
+        shown = " or ".join(pieces[:3]) + (" or …" if len(pieces) > 3 else "")
+        return shown + ", tie"
 
 
 def run_utilities(data: TrajectoryData, name: str, utility: Utility, thresholds: np.ndarray,
@@ -149,6 +189,24 @@ def _aurc(coverage: np.ndarray, risk: np.ndarray) -> float:
     return float(np.sum(np.diff(c) * (r[1:] + r[:-1]) / 2))
 
 
+def best_mask(values: np.ndarray) -> np.ndarray:
+    """Which entries equal the maximum along the last axis, within ``TIE_TOL`` · (1 + |max|).
+
+    Parameters
+    ----------
+    values : ndarray
+        Mean utilities over τ: shape (k,), or (replicates, k).
+
+    Returns
+    -------
+    ndarray of bool
+        Same shape as ``values``.
+    """
+    values = np.asarray(values, dtype=float)
+    top = values.max(axis=-1, keepdims=True)
+    return values >= top - TIE_TOL * (1.0 + np.abs(top))
+
+
 def deferral(data: TrajectoryData, name: str, utility: Utility = Utility(), thresholds=None,
              censored: str = "failure", n_boot: int = 1000, level: float = 0.95,
              seed: int = DEFAULT_SEED) -> DeferralResult:
@@ -170,6 +228,14 @@ def deferral(data: TrajectoryData, name: str, utility: Utility = Utility(), thre
     Returns
     -------
     DeferralResult
+
+    Notes
+    -----
+    The mean utility is a step function of τ, often flat at its maximum (no run changes hands
+    between two thresholds). Every τ of that plateau is equally best: the result gives its ends
+    (``best_tau_low``, ``best_tau_high``) and ``best_tau`` is the smallest. The bootstrap keeps the
+    ties too: its interval runs from the lower quantile of each replicate's smallest best τ to the
+    upper quantile of each replicate's largest, so a plateau is never cut to its first point.
     """
     thr = np.round(np.linspace(0.0, 1.0, 101), 10) if thresholds is None else np.asarray(thresholds, float)
     u, handed, failed = run_utilities(data, name, utility, thr, censored)
@@ -181,18 +247,24 @@ def deferral(data: TrajectoryData, name: str, utility: Utility = Utility(), thre
     coverage = auto.mean(axis=0)
     with np.errstate(invalid="ignore", divide="ignore"):
         risk = (auto & failed[:, None]).sum(axis=0) / auto.sum(axis=0)
-    j = int(np.argmax(mean))
+    is_best = best_mask(mean)
+    tau_low, tau_high = float(thr[is_best].min()), float(thr[is_best].max())
+    j = int(np.flatnonzero(is_best & (thr == tau_low))[0])
     lo = hi = np.full(thr.size, np.nan)
     tau_ci = util_ci = (np.nan, np.nan)
     if n_boot > 0 and n >= 2:
         reps = bootstrap_sums(u, n_boot, seed) / n
         a = (1 - level) / 2
         lo, hi = np.quantile(reps, [a, 1 - a], axis=0)
-        best = thr[np.argmax(reps, axis=1)]
-        tau_ci = tuple(float(x) for x in np.quantile(best, [a, 1 - a], method="inverted_cdf"))  # grid values
+        # ties: each replicate contributes its smallest best τ to the lower end and its largest to the upper
+        rep_best = best_mask(reps)
+        rep_low = np.where(rep_best, thr, np.inf).min(axis=1)
+        rep_high = np.where(rep_best, thr, -np.inf).max(axis=1)
+        tau_ci = (float(np.quantile(rep_low, a, method="inverted_cdf")),  # grid values
+                  float(np.quantile(rep_high, 1 - a, method="inverted_cdf")))
         util_ci = (float(lo[j]), float(hi[j]))
     curve = pd.DataFrame({"tau": thr, "utility": mean, "ci_low": lo, "ci_high": hi, "coverage": coverage,
-                          "risk": risk, "handoff_rate": 1.0 - coverage})
+                          "risk": risk, "handoff_rate": 1.0 - coverage, "best": is_best})
     n_all = data.n_trajectories
-    return DeferralResult(curve, float(thr[j]), float(mean[j]), tau_ci, util_ci, _aurc(coverage, risk), n,
-                          n_all - n, utility)
+    return DeferralResult(curve, tau_low, float(mean[j]), tau_ci, util_ci, _aurc(coverage, risk), n,
+                          n_all - n, utility, tau_low, tau_high)

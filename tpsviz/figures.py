@@ -669,7 +669,7 @@ def drift_figure(tables: dict, colors: dict, by: str) -> go.Figure:
 
 def deferral_figure(results: dict, colors: dict) -> go.Figure:
     """Hand off when F_t < τ: mean utility per run over τ (with its pointwise 95% band for up to
-    three predictors, and the best τ marked), and the risk–coverage curve (:func:`tpsviz.deferral.deferral` results by predictor)."""
+    three predictors, and the best τ starred: both ends when the curve is flat at its maximum), and the risk–coverage curve (:func:`tpsviz.deferral.deferral` results by predictor)."""
     fig = make_subplots(rows=1, cols=2, horizontal_spacing=0.1,
                         subplot_titles=["Mean utility per run of 'hand off when F < τ'", "Risk–coverage"])
     bands = len(results) <= 3  # more overlapping bands hide the curves
@@ -684,18 +684,23 @@ def deferral_figure(results: dict, colors: dict) -> go.Figure:
                                  customdata=np.c_[c["handoff_rate"]],
                                  hovertemplate=f"{plot_label(name)}<br>τ = %{{x:.2f}}: %{{y:.3f}} per run, "
                                                "%{customdata[0]:.0%} handed off<extra></extra>"), 1, 1)
-        fig.add_trace(go.Scatter(x=[r.best_tau], y=[r.best_utility], mode="markers", showlegend=False,
+        ends = sorted({r.best_tau_low, r.best_tau_high})  # both ends of a plateau at the maximum
+        fig.add_trace(go.Scatter(x=ends, y=[r.best_utility] * len(ends), mode="markers", showlegend=False,
                                  legendgroup=name, marker=dict(color=col, size=10, symbol="star"),
-                                 hovertemplate=f"{plot_label(name)}: best τ = {r.best_tau:.2f}<extra></extra>"), 1, 1)
+                                 cliponaxis=False,  # a star at τ = 0 or 1 sits on the axis edge
+                                 hovertemplate=f"{plot_label(name)}: best τ = {r.best_tau_label()}<extra></extra>"),
+                      1, 1)
         fig.add_trace(go.Scatter(x=c["coverage"], y=c["risk"], mode="lines", showlegend=False, legendgroup=name,
                                  line=dict(color=col, width=_width(name), shape="hv"),
                                  hovertemplate=f"{plot_label(name)}<br>coverage %{{x:.0%}}: failure rate %{{y:.1%}}"
                                                "<extra></extra>"), 1, 2)
-    fig.update_xaxes(title="threshold τ (the Murphy diagram's c)", range=[0, 1], row=1, col=1)
+    # a little room beyond τ = 0 and 1, so a star there is not drawn over the axis and its tick labels
+    fig.update_xaxes(title="threshold τ (the Murphy diagram's c)", range=[-0.03, 1.03], row=1, col=1)
     fig.update_yaxes(title="mean utility per run (↑ better)", row=1, col=1)
     fig.update_xaxes(title="coverage: share of runs the agent finishes", range=[0, 1], row=1, col=2)
     fig.update_yaxes(title="risk: failure rate among them (↓ better)", row=1, col=2)
-    fig.update_layout(height=420, legend_title_text="")
+    _layout(fig, None, height=480, legend_bottom=True)
+    fig.update_layout(legend=dict(y=-0.25), legend_title_text="")
     return fig
 
 
@@ -759,8 +764,9 @@ def cusum_figure(runs: pd.DataFrame, alarm, color: str, x_title: str) -> go.Figu
                                  customdata=np.c_[a["start_key"].astype(str)],
                                  hovertemplate="alarm at %{x}<br>excursion from %{customdata[0]}<extra></extra>"))
     fig.update_xaxes(title=x_title)
-    fig.update_yaxes(title="CUSUM statistic S (↑ = evidence of a drop)", rangemode="tozero")
-    fig.update_layout(title=f"Degradation alarm on {plot_label(alarm.predictor)}", height=340, legend_title_text="")
+    # a two-line axis title: one line as long as the plot is high ran into the figure's title
+    fig.update_yaxes(title="CUSUM statistic S<br>(↑ = evidence of a drop)", rangemode="tozero")
+    fig.update_layout(title=f"Degradation alarm on {plot_label(alarm.predictor)}", height=380, legend_title_text="")
     return fig
 
 
@@ -896,7 +902,9 @@ def murphy_figure(curves: pd.DataFrame, colors: dict, c: np.ndarray, w: np.ndarr
                       secondary_y=False)
     fig.update_xaxes(title="decision threshold c (act as if success when F ≥ c)", range=[0, 1])
     fig.update_yaxes(title_text="mean elementary loss ℓ_c (↓ better)", secondary_y=False, rangemode="tozero")
-    fig.update_yaxes(title_text="ω(c), relative", secondary_y=True, showgrid=False, rangemode="tozero")
+    # tickmode "auto": plotly.js otherwise syncs an overlaying axis's ticks to the left grid (0.183, 0.366, …)
+    fig.update_yaxes(title_text="ω(c), relative", secondary_y=True, showgrid=False, rangemode="tozero",
+                     tickmode="auto")
     return _layout(fig, "Murphy diagram: loss at every decision threshold")
 
 

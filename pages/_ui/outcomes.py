@@ -7,6 +7,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+import numpy as np
+
 import tpsviz
 from tpsviz.cancel import Cancelled
 from tpsviz.files import CANNOT_OPEN, PathRefused, limits_from_env
@@ -15,7 +17,7 @@ from .loading import LoadFailure
 from .memo import memo
 from .state import Source, data_roots
 
-__all__ = ["OtherLog", "read_other"]
+__all__ = ["OtherLog", "read_other", "labelled_censored_runs"]
 
 
 @dataclass(frozen=True)
@@ -75,3 +77,27 @@ def _read(key: str, _src: Source):
 def read_other(src: Source):
     """:class:`OtherLog` of the sidebar's source (cached per source), or a LoadFailure."""
     return _read(src.file_key, _src=src)
+
+
+def labelled_censored_runs(log, censoring: str) -> int:
+    """How many censored runs of a multi-class log the page's "…as the label" choice scores.
+
+    Parameters
+    ----------
+    log : MulticlassLog
+    censoring : {"complete", "simple", "exact"}
+        The page's censoring mode (:func:`tpsviz.multiclass.tps_k`).
+
+    Returns
+    -------
+    int
+        0 in complete-case mode (censored runs are left out); every censored run in simple mode;
+        in exact mode only the censored runs without a q vector (``q_z__<label>`` columns): the
+        others are scored with their q vector, as :func:`tpsviz.multiclass.tps_k` does.
+    """
+    if censoring == "complete":
+        return 0
+    censored = log.trajectories["censored"].to_numpy(dtype=bool)
+    if censoring == "simple":
+        return int(censored.sum())
+    return int((censored & np.isnan(log.q_vectors()).any(axis=1)).sum())

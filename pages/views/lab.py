@@ -51,7 +51,7 @@ st.subheader("What is a threshold worth? Hand off when F < τ")
 st.markdown("A deployed agent can stop and hand the task to a person at the first step where its confidence falls "
             "below a threshold τ. Whether that pays depends on what a success, a failure, a hand-off and a step are "
             "worth to you: enter them below. The curve is the mean utility per run of each τ on this log; the star "
-            "is the best τ. The thresholds are the Murphy diagram's c.")
+            "is the best τ (a range when the curve is flat at its maximum). The thresholds are the Murphy diagram's c.")
 uc = st.columns(5)
 u_succ = uc[0].number_input("value of a success", 0.0, 1e6, 1.0, 0.1, key="dfr_success",
                             help="What a task the agent completes correctly is worth.")
@@ -63,30 +63,39 @@ u_step = uc[3].number_input("cost per step", 0.0, 1e6, 0.0, 0.01, key="dfr_step"
                             help="What each step the agent runs costs (compute, latency).")
 cens_choice = uc[4].selectbox("censored runs", ["count as failures", "leave out"], key="dfr_cens",
                               help="A run the budget cut off before it finished, and that was not handed off.")
+AURC_HELP = ("AURC: the area under the risk–coverage curve, that is the failure rate among the runs the agent "
+             "finishes, averaged over coverage from 0 to 100%. It does not depend on the utility table: it is low "
+             "when the forecast puts failures below successes. Lower is better.")
 dfr = Rs.deferral_curves((u_succ, u_fail, u_hand, u_step),
                          "failure" if cens_choice == "count as failures" else "exclude", a=Rs.analysis(cfg))
 C.plot(F.deferral_figure(dfr, Rs.selected_colors(cfg, data)), "lab_deferral", name="Deferral",
        caption="Left: mean utility per run of the policy 'hand off at the first step with F < τ' (τ = 0: never hand "
-               "off), with a pointwise 95% bootstrap band over runs when three or fewer predictors are selected; star: the best τ. Right: risk–coverage — the "
-               "failure rate among the runs the agent finishes against the share it finishes, as τ moves.")
+               "off), with a pointwise 95% bootstrap band over runs when three or fewer predictors are selected; star: the best τ "
+               "(two stars when the curve is flat at its maximum: every τ between them is equally good). Right: "
+               "risk–coverage — the failure rate among the runs the agent finishes against the share it finishes, as "
+               "τ moves.")
 first = next(iter(dfr.values()), None)
-rows = [{"predictor": F.display_name(n), "best τ": r.best_tau,
+rows = [{"predictor": F.display_name(n), "best τ": r.best_tau_label(),
          "95% CI of best τ": f"[{r.best_tau_ci[0]:.2f}, {r.best_tau_ci[1]:.2f}]" if np.isfinite(r.best_tau_ci[0]) else "–",
          "utility / run at best τ": r.best_utility,
          "never hand off (τ = 0)": float(r.curve["utility"].iloc[0]),
          "handed off at best τ": float(r.curve.loc[r.curve["tau"] == r.best_tau, "handoff_rate"].iloc[0]),
          "AURC": r.aurc} for n, r in dfr.items()]
 st.dataframe(pd.DataFrame(rows), hide_index=True, width="stretch", column_config={
-    "best τ": st.column_config.NumberColumn(format="%.2f"),
+    "best τ": st.column_config.TextColumn(help="The τ with the largest mean utility per run; a range 'a–b, flat' "
+                                                "when the curve is flat at its maximum (every τ in it is equally "
+                                                "good)."),
     "utility / run at best τ": st.column_config.NumberColumn(format="%+.3f"),
     "never hand off (τ = 0)": st.column_config.NumberColumn(format="%+.3f"),
-    "handed off at best τ": st.column_config.NumberColumn(format="percent"),
-    "AURC": st.column_config.NumberColumn(format="%.3f", help="Area under the risk–coverage curve (↓ better)."),
+    "handed off at best τ": st.column_config.NumberColumn(format="percent",
+                                                         help="Share of runs handed off at the (smallest) best τ."),
+    "AURC": st.column_config.NumberColumn(format="%.3f", help=AURC_HELP),
 })
 if first is not None:
     st.caption(f"{first.n_runs:,} runs" + (f" ({first.n_excluded:,} censored left out)" if first.n_excluded else "")
                + f"; best τ's interval: percentile bootstrap over runs ({min(cfg.n_boot, 1000)} replicates; "
-                 "the argmax of each replicate's curve).")
+                 "the best τ of each replicate's curve, its whole range when that curve is flat at its maximum). "
+               + AURC_HELP)
 
 # ----------------------------------------------------------------- schedule
 st.subheader("The weight schedule")

@@ -7,7 +7,7 @@ from pages._ui import common as C
 from pages._ui import state as S
 from pages._ui.loading import is_failure
 from pages._ui.memo import memo
-from pages._ui.outcomes import read_other
+from pages._ui.outcomes import labelled_censored_runs, read_other
 from pages._ui.text import md
 from tpsviz import figures as F
 from tpsviz.export import safe_csv
@@ -46,6 +46,7 @@ for note in log.notes[:6]:
 
 @memo(max_entries=12, spinner="Scoring the labels…")
 def _multiclass(key: tuple, _log):
+    """TPS-k and the one-vs-rest reliability; key[0] is the log's file (``_log`` is not in the cache key)."""
     from tpsviz.multiclass import ovr_summary, reliability_ovr, tps_k
 
     rule, censoring, label, n_boot, spec, bins = key[1:]
@@ -58,6 +59,7 @@ def _multiclass(key: tuple, _log):
 
 @memo(max_entries=12, spinner="Scoring the distributions…")
 def _continuous(key: tuple, _log):
+    """TPS-CRPS and the PIT histograms; key[0] is the log's file (``_log`` is not in the cache key)."""
     from tpsviz.continuous import pit_histogram, tps_crps
 
     n_boot, spec, which, bins = key[1:]
@@ -89,18 +91,32 @@ if other.kind == "multiclass":
                                             "exact": "q vector from the log"}.get,
                                help="A censored run was stopped before its label was known. Exact uses the log's "
                                     "q_z__<label> columns (a probability vector per censored run).")
-    label = c[2].selectbox("…as the label", log.labels, index=len(log.labels) - 1, key="oc_label",
-                           disabled=censoring == "complete", format_func=lambda v: md(v, 30),
-                           help="Simple: the label a censored run counts as. Exact: the fallback for a censored run "
-                                "without a q vector.")
+    c[1].caption("This page's own choice. The sidebar's *Censored runs* applies to success/failure logs.")
+    n_labelled = labelled_censored_runs(log, censoring)
+    if censoring == "exact" and n_labelled:
+        label_title = f"…the {n_labelled:,} without q as"
+        label_help = (f"Exact: {n_labelled:,} of the {log.n_censored:,} censored runs have no q vector; only they "
+                      "count as this label. The others are scored with their q vector.")
+    else:
+        label_title = "…as the label"
+        label_help = "Simple: the label every censored run counts as."
+    label = c[2].selectbox(label_title, log.labels, index=len(log.labels) - 1, key="oc_label",
+                           disabled=n_labelled == 0, format_func=lambda v: md(v, 30), help=label_help)
+    if censoring == "complete":
+        c[2].caption("Not used: censored runs are left out.")
+    elif censoring == "exact" and n_labelled == 0:
+        c[2].caption(f"Not used: every censored run ({log.n_censored:,}) has a q vector.")
+    elif n_labelled == 0:
+        c[2].caption("Not used: no run is censored.")
     bins = c[3].select_slider("Bins", [5, 10, 15, 20], 10, key="oc_bins")
+    used_label = label if censoring == "simple" or n_labelled else None
     try:
-        res, rel, summ = _multiclass(("mc", rule, censoring, None if censoring == "complete" else label,
-                                      int(cfg.n_boot), schedule.spec, int(bins)), _log=log)
+        res, rel, summ = _multiclass((src.file_key, rule, censoring, used_label, int(cfg.n_boot), schedule.spec,
+                                      int(bins)), _log=log)
     except ValueError as exc:
         st.warning(f"**These settings cannot be applied:** {md(str(exc).rstrip('.'), 400)}.", icon=":material/tune:")
         st.stop()
-    st.caption(f"Censoring: {md(censoring_words(censoring, label, int(res.summary['n_q_fallback'].sum())), 200)}. "
+    st.caption(f"Censoring: {md(censoring_words(censoring, used_label, n_labelled), 200)}. "
                f"{log.n_runs:,} runs, {log.n_censored:,} censored.")
     clipped = res.summary["n_clipped"]
     for n in clipped.index[clipped > 0]:
@@ -126,14 +142,15 @@ if other.kind == "multiclass":
            caption="For each label, the forecast probability of that label against how often it happened (complete "
                    "runs, every step; bars: 95% intervals from resampling whole runs). On the diagonal: calibrated "
                    "for that label.")
-    st.download_button("Per-run TPS-k (CSV)", safe_csv(res.per_run).encode(), "tps_k_per_run.csv", "text/csv",
-                       key="oc_mc_download", on_click="ignore")
+    st.markdown("#### Calibration error per label (one-vs-rest)")
     rows = [{"predictor": F.display_name(n), "label": lab, "ECE": r["ece"], "largest gap": r["max_gap"]}
             for n, t in summ.items() for lab, r in t.iterrows()]
-    st.dataframe(rows, hide_index=True, width="stretch", column_config={
+    st.dataframe(rows, hide_index=True, width="stretch", height="content", column_config={
         "ECE": st.column_config.NumberColumn(format="%.3f", help="Σ_bins n·|observed − forecast| / Σ n over step rows."),
         "largest gap": st.column_config.NumberColumn(format="%.3f", help="Largest |observed − forecast| over bins "
                                                                          "with at least 20 step rows.")})
+    st.download_button("Per-run TPS-k (CSV)", safe_csv(res.per_run).encode(), "tps_k_per_run.csv", "text/csv",
+                       key="oc_mc_download", on_click="ignore")
 else:
     st.subheader("A number as the outcome: the CRPS")
     st.markdown("Each step gives a predictive distribution of the final outcome: a Gaussian, a set of quantiles or a "
@@ -148,18 +165,17 @@ else:
                             "are not).")
     bins = c[1].select_slider("Bins", [5, 10, 20], 10, key="oc_pit_bins")
     try:
-        res, pits = _continuous(("ct", int(cfg.n_boot), schedule.spec, which, int(bins)), _log=log)
+        res, pits = _continuous((src.file_key, int(cfg.n_boot), schedule.spec, which, int(bins)), _log=log)
     except ValueError as exc:
         st.warning(f"**These settings cannot be applied:** {md(str(exc).rstrip('.'), 400)}.", icon=":material/tune:")
         st.stop()
     for note in res.notes:
         st.caption(md(note[:1].upper() + note[1:], 300))
     s = res.summary.sort_values("tps_mean", ascending=False).reset_index()
-    s["reading"] = [pits[n][1]["reading"] for n in s["predictor"]]
-    s["pit_p"] = [pits[n][1]["p_value"] for n in s["predictor"]]
+    order = list(s["predictor"])
     s["predictor"] = [F.display_name(n) for n in s["predictor"]]
-    st.dataframe(s[["predictor", "form", "tps_mean", "tps_ci_low", "tps_ci_high", "crps_step_mean", "pit_p", "reading",
-                    "n_runs", "n_steps", "n_missing"]], hide_index=True, width="stretch", column_config={
+    st.dataframe(s[["predictor", "form", "tps_mean", "tps_ci_low", "tps_ci_high", "crps_step_mean", "n_runs",
+                    "n_steps", "n_missing"]], hide_index=True, width="stretch", column_config={
         "form": st.column_config.TextColumn("form", help="gaussian (mu_, sigma_), quantile (q<level>_) or ensemble "
                                                          "(samples_)."),
         "tps_mean": st.column_config.NumberColumn("TPS-CRPS per run", format="%.3f",
@@ -168,14 +184,22 @@ else:
         "tps_ci_high": st.column_config.NumberColumn("95% CI high", format="%.3f"),
         "crps_step_mean": st.column_config.NumberColumn("CRPS per step", format="%.3f",
                                                         help="Σ w·CRPS / Σ w: lower is better."),
-        "pit_p": st.column_config.NumberColumn("PIT p", format="%.2g", help="χ² test that the last-step PITs are "
-                                                                          "uniform (one per run)."),
-        "reading": st.column_config.TextColumn("PIT reads"),
         "n_runs": st.column_config.NumberColumn("runs"), "n_steps": st.column_config.NumberColumn("steps"),
-        "n_missing": st.column_config.NumberColumn("missing"),
+        "n_missing": st.column_config.NumberColumn("missing", help="Steps without a forecast (left out, counted)."),
     })
     C.plot(F.pit_figure({n: t for n, (t, _) in pits.items()}, {n: r for n, (_, r) in pits.items()}, colors), "oc_pit_fig",
            name="PIT histograms", caption="Bars: the share of outcomes in each PIT bin relative to a uniform PIT (1). "
                                           "p: χ² test on the last step of each run.")
+    st.markdown("#### PIT test per predictor")
+    tests = [{"predictor": F.display_name(n), "p": pits[n][1]["p_value"], "n_runs": pits[n][1]["n_runs"],
+              "reading": pits[n][1]["reading"]} for n in order]
+    st.dataframe(tests, hide_index=True, width="stretch", height="content", column_config={
+        "predictor": st.column_config.TextColumn("predictor", width="medium"),
+        "p": st.column_config.NumberColumn("PIT p", format="%.2g", width="small",
+                                           help="χ² test that the last-step PITs are uniform (one per run)."),
+        "n_runs": st.column_config.NumberColumn("runs tested", width="small", help="Runs with a last-step PIT."),
+        "reading": st.column_config.TextColumn("PIT reads", width="large",
+                                               help="The shape of the last-step PITs in words (not a test)."),
+    })
     st.download_button("Per-run TPS-CRPS (CSV)", safe_csv(res.per_run).encode(), "tps_crps_per_run.csv", "text/csv",
                        key="oc_ct_download", on_click="ignore")

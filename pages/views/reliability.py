@@ -113,7 +113,13 @@ st.dataframe(mt[["predictor", "value", "se", "z", "reading", "n_runs", "n_censor
 drift_by = st.radio("Drift by", ["forecast bin", "step"], horizontal=True, key="rel_drift_by",
                     help="Mean next move of the forecast, grouped by its current value or by its position in the run.")
 tables = Rs.drift("bin" if drift_by == "forecast bin" else "step", a=Rs.analysis(cfg, predictors=shown))
+# a mean of a few moves has no usable interval (one move: none at all) and reads as drift: not drawn, and said
+MIN_MOVES = 20
+few = sum(int((t["n"] < MIN_MOVES).sum()) for t in tables.values())
+tables = {n: t[t["n"] >= MIN_MOVES] for n, t in tables.items()}
 C.plot(F.drift_figure(tables, colors, "bin" if drift_by == "forecast bin" else "step"), "rel_drift", name="Drift",
        caption="Mean next move Fₜ₊₁ − Fₜ (a finished run's last move is to its outcome) with 95% intervals across "
                "moves. An honest forecast has no drift: where it is, on average it stays. A curve below 0 at high F "
-               "and above 0 at low F is an over-confident forecast being pulled back.")
+               "and above 0 at low F is an over-confident forecast being pulled back."
+               + (f" Not drawn: {few} point(s) from fewer than {MIN_MOVES} moves." if few else "")
+               + (" Steps from 30 on are pooled into t = 30." if drift_by == "step" else ""))

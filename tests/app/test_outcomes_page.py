@@ -9,7 +9,7 @@ import pytest
 
 from tpsviz.continuous import pit_histogram, read_continuous, tps_crps
 from tpsviz.inference import DEFAULT_SEED
-from tpsviz.multiclass import read_multiclass, tps_k
+from tpsviz.multiclass import multiclass_from_frame, read_multiclass, tps_k
 
 from apptest_helpers import DEMO, fresh, texts
 
@@ -59,7 +59,9 @@ def test_continuous_demo_matches_tps_crps_and_pit():
     assert got.loc["biased", "tps_mean"] == pytest.approx(want.loc["biased", "tps_mean"], rel=1e-12)
     assert got.loc["biased", "crps_step_mean"] == pytest.approx(want.loc["biased", "crps_step_mean"], rel=1e-12)
     _, test = pit_histogram(log, "overconfident", seed=DEFAULT_SEED)
-    assert got.loc["overconfident", "reading"] == test["reading"] == "too narrow (U-shaped)"
+    pit = _table(at, "reading").set_index("predictor")
+    assert pit.loc["overconfident", "reading"] == test["reading"] == "too narrow (U-shaped)"
+    assert pit.loc["overconfident", "p"] == pytest.approx(test["p_value"], rel=1e-12)
     assert "PIT histograms" in at.session_state["_figures"]
     at.radio(key="oc_pit").set_value("all").run()
     assert not at.exception
@@ -92,3 +94,115 @@ def test_upload_with_a_defect_names_where_without_values():
     shown = texts(at) + " ".join(c.value for c in at.code)
     assert "This log cannot be used" in shown and "sum to 1" in shown and "truthful" in shown
     assert "0.777123" not in shown
+
+
+def _upload(at, frame: pd.DataFrame, name: str = "mine.csv"):
+    at.radio(key="src").set_value("Upload").run()
+    at.file_uploader(key="upload").set_value([(name, frame.to_csv(index=False).encode(), "text/csv")]).run()
+    assert not at.exception
+    at.switch_page(PAGE).run()
+    assert not at.exception, [e.value for e in at.exception]
+    return at
+
+
+def _order(at) -> list[str]:
+    """The main area's elements in page order: the text of markdown and headings, else the type."""
+    return [getattr(e, "value", "") if e.type in ("markdown", "subheader") else e.type
+            for e in at.main.children.values()]
+
+
+def test_exact_mode_disables_the_label_picker_when_every_censored_run_has_q():
+    at = _open("multiclass-like")  # exact mode: all 74 censored runs have a q vector
+    assert at.selectbox(key="oc_cens").value == "exact"
+    picker = at.selectbox(key="oc_label")
+    assert picker.disabled
+    assert "Not used: every censored run (74) has a q vector." in texts(at)
+    at.selectbox(key="oc_cens").set_value("simple").run()
+    assert not at.selectbox(key="oc_label").disabled
+    assert at.selectbox(key="oc_label").label == "…as the label"
+    at.selectbox(key="oc_cens").set_value("complete").run()
+    assert at.selectbox(key="oc_label").disabled
+    assert "Not used: censored runs are left out." in texts(at)
+
+
+def test_exact_mode_label_applies_only_to_censored_runs_without_q():
+    frame = pd.read_csv(DEMO / "multiclass-like.csv")
+    frame = frame[frame["trajectory_id"] < "mc-00150"].copy()
+    runs = list(frame.loc[frame["censored"], "trajectory_id"].unique())
+    n_cens = len(runs)
+    qcols = [c for c in frame.columns if c.startswith("q_z__")]
+    frame.loc[frame["trajectory_id"].isin(runs[:3]), qcols] = float("nan")
+    at = _upload(fresh(), frame)
+    picker = at.selectbox(key="oc_label")
+    assert not picker.disabled
+    assert picker.label == "…the 3 without q as"
+    assert f"3 of the {n_cens} censored runs have no q vector" in picker.help
+    log = read_multiclass(DEMO / "multiclass-like.csv")  # only for the label order
+    assert picker.value == log.labels[-1]
+    from tpsviz.multiclass import censoring_words
+    from pages._ui.text import md
+
+    assert md(censoring_words("exact", "failure", 3), 200) in texts(at)  # 3 runs, not 3 per predictor
+    at.selectbox(key="oc_label").set_value("success").run()
+    assert not at.exception
+    mine = multiclass_from_frame(frame, source="mine.csv")
+    want = tps_k(mine, rule="log", censoring="exact", censored_label="success", seed=DEFAULT_SEED).summary
+    got = _table(at, "tps_mean").set_index("predictor")
+    assert got.loc["truthful (reference)", "tps_mean"] == pytest.approx(want.loc["truthful", "tps_mean"], rel=1e-12)
+
+
+def test_censoring_control_says_the_sidebar_setting_is_for_binary_logs():
+    at = _open("multiclass-like")
+    assert "This page's own choice. The sidebar's *Censored runs* applies to success/failure logs." in texts(at)
+
+
+def test_ece_table_has_a_heading_every_row_and_sits_with_the_panels(monkeypatch):
+    import streamlit
+
+    heights = {}
+    real = streamlit.dataframe
+
+    def spy(data=None, *args, **kwargs):
+        cols = list(data[0]) if isinstance(data, list) and data else list(getattr(data, "columns", []))
+        heights[tuple(cols)] = kwargs.get("height", "auto")
+        return real(data, *args, **kwargs)
+
+    monkeypatch.setattr(streamlit, "dataframe", spy)
+    at = _open("multiclass-like")
+    ece = _table(at, "ECE")
+    log = read_multiclass(DEMO / "multiclass-like.csv")
+    assert len(ece) == len(log.predictors) * len(log.labels) == 12
+    assert "base_rate" in set(ece["predictor"])
+    assert heights[("predictor", "label", "ECE", "largest gap")] == "content"  # every row shows, no scrolling
+    order = _order(at)
+    heading = order.index("#### Calibration error per label (one-vs-rest)")
+    assert order.index("plotly_chart") < heading < order.index("download_button")
+    assert order[heading + 1] == "dataframe"
+
+
+def test_continuous_tables_have_short_columns_and_the_pit_reading_apart():
+    import json
+
+    at = _open("continuous-like")
+    score = next(d for d in at.dataframe if "crps_step_mean" in d.value.columns)
+    assert "reading" not in score.value.columns and "pit_p" not in score.value.columns
+    assert len(score.value.columns) <= 9
+    pit = next(d for d in at.dataframe if "reading" in d.value.columns)
+    assert list(pit.value.columns) == ["predictor", "p", "n_runs", "reading"]
+    config = json.loads(pit.proto.columns)
+    assert config["reading"]["width"] == "large" and config["p"]["width"] == "small"
+    assert config["p"]["type_config"]["format"] == "%.2g"
+    order = _order(at)
+    heading = order.index("#### PIT test per predictor")
+    assert order.index("plotly_chart") < heading < order.index("download_button")
+
+
+@pytest.mark.parametrize("demo, runs", [("multiclass-like", "mc-00150"), ("continuous-like", "run0100")])
+def test_another_log_with_the_same_settings_is_scored_anew(demo, runs):
+    at = _open(demo)
+    frame = pd.read_csv(DEMO / f"{demo}.csv")
+    frame = frame[frame["trajectory_id"] < runs]
+    at = _upload(at, frame, name="part.csv")   # same settings as the demo, another log
+    n = frame["trajectory_id"].nunique()
+    got = [d.value for d in at.dataframe if "tps_mean" in d.value.columns][0]
+    assert set(got["n_runs"]) <= set(range(1, n + 1)), "the demo's result was shown for the upload"

@@ -25,3 +25,22 @@ def test_reliability_page_says_who_updates_rationally():
     at.radio(key="rel_drift_by").set_value("step").run()
     assert not at.exception
     assert "Drift" in at.session_state["_figures"]  # registered for Export under its name
+
+
+def test_drift_points_from_a_few_moves_are_not_drawn_and_said():
+    """On the webshop-like demo one run reaches t = 30: its single last move (no interval) drew a
+    drop of −0.30 for the truthful forecast. Points from fewer than 20 moves are left out, and the
+    caption says how many."""
+    from tpsviz.updating import drift_table
+
+    at = fresh({"demo": "webshop-like"})
+    at.switch_page("pages/views/reliability.py").run()
+    at.radio(key="rel_drift_by").set_value("step").run()
+    assert not at.exception
+    data = tpsviz.load(DEMO / "webshop-like.csv")
+    few = sum(int((drift_table(data, n, by="step", max_step=30)["n"] < 20).sum()) for n in data.predictors)
+    assert few == len(data.predictors)   # the t = 30 point of each
+    assert f"Not drawn: {few} point(s) from fewer than 20 moves." in texts(at)
+    fig, caption = at.session_state["_figures"]["Drift"]
+    drawn = [tr for tr in fig.data if tr.mode == "lines+markers"]
+    assert len(drawn) == len(data.predictors) and max(max(tr.x) for tr in drawn) < 29.5
