@@ -112,7 +112,8 @@ def _json(res, data, words, name_fn) -> dict:
                  "rate0": _num(a.rate0), "mu0": _num(a.mu0), "sd0": _num(a.sd0), "shift_sd": a.shift,
                  "k": _num(a.shift / 2), "h": _num(a.h), "target_arl": a.target_arl,
                  "false_alarm_rate": _num(a.false_alarm_rate), "false_alarm_se": _num(a.false_alarm_se),
-                 "in_control_alarms": a.in_control_alarms,
+                 "in_control_alarms": a.in_control_alarms, "chance_alarms": _num(a.chance_alarms),
+                 "count_p": _num(a.count_p),
                  "alarms": [{"position": int(r.position), "trajectory_id": name_fn(r.trajectory_id),
                              "at": _key(r.key), "start_position": int(r.start_position), "start": _key(r.start_key),
                              "in_control": bool(r.in_control)} for r in a.alarms.itertuples()]
@@ -156,6 +157,11 @@ def _print(res, data, words, notes, name_fn, rows: int) -> None:
     if not len(a.alarms):
         print("no alarm raised")
         return
+    from .monitor import N_SIM
+
+    after = int((~a.alarms["in_control"]).sum())
+    print(f"{after} alarm(s) after the in-control part, where chance alone gives {a.chance_alarms:.2f} on average "
+          f"(as many or more by chance: p = {a.count_p:.2g}, from {N_SIM} simulated in-control streams)")
     print(f"{len(a.alarms)} alarm(s); the excursion start estimates where the change began:")
     for r in a.alarms.head(10).itertuples():
         where = " (inside the in-control part: a false alarm)" if r.in_control else ""

@@ -76,6 +76,14 @@ class Alarm:
         Why no alarm could be set up ("" when it was).
     rate0 : float
         The in-control success rate r₀ of the reference.
+    chance_alarms : float
+        Alarms expected after the in-control part when nothing changes: the mean count over
+        simulated in-control streams as long as that part.
+    count_p : float
+        P(as many alarms or more after the in-control part | nothing changed), from those streams:
+        (1 + #{streams with ≥ the observed count}) / (1 + streams). The streams carry the error of
+        estimating μ₀ and σ₀, which makes alarm counts vary more than a Poisson count of the same
+        mean (on the drift demo's truthful forecast: variance 1.25 for a mean of 0.71).
     """
 
     predictor: str
@@ -92,6 +100,8 @@ class Alarm:
     alarms: pd.DataFrame = field(default_factory=pd.DataFrame)
     reason: str = ""
     rate0: float = float("nan")
+    chance_alarms: float = float("nan")
+    count_p: float = float("nan")
 
     def words(self) -> str:
         """One sentence: the alarm's setting and its measured false-alarm rate."""
@@ -350,12 +360,12 @@ def cusum_path(z: np.ndarray, k: float, h: float | None = None) -> tuple[np.ndar
     return s, np.array(alarms, dtype=np.int64), np.array(starts, dtype=np.int64)
 
 
-def _alarm_counts(z: np.ndarray, k: float, h: float) -> np.ndarray:
-    """Alarms per stream (rows of ``z``) of the CUSUM with restarts: :func:`cusum_path` vectorised over streams."""
-    s = np.zeros(z.shape[0])
-    count = np.zeros(z.shape[0])
+def _alarm_counts(z: np.ndarray, k: float, h: float, state: tuple | None = None) -> np.ndarray:
+    """Alarms per stream (rows of ``z``) of the CUSUM with restarts: :func:`cusum_path` vectorised over streams.
+    ``state`` (S, counts), updated in place, carries the streams on from an earlier chunk of runs."""
+    s, count = state if state is not None else (np.zeros(z.shape[0]), np.zeros(z.shape[0]))
     for i in range(z.shape[1]):
-        s = np.maximum(0.0, s - z[:, i] - k)
+        np.maximum(0.0, s - z[:, i] - k, out=s)
         hit = s > h
         count += hit
         s[hit] = 0.0
@@ -371,10 +381,31 @@ def _in_control_streams(base: np.ndarray, n_sim: int, length: int, rng) -> np.nd
     runs could have been, not only for the μ₀ and σ₀ seen). Values are capped at ±:data:`Z_CAP`, as
     the real stream's are.
     """
+    mu, sd = _stream_scales(base, n_sim, rng)
+    return _standardised_draws(base, mu, sd, length, rng)
+
+
+def _stream_scales(base: np.ndarray, n_sim: int, rng) -> tuple[np.ndarray, np.ndarray]:
+    """Each stream's μ₀ and σ₀, estimated on its own bootstrap resample of ``base`` (column vectors)."""
     boot = base[rng.integers(0, base.size, size=(n_sim, base.size))]
     mu, sd = boot.mean(axis=1, keepdims=True), boot.std(axis=1, ddof=1, keepdims=True)
-    sd = np.where(sd > 0, sd, base.std(ddof=1))
-    return np.clip((base[rng.integers(0, base.size, size=(n_sim, length))] - mu) / sd, -Z_CAP, Z_CAP)
+    return mu, np.where(sd > 0, sd, base.std(ddof=1))
+
+
+def _standardised_draws(base: np.ndarray, mu: np.ndarray, sd: np.ndarray, length: int, rng) -> np.ndarray:
+    """``length`` fresh draws from ``base`` per stream, standardised with the stream's μ₀, σ₀ and capped."""
+    return np.clip((base[rng.integers(0, base.size, size=(mu.shape[0], length))] - mu) / sd, -Z_CAP, Z_CAP)
+
+
+def _null_alarm_counts(base: np.ndarray, n_sim: int, n_runs: int, k: float, h: float, rng,
+                       chunk: int = 4096) -> np.ndarray:
+    """Alarms per simulated in-control stream of ``n_runs`` runs (as :func:`_in_control_streams`
+    followed by :func:`_alarm_counts`, drawn ``chunk`` runs at a time so memory stays bounded)."""
+    mu, sd = _stream_scales(base, n_sim, rng)
+    state = (np.zeros(n_sim), np.zeros(n_sim))
+    for start in range(0, n_runs, chunk):
+        _alarm_counts(_standardised_draws(base, mu, sd, min(chunk, n_runs - start), rng), k, h, state)
+    return state[1]
 
 
 def cusum_alarm(values: np.ndarray, n_baseline: int, shift: float = 0.5, target_arl: float = 1000.0,
@@ -402,7 +433,10 @@ def cusum_alarm(values: np.ndarray, n_baseline: int, shift: float = 0.5, target_
     dict
         ``mu0``, ``sd0``, ``k``, ``h``, ``statistic``, ``alarms`` (positions), ``starts`` (first position
         of each alarm's excursion), ``false_alarm_rate`` and ``false_alarm_se`` (per run, measured with
-        restarts on fresh resampled streams), or ``reason`` when the series cannot carry an alarm.
+        restarts on fresh resampled streams), ``chance_alarms`` and ``count_p`` (the mean alarm count
+        after the in-control part on :data:`N_SIM` simulated in-control streams of that length, and the
+        share of them with at least the observed count, +1 in numerator and denominator), or
+        ``reason`` when the series cannot carry an alarm.
     """
     values = np.asarray(values, dtype=float)
     if n_baseline < MIN_ALARM_RUNS:
@@ -426,8 +460,13 @@ def cusum_alarm(values: np.ndarray, n_baseline: int, shift: float = 0.5, target_
     # measured false-alarm rate: the same rule (restart after an alarm) on fresh resampled streams
     counts = _alarm_counts(_in_control_streams(base, N_SIM, length, rng), k, h) / length
     stat, alarms, starts = cusum_path(np.clip((values - mu0) / sd0, -Z_CAP, Z_CAP), k, h)
+    # how many alarms after the in-control part chance gives, and how often as many as seen
+    n_after = values.size - n_baseline
+    null = _null_alarm_counts(base, N_SIM, n_after, k, h, rng) if n_after > 0 else np.zeros(N_SIM)
+    observed = int((alarms >= n_baseline).sum())
     return {"mu0": mu0, "sd0": sd0, "k": k, "h": h, "statistic": stat, "alarms": alarms, "starts": starts,
-            "false_alarm_rate": float(counts.mean()), "false_alarm_se": float(counts.std(ddof=1) / np.sqrt(counts.size))}
+            "false_alarm_rate": float(counts.mean()), "false_alarm_se": float(counts.std(ddof=1) / np.sqrt(counts.size)),
+            "chance_alarms": float(null.mean()), "count_p": float((1 + np.sum(null >= observed)) / (1 + null.size))}
 
 
 def monitor(data: TrajectoryData, settings: ScoreSettings | None = None, by: str | None = None,
@@ -575,4 +614,5 @@ def _alarm(runs: pd.DataFrame, wsum: np.ndarray, name: str, baseline: int | None
     stat = np.full(len(runs), np.nan)
     stat[ok] = out["statistic"]
     return Alarm(name, baseline, out["mu0"], out["sd0"], shift, out["h"], target_arl, out["false_alarm_rate"],
-                 out["false_alarm_se"], int((pos < baseline).sum()), stat, table, rate0=r0)
+                 out["false_alarm_se"], int((pos < baseline).sum()), stat, table, rate0=r0,
+                 chance_alarms=out["chance_alarms"], count_p=out["count_p"])

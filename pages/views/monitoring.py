@@ -3,7 +3,6 @@
 
 import numpy as np
 import streamlit as st
-from scipy.stats import poisson
 
 from pages._ui import common as C
 from pages._ui import results as Rs
@@ -99,7 +98,7 @@ def _run(position: int, key, tid) -> str:
 if alarm is not None and not alarm.reason:
     post = alarm.alarms[~alarm.alarms["in_control"]] if len(alarm.alarms) else alarm.alarms
     n_after = int(np.isfinite(alarm.statistic).sum()) - alarm.n_baseline
-    chance = alarm.false_alarm_rate * max(n_after, 0)
+    chance = alarm.chance_alarms   # mean alarm count on simulated in-control streams as long as this part
     name = md(F.display_name(alarm_on), 60)
     if alarm.in_control_alarms:
         st.warning(f"**The in-control part is not calm:** the alarm went off {alarm.in_control_alarms} time(s) inside "
@@ -112,7 +111,7 @@ if alarm is not None and not alarm.reason:
         first = post.iloc[0]
         where = (f"the alarm went off at {_run(int(first['position']), first['key'], first['trajectory_id'])}; the drop "
                  f"most likely began around the {_nth(int(first['start_position']))} run")
-        p_chance = float(poisson.sf(len(post) - 1, chance))
+        p_chance = alarm.count_p   # share of those streams with as many alarms or more
         if p_chance < 0.01:
             st.error(f"**{name} degraded**: {where}. {len(post)} alarm(s) in the {n_after:,} runs after the in-control "
                      f"part, where chance alone gives about {chance:.1f} (a count this high by chance: "
