@@ -123,7 +123,7 @@ def _number(col: str, typ: str) -> tuple[str, str]:
     # ("1_000"), NaN spellings other than the missing token "nan" ("-nan", "nan(1)") and "+-1".
     # Those are not numbers here either, so both engines refuse the same cells.
     bad = (f"({text} IS NOT NULL AND NOT {_missing_text(text)} AND ({cast} IS NULL OR isnan({cast}) "
-           f"OR contains({text}, '_') OR starts_with(trim({text}), '+-')))")
+           f"OR contains({text}, '_') OR contains({text}, '+-')))")  # (a cast that worked has "+-" only at the start)
     return val, bad
 
 
