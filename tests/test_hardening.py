@@ -1217,3 +1217,17 @@ def test_adv8_a_separating_predictor_prints_no_numpy_warning():
         warnings.simplefilter("error")  # an overflow in the logistic fit used to print a RuntimeWarning
         v = verdicts(tpsviz.from_frame(pd.DataFrame(rows)), ScoreSettings(n_boot=0))["a"]
     assert v.separation == 1
+
+
+def test_the_per_trajectory_csv_is_written_in_chunks_with_the_same_bytes(tmp_path):
+    """write_safe_csv writes what safe_csv returns, chunk by chunk (a header once, cells made
+    safe in every chunk), so an out-of-core run's 12.8M-row table never sits in memory as text."""
+    from tpsviz.export import safe_csv, write_safe_csv
+
+    df = pd.DataFrame({"trajectory_id": ["=cmd()", "r2", "+1", "@x", "r5"], "tps": [-1.5, 0.25, np.nan, -3.0, 0.0],
+                       "censored": [True, False, False, True, False]})
+    for rows in (1, 2, 5, 100):
+        write_safe_csv(df, tmp_path / "out.csv", chunk_rows=rows)
+        assert (tmp_path / "out.csv").read_bytes() == safe_csv(df).encode("utf-8")
+    write_safe_csv(df.iloc[:0], tmp_path / "empty.csv")
+    assert (tmp_path / "empty.csv").read_text(encoding="utf-8") == safe_csv(df.iloc[:0])

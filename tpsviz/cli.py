@@ -17,7 +17,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .export import safe_csv
+from .export import write_safe_csv
 from .harness import FORMAT_CHOICES, ReadOptions, parse_conf, parse_mapping, parse_treat
 from .inference import DEFAULT_SEED
 from .io import LogFormatError, load
@@ -376,7 +376,7 @@ def _score(args) -> int:
         raise _Fail(str(exc)) from None
     if args.per_trajectory:
         out = result.per_trajectory[["trajectory_id", "predictor", "tps", "censored"]]
-        Path(args.per_trajectory).write_text(safe_csv(out), encoding="utf-8")
+        write_safe_csv(out, args.per_trajectory)
     s = result.summary
     ref_rate = float(skill["ref_rate"].iloc[0]) if len(skill) else None
     ref_rule = str(skill["ref_rule"].iloc[0]) if len(skill) else None
