@@ -82,10 +82,10 @@ class DeferralResult:
         quantile of the replicates' smallest best τ, the upper end the (1 + level)/2 quantile of
         their largest best τ.
     best_utility_ci : (float, float)
-    best_tau_low, best_tau_high : float
-        The smallest and the largest τ of the grid whose mean utility equals the maximum (within
-        ``TIE_TOL`` · (1 + |max|)); equal when the best τ is unique. The curve's ``best`` column
-        marks every such τ.
+    best_tau_high : float
+        The largest τ of the grid whose mean utility equals the maximum (within ``TIE_TOL`` ·
+        (1 + |max|)); ``best_tau`` (also ``best_tau_low``) is the smallest, and the two are equal
+        when the best τ is unique. The curve's ``best`` column marks every such τ.
     aurc : float
         Area under the risk–coverage curve: the failure rate among the runs kept, averaged over
         coverage (lower is better).
@@ -102,8 +102,12 @@ class DeferralResult:
     n_runs: int
     n_excluded: int
     utility: Utility
-    best_tau_low: float
     best_tau_high: float
+
+    @property
+    def best_tau_low(self) -> float:
+        """The smallest best τ: ``best_tau`` itself."""
+        return self.best_tau
 
     def best_tau_label(self) -> str:
         """The best τ as text, for tables and the CLI.
@@ -248,8 +252,7 @@ def deferral(data: TrajectoryData, name: str, utility: Utility = Utility(), thre
     with np.errstate(invalid="ignore", divide="ignore"):
         risk = (auto & failed[:, None]).sum(axis=0) / auto.sum(axis=0)
     is_best = best_mask(mean)
-    tau_low, tau_high = float(thr[is_best].min()), float(thr[is_best].max())
-    j = int(np.flatnonzero(is_best & (thr == tau_low))[0])
+    j = int(np.argmax(is_best))  # the first best τ of the grid (its smallest)
     lo = hi = np.full(thr.size, np.nan)
     tau_ci = util_ci = (np.nan, np.nan)
     if n_boot > 0 and n >= 2:
@@ -266,5 +269,5 @@ def deferral(data: TrajectoryData, name: str, utility: Utility = Utility(), thre
     curve = pd.DataFrame({"tau": thr, "utility": mean, "ci_low": lo, "ci_high": hi, "coverage": coverage,
                           "risk": risk, "handoff_rate": 1.0 - coverage, "best": is_best})
     n_all = data.n_trajectories
-    return DeferralResult(curve, tau_low, float(mean[j]), tau_ci, util_ci, _aurc(coverage, risk), n,
-                          n_all - n, utility, tau_low, tau_high)
+    return DeferralResult(curve, float(thr[j]), float(mean[j]), tau_ci, util_ci, _aurc(coverage, risk), n,
+                          n_all - n, utility, float(thr[is_best].max()))

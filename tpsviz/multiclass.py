@@ -225,7 +225,7 @@ def _targets(log: MulticlassLog, censoring: str, censored_label: str | None):
     if censoring == "simple":
         y[cens] = log.labels.index(censored_label)
     elif censoring == "exact":
-        no_q = cens & np.isnan(q).any(axis=1)
+        no_q = log.censored_without_q()
         if no_q.any():
             if censored_label is None:
                 raise ValueError(

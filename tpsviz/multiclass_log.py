@@ -117,6 +117,11 @@ class MulticlassLog:
             return np.full((n, len(self.labels)), np.nan)
         return np.column_stack([self.trajectories[f"{_QZ}{lab}"].to_numpy(dtype=float) for lab in self.labels])
 
+    def censored_without_q(self) -> np.ndarray:
+        """Which runs are censored and have no (complete) q vector: in exact censoring they are
+        scored as a chosen label instead (:func:`tpsviz.multiclass.tps_k`)."""
+        return self.trajectories["censored"].to_numpy(dtype=bool) & np.isnan(self.q_vectors()).any(axis=1)
+
     @property
     def n_runs(self) -> int:
         """Number of runs."""

@@ -7,8 +7,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-import numpy as np
-
 import tpsviz
 from tpsviz.cancel import Cancelled
 from tpsviz.files import CANNOT_OPEN, PathRefused, limits_from_env
@@ -97,7 +95,6 @@ def labelled_censored_runs(log, censoring: str) -> int:
     """
     if censoring == "complete":
         return 0
-    censored = log.trajectories["censored"].to_numpy(dtype=bool)
     if censoring == "simple":
-        return int(censored.sum())
-    return int((censored & np.isnan(log.q_vectors()).any(axis=1)).sum())
+        return log.n_censored
+    return int(log.censored_without_q().sum())
