@@ -414,6 +414,18 @@ def test_5_per_trajectory_export_is_neutralised_and_never_overwrites_the_input(t
     assert log.read_bytes() == before
 
 
+def test_5_per_trajectory_to_a_pipe_or_a_device_is_refused_not_waited_on(tmp_path, capsys):
+    """Opening a pipe with no reader for writing blocks for ever: the run is refused first."""
+    import os
+
+    log = _write(tmp_path, "trajectory_id,step,outcome,conf_a\nr1,1,1,0.6\nr2,1,0,0.3\n")
+    pipe = tmp_path / "out.csv"
+    os.mkfifo(pipe)
+    for target in (pipe, "/dev/null"):
+        code, _, err = run_cli(["score", log, "--per-trajectory", target, "--n-boot", "0"], capsys)
+        assert code == 2 and "is not a regular file; give a file name" in err
+
+
 def test_5_cli_strips_control_characters(tmp_path, capsys):
     log = _write(tmp_path, "trajectory_id,step,outcome,conf_\x1b[31mred\n t1,1,1,0.6\nt2,1,0,0.3\n")
     code, out, err = run_cli(["score", log, "--n-boot", "0"], capsys)

@@ -246,6 +246,8 @@ def _check_args(args) -> None:
         target = Path(out)
         if target.is_dir():
             raise _Fail(f"--per-trajectory {_name(out)} is a folder; give a file name")
+        if target.exists() and not target.is_file():  # a pipe would block the run; a device is no table
+            raise _Fail(f"--per-trajectory {_name(out)} is not a regular file; give a file name")
         inputs = [args.path] + [p for p in (args.rollouts, getattr(args, "forecasts", None)) if p]
         real_out = os.path.realpath(out)
         out_id = _file_id(target) if target.exists() else None
