@@ -5,6 +5,8 @@ reported, and the engine's time as a ratio of the bare query's, measured in the 
 
   bare      one SQL GROUP BY computing the per-trajectory log TPS (simple censoring, ε = 1e-6)
             of every conf_ column: the baseline
+  pertraj   the per-trajectory part of sums (what the bare query computes, with every check): the
+            main pass, its checks and the per-run table, without the pooled AUROC/T-ECE counts
   sums      tpsviz.engines.duck.sums_duckdb: per-run sums, checks and metric counts
   score     sums + score_from_sums (TPS with bootstrap CIs, skill, metrics)
   dask      tpsviz.engines.dask_engine.sums_dask on a 2-worker LocalCluster (one file per task;
@@ -17,7 +19,7 @@ reported, and the engine's time as a ratio of the bare query's, measured in the 
 
 Make a dataset first: .venv/bin/python bench/make_dataset.py /tmp/ds --rows 2e7 --files 10
 
-Usage: .venv/bin/python bench/bench_outofcore.py DATASET_DIR [--n-boot 2000] [--cases bare,sums,score,cli,allruns,sample,dask]
+Usage: .venv/bin/python bench/bench_outofcore.py DATASET_DIR [--n-boot 2000] [--cases bare,pertraj,sums,score,cli,allruns,sample,dask]
 """
 
 from __future__ import annotations
@@ -62,6 +64,22 @@ if {score}:
     score_from_sums(sums, st)
 """
 
+PERTRAJ = r"""
+import shutil
+from tpsviz.dataset import open_dataset
+from tpsviz.engines import duck, onepass
+from tpsviz.tps import ScoreSettings
+st = ScoreSettings()
+ds = open_dataset({folder!r})
+con, spill, source, plan = duck.open_plan(ds)
+runs = onepass.run_pass(con, plan, source, st)
+assert not onepass.defects(plan, runs)
+notes = []
+duck.numbering_note(runs, notes)
+duck.to_sums(ds, plan, st, runs, notes, lambda n_labelled: dict(), "duckdb")
+con.close()
+shutil.rmtree(spill, ignore_errors=True)
+"""
 
 SAMPLE = r"""
 import dataclasses
@@ -112,6 +130,7 @@ def main() -> None:
     args = ap.parse_args()
     folder = str(Path(args.folder).resolve())
     bodies = {"bare": BARE.format(folder=folder),
+              "pertraj": PERTRAJ.format(folder=folder),
               "sums": ENGINE.format(folder=folder, n_boot=args.n_boot, score=False),
               "score": ENGINE.format(folder=folder, n_boot=args.n_boot, score=True),
               "dask": DASK.format(folder=folder),

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import itertools
 import os
+import shutil
 from pathlib import Path
 
 import numpy as np
@@ -138,6 +139,43 @@ def test_a_log_with_every_irregularity_agrees(tmp_path):
     sums = sums_duckdb(ds, ScoreSettings())
     assert any("not numbered 1, 2" in n for n in sums.notes)
     assert any("conf_b" in n and "no forecast" in n for n in sums.notes)
+
+
+def test_zero_weights_on_missing_and_certain_forecasts_agree(tmp_path):
+    """Schedule 'column' with weight 0 on rows whose forecast is missing, 0 or 1 (with ε = 0 such a
+    row's score is −∞, and 0 · −∞ = NaN must not reach the sum), and on every row of some runs."""
+    rng = np.random.default_rng(5)
+    rows = []
+    for i in range(60):
+        y = None if i % 5 == 0 else int(i % 2)
+        for t in range(1, 7):
+            a = [None, 0.0, 1.0, float(rng.random())][(i + t) % 4]
+            w = 0.0 if (a is None or a in (0.0, 1.0) or i % 7 == 0) else float(rng.integers(1, 4))
+            rows.append({"trajectory_id": f"r{i:02d}", "step": t, "outcome": y, "conf_a": a,
+                         "conf_b": None if t == 3 else 0.5, "weight": w})
+    df = pd.DataFrame(rows)
+    df.to_csv(tmp_path / "log.csv", index=False)
+    data = tpsviz.load(tmp_path / "log.csv")
+    ds = open_dataset(_split(df, tmp_path / "d", 3))
+    for eps, cens in itertools.product([0.0, 1e-6], ["simple", "exact", "complete"]):
+        ref, got = _compare(data, ds, ScoreSettings(schedule=parse_schedule("column"), eps=eps, censoring=cens,
+                                                    n_boot=100))
+        assert np.isfinite(got.per_trajectory["tps"].dropna()).all()
+
+
+def test_grid_counts_are_an_array_indexed_by_the_cell(tmp_path):
+    """The grid's counts use DuckDB's perfect-hash aggregate (an array over the USMALLINT cells),
+    not a hash table: a plan property, checked without timing anything."""
+    ds = open_dataset(DEMO["webshop-like"])
+    con, spill, source, plan = duck.open_plan(ds)
+    try:
+        cols = ", ".join(f"TRY_CAST({duck._q(c)} AS DOUBLE) AS p{k}" for k, c in enumerate(plan.conf))
+        rows = f"WITH scored AS (SELECT TRY_CAST(outcome AS DOUBLE) AS y, {cols} FROM {source})\n"
+        text = "\n".join(r[1] for r in con.sql("EXPLAIN " + duck.grid_sql(plan, rows)).fetchall())
+        assert text.count("Perfect Hash Group By") == len(plan.conf) >= 2, text
+    finally:
+        con.close()
+        shutil.rmtree(spill, ignore_errors=True)
 
 
 def test_grid_counts_state_a_bound_that_holds(tmp_path, monkeypatch):
