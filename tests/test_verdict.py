@@ -231,3 +231,72 @@ def test_statistics_for_several_predictors_in_threads_equals_one_at_a_time():
             assert threaded[n][k] == v or (isinstance(v, float) and math.isnan(v) and math.isnan(threaded[n][k])), k
     with cancel_when(lambda: True), pytest.raises(Cancelled):
         statistics_for(data, settings, names, n_null=50, threads=2)
+
+
+# ----------------------------------------------------------------- sequential nulls (Besag–Clifford)
+@pytest.mark.parametrize("level", [0.9, 0.95, 0.99])
+def test_stopping_a_null_early_never_changes_a_decision(monkeypatch, level):
+    """Every null of every predictor, stopped as _SequentialNull stops it and drawn to the end
+    (H_STOP out of reach): a p-value below its threshold is the same number both ways, a p-value
+    at or above it stays there, and so every verdict label is the same; the stopped nulls made
+    fewer draws on these logs."""
+    from tpsviz import verdict as vmod
+
+    calls = {"n": 0}
+    dsc = vmod._Corp.dsc
+
+    def counting(self, lab):
+        calls["n"] += 1
+        return dsc(self, lab)
+
+    monkeypatch.setattr(vmod._Corp, "dsc", counting)
+    alpha = 1 - level
+    for seed in (0, 1):
+        data = distorted_log("tau2-like", n=300, seed=40 + seed)
+        st_ = ScoreSettings(censoring="complete", n_boot=0, level=level)
+        calls["n"] = 0
+        fast = verdicts(data, st_)
+        n_fast = calls["n"]
+        monkeypatch.setattr(vmod, "H_STOP", 10 ** 9)
+        calls["n"] = 0
+        full = verdicts(data, st_)
+        n_full = calls["n"]
+        monkeypatch.setattr(vmod, "H_STOP", 10)
+        assert n_fast < n_full
+        for name in full:
+            a, b = fast[name], full[name]
+            assert a.label == b.label, (name, a.label, b.label)
+            for attr, thr in (("mcb_p", alpha / 3), ("dsc_p", alpha), ("dsc_rev_p", alpha)):
+                pa_, pb = getattr(a, attr), getattr(b, attr)
+                if pb < thr:
+                    assert pa_ == pb, (name, attr, pa_, pb)
+                else:
+                    assert pa_ >= thr, (name, attr, pa_, pb)
+
+
+def test_a_stopped_null_gives_a_valid_p_value():
+    """Under the null (observed and draws from one law) P(p ≤ a) ≤ a for the sequential p-value,
+    within Monte-Carlo error (3,000 tests a threshold), at several a; a null stopped early has a
+    p-value at or above its threshold; and a null that never stops gives
+    (1 + k) / (1 + B) exactly."""
+    from tpsviz.verdict import _SequentialNull
+
+    rng = np.random.default_rng(7)
+    for threshold in (0.05 / 3, 0.05, 0.1):
+        ps = []
+        for _ in range(3000):
+            s = _SequentialNull(rng.random(), threshold, 200)
+            while s.running:
+                s.add(rng.random())
+            ps.append(s.p())
+            if s.n < 200:  # stopped early: it can no longer reject
+                assert s.p() >= threshold, (threshold, s.k, s.n, s.p())
+        ps = np.array(ps)
+        for a in (0.01, 0.05, 0.1, 0.25, 0.5):
+            assert np.mean(ps <= a) <= a + 3 * math.sqrt(a * (1 - a) / ps.size), (threshold, a, np.mean(ps <= a))
+        assert np.mean(ps <= 0.5) > 0.4  # not conservative to the point of uselessness
+    s = _SequentialNull(0.999, 0.05, 50)
+    draws = np.random.default_rng(1).random(50)
+    for x in draws:
+        s.add(x)
+    assert s.p() == (1 + np.sum(draws >= 0.999 - s.tol)) / 51

@@ -318,29 +318,68 @@ class _Corp:
         return max(L["u"] - L["r"], 0.0)
 
 
-def _null_p(observed: float, null: np.ndarray) -> float:
-    """Monte-Carlo p-value (1 + #{null ≥ observed}) / (1 + B), with a rounding tolerance."""
-    tol = 1e-12 * (1.0 + abs(observed))
-    return float((1 + np.sum(null >= observed - tol)) / (1 + null.size))
+#: a null stops once this many of its draws reach the observed value (and its p-value can no
+#: longer fall below the test's threshold): Besag & Clifford's sequential Monte-Carlo test
+H_STOP = 10
 
 
-def _tests(p, lab, runs, last_p, run_lab, rng, n_null) -> dict:
+class _SequentialNull:
+    """A Monte-Carlo null drawn one value at a time that stops early when the test cannot reject.
+
+    After ``k`` of ``n`` draws reach the observed value, the p-value of all ``n_null`` draws is at
+    least (1 + k) / (1 + n_null). Once that is ≥ ``threshold`` and k ≥ :data:`H_STOP`, no later
+    draw can make the test reject, so the null stops (Besag & Clifford 1991) and its p-value is
+    max(k / n, (1 + k) / (1 + n_null)): each term is a valid p-value, so their maximum is too, and
+    it is never below the threshold, so every decision is the one the full null gives. A null
+    that runs to the end gives the usual (1 + k) / (1 + n_null).
+    """
+
+    def __init__(self, observed: float, threshold: float, n_null: int):
+        self.observed, self.n_null = observed, n_null
+        self.tol = 1e-12 * (1.0 + abs(observed))  # a draw equal to the observed value up to rounding counts
+        need = int(np.ceil(threshold * (1 + n_null) - 1 - 1e-9))  # k with (1 + k)/(1 + n_null) ≥ threshold
+        self.h = max(H_STOP, need)
+        self.k = self.n = 0
+
+    @property
+    def running(self) -> bool:
+        return self.k < self.h and self.n < self.n_null
+
+    def add(self, value: float) -> None:
+        self.n += 1
+        self.k += bool(value >= self.observed - self.tol)
+
+    def p(self) -> float:
+        full = (1 + self.k) / (1 + self.n_null)
+        return full if self.n >= self.n_null else max(self.k / self.n, full)
+
+
+def _tests(p, lab, runs, last_p, run_lab, rng, n_null, level: float = 0.95) -> dict:
     """MCB with its consistency-resampling p-value; DSC of F, and of the reversed 1 − F, with their
-    permutation p-values (the same permutations)."""
+    permutation p-values (the same permutations). Each null stops once it cannot reject at the
+    threshold :func:`_decide` uses (:class:`_SequentialNull`); while any null runs, every draw is
+    made, so a null that runs to the end sees the same draws as without the stopping."""
     corp, rev = _Corp(p), _Corp(1.0 - p)
     mcb, dsc, unc = corp.mcb_dsc(lab)
     dsc_rev = rev.dsc(lab)
-    mcb_null, dsc_null, rev_null = np.empty(n_null), np.empty(n_null), np.empty(n_null)
+    alpha = 1 - level
+    mcb_null = _SequentialNull(mcb, alpha / 3, n_null)  # the thresholds of _decide
+    dsc_null, rev_null = _SequentialNull(dsc, alpha, n_null), _SequentialNull(dsc_rev, alpha, n_null)
     for b in range(n_null):
+        if not (mcb_null.running or dsc_null.running or rev_null.running):
+            break
         if b % 20 == 0:
             checkpoint()  # stop here if nobody waits for the result (tpsviz.cancel)
         star = (rng.random(last_p.size) < last_p).astype(float)
-        mcb_null[b] = corp.mcb(star[runs])
+        if mcb_null.running:
+            mcb_null.add(corp.mcb(star[runs]))
         perm = rng.permutation(run_lab)[runs]
-        dsc_null[b] = corp.dsc(perm)
-        rev_null[b] = rev.dsc(perm)
-    return {"mcb": mcb, "mcb_p": _null_p(mcb, mcb_null), "dsc": dsc, "dsc_p": _null_p(dsc, dsc_null),
-            "unc": unc, "dsc_rev_p": _null_p(dsc_rev, rev_null)}
+        if dsc_null.running:
+            dsc_null.add(corp.dsc(perm))
+        if rev_null.running:
+            rev_null.add(rev.dsc(perm))
+    return {"mcb": mcb, "mcb_p": mcb_null.p(), "dsc": dsc, "dsc_p": dsc_null.p(),
+            "unc": unc, "dsc_rev_p": rev_null.p()}
 
 
 # --------------------------------------------------------------------------- rules
@@ -526,9 +565,9 @@ def _statistics(p, lab, runs, last_p, run_lab, observed, level, rng, n_null) -> 
         rows = keep_runs[runs]
         new_code = np.cumsum(keep_runs) - 1
         s.update(_tests(p[rows], lab[rows], new_code[runs[rows]], last_p[keep_runs], run_lab[keep_runs],
-                        rng, n_null))
+                        rng, n_null, level))
     else:
-        s.update(_tests(p, lab, runs, last_p, run_lab, rng, n_null))
+        s.update(_tests(p, lab, runs, last_p, run_lab, rng, n_null, level))
     s["n_test_runs"] = min(n_runs, MAX_TEST_RUNS)
     return s
 
