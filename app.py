@@ -19,6 +19,7 @@ from pages._ui import sidebar, warmup  # noqa: E402
 from tpsviz.figures import use_template_by_default  # noqa: E402
 
 use_template_by_default()  # figures get their template at creation, not by a 10 ms copy each
+warmup.skip_repl_check()  # before the first element: Streamlit's REPL check costs 0.9 s (warmup.py)
 
 st.set_page_config(page_title="tpsviz — is my agent's confidence honest?", page_icon="🎯", layout="wide")
 
