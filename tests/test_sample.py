@@ -104,3 +104,11 @@ def test_the_sample_is_the_ids_with_the_smallest_seeded_hash_with_or_without_whi
     sizes = df["trajectory_id"].value_counts()
     keep = np.cumsum([sizes[i] for i in want]) <= 40    # runs taken in hash order while they fit
     assert set(limited["trajectory_id"]) == set(np.array(want)[keep]) and info["stopped_by_rows"]
+
+
+def test_the_whitespace_ids_are_stripped_of_is_every_whitespace_character():
+    """schema.WHITESPACE scans code points up to U+3000 only; every character str.strip() removes
+    (str.isspace) lies there."""
+    from tpsviz.schema import WHITESPACE
+
+    assert WHITESPACE == "".join(c for c in map(chr, range(0x110000)) if c.isspace())

@@ -20,13 +20,13 @@ little more than its scores; a defective one is diagnosed row by row afterwards
 
 from __future__ import annotations
 
-import functools
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
 from ..longform import MAX_STEP
+from ..schema import WHITESPACE
 from ..tps import ScoreSettings
 from .duck import STEP_BIT, _Plan, _Runs, _f, _lit, _q, _score_sql, nan_free, weight_sql
 
@@ -35,18 +35,12 @@ __all__ = ["run_pass", "rows_sql", "labelled_sql", "defects"]
 _FUZZ = 1e-9  # forecasts this far outside [0, 1] are float rounding, set to 0 or 1 (as tpsviz.load)
 
 
-@functools.lru_cache(maxsize=1)
-def _whitespace() -> str:
-    """The characters Python's str.strip() removes (what tpsviz.load strips from ids)."""
-    return "".join(chr(c) for c in range(0x110000) if chr(c).isspace())
-
-
 def _id_sql(plan: _Plan, stripped: bool) -> str:
     col = _q(plan.col["trajectory_id"])
     text = col if plan.types["trajectory_id"].upper() == "VARCHAR" else f"CAST({col} AS VARCHAR)"
     if not stripped:
         return text
-    ws = "[" + "".join(f"\\x{{{ord(c):x}}}" for c in _whitespace()) + "]"
+    ws = "[" + "".join(f"\\x{{{ord(c):x}}}" for c in WHITESPACE) + "]"
     return f"regexp_replace({text}, {_lit(f'^{ws}+|{ws}+$')}, '', 'g')"
 
 

@@ -19,14 +19,12 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ..dataset import Dataset
-from ..schema import show_id
+from ..schema import WHITESPACE, show_id
 from .duck import _lit, _q, _source, connect, id_column
 from .onepass import _strip
 
 __all__ = ["sample_runs"]
 
-# what str.strip() removes: an id that starts or ends with one of these is stored with surrounding whitespace
-_WHITESPACE = tuple(c for c in map(chr, range(0x110000)) if c.isspace())
 
 
 def sample_runs(ds: Dataset, n_runs: int, seed: int = 0, max_rows: int | None = None, mapping=(),
@@ -65,7 +63,7 @@ def sample_runs(ds: Dataset, n_runs: int, seed: int = 0, max_rows: int | None = 
         raw = f"CAST({_q(col)} AS VARCHAR)"
         con.execute(f"CREATE TEMP TABLE tpsviz_ids AS SELECT {raw} AS raw, count(*) AS n FROM {source} "
                     f"WHERE {raw} IS NOT NULL GROUP BY raw")
-        ends = ", ".join(_lit(c) for c in _WHITESPACE)
+        ends = ", ".join(_lit(c) for c in WHITESPACE)  # an id that starts or ends with one is stripped
         n_raw, total_rows, n_spaced = con.execute(
             f"SELECT count(*), coalesce(sum(n), 0), count(*) FILTER (WHERE left(raw, 1) IN ({ends}) "
             f"OR right(raw, 1) IN ({ends})) FROM tpsviz_ids").fetchall()[0]
