@@ -83,9 +83,9 @@ class DeferralResult:
         their largest best τ.
     best_utility_ci : (float, float)
     best_tau_high : float
-        The largest τ of the grid whose mean utility equals the maximum (within ``TIE_TOL`` ·
-        (1 + |max|)); ``best_tau`` (also ``best_tau_low``) is the smallest, and the two are equal
-        when the best τ is unique. The curve's ``best`` column marks every such τ.
+        (A property.) The largest τ of the grid whose mean utility equals the maximum (within
+        ``TIE_TOL`` · (1 + |max|)); ``best_tau`` (also ``best_tau_low``) is the smallest, and the two
+        are equal when the best τ is unique. The curve's ``best`` column marks every such τ.
     aurc : float
         Area under the risk–coverage curve: the failure rate among the runs kept, averaged over
         coverage (lower is better).
@@ -102,7 +102,11 @@ class DeferralResult:
     n_runs: int
     n_excluded: int
     utility: Utility
-    best_tau_high: float
+
+    @property
+    def best_tau_high(self) -> float:
+        """The largest best τ (the curve's ``best`` rows); ``best_tau`` when it is unique."""
+        return float(self.curve.loc[self.curve["best"], "tau"].max())
 
     @property
     def best_tau_low(self) -> float:
@@ -270,4 +274,4 @@ def deferral(data: TrajectoryData, name: str, utility: Utility = Utility(), thre
                           "risk": risk, "handoff_rate": 1.0 - coverage, "best": is_best})
     n_all = data.n_trajectories
     return DeferralResult(curve, float(thr[j]), float(mean[j]), tau_ci, util_ci, _aurc(coverage, risk), n,
-                          n_all - n, utility, float(thr[is_best].max()))
+                          n_all - n, utility)

@@ -113,14 +113,23 @@ def _missing_text(col: str) -> str:
     return f"(lower(trim({col})) IN ({tokens}))"
 
 
-def _number(col: str, typ: str) -> tuple[str, str]:
-    """(value as DOUBLE or NULL, condition of a present value that is not a number)."""
+def _stored_as(typ: str) -> str:
+    """How :func:`_number` reads a column of this DuckDB type: "float", "exact" (integers,
+    decimals, booleans) or "text"."""
     t = typ.upper()
     if t == "BOOLEAN":
-        return f"CAST({col} AS DOUBLE)", "FALSE"
-    if any(k in t for k in ("DOUBLE", "FLOAT", "REAL")):  # a stored NaN is a missing value, as tpsviz.load reads it
+        return "exact"
+    if any(k in t for k in ("DOUBLE", "FLOAT", "REAL")):
+        return "float"
+    return "exact" if any(k in t for k in ("INT", "DECIMAL", "NUMERIC")) else "text"
+
+
+def _number(col: str, typ: str) -> tuple[str, str]:
+    """(value as DOUBLE or NULL, condition of a present value that is not a number)."""
+    kind = _stored_as(typ)
+    if kind == "float":  # a stored NaN is a missing value, as tpsviz.load reads it
         return f"CASE WHEN isnan({col}) THEN NULL ELSE CAST({col} AS DOUBLE) END", "FALSE"
-    if any(k in t for k in ("INT", "DECIMAL", "NUMERIC")):
+    if kind == "exact":
         return f"CAST({col} AS DOUBLE)", "FALSE"
     text = f"CAST({col} AS VARCHAR)"
     cast = f"TRY_CAST(trim({text}) AS DOUBLE)"
@@ -136,8 +145,7 @@ def _number(col: str, typ: str) -> tuple[str, str]:
 def nan_free(typ: str) -> bool:
     """Whether :func:`_number`'s value of a column of this type is never NaN (a stored NaN of a
     float column is read as NULL there; a text cell such as "-nan" casts to NaN)."""
-    t = typ.upper()
-    return t == "BOOLEAN" or any(k in t for k in ("DOUBLE", "FLOAT", "REAL", "INT", "DECIMAL", "NUMERIC"))
+    return _stored_as(typ) != "text"
 
 
 def _boolean(col: str, typ: str) -> tuple[str, str]:

@@ -20,7 +20,6 @@ little more than its scores; a defective one is diagnosed row by row afterwards
 
 from __future__ import annotations
 
-
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc

@@ -26,7 +26,6 @@ from .onepass import _strip
 __all__ = ["sample_runs"]
 
 
-
 def sample_runs(ds: Dataset, n_runs: int, seed: int = 0, max_rows: int | None = None, mapping=(),
                 threads: int | None = None, memory_limit: str | None = None) -> tuple[pd.DataFrame, dict]:
     """The step rows of a seeded random sample of the runs of a dataset.
