@@ -218,3 +218,37 @@ def test_a_forecast_outside_the_unit_interval_is_told_apart_from_text(tmp_path):
     msg = str(out.value)
     assert "column 'conf_a': probabilities must be in [0, 1]; not so on 1 row(s), e.g. in trajectory 'a'" in msg
     assert "column 'conf_a' must hold numbers (probabilities in [0, 1]); not so on 1 row(s), e.g. in trajectory 'b'" in msg
+
+
+def test_runs_in_any_order_read_as_the_sorted_table():
+    """``_Runs`` puts every column in the order of the ids while converting it: the same numbers
+    as converting a table sorted first, for float, count, bool and null cells over several chunks
+    (the main pass returns its runs in no order)."""
+    import pyarrow as pa
+
+    from tpsviz.engines.duck import _Runs
+
+    rng = np.random.default_rng(7)
+    n = 1_000
+    ids = [f"run-{i:04d}" for i in rng.permutation(n)]
+    x = rng.random(n)
+    x[rng.random(n) < 0.2] = np.nan
+    table = pa.table({"tid": ids,
+                      "a": pa.array(x, from_pandas=True),  # NaN → null
+                      "n": pa.array(rng.integers(1, 50, n), pa.int64()),
+                      "c": pa.array([None if v < 0.1 else bool(v > 0.5) for v in rng.random(n)])})
+    chunked = pa.Table.from_batches(table.to_batches(max_chunksize=97))  # 11 chunks
+    assert chunked.column("a").num_chunks > 5
+    runs = _Runs.sorted_by_id(chunked)
+    want = table.sort_by("tid").to_pandas()
+    assert list(runs.ids()) == sorted(ids)
+    np.testing.assert_array_equal(runs.num("a"), want["a"].to_numpy(float))
+    np.testing.assert_array_equal(runs.count("n"), want["n"].to_numpy(np.int64))
+    assert runs.count("n").dtype == np.int64
+    np.testing.assert_array_equal(runs.num("c"), want["c"].astype(float).to_numpy())
+    mask = np.zeros(n, bool)
+    mask[[17, 400]] = True
+    assert runs.first_id(mask) == sorted(ids)[17]
+    assert np.isnan(runs.num("absent")).all() and (runs.num("absent", 0) == 0).all()
+    already = _Runs(table.sort_by("tid"))  # no order: the table is read as it is
+    np.testing.assert_array_equal(already.num("a"), runs.num("a"))

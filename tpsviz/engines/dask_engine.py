@@ -141,7 +141,7 @@ def sums_dask(ds: Dataset, settings: ScoreSettings, mapping=(), client=None, sch
     try:
         con.register("partials", pa.concat_tables([p["blocks"] for p in parts], promote_options="permissive"))
         plan = _PlanView(ds, plan_conf, parts[0]["blocks"].column_names)
-        runs = duck._Runs(con.sql(duck._per_run_sql(plan, settings,
+        runs = duck._Runs.sorted_by_id(con.sql(duck._per_run_sql(plan, settings,
                                                     f"({duck._combine_sql(plan, settings, 'partials')})"))
                           .to_arrow_table())
     finally:

@@ -304,36 +304,86 @@ _STRING_TYPES = ("string", "large_string", "string_view")  # Arrow type names th
 
 
 class _Runs:
-    """The per-run result as numpy columns (nulls as NaN); absent columns read as a default.
-    Each column is converted once (the checks read some of them several times)."""
+    """The per-run result as numpy columns in the order of the runs' ids (nulls as NaN); absent
+    columns read as a default.
 
-    def __init__(self, table):
+    The table's rows may come in any order: ``_Runs.sorted_by_id`` finds the permutation that
+    sorts them by id, and each column is put in that order as it is converted, by one gather
+    into a fresh array. Sorting the whole table instead (an ``ORDER BY`` or a take) copies every
+    column once more, which at millions of runs costs more than the sort
+    (docs/architecture.md, "Scale"). Each column is converted once (the checks read some of
+    them several times).
+    """
+
+    def __init__(self, table, order: np.ndarray | None = None):
         self.n_rows = table.num_rows
         self._t = table
+        self._order = order  # None: the table is sorted by id already
         self._num: dict = {}
+        self._scratch: dict = {}  # one array per dtype, reused by every column's gather
+        self._ids = None
+
+    @classmethod
+    def sorted_by_id(cls, table) -> "_Runs":
+        """Runs of ``table`` (any order) in the order of their ids (the bytes of UTF-8: the order
+        of Python's ``str``, as an ``ORDER BY`` in DuckDB)."""
+        import pyarrow.compute as pc
+
+        order = pc.sort_indices(table.column("tid")).to_numpy().astype(np.intp, copy=False)
+        return cls(table, order)
 
     def __contains__(self, name: str) -> bool:
         return name in self._t.column_names
 
+    def _column(self, name: str, dtype) -> np.ndarray:
+        col = self._t.column(name)
+        if col.type == "bool":  # (with nulls, a bool column converts to Python objects)
+            col = col.cast("double")
+        dtype = np.dtype(dtype)
+        if self._order is None:
+            flat = np.empty(self.n_rows, dtype)
+        else:
+            flat = self._scratch.setdefault(dtype, np.empty(self.n_rows, dtype))
+        at = 0
+        for chunk in col.chunks:  # a chunk's nulls come as NaN (the column is float where it has any)
+            flat[at:at + len(chunk)] = chunk.to_numpy(zero_copy_only=False)
+            at += len(chunk)
+        if self._order is None:
+            return flat
+        # (mode="clip": numpy buffers the output of take in its default mode, which is one more copy)
+        return np.take(flat, self._order, out=np.empty(self.n_rows, dtype), mode="clip")
+
     def num(self, name: str, default: float = np.nan) -> np.ndarray:
+        """Column ``name`` as float; an absent one reads as ``default`` everywhere (a read-only
+        view of one number: a fresh array costs a page fault per 4 KB)."""
         if name not in self._t.column_names:
-            return np.full(self.n_rows, default, dtype=float)
+            return np.broadcast_to(np.float64(default), (self.n_rows,))
         if name not in self._num:
-            col = self._t.column(name)
-            if col.type == "bool":
-                col = col.cast("double")
-            self._num[name] = col.to_numpy().astype(float, copy=False) if col.null_count == 0 else np.asarray(
-                col.cast("double").to_numpy(zero_copy_only=False), dtype=float)
+            self._num[name] = self._column(name, float)
         return self._num[name]
+
+    def count(self, name: str) -> np.ndarray:
+        """A column of counts (never null: ``count()``) as int64."""
+        key = (name, "count")
+        if key not in self._num:
+            self._num[key] = self._column(name, np.int64)
+        return self._num[key]
+
+    def sorted_ids(self):
+        """The ids (an Arrow array) in the order of the runs."""
+        if self._ids is None:
+            tid = self._t.column("tid")
+            self._ids = tid if self._order is None else tid.take(self._order)
+        return self._ids
 
     def ids(self) -> pd.Series:
         """The ids as a pandas string column (the Arrow buffers, not one Python str per run:
         0.7 s less at 4.3M runs)."""
         string = pd.Series(dtype="str").dtype
-        return self._t.column("tid").to_pandas(types_mapper=lambda t: string if t in _STRING_TYPES else None)
+        return self.sorted_ids().to_pandas(types_mapper=lambda t: string if t in _STRING_TYPES else None)
 
     def first_id(self, mask: np.ndarray) -> str:
-        return str(self._t.column("tid")[int(np.flatnonzero(mask)[0])].as_py())
+        return str(self.sorted_ids()[int(np.flatnonzero(mask)[0])].as_py())
 
 
 def _flags(plan: _Plan) -> list[str]:
@@ -390,16 +440,11 @@ def _combine_sql(plan: _Plan, settings: ScoreSettings, relation: str) -> str:
 
 
 def _per_run_sql(plan: _Plan, settings: ScoreSettings, relation: str) -> str:
-    """One row per run, sorted by id, from one row per (run, block): distinct steps are the bits
-    set in each block, summed."""
+    """One row per run (in no order: :meth:`_Runs.sorted_by_id`), from one row per (run, block):
+    distinct steps are the bits set in each block, summed."""
     aggs = ", ".join(("sum(bit_count(bits)) AS nd" if name == "bits" else f"{comb} AS {name}")
                      for name, _, comb in _aggregates(plan, settings))
-    return f"SELECT tid, {aggs} FROM {relation} GROUP BY tid ORDER BY tid"
-
-
-def _run_sql(plan: _Plan, rows_sql: str, settings: ScoreSettings) -> str:
-    """Per (run, block of 64 step numbers), then per run: counts, checks and sums."""
-    return rows_sql + _per_run_sql(plan, settings, f"({_block_sql(plan, settings)})")
+    return f"SELECT tid, {aggs} FROM {relation} GROUP BY tid"
 
 
 def _diagnose(con, plan: _Plan, rows_sql: str) -> dict:
@@ -544,7 +589,7 @@ def _sums(con, ds: Dataset, settings: ScoreSettings, source: str, plan: _Plan) -
 def to_sums(ds, plan, settings, runs: _Runs, notes, pooled, engine: str) -> RunSums:
     """:class:`RunSums` from the per-run rows (checks of whole runs, notes, schedules applied);
     ``pooled(n_labelled_rows)`` gives the pooled-metric counts."""
-    n = runs.num("n").astype(np.int64)
+    n = runs.count("n")
     y = runs.num("ymin")
     yn = runs.num("yn")
     marked = runs.num("cn", 0) > 0
@@ -571,7 +616,7 @@ def to_sums(ds, plan, settings, runs: _Runs, notes, pooled, engine: str) -> RunS
     if problems:
         raise LogFormatError(ds.label, problems)
     _check_schedule(settings, runs)
-    qz = runs.num("qmin")
+    qz = runs.num("qmin") if "qmin" in runs else np.full(runs.n_rows, np.nan)  # (a column of the frame)
     ignored_q = ~np.isnan(qz) & ~censored
     if ignored_q.any():
         notes.append(f"{int(ignored_q.sum())} complete trajectories carry a q_z value; q_z is only used for "
@@ -580,7 +625,7 @@ def to_sums(ds, plan, settings, runs: _Runs, notes, pooled, engine: str) -> RunS
     a1, a0, wsum, n_present, n_clipped, last = {}, {}, {}, {}, {}, {}
     for k, col in enumerate(plan.conf):
         name = col[len("conf_"):]
-        npres = runs.num(f"np_{k}").astype(np.int64)
+        npres = runs.count(f"np_{k}")
         s1, s0 = runs.num(f"a1_{k}"), runs.num(f"a0_{k}")
         w = runs.num(f"w_{k}") if f"w_{k}" in runs else npres.astype(float)
         if sch.name == "per-length":
@@ -592,7 +637,7 @@ def to_sums(ds, plan, settings, runs: _Runs, notes, pooled, engine: str) -> RunS
             w = pres.astype(float)
         a1[name], a0[name], wsum[name] = s1, s0, w
         n_present[name] = npres
-        n_clipped[name] = runs.num(f"cl_{k}", 0).astype(np.int64)
+        n_clipped[name] = runs.count(f"cl_{k}") if f"cl_{k}" in runs else np.zeros(runs.n_rows, np.int64)
         last[name] = runs.num(f"last_{k}")
         miss = int((n - npres).sum())
         if miss == int(n.sum()):
@@ -604,7 +649,8 @@ def to_sums(ds, plan, settings, runs: _Runs, notes, pooled, engine: str) -> RunS
                      "their recalibration needs the step rows (use --engine memory --recalibrate).")
     pooled = pooled(int(np.sum(n[~censored])))
     runs_frame = pd.DataFrame({"trajectory_id": runs.ids(), "length": n,
-                               "outcome": np.where(censored, np.nan, y), "censored": censored, "q_z": qz})
+                               "outcome": np.where(censored, np.nan, y), "censored": censored, "q_z": qz},
+                              copy=False)  # (the arrays as they are, not stacked into one block: a copy)
     names = [c[len("conf_"):] for c in plan.conf]
     return RunSums(ds.label, engine, settings, runs_frame, names, a1, a0, wsum, n_present, n_clipped, last,
                    {names[k]: v for k, v in pooled.items()}, int(n.sum()), notes)
