@@ -112,3 +112,23 @@ def test_the_whitespace_ids_are_stripped_of_is_every_whitespace_character():
     from tpsviz.schema import WHITESPACE
 
     assert WHITESPACE == "".join(c for c in map(chr, range(0x110000)) if c.isspace())
+
+
+def test_rows_that_form_no_run_are_counted_in_a_note_of_the_sample(tmp_path):
+    """Rows without an id, or with one stored as bytes that are not UTF-8, cannot be drawn: the
+    sample says how many (they are not dropped without a word)."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    df = _log(60)
+    ids = [i.encode() for i in df["trajectory_id"]]
+    ids[:3] = [b"\xe8x", None, None]
+    folder = tmp_path / "d"
+    folder.mkdir()
+    table = pa.Table.from_pandas(df.drop(columns="trajectory_id"), preserve_index=False)
+    pq.write_table(table.append_column("trajectory_id", pa.array(ids, pa.binary())), folder / "part.parquet")
+    small = dataclasses.replace(limits_from_env(), max_rows=100)
+    part = tpsviz.load(str(folder), limits=small, sample=(20, 1))
+    note = next(n for n in part.notes if "have no trajectory id" in n)
+    assert note.startswith(f"3 of {len(df):,} step rows")
+    assert part.reading["sample"]["rows_total"] == len(df) - 3

@@ -145,6 +145,11 @@ def _read_dataset(source, options: ReadOptions, limits: Limits, read, roots, sam
 
         frame, info = sample_runs(ds, sample[0], sample[1], limits.max_rows, options.mapping)
         frame.attrs["notes"] = list(ds.notes)
+        unsampled = (ds.n_rows or 0) - info["rows_total"]
+        if unsampled > 0:  # rows without an id (or one stored as bytes that are not UTF-8) form no run
+            frame.attrs["notes"].append(f"{unsampled:,} of {ds.n_rows:,} step rows have no trajectory id (or one "
+                                        "that is not text) and belong to no run, so none of them can be "
+                                        "sampled; scoring all runs refuses the dataset until they have one.")
         frame = _apply_mapping(frame, options.mapping, label)
         return frame, {"format": ds.fmt, "dataset": {"files": ds.n_files, "skipped": ds.skipped,
                                                      "bytes": ds.n_bytes},
@@ -154,7 +159,7 @@ def _read_dataset(source, options: ReadOptions, limits: Limits, read, roots, sam
                                      "read into memory (TPSVIZ_MAX_ROWS); score it out of core with "
                                      "--engine duckdb"])
     ids = [col for target, col in options.mapping if target == "trajectory_id"]
-    frames, rows = [], 0
+    frames, rows, notes = [], 0, list(ds.notes)
     for f in ds.files:
         rel = ds.file_label(f)
         raw, _ = read_source(f, rel, limits, read)
@@ -164,9 +169,11 @@ def _read_dataset(source, options: ReadOptions, limits: Limits, read, roots, sam
         rows += len(part)
         prefix = part.attrs.get("where_prefix", "row")
         part["_where"] = [f"{show_id(rel, 60)} {prefix} {n}" for n in part["_where"]]
+        # a file's own notes (e.g. nested columns left out), each said once for all the files
+        notes += [n for n in part.attrs.get("notes", []) if n not in notes]
         frames.append(part)
     frame = pd.concat(frames, ignore_index=True)
-    frame.attrs["notes"] = list(ds.notes)
+    frame.attrs["notes"] = notes
     frame = _apply_mapping(frame, options.mapping, label)
     reading = {"format": ds.fmt, "dataset": {"files": ds.n_files, "skipped": ds.skipped, "bytes": ds.n_bytes},
                "options": options.describe()}

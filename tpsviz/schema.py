@@ -51,6 +51,19 @@ def canonical_name(column: str) -> str:
     return c
 
 
+def is_log_column(column: str) -> bool:
+    """Whether a column is one tpsviz reads (a reserved name or a forecast/signal prefix)."""
+    c = canonical_name(column)
+    return c in RESERVED or c.startswith(tuple(PREFIXES))
+
+
+def nested_column(column: str, kind: str) -> str:
+    """The message for a log column of nested type (``kind``: its type as stored), which holds no
+    single value per row; the same words from every engine."""
+    return (f"column {show_id(column)} holds lists, structs or maps ({show_id(kind, 30)}), not one "
+            "value per row; store one number (or id) per step row")
+
+
 def looks_like_ours(columns) -> bool:
     """True when a header names at least two long-format columns (so naming its columns in a
     message cannot disclose an unrelated file's first line)."""

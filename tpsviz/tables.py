@@ -19,7 +19,8 @@ import numpy as np
 import pandas as pd
 
 from .errors import LogFormatError
-from .schema import MAX_META_CHARS, PREFIXES, canonical_name, looks_like_ours, no_lone_surrogates, show_id
+from .schema import (MAX_META_CHARS, PREFIXES, canonical_name, is_log_column, looks_like_ours, nested_column,
+                     no_lone_surrogates, show_id)
 
 __all__ = ["FORMATS", "read_table", "table_columns", "MISSING"]
 
@@ -186,6 +187,31 @@ def _fixed_bytes(t) -> int:
         return 0
 
 
+def _log_bytes_as_text(table, name: str):
+    """Log columns stored as bytes (a Parquet BYTE_ARRAY without the UTF-8 annotation, or
+    fixed-size bytes) decoded as UTF-8 text, as the DuckDB engine decodes an id
+    (:func:`tpsviz.engines.duck.id_text`). Bytes that are not UTF-8 are refused, naming the
+    column: read some other way, two ids could become one, or a value could not be shown."""
+    import pyarrow as pa
+
+    problems = []
+    for i, field in enumerate(table.schema):
+        typ = field.type.value_type if pa.types.is_dictionary(field.type) else field.type
+        if not is_log_column(field.name) or not (pa.types.is_binary(typ) or pa.types.is_large_binary(typ)
+                                                 or pa.types.is_fixed_size_binary(typ)):
+            continue
+        try:
+            text = table.column(i).cast(typ).cast(pa.large_binary()).cast(pa.large_string())  # checks UTF-8
+        except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+            problems.append(f"column {show_id(field.name)} holds bytes that are not UTF-8 text; store its "
+                            "values as text or numbers")
+            continue
+        table = table.set_column(i, field.name, text)
+    if problems:
+        raise LogFormatError(name, problems)
+    return table
+
+
 def _read_parquet(raw: bytes, name: str, max_rows: int, max_cells: int, max_bytes: int) -> pd.DataFrame:
     if not raw:
         raise LogFormatError(name, ["the file is empty"])
@@ -233,6 +259,9 @@ def _read_parquet(raw: bytes, name: str, max_rows: int, max_cells: int, max_byte
         # text columns stay dictionary-encoded until their decoded size is known: one long value
         # repeated on every row is tiny on disk and huge once decoded
         nested = [f.name for f in pf.schema_arrow if pa.types.is_nested(f.type)]
+        needed = [f for f in pf.schema_arrow if f.name in nested and is_log_column(f.name)]
+        if needed:  # (left out, it would read as a missing column: say what it holds)
+            raise LogFormatError(name, [nested_column(f.name, str(f.type)) for f in needed[:5]])
         keep = [n for n in header if n not in nested]
         # nested columns (lists, structs, maps) hold no single value per row: never decoded
         table = pq.ParquetFile(_io.BytesIO(raw), read_dictionary=texts).read(columns=keep)
@@ -252,6 +281,7 @@ def _read_parquet(raw: bytes, name: str, max_rows: int, max_cells: int, max_byte
             raise LogFormatError(name, [f"the Parquet file's text columns expand to {dense / 2**20:,.0f} MB, more "
                                         f"than the {max_bytes // 2**20:,} MB this installation reads "
                                         "(TPSVIZ_MAX_FILE_MB)"])
+        table = _log_bytes_as_text(table, name)
         df = table.to_pandas()
         if nested:
             df.attrs["notes"] = [f"{len(nested)} column(s) of nested type (lists, structs, maps) were left out: "

@@ -73,7 +73,8 @@ def _partition(files: tuple, ds: Dataset, settings: ScoreSettings, mapping, n_ro
                                                         if "nfuzz" in blocks.column_names else 0)
         diag = duck._diagnose(con, plan, rows_sql) if bad else {}
         grid = con.sql(duck.grid_sql(plan, rows_sql)).df()
-        return {"blocks": blocks, "diag": diag, "grid": grid, "conf": plan.conf}
+        return {"blocks": blocks, "diag": diag, "grid": grid, "conf": plan.conf,
+                "id_type": plan.types.get("trajectory_id", "")}
     finally:
         con.close()
         shutil.rmtree(spill, ignore_errors=True)
@@ -140,7 +141,7 @@ def sums_dask(ds: Dataset, settings: ScoreSettings, mapping=(), client=None, sch
     con = duckdb.connect(config={"enable_external_access": False, "threads": 2})
     try:
         con.register("partials", pa.concat_tables([p["blocks"] for p in parts], promote_options="permissive"))
-        plan = _PlanView(ds, plan_conf, parts[0]["blocks"].column_names)
+        plan = _PlanView(ds, plan_conf, parts[0]["blocks"].column_names, parts[0]["id_type"])
         runs = duck._Runs.sorted_by_id(con.sql(duck._per_run_sql(plan, settings,
                                                     f"({duck._combine_sql(plan, settings, 'partials')})"))
                           .to_arrow_table())
@@ -175,9 +176,10 @@ def sums_dask(ds: Dataset, settings: ScoreSettings, mapping=(), client=None, sch
 class _PlanView:
     """The parts of a plan the reduce needs (column presence and predictors), from the partials."""
 
-    def __init__(self, ds: Dataset, conf: list, partial_columns: list):
+    def __init__(self, ds: Dataset, conf: list, partial_columns: list, id_type: str = ""):
         self.conf = list(conf)
         self.signals: list = []
+        self.types = {"trajectory_id": id_type}
         present = set(partial_columns)
         self.col = {name: name for name, key in (("censored", "cmin"), ("q_z", "qmin")) if key in present}
         self.col["trajectory_id"] = "trajectory_id"

@@ -22,6 +22,7 @@ need a cross-fitted recalibration over the rows); the message says to use ``--en
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import tempfile
 
@@ -31,7 +32,7 @@ import pandas as pd
 from ..dataset import Dataset
 from ..errors import LogFormatError
 from ..longform import TRUE_TOKENS, FALSE_TOKENS, MAX_STEP, check_header
-from ..schema import canonical_name, show_id
+from ..schema import RESERVED, canonical_name, nested_column, show_id
 from ..scores import TABLE_MIN, beta_score
 from ..tables import MISSING
 from ..tps import MAX_WEIGHT, ScoreSettings
@@ -113,15 +114,45 @@ def _missing_text(col: str) -> str:
     return f"(lower(trim({col})) IN ({tokens}))"
 
 
+_FLOAT_TYPES = re.compile(r"DOUBLE|FLOAT|REAL")
+# whole DuckDB type names only: INTERVAL contains "INT" and DOUBLE[] "DOUBLE", and neither is a number
+_INTEGER_TYPES = re.compile(r"U?(TINYINT|SMALLINT|INTEGER|BIGINT|HUGEINT)|INT[1248]?")
+_DECIMAL_TYPES = re.compile(r"(DECIMAL|NUMERIC)(\(\d+,\s*\d+\))?")
+
+
+_BIGINT_TYPES = re.compile(r"U?(TINYINT|SMALLINT|INTEGER)|BIGINT|INT[1248]?")
+
+
+def is_integer(typ: str, bigint: bool = False) -> bool:
+    """Whether a DuckDB column type is an integer type (not a list of them, not INTERVAL); with
+    ``bigint``, one whose every value casts to BIGINT (not UBIGINT, HUGEINT, UHUGEINT)."""
+    return bool((_BIGINT_TYPES if bigint else _INTEGER_TYPES).fullmatch(typ.strip().upper()))
+
+
+def is_nested(typ: str) -> bool:
+    """Whether a DuckDB column type holds several values per row (a list, array, struct, map or union)."""
+    t = typ.strip().upper()
+    return t.endswith("]") or t.startswith(("STRUCT", "MAP", "UNION"))
+
+
+def id_text(col: str, typ: str) -> str:
+    """The trajectory id of column expression ``col`` (of DuckDB type ``typ``) as text. Bytes
+    (BLOB) are decoded as UTF-8, as :func:`tpsviz.load` reads them; bytes that are not UTF-8 give
+    NULL, a row without an id (a cast would spell them as escapes instead: ``\\xE8``)."""
+    t = typ.strip().upper()
+    if t == "VARCHAR":
+        return col
+    return f"TRY(decode({col}))" if t == "BLOB" else f"CAST({col} AS VARCHAR)"
+
+
 def _stored_as(typ: str) -> str:
     """How :func:`_number` reads a column of this DuckDB type: "float", "exact" (integers,
-    decimals, booleans) or "text"."""
-    t = typ.upper()
-    if t == "BOOLEAN":
+    decimals, booleans) or "text" (anything else: cast to text and parsed, so a date, an
+    interval or bytes is "not a number", as :func:`tpsviz.load` says)."""
+    t = typ.strip().upper()
+    if t == "BOOLEAN" or is_integer(t) or _DECIMAL_TYPES.fullmatch(t):
         return "exact"
-    if any(k in t for k in ("DOUBLE", "FLOAT", "REAL")):
-        return "float"
-    return "exact" if any(k in t for k in ("INT", "DECIMAL", "NUMERIC")) else "text"
+    return "float" if _FLOAT_TYPES.fullmatch(t) else "text"
 
 
 def _number(col: str, typ: str) -> tuple[str, str]:
@@ -213,6 +244,10 @@ class _Plan:
         self.conf = conf
         self.signals = sig
         self.types = {k: types[v] for k, v in canon.items()}
+        nested = [nested_column(canon[k], t) for k, t in self.types.items()
+                  if is_nested(t) and (k in RESERVED or k in conf)]
+        if nested:
+            raise LogFormatError(ds.label, nested[:5])
 
     def expr(self, name: str, kind: str = "number") -> tuple[str, str]:
         if name not in self.col:
@@ -244,7 +279,7 @@ def _rows_sql(plan: _Plan, source: str, settings: ScoreSettings, positional: boo
     cens, cens_bad = plan.expr("censored", "bool")
     q, q_bad = plan.expr("q_z")
     wcol, w_bad = plan.expr("weight")
-    tid = f"trim(CAST({_q(plan.col['trajectory_id'])} AS VARCHAR))"
+    tid = f"trim({id_text(_q(plan.col['trajectory_id']), plan.types['trajectory_id'])})"
     parsed = [f"{tid} AS tid", f"{step} AS step_d", f"{y} AS y", f"{cens} AS c", f"{q} AS q",
               f"{wcol} AS wcol",
               f"({step_bad}) AS bad_step_text", f"({y_bad}) AS bad_y_text",
@@ -471,7 +506,9 @@ def _check_rows(ds: Dataset, plan: _Plan, runs: _Runs, diag: dict | None) -> lis
             problems.append(f"{what}: {int(m.sum()):,} run(s), e.g. trajectory {show_id(runs.first_id(m), 40)}")
 
     if diag:
-        texts = {"bad_tid": "column 'trajectory_id': every row needs an id",
+        blob = plan.types.get("trajectory_id", "").upper() == "BLOB"
+        texts = {"bad_tid": "column 'trajectory_id': every row needs an id"
+                            + (", as UTF-8 text (the column holds bytes)" if blob else ""),
                  "bad_step": "column 'step': every row needs a whole number from 0 to 2^53",
                  "bad_y": "column 'outcome' must be 1 (success), 0 (failure) or empty (censored)",
                  "bad_c": "column 'censored' must be true/false or 1/0",

@@ -27,7 +27,7 @@ import pyarrow.compute as pc
 from ..longform import MAX_STEP
 from ..schema import WHITESPACE
 from ..tps import ScoreSettings
-from .duck import STEP_BIT, _Plan, _Runs, _f, _lit, _q, _score_sql, nan_free, weight_sql
+from .duck import STEP_BIT, _Plan, _Runs, _f, _lit, _q, _score_sql, id_text, is_integer, nan_free, weight_sql
 
 __all__ = ["run_pass", "rows_sql", "labelled_sql", "defects"]
 
@@ -36,16 +36,11 @@ _FUZZ = 1e-9  # forecasts this far outside [0, 1] are float rounding, set to 0 o
 
 def _id_sql(plan: _Plan, stripped: bool) -> str:
     col = _q(plan.col["trajectory_id"])
-    text = col if plan.types["trajectory_id"].upper() == "VARCHAR" else f"CAST({col} AS VARCHAR)"
+    text = id_text(col, plan.types["trajectory_id"])
     if not stripped:
         return text
     ws = "[" + "".join(f"\\x{{{ord(c):x}}}" for c in WHITESPACE) + "]"
     return f"regexp_replace({text}, {_lit(f'^{ws}+|{ws}+$')}, '', 'g')"
-
-
-def _integer(typ: str) -> bool:
-    t = typ.upper()
-    return "INT" in t and "INTERVAL" not in t
 
 
 def rows_sql(plan: _Plan, source: str, stripped: bool = False) -> tuple[str, bool]:
@@ -57,7 +52,7 @@ def rows_sql(plan: _Plan, source: str, stripped: bool = False) -> tuple[str, boo
     cens, c_bad = plan.expr("censored", "bool")
     q, q_bad = plan.expr("q_z")
     wcol, w_bad = plan.expr("weight")
-    step = (f"CAST({_q(plan.col['step'])} AS BIGINT)" if "step" in plan.col and _integer(plan.types["step"])
+    step = (f"CAST({_q(plan.col['step'])} AS BIGINT)" if "step" in plan.col and is_integer(plan.types["step"], bigint=True)
             else f"TRY_CAST({step_d} AS BIGINT)")
     cols = [f"{_id_sql(plan, stripped)} AS tid", f"{step_d} AS step_d", f"{step} AS step", f"{y} AS y",
             f"{cens} AS c", f"{q} AS q", f"{wcol} AS wcol"]
@@ -103,7 +98,7 @@ def _aggregates(plan: _Plan, settings: ScoreSettings, text: bool) -> list[str]:
     # one count of rows that break a rule no other aggregate shows (a missing or fractional step, a
     # forecast outside [0, 1], be it by rounding): fewer aggregate states, a faster pass at 100M rows
     flag = ["step_d IS NULL"]
-    if "step" in plan.col and not _integer(plan.types["step"]):
+    if "step" in plan.col and not is_integer(plan.types["step"]):
         flag.append("step_d <> floor(step_d)")
     flag += [f"r{k} < 0.0 OR r{k} > 1.0" for k in range(len(plan.conf))]
     a = ["count(*) AS n", "min(step_d) AS smin", "max(step_d) AS smax", f"bit_count(bit_or({STEP_BIT})) AS nd",

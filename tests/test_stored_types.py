@@ -1,0 +1,128 @@
+"""Columns stored in Parquet types that are not plain numbers or text: every engine refuses them
+with a message naming the column and what it holds, or reads them as the in-memory reader does.
+Never an "unexpected failure", never a score computed from a duration or a list.
+
+Found by trying files a harness or a hand-written script could produce: a forecast column of
+INTERVAL type was scored out of core (DuckDB's type name contains "INT"), a list-typed column
+stopped the engine with a binder error, and bytes that are not UTF-8 in an id column were an
+unexpected failure in both engines.
+"""
+
+from __future__ import annotations
+
+import duckdb
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+import tpsviz
+from tpsviz.dataset import open_dataset
+from tpsviz.engines.duck import _stored_as, is_integer, is_nested, sums_duckdb
+from tpsviz.errors import LogFormatError
+from tpsviz.tps import ScoreSettings
+
+from test_engines import _compare
+
+BASE = {"trajectory_id": ["a", "a", "b", "b"], "step": [1, 2, 1, 2], "outcome": [1, 1, 0, 0],
+        "conf_x": [0.6, 0.7, 0.4, 0.3]}
+
+
+def _write(folder, **columns) -> str:
+    folder.mkdir(parents=True, exist_ok=True)
+    pq.write_table(pa.table({**BASE, **columns}), folder / "part.parquet")
+    return str(folder)
+
+
+def _both_refuse(folder: str) -> tuple[str, str]:
+    """The messages of the in-memory reader and of the DuckDB engine (both must refuse)."""
+    with pytest.raises(LogFormatError) as memory:
+        tpsviz.load(folder)
+    with pytest.raises(LogFormatError) as out_of_core:
+        sums_duckdb(open_dataset(folder), ScoreSettings())
+    return str(memory.value), str(out_of_core.value)
+
+
+@pytest.mark.parametrize("typ, kind", [
+    ("DOUBLE", "float"), ("FLOAT", "float"), ("BIGINT", "exact"), ("UTINYINT", "exact"),
+    ("HUGEINT", "exact"), ("DECIMAL(18,3)", "exact"), ("BOOLEAN", "exact"), ("VARCHAR", "text"),
+    ("INTERVAL", "text"), ("DATE", "text"), ("TIMESTAMP WITH TIME ZONE", "text"), ("BLOB", "text"),
+    ("DOUBLE[]", "text"), ("BIGINT[3]", "text"), ("STRUCT(x DOUBLE)", "text"), ("MAP(VARCHAR, INTEGER)", "text")])
+def test_a_column_type_is_read_by_its_whole_name(typ, kind):
+    assert _stored_as(typ) == kind
+    assert is_integer(typ) == (typ in ("BIGINT", "UTINYINT", "HUGEINT"))
+    assert is_nested(typ) == (typ.endswith("]") or typ.startswith(("STRUCT", "MAP")))
+
+
+def test_only_integers_that_fit_a_bigint_are_cast_to_one():
+    assert is_integer("UINTEGER", bigint=True) and is_integer("BIGINT", bigint=True)
+    assert not is_integer("UBIGINT", bigint=True) and not is_integer("HUGEINT", bigint=True)
+    assert is_integer("UBIGINT") and not is_integer("INTERVAL")
+
+
+@pytest.mark.parametrize("column, values", [
+    ("conf_x", pa.array([[0.5]] * 4, pa.list_(pa.float64()))),
+    ("conf_x", pa.array([{"p": 0.5}] * 4, pa.struct([("p", pa.float64())]))),
+    ("step", pa.array([[1], [2], [1], [2]], pa.list_(pa.int64()))),
+    ("trajectory_id", pa.array([["a"], ["a"], ["b"], ["b"]], pa.list_(pa.string())))])
+def test_a_nested_log_column_is_named_by_every_engine(tmp_path, column, values):
+    memory, out_of_core = _both_refuse(_write(tmp_path / "d", **{column: values}))
+    for message in (memory, out_of_core):
+        assert f"column '{column}' holds lists, structs or maps" in message
+        assert "unexpected" not in message
+
+
+def test_a_nested_column_the_log_does_not_use_is_left_out_with_a_note(tmp_path):
+    folder = _write(tmp_path / "d", tags=pa.array([["x"]] * 4, pa.list_(pa.string())))
+    data = tpsviz.load(folder)
+    assert any("nested type" in n and "'tags'" in n for n in data.notes)
+    _compare(data, open_dataset(folder), ScoreSettings(n_boot=0))
+
+
+@pytest.mark.parametrize("sql_type, value", [("INTERVAL", "INTERVAL 1 SECOND"), ("DATE", "DATE '2020-01-01'"),
+                                             ("TIME", "TIME '00:00:01'")])
+def test_a_forecast_stored_as_a_date_or_duration_is_not_a_number(tmp_path, sql_type, value):
+    """DuckDB writes these as Parquet logical types; before, INTERVAL was read as an integer
+    type (its name contains "INT") and scored."""
+    folder = tmp_path / "d"
+    folder.mkdir()
+    con = duckdb.connect()
+    con.execute(f"COPY (SELECT * FROM (VALUES ('a', 1, 1, {value}), ('a', 2, 1, {value}), ('b', 1, 0, {value})) "
+                f"t(trajectory_id, step, outcome, conf_x)) TO '{folder / 'part.parquet'}'")
+    assert con.sql(f"DESCRIBE SELECT * FROM '{folder / 'part.parquet'}'").fetchall()[3][1] == sql_type
+    memory, out_of_core = _both_refuse(str(folder))
+    assert "column 'conf_x' must hold numbers" in out_of_core
+    assert "'conf_x'" in memory and ("not a number" in memory or "not UTF-8 text" in memory)
+
+
+def test_ids_stored_as_bytes_read_as_their_text_in_both_engines(tmp_path):
+    ids = ["é-1", "é-1", "b", "b"]
+    folder = _write(tmp_path / "d", trajectory_id=pa.array([i.encode() for i in ids], pa.binary()))
+    assert pq.read_schema(f"{folder}/part.parquet").field("trajectory_id").type == pa.binary()
+    data = tpsviz.load(folder)
+    ref, got = _compare(data, open_dataset(folder), ScoreSettings(n_boot=0))
+    assert sorted(ref.tps_matrix().index) == sorted(got.per_trajectory["trajectory_id"].unique()) == ["b", "é-1"]
+
+
+@pytest.mark.parametrize("column", ["trajectory_id", "step", "conf_x"])
+def test_bytes_that_are_not_utf8_are_refused_with_the_column_named(tmp_path, column):
+    values = {"trajectory_id": [b"\xe8a", b"\xe8a", b"b", b"b"], "step": [b"\xe8", b"2", b"1", b"2"],
+              "conf_x": [b"\xe8\x00", b"0.5", b"0.5", b"0.5"]}[column]
+    memory, out_of_core = _both_refuse(_write(tmp_path / "d", **{column: pa.array(values, pa.binary())}))
+    assert f"column '{column}' holds bytes that are not UTF-8 text" in memory
+    assert f"'{column}'" in out_of_core and "unexpected" not in out_of_core
+    if column == "trajectory_id":
+        assert "UTF-8" in out_of_core
+
+
+def test_a_step_beyond_bigint_is_refused_not_a_conversion_error(tmp_path):
+    folder = _write(tmp_path / "d", step=pa.array([1, 2 ** 64 - 1, 1, 2], pa.uint64()))
+    memory, out_of_core = _both_refuse(folder)
+    for message in (memory, out_of_core):
+        assert "column 'step': every row needs a whole number from 0 to 2^53" in message
+
+
+def test_bytes_in_a_column_the_log_does_not_use_are_left_as_they_are(tmp_path):
+    folder = _write(tmp_path / "d", model=pa.array([b"\xe8", b"x", b"y", b"y"], pa.binary()))
+    _compare(tpsviz.load(folder), open_dataset(folder), ScoreSettings(n_boot=0))
