@@ -114,13 +114,11 @@ def _missing_text(col: str) -> str:
     return f"(lower(trim({col})) IN ({tokens}))"
 
 
+# DuckDB type names, matched whole: INTERVAL contains "INT" and DOUBLE[] "DOUBLE", and neither is a number
 _FLOAT_TYPES = re.compile(r"DOUBLE|FLOAT|REAL")
-# whole DuckDB type names only: INTERVAL contains "INT" and DOUBLE[] "DOUBLE", and neither is a number
 _INTEGER_TYPES = re.compile(r"U?(TINYINT|SMALLINT|INTEGER|BIGINT|HUGEINT)|INT[1248]?")
+_BIGINT_TYPES = re.compile(r"U?(TINYINT|SMALLINT|INTEGER)|BIGINT|INT[1248]?")  # every value fits a BIGINT
 _DECIMAL_TYPES = re.compile(r"(DECIMAL|NUMERIC)(\(\d+,\s*\d+\))?")
-
-
-_BIGINT_TYPES = re.compile(r"U?(TINYINT|SMALLINT|INTEGER)|BIGINT|INT[1248]?")
 
 
 def is_integer(typ: str, bigint: bool = False) -> bool:
