@@ -252,3 +252,15 @@ def test_runs_in_any_order_read_as_the_sorted_table():
     assert np.isnan(runs.num("absent")).all() and (runs.num("absent", 0) == 0).all()
     already = _Runs(table.sort_by("tid"))  # no order: the table is read as it is
     np.testing.assert_array_equal(already.num("a"), runs.num("a"))
+
+
+def test_one_run_in_conflict_is_named_without_and_0_more(tmp_path):
+    df = pd.DataFrame({"trajectory_id": ["a", "a", "b", "b"], "step": [1, 2, 1, 2], "outcome": [1, 1, 0, 0],
+                       "censored": [True, True, False, False], "conf_x": [0.6, 0.7, 0.4, 0.3]})
+    folder = tmp_path / "d"
+    folder.mkdir()
+    df.to_parquet(folder / "p.parquet")
+    with pytest.raises(LogFormatError) as err:
+        sums_duckdb(open_dataset(str(folder)), ScoreSettings())
+    assert "trajectory 'a': column 'censored' is true while 'outcome' is present" in str(err.value)
+    assert "0 more" not in str(err.value)

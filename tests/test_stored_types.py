@@ -126,3 +126,114 @@ def test_a_step_beyond_bigint_is_refused_not_a_conversion_error(tmp_path):
 def test_bytes_in_a_column_the_log_does_not_use_are_left_as_they_are(tmp_path):
     folder = _write(tmp_path / "d", model=pa.array([b"\xe8", b"x", b"y", b"y"], pa.binary()))
     _compare(tpsviz.load(folder), open_dataset(folder), ScoreSettings(n_boot=0))
+
+
+def _two_files(folder, first: dict, second: dict) -> str:
+    """A dataset of two Parquet files, runs a–b in the first and c–d in the second, each file's
+    columns stored as given (the rest as BASE)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    half = {"trajectory_id": ["a", "a", "b", "b"], "step": [1, 2, 1, 2], "outcome": [1, 1, 0, 0],
+            "conf_x": [0.6, 0.7, 0.4, 0.3]}
+    other = {"trajectory_id": ["c", "c", "d", "d"], "step": [1, 2, 1, 2], "outcome": [1, 1, 0, 0],
+             "conf_x": [0.65, 0.8, 0.35, 0.2]}
+    pq.write_table(pa.table({**half, **first}), folder / "p1.parquet")
+    pq.write_table(pa.table({**other, **second}), folder / "p2.parquet")
+    return str(folder)
+
+
+@pytest.mark.parametrize("first, second", [
+    # integers in the first file, probabilities in the second: before, DuckDB cast the second
+    # file to the first file's types and scored every forecast as 0 or 1
+    ({"conf_x": pa.array([1, 1, 0, 0], pa.int64())}, {}),
+    ({"conf_x": pa.array([0.6, 0.7, 0.4, 0.3], pa.float32())}, {}),  # narrowed to float32 before
+    ({"conf_x": pa.nulls(4, pa.null())}, {}),  # a column all empty in one file (a cast error before)
+    ({"q_z": pa.nulls(4, pa.null())}, {"q_z": pa.array([None] * 4, pa.float64())}),
+    ({"trajectory_id": pa.array([1, 1, 2, 2], pa.int64())}, {}),  # ids numbers, then text
+    ({"step": pa.array([1, 2, 1, 2], pa.int32())}, {"step": pa.array([1, 2 ** 40, 1, 2], pa.int64())}),
+    ({"outcome": pa.array([True, True, False, False])}, {"outcome": pa.array(["true", "true", "no", "no"])}),
+])
+def test_files_storing_a_column_in_different_types_score_as_in_memory(tmp_path, first, second):
+    folder = _two_files(tmp_path / "d", first, second)
+    _compare(tpsviz.load(folder), open_dataset(folder), ScoreSettings(n_boot=0))
+
+
+def test_a_fractional_step_in_a_later_file_is_refused_out_of_core_too(tmp_path):
+    folder = _two_files(tmp_path / "d", {}, {"step": pa.array([1.0, 2.5, 1.0, 2.0])})
+    memory, out_of_core = _both_refuse(folder)
+    for message in (memory, out_of_core):
+        assert "column 'step': every row needs a whole number" in message
+
+
+def test_a_value_the_first_file_cannot_hold_is_not_echoed(tmp_path):
+    folder = _two_files(tmp_path / "d", {}, {"conf_x": pa.array(["SECRET", "0.5", "0.5", "0.5"])})
+    memory, out_of_core = _both_refuse(folder)
+    assert "SECRET" not in memory + out_of_core
+    assert "column 'conf_x' must hold numbers" in out_of_core
+
+
+@pytest.mark.parametrize("words", [("true", "false"), ("TRUE", "FALSE"), ("yes", "no"), ("1", "0")])
+def test_outcomes_written_as_words_read_as_in_memory(tmp_path, words):
+    """docs/formats.md: outcome is 1/0 (or true/false); the DuckDB engine refused the words."""
+    df = pd.DataFrame({**BASE, "outcome": [words[0], words[0], words[1], words[1]]})
+    folder = tmp_path / "d"
+    folder.mkdir()
+    df.to_csv(folder / "a.csv", index=False)
+    _compare(tpsviz.load(str(folder)), open_dataset(str(folder)), ScoreSettings(n_boot=0))
+
+
+def test_folder_names_are_not_read_as_columns(tmp_path):
+    """Hive-style folders (outcome=1/) are not a column: DuckDB read them as one before."""
+    for y in (0, 1):
+        sub = tmp_path / "d" / f"outcome={y}"
+        sub.mkdir(parents=True)
+        pq.write_table(pa.table({k: v for k, v in BASE.items() if k != "outcome"}), sub / "part.parquet")
+    memory, out_of_core = _both_refuse(str(tmp_path / "d"))
+    for message in (memory, out_of_core):
+        assert "missing required column 'outcome'" in message
+
+
+def test_a_semicolon_separated_dataset_with_decimal_commas_reads_as_in_memory(tmp_path):
+    """Spreadsheets in many locales write "CSV" with semicolons and decimal commas; tpsviz.load
+    reads them, and the DuckDB engine (and the sample it verdicts on) now does too."""
+    folder = tmp_path / "d"
+    folder.mkdir()
+    for name, ids in (("a.csv", ("a", "b")), ("b.csv", ("c", "d"))):
+        lines = ["trajectory_id;step;outcome;conf_x"]
+        for i, run in enumerate(ids):
+            lines += [f"{run};1;{1 - i};0,{6 - i}", f"{run};2;{1 - i};0,{7 - 3 * i}5"]
+        (folder / name).write_text("\n".join(lines) + "\n")
+    ds = open_dataset(str(folder))
+    assert ds.delimiter == ";" and any("semicolon-separated" in n for n in ds.notes)
+    _compare(tpsviz.load(str(folder)), ds, ScoreSettings(n_boot=0))
+
+
+def test_files_with_different_separators_are_refused(tmp_path):
+    folder = tmp_path / "d"
+    folder.mkdir()
+    (folder / "a.csv").write_text("trajectory_id,step,outcome,conf_x\na,1,1,0.5\n")
+    (folder / "b.csv").write_text("trajectory_id;step;outcome;conf_x\nb;1;0;0,5\n")
+    with pytest.raises(LogFormatError, match="separate their columns differently"):
+        open_dataset(str(folder))
+
+
+def test_a_header_naming_a_column_twice_is_refused_by_every_engine(tmp_path):
+    folder = tmp_path / "d"
+    folder.mkdir()
+    (folder / "a.csv").write_text("trajectory_id,step,outcome,conf_x,conf_x\na,1,1,0.5,0.6\n")
+    memory, out_of_core = _both_refuse(str(folder))
+    for message in (memory, out_of_core):  # (DuckDB renamed the second one conf_x_1 and scored it)
+        assert "the header repeats column 'conf_x' (columns 4, 5)" in message
+
+
+def test_the_out_of_core_engine_notes_what_the_reader_notes(tmp_path):
+    """Ids that differ only by surrounding spaces, and nested columns the log does not use."""
+    df = pd.DataFrame(BASE)
+    df.loc[1, "trajectory_id"] = "a "
+    folder = tmp_path / "d"
+    folder.mkdir()
+    table = pa.Table.from_pandas(df, preserve_index=False)
+    pq.write_table(table.append_column("tags", pa.array([["x"]] * 4, pa.list_(pa.string()))), folder / "p.parquet")
+    memory = tpsviz.load(str(folder)).notes
+    out_of_core = sums_duckdb(open_dataset(str(folder)), ScoreSettings()).notes
+    for needle in ("1 id(s) that differ from another only by them", "nested type (lists, structs, maps) were left out: 'tags'"):
+        assert any(needle in n for n in memory) and any(needle in n for n in out_of_core), needle

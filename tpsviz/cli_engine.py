@@ -45,7 +45,7 @@ def choose_engine(args, limits: Limits) -> tuple[str, str, Dataset | None]:
     table_like = is_dataset_spec(path) or (Path(path).is_file()
                                           and Path(path).suffix.lower() in DATASET_FORMATS)
     if engine == "memory":
-        return "memory", "asked for (--engine memory)", None
+        return "memory", "asked for with --engine memory", None
     if not table_like or args.format not in ("auto", "csv", "tsv", "parquet"):
         if engine in ("duckdb", "dask"):
             raise _Fail(f"--engine {engine} reads Parquet, CSV and TSV tables (a file, a folder or a glob "
@@ -56,7 +56,7 @@ def choose_engine(args, limits: Limits) -> tuple[str, str, Dataset | None]:
     what = (f"{ds.n_rows:,} rows" if ds.n_rows is not None else f"about {rows:,} rows ({ds.n_bytes / 2**20:,.0f} MB "
             "of text)") + f" in {ds.n_files} file{'s' if ds.n_files != 1 else ''}"
     if engine in ("duckdb", "dask"):
-        return engine, f"asked for (--engine {engine}); {what}", ds
+        return engine, f"asked for with --engine {engine}; {what}", ds
     if rows > limits.max_rows or ds.n_bytes > limits.max_bytes * max(ds.n_files, 1):
         return "duckdb", (f"auto: {what}, more than the {limits.max_rows:,} rows read into memory "
                           "(TPSVIZ_MAX_ROWS)"), ds

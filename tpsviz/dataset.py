@@ -22,7 +22,9 @@ from pathlib import Path
 
 from .errors import LogFormatError
 from .files import DataRoots, FileRefused, PathRefused
-from .schema import show_id
+from .schema import refuse_duplicate_columns, show_id, sniff_separator
+
+_SEPARATORS = {",": "comma", "\t": "tab", ";": "semicolon", "|": "pipe"}
 
 __all__ = ["Dataset", "open_dataset", "is_dataset_spec", "DATASET_FORMATS", "MAX_FILES"]
 
@@ -53,6 +55,13 @@ class Dataset:
         Total rows from the Parquet footers (None for CSV: unknown before reading).
     skipped : int
         Files under a folder that were not read (hidden, ``_``-prefixed or another type).
+    uniform : bool
+        Whether every file stores the same columns in the same order and types (Parquet
+        schemas equal); if not, the out-of-core engine reads each column in the widest type
+        over the files (``union_by_name``).
+    delimiter : str
+        CSV/TSV: the separator the files use ("," "\\t" ";" or "|", found as
+        :func:`tpsviz.load` finds it); with ";", numbers are written with decimal commas.
     """
 
     label: str
@@ -63,6 +72,8 @@ class Dataset:
     n_rows: int | None
     skipped: int = 0
     notes: list = field(default_factory=list, compare=False)
+    uniform: bool = True
+    delimiter: str = ","
 
     @property
     def n_files(self) -> int:
@@ -154,18 +165,21 @@ def _regular(path: str, roots: DataRoots | None, label: str) -> Path:
     return real
 
 
-def _columns(path: Path, fmt: str, label: str) -> tuple[tuple, int | None]:
-    """Column names (and rows, for Parquet) read from a file's footer or first line."""
+def _columns(path: Path, fmt: str, label: str) -> tuple[tuple, int | None, str]:
+    """Column names, rows (Parquet; None for text) and the layout: the column types (Parquet) or
+    the separator (CSV/TSV), read from a file's footer or first line."""
     if fmt == "parquet":
         import pyarrow.parquet as pq
 
         try:
             meta = pq.read_metadata(path)
-            return tuple(meta.schema.to_arrow_schema().names), int(meta.num_rows)
+            schema = meta.schema.to_arrow_schema()
+            cols = tuple(schema.names)
         except Exception:  # pyarrow raises several types for a damaged footer
             raise LogFormatError(label, ["is not a readable Parquet file (its footer cannot be "
                                          "read); it may be damaged or still being written"]) from None
-    sep = "\t" if fmt == "tsv" else ","
+        refuse_duplicate_columns(list(cols), label)
+        return cols, int(meta.num_rows), str([str(t) for t in schema.types])
     try:
         with open(path, "rb") as fh:
             head = fh.readline(1 << 20)
@@ -179,7 +193,10 @@ def _columns(path: Path, fmt: str, label: str) -> tuple[tuple, int | None]:
         raise LogFormatError(label, ["the header line is not UTF-8 text"]) from None
     import csv
 
-    return tuple(c.strip() for c in next(csv.reader([line], delimiter=sep))), None
+    sep, _ = sniff_separator(line, "\t" if fmt == "tsv" else ",")  # as tpsviz.load reads the file
+    cols = tuple(c.strip() for c in next(csv.reader([line], delimiter=sep)))
+    refuse_duplicate_columns(list(cols), label)  # (DuckDB would rename the second one)
+    return cols, None, sep
 
 
 def open_dataset(spec, roots: DataRoots | None = None) -> Dataset:
@@ -237,9 +254,12 @@ def open_dataset(spec, roots: DataRoots | None = None) -> Dataset:
     def rel(f: Path) -> str:
         return show_id(str(f.relative_to(base)), 80)
 
-    columns, n_rows, n_bytes = None, 0, 0
+    columns, n_rows, n_bytes, layouts, seps = None, 0, 0, set(), set()
     for f in files:
-        cols, rows = _columns(f, fmt, f"{label}: {rel(f)}")
+        cols, rows, layout = _columns(f, fmt, f"{label}: {rel(f)}")
+        layouts.add((cols, layout))
+        if fmt != "parquet":
+            seps.add(layout)
         n_bytes += os.stat(f).st_size
         n_rows = None if (rows is None or n_rows is None) else n_rows + rows
         if columns is None:
@@ -254,9 +274,16 @@ def open_dataset(spec, roots: DataRoots | None = None) -> Dataset:
             raise LogFormatError(label, [f"the files do not have the same columns: {rel(f)} {what} "
                                          f"(compared with {rel(first)}); every file of a dataset needs "
                                          "the same columns"])
+    if len(seps) > 1:
+        raise LogFormatError(label, ["the files separate their columns differently (" + ", ".join(
+            sorted(_SEPARATORS.get(x, repr(x)) for x in seps)) + "); every file of a dataset needs the same separator"])
+    delimiter = seps.pop() if seps else ","
     notes = []
+    if delimiter != ("\t" if fmt == "tsv" else ",") and fmt != "parquet":
+        notes.append(f"the files are {_SEPARATORS[delimiter]}-separated; they were read as such.")
     if skipped:
         notes.append(f"{skipped} file(s) in the dataset's folders were skipped (hidden, starting with "
                      "_ or not .parquet/.pq/.csv/.tsv).")
     return Dataset(label=str(label), files=tuple(files), fmt=fmt, columns=tuple(columns),
-                   n_bytes=n_bytes, n_rows=n_rows, skipped=skipped, notes=notes)
+                   n_bytes=n_bytes, n_rows=n_rows, skipped=skipped, notes=notes, uniform=len(layouts) == 1,
+                   delimiter=delimiter)

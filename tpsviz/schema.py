@@ -4,6 +4,9 @@ and how names from a file are matched and shown in messages."""
 from __future__ import annotations
 
 import re
+from collections import Counter
+
+from .errors import LogFormatError
 
 __all__ = ["REQUIRED", "RESERVED", "PREFIXES", "looks_like_ours", "canonical_name", "show_id",
            "clean_text", "no_lone_surrogates", "MAX_META_CHARS", "MAX_ID_CHARS", "WHITESPACE"]
@@ -62,6 +65,36 @@ def nested_column(column: str, kind: str) -> str:
     single value per row; the same words from every engine."""
     return (f"column {show_id(column)} holds lists, structs or maps ({show_id(kind, 30)}), not one "
             "value per row; store one number (or id) per step row")
+
+
+def refuse_duplicate_columns(header: list[str], name: str) -> None:
+    """Refuse a header that names a column twice (also after matching names ignoring case; two
+    predictor or signal columns that differ only in case, conf_a and CONF_A, are one name)."""
+    canon = [c.lower() if c.startswith(tuple(PREFIXES)) else c for c in map(canonical_name, header)]
+    counts = Counter(canon)
+    dups = [c for c, k in counts.items() if k > 1]
+    if not dups:
+        return
+    ours = looks_like_ours(header)
+    problems = []
+    for d in dups[:5]:
+        pos = [i + 1 for i, c in enumerate(canon) if c == d]
+        label = f"column {show_id(d)}" if ours else "a column name"
+        problems.append(f"the header repeats {label} (columns {', '.join(map(str, pos))}); "
+                        "every column needs its own name")
+    raise LogFormatError(name, problems)
+
+
+def sniff_separator(first_line: str, sep: str) -> tuple[str, str | None]:
+    """The separator of a delimited file, from its header line: ``sep`` where the line holds it,
+    else ";", tab or "|" (spreadsheets in many locales write "CSV" with semicolons, and their
+    numbers with decimal commas), with that separator's name for a note (None for ``sep``)."""
+    if sep in first_line:
+        return sep, None
+    for other, label in ((";", "semicolon"), ("\t", "tab"), ("|", "pipe")):
+        if other in first_line:
+            return other, label
+    return sep, None
 
 
 def looks_like_ours(columns) -> bool:

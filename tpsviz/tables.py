@@ -13,14 +13,13 @@ import csv
 import io as _io
 import json
 from pathlib import Path
-from collections import Counter
 
 import numpy as np
 import pandas as pd
 
 from .errors import LogFormatError
-from .schema import (MAX_META_CHARS, PREFIXES, canonical_name, is_log_column, looks_like_ours, nested_column,
-                     no_lone_surrogates, show_id)
+from .schema import (MAX_META_CHARS, PREFIXES, canonical_name, is_log_column, nested_column, no_lone_surrogates,
+                     refuse_duplicate_columns, show_id, sniff_separator)
 
 __all__ = ["FORMATS", "read_table", "table_columns", "MISSING"]
 
@@ -84,22 +83,16 @@ def _too_wide(n_columns: int, name: str) -> None:
                                     "trajectory log may have; keep the columns the analysis needs"])
 
 
-def _duplicates(header: list[str], name: str) -> None:
-    """Refuse a header that names a column twice (also after matching names ignoring case; two
-    predictor or signal columns that differ only in case, conf_a and CONF_A, are one name)."""
-    canon = [c.lower() if c.startswith(tuple(PREFIXES)) else c for c in map(canonical_name, header)]
-    counts = Counter(canon)
-    dups = [c for c, k in counts.items() if k > 1]
-    if not dups:
-        return
-    ours = looks_like_ours(header)
-    problems = []
-    for d in dups[:5]:
-        pos = [i + 1 for i, c in enumerate(canon) if c == d]
-        label = f"column {show_id(d)}" if ours else "a column name"
-        problems.append(f"the header repeats {label} (columns {', '.join(map(str, pos))}); "
-                        "every column needs its own name")
-    raise LogFormatError(name, problems)
+def read_decimal_commas(df: pd.DataFrame, skip=()) -> None:
+    """Text cells written with a decimal comma ("0,6", as in semicolon-separated files) rewritten
+    with a point, in place; other text is left as it is. ``skip``: columns to leave alone (ids)."""
+    for col in df.columns:
+        if col in skip or not (df[col].dtype == object or pd.api.types.is_string_dtype(df[col])):
+            continue
+        txt = df[col].astype("string")
+        comma = txt.str.fullmatch(r"\s*-?\d+,\d+\s*").fillna(False).astype(bool)
+        if comma.any():
+            df[col] = txt.where(~comma, txt.str.replace(",", ".", regex=False)).astype(object)
 
 
 def _read_delimited(raw: bytes, name: str, sep: str, max_rows: int, max_cells: int,
@@ -125,17 +118,14 @@ def _read_delimited(raw: bytes, name: str, sep: str, max_rows: int, max_cells: i
     if first.startswith(("{", "[")):
         raise LogFormatError(name, [f"the file is named as {kind} but looks like JSON; rename it "
                                     "to .jsonl (one JSON object per line)"])
-    if sep not in first:  # a "CSV" written with semicolons or tabs (spreadsheets in many locales)
-        for other, label in ((";", "semicolon"), ("\t", "tab"), ("|", "pipe")):
-            if other in first:
-                sep = other
-                notes.append(f"the file is {label}-separated; it was read as such.")
-                break
+    sep, label = sniff_separator(first, sep)
+    if label:
+        notes.append(f"the file is {label}-separated; it was read as such.")
     try:
         header = [h.strip() for h in next(csv.reader([first], delimiter=sep), [])]
     except csv.Error:
         raise LogFormatError(name, [f"line 1: the header is not a well-formed {kind} line"]) from None
-    _duplicates(header, name)
+    refuse_duplicate_columns(header, name)
     _too_wide(len(header), name)
     # a file may end its lines with LF, CRLF or CR alone, even mixed: count every break the parser
     # splits on (a CRLF is one), so the caps hold before parsing
@@ -160,12 +150,7 @@ def _read_delimited(raw: bytes, name: str, sep: str, max_rows: int, max_cells: i
     if len(df) > max_rows:
         raise _too_many_rows(name, len(df), max_rows)
     if sep == ";":  # a column mixing "0,6" and "0.3" stays text: read its decimal commas too
-        for col in df.columns:
-            if df[col].dtype == object or pd.api.types.is_string_dtype(df[col]):
-                txt = df[col].astype("string")
-                comma = txt.str.fullmatch(r"\s*-?\d+,\d+\s*").fillna(False).astype(bool)
-                if comma.any():
-                    df[col] = txt.where(~comma, txt.str.replace(",", ".", regex=False)).astype(object)
+        read_decimal_commas(df)
     df["_where"] = np.arange(2, len(df) + 2)
     df.attrs["where_prefix"] = "line"
     df.attrs["notes"] = notes
@@ -240,7 +225,7 @@ def _read_parquet(raw: bytes, name: str, max_rows: int, max_cells: int, max_byte
     except Exception:  # pyarrow raises several types for damaged files
         raise LogFormatError(name, ["the Parquet file cannot be read (it is damaged or "
                                     "truncated)"]) from None
-    _duplicates(header, name)
+    refuse_duplicate_columns(header, name)
     _too_wide(len(header), name)
     if n_rows > max_rows:
         raise _too_many_rows(name, n_rows, max_rows)

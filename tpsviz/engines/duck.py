@@ -104,9 +104,16 @@ def _source(ds: Dataset, extra: str = "") -> str:
         # DuckDB 2.0 reads those statistics as "no NaN here" and folds isnan(x) to false, so a
         # stored NaN would pass as a number (duckdb/duckdb#25521). Measured cost: none (main pass
         # at 20M rows 2.88 s with it, 2.95 s without).
-        return f"read_parquet({files}, can_have_nan = true{extra})"
-    delim = "\\t" if ds.fmt == "tsv" else ","
-    return f"read_csv({files}, header = true, all_varchar = true, delim = {_lit(delim)}, quote = '\"'{extra})"
+        # Files whose schemas differ (ds.uniform) are read with union_by_name: each column in the
+        # widest type over the files (BIGINT in one file and DOUBLE in the next read as DOUBLE; a
+        # column all NULL in one file takes the others' type). Without it DuckDB casts every file
+        # to the first file's types: doubles became 0 or 1 where the first file stored integers.
+        # Not for uniform files: it cost ~5% at 100M rows. hive_partitioning off: folder names
+        # (outcome=1/) are not columns, as tpsviz.load reads them.
+        union = "" if ds.uniform else ", union_by_name = true"
+        return f"read_parquet({files}, can_have_nan = true, hive_partitioning = false{union}{extra})"
+    return (f"read_csv({files}, header = true, all_varchar = true, delim = {_lit(ds.delimiter)}, quote = '\"', "
+            f"union_by_name = true, hive_partitioning = false{extra})")
 
 
 def _missing_text(col: str) -> str:
@@ -153,14 +160,18 @@ def _stored_as(typ: str) -> str:
     return "float" if _FLOAT_TYPES.fullmatch(t) else "text"
 
 
-def _number(col: str, typ: str) -> tuple[str, str]:
-    """(value as DOUBLE or NULL, condition of a present value that is not a number)."""
+def _number(col: str, typ: str, decimal_comma: bool = False) -> tuple[str, str]:
+    """(value as DOUBLE or NULL, condition of a present value that is not a number). With
+    ``decimal_comma`` (a semicolon-separated file), text such as "0,7" reads as 0.7, as
+    :func:`tpsviz.load` reads it."""
     kind = _stored_as(typ)
     if kind == "float":  # a stored NaN is a missing value, as tpsviz.load reads it
         return f"CASE WHEN isnan({col}) THEN NULL ELSE CAST({col} AS DOUBLE) END", "FALSE"
     if kind == "exact":
         return f"CAST({col} AS DOUBLE)", "FALSE"
     text = f"CAST({col} AS VARCHAR)"
+    if decimal_comma:
+        text = f"CASE WHEN regexp_full_match({text}, '\\s*-?\\d+,\\d+\\s*') THEN replace({text}, ',', '.') ELSE {text} END"
     cast = f"TRY_CAST(trim({text}) AS DOUBLE)"
     val = f"CASE WHEN {text} IS NULL OR {_missing_text(text)} THEN NULL ELSE {cast} END"
     # DuckDB's cast reads more than tpsviz.load's pandas.to_numeric does: digit separators
@@ -187,6 +198,16 @@ def _boolean(col: str, typ: str) -> tuple[str, str]:
     val = f"CASE WHEN {text} IN ({t}) THEN 1.0 WHEN {text} IN ({f}) THEN 0.0 ELSE NULL END"
     bad = f"({col} IS NOT NULL AND NOT {_missing_text(f'CAST({col} AS VARCHAR)')} AND {val} IS NULL)"
     return val, bad
+
+
+def _outcome(col: str, typ: str, decimal_comma: bool = False) -> tuple[str, str]:
+    """(1.0/0.0/NULL, condition of a present value that is neither): a number, or where a text cell
+    is not a number, a true/false word (as ``tpsviz.longform``'s outcomes: "true", "yes", …)."""
+    num, num_bad = _number(col, typ, decimal_comma)
+    if num_bad == "FALSE":  # a number or boolean column
+        return num, num_bad
+    word, word_bad = _boolean(col, typ)
+    return f"CASE WHEN {num_bad} THEN {word} ELSE {num} END", f"(({num_bad}) AND ({word_bad}))"
 
 
 def _score_sql(p: str, branch: int, alpha: float, beta: float) -> str | None:
@@ -242,16 +263,24 @@ class _Plan:
         self.conf = conf
         self.signals = sig
         self.types = {k: types[v] for k, v in canon.items()}
+        self.decimal_comma = ds.fmt != "parquet" and ds.delimiter == ";"  # (tables: ";" files use them)
         nested = [nested_column(canon[k], t) for k, t in self.types.items()
                   if is_nested(t) and (k in RESERVED or k in conf)]
         if nested:
             raise LogFormatError(ds.label, nested[:5])
+        read = {canon[k] for k in canon if k in RESERVED or k in conf or k in sig}
+        unused = [c for c, t in types.items() if is_nested(t) and c not in read]
+        # (the words of tables._read_parquet, which leaves such columns out of a file read in memory)
+        self.notes = [f"{len(unused)} column(s) of nested type (lists, structs, maps) were left out: "
+                      + ", ".join(show_id(c) for c in unused[:5])] if unused else []
 
     def expr(self, name: str, kind: str = "number") -> tuple[str, str]:
         if name not in self.col:
             return "NULL", "FALSE"
         col = _q(self.col[name])
-        return (_boolean if kind == "bool" else _number)(col, self.types[name])
+        if kind == "bool":
+            return _boolean(col, self.types[name])
+        return (_outcome if kind == "outcome" else _number)(col, self.types[name], self.decimal_comma)
 
 
 def weight_sql(settings: ScoreSettings, positional: bool) -> str | None:
@@ -273,7 +302,7 @@ def weight_sql(settings: ScoreSettings, positional: bool) -> str | None:
 def _rows_sql(plan: _Plan, source: str, settings: ScoreSettings, positional: bool) -> tuple[str, list]:
     """The step rows with every value parsed, flagged and scored (one SELECT)."""
     step, step_bad = plan.expr("step")
-    y, y_bad = plan.expr("outcome")
+    y, y_bad = plan.expr("outcome", "outcome")
     cens, cens_bad = plan.expr("censored", "bool")
     q, q_bad = plan.expr("q_z")
     wcol, w_bad = plan.expr("weight")
@@ -355,6 +384,7 @@ class _Runs:
         self._num: dict = {}
         self._scratch: dict = {}  # one array per dtype, reused by every column's gather
         self._ids = None
+        self.merged_ids = 0  # stored ids that were one run once stripped of whitespace
 
     @classmethod
     def sorted_by_id(cls, table) -> "_Runs":
@@ -609,7 +639,10 @@ def _sums(con, ds: Dataset, settings: ScoreSettings, source: str, plan: _Plan) -
     problems = _check_rows(ds, plan, runs, checks)
     if problems:
         raise LogFormatError(ds.label, problems)
-    notes = list(ds.notes)
+    notes = list(ds.notes) + plan.notes
+    if runs.merged_ids:  # (the words of tpsviz.longform.trajectory_ids)
+        notes.append(f"trajectory ids are read without surrounding spaces: {runs.merged_ids} id(s) that differ "
+                     "from another only by them were read as the same run.")
     if numbering_note(runs, notes):
         if settings.schedule.name in ("linear", "front", "back"):
             runs = onepass.run_pass(con, plan, source, settings, positional=True)
@@ -619,6 +652,12 @@ def _sums(con, ds: Dataset, settings: ScoreSettings, source: str, plan: _Plan) -
             notes.append(f"{col}: {fz} value(s) within 1e-9 outside [0, 1] (float rounding) were set to 0 or 1.")
     parsed = onepass.labelled_sql(plan, source, runs)  # validated: outcome and forecasts suffice
     return to_sums(ds, plan, settings, runs, notes, lambda n_lab: _pooled(con, plan, parsed, n_lab), "duckdb")
+
+
+def _more(mask: np.ndarray) -> str:
+    """The words " and N more" after the first run named (nothing when it is the only one)."""
+    more = int(mask.sum()) - 1
+    return f" and {more:,} more" if more else ""
 
 
 def to_sums(ds, plan, settings, runs: _Runs, notes, pooled, engine: str) -> RunSums:
@@ -637,12 +676,12 @@ def to_sums(ds, plan, settings, runs: _Runs, notes, pooled, engine: str) -> RunS
                         "engine needs it on every row of a finished run: use --engine memory")
     both = censored & (yn > 0)
     if both.any():
-        problems.append(f"trajectory {show_id(runs.first_id(both), 40)} and {int(both.sum()) - 1} more: "
+        problems.append(f"trajectory {show_id(runs.first_id(both), 40)}{_more(both)}: "
                         "column 'censored' is true while 'outcome' is present; a censored run has no observed outcome")
     neither = ~censored & (yn == 0)
     if neither.any():
-        problems.append(f"trajectory {show_id(runs.first_id(neither), 40)} and {int(neither.sum()) - 1} "
-                        "more: 'outcome' is empty but column 'censored' says the run finished")
+        problems.append(f"trajectory {show_id(runs.first_id(neither), 40)}{_more(neither)}: "
+                        "'outcome' is empty but column 'censored' says the run finished")
     sch = settings.schedule
     wnull = int(runs.num("wnull", 0).sum())
     if sch.name == "column" and wnull:

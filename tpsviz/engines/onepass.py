@@ -48,7 +48,7 @@ def rows_sql(plan: _Plan, source: str, stripped: bool = False) -> tuple[str, boo
     ``wcol``, raw forecasts ``r<k>``, forecasts set into [0, 1] ``p<k>`` and, where a column
     holds text, ``bad_text``: a value that is not a number), and whether ``bad_text`` is there."""
     step_d, step_bad = plan.expr("step")
-    y, y_bad = plan.expr("outcome")
+    y, y_bad = plan.expr("outcome", "outcome")
     cens, c_bad = plan.expr("censored", "bool")
     q, q_bad = plan.expr("q_z")
     wcol, w_bad = plan.expr("weight")
@@ -79,7 +79,7 @@ def labelled_sql(plan: _Plan, source: str, runs: _Runs) -> str:
     Not materialized: each predictor's count reads its own columns
     (measured at 100M rows and 3 predictors: 8.7 s, 10.5 s materialized, 11 s on the rows of
     :func:`rows_sql`)."""
-    y, _ = plan.expr("outcome")
+    y, _ = plan.expr("outcome", "outcome")
     cols = [f"{y} AS y"]
     clamp = _flagged(runs)
     for k, name in enumerate(plan.conf):
@@ -201,12 +201,14 @@ def run_pass(con, plan: _Plan, source: str, settings: ScoreSettings, positional:
     stripped = False
     table = con.sql(_pass_sql(plan, source, settings, stripped, positional)).to_arrow_table()
     ids, merged, changed = _strip(table.column("tid"))
+    stored = table.num_rows
     if merged:  # two stored ids are one run: group by the stripped id
         stripped = True
         table = con.sql(_pass_sql(plan, source, settings, stripped, positional)).to_arrow_table()
     elif changed:
         table = table.set_column(table.column_names.index("tid"), "tid", ids)
     runs = _Runs.sorted_by_id(table)
+    runs.merged_ids = stored - table.num_rows
     # nd: the bits of (step mod 64) set, which counts the distinct steps of a run spanning fewer
     # than 64 step numbers; the others (and runs with no valid step: a NaN span) are counted by blocks
     nd = runs.num("nd")

@@ -20,6 +20,7 @@ import pyarrow.compute as pc
 
 from ..dataset import Dataset
 from ..schema import WHITESPACE, show_id
+from ..tables import read_decimal_commas
 from .duck import _lit, _q, _source, connect, id_column, id_text
 from .onepass import _strip
 
@@ -95,6 +96,8 @@ def sample_runs(ds: Dataset, n_runs: int, seed: int = 0, max_rows: int | None = 
     finally:
         con.close()
         shutil.rmtree(spill, ignore_errors=True)
+    if ds.fmt != "parquet" and ds.delimiter == ";":  # decimal commas, as tpsviz.load reads such a file
+        read_decimal_commas(frame, skip=(col,))
     names = frame.pop(fcol).astype("category")
     files = names.cat.rename_categories([show_id(ds.file_label(f), 60) for f in names.cat.categories]).astype(str)
     if rows_numbered:
