@@ -22,9 +22,7 @@ from pathlib import Path
 
 from .errors import LogFormatError
 from .files import DataRoots, FileRefused, PathRefused
-from .schema import refuse_duplicate_columns, show_id, sniff_separator
-
-_SEPARATORS = {",": "comma", "\t": "tab", ";": "semicolon", "|": "pipe"}
+from .schema import SEPARATORS, refuse_duplicate_columns, show_id, sniff_separator
 
 __all__ = ["Dataset", "open_dataset", "is_dataset_spec", "DATASET_FORMATS", "MAX_FILES"]
 
@@ -276,11 +274,11 @@ def open_dataset(spec, roots: DataRoots | None = None) -> Dataset:
                                          "the same columns"])
     if len(seps) > 1:
         raise LogFormatError(label, ["the files separate their columns differently (" + ", ".join(
-            sorted(_SEPARATORS.get(x, repr(x)) for x in seps)) + "); every file of a dataset needs the same separator"])
+            sorted(SEPARATORS[x] for x in seps)) + "); every file of a dataset needs the same separator"])
     delimiter = seps.pop() if seps else ","
     notes = []
     if delimiter != ("\t" if fmt == "tsv" else ",") and fmt != "parquet":
-        notes.append(f"the files are {_SEPARATORS[delimiter]}-separated; they were read as such.")
+        notes.append(f"the files are {SEPARATORS[delimiter]}-separated; they were read as such.")
     if skipped:
         notes.append(f"{skipped} file(s) in the dataset's folders were skipped (hidden, starting with "
                      "_ or not .parquet/.pq/.csv/.tsv).")

@@ -85,15 +85,18 @@ def refuse_duplicate_columns(header: list[str], name: str) -> None:
     raise LogFormatError(name, problems)
 
 
+SEPARATORS = {",": "comma", "\t": "tab", ";": "semicolon", "|": "pipe"}  # a delimited file's, by name
+
+
 def sniff_separator(first_line: str, sep: str) -> tuple[str, str | None]:
     """The separator of a delimited file, from its header line: ``sep`` where the line holds it,
     else ";", tab or "|" (spreadsheets in many locales write "CSV" with semicolons, and their
     numbers with decimal commas), with that separator's name for a note (None for ``sep``)."""
     if sep in first_line:
         return sep, None
-    for other, label in ((";", "semicolon"), ("\t", "tab"), ("|", "pipe")):
+    for other in (";", "\t", "|"):
         if other in first_line:
-            return other, label
+            return other, SEPARATORS[other]
     return sep, None
 
 
