@@ -76,7 +76,7 @@ runs = onepass.run_pass(con, plan, source, st)
 assert not onepass.defects(plan, runs)
 notes = []
 duck.numbering_note(runs, notes)
-duck.to_sums(ds, plan, st, runs, notes, lambda n_labelled: dict(), "duckdb")
+duck.to_sums(ds, plan, st, runs, notes, lambda n_labelled, partial: dict(), "duckdb")
 con.close()
 shutil.rmtree(spill, ignore_errors=True)
 """

@@ -92,6 +92,27 @@ def test_what_out_of_core_cannot_do_is_refused_by_name(dataset, tmp_path):
     assert "Traceback" not in out.stderr and "trajectory" in out.stderr
 
 
+def test_percent_is_read_out_of_core(tmp_path):
+    df = pd.read_csv(DEMO)
+    conf = [c for c in df.columns if c.startswith("conf_")][0]
+    df[conf] = df[conf] * 100
+    folder = tmp_path / "pct"
+    folder.mkdir()
+    df.to_parquet(folder / "a.parquet")
+    df.to_csv(tmp_path / "pct.csv", index=False)
+    name = conf[len("conf_"):]
+    args = ["--json", "--n-boot", "0", "--percent", name]
+    mem = run("score", tmp_path / "pct.csv", *args, "--engine", "memory")
+    out = run("score", folder, *args, "--engine", "duckdb")
+    assert mem.returncode == 0 and out.returncode == 0, out.stderr
+    a, b = json.loads(mem.stdout)["predictors"][name], json.loads(out.stdout)["predictors"][name]
+    for key in ("tps_mean", "auroc", "tece_pooled"):
+        assert b[key] == pytest.approx(a[key], rel=1e-10)
+    assert b["verdict"]["label"] == a["verdict"]["label"]  # the verdicts' sample reads percentages too
+    out = run("score", folder, "--n-boot", "0", "--engine", "duckdb")
+    assert out.returncode == 2 and f"say so with --percent {name}" in out.stderr
+
+
 def test_verdicts_on_a_sample_say_so(dataset):
     out = run("score", dataset, "--engine", "duckdb", "--n-boot", "0", "--verdict-sample", "60", "--json")
     assert out.returncode == 0, out.stderr

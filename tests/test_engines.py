@@ -22,6 +22,7 @@ from tpsviz.engines.duck import sums_duckdb
 from tpsviz.engines.memory import sums_in_memory
 from tpsviz.engines.runsums import _grid_bounds
 from tpsviz.errors import LogFormatError
+from tpsviz.io import ReadOptions
 from tpsviz.files import DataRoots, FileRefused, PathRefused
 from tpsviz.schedules import parse_schedule
 from tpsviz.tps import ScoreSettings, compute_tps
@@ -242,7 +243,6 @@ def test_grid_bound_formula_against_every_ordering_within_cells():
     (lambda d: d.assign(outcome=d["outcome"].where(d.index != 1, 1 - d["outcome"].iloc[1])), "changes within a run"),
     (lambda d: d.assign(step=d["step"].astype(float).where(d.index != 2, 1.5)), "column 'step'"),
     (lambda d: d.assign(outcome=d["outcome"].where(d.index != 2, 7)), "column 'outcome'"),
-    (lambda d: d.assign(outcome=d["outcome"].where(d.index != 1)), "some rows only"),
 ])
 def test_defects_are_named_with_a_count_and_a_run(tmp_path, edit, needle):
     df = pd.DataFrame({"trajectory_id": ["a", "a", "a", "b", "b"], "step": [1, 2, 3, 1, 2],
@@ -253,6 +253,83 @@ def test_defects_are_named_with_a_count_and_a_run(tmp_path, edit, needle):
         sums_duckdb(ds, ScoreSettings(n_boot=0))
     text = str(err.value)
     assert needle in text and "trajectory" in text
+
+
+def _log_with_partial_outcomes(seed: int = 5) -> pd.DataFrame:
+    """Finished runs that give 'outcome' on some rows only (the first, the last, one in the
+    middle, or a random half), censored runs, missing forecasts, and a predictor whose values
+    share grid cells (0.3 and 0.3 + 1e-7: the rank metrics then count distinct values)."""
+    rng = np.random.default_rng(seed)
+    rows = []
+    for i in range(90):
+        length = int(rng.integers(1, 8))
+        y = None if i % 6 == 0 else int(rng.random() < 0.5)
+        keep = {0: [0], 1: [length - 1], 2: [length // 2]}.get(i % 5, list(np.flatnonzero(rng.random(length) < 0.5)))
+        for k in range(length):
+            rows.append({"trajectory_id": f"run-{i:02d}", "step": k + 1,
+                         "outcome": y if (i % 5 == 4 or k in keep) else None,
+                         "conf_a": float(rng.random()),
+                         "conf_b": None if rng.random() < 0.15 else float(rng.choice([0.0, 0.25, 0.9, 1.0])),
+                         "conf_c": 0.3 + 1e-7 * int(rng.integers(0, 3)) if rng.random() < 0.7 else 0.8})
+    return pd.DataFrame(rows)
+
+
+def test_an_outcome_given_on_some_rows_only_is_used_for_the_whole_run(tmp_path):
+    """As tpsviz.load: the run is scored whole with the outcome given, its rows without one are
+    counted in the pooled AUROC/AUPRC/T-ECE, and a note says how many runs (duckdb refused
+    such a log before, saying to use --engine memory)."""
+    df = _log_with_partial_outcomes()
+    path = tmp_path / "log.csv"
+    df.to_csv(path, index=False)
+    data = tpsviz.load(path)
+    note = next(n for n in data.notes if "some rows only" in n)
+    for fmt in ("parquet", "csv"):
+        ds = open_dataset(_split(df, tmp_path / fmt, 4, fmt))  # runs cut across files
+        for sched, (a, b), cens in [("uniform", (0, 0), "simple"), ("endpoint", (2, 3), "exact"),
+                                    ("linear", (1, 1), "complete"), ("per-length", (0, 0), "upper")]:
+            st = ScoreSettings(alpha=a, beta=b, schedule=parse_schedule(sched), censoring=cens, n_boot=100)
+            _, got = _compare(data, ds, st)
+            assert note in got.sums.notes
+        mt = metric_table(data, n_boot=0)
+        m = score_from_sums(sums_duckdb(ds, ScoreSettings(n_boot=0)), ScoreSettings(n_boot=0)).metrics.loc[mt.index]
+        np.testing.assert_allclose(m[METRICS].to_numpy(float), mt[METRICS].to_numpy(float), rtol=1e-12, atol=1e-14)
+        assert m["ranks_exact"].all()
+
+
+def test_a_predictor_in_percent_reads_as_in_memory(tmp_path):
+    """``percent``: divided by 100 with the reader's note; without it, the refusal hints at
+    percentages, but only where every value lies in [0, 100]; a name that is no predictor is
+    refused."""
+    df = _log_with_everything()
+    df["conf_a"] = (df["conf_a"] * 100).round(1)
+    path = tmp_path / "log.csv"
+    df.to_csv(path, index=False)
+    data = tpsviz.load(path, options=ReadOptions(percent=("a",)))
+    ds = open_dataset(_split(df, tmp_path / "d", 3))
+    for st in (ScoreSettings(n_boot=100), ScoreSettings(alpha=2, beta=3, schedule=parse_schedule("endpoint"), n_boot=100)):
+        sums = sums_duckdb(ds, st, percent=("a",))
+        got = score_from_sums(sums, st)
+        ref = compute_tps(data, st)
+        np.testing.assert_allclose(got.per_trajectory.pivot(index="trajectory_id", columns="predictor", values="tps")
+                                   .reindex(index=ref.tps_matrix().index, columns=ref.tps_matrix().columns).to_numpy(),
+                                   ref.tps_matrix().to_numpy(), rtol=1e-12)
+        assert "conf_a: read as percentages (divided by 100)." in sums.notes
+    mt = metric_table(data, n_boot=0)
+    m = score_from_sums(sums_duckdb(ds, ScoreSettings(n_boot=0), percent=("conf_a",)), ScoreSettings(n_boot=0)).metrics
+    np.testing.assert_allclose(m.loc[mt.index, METRICS].to_numpy(float), mt[METRICS].to_numpy(float), rtol=1e-12)
+    with pytest.raises(LogFormatError) as mem:
+        tpsviz.load(path)
+    with pytest.raises(LogFormatError) as out:
+        sums_duckdb(ds, ScoreSettings(n_boot=0))
+    hint = "they look like percentages (0–100): say so with --percent a"
+    assert hint in str(mem.value) and hint in str(out.value)
+    df.loc[5, "conf_a"] = 140.0  # not every value in [0, 100]: no hint
+    ds2 = open_dataset(_split(df, tmp_path / "d2", 3))
+    with pytest.raises(LogFormatError) as out:
+        sums_duckdb(ds2, ScoreSettings(n_boot=0))
+    assert "probabilities must be in [0, 1]" in str(out.value) and "percentages" not in str(out.value)
+    with pytest.raises(LogFormatError, match="percent given for 'conf_zz', which is not a predictor column"):
+        sums_duckdb(ds, ScoreSettings(n_boot=0), percent=("zz",))
 
 
 def test_a_dataset_checks_its_files(tmp_path):

@@ -81,6 +81,91 @@ def test_a_duplicate_step_split_across_partitions_is_found(client, tmp_path):
         sums_dask(open_dataset(folder2), ScoreSettings(n_boot=0), client=client)
 
 
+def test_an_outcome_given_on_some_rows_only_agrees_with_the_other_engines(client, tmp_path):
+    """A run's rows without an outcome may lie in another partition than its labelled ones: they
+    are counted in the pooled metrics by a second map step, with the run's outcome."""
+    from test_engines import METRICS, _log_with_partial_outcomes
+    from tpsviz.diagnostics import metric_table
+
+    df = _log_with_partial_outcomes()
+    path = tmp_path / "log.csv"
+    df.to_csv(path, index=False)
+    data = tpsviz.load(path)
+    ds = open_dataset(_split(df, tmp_path / "d", 4))
+    mt = metric_table(data, n_boot=0)
+    for (a, b), sched in [((0, 0), "uniform"), ((2, 3), "endpoint")]:
+        st = ScoreSettings(alpha=a, beta=b, schedule=parse_schedule(sched), n_boot=0)
+        dk = sums_dask(ds, st, client=client)
+        assert any("some rows only" in n for n in dk.notes)
+        ref = compute_tps(data, st).tps_matrix()
+        got = score_from_sums(dk, st)
+        tps = got.per_trajectory.pivot(index="trajectory_id", columns="predictor", values="tps")
+        np.testing.assert_allclose(tps.reindex(index=ref.index, columns=ref.columns).to_numpy(), ref.to_numpy(),
+                                   rtol=1e-12)
+        m = got.metrics.loc[mt.index]
+        np.testing.assert_allclose(m[METRICS].to_numpy(float), mt[METRICS].to_numpy(float), rtol=1e-12, atol=1e-14)
+        assert m["ranks_exact"].all()
+
+
+def test_ids_are_stripped_as_the_reader_strips_them(client, tmp_path):
+    """Ids written with a tab, a newline or an ideographic space around them, in another
+    partition than their plain spelling: one run, as tpsviz.load and the DuckDB engine read
+    them, with the same note; an id of whitespace only is refused."""
+    df = pd.DataFrame({"trajectory_id": ["\tr1", "\tr1", "r1", "r2", "r2 \n", "r3\u3000", "r3\u3000"],
+                       "step": [1, 2, 3, 1, 2, 1, 2], "outcome": [1.0, 1, 1, 0, 0, 1, 1],
+                       "conf_a": [0.5, 0.6, 0.7, 0.4, 0.3, 0.8, 0.9]})
+    path = tmp_path / "log.csv"
+    df.to_csv(path, index=False)
+    data = tpsviz.load(path)
+    ds = open_dataset(_split(df, tmp_path / "d", 3))
+    st = ScoreSettings(n_boot=0)
+    dk, dd = sums_dask(ds, st, client=client), sums_duckdb(ds, st)
+    assert list(dk.runs["trajectory_id"]) == list(dd.runs["trajectory_id"]) == ["r1", "r2", "r3"]
+    assert list(dk.runs["length"]) == [3, 2, 2]
+    note = next(n for n in data.notes if "without surrounding spaces" in n)
+    assert note in dk.notes and note in dd.notes
+    ref = compute_tps(data, st).tps_matrix()
+    got = score_from_sums(dk, st).per_trajectory.pivot(index="trajectory_id", columns="predictor", values="tps")
+    np.testing.assert_allclose(got.reindex(index=ref.index, columns=ref.columns).to_numpy(), ref.to_numpy(), rtol=1e-12)
+    blank = df.assign(trajectory_id=df["trajectory_id"].where(df.index != 6, "\t"))
+    with pytest.raises(LogFormatError, match="'trajectory_id': every row needs an id"):
+        sums_dask(open_dataset(_split(blank, tmp_path / "e", 3)), st, client=client)
+
+
+def test_percent_and_nested_column_notes_reach_the_dask_result(client, tmp_path):
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    df = pd.read_csv(DEMO)
+    conf = [c for c in df.columns if c.startswith("conf_")][0]
+    df[conf] = df[conf] * 100
+    folder = _split(df, tmp_path / "d", 3)
+    for f in sorted(folder.glob("*.parquet")):  # an unused list column in every file
+        t = pq.read_table(f)
+        pq.write_table(t.append_column("tags", pa.array([["x"]] * t.num_rows)), f)
+    ds = open_dataset(folder)
+    st = ScoreSettings(n_boot=0)
+    dk = sums_dask(ds, st, client=client, percent=(conf,))
+    dd = sums_duckdb(ds, st, percent=(conf,))
+    for n in (f"{conf}: read as percentages (divided by 100).", "1 column(s) of nested type"):
+        assert sum(n in x for x in dk.notes) == 1 and any(n in x for x in dd.notes)
+    name = conf[len("conf_"):]
+    np.testing.assert_allclose(dk.a1[name], dd.a1[name], rtol=1e-12)
+    with pytest.raises(LogFormatError, match="they look like percentages"):
+        sums_dask(ds, st, client=client)
+
+
+def test_ids_stored_as_numbers_and_as_text_are_noted(client, tmp_path):
+    import pyarrow as pa
+    from test_stored_types import _two_files
+
+    folder = _two_files(tmp_path / "d", {"trajectory_id": pa.array([1, 1, 2, 2], pa.int64())},
+                        {"trajectory_id": pa.array(["c", "c", "2", "2"]), "step": [3, 4, 3, 4]})
+    note = next(n for n in tpsviz.load(folder).notes if "read as text" in n)
+    dk = sums_dask(open_dataset(folder), ScoreSettings(n_boot=0), client=client)
+    assert note in dk.notes and list(dk.runs["trajectory_id"]) == ["1", "2", "c"]
+
+
 def test_poisson_weights_follow_the_id_not_the_position():
     ids = [f"run-{i}" for i in range(500)]
     h = run_hashes(ids, seed=7)

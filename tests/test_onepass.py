@@ -11,12 +11,13 @@ import pytest
 import tpsviz
 from tpsviz.dataset import open_dataset
 from tpsviz.diagnostics import metric_table
+from tpsviz.engines import score_from_sums
 from tpsviz.engines.duck import sums_duckdb
 from tpsviz.errors import LogFormatError
 from tpsviz.schedules import parse_schedule
 from tpsviz.tps import ScoreSettings
 
-from test_engines import _compare, _split
+from test_engines import METRICS, _compare, _split
 
 
 def _runs(spec: dict, seed: int = 0) -> pd.DataFrame:
@@ -83,7 +84,6 @@ BASE = pd.DataFrame({"trajectory_id": ["a", "a", "a", "b", "b"], "step": [1, 2, 
 
 
 @pytest.mark.parametrize("edit,needle", [
-    (lambda d: d.assign(outcome=d["outcome"].where(d.index != 4, np.nan)), "some rows only"),
     (lambda d: d.assign(outcome=d["outcome"].where(d.index > 2, 0.5)), "column 'outcome'"),
     (lambda d: d.assign(step=d["step"].where(d.index != 3, -1)), "column 'step'"),
     (lambda d: d.assign(step=d["step"].astype(float).where(d.index != 3, np.nan)), "column 'step'"),
@@ -264,3 +264,51 @@ def test_one_run_in_conflict_is_named_without_and_0_more(tmp_path):
         sums_duckdb(open_dataset(str(folder)), ScoreSettings())
     assert "trajectory 'a': column 'censored' is true while 'outcome' is present" in str(err.value)
     assert "0 more" not in str(err.value)
+
+
+def test_a_partial_outcome_joins_its_rows_by_the_stripped_id(tmp_path):
+    """The unlabelled rows of a run whose id is written with spaces in one file and without in
+    another are labelled through the stripped id (both the merged and the unmerged case)."""
+    df = _runs({"r1": [1, 2, 3, 4], "r2": [1, 2], "r3": [1, 2, 3]})
+    df["outcome"] = [1.0, None, None, None, 0.0, None, None, 1.0, None]
+    df["conf_a"] = [0.9, 0.2, 0.7, 0.4, 0.3, 0.6, 0.5, 0.8, 0.1]
+    for ids in ([" r1", "r1", "r1 ", "r1", "r2", "r2", "\tr3", "\tr3", "\tr3"],   # r1 merged from three spellings
+                ["r1", "r1", "r1", "r1", " r2", " r2", "r3 ", "r3 ", "r3 "]):   # stripped, none merged
+        d = df.assign(trajectory_id=ids)
+        path = tmp_path / "log.csv"
+        d.to_csv(path, index=False)
+        data = tpsviz.load(path)
+        ds = open_dataset(_split(d, tmp_path / f"d{ids[0].strip()}{len(ids[0])}", 3))
+        _compare(data, ds, ScoreSettings(n_boot=50))
+        mt = metric_table(data, n_boot=0)
+        m = score_from_sums(sums_duckdb(ds, ScoreSettings(n_boot=0)), ScoreSettings(n_boot=0)).metrics.loc[mt.index]
+        np.testing.assert_allclose(m[METRICS].to_numpy(float), mt[METRICS].to_numpy(float), rtol=1e-12)
+
+
+@pytest.mark.parametrize("blank", ["\t", " ", "\u3000", "\n\u00a0"])
+def test_an_id_of_whitespace_only_is_no_id(tmp_path, blank):
+    """An id that str.strip() empties is refused by both engines (DuckDB's trim() removes only
+    spaces: an id of a tab was read as a run named '' before)."""
+    df = _runs({"r1": [1, 2], "r2": [1, 2, 3]})
+    df.loc[4, "trajectory_id"] = blank
+    path = tmp_path / "log.csv"
+    df.to_csv(path, index=False)
+    with pytest.raises(LogFormatError, match="trajectory_id"):
+        tpsviz.load(path)
+    with pytest.raises(LogFormatError) as out:
+        sums_duckdb(open_dataset(_split(df, tmp_path / "d", 2)), ScoreSettings(n_boot=0))
+    assert "column 'trajectory_id': every row needs an id; not so on 1 row(s)" in str(out.value)
+
+
+def test_an_empty_weight_under_the_column_schedule_is_named_alike(tmp_path):
+    df = BASE.assign(weight=BASE["weight"].where(BASE.index != 3))
+    path = tmp_path / "log.csv"
+    df.to_csv(path, index=False)
+    st = ScoreSettings(n_boot=0, schedule=parse_schedule("column"))
+    with pytest.raises(ValueError) as mem:
+        tpsviz.compute_tps(tpsviz.load(path), st)
+    with pytest.raises(LogFormatError) as out:
+        sums_duckdb(open_dataset(_split(df, tmp_path / "d", 2)), st)
+    words = "schedule 'column': the 'weight' column is empty on 1 row(s), e.g. in trajectory 'b'; give every row a weight"
+    assert str(mem.value) == words and words in str(out.value)
+

@@ -237,3 +237,20 @@ def test_the_out_of_core_engine_notes_what_the_reader_notes(tmp_path):
     out_of_core = sums_duckdb(open_dataset(str(folder)), ScoreSettings()).notes
     for needle in ("1 id(s) that differ from another only by them", "nested type (lists, structs, maps) were left out: 'tags'"):
         assert any(needle in n for n in memory) and any(needle in n for n in out_of_core), needle
+
+
+@pytest.mark.parametrize("ids, joined", [
+    (pa.array(["c", "c", "2", "2"]), 1),                      # 2 in one file, "2" in the other
+    (pa.array(["1", "1", "2", "2"]), 2),
+    (pa.array(["c", "c", "d", "d"]), 0),                      # no id in both spellings: no note
+])
+def test_ids_stored_as_numbers_and_as_text_are_noted_by_every_engine(tmp_path, ids, joined):
+    # (steps 3-4 in the second file: a run joined across the files stays sound)
+    folder = _two_files(tmp_path / "d", {"trajectory_id": pa.array([1, 1, 2, 2], pa.int64())},
+                        {"trajectory_id": ids, "step": [3, 4, 3, 4]})
+    memory = tpsviz.load(folder).notes
+    out_of_core = sums_duckdb(open_dataset(folder), ScoreSettings(n_boot=0)).notes
+    words = f"trajectory ids are read as text: {joined} id(s) written as a number"
+    assert any(words in n for n in memory) == bool(joined)
+    assert any(words in n for n in out_of_core) == bool(joined)
+    assert not any("read as text" in n for n in out_of_core) or joined

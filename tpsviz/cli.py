@@ -361,7 +361,8 @@ def _score(args) -> int:
     from .files import limits_from_env
 
     _check_args(args)
-    args.map_pairs = _read_options(args).mapping
+    options = _read_options(args)
+    args.map_pairs, args.percent_names = options.mapping, options.percent
     engine, why, ds = choose_engine(args, limits_from_env())
     if engine in ("duckdb", "dask"):
         return score_out_of_core(args, ds, why, engine)

@@ -32,7 +32,7 @@ _CSV_BYTES_PER_ROW = 40
 def _unsupported(args) -> list[str]:
     """Options the out-of-core engine does not apply (named, never silently ignored)."""
     given = [("--recalibrate", args.recalibrate), ("--rollouts", args.rollouts),
-             ("--forecasts", args.forecasts), ("--percent", args.percent), ("--conf", args.conf),
+             ("--forecasts", args.forecasts), ("--conf", args.conf),
              ("--treat", args.treat), ("--scorer", args.scorer),
              ("--success-threshold", args.success_threshold is not None)]
     return [flag for flag, on in given if on]
@@ -87,13 +87,14 @@ def _score_out_of_core(args, ds: Dataset, why: str, client) -> int:
                     f"{'it' if one else 'them'} or use --engine memory on a log within TPSVIZ_MAX_ROWS")
     probe = _settings_from(args, has_qz=False)
     mapping = [(t, c) for t, c in args.map_pairs]
+    percent = args.percent_names
     intervals = None
     if client is None:
-        sums = sums_duckdb(ds, probe, mapping=mapping)
+        sums = sums_duckdb(ds, probe, mapping=mapping, percent=percent)
     else:
         from .engines.dask_engine import poisson_intervals_on, sums_dask
 
-        sums = sums_dask(ds, probe, mapping=mapping, client=client)
+        sums = sums_dask(ds, probe, mapping=mapping, client=client, percent=percent)
 
         def intervals(values, valid, ids, st):
             return poisson_intervals_on(client, values, valid, ids, st.n_boot, st.seed, st.level)
@@ -134,7 +135,7 @@ def _sample_verdicts(args, ds: Dataset, sums, settings):
     # the dashboard's draw (engines/sample.py): the same seed gives the same runs in both
     frame, _ = sample_runs(ds, k, seed, mapping=args.map_pairs)
     frame = _apply_mapping(frame, args.map_pairs, ds.label)
-    data = from_frame(frame, source=ds.label)
+    data = from_frame(frame, source=ds.label, percent=args.percent_names)
     try:
         out = verdicts(data, settings)
     except ValueError as exc:

@@ -420,16 +420,26 @@ def trajectory_ids(df: pd.DataFrame, where, notes: list[str], problems: list[str
     tid = raw_tid.str.strip()
     merged = raw_tid.nunique() - tid.nunique()
     if merged > 0:  # ids are read without surrounding spaces: say when that joins two spellings
-        notes.append(f"trajectory ids are read without surrounding spaces: {merged} id(s) that differ from "
-                     "another only by them were read as the same run.")
+        notes.append(merged_ids_note(merged))
     col = df["trajectory_id"]
     if col.dtype == object and pd.api.types.infer_dtype(col, skipna=True).startswith("mixed"):
         typed = col.map(lambda v: (type(v).__name__, str(v))).nunique()
         if typed > raw_tid.nunique():  # 7 and "7", true and "True" (JSON): one run once read as text
-            notes.append(f"trajectory ids are read as text: {typed - raw_tid.nunique()} id(s) written as a "
-                         "number or true/false and as text (e.g. 7 and \"7\") were read as the same run.")
+            notes.append(typed_ids_note(typed - raw_tid.nunique()))
 
     return tid, tid_missing
+
+
+def merged_ids_note(merged: int) -> str:
+    """The note on stored ids that became one run once stripped of surrounding whitespace."""
+    return (f"trajectory ids are read without surrounding spaces: {merged} id(s) that differ from another only "
+            "by them were read as the same run.")
+
+
+def typed_ids_note(joined: int) -> str:
+    """The note on ids written both as a number and as text, read as one run."""
+    return (f"trajectory ids are read as text: {joined} id(s) written as a number or true/false and as text "
+            "(e.g. 7 and \"7\") were read as the same run.")
 
 
 def step_numbers(df: pd.DataFrame, tid: pd.Series, tid_missing, where, problems: list[str]) -> pd.Series:
@@ -484,6 +494,13 @@ def _outcomes(df: pd.DataFrame, where, problems: list[str]) -> pd.Series:
     return outcome
 
 
+def percent_hint(col: str) -> str:
+    """The words added to the message on forecasts outside [0, 1] when every value of ``col``
+    lies in [0, 100]."""
+    return (f" (they look like percentages (0–100): say so with --percent {col[len('conf_'):]} or the "
+            "dashboard's percent option)")
+
+
 def _value_columns(df, cols, conf_cols, sig_cols, percent_cols, where, notes, problems) -> dict:
     """Forecasts in [0, 1], finite signals, weights ≥ 0, and the ``q_z`` and ``censored`` columns
     (all NaN when absent), as numbers by column name."""
@@ -503,9 +520,7 @@ def _value_columns(df, cols, conf_cols, sig_cols, percent_cols, where, notes, pr
                          "set to 0 or 1.")
         out = num.notna() & ((num < 0) | (num > 1))
         if out.any():
-            hint = (" (they look like percentages (0–100): say so with --percent "
-                    f"{c[len('conf_'):]} or the dashboard's percent option)"
-                    if bool(((num >= 0) & (num <= 100)).where(num.notna(), True).all())
+            hint = (percent_hint(c) if bool(((num >= 0) & (num <= 100)).where(num.notna(), True).all())
                     and float(num.max()) > 1 else "")
             problems.append(f"column {show_id(c)}: probabilities must be in [0, 1]; not so at "
                             f"{row_examples(where[out])}{hint}")

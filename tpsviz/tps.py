@@ -28,6 +28,7 @@ from .cancel import checkpoint
 from .inference import DEFAULT_SEED, bootstrap_sums, group_sums
 from .io import TrajectoryData
 from .schedules import Schedule
+from .schema import show_id
 from .scores import TABLE_MIN, beta_score, validate_alpha_beta
 
 __all__ = ["ScoreSettings", "TPSResult", "compute_tps", "default_censoring", "CENSORING_MODES", "settings_words",
@@ -141,8 +142,10 @@ def step_weights(data: TrajectoryData, schedule: Schedule) -> np.ndarray:
     column = data.steps["weight"].to_numpy(dtype=float) if "weight" in data.steps else None
     w = schedule.weights(data.steps["t"].to_numpy(), length, column)
     if schedule.name == "column" and np.isnan(w).any():
-        raise ValueError(f"schedule 'column': the 'weight' column is empty on "
-                         f"{int(np.isnan(w).sum())} row(s); give every row a weight")
+        empty = np.isnan(w)
+        first = data.steps["trajectory_id"].to_numpy()[np.flatnonzero(empty)[0]]
+        raise ValueError(f"schedule 'column': the 'weight' column is empty on {int(empty.sum()):,} row(s), "
+                         f"e.g. in trajectory {show_id(first, 40)}; give every row a weight")
     check_weights(schedule, w)
     return w
 

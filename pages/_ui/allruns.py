@@ -54,7 +54,7 @@ def _score_all(key: str, settings_key: tuple, _src: S.Source, _settings):
     from tpsviz.engines.duck import sums_duckdb
 
     ds = open_dataset(Path(_src.path), S.data_roots())
-    sums = sums_duckdb(ds, _settings, mapping=_src.options.mapping)
+    sums = sums_duckdb(ds, _settings, mapping=_src.options.mapping, percent=_src.options.percent)
     return score_from_sums(sums, _settings, skill_boot=_settings.n_boot)
 
 

@@ -66,3 +66,27 @@ def test_a_dataset_above_the_memory_limit_opens_on_a_stated_sample(root, monkeyp
     for _, row in table.iterrows():
         assert row["TPS"] == f"{full.summary.at[row['predictor'], 'tps_mean']:.4f}"
         assert row["n runs"] == full.summary.at[row["predictor"], "n_trajectories"]
+
+
+def test_a_dataset_in_percent_is_scored_on_all_runs_in_percent(root, monkeypatch):
+    """The reading option "Predictors given in percent" reaches the out-of-core table (it read
+    the sample in percent, then refused the all-runs table: "probabilities must be in [0, 1]")."""
+    df = pd.concat([pd.read_parquet(root / "runs" / f"part-{k}.parquet") for k in (0, 1)])
+    conf = [c for c in df.columns if c.startswith("conf_")]
+    pct = df.assign(**{c: df[c] * 100 for c in conf})
+    (root / "pct").mkdir()
+    pct.to_parquet(root / "pct" / "a.parquet")
+    monkeypatch.setenv("TPSVIZ_MAX_ROWS", "5000")
+    monkeypatch.setenv("TPSVIZ_SAMPLE_RUNS", "60")
+    names = ",".join(c[len("conf_"):] for c in conf)
+    at = fresh({"src": "Server path", "path": "pct", "pct": names})
+    assert not at.exception and not at.error, texts(at)
+    at.button(key="score_all_runs").click().run()
+    assert not at.exception and not at.error, texts(at)
+    table = [d.value for d in at.dataframe if "n runs" in d.value.columns][-1]
+    import tpsviz
+
+    full = tpsviz.compute_tps(tpsviz.from_frame(df), at.session_state["_cfg"].score_settings(n_boot=0))
+    assert len(table) == len(conf)
+    for _, row in table.iterrows():
+        assert row["TPS"] == f"{full.summary.at[row['predictor'], 'tps_mean']:.4f}"

@@ -27,9 +27,10 @@ import pandas as pd
 
 from ..dataset import Dataset
 from ..errors import LogFormatError
+from ..longform import merged_ids_note
 from ..scores import TABLE_MIN
 from ..tps import ScoreSettings
-from . import duck
+from . import duck, onepass
 from .poisson import _prepared, intervals_from_sums, poisson_sums, run_hashes
 from .runsums import RunSums
 
@@ -61,9 +62,10 @@ class cluster:
             self._cluster.close()
 
 
-def _partition(files: tuple, ds: Dataset, settings: ScoreSettings, mapping, n_rows: int) -> dict:
+def _partition(files: tuple, ds: Dataset, settings: ScoreSettings, mapping, n_rows: int, percent=()) -> dict:
     """Map step, on a worker: partial aggregates of the partition's files."""
-    con, spill, source, plan = duck.open_plan(dataclasses.replace(ds, files=tuple(files)), mapping, threads=1)
+    con, spill, source, plan = duck.open_plan(dataclasses.replace(ds, files=tuple(files)), mapping, threads=1,
+                                                percent=percent)
     try:
         if settings.alpha != settings.beta or settings.alpha not in (0.0, 1.0):
             duck._register_udf(con, settings.alpha, settings.beta, n_rows >= TABLE_MIN)
@@ -73,21 +75,43 @@ def _partition(files: tuple, ds: Dataset, settings: ScoreSettings, mapping, n_ro
                                                         if "nfuzz" in blocks.column_names else 0)
         diag = duck._diagnose(con, plan, rows_sql) if bad else {}
         grid = con.sql(duck.grid_sql(plan, rows_sql)).df()
-        return {"blocks": blocks, "diag": diag, "grid": grid, "conf": plan.conf,
+        return {"blocks": blocks, "diag": diag, "grid": grid, "conf": plan.conf, "notes": plan.notes,
                 "id_type": plan.types.get("trajectory_id", "")}
     finally:
         con.close()
         shutil.rmtree(spill, ignore_errors=True)
 
 
-def _exact(files: tuple, ds: Dataset, settings: ScoreSettings, mapping, need: list) -> pd.DataFrame:
-    """Map step, on a worker: distinct-value counts of the predictors ``need``."""
-    con, spill, source, plan = duck.open_plan(dataclasses.replace(ds, files=tuple(files)), mapping, threads=1)
+def _exact(files: tuple, ds: Dataset, settings: ScoreSettings, mapping, need: list, partial=None,
+           percent=()) -> pd.DataFrame:
+    """Map step, on a worker: distinct-value counts of the predictors ``need`` (with those of
+    the unlabelled rows of the ``partial`` runs, as :func:`_partial_grid`)."""
+    con, spill, source, plan = duck.open_plan(dataclasses.replace(ds, files=tuple(files)), mapping, threads=1,
+                                                percent=percent)
     try:
         # scores are not read here: a closed form stands in so no UDF is needed
         rows_sql, _ = duck._rows_sql(plan, source, dataclasses.replace(settings, alpha=0.0, beta=0.0),
                                      positional=False)
-        return con.sql(duck.exact_sql(plan, rows_sql, need)).df()
+        out = con.sql(duck.exact_sql(plan, rows_sql, need)).df()
+        if partial is None:
+            return out
+        con.register("tpsviz_partial", partial)
+        more = con.sql(duck.exact_sql(plan, onepass.labelled_sql(plan, source, True, partial=True), need)).df()
+        return pd.concat([out, more], ignore_index=True)
+    finally:
+        con.close()
+        shutil.rmtree(spill, ignore_errors=True)
+
+
+def _partial_grid(files: tuple, ds: Dataset, mapping, partial, percent=()) -> pd.DataFrame:
+    """Map step, on a worker: the grid counts of the rows without an outcome of the runs that
+    give it on some rows only (``partial``: their ids and outcomes), labelled with their run's
+    outcome (the map step leaves them out: a run may span partitions)."""
+    con, spill, source, plan = duck.open_plan(dataclasses.replace(ds, files=tuple(files)), mapping, threads=1,
+                                                percent=percent)
+    try:
+        con.register("tpsviz_partial", partial)
+        return con.sql(duck.grid_sql(plan, onepass.labelled_sql(plan, source, True, partial=True))).df()
     finally:
         con.close()
         shutil.rmtree(spill, ignore_errors=True)
@@ -106,7 +130,7 @@ def _combine_diag(diags: list[dict]) -> dict:
 
 
 def sums_dask(ds: Dataset, settings: ScoreSettings, mapping=(), client=None, scheduler: str | None = None,
-              files_per_partition: int = 1) -> RunSums:
+              files_per_partition: int = 1, percent=()) -> RunSums:
     """Per-trajectory sums of a dataset by a map-reduce on a Dask cluster.
 
     Parameters
@@ -120,6 +144,8 @@ def sums_dask(ds: Dataset, settings: ScoreSettings, mapping=(), client=None, sch
         ``tcp://HOST:PORT`` of an existing cluster.
     files_per_partition : int
         Files read by one task.
+    percent : iterable of str, optional
+        Predictors given in percent, as :func:`tpsviz.engines.duck.sums_duckdb`.
 
     Returns
     -------
@@ -128,19 +154,31 @@ def sums_dask(ds: Dataset, settings: ScoreSettings, mapping=(), client=None, sch
     """
     if client is None:
         with cluster(scheduler) as c:
-            return sums_dask(ds, settings, mapping, client=c, files_per_partition=files_per_partition)
+            return sums_dask(ds, settings, mapping, client=c, files_per_partition=files_per_partition,
+                             percent=percent)
     import duckdb
     import pyarrow as pa
+    import pyarrow.compute as pc
 
     groups = [tuple(ds.files[i:i + files_per_partition]) for i in range(0, ds.n_files, files_per_partition)]
     n_rows = ds.n_rows if ds.n_rows is not None else TABLE_MIN  # CSV: the table for any log of a cluster's size
+    percent = tuple(percent)
     futures = client.map(_partition, groups, ds=ds, settings=settings, mapping=tuple(mapping), n_rows=n_rows,
-                         pure=False)
+                         percent=percent, pure=False)
     parts = client.gather(futures)
     plan_conf = parts[0]["conf"]
+    # blocks are grouped by the id as stored; stripped here (as tpsviz.load), ids that differ only
+    # by surrounding whitespace combine as one run, as blocks of one run from two partitions do
+    partials = pa.concat_tables([p["blocks"] for p in parts], promote_options="permissive")
+    stored = partials.column("tid")
+    ids, changed = onepass.strip_ids(stored)
+    merged_ids = 0
+    if changed:
+        merged_ids = pc.count_distinct(stored).as_py() - pc.count_distinct(ids).as_py()
+        partials = partials.set_column(partials.column_names.index("tid"), "tid", ids)
     con = duckdb.connect(config={"enable_external_access": False, "threads": 2})
     try:
-        con.register("partials", pa.concat_tables([p["blocks"] for p in parts], promote_options="permissive"))
+        con.register("partials", partials)
         plan = _PlanView(ds, plan_conf, parts[0]["blocks"].column_names, parts[0]["id_type"])
         runs = duck._Runs.sorted_by_id(con.sql(duck._per_run_sql(plan, settings,
                                                     f"({duck._combine_sql(plan, settings, 'partials')})"))
@@ -151,7 +189,16 @@ def sums_dask(ds: Dataset, settings: ScoreSettings, mapping=(), client=None, sch
     problems = duck._check_rows(ds, plan, runs, diag)
     if problems:
         raise LogFormatError(ds.label, problems)
-    notes = list(ds.notes)
+    notes = list(dict.fromkeys([*ds.notes, *(n for p in parts for n in p["notes"])]))
+    if merged_ids:
+        notes.append(merged_ids_note(merged_ids))
+    if not ds.uniform and ds.fmt == "parquet":  # ids stored as numbers and as text (reads the id column here)
+        con, spill, _, full = duck.open_plan(ds, mapping, percent=percent)
+        try:
+            notes += duck.typed_ids_notes(con, ds, full)
+        finally:
+            con.close()
+            shutil.rmtree(spill, ignore_errors=True)
     irregular = duck.numbering_note(runs, notes)
     if irregular and settings.schedule.name in ("linear", "front", "back"):
         raise LogFormatError(ds.label, [
@@ -164,11 +211,17 @@ def sums_dask(ds: Dataset, settings: ScoreSettings, mapping=(), client=None, sch
             notes.append(f"{col}: {fz} value(s) within 1e-9 outside [0, 1] (float rounding) were set to 0 or 1.")
     grid = pd.concat([p["grid"] for p in parts], ignore_index=True)
 
-    def pooled(n_lab: int) -> dict:
+    def pooled(n_lab: int, partial) -> dict:
         def exact(need):
-            fut = client.map(_exact, groups, ds=ds, settings=settings, mapping=tuple(mapping), need=need, pure=False)
+            fut = client.map(_exact, groups, ds=ds, settings=settings, mapping=tuple(mapping), need=need,
+                             partial=partial, percent=percent, pure=False)
             return pd.concat(client.gather(fut), ignore_index=True)
-        return duck.pooled_from(grid, len(plan.conf), n_lab, exact)
+        counts = grid
+        if partial is not None and plan.conf:
+            fut = client.map(_partial_grid, groups, ds=ds, mapping=tuple(mapping), partial=partial,
+                             percent=percent, pure=False)
+            counts = pd.concat([grid, *client.gather(fut)], ignore_index=True)
+        return duck.pooled_from(counts, len(plan.conf), n_lab, exact)
 
     return duck.to_sums(ds, plan, settings, runs, notes, pooled, "dask")
 

@@ -14,9 +14,10 @@ value.
 Validation follows :func:`tpsviz.load` on the rules that decide a score (ids, whole step numbers
 once per run, outcomes 1/0/empty and constant per run, forecasts in [0, 1], the ``censored``,
 ``q_z`` and ``weight`` columns); a defect is a :class:`~tpsviz.errors.LogFormatError` naming the
-column, the number of rows and an example run. Two cases are refused here that the in-memory
-reader accepts: an outcome given on some rows of a run only, and raw signals (``raw_``/``unc_``
-need a cross-fitted recalibration over the rows); the message says to use ``--engine memory``.
+column, the number of rows and an example run. One case is refused here that the in-memory
+reader accepts: raw signals (``raw_``/``unc_`` need a cross-fitted recalibration over the rows);
+the message says to use ``--engine memory``. An outcome given on some rows of a run only is used
+for the whole run, with the in-memory reader's note.
 """
 
 from __future__ import annotations
@@ -31,8 +32,8 @@ import pandas as pd
 
 from ..dataset import Dataset
 from ..errors import LogFormatError
-from ..longform import TRUE_TOKENS, FALSE_TOKENS, MAX_STEP, check_header
-from ..schema import RESERVED, canonical_name, nested_column, show_id
+from ..longform import TRUE_TOKENS, FALSE_TOKENS, MAX_STEP, check_header, merged_ids_note, percent_hint, typed_ids_note
+from ..schema import RESERVED, WHITESPACE, canonical_name, nested_column, show_id
 from ..scores import TABLE_MIN, beta_score
 from ..tables import MISSING
 from ..tps import MAX_WEIGHT, ScoreSettings
@@ -150,6 +151,16 @@ def id_text(col: str, typ: str) -> str:
     return f"TRY(decode({col}))" if t == "BLOB" else f"CAST({col} AS VARCHAR)"
 
 
+def stripped_id(text: str) -> str:
+    """Id expression ``text`` without surrounding whitespace, as Python's ``str.strip`` (the
+    characters of :data:`tpsviz.schema.WHITESPACE`; DuckDB's ``trim`` removes spaces only). The
+    regular expression runs only on ids whose first or last character is whitespace."""
+    codes = ", ".join(str(ord(c)) for c in WHITESPACE)
+    ws = "[" + "".join(f"\\x{{{ord(c):x}}}" for c in WHITESPACE) + "]"
+    return (f"(CASE WHEN unicode({text}) IN ({codes}) OR unicode(right({text}, 1)) IN ({codes}) "
+            f"THEN regexp_replace({text}, {_lit(f'^{ws}+|{ws}+$')}, '', 'g') ELSE {text} END)")
+
+
 def _stored_as(typ: str) -> str:
     """How :func:`_number` reads a column of this DuckDB type: "float", "exact" (integers,
     decimals, booleans) or "text" (anything else: cast to text and parsed, so a date, an
@@ -245,7 +256,7 @@ def _register_udf(con, alpha: float, beta: float, table: bool) -> None:
 class _Plan:
     """The column expressions of one dataset."""
 
-    def __init__(self, ds: Dataset, types: dict, mapping=()):
+    def __init__(self, ds: Dataset, types: dict, mapping=(), percent=()):
         canon = {}
         for c in types:
             canon.setdefault(canonical_name(c), c)
@@ -254,7 +265,7 @@ class _Plan:
                 raise LogFormatError(ds.label, [f"--map {target}={col}: the files have no column {show_id(col)}"])
             canon[str(target)] = col
         self.col = canon
-        conf, sig, _ = check_header(list(canon), (), ds.label)
+        conf, sig, self.percent = check_header(list(canon), percent, ds.label)
         if not conf:
             raise LogFormatError(ds.label, [
                 "the dataset has raw signals only (" + ", ".join(show_id(s, 40) for s in sig[:5]) + "); "
@@ -273,6 +284,8 @@ class _Plan:
         # (the words of tables._read_parquet, which leaves such columns out of a file read in memory)
         self.notes = [f"{len(unused)} column(s) of nested type (lists, structs, maps) were left out: "
                       + ", ".join(show_id(c) for c in unused[:5])] if unused else []
+        # (the words of longform._value_columns)
+        self.notes += [f"{c}: read as percentages (divided by 100)." for c in conf if c in self.percent]
 
     def expr(self, name: str, kind: str = "number") -> tuple[str, str]:
         if name not in self.col:
@@ -280,7 +293,10 @@ class _Plan:
         col = _q(self.col[name])
         if kind == "bool":
             return _boolean(col, self.types[name])
-        return (_outcome if kind == "outcome" else _number)(col, self.types[name], self.decimal_comma)
+        value, bad = (_outcome if kind == "outcome" else _number)(col, self.types[name], self.decimal_comma)
+        if name in self.percent:  # a predictor given in percent (--percent)
+            value = f"(({value}) / 100.0)"
+        return value, bad
 
 
 def weight_sql(settings: ScoreSettings, positional: bool) -> str | None:
@@ -306,7 +322,9 @@ def _rows_sql(plan: _Plan, source: str, settings: ScoreSettings, positional: boo
     cens, cens_bad = plan.expr("censored", "bool")
     q, q_bad = plan.expr("q_z")
     wcol, w_bad = plan.expr("weight")
-    tid = f"trim({id_text(_q(plan.col['trajectory_id']), plan.types['trajectory_id'])})"
+    # the id as stored (runs are grouped by it, and the ids stripped afterwards on far fewer
+    # values: onepass.strip_ids); an id that is all whitespace counts as none
+    tid = id_text(_q(plan.col["trajectory_id"]), plan.types["trajectory_id"])
     parsed = [f"{tid} AS tid", f"{step} AS step_d", f"{y} AS y", f"{cens} AS c", f"{q} AS q",
               f"{wcol} AS wcol",
               f"({step_bad}) AS bad_step_text", f"({y_bad}) AS bad_y_text",
@@ -333,7 +351,7 @@ def _rows_sql(plan: _Plan, source: str, settings: ScoreSettings, positional: boo
         cols += [p, f"pc{k}", f"s1_{k}", f"s0_{k}", f"bad_p{k}", f"fuzz{k}", f"clip{k}"]
         scored.append(", ".join(terms))
     flags = [
-        "(tid IS NULL OR tid = '') AS bad_tid",
+        f"(tid IS NULL OR {stripped_id('tid')} = '') AS bad_tid",
         f"(bad_step_text OR step_d IS NULL OR step_d <> floor(step_d) OR step_d < 0 OR step_d >= {_f(MAX_STEP)}) AS bad_step",
         "(bad_y_text OR (y IS NOT NULL AND y <> 0.0 AND y <> 1.0)) AS bad_y",
         "(bad_q_text OR (q IS NOT NULL AND (isnan(q) OR q < 0.0 OR q > 1.0))) AS bad_q",
@@ -519,6 +537,8 @@ def _diagnose(con, plan: _Plan, rows_sql: str) -> dict:
         conds[f"bad_p{k}"] = f"bad_p{k} AND NOT coalesce(bad_ptext{k}, FALSE)"
     for f, cond in conds.items():
         parts += [f"count(*) FILTER (WHERE {cond}) AS {f}", f"min(tid) FILTER (WHERE {cond}) AS ex_{f}"]
+    for k in range(len(plan.conf)):  # forecasts outside [0, 100]: none, and the message hints at percentages
+        parts.append(f"count(*) FILTER (WHERE NOT isnan(praw{k}) AND (praw{k} < 0.0 OR praw{k} > 100.0)) AS over{k}")
     row = con.sql(rows_sql + f"SELECT {', '.join(parts)} FROM scored").fetchall()[0]
     names = [p.rsplit(" AS ", 1)[1] for p in parts]
     return dict(zip(names, row))
@@ -546,12 +566,14 @@ def _check_rows(ds: Dataset, plan: _Plan, runs: _Runs, diag: dict | None) -> lis
                       for k, name in enumerate(plan.conf)})
         texts.update({f"bad_ptext{k}": f"column {show_id(name)} must hold numbers (probabilities in [0, 1])"
                       for k, name in enumerate(plan.conf)})
+        hints = {f"bad_p{k}": percent_hint(name) for k, name in enumerate(plan.conf)
+                 if not int(diag.get(f"over{k}") or 0)}  # (a value outside [0, 1], none outside [0, 100])
         for flag, text in texts.items():
             count = int(diag.get(flag) or 0)
             if count:
-                ex = diag.get(f"ex_{flag}")
+                ex = diag.get(f"ex_{flag}") if flag != "bad_tid" else None  # (a blank id names no run)
                 at = f", e.g. in trajectory {show_id(ex, 40)}" if ex else ""
-                problems.append(f"{text}; not so on {count:,} row(s){at}")
+                problems.append(f"{text}; not so on {count:,} row(s){at}{hints.get(flag, '')}")
         if problems:
             return problems
     n = runs.num("n")
@@ -567,7 +589,7 @@ def _check_rows(ds: Dataset, plan: _Plan, runs: _Runs, diag: dict | None) -> lis
 
 
 def sums_duckdb(ds: Dataset, settings: ScoreSettings, mapping=(), threads: int | None = None,
-                memory_limit: str | None = None) -> RunSums:
+                memory_limit: str | None = None, percent=()) -> RunSums:
     """Per-trajectory sums A1, A0, W of every predictor of a dataset, out of core.
 
     Parameters
@@ -583,6 +605,9 @@ def sums_duckdb(ds: Dataset, settings: ScoreSettings, mapping=(), threads: int |
     memory_limit : str, optional
         DuckDB's memory limit (default ``TPSVIZ_DUCKDB_MEMORY`` or 2GB); above it, DuckDB spills
         to a private temporary folder.
+    percent : iterable of str, optional
+        Predictors given in percent (0–100), as ``conf_<name>`` or ``<name>``: divided by 100
+        (``--percent``).
 
     Returns
     -------
@@ -593,7 +618,7 @@ def sums_duckdb(ds: Dataset, settings: ScoreSettings, mapping=(), threads: int |
     LogFormatError
         For every defect, naming the column, the number of rows or runs and an example run.
     """
-    con, spill, source, plan = open_plan(ds, mapping, threads, memory_limit)
+    con, spill, source, plan = open_plan(ds, mapping, threads, memory_limit, percent)
     try:
         return _sums(con, ds, settings, source, plan)
     finally:
@@ -612,13 +637,13 @@ def numbering_note(runs: _Runs, notes: list) -> int:
     return irregular
 
 
-def open_plan(ds: Dataset, mapping=(), threads: int | None = None, memory_limit: str | None = None):
+def open_plan(ds: Dataset, mapping=(), threads: int | None = None, memory_limit: str | None = None, percent=()):
     """A sandboxed connection on the dataset, its spill folder, its source expression and plan."""
     con, spill = connect(ds, threads, memory_limit)
     try:
         source = _source(ds)
         types = dict(con.execute(f"SELECT column_name, column_type FROM (DESCRIBE SELECT * FROM {source})").fetchall())
-        return con, spill, source, _Plan(ds, types, mapping)
+        return con, spill, source, _Plan(ds, types, mapping, percent)
     except BaseException:
         con.close()
         shutil.rmtree(spill, ignore_errors=True)
@@ -640,9 +665,9 @@ def _sums(con, ds: Dataset, settings: ScoreSettings, source: str, plan: _Plan) -
     if problems:
         raise LogFormatError(ds.label, problems)
     notes = list(ds.notes) + plan.notes
-    if runs.merged_ids:  # (the words of tpsviz.longform.trajectory_ids)
-        notes.append(f"trajectory ids are read without surrounding spaces: {runs.merged_ids} id(s) that differ "
-                     "from another only by them were read as the same run.")
+    if runs.merged_ids:
+        notes.append(merged_ids_note(runs.merged_ids))
+    notes += typed_ids_notes(con, ds, plan)
     if numbering_note(runs, notes):
         if settings.schedule.name in ("linear", "front", "back"):
             runs = onepass.run_pass(con, plan, source, settings, positional=True)
@@ -650,8 +675,38 @@ def _sums(con, ds: Dataset, settings: ScoreSettings, source: str, plan: _Plan) -
         fz = int(checks.get(f"fuzz{k}") or 0)
         if fz:
             notes.append(f"{col}: {fz} value(s) within 1e-9 outside [0, 1] (float rounding) were set to 0 or 1.")
-    parsed = onepass.labelled_sql(plan, source, runs)  # validated: outcome and forecasts suffice
-    return to_sums(ds, plan, settings, runs, notes, lambda n_lab: _pooled(con, plan, parsed, n_lab), "duckdb")
+    parsed = onepass.labelled_sql(plan, source, onepass.flagged(runs))  # validated: outcome and forecasts suffice
+
+    def pooled(n_lab: int, partial) -> dict:
+        if partial is None:
+            return _pooled(con, plan, [parsed], n_lab)
+        con.register("tpsviz_partial", partial)  # the unlabelled rows of runs with a partial outcome
+        return _pooled(con, plan, [parsed, onepass.labelled_sql(plan, source, True, partial=True)], n_lab)
+
+    return to_sums(ds, plan, settings, runs, notes, pooled, "duckdb")
+
+
+def typed_ids_notes(con, ds: Dataset, plan: _Plan) -> list[str]:
+    """The note of :func:`tpsviz.longform.typed_ids_note` when some Parquet files store the ids
+    as numbers and others as text, and ids of both read as one run (only for files whose
+    schemas differ: one more read of the id column)."""
+    if ds.uniform or ds.fmt != "parquet":
+        return []
+    col = _q(plan.col["trajectory_id"])
+    kinds: dict = {"text": [], "number": []}
+    for f in ds.files:
+        typ = con.execute(f"SELECT column_type FROM (DESCRIBE SELECT {col} FROM read_parquet([{_lit(str(f))}]))"
+                          ).fetchall()[0][0]
+        if typ.strip().upper() == "VARCHAR":
+            kinds["text"].append(f)
+        elif is_integer(typ) or _FLOAT_TYPES.fullmatch(typ.strip().upper()):
+            kinds["number"].append(f)
+    if not kinds["text"] or not kinds["number"]:
+        return []
+    ids = {k: f"SELECT DISTINCT CAST({col} AS VARCHAR) FROM read_parquet([{', '.join(_lit(str(f)) for f in fs)}], "
+              "union_by_name = true)" for k, fs in kinds.items()}
+    joined = int(con.execute(f"SELECT count(*) FROM ({ids['text']} INTERSECT {ids['number']})").fetchall()[0][0])
+    return [typed_ids_note(joined)] if joined else []
 
 
 def _more(mask: np.ndarray) -> str:
@@ -662,7 +717,10 @@ def _more(mask: np.ndarray) -> str:
 
 def to_sums(ds, plan, settings, runs: _Runs, notes, pooled, engine: str) -> RunSums:
     """:class:`RunSums` from the per-run rows (checks of whole runs, notes, schedules applied);
-    ``pooled(n_labelled_rows)`` gives the pooled-metric counts."""
+    ``pooled(n_labelled_rows, partial)`` gives the pooled-metric counts; ``partial`` is None, or
+    an Arrow table (``tid``, ``y``) of the runs whose outcome is given on some rows only."""
+    import pyarrow as pa
+
     n = runs.count("n")
     y = runs.num("ymin")
     yn = runs.num("yn")
@@ -670,10 +728,9 @@ def to_sums(ds, plan, settings, runs: _Runs, notes, pooled, engine: str) -> RunS
     censored = np.where(marked, runs.num("cmin") == 1.0, yn == 0)
     problems = []
     partial = (yn > 0) & (yn < n)
-    if partial.any():
-        problems.append(f"'outcome' is given on some rows only in {int(partial.sum()):,} run(s) (e.g. "
-                        f"trajectory {show_id(runs.first_id(partial), 40)}); the out-of-core "
-                        "engine needs it on every row of a finished run: use --engine memory")
+    if partial.any():  # (the words of tpsviz.longform.run_censoring)
+        notes.append(f"{int(partial.sum())} run(s) give 'outcome' on some rows only; the value given was used "
+                     "for the whole run.")
     both = censored & (yn > 0)
     if both.any():
         problems.append(f"trajectory {show_id(runs.first_id(both), 40)}{_more(both)}: "
@@ -683,10 +740,10 @@ def to_sums(ds, plan, settings, runs: _Runs, notes, pooled, engine: str) -> RunS
         problems.append(f"trajectory {show_id(runs.first_id(neither), 40)}{_more(neither)}: "
                         "'outcome' is empty but column 'censored' says the run finished")
     sch = settings.schedule
-    wnull = int(runs.num("wnull", 0).sum())
-    if sch.name == "column" and wnull:
-        problems.append(f"schedule 'column': the 'weight' column is empty on {wnull:,} row(s); "
-                        "give every row a weight")
+    wnull = runs.num("wnull", 0)
+    if sch.name == "column" and wnull.any():  # (the words of tpsviz.tps.step_weights)
+        problems.append(f"schedule 'column': the 'weight' column is empty on {int(wnull.sum()):,} row(s), e.g. in "
+                        f"trajectory {show_id(runs.first_id(wnull > 0), 40)}; give every row a weight")
     if problems:
         raise LogFormatError(ds.label, problems)
     _check_schedule(settings, runs)
@@ -721,7 +778,11 @@ def to_sums(ds, plan, settings, runs: _Runs, notes, pooled, engine: str) -> RunS
     if plan.signals:
         notes.append("raw signals (" + ", ".join(show_id(s, 40) for s in plan.signals[:5]) + ") were not scored: "
                      "their recalibration needs the step rows (use --engine memory --recalibrate).")
-    pooled = pooled(int(np.sum(n[~censored])))
+    # a1 and a0 hold S(p, 1) and S(p, 0) of the rows without an outcome too (the pass's CASE): a run
+    # whose outcome is given on some rows only is scored whole; its unlabelled rows join the
+    # pooled counts by their run's outcome
+    partial_runs = pa.table({"tid": runs.sorted_ids().filter(pa.array(partial)), "y": y[partial]}) if partial.any() else None
+    pooled = pooled(int(np.sum(n[~censored])), partial_runs)
     runs_frame = pd.DataFrame({"trajectory_id": runs.ids(), "length": n,
                                "outcome": np.where(censored, np.nan, y), "censored": censored, "q_z": qz},
                               copy=False)  # (the arrays as they are, not stacked into one block: a copy)
@@ -837,12 +898,17 @@ def pooled_from(grid: pd.DataFrame, n_predictors: int, n_labelled_max: int, exac
     return out
 
 
-def _pooled(con, plan: _Plan, rows_sql: str, n_labelled_max: int) -> dict:
-    """Counts for the pooled AUROC/AUPRC (distinct values, or grid cells) and T-ECE bins."""
+def _pooled(con, plan: _Plan, rows_sqls: list, n_labelled_max: int) -> dict:
+    """Counts for the pooled AUROC/AUPRC (distinct values, or grid cells) and T-ECE bins, over
+    the rows of every ``WITH scored`` in ``rows_sqls`` (their counts add up)."""
     if not plan.conf:
         return {}
-    return pooled_from(con.sql(grid_sql(plan, rows_sql)).df(), len(plan.conf), n_labelled_max,
-                       lambda need: con.sql(exact_sql(plan, rows_sql, need)).df(), combine=False)
+
+    def counts(sql_of) -> pd.DataFrame:
+        return pd.concat([con.sql(sql_of(rows)).df() for rows in rows_sqls], ignore_index=True)
+
+    return pooled_from(counts(lambda rows: grid_sql(plan, rows)), len(plan.conf), n_labelled_max,
+                       lambda need: counts(lambda rows: exact_sql(plan, rows, need)), combine=len(rows_sqls) > 1)
 
 
 def id_column(types: dict, mapping, label: str) -> str:

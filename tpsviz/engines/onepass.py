@@ -25,11 +25,10 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ..longform import MAX_STEP
-from ..schema import WHITESPACE
 from ..tps import ScoreSettings
-from .duck import STEP_BIT, _Plan, _Runs, _f, _lit, _q, _score_sql, id_text, is_integer, nan_free, weight_sql
+from .duck import STEP_BIT, _Plan, _Runs, _f, _q, _score_sql, id_text, is_integer, nan_free, stripped_id, weight_sql
 
-__all__ = ["run_pass", "rows_sql", "labelled_sql", "defects"]
+__all__ = ["run_pass", "rows_sql", "labelled_sql", "defects", "flagged", "strip_ids"]
 
 _FUZZ = 1e-9  # forecasts this far outside [0, 1] are float rounding, set to 0 or 1 (as tpsviz.load)
 
@@ -37,10 +36,7 @@ _FUZZ = 1e-9  # forecasts this far outside [0, 1] are float rounding, set to 0 o
 def _id_sql(plan: _Plan, stripped: bool) -> str:
     col = _q(plan.col["trajectory_id"])
     text = id_text(col, plan.types["trajectory_id"])
-    if not stripped:
-        return text
-    ws = "[" + "".join(f"\\x{{{ord(c):x}}}" for c in WHITESPACE) + "]"
-    return f"regexp_replace({text}, {_lit(f'^{ws}+|{ws}+$')}, '', 'g')"
+    return stripped_id(text) if stripped else text
 
 
 def rows_sql(plan: _Plan, source: str, stripped: bool = False) -> tuple[str, bool]:
@@ -71,24 +67,35 @@ def rows_sql(plan: _Plan, source: str, stripped: bool = False) -> tuple[str, boo
     return f"SELECT *{', ' + clamp if clamp else ''} FROM ({inner})", bool(bad)
 
 
-def labelled_sql(plan: _Plan, source: str, runs: _Runs) -> str:
+def labelled_sql(plan: _Plan, source: str, clamp: bool, partial: bool = False) -> str:
     """``WITH scored AS NOT MATERIALIZED (…)``: the outcome ``y`` and the forecasts ``p<k>`` of every row, for the
-    pooled counts (:func:`tpsviz.engines.duck.grid_sql`) of a dataset already validated. When the
-    pass saw a forecast rounding outside [0, 1] (:func:`_flagged`), every forecast is set into
-    [0, 1] (a no-op on the others); NaN forecasts are left to the counts' filter.
+    pooled counts (:func:`tpsviz.engines.duck.grid_sql`) of a dataset already validated. With
+    ``clamp`` (the pass saw a forecast rounding outside [0, 1]: :func:`flagged`), every forecast
+    is set into [0, 1] (a no-op on the others); NaN forecasts are left to the counts' filter.
     Not materialized: each predictor's count reads its own columns
     (measured at 100M rows and 3 predictors: 8.7 s, 10.5 s materialized, 11 s on the rows of
-    :func:`rows_sql`)."""
+    :func:`rows_sql`).
+
+    With ``partial``: only the rows without an outcome of the runs that give it on some rows
+    only, each labelled with its run's outcome from the registered table ``tpsviz_partial``
+    (``tid``, ``y``), as :func:`tpsviz.load` labels them; their counts add to those of the
+    other rows (docs/formats.md, "Outcomes")."""
     y, _ = plan.expr("outcome", "outcome")
     cols = [f"{y} AS y"]
-    clamp = _flagged(runs)
     for k, name in enumerate(plan.conf):
         r, _ = plan.expr(name)
         # (DuckDB's least/greatest skip a NULL, and order NaN above every number: least(1, NaN) is 1;
         # a missing forecast, NULL or NaN, must stay out)
         cols.append(f"CASE WHEN {r} IS NULL OR isnan({r}) THEN NULL ELSE greatest(0.0, least(1.0, {r})) END AS p{k}"
                     if clamp else f"{r} AS p{k}")
-    return f"WITH scored AS NOT MATERIALIZED (SELECT {', '.join(cols)} FROM {source})\n"
+    if not partial:
+        return f"WITH scored AS NOT MATERIALIZED (SELECT {', '.join(cols)} FROM {source})\n"
+    # (the stripped id, as the runs' ids are; the subquery keeps the files' column names apart
+    # from the table's)
+    rows = f"SELECT {_id_sql(plan, stripped=True)} AS tid, {', '.join(cols)} FROM {source}"
+    forecasts = "".join(f", r.p{k}" for k in range(len(plan.conf)))
+    return (f"WITH scored AS NOT MATERIALIZED (SELECT part.y AS y{forecasts} FROM ({rows}) r "
+            "JOIN tpsviz_partial part ON r.tid = part.tid WHERE r.y IS NULL)\n")
 
 
 def _aggregates(plan: _Plan, settings: ScoreSettings, text: bool) -> list[str]:
@@ -161,22 +168,28 @@ def _pass_sql(plan: _Plan, source: str, settings: ScoreSettings, stripped: bool,
     return f"SELECT tid, {', '.join(_aggregates(plan, settings, bad))} FROM ({rows}) GROUP BY tid"
 
 
-def _strip(ids: pa.Array) -> tuple[pa.Array, bool, bool]:
-    """Ids stripped of surrounding whitespace, whether two runs now share an id, and whether any
-    id changed."""
+def strip_ids(ids) -> tuple[pa.Array, bool]:
+    """Ids (an Arrow string array) stripped of surrounding whitespace, as ``str.strip``, and
+    whether any id changed. Only ids that start or end with whitespace are touched."""
     ids = ids.combine_chunks() if isinstance(ids, pa.ChunkedArray) else ids
     ends = pc.unique(pa.concat_arrays([pc.utf8_slice_codeunits(ids, 0, 1),
                                        pc.utf8_slice_codeunits(ids, -1, 2 ** 31 - 1)])).to_pylist()
     spaces = [e for e in ends if e and e.isspace()]
     if not spaces:
-        return ids, False, False
+        return ids, False
     hit = pc.or_(pc.is_in(pc.utf8_slice_codeunits(ids, 0, 1), pa.array(spaces)),
                  pc.is_in(pc.utf8_slice_codeunits(ids, -1, 2 ** 31 - 1), pa.array(spaces)))
     hit = np.asarray(hit.fill_null(False))
     values = ids.to_numpy(zero_copy_only=False).copy()
     values[hit] = [v.strip() for v in values[hit]]
-    out = pa.array(values, type=pa.string())
-    return out, len(pc.unique(out)) < len(out), True
+    return pa.array(values, type=pa.string()), True
+
+
+def _strip(ids: pa.Array) -> tuple[pa.Array, bool, bool]:
+    """Ids of distinct runs stripped (:func:`strip_ids`), whether two runs now share an id, and
+    whether any id changed."""
+    out, changed = strip_ids(ids)
+    return out, changed and len(pc.unique(out)) < len(out), changed
 
 
 def _distinct_long(con, plan: _Plan, source: str, stripped: bool, ids: pa.Array) -> dict:
@@ -238,10 +251,10 @@ def defects(plan: _Plan, runs: _Runs) -> bool:
         bad |= bool(((runs.num("qn", 0) > 0) & (np.isnan(qmax) | (runs.num("qmin") < 0) | (qmax > 1))).any())
         wcmax = runs.num("wcmax")
         bad |= bool(((runs.num("wn", 0) > 0) & (np.isnan(wcmax) | np.isinf(wcmax) | (runs.num("wcmin") < 0))).any())
-    return bad or _flagged(runs)
+    return bad or flagged(runs)
 
 
-def _flagged(runs: _Runs) -> bool:
+def flagged(runs: _Runs) -> bool:
     """Whether some row has a missing or fractional step, or a forecast outside [0, 1] (by
     rounding, or a defect)."""
     return bool(runs.num("nflag", 0).sum())
