@@ -96,6 +96,18 @@ def test_a_forecast_stored_as_a_date_or_duration_is_not_a_number(tmp_path, sql_t
     assert "'conf_x'" in memory and ("not a number" in memory or "not UTF-8 text" in memory)
 
 
+@pytest.mark.parametrize("column", ["conf_x", "step", "outcome"])
+def test_a_duration_written_by_pyarrow_is_not_a_number_in_either_engine(tmp_path, column):
+    """pyarrow stores a duration as a plain int64 with the Arrow type in the file's metadata:
+    DuckDB read the integers (a forecast of 1 second scored as 1); the in-memory reader reads
+    the durations and refuses them."""
+    values = {"conf_x": [1, 0, 1, 0], "step": [1, 2, 1, 2], "outcome": [1, 1, 0, 0]}[column]
+    folder = _write(tmp_path / "d", **{column: pa.array(values, pa.duration("s"))})
+    memory, out_of_core = _both_refuse(folder)
+    assert f"column '{column}'" in memory
+    assert f"column '{column}' must hold numbers; it holds durations" in out_of_core
+
+
 def test_ids_stored_as_bytes_read_as_their_text_in_both_engines(tmp_path):
     ids = ["é-1", "é-1", "b", "b"]
     folder = _write(tmp_path / "d", trajectory_id=pa.array([i.encode() for i in ids], pa.binary()))

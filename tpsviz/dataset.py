@@ -60,6 +60,10 @@ class Dataset:
     delimiter : str
         CSV/TSV: the separator the files use ("," "\\t" ";" or "|", found as
         :func:`tpsviz.load` finds it); with ";", numbers are written with decimal commas.
+    durations : tuple of str
+        Parquet: columns some file stores as Arrow durations. pyarrow writes them as plain
+        64-bit integers with the Arrow type in the file's metadata, so DuckDB would read numbers
+        where :func:`tpsviz.load` reads durations (and refuses them as a log's values).
     """
 
     label: str
@@ -72,6 +76,7 @@ class Dataset:
     notes: list = field(default_factory=list, compare=False)
     uniform: bool = True
     delimiter: str = ","
+    durations: tuple = ()
 
     @property
     def n_files(self) -> int:
@@ -163,7 +168,7 @@ def _regular(path: str, roots: DataRoots | None, label: str) -> Path:
     return real
 
 
-def _columns(path: Path, fmt: str, label: str) -> tuple[tuple, int | None, str]:
+def _columns(path: Path, fmt: str, label: str) -> tuple[tuple, int | None, tuple | str]:
     """Column names, rows (Parquet; None for text) and the layout: the column types (Parquet) or
     the separator (CSV/TSV), read from a file's footer or first line."""
     if fmt == "parquet":
@@ -177,7 +182,7 @@ def _columns(path: Path, fmt: str, label: str) -> tuple[tuple, int | None, str]:
             raise LogFormatError(label, ["is not a readable Parquet file (its footer cannot be "
                                          "read); it may be damaged or still being written"]) from None
         refuse_duplicate_columns(list(cols), label)
-        return cols, int(meta.num_rows), str([str(t) for t in schema.types])
+        return cols, int(meta.num_rows), tuple(str(t) for t in schema.types)
     try:
         with open(path, "rb") as fh:
             head = fh.readline(1 << 20)
@@ -276,6 +281,8 @@ def open_dataset(spec, roots: DataRoots | None = None) -> Dataset:
         raise LogFormatError(label, ["the files separate their columns differently (" + ", ".join(
             sorted(SEPARATORS[x] for x in seps)) + "); every file of a dataset needs the same separator"])
     delimiter = seps.pop() if seps else ","
+    durations = tuple(sorted({c for cols, types in layouts if fmt == "parquet"
+                              for c, t in zip(cols, types) if t.startswith("duration")}))
     notes = []
     if delimiter != ("\t" if fmt == "tsv" else ",") and fmt != "parquet":
         notes.append(f"the files are {SEPARATORS[delimiter]}-separated; they were read as such.")
@@ -284,4 +291,4 @@ def open_dataset(spec, roots: DataRoots | None = None) -> Dataset:
                      "_ or not .parquet/.pq/.csv/.tsv).")
     return Dataset(label=str(label), files=tuple(files), fmt=fmt, columns=tuple(columns),
                    n_bytes=n_bytes, n_rows=n_rows, skipped=skipped, notes=notes, uniform=len(layouts) == 1,
-                   delimiter=delimiter)
+                   delimiter=delimiter, durations=durations)

@@ -277,6 +277,9 @@ class _Plan:
         self.decimal_comma = ds.fmt != "parquet" and ds.delimiter == ";"  # (tables: ";" files use them)
         nested = [nested_column(canon[k], t) for k, t in self.types.items()
                   if is_nested(t) and (k in RESERVED or k in conf)]
+        # (durations read as what they are, as tpsviz.load reads them: not a number)
+        nested += [f"column {show_id(canon[k])} must hold numbers; it holds durations" for k in canon
+                   if canon[k] in ds.durations and k != "trajectory_id" and (k in RESERVED or k in conf or k in sig)]
         if nested:
             raise LogFormatError(ds.label, nested[:5])
         read = {canon[k] for k in canon if k in RESERVED or k in conf or k in sig}
