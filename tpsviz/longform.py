@@ -494,6 +494,11 @@ def _outcomes(df: pd.DataFrame, where, problems: list[str]) -> pd.Series:
     return outcome
 
 
+def percent_note(cols: list[str]) -> str:
+    """The note on the predictors read in percent."""
+    return f"{', '.join(cols)}: read as percentages (divided by 100)."
+
+
 def percent_hint(col: str) -> str:
     """The words added to the message on forecasts outside [0, 1] when every value of ``col``
     lies in [0, 100]."""
@@ -505,11 +510,12 @@ def _value_columns(df, cols, conf_cols, sig_cols, percent_cols, where, notes, pr
     """Forecasts in [0, 1], finite signals, weights ≥ 0, and the ``q_z`` and ``censored`` columns
     (all NaN when absent), as numbers by column name."""
     values: dict[str, pd.Series] = {}
+    if percent_cols:
+        notes.append(percent_note([c for c in conf_cols if c in percent_cols]))
     for c in conf_cols:
         num, bad = parse_numeric(df[c])
         if c in percent_cols:
             num = num / 100.0
-            notes.append(f"{c}: read as percentages (divided by 100).")
         if bad.any():
             problems.append(f"column {show_id(c)}: not a number at {row_examples(where[bad])}")
         # a float export may leave 1 + 2e-16 or −1e-17: a rounding artefact, not a percentage

@@ -32,7 +32,8 @@ import pandas as pd
 
 from ..dataset import Dataset
 from ..errors import LogFormatError
-from ..longform import TRUE_TOKENS, FALSE_TOKENS, MAX_STEP, check_header, merged_ids_note, percent_hint, typed_ids_note
+from ..longform import (TRUE_TOKENS, FALSE_TOKENS, MAX_STEP, check_header, merged_ids_note, percent_hint,
+                        percent_note, typed_ids_note)
 from ..schema import RESERVED, WHITESPACE, canonical_name, nested_column, show_id
 from ..scores import TABLE_MIN, beta_score
 from ..tables import MISSING
@@ -287,8 +288,8 @@ class _Plan:
         # (the words of tables._read_parquet, which leaves such columns out of a file read in memory)
         self.notes = [f"{len(unused)} column(s) of nested type (lists, structs, maps) were left out: "
                       + ", ".join(show_id(c) for c in unused[:5])] if unused else []
-        # (the words of longform._value_columns)
-        self.notes += [f"{c}: read as percentages (divided by 100)." for c in conf if c in self.percent]
+        if self.percent:
+            self.notes.append(percent_note([c for c in conf if c in self.percent]))
 
     def expr(self, name: str, kind: str = "number") -> tuple[str, str]:
         if name not in self.col:
