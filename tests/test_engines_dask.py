@@ -75,10 +75,11 @@ def test_a_duplicate_step_split_across_partitions_is_found(client, tmp_path):
     pd.concat([df.iloc[[1]], df.iloc[3:]]).to_parquet(folder / "p1.parquet")  # a's step 2 again
     with pytest.raises(LogFormatError, match="duplicate"):
         sums_dask(open_dataset(folder), ScoreSettings(n_boot=0), client=client)
-    bad = df.assign(conf_x=[0.5, 0.6, 0.7, 2.0, 0.3])
-    folder2 = _split(bad, tmp_path / "e", 2)
-    with pytest.raises(LogFormatError, match=r"conf_x.*1 row\(s\), e.g. in trajectory 'b'"):
-        sums_dask(open_dataset(folder2), ScoreSettings(n_boot=0), client=client)
+    for k, value in enumerate([2.0, np.inf, -np.inf, 1e300]):  # (the last three: a cast error in the map step)
+        bad = df.assign(conf_x=[0.5, 0.6, 0.7, value, 0.3])
+        folder2 = _split(bad, tmp_path / f"e{k}", 2)
+        with pytest.raises(LogFormatError, match=r"conf_x.*1 row\(s\), e.g. in trajectory 'b'"):
+            sums_dask(open_dataset(folder2), ScoreSettings(n_boot=0), client=client)
 
 
 def test_an_outcome_given_on_some_rows_only_agrees_with_the_other_engines(client, tmp_path):

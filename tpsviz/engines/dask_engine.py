@@ -71,10 +71,12 @@ def _partition(files: tuple, ds: Dataset, settings: ScoreSettings, mapping, n_ro
             duck._register_udf(con, settings.alpha, settings.beta, n_rows >= TABLE_MIN)
         rows_sql, _ = duck._rows_sql(plan, source, settings, positional=False)
         blocks = con.sql(rows_sql + duck._block_sql(plan, settings)).to_arrow_table()
-        bad = blocks.column("nbad").to_numpy().sum() + (blocks.column("nfuzz").to_numpy().sum()
-                                                        if "nfuzz" in blocks.column_names else 0)
-        diag = duck._diagnose(con, plan, rows_sql) if bad else {}
-        grid = con.sql(duck.grid_sql(plan, rows_sql)).df()
+        nbad = int(blocks.column("nbad").to_numpy().sum())
+        nfuzz = int(blocks.column("nfuzz").to_numpy().sum()) if "nfuzz" in blocks.column_names else 0
+        diag = duck._diagnose(con, plan, rows_sql) if nbad or nfuzz else {}
+        # no counts from a partition with a defect: the client refuses the dataset from its diagnosis,
+        # and a forecast out of range (1e300, infinity) has no grid cell (a cast error)
+        grid = con.sql(duck.grid_sql(plan, rows_sql)).df() if not nbad else None
         return {"blocks": blocks, "diag": diag, "grid": grid, "conf": plan.conf, "notes": plan.notes,
                 "id_type": plan.types.get("trajectory_id", "")}
     finally:
