@@ -167,6 +167,21 @@ def test_ids_stored_as_numbers_and_as_text_are_noted(client, tmp_path):
     assert note in dk.notes and list(dk.runs["trajectory_id"]) == ["1", "2", "c"]
 
 
+def test_files_storing_a_column_in_different_types_read_as_in_memory(client, tmp_path):
+    """Each partition reads its columns in the dataset's types (the DuckDB engine's union over all
+    files), not in its own file's: ids stored as 3 in one file and 1.0 in another read "3.0"."""
+    from test_stored_types import MIXED, _two_files
+
+    st = ScoreSettings(n_boot=0)
+    for k, (first, second) in enumerate(MIXED):
+        folder = _two_files(tmp_path / f"d{k}", first, second)
+        ref = compute_tps(tpsviz.load(folder), st).tps_matrix()
+        got = score_from_sums(sums_dask(open_dataset(folder), st, client=client), st).per_trajectory
+        got = got.pivot(index="trajectory_id", columns="predictor", values="tps")
+        assert list(got.index) == list(ref.index), k
+        np.testing.assert_allclose(got.reindex(columns=ref.columns).to_numpy(), ref.to_numpy(), rtol=1e-12)
+
+
 def test_poisson_weights_follow_the_id_not_the_position():
     ids = [f"run-{i}" for i in range(500)]
     h = run_hashes(ids, seed=7)

@@ -153,7 +153,7 @@ def _two_files(folder, first: dict, second: dict) -> str:
     return str(folder)
 
 
-@pytest.mark.parametrize("first, second", [
+MIXED = [
     # integers in the first file, probabilities in the second: before, DuckDB cast the second
     # file to the first file's types and scored every forecast as 0 or 1
     ({"conf_x": pa.array([1, 1, 0, 0], pa.int64())}, {}),
@@ -163,7 +163,13 @@ def _two_files(folder, first: dict, second: dict) -> str:
     ({"trajectory_id": pa.array([1, 1, 2, 2], pa.int64())}, {}),  # ids numbers, then text
     ({"step": pa.array([1, 2, 1, 2], pa.int32())}, {"step": pa.array([1, 2 ** 40, 1, 2], pa.int64())}),
     ({"outcome": pa.array([True, True, False, False])}, {"outcome": pa.array(["true", "true", "no", "no"])}),
-])
+    # ids 1.0 and 2.0 (doubles) in one file, 3 and 4 (integers) in the other: "3.0" and "4.0" in
+    # every engine (a Dask partition read "3" from its own file before)
+    ({"trajectory_id": pa.array([1.0, 1.0, 2.0, 2.0])}, {"trajectory_id": pa.array([3, 3, 4, 4], pa.int64())}),
+]
+
+
+@pytest.mark.parametrize("first, second", MIXED)
 def test_files_storing_a_column_in_different_types_score_as_in_memory(tmp_path, first, second):
     folder = _two_files(tmp_path / "d", first, second)
     _compare(tpsviz.load(folder), open_dataset(folder), ScoreSettings(n_boot=0))

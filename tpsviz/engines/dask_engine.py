@@ -62,10 +62,11 @@ class cluster:
             self._cluster.close()
 
 
-def _partition(files: tuple, ds: Dataset, settings: ScoreSettings, mapping, n_rows: int, percent=()) -> dict:
+def _partition(files: tuple, ds: Dataset, settings: ScoreSettings, mapping, n_rows: int, percent=(),
+               types=None) -> dict:
     """Map step, on a worker: partial aggregates of the partition's files."""
     con, spill, source, plan = duck.open_plan(dataclasses.replace(ds, files=tuple(files)), mapping, threads=1,
-                                                percent=percent)
+                                                percent=percent, types=types)
     try:
         if settings.alpha != settings.beta or settings.alpha not in (0.0, 1.0):
             duck._register_udf(con, settings.alpha, settings.beta, n_rows >= TABLE_MIN)
@@ -85,11 +86,11 @@ def _partition(files: tuple, ds: Dataset, settings: ScoreSettings, mapping, n_ro
 
 
 def _exact(files: tuple, ds: Dataset, settings: ScoreSettings, mapping, need: list, partial=None,
-           percent=()) -> pd.DataFrame:
+           percent=(), types=None) -> pd.DataFrame:
     """Map step, on a worker: distinct-value counts of the predictors ``need`` (with those of
     the unlabelled rows of the ``partial`` runs, as :func:`_partial_grid`)."""
     con, spill, source, plan = duck.open_plan(dataclasses.replace(ds, files=tuple(files)), mapping, threads=1,
-                                                percent=percent)
+                                                percent=percent, types=types)
     try:
         # scores are not read here: a closed form stands in so no UDF is needed
         rows_sql, _ = duck._rows_sql(plan, source, dataclasses.replace(settings, alpha=0.0, beta=0.0),
@@ -105,12 +106,12 @@ def _exact(files: tuple, ds: Dataset, settings: ScoreSettings, mapping, need: li
         shutil.rmtree(spill, ignore_errors=True)
 
 
-def _partial_grid(files: tuple, ds: Dataset, mapping, partial, percent=()) -> pd.DataFrame:
+def _partial_grid(files: tuple, ds: Dataset, mapping, partial, percent=(), types=None) -> pd.DataFrame:
     """Map step, on a worker: the grid counts of the rows without an outcome of the runs that
     give it on some rows only (``partial``: their ids and outcomes), labelled with their run's
     outcome (the map step leaves them out: a run may span partitions)."""
     con, spill, source, plan = duck.open_plan(dataclasses.replace(ds, files=tuple(files)), mapping, threads=1,
-                                                percent=percent)
+                                                percent=percent, types=types)
     try:
         con.register("tpsviz_partial", partial)
         return con.sql(duck.grid_sql(plan, onepass.labelled_sql(plan, source, True, partial=True))).df()
@@ -165,8 +166,16 @@ def sums_dask(ds: Dataset, settings: ScoreSettings, mapping=(), client=None, sch
     groups = [tuple(ds.files[i:i + files_per_partition]) for i in range(0, ds.n_files, files_per_partition)]
     n_rows = ds.n_rows if ds.n_rows is not None else TABLE_MIN  # CSV: the table for any log of a cluster's size
     percent = tuple(percent)
+    types, typed_notes = None, []
+    if not ds.uniform:  # files of different types: every partition reads each column in the dataset's type
+        con, spill, _, full = duck.open_plan(ds, mapping, percent=percent)
+        try:
+            types, typed_notes = full.stored, duck.typed_ids_notes(con, ds, full)
+        finally:
+            con.close()
+            shutil.rmtree(spill, ignore_errors=True)
     futures = client.map(_partition, groups, ds=ds, settings=settings, mapping=tuple(mapping), n_rows=n_rows,
-                         percent=percent, pure=False)
+                         percent=percent, types=types, pure=False)
     parts = client.gather(futures)
     plan_conf = parts[0]["conf"]
     # blocks are grouped by the id as stored; stripped here (as tpsviz.load), ids that differ only
@@ -194,13 +203,7 @@ def sums_dask(ds: Dataset, settings: ScoreSettings, mapping=(), client=None, sch
     notes = list(dict.fromkeys([*ds.notes, *(n for p in parts for n in p["notes"])]))
     if merged_ids:
         notes.append(merged_ids_note(merged_ids))
-    if not ds.uniform and ds.fmt == "parquet":  # ids stored as numbers and as text (reads the id column here)
-        con, spill, _, full = duck.open_plan(ds, mapping, percent=percent)
-        try:
-            notes += duck.typed_ids_notes(con, ds, full)
-        finally:
-            con.close()
-            shutil.rmtree(spill, ignore_errors=True)
+    notes += typed_notes
     irregular = duck.numbering_note(runs, notes)
     if irregular and settings.schedule.name in ("linear", "front", "back"):
         raise LogFormatError(ds.label, [
@@ -216,12 +219,12 @@ def sums_dask(ds: Dataset, settings: ScoreSettings, mapping=(), client=None, sch
     def pooled(n_lab: int, partial) -> dict:
         def exact(need):
             fut = client.map(_exact, groups, ds=ds, settings=settings, mapping=tuple(mapping), need=need,
-                             partial=partial, percent=percent, pure=False)
+                             partial=partial, percent=percent, types=types, pure=False)
             return pd.concat(client.gather(fut), ignore_index=True)
         counts = grid
         if partial is not None and plan.conf:
             fut = client.map(_partial_grid, groups, ds=ds, mapping=tuple(mapping), partial=partial,
-                             percent=percent, pure=False)
+                             percent=percent, types=types, pure=False)
             counts = pd.concat([grid, *client.gather(fut)], ignore_index=True)
         return duck.pooled_from(counts, len(plan.conf), n_lab, exact)
 

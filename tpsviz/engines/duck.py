@@ -266,6 +266,7 @@ class _Plan:
                 raise LogFormatError(ds.label, [f"--map {target}={col}: the files have no column {show_id(col)}"])
             canon[str(target)] = col
         self.col = canon
+        self.stored = dict(types)  # the files' column types, by their own names
         conf, sig, self.percent = check_header(list(canon), percent, ds.label)
         if not conf:
             raise LogFormatError(ds.label, [
@@ -283,8 +284,8 @@ class _Plan:
                    if canon[k] in ds.durations and k != "trajectory_id" and (k in RESERVED or k in conf or k in sig)]
         if nested:
             raise LogFormatError(ds.label, nested[:5])
-        read = {canon[k] for k in canon if k in RESERVED or k in conf or k in sig}
-        unused = [c for c, t in types.items() if is_nested(t) and c not in read]
+        self.read = [c for c in types if c in {canon[k] for k in canon if k in RESERVED or k in conf or k in sig}]
+        unused = [c for c, t in types.items() if is_nested(t) and c not in self.read]
         # (the words of tables._read_parquet, which leaves such columns out of a file read in memory)
         self.notes = [f"{len(unused)} column(s) of nested type (lists, structs, maps) were left out: "
                       + ", ".join(show_id(c) for c in unused[:5])] if unused else []
@@ -641,13 +642,24 @@ def numbering_note(runs: _Runs, notes: list) -> int:
     return irregular
 
 
-def open_plan(ds: Dataset, mapping=(), threads: int | None = None, memory_limit: str | None = None, percent=()):
-    """A sandboxed connection on the dataset, its spill folder, its source expression and plan."""
+def open_plan(ds: Dataset, mapping=(), threads: int | None = None, memory_limit: str | None = None, percent=(),
+              types: dict | None = None):
+    """A sandboxed connection on the dataset, its spill folder, its source expression and plan.
+
+    ``types`` (a part of a larger dataset, e.g. a Dask partition): the larger dataset's column
+    types (:attr:`_Plan.stored`), each column of these files read in that type, so that every
+    part reads a value as the whole dataset does (ids stored as 4 in one file and 4.0 in
+    another both read "4.0")."""
     con, spill = connect(ds, threads, memory_limit)
     try:
         source = _source(ds)
-        types = dict(con.execute(f"SELECT column_name, column_type FROM (DESCRIBE SELECT * FROM {source})").fetchall())
-        return con, spill, source, _Plan(ds, types, mapping, percent)
+        if types is None:
+            types = dict(con.execute(f"SELECT column_name, column_type FROM (DESCRIBE SELECT * FROM {source})").fetchall())
+            return con, spill, source, _Plan(ds, types, mapping, percent)
+        plan = _Plan(ds, types, mapping, percent)
+        # only the columns the log uses (never nested: the plan refuses those), each cast
+        cols = ", ".join(f"CAST({_q(c)} AS {types[c]}) AS {_q(c)}" for c in plan.read)
+        return con, spill, f"(SELECT {cols} FROM {source})", plan
     except BaseException:
         con.close()
         shutil.rmtree(spill, ignore_errors=True)
