@@ -79,7 +79,7 @@ def labelled_sql(plan: _Plan, source: str, clamp: bool, partial: bool = False) -
     With ``partial``: only the rows without an outcome of the runs that give it on some rows
     only, each labelled with its run's outcome from the registered table ``tpsviz_partial``
     (``tid``, ``y``), as :func:`tpsviz.load` labels them; their counts add to those of the
-    other rows (docs/formats.md, "Outcomes")."""
+    other rows (docs/formats.md, "Long format")."""
     y, _ = plan.expr("outcome", "outcome")
     cols = [f"{y} AS y"]
     for k, name in enumerate(plan.conf):
