@@ -231,3 +231,13 @@ def test_cli_dask_engine(tmp_path):
     bad = subprocess.run([sys.executable, "-m", "tpsviz", "score", str(folder), "--engine", "dask",
                           "--scheduler", "tcp://127.0.0.1:9"], cwd=ROOT, capture_output=True, text=True, timeout=300)
     assert bad.returncode == 2 and "--scheduler" in bad.stderr and "Traceback" not in bad.stderr
+
+
+def test_a_header_problem_is_refused_before_any_task_runs(tmp_path):
+    """The header is checked on the client: a worker that refuses a partition logs the exception
+    with its traceback on the command's stderr."""
+    folder = _split(pd.read_csv(DEMO).drop(columns=["outcome"]), tmp_path / "d", 2)
+    out = subprocess.run([sys.executable, "-m", "tpsviz", "score", str(folder), "--engine", "dask"],
+                         cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert out.returncode == 2 and "missing required column 'outcome'" in out.stderr
+    assert "Traceback" not in out.stderr

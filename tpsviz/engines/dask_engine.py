@@ -166,14 +166,15 @@ def sums_dask(ds: Dataset, settings: ScoreSettings, mapping=(), client=None, sch
     groups = [tuple(ds.files[i:i + files_per_partition]) for i in range(0, ds.n_files, files_per_partition)]
     n_rows = ds.n_rows if ds.n_rows is not None else TABLE_MIN  # CSV: the table for any log of a cluster's size
     percent = tuple(percent)
-    types, typed_notes = None, []
-    if not ds.uniform:  # files of different types: every partition reads each column in the dataset's type
-        con, spill, _, full = duck.open_plan(ds, mapping, percent=percent)
-        try:
-            types, typed_notes = full.stored, duck.typed_ids_notes(con, ds, full)
-        finally:
-            con.close()
-            shutil.rmtree(spill, ignore_errors=True)
+    # the header is checked here, from the footers (on a worker a refusal is also logged there,
+    # with its traceback); files of different types: every partition reads each column in the
+    # dataset's type
+    con, spill, _, full = duck.open_plan(ds, mapping, percent=percent)
+    try:
+        types, typed_notes = (None if ds.uniform else full.stored), duck.typed_ids_notes(con, ds, full)
+    finally:
+        con.close()
+        shutil.rmtree(spill, ignore_errors=True)
     futures = client.map(_partition, groups, ds=ds, settings=settings, mapping=tuple(mapping), n_rows=n_rows,
                          percent=percent, types=types, pure=False)
     parts = client.gather(futures)
