@@ -430,6 +430,11 @@ def trajectory_ids(df: pd.DataFrame, where, notes: list[str], problems: list[str
     return tid, tid_missing
 
 
+def partial_outcome_note(runs: int) -> str:
+    """The note on runs that give the outcome on some rows only."""
+    return f"{runs} run(s) give 'outcome' on some rows only; the value given was used for the whole run."
+
+
 def merged_ids_note(merged: int) -> str:
     """The note on stored ids that became one run once stripped of surrounding whitespace."""
     return (f"trajectory ids are read without surrounding spaces: {merged} id(s) that differ from another only "
@@ -648,8 +653,7 @@ def run_censoring(row_missing: np.ndarray, outcome_t: np.ndarray, cens_t: np.nda
     """
     partial = pd.Series(row_missing).groupby(codes).any().to_numpy() & ~np.isnan(outcome_t)
     if partial.any():
-        notes.append(f"{int(partial.sum())} run(s) give 'outcome' on some rows only; the value given was used "
-                     "for the whole run.")
+        notes.append(partial_outcome_note(int(partial.sum())))
     censored = np.where(~np.isnan(cens_t), cens_t == 1.0, np.isnan(outcome_t))
     both = censored & ~np.isnan(outcome_t)
     if both.any():

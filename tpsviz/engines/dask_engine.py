@@ -20,7 +20,6 @@ partitions (use the DuckDB engine otherwise).
 from __future__ import annotations
 
 import dataclasses
-import shutil
 
 import numpy as np
 import pandas as pd
@@ -62,12 +61,15 @@ class cluster:
             self._cluster.close()
 
 
+def _part(files: tuple, ds: Dataset, mapping, percent, types):
+    """The sandboxed DuckDB of one partition (:func:`tpsviz.engines.duck.opened`), on a worker."""
+    return duck.opened(dataclasses.replace(ds, files=tuple(files)), mapping, threads=1, percent=percent, types=types)
+
+
 def _partition(files: tuple, ds: Dataset, settings: ScoreSettings, mapping, n_rows: int, percent=(),
                types=None) -> dict:
     """Map step, on a worker: partial aggregates of the partition's files."""
-    con, spill, source, plan = duck.open_plan(dataclasses.replace(ds, files=tuple(files)), mapping, threads=1,
-                                                percent=percent, types=types)
-    try:
+    with _part(files, ds, mapping, percent, types) as (con, source, plan):
         if settings.alpha != settings.beta or settings.alpha not in (0.0, 1.0):
             duck._register_udf(con, settings.alpha, settings.beta, n_rows >= TABLE_MIN)
         rows_sql, _ = duck._rows_sql(plan, source, settings, positional=False)
@@ -80,18 +82,13 @@ def _partition(files: tuple, ds: Dataset, settings: ScoreSettings, mapping, n_ro
         grid = con.sql(duck.grid_sql(plan, rows_sql)).df() if not nbad else None
         return {"blocks": blocks, "diag": diag, "grid": grid, "conf": plan.conf, "notes": plan.notes,
                 "id_type": plan.types.get("trajectory_id", "")}
-    finally:
-        con.close()
-        shutil.rmtree(spill, ignore_errors=True)
 
 
 def _exact(files: tuple, ds: Dataset, settings: ScoreSettings, mapping, need: list, partial=None,
            percent=(), types=None) -> pd.DataFrame:
     """Map step, on a worker: distinct-value counts of the predictors ``need`` (with those of
     the unlabelled rows of the ``partial`` runs, as :func:`_partial_grid`)."""
-    con, spill, source, plan = duck.open_plan(dataclasses.replace(ds, files=tuple(files)), mapping, threads=1,
-                                                percent=percent, types=types)
-    try:
+    with _part(files, ds, mapping, percent, types) as (con, source, plan):
         # scores are not read here: a closed form stands in so no UDF is needed
         rows_sql, _ = duck._rows_sql(plan, source, dataclasses.replace(settings, alpha=0.0, beta=0.0),
                                      positional=False)
@@ -101,23 +98,15 @@ def _exact(files: tuple, ds: Dataset, settings: ScoreSettings, mapping, need: li
         con.register("tpsviz_partial", partial)
         more = con.sql(duck.exact_sql(plan, onepass.labelled_sql(plan, source, True, partial=True), need)).df()
         return pd.concat([out, more], ignore_index=True)
-    finally:
-        con.close()
-        shutil.rmtree(spill, ignore_errors=True)
 
 
 def _partial_grid(files: tuple, ds: Dataset, mapping, partial, percent=(), types=None) -> pd.DataFrame:
     """Map step, on a worker: the grid counts of the rows without an outcome of the runs that
     give it on some rows only (``partial``: their ids and outcomes), labelled with their run's
     outcome (the map step leaves them out: a run may span partitions)."""
-    con, spill, source, plan = duck.open_plan(dataclasses.replace(ds, files=tuple(files)), mapping, threads=1,
-                                                percent=percent, types=types)
-    try:
+    with _part(files, ds, mapping, percent, types) as (con, source, plan):
         con.register("tpsviz_partial", partial)
         return con.sql(duck.grid_sql(plan, onepass.labelled_sql(plan, source, True, partial=True))).df()
-    finally:
-        con.close()
-        shutil.rmtree(spill, ignore_errors=True)
 
 
 def _combine_diag(diags: list[dict]) -> dict:
@@ -169,12 +158,8 @@ def sums_dask(ds: Dataset, settings: ScoreSettings, mapping=(), client=None, sch
     # the header is checked here, from the footers (on a worker a refusal is also logged there,
     # with its traceback); files of different types: every partition reads each column in the
     # dataset's type
-    con, spill, _, full = duck.open_plan(ds, mapping, percent=percent)
-    try:
+    with duck.opened(ds, mapping, percent=percent) as (con, _, full):
         types, typed_notes = (None if ds.uniform else full.stored), duck.typed_ids_notes(con, ds, full)
-    finally:
-        con.close()
-        shutil.rmtree(spill, ignore_errors=True)
     futures = client.map(_partition, groups, ds=ds, settings=settings, mapping=tuple(mapping), n_rows=n_rows,
                          percent=percent, types=types, pure=False)
     parts = client.gather(futures)

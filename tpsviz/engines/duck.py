@@ -26,14 +26,15 @@ import os
 import re
 import shutil
 import tempfile
+from contextlib import contextmanager
 
 import numpy as np
 import pandas as pd
 
 from ..dataset import Dataset
 from ..errors import LogFormatError
-from ..longform import (TRUE_TOKENS, FALSE_TOKENS, MAX_STEP, check_header, merged_ids_note, percent_hint,
-                        percent_note, typed_ids_note)
+from ..longform import (TRUE_TOKENS, FALSE_TOKENS, MAX_STEP, check_header, merged_ids_note, partial_outcome_note,
+                        percent_hint, percent_note, typed_ids_note)
 from ..schema import RESERVED, WHITESPACE, canonical_name, nested_column, show_id
 from ..scores import TABLE_MIN, beta_score
 from ..tables import MISSING
@@ -666,6 +667,18 @@ def open_plan(ds: Dataset, mapping=(), threads: int | None = None, memory_limit:
         raise
 
 
+@contextmanager
+def opened(ds: Dataset, mapping=(), threads: int | None = None, percent=(), types: dict | None = None):
+    """:func:`open_plan` as a context: yields (connection, source, plan); closes the connection
+    and removes the spill folder on leaving."""
+    con, spill, source, plan = open_plan(ds, mapping, threads, percent=percent, types=types)
+    try:
+        yield con, source, plan
+    finally:
+        con.close()
+        shutil.rmtree(spill, ignore_errors=True)
+
+
 def _sums(con, ds: Dataset, settings: ScoreSettings, source: str, plan: _Plan) -> RunSums:
     n_rows = ds.n_rows if ds.n_rows is not None else int(con.execute(f"SELECT count(*) FROM {source}").fetchall()[0][0])
     if settings.alpha != settings.beta or settings.alpha not in (0.0, 1.0):
@@ -744,9 +757,8 @@ def to_sums(ds, plan, settings, runs: _Runs, notes, pooled, engine: str) -> RunS
     censored = np.where(marked, runs.num("cmin") == 1.0, yn == 0)
     problems = []
     partial = (yn > 0) & (yn < n)
-    if partial.any():  # (the words of tpsviz.longform.run_censoring)
-        notes.append(f"{int(partial.sum())} run(s) give 'outcome' on some rows only; the value given was used "
-                     "for the whole run.")
+    if partial.any():
+        notes.append(partial_outcome_note(int(partial.sum())))
     both = censored & (yn > 0)
     if both.any():
         problems.append(f"trajectory {show_id(runs.first_id(both), 40)}{_more(both)}: "
