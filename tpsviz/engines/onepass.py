@@ -41,8 +41,8 @@ def _id_sql(plan: _Plan, stripped: bool) -> str:
 
 def rows_sql(plan: _Plan, source: str, stripped: bool = False) -> tuple[str, bool]:
     """``SELECT`` of the parsed step rows (``tid``, ``step_d``, ``step``, ``y``, ``c``, ``q``,
-    ``wcol``, raw forecasts ``r<k>``, forecasts set into [0, 1] ``p<k>`` and, where a column
-    holds text, ``bad_text``: a value that is not a number), and whether ``bad_text`` is there."""
+    ``wcol``, forecasts ``r<k>`` as given and, where a column holds text, ``bad_text``: a value
+    that is not a number), and whether ``bad_text`` is there."""
     step_d, step_bad = plan.expr("step")
     y, y_bad = plan.expr("outcome", "outcome")
     cens, c_bad = plan.expr("censored", "bool")
@@ -61,10 +61,7 @@ def rows_sql(plan: _Plan, source: str, stripped: bool = False) -> tuple[str, boo
             bad.append(b)
     if bad:
         cols.append(f"({' OR '.join(f'({b})' for b in bad)}) AS bad_text")
-    inner = f"SELECT {', '.join(cols)} FROM {source}"
-    clamp = ", ".join(f"CASE WHEN r{k} IS NULL THEN NULL ELSE greatest(0.0, least(1.0, r{k})) END AS p{k}"
-                      for k in range(len(plan.conf)))
-    return f"SELECT *{', ' + clamp if clamp else ''} FROM ({inner})", bool(bad)
+    return f"SELECT {', '.join(cols)} FROM {source}", bool(bad)
 
 
 def labelled_sql(plan: _Plan, source: str, clamp: bool, partial: bool = False) -> str:
@@ -125,7 +122,7 @@ def _aggregates(plan: _Plan, settings: ScoreSettings, text: bool) -> list[str]:
     weighted = sch in ("column", "linear", "front", "back")
     eps = float(settings.eps)
     for k in range(len(plan.conf)):
-        p = f"p{k}"
+        r = f"r{k}"  # (as given: a forecast outside [0, 1] is flagged above and counts the same set into it)
         s = {}
         for branch in (1, 0):  # pc<k>: the forecast clipped to [ε, 1 − ε] (_pass_sql)
             s[branch] = _score_sql(f"pc{k}", branch, settings.alpha, settings.beta) or f"tps_s{branch}(pc{k})"
@@ -138,16 +135,17 @@ def _aggregates(plan: _Plan, settings: ScoreSettings, text: bool) -> list[str]:
         # rows, best of 5.)
         a += [f"sum(CASE WHEN y = 0.0 THEN NULL ELSE {s[1]} END) AS a1_{k}",
               f"sum(CASE WHEN y = 1.0 THEN NULL ELSE {s[0]} END) AS a0_{k}",
-              f"count({p}) AS np_{k}",
-              f"arg_max({p}, step) AS last_{k}"]  # (arg_max skips the rows where {p} is NULL)
+              f"count({r}) AS np_{k}",
+              # (arg_max skips the rows where {r} is NULL; run_pass sets the last forecast into [0, 1])
+              f"arg_max({r}, step) AS last_{k}"]
         if eps > 0:
-            a.append(f"count(*) FILTER (WHERE {p} < {_f(eps)} OR {p} > {_f(1.0 - eps)}) AS cl_{k}")
+            a.append(f"count(*) FILTER (WHERE {r} < {_f(eps)} OR {r} > {_f(1.0 - eps)}) AS cl_{k}")
         if weighted:
-            a.append(f"sum(CASE WHEN {p} IS NOT NULL THEN w ELSE 0.0 END) AS w_{k}")
+            a.append(f"sum(CASE WHEN {r} IS NOT NULL THEN w ELSE 0.0 END) AS w_{k}")
         if sch == "endpoint":  # the score on the run's last row, and whether that row has a forecast
             a += [f"arg_max_null(CASE WHEN y = 0.0 THEN NULL ELSE {s[1]} END, step) AS e1_{k}",
                   f"arg_max_null(CASE WHEN y = 1.0 THEN NULL ELSE {s[0]} END, step) AS e0_{k}",
-                  f"arg_max_null({p} IS NOT NULL, step) AS ep_{k}"]
+                  f"arg_max_null({r} IS NOT NULL, step) AS ep_{k}"]
     return a
 
 
@@ -157,11 +155,15 @@ def _pass_sql(plan: _Plan, source: str, settings: ScoreSettings, stripped: bool,
         rows = f"SELECT *, row_number() OVER (PARTITION BY tid ORDER BY step) AS t FROM ({rows})"
     w = weight_sql(settings, positional)
     eps = float(settings.eps)
-    # each forecast clipped to [ε, 1 − ε] once, as a column the scores read; by a CASE, not
-    # least/greatest, which skip a NULL (least(1 − ε, NULL) is 1 − ε): a missing forecast stays NULL
+    # each forecast clipped to [ε, 1 − ε] (to [0, 1] where ε = 0, which sets a forecast rounding
+    # outside it into it, as tpsviz.load) once, as a column the scores read, straight from the
+    # value given (clamping first is one projection more: 4.2–4.7 s of CPU against 4.7–5.4 s for
+    # the pass at 20M rows, medians of 4–5 runs; at 100M rows no difference showed through the
+    # noise); by a CASE, not least/greatest, which skip a NULL (least(1 − ε, NULL) is 1 − ε): a
+    # missing forecast stays NULL
     lo, hi = _f(eps), _f(1.0 - eps)
-    clipped = "".join((f", CASE WHEN p{k} < {lo} THEN {lo} WHEN p{k} > {hi} THEN {hi} ELSE p{k} END AS pc{k}"
-                       if eps > 0 else f", p{k} AS pc{k}") for k in range(len(plan.conf)))
+    clipped = "".join(f", CASE WHEN r{k} < {lo} THEN {lo} WHEN r{k} > {hi} THEN {hi} ELSE r{k} END AS pc{k}"
+                      for k in range(len(plan.conf)))
     rows = f"SELECT *, {w or '1.0'} AS w{clipped} FROM ({rows})"
     # in no order: the runs are sorted by id afterwards (_Runs.sorted_by_id; an ORDER BY here
     # sorts all the aggregates with the ids, measured at 4.3M runs: +2.7-3.3 s against 0.7-1.0 s)
@@ -222,6 +224,11 @@ def run_pass(con, plan: _Plan, source: str, settings: ScoreSettings, positional:
         table = table.set_column(table.column_names.index("tid"), "tid", ids)
     runs = _Runs.sorted_by_id(table)
     runs.merged_ids = stored - table.num_rows
+    if flagged(runs):  # a forecast outside [0, 1]: by rounding it is set into it (as tpsviz.load), else refused
+        for k in range(len(plan.conf)):
+            if f"last_{k}" in runs:
+                last = runs.num(f"last_{k}")  # (in place: the column is read as set from here on)
+                np.clip(last, 0.0, 1.0, out=last)
     # nd: the bits of (step mod 64) set, which counts the distinct steps of a run spanning fewer
     # than 64 step numbers; the others (and runs with no valid step: a NaN span) are counted by blocks
     nd = runs.num("nd")
