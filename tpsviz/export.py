@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-__all__ = ["neutralise_cells", "safe_csv", "write_safe_csv", "figure_png"]
+__all__ = ["neutralise_cells", "safe_csv", "write_safe_csv", "parquet_bytes", "figure_png"]
 
 _TRIGGERS = ("=", "+", "-", "@", "\t", "\r",
              "\uff1d", "\uff0b", "\uff0d", "\uff20")  # and their fullwidth forms (＝＋－＠), which some
@@ -70,6 +70,50 @@ def write_safe_csv(frame: pd.DataFrame, path, chunk_rows: int = 200_000) -> None
         for start in range(0, max(len(frame), 1), chunk_rows):
             part = neutralise_cells(frame.iloc[start:start + chunk_rows])
             out.write(part.to_csv(index=False, header=start == 0, lineterminator="\n"))
+
+
+def parquet_bytes(frame: pd.DataFrame, constants: dict | None = None, chunk_rows: int = 1_000_000) -> bytes:
+    """A Parquet file of ``frame`` (no index) with one more column per item of ``constants``,
+    holding that value on every row.
+
+    Written ``chunk_rows`` rows at a time, so the constant columns are never built for the
+    whole table at once (an out-of-core run's per-trajectory table has millions of rows, and
+    Parquet stores a column of one value in a few bytes).
+
+    Parameters
+    ----------
+    frame : DataFrame
+    constants : dict, optional
+        Column name → one value (a number, a string or None).
+    chunk_rows : int
+
+    Returns
+    -------
+    bytes
+    """
+    import io
+
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    constants = dict(constants or {})
+    clash = set(constants) & set(map(str, frame.columns))
+    if clash:
+        raise ValueError(f"columns given twice: {sorted(clash)}")
+    # the types of the whole table (a part's text column that is all missing would read as null)
+    schema = pa.Schema.from_pandas(frame, preserve_index=False)
+    buf = io.BytesIO()
+    writer = None
+    for start in range(0, max(len(frame), 1), chunk_rows):
+        part = pa.Table.from_pandas(frame.iloc[start:start + chunk_rows], schema=schema, preserve_index=False)
+        for name, value in constants.items():
+            col = pa.nulls(part.num_rows) if value is None else pa.repeat(pa.scalar(value), part.num_rows)
+            part = part.append_column(name, col)
+        if writer is None:
+            writer = pq.ParquetWriter(buf, part.schema)
+        writer.write_table(part)
+    writer.close()
+    return buf.getvalue()
 
 
 def figure_png(fig, width: int = 1100, height: int | None = None, scale: float = 2) -> bytes:

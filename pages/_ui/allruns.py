@@ -21,6 +21,9 @@ from .text import md
 DEFAULT_SAMPLE_RUNS = 5_000
 #: bootstrap replicates of the all-runs table (millions of runs: each replicate costs a pass over them)
 ALL_RUNS_BOOT = 200
+#: most rows of the per-trajectory table offered as CSV (text: ~60 MB a million rows, held by the
+#: server while the session lasts); as Parquet up to TPSVIZ_MAX_ROWS rows
+ALL_RUNS_CSV_ROWS = 1_000_000
 
 
 def sample_size() -> int:
@@ -109,6 +112,7 @@ def all_runs_section(cfg: S.Config, data) -> None:
     st.caption(f"**All runs:** {info['runs_total']:,} runs, {score.sums.n_steps:,} step rows; TPS in {cfg.unit} "
                f"per run (higher is better); 95% CI: {score.ci_words}; AUROC and T-ECE pooled over the steps of "
                f"complete runs, AUROC {exact}.")
+    _downloads(cfg, score, settings, src)
     shown = [n for n in cfg.predictors if n in score.reliability][:6]
     if shown:
         from tpsviz import figures as F
@@ -126,3 +130,30 @@ def all_runs_section(cfg: S.Config, data) -> None:
         if note.startswith("raw signals"):  # the engine's CLI advice; here the sample is the answer
             note = "raw signals are not scored on all runs (their recalibration needs the step rows): see them on the sample."
         st.caption("Note from the out-of-core engine: " + md(note, 400))
+
+
+def _downloads(cfg: S.Config, score, settings, src: S.Source) -> None:
+    """Every run's TPS as a file: Parquet up to the rows this server holds in memory
+    (TPSVIZ_MAX_ROWS), CSV up to :data:`ALL_RUNS_CSV_ROWS`; above, the command that writes it."""
+    from tpsviz.export import parquet_bytes, safe_csv
+    from tpsviz.files import limits_from_env
+
+    table = score.per_trajectory
+    n, cap = len(table), limits_from_env().max_rows
+    stem = S.safe_filename(f"tpsviz_{src.name.rsplit('.', 1)[0]}_all_runs_per_trajectory")
+    columns = cfg.settings_columns(n_boot=settings.n_boot)
+    what = (f"**Every run's TPS** ({n:,} rows: one per run and predictor; trajectory_id, predictor, tps, censored, "
+            "n_scored, weight_sum, q_z_used and the settings)")
+    if n > cap:
+        st.caption(f"{what}: more rows than this server holds for a download ({cap:,}, TPSVIZ_MAX_ROWS). Write them "
+                   "with the command line: `tpsviz score <dataset folder> --engine duckdb --per-trajectory OUT.csv`.")
+        return
+    st.caption(what + (f": as Parquet (CSV is offered up to {ALL_RUNS_CSV_ROWS:,} rows)." if n > ALL_RUNS_CSV_ROWS
+                       else "."))
+    with st.container(horizontal=True):
+        st.download_button("All runs: per-trajectory TPS (Parquet)", lambda: parquet_bytes(table, columns),
+                           f"{stem}.parquet", "application/octet-stream", key="dl_all_runs_pq", on_click="ignore")
+        if n <= ALL_RUNS_CSV_ROWS:
+            st.download_button("All runs: per-trajectory TPS (CSV)",
+                               lambda: safe_csv(table.assign(**columns)).encode("utf-8"),
+                               f"{stem}.csv", "text/csv", key="dl_all_runs_csv", on_click="ignore")

@@ -104,6 +104,18 @@ class Config:
                                     eps=float(self.eps), n_boot=self.n_boot if n_boot is None else n_boot,
                                     seed=SEED)
 
+    def settings_columns(self, n_boot: int | None = None) -> dict:
+        """The settings that change the numbers, written into every exported row (``n_boot``:
+        the replicates used, where they differ from the sidebar's)."""
+        sch = self.schedule_obj
+        exact = self.censoring == "exact"
+        return {"alpha": self.alpha, "beta": self.beta, "schedule": sch.spec,
+                "gamma": self.gamma if sch.name in ("front", "back") else None,
+                "H": self.horizon if sch.name == "back" else None, "censoring": self.censoring,
+                "q_z_source": self.qz_source if exact else None,
+                "q_z_constant": self.qz_const if exact and self.qz_source == "constant" else None,
+                "eps": self.eps, "n_boot": self.n_boot if n_boot is None else n_boot, "seed": SEED}
+
     @property
     def score_tuple(self) -> tuple:
         """The parameters TPS depends on (cache key part)."""

@@ -1,8 +1,6 @@
 """Export: per-step contributions and per-trajectory scores (CSV / Parquet), a standalone HTML report
 that opens offline, and a PNG of any figure."""
 
-import io
-
 import pandas as pd
 import streamlit as st
 
@@ -12,7 +10,7 @@ from pages._ui import common as C
 from pages._ui import results as Rs
 from pages._ui import state as S
 from pages._ui import compute as V
-from tpsviz.export import figure_png, safe_csv
+from tpsviz.export import figure_png, parquet_bytes, safe_csv
 from tpsviz.report import build_report
 
 cfg, data = C.page("Export",
@@ -22,38 +20,23 @@ stem = S.safe_filename(f"tpsviz_{src.name.rsplit('.', 1)[0]}")
 res = Rs.tps(a=Rs.analysis(cfg))
 
 
-def _settings_columns() -> dict:
-    """The settings that change the numbers, written into every exported row."""
-    sch = cfg.schedule_obj
-    return {"alpha": cfg.alpha, "beta": cfg.beta, "schedule": sch.spec,
-            "gamma": cfg.gamma if sch.name in ("front", "back") else None,
-            "H": cfg.horizon if sch.name == "back" else None, "censoring": cfg.censoring,
-            "q_z_source": cfg.qz_source if cfg.censoring == "exact" else None,
-            "q_z_constant": cfg.qz_const if cfg.censoring == "exact" and cfg.qz_source == "constant" else None,
-            "eps": cfg.eps, "n_boot": cfg.n_boot, "seed": S.SEED}
-
-
 def _per_traj() -> pd.DataFrame:
-    return res.per_trajectory.drop(columns=["traj"]).assign(**_settings_columns())
+    return res.per_trajectory.drop(columns=["traj"])
 
 
 def _contrib() -> pd.DataFrame:
     t = data.trajectories[["trajectory_id", "outcome", "censored"]]
-    c = res.step_contributions(list(cfg.predictors)).merge(t, on="trajectory_id", how="left")
-    return c.assign(**_settings_columns())
+    return res.step_contributions(list(cfg.predictors)).merge(t, on="trajectory_id", how="left")
 
 
+# every row carries the settings (cfg.settings_columns); text cells that a spreadsheet would run as
+# a formula are prefixed with ' in CSV (tpsviz.export)
 def _csv(fn):
-    # text cells that a spreadsheet would run as a formula are prefixed with ' (tpsviz.export)
-    return lambda: safe_csv(fn()).encode("utf-8")
+    return lambda: safe_csv(fn().assign(**cfg.settings_columns())).encode("utf-8")
 
 
 def _parquet(fn):
-    def make():
-        buf = io.BytesIO()
-        fn().to_parquet(buf, index=False)
-        return buf.getvalue()
-    return make
+    return lambda: parquet_bytes(fn(), cfg.settings_columns())
 
 
 st.subheader("Scores as data")

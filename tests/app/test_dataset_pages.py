@@ -66,6 +66,28 @@ def test_a_dataset_above_the_memory_limit_opens_on_a_stated_sample(root, monkeyp
     for _, row in table.iterrows():
         assert row["TPS"] == f"{full.summary.at[row['predictor'], 'tps_mean']:.4f}"
         assert row["n runs"] == full.summary.at[row["predictor"], "n_trajectories"]
+    # every run's TPS can be downloaded (its content: tests/browser/test_dataset_browser.py)
+    assert f"**Every run's TPS** ({len(full.per_trajectory):,} rows" in texts(at)
+    assert {"All runs: per-trajectory TPS (Parquet)", "All runs: per-trajectory TPS (CSV)"} <= downloads(at)
+
+
+def downloads(at) -> set:
+    """The labels of the page's download buttons."""
+    return {b.proto.label for b in at.get("download_button")}
+
+
+def test_every_runs_tps_above_the_servers_row_limit_is_not_offered_as_a_file(root, monkeypatch):
+    """A download is held in the server's memory while the session lasts: above TPSVIZ_MAX_ROWS
+    rows the page gives the command that writes the file instead."""
+    monkeypatch.setenv("TPSVIZ_MAX_ROWS", "1000")  # the table has a row per run and predictor: 450 × 3
+    monkeypatch.setenv("TPSVIZ_SAMPLE_RUNS", "40")
+    at = fresh({"src": "Server path", "path": "runs"})
+    at.button(key="score_all_runs").click().run()
+    assert not at.exception and not at.error, texts(at)
+    t = texts(at)
+    assert "more rows than this server holds for a download (1,000, TPSVIZ_MAX_ROWS)" in t
+    assert "--engine duckdb --per-trajectory OUT.csv" in t
+    assert not any(label.startswith("All runs:") for label in downloads(at))
 
 
 def test_a_dataset_in_percent_is_scored_on_all_runs_in_percent(root, monkeypatch):

@@ -28,7 +28,7 @@ def big_server(tmp_path_factory):
 
 @pytest.fixture
 def big_page(browser, big_server):
-    ctx = browser.new_context(viewport={"width": 1500, "height": 1000})
+    ctx = browser.new_context(viewport={"width": 1500, "height": 1000}, accept_downloads=True)
     pg = ctx.new_page()
     pg.set_default_timeout(90_000)
     pg.base = big_server
@@ -51,6 +51,7 @@ def test_a_large_dataset_opens_on_a_sample_and_scores_all_runs_on_request(big_pa
     pg.get_by_text("All runs:", exact=False).first.wait_for()
     no_traceback(pg)
     screenshot(pg, "61_dataset_all_runs_scored")
+    _every_runs_tps_downloads(pg)
     # another page: the same sample line, no all-runs table there
     pg.get_by_role("link", name="Reliability").click()
     wait_ready(pg, "Reliability")
@@ -59,3 +60,24 @@ def test_a_large_dataset_opens_on_a_sample_and_scores_all_runs_on_request(big_pa
     wait_ready(pg)
     no_traceback(pg)
     screenshot(pg, "62_dataset_sample_reliability")
+
+
+def _every_runs_tps_downloads(pg):
+    """The all-runs Parquet holds every run's TPS, as scoring the whole log in memory under the
+    settings written in the file gives it."""
+    import tpsviz
+    from tpsviz.schedules import parse_schedule
+
+    with pg.expect_download(timeout=60_000) as dl:
+        pg.get_by_role("button", name="All runs: per-trajectory TPS (Parquet)").click()
+    got = pd.read_parquet(dl.value.path())
+    first = got.iloc[0]
+    settings = tpsviz.ScoreSettings(alpha=float(first["alpha"]), beta=float(first["beta"]),
+                                    schedule=parse_schedule(str(first["schedule"])), censoring=str(first["censoring"]),
+                                    eps=float(first["eps"]), n_boot=0)
+    assert {"trajectory_id", "predictor", "tps", "censored", "n_boot", "seed"} <= set(got.columns)
+    df = pd.read_csv(ROOT / "demo_data" / "tau2-like.csv")
+    want = tpsviz.compute_tps(tpsviz.from_frame(df), settings).per_trajectory
+    merged = want.merge(got, on=["trajectory_id", "predictor"], how="outer", suffixes=("", "_file"), indicator=True)
+    assert len(got) == len(want) and (merged["_merge"] == "both").all()
+    assert ((merged["tps"] - merged["tps_file"]).abs() <= 1e-9 * merged["tps"].abs().clip(lower=1)).all()

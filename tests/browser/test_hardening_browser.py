@@ -81,6 +81,15 @@ def test_5_csv_download_is_neutralised(page):
     lines = text.splitlines()[1:]
     assert all(not ln.startswith(("=", "+", "-", "@")) for ln in lines), text
     assert "'=HYPERLINK" in text and "'@SUM" in text and "'+1" in text and "'-2" in text
+    # the Parquet holds the same rows and settings (text as given: a spreadsheet does not open it)
+    with page.expect_download() as dl:
+        page.get_by_role("button", name="Per-trajectory scores (Parquet)").click()
+    import pandas as pd
+
+    table, csv = pd.read_parquet(dl.value.path()), pd.read_csv(target)
+    assert list(table.columns) == list(csv.columns) and len(table) == len(csv) == 4
+    assert set(table["trajectory_id"]) == {'=HYPERLINK("http://x")', "@SUM(A1)", "+1", "-2"}
+    assert (table["alpha"] == csv["alpha"]).all() and (table["seed"] == csv["seed"]).all()
 
 
 @pytest.fixture
