@@ -48,16 +48,33 @@ def _raw(src: Source) -> tuple[bytes, str]:
 def _read(key: str, _src: Source):
     """OtherLog of the source, or a LoadFailure (what is wrong and where; never the file's content)."""
     from tpsviz.continuous import is_continuous, read_continuous
+    from tpsviz.dataset import is_dataset_spec, open_dataset
     from tpsviz.multiclass import is_multiclass, read_multiclass
     from tpsviz.tables import FORMATS, table_columns
 
+    def other_kind(columns) -> str | None:
+        if is_multiclass(columns):
+            return "multiclass"
+        if is_continuous(columns) and not any(str(c).lower().startswith(("conf_", "raw_", "unc_")) for c in columns):
+            return "continuous"
+        return None
+
     try:
+        if _src.kind == "path" and not _src.parts and is_dataset_spec(_src.path):
+            # a folder of files (a dataset): its columns decide; the readers of this page read one file
+            kind = other_kind(list(open_dataset(Path(_src.path), data_roots()).columns))
+            if kind:
+                return LoadFailure(_src.name, [f"the folder's files hold a {kind} log; this page reads such a log "
+                                               "from one file: give the path of one file"])
+            return OtherLog("binary")
+        if _src.kind == "path" and Path(_src.path).is_dir():  # a tau2-bench results folder: success or failure
+            return OtherLog("binary")
         raw, name = _raw(_src)
         fmt = FORMATS.get(Path(name).suffix.lower())
-        columns = table_columns(raw, name, fmt) if fmt else []
-        if is_multiclass(columns):
+        kind = other_kind(table_columns(raw, name, fmt) if fmt else [])
+        if kind == "multiclass":
             return OtherLog("multiclass", read_multiclass((raw, name), name=name))
-        if is_continuous(columns) and not any(str(c).lower().startswith(("conf_", "raw_", "unc_")) for c in columns):
+        if kind == "continuous":
             return OtherLog("continuous", read_continuous((raw, name), name=name))
         return OtherLog("binary")
     except tpsviz.LogFormatError as e:

@@ -74,6 +74,32 @@ def test_binary_log_says_the_other_pages_score_it():
     assert "This log's outcome is success or failure" in texts(at)
 
 
+def test_a_folder_on_a_server_path_is_read_by_its_columns(tmp_path, monkeypatch):
+    """A dataset folder (and a tau2-bench results folder) opened by server path: this page said
+    "cannot open this path" for every folder, while the other pages opened it."""
+    import shutil
+
+    from apptest_helpers import ROOT
+
+    root = tmp_path / "logs"
+    for name, demo in (("binary", "tau2-like"), ("multi", "multiclass-like")):
+        (root / name).mkdir(parents=True)
+        df = pd.read_csv(DEMO / f"{demo}.csv")
+        df.iloc[:200].to_parquet(root / name / "a.parquet")
+        df.iloc[200:].to_parquet(root / name / "b.parquet")
+    shutil.copytree(ROOT / "tests" / "fixtures" / "tau2" / "tau2v1_airline_whissle_dirlayout", root / "tau2")
+    monkeypatch.setenv("TPSVIZ_DATA_ROOTS", str(root))
+    for folder, words in (("binary", "This log's outcome is success or failure"),
+                          ("tau2", "This log's outcome is success or failure"),
+                          ("multi", "the folder's files hold a multiclass log; this page reads such a log from one "
+                                    "file: give the path of one file")):
+        at = fresh({"src": "Server path", "path": folder})
+        at.switch_page(PAGE).run()
+        assert not at.exception, folder
+        t = texts(at) + "\n".join(c.value for c in at.code)
+        assert words in t and "cannot open this path" not in t, (folder, t[:2000])
+
+
 def test_overview_of_a_multiclass_log_points_here():
     at = fresh()
     at.selectbox(key="demo").set_value("continuous-like").run()
