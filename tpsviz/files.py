@@ -243,10 +243,10 @@ class DataRoots:
             raise PathRefused(label)
         return real
 
-    def contains(self, path: str) -> bool:
+    def contains(self, path: str, allow_dir: bool = False) -> bool:
         """True when :meth:`resolve` accepts ``path``."""
         try:
-            self.resolve(path)
+            self.resolve(path, allow_dir=allow_dir)
         except PathRefused:
             return False
         return True

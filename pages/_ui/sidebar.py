@@ -124,9 +124,10 @@ def _path_from_url(key: str) -> None:
 
 
 def _url_path(key: str, roots) -> None:
-    """Put a server path into the URL only when it lies under a data root (docs/deployment.md)."""
+    """Put a server path into the URL only when it lies under a data root (docs/deployment.md);
+    the log's path may be a folder (a dataset, a tau2-bench results folder)."""
     value = str(st.session_state.get(key, "")).strip()
-    if value and roots.contains(value):
+    if value and roots.contains(value, allow_dir=key == "path"):
         if st.query_params.get(key) != value:
             st.query_params[key] = value
     elif key in st.query_params:

@@ -36,6 +36,7 @@ def test_a_dataset_folder_opens_from_a_server_path(root):
     at = fresh({"src": "Server path", "path": "runs"})
     assert not at.exception
     assert {m.label: m.value for m in at.metric}["Trajectories"] == "450"
+    assert at.query_params["path"] == "runs"  # the link opens the same folder (it was left out)
 
 
 def test_a_link_out_of_the_roots_inside_a_dataset_is_refused(root):
