@@ -306,9 +306,15 @@ def demo_views(demos: dict, cfg: S.Config, colors: dict) -> list[dict]:
 # ----------------------------------------------------------------------------- report / export
 def settings_dict(cfg: S.Config, data, src) -> dict:
     """The settings for the report (tpsviz.tps.settings_words, with the data and the selection)."""
+    from .allruns import sample_info
+
     w = cfg.words(Rs.censoring_label(cfg))
+    info = sample_info(data)
+    sample = (f"; a random sample of {info['runs_sampled']:,} of {info['runs_total']:,} runs ({info['rows_sampled']:,} "
+              f"of {info['rows_total']:,} step rows; seed {info['seed']})" if info else "")
     return {
-        "Data": f"{src.name if src else '?'} ({data.n_trajectories} runs, {data.n_steps} steps, {data.n_censored} censored)",
+        "Data": f"{src.name if src else '?'} ({data.n_trajectories} runs, {data.n_steps} steps, "
+                f"{data.n_censored} censored{sample})",
         "Score family": f"{w['score']}; units: {w['unit']}",
         "Weight schedule": w["schedule"],
         "Verdict of the schedule": f"{w['schedule_status']} — {w['schedule_reason']}",

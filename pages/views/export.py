@@ -9,6 +9,7 @@ from tpsviz import figures as F
 from pages._ui import common as C
 from pages._ui import results as Rs
 from pages._ui import state as S
+from pages._ui.allruns import sample_info
 from pages._ui import compute as V
 from tpsviz.export import figure_png, parquet_bytes, safe_csv
 from tpsviz.report import build_report
@@ -16,8 +17,18 @@ from tpsviz.report import build_report
 cfg, data = C.page("Export",
                    "Everything below uses the current settings (shown in the banner and written into every file).")
 src = S.current_source()
-stem = S.safe_filename(f"tpsviz_{src.name.rsplit('.', 1)[0]}")
+sample = sample_info(data)  # a dataset opened on a sample: every file says so, in its name and its rows
+stem = S.safe_filename(f"tpsviz_{src.name.rsplit('.', 1)[0]}" + ("_sample" if sample else ""))
 res = Rs.tps(a=Rs.analysis(cfg))
+
+
+def _columns() -> dict:
+    """The settings columns (and, on a sample, which runs the rows describe)."""
+    cols = cfg.settings_columns()
+    if sample:
+        cols["sample"] = (f"random sample of {sample['runs_sampled']} of {sample['runs_total']} runs, "
+                          f"seed {sample['seed']}")
+    return cols
 
 
 def _per_traj() -> pd.DataFrame:
@@ -32,14 +43,18 @@ def _contrib() -> pd.DataFrame:
 # every row carries the settings (cfg.settings_columns); text cells that a spreadsheet would run as
 # a formula are prefixed with ' in CSV (tpsviz.export)
 def _csv(fn):
-    return lambda: safe_csv(fn().assign(**cfg.settings_columns())).encode("utf-8")
+    return lambda: safe_csv(fn().assign(**_columns())).encode("utf-8")
 
 
 def _parquet(fn):
-    return lambda: parquet_bytes(fn(), cfg.settings_columns())
+    return lambda: parquet_bytes(fn(), _columns())
 
 
 st.subheader("Scores as data")
+if sample:
+    st.caption(f"These files describe the sample of {sample['runs_sampled']:,} of {sample['runs_total']:,} runs: their "
+               "names end in _sample and every row says so (column `sample`); the report says so under Data. Every "
+               "run's TPS is on the Overview (Score all runs).")
 n_rows = int(res.summary["n_steps"].sum())
 c = st.columns(2)
 with c[0]:

@@ -113,3 +113,19 @@ def test_a_dataset_in_percent_is_scored_on_all_runs_in_percent(root, monkeypatch
     assert len(table) == len(conf)
     for _, row in table.iterrows():
         assert row["TPS"] == f"{full.summary.at[row['predictor'], 'tps_mean']:.4f}"
+
+
+def test_the_files_exported_from_a_sample_say_so(root, monkeypatch):
+    """The Export page on a sampled dataset: the files' names and rows, and the report's Data
+    line, say that they describe a sample (a downloaded file read as the whole dataset)."""
+    monkeypatch.setenv("TPSVIZ_MAX_ROWS", "5000")
+    monkeypatch.setenv("TPSVIZ_SAMPLE_RUNS", "60")
+    at = fresh({"src": "Server path", "path": "runs"})
+    at.switch_page("pages/views/export.py").run()
+    assert not at.exception, [e.value for e in at.exception]
+    import re
+
+    found = re.search(r"These files describe the sample of (\d+) of 450 runs", texts(at))
+    assert found and 0 < int(found[1]) <= 60
+    at.button(key="build_report").click().run()
+    assert f"a random sample of {found[1]} of 450 runs" in at.session_state["_report"][1].decode()

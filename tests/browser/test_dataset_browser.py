@@ -60,6 +60,17 @@ def test_a_large_dataset_opens_on_a_sample_and_scores_all_runs_on_request(big_pa
     wait_ready(pg)
     no_traceback(pg)
     screenshot(pg, "62_dataset_sample_reliability")
+    # the sample's files say that they describe a sample (they did not)
+    pg.get_by_role("link", name="Export").click()
+    wait_ready(pg, "Export")
+    pg.get_by_text("These files describe the sample of 120 of 450 runs").wait_for()
+    with pg.expect_download(timeout=60_000) as dl:
+        pg.get_by_role("button", name="Per-trajectory scores (CSV)").click()
+    assert dl.value.suggested_filename.endswith("_sample_per_trajectory.csv")
+    got = pd.read_csv(dl.value.path())
+    assert set(got["sample"]) == {"random sample of 120 of 450 runs, seed 20260101"}
+    assert got["trajectory_id"].nunique() == 120
+    screenshot(pg, "63_dataset_sample_export")
 
 
 def _every_runs_tps_downloads(pg):
