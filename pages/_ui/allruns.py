@@ -89,11 +89,17 @@ def all_runs_section(cfg: S.Config, data) -> None:
     have = _score_all.has(src.key, skey, src, settings)
     st.caption("The tables and figures on these pages describe the sample. This table scores **every run** of "
                f"the dataset ({info['rows_total']:,} step rows) with DuckDB over its files, under the settings "
-               "in the sidebar; metadata filters and recalibrations apply to the sample only.")
-    if not have and not st.button(f"Score all {info['runs_total']:,} runs", key="score_all_runs",
-                                  help="Takes about a second per 3 million step rows on two cores; the result "
-                                       "is kept for these settings."):
-        return
+               f"in the sidebar (with at most {ALL_RUNS_BOOT} bootstrap replicates: each is a pass over every run); "
+               "metadata filters and recalibrations apply to the sample only.")
+    scored = st.session_state.setdefault("_all_runs_scored", {})  # this session's scorings of each dataset
+    if not have:
+        if scored.get(src.key, skey) != skey:  # (a table for other settings is not shown: it would mislead)
+            st.caption("All runs were scored under other settings; those results are kept (going back to them "
+                       "shows them at once). Score again for the settings now in the sidebar.")
+        if not st.button(f"Score all {info['runs_total']:,} runs", key="score_all_runs",
+                         help="Takes about a second per 3 million step rows on two cores; the result is kept "
+                              "for these settings."):
+            return
     try:
         score = _score_all(src.key, skey, src, settings)
     except S.Cancelled:
@@ -101,6 +107,7 @@ def all_runs_section(cfg: S.Config, data) -> None:
     except Exception as e:  # a defect the sample did not contain, memory, a vanished file: say so
         st.error(f"All runs could not be scored: {md(e, 600)}", icon=":material/error:")
         return
+    scored[src.key] = skey
     tab = all_runs_table(score, list(cfg.predictors))
     st.dataframe(tab, hide_index=True, width="stretch")
     from tpsviz.engines.duck import GRID

@@ -129,3 +129,19 @@ def test_the_files_exported_from_a_sample_say_so(root, monkeypatch):
     assert found and 0 < int(found[1]) <= 60
     at.button(key="build_report").click().run()
     assert f"a random sample of {found[1]} of 450 runs" in at.session_state["_report"][1].decode()
+
+
+def test_after_a_setting_changes_the_all_runs_table_says_why_it_is_gone(root, monkeypatch):
+    """The all-runs table is kept per setting; once a setting changes it is not shown (it would
+    describe other settings), and the page says so instead of dropping it without a word."""
+    monkeypatch.setenv("TPSVIZ_MAX_ROWS", "5000")
+    monkeypatch.setenv("TPSVIZ_SAMPLE_RUNS", "60")
+    at = fresh({"src": "Server path", "path": "runs"})
+    gone = "All runs were scored under other settings"
+    assert gone not in texts(at)  # (never scored yet)
+    at.button(key="score_all_runs").click().run()
+    assert "**All runs:**" in texts(at) and gone not in texts(at)
+    at.slider(key="a").set_value(0.5).run()
+    assert not at.exception and gone in texts(at) and "**All runs:**" not in texts(at)
+    at.slider(key="a").set_value(0.0).run()  # back: the kept table, at once
+    assert "**All runs:**" in texts(at) and gone not in texts(at)
