@@ -24,7 +24,11 @@ _GUESS = {
     "step": ("step", "turn", "t", "step_idx", "turn_idx", "step_id", "index", "timestep"),
     "outcome": ("outcome", "success", "reward", "label", "y", "correct", "solved", "passed", "result"),
 }
-_SIGNAL_HINT = re.compile(r"(conf|prob|p_|score|belief|entropy|logprob|uncert|certain)", re.I)
+_SIGNAL_HINT = re.compile(r"(conf|prob|p_|score|belief|entropy|logprob|uncert|certain|^raw_|^unc_)", re.I)
+#: a column's likely direction: its long-format prefix, else its name (a log-probability is a raw
+#: signal, higher = more confident; an entropy or an uncertainty, higher = less confident)
+_RAW_HINT = re.compile(r"(^raw_|logprob|log_prob|logit)", re.I)
+_UNC_HINT = re.compile(r"(^unc_|entropy|uncert|hesitat)", re.I)
 DIRECTIONS = {"conf": "probability of success (0–1)", "raw": "higher = more confident",
               "unc": "higher = less confident"}
 
@@ -144,13 +148,22 @@ def guess(columns: list[str], target: str) -> str | None:
     return None
 
 
+def direction_guess(column: str) -> str:
+    """The likely kind of a forecast column: "conf" (a probability), "raw" (higher = more
+    confident) or "unc" (higher = less confident)."""
+    if re.match(r"conf_", column, re.I):
+        return "conf"
+    return "raw" if _RAW_HINT.search(column) else "unc" if _UNC_HINT.search(column) else "conf"
+
+
 def _apply_mapping():
     ss = st.session_state
     parts = [f"{t}={ss[f'mapf_{t}']}" for t in ("trajectory_id", "step", "outcome") if ss.get(f"mapf_{t}")]
     for col in ss.get("mapf_preds", []):
-        kind = ss.get(f"mapf_dir_{col}", "conf")
-        name = re.sub(r"[^A-Za-z0-9_]+", "_", col).strip("_") or "signal"
-        parts.append(f"{kind}_{name}={col}")
+        kind = ss.get(f"mapf_dir_{col}", direction_guess(col))
+        # (a column named conf_x, raw_x or unc_x keeps its name x under the direction chosen)
+        name = re.sub(r"[^A-Za-z0-9_]+", "_", re.sub(r"^(conf|raw|unc)_(?=.)", "", col, flags=re.I)).strip("_")
+        parts.append(f"{kind}_{name or 'signal'}={col}")
     ss["map"] = ", ".join(parts)
 
 
@@ -176,6 +189,8 @@ def mapping_form(columns: list[str]) -> None:
     st.multiselect("Forecast columns", rest, key="mapf_preds",
                    help="Columns with a per-step forecast or signal; choose the direction of each below.")
     for col in st.session_state.get("mapf_preds", []):
+        if f"mapf_dir_{col}" not in st.session_state:
+            st.session_state[f"mapf_dir_{col}"] = direction_guess(col)
         st.radio(md(col, 60), list(DIRECTIONS), key=f"mapf_dir_{col}", format_func=DIRECTIONS.get,
                  horizontal=True)
     st.button("Apply this mapping", type="primary", on_click=_apply_mapping)

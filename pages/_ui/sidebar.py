@@ -262,6 +262,13 @@ def _remember_base(src, base) -> tuple[tuple, bool]:
         st.session_state["_reading"] = base.reading if base is not None and not L.is_failure(base) else None
         for k in [k for k in st.session_state if str(k).startswith("tr_")]:
             del st.session_state[k]
+    # a new file that did not load (e.g. it waits for a column mapping) resets the rest when it
+    # first loads: the previous file's filters would otherwise apply to it (values it does not
+    # have: every run filtered out)
+    if base is None or L.is_failure(base):
+        st.session_state["_new_file_pending"] = st.session_state.get("_new_file_pending", False) or changed
+    elif st.session_state.pop("_new_file_pending", False):
+        changed = True
     if base is not None and not L.is_failure(base) and not base.predictors and base.signals:
         recal = _auto_recalibrate(base, data_key, recal)
 

@@ -135,6 +135,42 @@ def test_mapping_form_then_a_link_reproduces_it():
     assert "trajectory_id=run" in mapping and "conf_p_success=p_success" in mapping
 
 
+def test_a_mapped_file_opened_after_the_demo_is_not_filtered_by_the_demos_filters(tmp_path, monkeypatch):
+    """The demo's metadata filters stayed in the session while a new file on a server path
+    waited for its mapping; once mapped, they filtered out every run ("The filters leave no
+    trajectories"), though no filter had been set. The form also offered raw_logprob as a
+    probability (refused: "column 'conf_raw_logprob': probabilities must be in [0, 1]"), left
+    unc_hesitation out, and named conf_truthful "conf_conf_truthful"."""
+    import pandas as pd
+
+    from pages._ui.sidebar import filter_key
+
+    (tmp_path / "logs").mkdir()
+    # (few runs: few tasks, so its task filter lists every value, where the demo's 97 tasks had a
+    # search box whose empty state means "every run"; carried over, empty meant "none")
+    df = pd.read_csv(ROOT / "demo_data" / "webshop-like.csv").head(200).rename(columns={"outcome": "outcom"})
+    df.to_csv(tmp_path / "logs" / "renamed.csv", index=False)
+    monkeypatch.setenv("TPSVIZ_DATA_ROOTS", str(tmp_path / "logs"))
+    at = _fresh()  # the demo first
+    assert at.sidebar.multiselect(key=filter_key("difficulty")).value
+    at.sidebar.radio(key="src").set_value("Server path").run()
+    at.sidebar.text_input(key="path").set_value("renamed.csv").run()
+    assert at.main.selectbox(key="mapf_outcome").value == ""
+    preds = at.main.multiselect(key="mapf_preds").value
+    assert "raw_logprob" in preds and "unc_hesitation" in preds
+    assert at.main.radio(key="mapf_dir_raw_logprob").value == "raw"
+    assert at.main.radio(key="mapf_dir_unc_hesitation").value == "unc"
+    assert at.main.radio(key="mapf_dir_conf_verbal").value == "conf"
+    at.main.selectbox(key="mapf_outcome").set_value("outcom").run()
+    at.main.button[0].click().run()
+    assert not at.exception
+    assert "The filters leave no trajectories" not in texts(at)
+    assert _metrics(at)["Trajectories"] == f"{df['trajectory_id'].nunique():,}"
+    mapping = at.query_params["map"]
+    assert "conf_verbal=conf_verbal" in mapping and "raw_logprob=raw_logprob" in mapping
+    assert "unc_hesitation=unc_hesitation" in mapping and "conf_conf" not in mapping
+
+
 def test_percent_forecasts_from_the_sidebar():
     csv = b"trajectory_id,step,outcome,conf_v\nr1,1,1,60\nr1,2,1,85\nr2,1,0,40\n"
     at = _fresh()
