@@ -285,9 +285,10 @@ def load(source, name: str | None = None, fmt: str | None = None, limits: Limits
             str(c).startswith(("conf_", "raw_", "unc_")) for c in frame.columns):
         raise LogFormatError(name, [
             f"this {reading['format']} log holds no per-step forecast: name a numeric field of the "
-            "agent's messages with --conf NAME=FIELD (e.g. verbal=metadata.confidence), or join a table "
-            "trajectory_id, step, conf_<name> with --forecasts FILE (token log-probabilities, when the "
-            "log has them, are used as raw signals automatically)"])
+            "agent's messages as one (e.g. verbal=metadata.confidence: --conf NAME=FIELD, or the dashboard's "
+            "Reading options, \"Forecast fields of agent messages\"), or join a table trajectory_id, step, "
+            "conf_<name> (--forecasts FILE, or \"Forecasts table\" in the Reading options); token "
+            "log-probabilities, when the log has them, are used as raw signals automatically"])
     notes = list(reading.get("notes", []))
     frame.attrs["notes"] = notes + list(frame.attrs.get("notes", []))
     data = from_frame(frame, source=name, percent=options.percent)

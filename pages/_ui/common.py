@@ -9,6 +9,8 @@ from dataclasses import replace
 import numpy as np
 import streamlit as st
 
+from tpsviz.files import CANNOT_OPEN
+
 from . import results as Rs
 from .allruns import sample_info, sample_words
 from . import loading as L
@@ -36,9 +38,14 @@ def tiles(items: list) -> None:
 def show_failure(f: L.LoadFailure) -> None:
     """A bad file: what and where, as a list; the text comes from the log, so shown as text."""
     n = len(f.problems)
-    st.error(f"**This log cannot be used.** {n} problem{'s' if n != 1 else ''} found. Fix {'them' if n != 1 else 'it'} in the file "
-             "(it was not modified) and load it again, or switch the data source back to Demo.",
-             icon=":material/block:")
+    if f.problems == [CANNOT_OPEN]:  # (one message for every refused path: no oracle on the server's files)
+        st.error("**This path cannot be opened.** Check it: it must name a log file (or a folder of them) under "
+                 "the readable folders listed in the sidebar; a relative path starts at the first one.",
+                 icon=":material/block:")
+    else:
+        st.error(f"**This log cannot be used.** {n} problem{'s' if n != 1 else ''} found. The file was not modified: "
+                 f"fix {'them' if n != 1 else 'it'} in the file, or change how it is read (sidebar: Reading options), "
+                 "and load it again; or switch the data source back to Demo.", icon=":material/block:")
     st.caption(f"File: {md(f.source, 120)}")
     st.code("\n".join(f"• {p}" for p in f.problems), language=None, wrap_lines=True)
 

@@ -109,6 +109,17 @@ def test_tau2_upload_with_a_forecasts_table(tmp_path):
     _every_page(at)
 
 
+def test_a_harness_log_without_forecasts_says_where_in_the_dashboard_to_name_them():
+    """The message named only the command line's flags (--conf, --forecasts) and said to fix the
+    file; the dashboard's reading options are where a user names them."""
+    at = _fresh()
+    _upload(at, [(TAU2[0].name, TAU2[0].read_bytes(), "application/json")])
+    shown = texts(at) + "\n".join(c.value for c in at.code)
+    assert "holds no per-step forecast" in shown
+    assert '"Forecast fields of agent messages"' in shown and '"Forecasts table" in the Reading options' in shown
+    assert "change how it is read (sidebar: Reading options)" in shown
+
+
 def test_tau2_folder_layout_uploaded_as_several_files():
     obj = json.loads((ROOT / "tests/fixtures/tau2/tau2v1_airline_whissle_trimmed.json").read_text(encoding="utf-8"))
     truth = tau2_truth(obj)
