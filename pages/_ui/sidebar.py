@@ -44,6 +44,12 @@ def _default(key: str, value):
 def _on_preset():
     name = st.session_state.get("preset")
     fam = tpsviz.PRESETS.get(name)
+    # the sliders moved in the same rerun: the preset is one the browser still showed (the key
+    # presses came faster than the reruns that set it to match the sliders), not one chosen
+    shown = st.session_state.get("_ab_shown")
+    if shown is not None and (st.session_state.get("a"), st.session_state.get("b")) != shown:
+        _on_ab()
+        return
     if fam is not None:
         st.session_state["a"] = float(fam.alpha)
         st.session_state["b"] = float(fam.beta)
@@ -55,12 +61,17 @@ def _on_ab():
     st.session_state["preset"] = match[0] if match else "custom"
 
 
-def _on_ab_entry():
-    """A typed α or β moves its slider (the slider, bound to the URL, holds the setting)."""
-    for key in ("a", "b"):
-        v = st.session_state.get(f"{key}_in")
-        if v is not None:
-            st.session_state[key] = float(v)
+def _on_ab_entry(key: str, entry: str, shown: float):
+    """A typed α or β moves its slider (the slider, bound to the URL, holds the setting).
+
+    ``shown`` is the value the entry was drawn with: Streamlit also calls this for an entry of an
+    earlier rerun that the browser still shows (its first value seen on the server counts as a
+    change), and its value is then the slider's old one, not something typed.
+    """
+    v = st.session_state.get(entry)
+    if v is None or float(v) == shown:
+        return
+    st.session_state[key] = float(v)
     _on_ab()
 
 
@@ -312,12 +323,16 @@ def _score_family(sb) -> tuple[float, float]:
                            "to high thresholds. α ≤ 0 makes S(p,1) unbounded as p → 0.")
     beta = c2.slider("β", -0.95, 4.0, step=0.05, key="b", bind=BIND, on_change=_on_ab, **_default("b", {"value": 0.0}),
                      help="β > −1. Larger β moves weight to low thresholds. β ≤ 0 makes S(p,0) unbounded as p → 1.")
-    # a number entry beside each slider for an exact value; it always shows the slider's value
-    st.session_state["a_in"], st.session_state["b_in"] = float(alpha), float(beta)
-    c1.number_input("α value", -0.95, 4.0, step=0.01, format="%.2f", key="a_in", on_change=_on_ab_entry,
-                    label_visibility="collapsed", help="Type an exact α (−0.95 to 4).")
-    c2.number_input("β value", -0.95, 4.0, step=0.01, format="%.2f", key="b_in", on_change=_on_ab_entry,
-                    label_visibility="collapsed", help="Type an exact β (−0.95 to 4).")
+    # a number entry beside each slider for an exact value; it always shows the slider's value. Its
+    # key carries that value, and only a value other than it is taken as typed: one entry kept in
+    # step by writing its state sent its old value back while the slider moved (key presses faster
+    # than reruns), and that moved the slider back
+    for col, key, value, name in ((c1, "a", alpha, "α"), (c2, "b", beta, "β")):
+        entry = f"{key}_in_{float(value)!r}"
+        col.number_input(f"{name} value", -0.95, 4.0, value=float(value), step=0.01, format="%.2f", key=entry,
+                         on_change=_on_ab_entry, args=(key, entry, float(value)), label_visibility="collapsed",
+                         help=f"Type an exact {name} (−0.95 to 4).")
+    st.session_state["_ab_shown"] = (alpha, beta)  # (what the sliders show: _on_preset)
     fam = tpsviz.PRESETS.get(st.session_state.get("preset", "log"))
     if fam is not None and (fam.alpha, fam.beta) == (alpha, beta):
         sb.caption(f"{fam.name}: {fam.description}")

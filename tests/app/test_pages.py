@@ -76,6 +76,33 @@ def test_preset_sets_alpha_beta(app):
     assert not app.exception
 
 
+def test_an_exact_alpha_typed_moves_the_slider_and_an_old_entry_does_not(app, monkeypatch):
+    """The entry beside each slider is keyed by the value it shows; a typed value moves the
+    slider, while an entry the browser still shows from an earlier rerun (its value the slider's
+    old one) changes nothing: that echo moved the slider back under fast key presses."""
+    from pages._ui import sidebar
+
+    app.number_input(key=f"a_in_{0.0!r}").set_value(1.5).run()
+    assert app.slider(key="a").value == 1.5 and app.selectbox(key="preset").value == "custom"
+    assert app.number_input(key=f"a_in_{1.5!r}").value == 1.5
+    import streamlit as st
+
+    state = {"a": 2.0, "a_in_0.0": 0.0}  # the slider moved on to 2.0; the old entry still says 0.0
+    monkeypatch.setattr(st, "session_state", state)
+    sidebar._on_ab_entry("a", "a_in_0.0", 0.0)
+    assert state["a"] == 2.0
+    state.update({"a_in_0.0": 0.7, "b": 0.0})  # typed into it: taken
+    sidebar._on_ab_entry("a", "a_in_0.0", 0.0)
+    assert state["a"] == 0.7 and state["preset"] == "custom"
+    # a preset the browser still showed while the sliders moved is not applied
+    state.update({"a": 0.25, "b": 0.0, "preset": "log", "_ab_shown": (0.2, 0.0)})
+    sidebar._on_preset()
+    assert state["a"] == 0.25 and state["preset"] == "custom"
+    state.update({"a": 0.25, "b": 0.0, "preset": "brier", "_ab_shown": (0.25, 0.0)})  # chosen: applied
+    sidebar._on_preset()
+    assert (state["a"], state["b"]) == (1.0, 1.0)
+
+
 def test_schedule_verdict_is_shown_next_to_it(app):
     app.selectbox(key="sched").set_value("per-length").run()
     assert "not proper" in texts(app)
