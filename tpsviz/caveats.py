@@ -17,7 +17,7 @@ from .diagnostics import labelled_rows
 from .io import TrajectoryData
 from .tps import ScoreSettings
 
-__all__ = ["Caveats", "caveats", "recalibration_source", "MIN_COMPLETE", "MIN_EACH",
+__all__ = ["Caveats", "caveats", "schedule_caveat", "recalibration_source", "MIN_COMPLETE", "MIN_EACH",
            "MAX_CENSORED_SHARE", "Z_FELL"]
 
 #: fewer complete runs than this, or fewer of either outcome than :data:`MIN_EACH`, is a warning
@@ -83,11 +83,27 @@ def _data_caveats(data: TrajectoryData, settings: ScoreSettings) -> list:
         out.append(f"Few runs with an outcome: {n} complete runs ({k} successes, {n - k} "
                    f"failures). Below {MIN_COMPLETE} runs or {MIN_EACH} of either outcome, "
                    "intervals are wide and rankings can change with a few runs.")
-    v = settings.schedule.verdict
-    if not v.is_strictly_proper:
-        out.append(f"The weight schedule {settings.schedule.spec} is {v.status}: {v.reason} "
-                   "TPS under it does not reward reporting the true probability at every step.")
+    if schedule_caveat(settings):
+        out.append(schedule_caveat(settings))
     return out
+
+
+def schedule_caveat(settings: ScoreSettings) -> str | None:
+    """The warning on a weight schedule that is not strictly proper (None for one that is).
+
+    Parameters
+    ----------
+    settings : ScoreSettings
+
+    Returns
+    -------
+    str or None
+    """
+    v = settings.schedule.verdict
+    if v.is_strictly_proper:
+        return None
+    return (f"The weight schedule {settings.schedule.spec} is {v.status}: {v.reason} "
+            "TPS under it does not reward reporting the true probability at every step.")
 
 
 def _recalibration_caveats(data, settings, name, src, n_boot) -> list:

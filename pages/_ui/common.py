@@ -90,8 +90,9 @@ def show_page_error(e: Exception) -> None:
         logging.getLogger("tpsviz").error("page failed", exc_info=e)
     if isinstance(e, ValueError):
         st.error(f"**These settings cannot be applied to this log:** {md(msg.rstrip('.'))}.\n\n"
-                 "Change the setting named above in the sidebar (the rest of the app keeps working), "
-                 "or open the app without URL parameters to return to the defaults.", icon=":material/tune:")
+                 "Change the setting named above in the sidebar; the rest of the app keeps working. (A shared "
+                 "link carries its settings: open the app without them to start from the defaults.)",
+                 icon=":material/tune:")
     else:
         st.error(f"**Something went wrong while drawing this page** ({type(e).__name__}: {md(msg)}). "
                  "Other pages and settings still work; please report this with a copy of the link.",

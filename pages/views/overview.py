@@ -17,6 +17,7 @@ from pages._ui import loading as L
 from pages._ui import state as S
 from pages._ui.text import code
 from tpsviz import figures as F
+from tpsviz.caveats import schedule_caveat
 from tpsviz.diagnostics import METRIC_INFO
 from tpsviz.groups import group_columns
 from tpsviz.schema import clean_text
@@ -64,7 +65,8 @@ else:
 st.subheader("Leaderboard")
 warn = Rs.caveats(a=Rs.analysis(cfg, n_boot=0 if large else None))  # a large log: from point estimates
 for w in warn.log:
-    st.warning(C.md(w), icon=":material/warning:")
+    if w != schedule_caveat(cfg.score_settings()):  # (that one is at the top of every page: common.py)
+        st.warning(C.md(w), icon=":material/warning:")
 if lb["infinite_note"]:
     st.warning(lb["infinite_note"], icon=":material/all_inclusive:")
 h = C.column_help()

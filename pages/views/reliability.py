@@ -41,7 +41,7 @@ if data.n_censored and not pseudo:
     st.info(f"**Complete runs only — a selected population.** {data.n_censored:,} of {data.n_trajectories:,} runs "
             f"({Fm.pct(data.n_censored, data.n_trajectories)}) were censored and have no outcome, so they are left out "
             "here. Which runs finish is not random (e.g. runs that were going well finish early, hard ones hit the "
-            "budget), so on the complete runs even an honest predictor such as the truthful one can sit off the "
+            "budget), so on the complete runs even an honest predictor can sit off the "
             "diagonal. Switch on **Censored = failure** to see the population the simple censored score uses, or see "
             "the **Censoring** page.", icon=":material/filter_alt:")
 n_pairs = max(p["n"] for p in panels)

@@ -108,6 +108,9 @@ def test_schedule_verdict_is_shown_next_to_it(app):
     assert "not proper" in texts(app)
     app.selectbox(key="sched").set_value("endpoint").run()
     assert "final forecast only" in texts(app)
+    # one warning box on the schedule (the page's banner), not one more above the leaderboard
+    boxes = [w.value for w in app.main.warning if "weight schedule endpoint" in w.value]
+    assert len(boxes) == 1, boxes
 
 
 def _current_mode_table(at):
