@@ -755,8 +755,9 @@ def cusum_figure(runs: pd.DataFrame, alarm, color: str, x_title: str) -> go.Figu
                       line_width=0, annotation_text="in-control part", annotation_position="top left")
     fig.add_trace(go.Scatter(x=x, y=alarm.statistic[ok], mode="lines", name="CUSUM S", line=dict(color=color, width=2),
                              hovertemplate="%{x}: S = %{y:.2f}<extra></extra>"))
+    # (at the right: the in-control part's label sits at the top left, where the line may pass)
     fig.add_hline(y=alarm.h, line=dict(color="#c0392b", dash="dash"), annotation_text=f"threshold h = {alarm.h:.2f}",
-                  annotation_position="bottom left")
+                  annotation_position="bottom right")
     if len(alarm.alarms):
         a = alarm.alarms
         fig.add_trace(go.Scatter(x=a["key"], y=np.full(len(a), alarm.h), mode="markers", name="alarm",
