@@ -626,7 +626,7 @@ def reliability_figure(panels: list[dict], colors: dict, title: str) -> go.Figur
         if len(b):
             fig.add_trace(go.Scatter(
                 x=b["mean_forecast"], y=b["observed_rate"], mode="markers", name="binned rate (95% interval)",
-                showlegend=(i == 0), legendgroup="bins",
+                showlegend=(i == 0), legendgroup="bins", cliponaxis=False,  # (a rate of 0 or 1: the whole dot)
                 marker=dict(color=col, size=np.clip(4 + 10 * np.sqrt(b["n"] / b["n"].max()), 4, 14),
                             line=dict(color="#333", width=1)),
                 error_y=dict(type="data", symmetric=False, array=(b["ci_high"] - b["observed_rate"]).clip(lower=0),
