@@ -131,6 +131,20 @@ def test_out_of_range_probability(tmp_path):
     assert "conf_a" in msg and "line 4" in msg and "[0, 1]" in msg
 
 
+def test_a_problem_in_a_mapped_column_also_names_the_files_column(tmp_path):
+    """With --map conf_p=p (or the dashboard's mapping), 'conf_p' is not a name the file has."""
+    from tpsviz.harness import ReadOptions
+
+    f = write(tmp_path, "m.csv", "run,turn,success,p,q\nr1,1,1,0.6,0.5\nr1,2,1,1.7,0.5\nr2,1,0,0.4,2\n")
+    opts = ReadOptions(mapping=(("trajectory_id", "run"), ("step", "turn"), ("outcome", "success"),
+                                ("conf_p", "p"), ("conf_q", "q")))
+    with pytest.raises(LogFormatError) as e:
+        load(f, options=opts)
+    text = "\n".join(e.value.problems)
+    assert "column 'conf_p' (the file's 'p'): probabilities must be in [0, 1]; not so at line 3" in text
+    assert "column 'conf_q' (the file's 'q')" in text
+
+
 def test_duplicate_step(tmp_path):
     msg = problems(tmp_path, "m.csv", GOOD.replace("t1,2,1", "t1,1,1"))
     assert "duplicate (trajectory_id, step)" in msg and "line 2" in msg and "line 3" in msg

@@ -291,6 +291,23 @@ def load(source, name: str | None = None, fmt: str | None = None, limits: Limits
             "log-probabilities, when the log has them, are used as raw signals automatically"])
     notes = list(reading.get("notes", []))
     frame.attrs["notes"] = notes + list(frame.attrs.get("notes", []))
-    data = from_frame(frame, source=name, percent=options.percent)
+    try:
+        data = from_frame(frame, source=name, percent=options.percent)
+    except LogFormatError as e:
+        raise _named_as_given(e, options.mapping) from None
     data.reading = reading
     return data
+
+
+def _named_as_given(error: LogFormatError, mapping) -> LogFormatError:
+    """``error`` with each mapped column also named as the file names it: a problem with
+    "column 'conf_p'" of ``--map conf_p=p`` says "column 'conf_p' (the file's 'p')"."""
+    renamed = [(show_id(target), show_id(col)) for target, col in mapping if str(target) != str(col)]
+    if not renamed:
+        return error
+    problems = []
+    for text in error.problems:
+        for target, col in renamed:
+            text = text.replace(f"column {target}", f"column {target} (the file's {col})")
+        problems.append(text)
+    return LogFormatError(error.source, problems)
