@@ -940,8 +940,12 @@ def demo_bars_figure(table: pd.DataFrame, title: str, colors: list | None = None
         err = None
         if errors and m in errors:
             err = dict(type="data", array=np.asarray(errors[m], dtype=float), color="#444", thickness=1.5)
+        # a value with an interval is labelled inside its bar, at the zero end: outside, the whisker ran
+        # through the label
+        place = dict(textposition="inside", insidetextanchor="start", textfont_color="white") if err else dict(
+            textposition="outside")
         fig.add_trace(go.Bar(x=labels, y=v, marker_color=cols, error_y=err,
-                             text=["≈0" if t else f"{x:.3g}" for x, t in zip(v, tiny)], textposition="outside",
+                             text=["≈0" if t else f"{x:.3g}" for x, t in zip(v, tiny)], **place,
                              showlegend=False, cliponaxis=False,
                              hovertemplate=f"%{{x}}<br>{m}: %{{y:.4g}}<extra></extra>"), 1, j + 1)
         if np.all(np.abs(v[np.isfinite(v)]) < 1e-9):
