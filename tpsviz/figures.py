@@ -419,7 +419,8 @@ def length_histogram_figure(trajectories: pd.DataFrame) -> go.Figure:
                              marker_color=col, opacity=0.7,
                              hovertemplate=f"{html.escape(str(name), quote=False)}: %{{y}} runs of length %{{x}}<extra></extra>"))
     fig.update_layout(barmode="overlay")
-    fig.update_xaxes(title="observed length (steps; for censored runs the stopping step Z)")
+    # (two lines: the figure sits in half the page's width, where one line was cut)
+    fig.update_xaxes(title="observed length (steps)<br>for a censored run: its stopping step Z")
     integer_ticks(fig)
     fig.update_yaxes(title="runs")
     return _layout(fig, "Run length: complete vs censored")
