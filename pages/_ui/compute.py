@@ -288,8 +288,9 @@ def demo_views(demos: dict, cfg: S.Config, colors: dict) -> list[dict]:
                     f"{Fm.interval(cmp_['delta'] - z * cmp_['se'], cmp_['delta'] + z * cmp_['se'], '+.3f')} "
                     f"({z_text(cmp_['z'])}).") if np.isfinite(cmp_.get("se", np.nan)) else ""
         else:
-            show = pd.DataFrame({"Φ_mean Brier, expected (↑)": t["scal_brier_mean_expected"],
-                                 f"TPS, expected ({unit}/run, ↑)": t["tps_expected"]}, index=names)
+            # (E[…]: expectations under the log's true probabilities; short, so the headers fit their column)
+            show = pd.DataFrame({"E[Φ_mean Brier] (↑)": t["scal_brier_mean_expected"],
+                                 f"E[TPS] ({unit}/run, ↑)": t["tps_expected"]}, index=names)
             err = {}
             diff = (f"Realised on these runs: Φ_mean Brier Δ = {cmp_.get('scal_delta', np.nan):+.4f} ± "
                     f"{cmp_.get('scal_se', np.nan):.4f}, TPS Δ = {cmp_['delta']:+.3f} ± {cmp_['se']:.3f} {unit}/run "
