@@ -83,8 +83,8 @@ def _data_caveats(data: TrajectoryData, settings: ScoreSettings) -> list:
         out.append(f"Few runs with an outcome: {n} complete runs ({k} successes, {n - k} "
                    f"failures). Below {MIN_COMPLETE} runs or {MIN_EACH} of either outcome, "
                    "intervals are wide and rankings can change with a few runs.")
-    if schedule_caveat(settings):
-        out.append(schedule_caveat(settings))
+    if (schedule := schedule_caveat(settings)) is not None:
+        out.append(schedule)
     return out
 
 

@@ -64,8 +64,9 @@ else:
 # ----------------------------------------------------------------- leaderboard
 st.subheader("Leaderboard")
 warn = Rs.caveats(a=Rs.analysis(cfg, n_boot=0 if large else None))  # a large log: from point estimates
+shown_above = schedule_caveat(cfg.score_settings())  # (at the top of every page: common.py)
 for w in warn.log:
-    if w != schedule_caveat(cfg.score_settings()):  # (that one is at the top of every page: common.py)
+    if w != shown_above:
         st.warning(C.md(w), icon=":material/warning:")
 if lb["infinite_note"]:
     st.warning(lb["infinite_note"], icon=":material/all_inclusive:")
