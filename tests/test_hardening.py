@@ -1053,6 +1053,17 @@ def test_adv6_forecasts_a_rounding_error_outside_zero_one_are_kept(tmp_path):
         load(str(p))
 
 
+@pytest.mark.parametrize("wrong", ["1.5", "inf", "-0.2", "-inf"])
+def test_adv6_a_rounding_error_does_not_let_a_wrong_forecast_through(tmp_path, wrong):
+    """Only the values within 1e-9 outside [0, 1] are set into it: a 1.5 (or ∞) in the same column
+    is still refused (it was clipped to 1 with them; found by tests/test_engine_parity.py)."""
+    p = tmp_path / "mixed.csv"
+    p.write_text(f"trajectory_id,step,outcome,conf_a\nr1,1,1,1.000000000001\nr2,1,0,{wrong}\nr3,1,0,0.4\n")
+    with pytest.raises(LogFormatError, match="probabilities must be in") as err:
+        load(str(p))
+    assert "at line 3" in str(err.value)  # (the header is line 1: only r2's row is named)
+
+
 def test_adv6_an_infinitely_wrong_forecast_is_said_so():
     from tpsviz.tps import ScoreSettings
     from tpsviz.verdict import verdicts

@@ -496,6 +496,14 @@ def test_negative_and_non_numeric_probabilities():
     assert "not a number" in msg and "row 3" in msg and "abc" not in msg
 
 
+def test_a_rounding_error_does_not_let_a_wrong_probability_through():
+    df = _good()
+    df.loc[0, "conf_m__win"] = 1.0 + 1e-12  # rounding: set to 1 (the row then sums to 1.5: refused as such)
+    df.loc[2, "conf_m__win"] = np.inf  # not rounding: refused, not clipped to 1 with the other
+    msg = _error(df)
+    assert "[0, 1]" in msg and "row 3" in msg
+
+
 def test_other_run_level_defects():
     df = _good()
     df.loc[1, "outcome"] = "loss"

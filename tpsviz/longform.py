@@ -499,6 +499,20 @@ def _outcomes(df: pd.DataFrame, where, problems: list[str]) -> pd.Series:
     return outcome
 
 
+def rounding_into_unit(num: pd.Series, column: str, notes: list[str]) -> pd.Series:
+    """Probabilities ``num`` with the values within 1e-9 outside [0, 1] set to 0 or 1, and a note
+    saying how many. A float export may leave 1 + 2e-16 or −1e-17: a rounding artefact, not a
+    percentage. Only those values move; one further out (1.5, ∞) is left for the range check to
+    refuse (the whole column once was clipped whenever one value was rounding, which let 1.5
+    through as 1)."""
+    fuzz = num.notna() & (((num > 1) & (num <= 1 + 1e-9)) | ((num < 0) & (num >= -1e-9)))
+    if not fuzz.any():
+        return num
+    notes.append(f"{column}: {int(fuzz.sum())} value(s) within 1e-9 outside [0, 1] (float rounding) were "
+                 "set to 0 or 1.")
+    return num.mask(fuzz, num.clip(lower=0.0, upper=1.0))
+
+
 def percent_note(cols: list[str]) -> str:
     """The note on the predictors read in percent."""
     return f"{', '.join(cols)}: read as percentages (divided by 100)."
@@ -523,12 +537,7 @@ def _value_columns(df, cols, conf_cols, sig_cols, percent_cols, where, notes, pr
             num = num / 100.0
         if bad.any():
             problems.append(f"column {show_id(c)}: not a number at {row_examples(where[bad])}")
-        # a float export may leave 1 + 2e-16 or −1e-17: a rounding artefact, not a percentage
-        fuzz = num.notna() & (((num > 1) & (num <= 1 + 1e-9)) | ((num < 0) & (num >= -1e-9)))
-        if fuzz.any():
-            num = num.clip(lower=0.0, upper=1.0).where(num.notna())
-            notes.append(f"{c}: {int(fuzz.sum())} value(s) within 1e-9 outside [0, 1] (float rounding) were "
-                         "set to 0 or 1.")
+        num = rounding_into_unit(num, c, notes)
         out = num.notna() & ((num < 0) | (num > 1))
         if out.any():
             hint = (percent_hint(c) if bool(((num >= 0) & (num <= 100)).where(num.notna(), True).all())

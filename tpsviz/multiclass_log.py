@@ -22,7 +22,8 @@ from .errors import LogFormatError
 from .files import Limits, limits_from_env
 from .io import read_source
 from .longform import (MAX_PREDICTORS, parse_boolean, row_examples, id_examples, is_missing, parse_numeric,
-                       per_run_constant, prepared_frame, step_numbers, trajectory_ids, run_censoring)
+                       per_run_constant, prepared_frame, rounding_into_unit, step_numbers, trajectory_ids,
+                       run_censoring)
 from .schema import REQUIRED, canonical_name, show_id
 from .tables import MISSING, format_of, read_table, table_columns
 
@@ -258,11 +259,7 @@ def _probability_block(df, columns: list[str], what: str, where, problems: list[
         num, bad = parse_numeric(df[c])
         if bad.any():
             problems.append(f"column {show_id(c)}: not a number at {row_examples(where[bad])}")
-        fuzz = num.notna() & (((num > 1) & (num <= 1 + 1e-9)) | ((num < 0) & (num >= -1e-9)))
-        if fuzz.any():
-            num = num.clip(lower=0.0, upper=1.0).where(num.notna())
-            notes.append(f"{c}: {int(fuzz.sum())} value(s) within 1e-9 outside [0, 1] (float rounding) were "
-                         "set to 0 or 1.")
+        num = rounding_into_unit(num, c, notes)
         out = num.notna() & (~np.isfinite(num) | (num < 0) | (num > 1))
         if out.any():
             problems.append(f"column {show_id(c)}: probabilities must be in [0, 1]; not so at "
