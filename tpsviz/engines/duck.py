@@ -346,7 +346,10 @@ def _rows_sql(plan: _Plan, source: str, settings: ScoreSettings, positional: boo
     scored, clip_pc = [], []
     for k in range(len(plan.conf)):
         p = f"p{k}"
-        pc = f"greatest({_f(eps)}, least({_f(1.0 - eps)}, {p}))" if eps > 0 else p
+        # clipped to [ε, 1 − ε], to [0, 1] where ε = 0: a forecast outside [0, 1] is refused
+        # afterwards (bad_p), but the score may be computed on its row first, and beta_score
+        # refuses it (a Python error out of the Arrow UDF, not the message naming the row)
+        pc = f"CASE WHEN {p} < {_f(eps)} THEN {_f(eps)} WHEN {p} > {_f(1.0 - eps)} THEN {_f(1.0 - eps)} ELSE {p} END"
         terms = []
         for branch, need in ((1, "(y IS NULL OR y = 1.0)"), (0, "(y IS NULL OR y = 0.0)")):
             s = _score_sql("pc", branch, settings.alpha, settings.beta) or f"tps_s{branch}(pc)"
