@@ -191,3 +191,68 @@ def test_dask_refuses_or_scores_as_duckdb(client, log, score):
     b = dk.per_trajectory.set_index(["trajectory_id", "predictor"])["tps"].reindex(a.index)
     np.testing.assert_allclose(b.to_numpy(float), a.to_numpy(float), rtol=1e-12)
     assert (got.summary[COUNTS].to_numpy() == dk.summary.loc[got.summary.index, COUNTS].to_numpy()).all()
+
+
+# ---------------------------------------------------------------- text cells of CSV files
+
+NUMBER_TEXT = ["0.5", " 0.5", "0.5 ", ".5", "5e-1", "5E-1", "0.50", "+0.5", "-0.0", "1", "0", "1.0", "0.",
+               "1.0000000000001", "1e-300", "1e400", "-1e400", "inf", "-inf", "Infinity", "NaN", "nan", "-nan",
+               "", " ", "NA", "n/a", "null", "None", "NULL", "-", "abc", "0,5", "1_0", "0x1", "1/2", "½", "٠.٥",
+               "0.5\u00a0", "\u20030.5", "1e", "e1", "++1", "1..0", "true", "false"]
+OUTCOME_TEXT = ["1", "0", "1.0", "0.0", "", "true", "false", "True", "FALSE", "yes", "no", "NA", "nan",
+                " 1", "1 ", "2", "-1", "0.5", "win", "1e0", "+1"]
+STEP_TEXT = ["1", "2", "3", "1.0", " 2", "2.5", "", "1e0", "-1", "abc", "99999999999999999999", "0"]
+
+
+@st.composite
+def csv_logs(draw):
+    """A log as text cells: a sound numeric log with a few cells respelled."""
+    n_runs = draw(st.integers(1, 5))
+    rows = []
+    for i in range(n_runs):
+        y = draw(st.sampled_from(["1", "0", ""]))
+        for t in range(1, draw(st.integers(1, 4)) + 1):
+            rows.append({"trajectory_id": f"r{i}", "step": str(t), "outcome": y,
+                         "q_z": draw(st.sampled_from(["", "0.3"])) if y == "" else "",
+                         "conf_a": draw(st.sampled_from(["0.1", "0.5", "0.9", "0", "1", ""])),
+                         "weight": draw(st.sampled_from(["1", "0.5", "2"]))})
+    df = pd.DataFrame(rows, dtype=object)
+    for _ in range(draw(st.integers(0, 3))):
+        at = draw(st.integers(0, len(df) - 1))
+        col = draw(st.sampled_from(["conf_a", "conf_a", "outcome", "step", "q_z", "weight"]))
+        cells = {"outcome": OUTCOME_TEXT, "step": STEP_TEXT}.get(col, NUMBER_TEXT)
+        df.loc[at, col] = draw(st.sampled_from(cells))
+    return df, draw(st.integers(1, 2))
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(log=csv_logs(), by_column=st.booleans())
+def test_csv_text_is_read_alike_by_both_engines(log, by_column):
+    """The reader (pandas) and DuckDB's CSV scan read each cell as the same number, the same
+    missing value, or refuse it; the TPS then agrees."""
+    df, parts = log
+    score = ScoreSettings(schedule=parse_schedule("column" if by_column else "uniform"), n_boot=0)
+    with tempfile.TemporaryDirectory() as tmp:
+        one = Path(tmp) / "log.csv"
+        df.to_csv(one, index=False)
+        try:
+            data = tpsviz.load(one)
+            ref, ref_err = compute_tps(data, score), None
+            skill_table(data, score, n_boot=0, result=ref)
+        except (LogFormatError, ValueError) as exc:
+            ref, ref_err = None, exc
+        folder = Path(tmp) / "d"
+        folder.mkdir()
+        cuts = np.linspace(0, len(df), parts + 1).astype(int)
+        for k in range(parts):
+            df.iloc[cuts[k]:cuts[k + 1]].to_csv(folder / f"part-{k}.csv", index=False)
+        got, got_err = _duckdb(folder, score)
+    assert (ref_err is None) == (got_err is None), (f"in memory: {ref_err!r}", f"duckdb: {got_err!r}")
+    event("refused by both" if ref is None else "scored by both")
+    if ref is None:
+        return
+    a = ref.tps_matrix()
+    b = got.per_trajectory.pivot(index="trajectory_id", columns="predictor", values="tps").reindex(
+        index=a.index, columns=a.columns)
+    np.testing.assert_allclose(b.to_numpy(float), a.to_numpy(float), rtol=1e-12)
+    assert (ref.summary[COUNTS].to_numpy() == got.summary.loc[ref.summary.index, COUNTS].to_numpy()).all()
