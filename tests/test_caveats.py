@@ -87,6 +87,8 @@ def test_recalibration_that_inverts_or_loses_the_ranking_of_its_signal():
     assert any("below 0.5" in w and "fewer folds or isotonic" in w for w in inv)
     fell = c.predictors["noisy@isotonic"]
     assert any("AUROC fell from" in w and "(noisy)" in w for w in fell), fell
+    # an isotonic map is not told to try isotonic (helper-23): the other map is offered
+    assert not any("or isotonic" in w for w in fell) and any("fewer folds or Platt" in w for w in fell)
     # a faithful recalibration is not flagged
     data = _with(data, "truthful@isotonic", q)
     assert caveats(data, s, predictors=["truthful@isotonic"]).predictors[

@@ -171,6 +171,20 @@ def test_mc_audit_shows_both_series_when_identical():
     assert ring.marker.color.startswith("#") and list(fig.data).index(ring) > list(fig.data).index(dots)
 
 
+def test_mc_audit_bars_are_wilson_intervals_inside_zero_one():
+    """±1.96 SE drew no bar where every rollout agreed (q̂ = 0 or 1) and ran below 0 near it."""
+    from tpsviz.reliability import wilson_interval
+
+    a = pd.DataFrame({"trajectory_id": ["a", "b", "c"], "q_hat": [0.0, 1 / 16, 1.0], "q_se": [0.0, 0.06, 0.0],
+                      "n_rollouts": [16, 16, 16]})
+    dots = F.mc_audit_figure(a).data[0]
+    lo, hi = wilson_interval(np.array([0, 1, 16]), np.array([16, 16, 16]))
+    np.testing.assert_allclose(np.asarray(dots.error_y.array), hi - a["q_hat"])
+    np.testing.assert_allclose(np.asarray(dots.error_y.arrayminus), a["q_hat"] - lo)
+    assert dots.error_y.array[0] > 0.1 and dots.error_y.arrayminus[2] > 0.1  # k = 0 of 16: up to ~0.19
+    assert (a["q_hat"] - np.asarray(dots.error_y.arrayminus) >= 0).all()
+
+
 def test_censoring_modes_figure_marks_current_mode():
     t = pd.DataFrame({"predictor": ["a", "a"], "mode": ["simple", "upper"], "tps_mean": [-1.0, -0.5],
                       "tps_ci_low": [-1.1, -0.6], "tps_ci_high": [-0.9, -0.4], "n_trajectories": [5, 5]})

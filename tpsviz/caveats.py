@@ -106,6 +106,14 @@ def schedule_caveat(settings: ScoreSettings) -> str | None:
             "TPS under it does not reward reporting the true probability at every step.")
 
 
+def recalibration_hint(method: str) -> str:
+    """What to try when a cross-fitted recalibration ranks runs worse than its source: fewer folds
+    (larger held-out folds, whose base rates vary less: a weak signal's maps are close to those base
+    rates and invert the ranking across folds), or the other kind of map, or the source as it is."""
+    other = "Platt recalibration (a smooth map)" if method == "isotonic" else "isotonic recalibration"
+    return f"Try fewer folds or {other}, or keep the signal as it is."
+
+
 def _recalibration_caveats(data, settings, name, src, n_boot) -> list:
     from .metrics import auroc, paired_metric_difference
 
@@ -117,7 +125,7 @@ def _recalibration_caveats(data, settings, name, src, n_boot) -> list:
     if rows.size < 2 or yv.min() == yv.max():
         return out
     a = auroc(p[rows], yv)
-    hint = "Try fewer folds or isotonic recalibration, or keep the signal as it is."
+    hint = recalibration_hint(name.rsplit("@", 1)[-1].split("-")[0])  # (…@isotonic-step: per step)
     if a < 0.5:
         out.append(f"{name}: AUROC {a:.3f} is below 0.5, so the recalibrated forecasts rank runs "
                    f"worse than chance. Cross-fitting a weak signal can invert its ranking. "

@@ -108,7 +108,8 @@ def predictor_columns(cols: list[str], source: str, notes: list[str]):
     if missing:
         found = (f" (columns: {', '.join(show_id(c, 30) for c in cols[:12])}"
                  + (f" and {len(cols) - 12} more" if len(cols) > 12 else "") + ")"
-                 if looks_like_ours(cols) else " (the file's header names none of the log's columns)")
+                 if looks_like_ours(cols) else " (the file's column names, its header or JSON keys, include none of "
+                 "the log's columns)")
         problems.append(f"missing required column{'s' if len(missing) > 1 else ''} "
                         f"{', '.join(repr(c) for c in missing)}{found}")
     if not names:

@@ -149,7 +149,7 @@ def monotone_distortion(data: TrajectoryData, settings: ScoreSettings | None = N
               if is_clear(comp["z"]) and comp["delta"] < 0 else "")
     explanation = (
         f"Pushing every {name} forecast {how} keeps their order, so AUROC stays at {a0:.3f} "
-        f"(now {a1:.3f}), but {honest}"
+        + (f"(now {a1:.3f}), " if f"{a0:.3f}" != f"{a1:.3f}" else "") + f"but {honest}"
         + change_text("mean TPS per trajectory", t0, t1, comp["se"]) + ".")
     return Demonstration("monotone distortion", table, explanation, new, d2, comp)
 

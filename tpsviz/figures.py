@@ -497,15 +497,23 @@ def artificial_check_figure(check: pd.DataFrame, colors: dict) -> go.Figure:
 
 
 def mc_audit_figure(audit: pd.DataFrame) -> go.Figure:
-    """q̂_Z from rollouts with ±1.96 SE per censored run, sorted, with the log's q_Z if given.
+    """q̂_Z from rollouts with its 95% Wilson interval per censored run, sorted, with the log's q_Z
+    if given.
 
-    The log's q_Z is drawn as a larger hollow ring so that it stays visible where it equals q̂_Z.
+    Wilson, not ±1.96 SE: the SE is 0 where every rollout agrees (q̂ = 0 or 1), which drew no bar
+    at all from a handful of rollouts, and ± SE ran below 0 near it. The log's q_Z is drawn as a
+    larger hollow ring so that it stays visible where it equals q̂_Z.
     """
+    from .reliability import wilson_interval
+
     a = audit.sort_values("q_hat").reset_index(drop=True)
+    n = a["n_rollouts"].to_numpy(dtype=float)
+    lo, hi = wilson_interval(np.round(a["q_hat"].to_numpy(dtype=float) * n), n)
     fig = go.Figure()
     fig.add_trace(go.Scatter(x=np.arange(len(a)), y=a["q_hat"], mode="markers", name="q̂_Z (rollouts)",
                              marker=dict(color="#0072B2", size=5),
-                             error_y=dict(type="data", array=1.96 * a["q_se"].fillna(0), color="#9ecae1", thickness=1),
+                             error_y=dict(type="data", symmetric=False, array=np.nan_to_num(hi - a["q_hat"]),
+                                          arrayminus=np.nan_to_num(a["q_hat"] - lo), color="#9ecae1", thickness=1),
                              customdata=np.c_[a["trajectory_id"].astype(str).map(lambda v: html.escape(v, quote=False)),
                                               a["n_rollouts"]],
                              hovertemplate="%{customdata[0]}: q̂_Z = %{y:.3f} from %{customdata[1]} rollouts<extra></extra>"))
@@ -518,7 +526,7 @@ def mc_audit_figure(audit: pd.DataFrame) -> go.Figure:
                                  hovertemplate="log q_Z = %{y:.3f}<extra></extra>"))
     fig.update_xaxes(title="censored runs, sorted by q̂_Z")
     fig.update_yaxes(title="q_Z = P(success | history at Z)", range=[-0.03, 1.03])
-    return _layout(fig, "Monte-Carlo audit: continuation success per censored run (±1.96 SE)")
+    return _layout(fig, "Monte-Carlo audit: continuation success per censored run (95% Wilson interval)")
 
 
 def with_caption(fig: go.Figure, text: str, size: int = 11) -> go.Figure:

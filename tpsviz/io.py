@@ -119,10 +119,12 @@ def _tau2_files(files: list, name: str | None, options: ReadOptions, limits: Lim
     if len(files) == 1:
         raise ValueError("pass a single file as bytes with a name, not as a list")
     index = [f for f in files if f[1].rsplit("/", 1)[-1] == "results.json"]
-    label = name or "tau2-bench results"
     if len(index) != 1:
-        raise LogFormatError(label, ["several files were given: that is read as a tau2-bench folder "
-                                     "layout, which needs exactly one results.json among them"])
+        raise LogFormatError(name or f"{len(files)} files", [
+            f"{len(files)} files were given, and several files are read together only as a tau2-bench folder "
+            f"layout: results.json with its simulation files ({len(index) or 'none'} of them named "
+            "results.json). For one table or harness log, give that file alone"])
+    label = name or "tau2-bench results"
     total = sum(len(b) for b, _ in files)
     if total > limits.max_bytes:
         raise LogFormatError(label, [f"the files are larger together than the "

@@ -369,8 +369,8 @@ def check_header(cols: list[str], percent, source: str):
         # first line: docs/deployment.md)
         found = (f" (columns: {', '.join(show_id(c, 30) for c in cols[:12])}"
                  + (f" and {len(cols) - 12} more" if len(cols) > 12 else "") + ")"
-                 if looks_like_ours(cols) else " (the file's header names none of the log's "
-                 "columns; see the log format)")
+                 if looks_like_ours(cols) else " (the file's column names, its header or JSON keys, include none "
+                 "of the log's columns; see the log format)")
         problems.append(
             f"missing required column{'s' if len(missing_req) > 1 else ''} "
             f"{', '.join(repr(c) for c in missing_req)}{found}")

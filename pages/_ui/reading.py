@@ -90,6 +90,48 @@ def options_from_state(last_reading: dict | None) -> tuple[ReadOptions, list[str
                        scorer=scorer, conf=conf, mapping=mapping, percent=percent), problems
 
 
+#: the reading options of one file (widget and URL keys); "tr_…" treatments too
+OPTION_KEYS = ("fmt", "conf", "thr", "scorer", "map", "pct", "fpath")
+
+
+def options_follow_file(identity: str | None) -> bool:
+    """Reading options belong to the file they were set for: when another file is chosen (a new
+    server path, other uploaded names), they are cleared, in the session and in the link, before
+    the file is read. A percent column or a mapping of one file refused the next one ("percent
+    given for 'conf_x', which is not a predictor column"). ``identity`` None (no file chosen yet,
+    e.g. an empty path box) changes nothing, and neither does the first run of a session (the
+    link's options are for its file). Returns whether some option was set and is now cleared."""
+    ss = st.session_state
+    if identity is None:
+        return False
+    last = ss.get("_options_for")
+    ss["_options_for"] = identity
+    if last is None or last == identity:
+        return False
+    cleared = False
+    for k in OPTION_KEYS:
+        cleared |= ss.get(k, st.query_params.get(k)) not in (None, "", "auto")
+        # the widget's default, set before it is drawn: a widget bound to the URL takes its value from
+        # the link when it has no state, and its URL parameter cannot be deleted while it is bound
+        # (Streamlit drops the parameter itself once the value is the default)
+        ss[k] = "auto" if k == "fmt" else ""
+    for k in [k for k in list(ss.keys()) + list(st.query_params.keys()) if str(k).startswith("tr_")]:
+        ss.pop(k, None)  # (a reason the next file also has keeps the link's treatment, if any)
+        drop_param(k)
+    return cleared
+
+
+def drop_param(key: str) -> None:
+    """Remove ``key`` from the URL unless a widget is bound to it (Streamlit then removes it when
+    the widget is not drawn, or its value is the default)."""
+    from streamlit.errors import StreamlitAPIException
+
+    try:
+        del st.query_params[key]
+    except (KeyError, StreamlitAPIException):
+        pass
+
+
 def sidebar_options(kind: str):
     """The reading options (an expander under the data source; not for the demo). Returns the
     uploaded forecasts table as (bytes, name), or None."""

@@ -97,6 +97,8 @@ def _source() -> S.Source | None:
         name = sb.selectbox("Demo scenario", list(S.DEMOS), key="demo", bind=BIND,
                             help=S.DEMOS_HELP + " ""Synthetic benchmarks made by tpsviz.synthetic; 'truthful' reports the true "
                                  "q_t and is drawn in black as the reference.")
+        for k in ("path", "rpath", *R.OPTION_KEYS):  # a link to the demo carries no file's path or options
+            R.drop_param(k)
         return S.demo_source(name)
     if kind == "upload":
         ups = sb.file_uploader("Trajectory log", type=UPLOAD_TYPES, key="upload", accept_multiple_files=True,
@@ -108,14 +110,26 @@ def _source() -> S.Source | None:
                                 key="upload_rollouts",
                                 help="Monte-Carlo continuations of censored runs: trajectory_id, outcome (0/1). "
                                      "Their mean is q̂_Z for the exact censored score.")
+        _forget_options(tuple(u.name for u in ups) if ups else None)
         side = R.sidebar_options(kind)
         if not ups:
             return None
+        if len(ups) > 1 and not any(u.name == "results.json" for u in ups):
+            sb.caption(f":orange[:material/warning:] {len(ups)} files are in the upload box, and they are read "
+                       "together as one log (a tau2-bench folder layout: results.json with its simulation "
+                       "files). For one table or harness log, remove the others (× beside each file).")
         files = tuple((u.getvalue(), u.name) for u in ups)
         rraw = roll.getvalue() if roll is not None else None
         opts = _options()
         return S.upload_source(files, opts, side, rraw, roll.name if roll is not None else None)
     return _server_path()
+
+
+def _forget_options(identity) -> None:
+    """Clear the reading options of another file (:func:`pages._ui.reading.options_follow_file`)
+    and say so."""
+    if R.options_follow_file(identity):
+        st.sidebar.caption(":material/restart_alt: Reading options were cleared: they were set for another file.")
 
 
 def _options():
@@ -167,6 +181,7 @@ def _server_path() -> S.Source | None:
     _url_path("path", roots)
     _url_path("rpath", roots)
     sb.caption("Readable folders: " + ", ".join(code(str(r), 120) for r in roots.roots))
+    _forget_options(str(st.session_state.get("path", "")).strip() or None)
     R.sidebar_options("path")
     _url_path("fpath", roots)
     path = str(st.session_state.get("path", "")).strip()
@@ -267,8 +282,11 @@ def _remember_base(src, base) -> tuple[tuple, bool]:
     recal = _recal_specs()
     # a new file (not new reading options) resets the selection, filters and treatments
     data_key = src.file_key if src is not None else None
-    changed = st.session_state.get("_data_key", data_key) != data_key
-    st.session_state["_data_key"] = data_key
+    # no source yet (an empty server path or upload box while the user chooses) is no new file:
+    # going back to the same file then keeps every setting
+    changed = data_key is not None and st.session_state.get("_data_key", data_key) != data_key
+    if data_key is not None:
+        st.session_state["_data_key"] = data_key
     if changed:
         st.session_state["_reading"] = base.reading if base is not None and not L.is_failure(base) else None
         for k in [k for k in st.session_state if str(k).startswith("tr_")]:
@@ -300,8 +318,12 @@ def _predictors(sb, base, recal: tuple, changed: bool) -> list[str]:
     st.session_state["_pred_opts"] = options
     for k in [k for k in st.session_state if k.startswith("f_")] if changed else []:
         del st.session_state[k]
-    if changed and "cens" in st.session_state:
-        st.session_state["cens"] = tpsviz.default_censoring(base)
+    # the censoring mode follows each log's default (exact where the log gives q_Z) unless the user
+    # chose another one: an explicit choice is kept for the next file
+    default = tpsviz.default_censoring(base)
+    if changed and "cens" in st.session_state and st.session_state["cens"] == st.session_state.get("_cens_default"):
+        st.session_state["cens"] = default
+    st.session_state["_cens_default"] = default
     preds = sb.multiselect("Predictors", options, key="pred", bind=BIND, **_default("pred", {"default": options}),
                            help="conf_<name> columns of the log (and recalibrated predictors). Each has one "
                                 "colour on every page; the truthful/oracle predictor is black, the reference.")

@@ -366,4 +366,6 @@ def register_figure(name: str, fig, caption: str = "") -> None:
 
 
 def safe_filename(s: str) -> str:
-    return re.sub(r"[^A-Za-z0-9_.-]+", "_", s)[:80] or "tpsviz"
+    """``s`` as a file name stem: runs of other characters become one "_", none at either end
+    ("Reliability (all steps)" gave "…all_steps_" before ".png"), at most 80 characters."""
+    return re.sub(r"[^A-Za-z0-9_.-]+", "_", s)[:80].strip("_.") or "tpsviz"

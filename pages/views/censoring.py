@@ -46,19 +46,20 @@ C.tiles([
     ("Censored runs with q_Z", f"{summ['n_censored_with_qz']:,}",
      "q_Z in the log: an honest estimate of P(success | history at the stop Z) supplied by the evaluator."),
 ])
-cc = st.columns([1, 1])
+cc = st.columns([4, 5])  # (the table's five columns were cut in half the width)
 with cc[0]:
     C.plot(F.length_histogram_figure(t), "cens_lengths", name="Run lengths")
 with cc[1]:
     pop = forecasts_by_population(data, preds)
     rows = pd.DataFrame({"predictor": [F.display_name(p) for p in pop["predictor"]], "runs": pop["runs"],
-                         "mean F (all steps)": pop["mean_all"], "mean F (last step)": pop["mean_last"],
+                         "mean F, all steps": pop["mean_all"], "mean F, last step": pop["mean_last"],
                          "n runs": pop["n_runs"]})
     st.markdown("**Forecasts in each population**", help="Mean reported P(success): over all steps and at the "
                 "last observed step. Censored runs usually look less confident late.")
     st.dataframe(rows, hide_index=True, width="stretch",
-                 column_config={"mean F (all steps)": st.column_config.NumberColumn(format="%.3f"),
-                                "mean F (last step)": st.column_config.NumberColumn(format="%.3f")})
+                 column_config={"mean F, all steps": st.column_config.NumberColumn(format="%.3f"),
+                                "mean F, last step": st.column_config.NumberColumn(format="%.3f"),
+                                "n runs": st.column_config.NumberColumn(width="small")})
 
 # ----------------------------------------------------------------- treatments
 st.subheader("TPS under each treatment")
@@ -184,7 +185,7 @@ with st.expander("Advanced checks: artificial censoring, a self-check of the cen
             else:
                 n_runs = chk["trajectory_id"].nunique()
                 mx = chk["abs_error"].max()
-                st.markdown(f"On **{n_runs}** complete runs longer than B = {budget}: TPS_full − TPS_cen,simple(B) equals "
+                st.markdown(f"On **{n_runs}** complete run{'s' if n_runs != 1 else ''} longer than B = {budget}: TPS_full − TPS_cen,simple(B) equals "
                             f"Σ_(t≤B) w_t·Y·[S(F_t,1) − S(F_t,0)] + Σ_(t>B) w_t·S(F_t,Y) with max |error| = **{mx:.1e}** "
                             + (":green[:material/check_circle: floating-point precision]" if mx < 1e-8 else ":orange[:material/warning:]"),
                             help="docs/theory.md, censoring: the decomposition of the simple censored score.")
@@ -213,7 +214,7 @@ else:
         st.caption(C.md(note))
     if covered.any():
         C.plot(F.mc_audit_figure(audit[covered]), "cens_mc", name="Monte-Carlo audit",
-               caption="Blue dots: q̂_Z, the mean of the rollouts (±1.96 binomial SE). Orange rings: the q_Z written "
+               caption="Blue dots: q̂_Z, the mean of the rollouts (bars: 95% Wilson interval, which stays inside [0, 1] and is not zero where every rollout agrees). Orange rings: the q_Z written "
                        "in the log, where there is one.")
         tab = au.table
         st.dataframe(pd.DataFrame({

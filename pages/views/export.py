@@ -32,7 +32,14 @@ def _columns() -> dict:
 
 
 def _per_traj() -> pd.DataFrame:
-    return res.per_trajectory.drop(columns=["traj"])
+    """Each run's TPS with its outcome (1, 0, empty when censored) and its metadata columns, so the
+    file alone tells successes from failures (helper-23: it had neither)."""
+    meta = [c for c in data.metadata_columns if c not in res.per_trajectory.columns]
+    runs = data.trajectories[["trajectory_id", "outcome", *meta]]
+    out = res.per_trajectory.drop(columns=["traj"]).merge(runs, on="trajectory_id", how="left")
+    out = out[[*out.columns[:4], "outcome", *[c for c in out.columns[4:] if c != "outcome"]]]
+    # a metadata column named like a settings column (alpha, schedule, …) keeps its values under another name
+    return out.rename(columns={c: f"{c} (metadata)" for c in meta if c in _columns()})
 
 
 def _contrib() -> pd.DataFrame:
@@ -59,7 +66,8 @@ n_rows = int(res.summary["n_steps"].sum())
 c = st.columns(2)
 with c[0]:
     st.markdown(f"**Per-trajectory TPS** ({len(res.per_trajectory):,} rows)",
-                help="trajectory_id, predictor, tps, censored, n_scored, weight_sum, q_z_used and the settings "
+                help="trajectory_id, predictor, tps, censored, outcome, n_scored, weight_sum, q_z_used, the run's "
+                     "metadata columns and the settings "
                      "(alpha, beta, schedule, gamma, H, censoring, q_Z source, eps, n_boot, seed).")
     st.download_button("Per-trajectory scores (CSV)", _csv(_per_traj), f"{stem}_per_trajectory.csv", "text/csv",
                        key="dl_traj_csv", on_click="ignore")

@@ -10,7 +10,7 @@ from pages._ui import state as S
 from pages._ui.text import md
 from tpsviz import figures as F
 from tpsviz.export import safe_csv
-from tpsviz.monitor import MIN_ALARM_RUNS, default_baseline, order_columns
+from tpsviz.monitor import MIN_ALARM_RUNS, N_SIM, default_baseline, order_columns
 from tpsviz.schema import show_id
 
 cfg, data = C.page("Monitoring",
@@ -33,12 +33,16 @@ def _when(v) -> str:
 
 
 TIME_NAMES = ("timestamp", "time", "date", "datetime", "created_at", "started_at", "start_time", "ts")
+# (bound to the URL: a copied link gives the same alarm verdict)
 WIDGETS = ("mon_by", "mon_window", "mon_alarm", "mon_baseline", "mon_shift", "mon_arl")
 # another log: its own defaults (a time column, a window for its size, a predictor that is not the reference)
 src = S.current_source()
 if st.session_state.get("_mon_log") != getattr(src, "key", None):
+    first_visit = "_mon_log" not in st.session_state  # (the first view keeps the link's settings)
     for k in WIDGETS:
         st.session_state.pop(k, None)
+        if not first_visit:
+            R.drop_param(k)
     st.session_state["_mon_log"] = getattr(src, "key", None)
 columns = order_columns(data)
 default_by = next((c for c in columns if str(c).lower() in TIME_NAMES), columns[0] if columns else FILE_ORDER)
@@ -47,26 +51,30 @@ not_reference = [p for p in preds if not F.is_reference(p)] or preds
 
 c = st.columns([2, 2, 2])
 by = c[0].selectbox("Order runs by", [FILE_ORDER] + columns, index=([FILE_ORDER] + columns).index(default_by),
-                    key="mon_by", format_func=lambda v: v if v == FILE_ORDER else f"column {show_id(v)}",
+                    key="mon_by", bind="query-params",
+                    format_func=lambda v: v if v == FILE_ORDER else f"column {show_id(v)}",
                     help="A column of date-times or numbers (a timestamp, a run counter); a value per step counts "
                          "at each run's earliest. Or the order in which runs first appear in the file.")
 max_window = max(2, n_runs // 2)
 window = int(c[1].number_input("Runs per window", 2, max_window, min(100, max(2, n_runs // 8)), step=10,
-                               key="mon_window", help=f"Each point is the mean over this many consecutive runs (2 to "
+                               key="mon_window", bind="query-params",
+                               help=f"Each point is the mean over this many consecutive runs (2 to "
                                                       f"{max_window:,}); windows move by a quarter of their width."))
 alarm_on = c[2].selectbox("Alarm watches", preds, index=preds.index(not_reference[0]), key="mon_alarm",
+                          bind="query-params",
                           format_func=F.display_name, help="The predictor whose per-run TPS the CUSUM alarm follows.")
 with st.expander("Alarm settings"):
     e = st.columns(3)
     baseline = int(e[0].number_input("In-control runs at the start", 2, max(2, n_runs),
-                                     max(2, default_baseline(n_runs, window)), key="mon_baseline",
+                                     max(2, default_baseline(n_runs, window)), key="mon_baseline", bind="query-params",
                                      help="The alarm learns what normal looks like from these first runs (default: a "
                                           f"quarter of the runs, at least one window and at least {MIN_ALARM_RUNS})."))
     shift = float(e[1].select_slider("Drop to detect (SD)", [0.25, 0.5, 0.75, 1.0, 1.5], 0.5, key="mon_shift",
+                                     bind="query-params",
                                      help="The CUSUM is most sensitive to a drop of this size, in standard deviations of "
                                           "the in-control runs."))
     arl = float(e[2].select_slider("One false alarm per … runs", [100, 200, 500, 1000, 2000, 5000], 1000,
-                                   key="mon_arl", help="The threshold is set so that, while nothing changes, the alarm "
+                                   key="mon_arl", bind="query-params", help="The threshold is set so that, while nothing changes, the alarm "
                                                        "goes off about once in this many runs."))
 
 try:
@@ -112,10 +120,13 @@ if alarm is not None and not alarm.reason:
         where = (f"the alarm went off at {_run(int(first['position']), first['key'], first['trajectory_id'])}; the drop "
                  f"most likely began around the {_nth(int(first['start_position']))} run")
         p_chance = alarm.count_p   # share of those streams with as many alarms or more
+        # none of the N_SIM streams reached the count: p is at most 1 / (N_SIM + 1), not equal to it
+        p_words = f"p ≤ {p_chance:.2g}" if p_chance * (N_SIM + 1) < 1.5 else f"p = {p_chance:.2g}"
         if p_chance < 0.01:
             st.error(f"**{name} degraded**: {where}. {len(post)} alarm(s) in the {n_after:,} runs after the in-control "
                      f"part, where chance alone gives about {chance:.1f} (a count this high by chance: "
-                     f"p = {p_chance:.2g}).", icon=":material/notifications_active:")
+                     f"{p_words}; chance from {N_SIM} simulated in-control streams).",
+                     icon=":material/notifications_active:")
         else:
             st.warning(f"**{name}: {len(post)} alarm(s) in the {n_after:,} runs after the in-control part, where chance "
                        f"alone gives about {chance:.1f}** (a count this high by chance: p = {p_chance:.2f}). Not yet "

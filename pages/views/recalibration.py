@@ -10,6 +10,7 @@ from pages._ui import results as Rs
 from pages._ui import loading as L
 from pages._ui import state as S
 from tpsviz import figures as F
+from tpsviz.caveats import recalibration_hint
 from tpsviz.claims import is_clear, z_text
 from tpsviz import formatting as Fm
 from tpsviz.inference import summary_interval
@@ -101,7 +102,11 @@ if not names:
     st.stop()
 focus = st.session_state.get("recal_focus")
 focus = focus if focus in names else names[-1]
-focus = st.selectbox("Before / after for", names, index=names.index(focus), key="recal_view",
+# the widget's value lives in session state only (set by _add when a predictor is added): a
+# default index beside it made Streamlit warn in the server log
+if st.session_state.get("recal_view") not in names:
+    st.session_state["recal_view"] = focus
+focus = st.selectbox("Before / after for", names, key="recal_view",
                      help="Compare a recalibrated predictor with its source.")
 r = next(S.parse_recal(s) for s in specs if S.parse_recal(s)["name"] == focus)
 pair = [p for p in (r["source"], focus) if p in data.predictors]
@@ -159,7 +164,7 @@ with delta_box:
                          "bootstrap over trajectories. |Δ/SE| ≥ 2 is called clear.")
         if is_clear(za) and za < 0:
             st.warning(f"Recalibration clearly lowered AUROC ({z_text(za)}): the cross-fitted maps rank runs worse than "
-                       "the signal itself. Try fewer folds or isotonic, or keep the original.", icon=":material/warning:")
+                       f"the signal itself. {recalibration_hint(r['method'])}", icon=":material/warning:")
         elif is_clear(zt) and zt > 0 and not is_clear(za):
             st.success("Recalibration does not clearly change the ranking (AUROC) but clearly makes the probabilities "
                        f"more honest (TPS, {z_text(zt)}): the paper's headline, on your data.", icon=":material/lightbulb:")

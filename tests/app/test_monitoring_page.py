@@ -17,6 +17,28 @@ def _monitoring(at):
     return at
 
 
+def _p_words(p: float) -> str:
+    """The p of the alarm count: at its floor 1 / (N_SIM + 1) (no simulated stream reached the
+    count) it is an upper bound (helper-23 read "p = 0.0025" as exact)."""
+    from tpsviz.monitor import N_SIM
+
+    return f"p ≤ {p:.2g}" if p <= 1 / (N_SIM + 1) + 1e-12 else f"p = {p:.2g}"
+
+
+def test_the_alarm_settings_come_back_from_a_link():
+    """Order, window, watched predictor, in-control runs, drop and false-alarm rate are in the URL:
+    a copied link gives the same alarm verdict (helper-23: only the demo was)."""
+    # (an option's words as shown are its value in the URL: "truthful (reference)", "column timestamp")
+    at = fresh({"demo": "drift-like", "mon_window": "50", "mon_alarm": "truthful (reference)", "mon_baseline": "120",
+                "mon_shift": "1.0", "mon_arl": "500", "mon_by": "order in the file"})
+    _monitoring(at)
+    assert at.number_input(key="mon_window").value == 50 and at.selectbox(key="mon_alarm").value == "truthful"
+    assert at.number_input(key="mon_baseline").value == 120
+    assert at.select_slider(key="mon_shift").value == 1.0 and at.select_slider(key="mon_arl").value == 500
+    assert at.selectbox(key="mon_by").value == "order in the file"
+    assert "tuned to a drop of 1 SD from the first 120 scored runs" in texts(at)
+
+
 def test_drift_demo_alarm_matches_the_core():
     at = _monitoring(fresh())       # first the tau2-like demo, with its own defaults …
     at.number_input(key="mon_window").set_value(30).run()
@@ -31,7 +53,7 @@ def test_drift_demo_alarm_matches_the_core():
     first = want.alarms[~want.alarms["in_control"]].iloc[0]
     err = " ".join(e.value for e in at.error)
     assert "agent degraded" in err and f"where chance alone gives about {want.chance_alarms:.1f}" in err
-    assert f"(a count this high by chance: p = {want.count_p:.2g})" in err   # from the simulated streams
+    assert f"(a count this high by chance: {_p_words(want.count_p)};" in err   # from the simulated streams
     n = int(first["position"]) + 1
     nth = f"{n}{'th' if 10 <= n % 100 <= 20 else {1: 'st', 2: 'nd', 3: 'rd'}.get(n % 10, 'th')}"
     assert f"alarm went off at the {nth} run (run\\-00{n - 1}" in err
@@ -48,7 +70,7 @@ def test_drift_demo_alarm_matches_the_core():
     chance, p_chance = truth.chance_alarms, truth.count_p
     said = f"{n_post} alarm(s) in the 675 runs after the in-control part, where chance alone gives about {chance:.1f}"
     if p_chance < 0.01:
-        assert said in " ".join(e.value for e in at.error) and f"p = {p_chance:.2g})" in " ".join(e.value for e in at.error)
+        assert said in " ".join(e.value for e in at.error) and f"{_p_words(p_chance)};" in " ".join(e.value for e in at.error)
     else:
         warn = " ".join(w.value for w in at.warning)
         assert said in warn and f"(a count this high by chance: p = {p_chance:.2f}). Not yet clear evidence" in warn

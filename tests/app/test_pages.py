@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from apptest_helpers import APP, DEMO, texts
+from apptest_helpers import APP, DEMO, fresh, texts
 
 PAGES = ["pages/views/overview.py", "pages/views/reliability.py", "pages/views/steps.py", "pages/views/censoring.py", "pages/views/lab.py",
          "pages/views/recalibration.py", "pages/views/export.py"]
@@ -211,6 +211,23 @@ def test_recalibration_adds_a_predictor_everywhere(app):
     assert "verbal@platt" in _leaderboard(app).index
 
 
+def test_a_second_recalibration_sets_the_view_without_a_streamlit_warning(caplog):
+    """Adding a second recalibrated predictor logged "The widget with key "recal_view" was created
+    with a default value but also had its value set via the Session State API" (helper-23)."""
+    import logging
+
+    at = fresh({"demo": "tau2-like"})
+    with caplog.at_level(logging.WARNING):
+        _recalibrate_verbal(at)
+        at.selectbox(key="rc_src").set_value("verbal")
+        at.radio(key="rc_method").set_value("isotonic")
+        at.button[0].click().run()
+        at.selectbox(key="recal_view").set_value("verbal@platt").run()
+    assert not at.exception
+    assert at.selectbox(key="recal_view").value == "verbal@platt"
+    assert "default value but also had its value set" not in caplog.text
+
+
 def test_steps_drill_down_censored_run(app):
     app.switch_page("pages/views/steps.py").run()
     app.radio(key="steps_group").set_value("censored").run()
@@ -406,3 +423,11 @@ def test_large_log_shows_points_first_then_full_metric_cis(tmp_path, monkeypatch
     # the metric CIs, filled in last, use as many replicates as the TPS CI (the default 2,000)
     assert "metric CIs from 2000 replicates" in texts(at)
     assert "(large log)" not in texts(at)
+
+
+def test_file_names_have_no_stray_underscores():
+    from pages._ui.state import safe_filename
+
+    assert safe_filename("tpsviz_tau2-like_Reliability (all steps, complete runs)") == \
+        "tpsviz_tau2-like_Reliability_all_steps_complete_runs"
+    assert safe_filename("../etc/passwd") == "etc_passwd" and safe_filename("(((") == "tpsviz"

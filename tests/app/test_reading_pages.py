@@ -230,3 +230,60 @@ def test_taubench_upload_with_a_forecasts_table():
     table = next(d.value for d in at.dataframe if "termination reason" in d.value.columns)
     assert dict(zip(table["termination reason"], table["treatment"])) == {"done": "outcome",
                                                                            "max_num_steps": "censored"}
+
+
+def test_reading_options_belong_to_their_file_and_a_demo_link_carries_none(tmp_path, monkeypatch):
+    """A percent column set for one file refused the next ("percent given for 'conf_x', which is
+    not a predictor column of the log"), and a link to the demo still carried the server path
+    (helper-23's walkthrough). Options now follow the file; an empty path box changes nothing."""
+    (tmp_path / "logs").mkdir()
+    pct = "trajectory_id,step,outcome,conf_x\n" + "".join(
+        f"r{i},{t},{i % 2},{30 + 10 * t + 5 * (i % 2)}\n" for i in range(30) for t in range(1, 4))
+    (tmp_path / "logs" / "pct.csv").write_text(pct)
+    (ROOT / "demo_data" / "webshop-like.csv").read_bytes()
+    (tmp_path / "logs" / "web.csv").write_bytes((ROOT / "demo_data" / "webshop-like.csv").read_bytes())
+    monkeypatch.setenv("TPSVIZ_DATA_ROOTS", str(tmp_path / "logs"))
+    at = _fresh()
+    at.sidebar.radio(key="src").set_value("Server path").run()
+    at.sidebar.text_input(key="path").set_value("pct.csv").run()
+    assert "look like percentages" in "\n".join(c.value for c in at.code)
+    at.sidebar.text_input(key="pct").set_value("x").run()
+    assert _metrics(at)["Trajectories"] == "30"
+    # an empty box while the user chooses, then the same file: the option stays
+    at.sidebar.text_input(key="path").set_value("").run()
+    at.sidebar.text_input(key="path").set_value("pct.csv").run()
+    assert _metrics(at)["Trajectories"] == "30" and at.sidebar.text_input(key="pct").value == "x"
+    # another file: the option is cleared (and said so), the file opens
+    at.sidebar.text_input(key="path").set_value("web.csv").run()
+    assert not at.exception and "not a predictor column" not in texts(at)
+    assert at.sidebar.text_input(key="pct").value == ""
+    assert "Reading options were cleared" in texts(at)
+    assert _metrics(at)["Trajectories"] == "600"
+    # the demo: its link names no server path
+    at.sidebar.radio(key="src").set_value("Demo").run()
+    assert "path" not in at.query_params and not at.exception
+
+
+def test_the_censoring_mode_chosen_is_kept_and_a_default_follows_the_log():
+    """A chosen censoring mode was reset to the log's default whenever the data source was
+    touched, even when the same log came back (helper-23). Now an explicit choice is kept; a mode
+    left at its default follows the next log's default (exact where it gives q_Z)."""
+    at = _fresh({"demo": "tau2-like"})
+    assert at.sidebar.selectbox(key="cens").value == "simple"  # tau2-like gives no q_Z
+    at.sidebar.selectbox(key="demo").set_value("webshop-like").run()
+    assert at.sidebar.selectbox(key="cens").value == "exact"  # its default: it gives q_Z
+    at.sidebar.selectbox(key="cens").set_value("upper").run()
+    at.sidebar.radio(key="src").set_value("Server path").run()  # no path given yet
+    at.sidebar.radio(key="src").set_value("Demo").run()
+    assert at.sidebar.selectbox(key="cens").value == "upper"
+    at.sidebar.selectbox(key="demo").set_value("tau2-like").run()
+    assert at.sidebar.selectbox(key="cens").value == "upper"
+
+
+def test_several_unrelated_uploads_are_told_to_remove_the_others():
+    csv = (ROOT / "demo_data" / "tau2-like.csv").read_bytes()
+    at = _fresh()
+    _upload(at, [("a.csv", b"", "text/csv"), ("tau2-like.csv", csv, "text/csv")])
+    shown = texts(at) + "\n".join(c.value for c in at.code)
+    assert "2 files are in the upload box" in shown and "remove the others" in shown
+    assert "give that file alone" in shown and "tau2-bench results" not in shown

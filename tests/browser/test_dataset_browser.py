@@ -70,6 +70,12 @@ def test_a_large_dataset_opens_on_a_sample_and_scores_all_runs_on_request(big_pa
     got = pd.read_csv(dl.value.path())
     assert set(got["sample"]) == {"random sample of 120 of 450 runs, seed 20260101"}
     assert got["trajectory_id"].nunique() == 120
+    # each run's outcome and metadata are in the file (helper-23: successes could not be told from failures)
+    runs = pd.read_csv(ROOT / "demo_data" / "tau2-like.csv").groupby("trajectory_id").first()
+    want = runs.loc[got["trajectory_id"]]
+    assert (got["outcome"].fillna(-1).to_numpy() == want["outcome"].fillna(-1).to_numpy()).all()
+    assert (got["task"].to_numpy() == want["task"].to_numpy()).all()
+    assert list(got.columns[:5]) == ["trajectory_id", "predictor", "tps", "censored", "outcome"]
     screenshot(pg, "63_dataset_sample_export")
 
 
