@@ -37,3 +37,16 @@ def test_missing_values_are_a_dash_never_none_or_nan():
     html = build_report("t", {}, [Section("s", table=t)])
     body = html.split("<table border=\"0\" class=\"dataframe data\">")[-1]
     assert "—" in body and "None" not in body and "NaN" not in body and ">nan<" not in body
+
+
+def test_table_cells_text_left_numbers_right_missing_as_a_dash():
+    import numpy as np
+
+    df = pd.DataFrame({"predictor": ["a <b>", None], "why": ["a long sentence", "x"],
+                       "tps": [-1.234567, np.nan], "runs": pd.array([3, pd.NA], dtype="Int64"), "ok": [True, False]})
+    html = build_report("t", {}, [Section("s", table=df)])
+    table = html[html.index("<table class='data'>"):]
+    assert "<th class='t'>predictor</th>" in table and "<th class='t'>why</th>" in table and "<th>tps</th>" in table
+    assert "<td class='t'>a &lt;b&gt;</td>" in table and "<td>-1.235</td>" in table and "<td>3</td>" in table
+    assert table.count("<td>—</td>") == 3  # None, NaN, NA
+    assert "<td class='t'>True</td>" in table  # a bool column reads as text

@@ -289,8 +289,9 @@ def load(source, name: str | None = None, fmt: str | None = None, limits: Limits
             f"this {reading['format']} log holds no per-step forecast: name a numeric field of the "
             "agent's messages as one (e.g. verbal=metadata.confidence: --conf NAME=FIELD, or the dashboard's "
             "Reading options, \"Forecast fields of agent messages\"), or join a table trajectory_id, step, "
-            "conf_<name> (--forecasts FILE, or \"Forecasts table\" in the Reading options); token "
-            "log-probabilities, when the log has them, are used as raw signals automatically"])
+            "conf_<name> (--forecasts FILE, or the Reading options' \"Forecasts table (optional)\" for an upload, "
+            "\"Forecasts table path (optional)\" for a server path); token log-probabilities, when the log has "
+            "them, are used as raw signals automatically"])
     notes = list(reading.get("notes", []))
     frame.attrs["notes"] = notes + list(frame.attrs.get("notes", []))
     try:

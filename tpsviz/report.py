@@ -21,7 +21,7 @@ h1{font-size:1.7em;margin-bottom:.2em} h2{font-size:1.3em;margin-top:1.8em;borde
 .settings{background:#f6f8fa;border:1px solid #ddd;border-radius:6px;padding:.6em 1em}
 .settings td{padding:.15em 1em .15em 0} table.data{border-collapse:collapse;font-size:.9em;margin:.5em 0}
 table.data th,table.data td{border:1px solid #ddd;padding:.25em .6em;text-align:right}
-table.data th:first-child,table.data td:first-child{text-align:left} .caption{color:#555;font-size:.9em}
+table.data th.t,table.data td.t{text-align:left} .caption{color:#555;font-size:.9em}
 .verdict-ok{color:#007a4d;font-weight:600} .verdict-bad{color:#b33;font-weight:600}
 """
 
@@ -39,8 +39,25 @@ def _esc(s) -> str:
 
 
 def _table(df: pd.DataFrame) -> str:
-    return df.to_html(index=False, escape=True, classes="data", border=0, na_rep="—",
-                      float_format=lambda v: f"{v:.4g}")
+    """An HTML table: numbers to 4 significant digits and right-aligned, text left-aligned (a
+    verdict's sentence read badly flush right), a missing value as —; every cell escaped."""
+    numeric = [pd.api.types.is_numeric_dtype(df[c]) and not pd.api.types.is_bool_dtype(df[c]) for c in df.columns]
+
+    def cell(v, num: bool) -> str:
+        try:
+            missing = bool(pd.isna(v))
+        except (TypeError, ValueError):  # (a list or array in a cell)
+            missing = False
+        if missing:
+            return "<td>—</td>"
+        text = f"{v:.4g}" if num and isinstance(v, float) else str(v)
+        return f"<td>{_esc(text)}</td>" if num else f"<td class='t'>{_esc(text)}</td>"
+
+    head = "".join(f"<th>{_esc(c)}</th>" if num else f"<th class='t'>{_esc(c)}</th>"
+                   for c, num in zip(df.columns, numeric))
+    body = "".join("<tr>" + "".join(cell(v, num) for v, num in zip(row, numeric)) + "</tr>"
+                   for row in df.itertuples(index=False, name=None))
+    return f"<table class='data'><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
 
 
 def build_report(title: str, settings: dict, sections: list, notes: list | None = None) -> str:

@@ -390,8 +390,11 @@ def report_sections(cfg: S.Config, data) -> list:
                 rows.append({"predictor": p, "mode": m, "tps_mean": r["tps_mean"], "tps_ci_low": r["tps_ci_low"],
                              "tps_ci_high": r["tps_ci_high"], "n_trajectories": int(r["n_trajectories"])})
         t = pd.DataFrame(rows)
-        secs.append(Section("TPS by censoring treatment", "", F.censoring_modes_figure(t, colors, cfg.alpha, cfg.beta),
-                            t))
+        shown = t.assign(predictor=t["predictor"].map(F.display_name)).rename(columns={
+            "mode": "censoring", "tps_mean": f"TPS ({cfg.unit}/run)", "tps_ci_low": "95% CI low",
+            "tps_ci_high": "95% CI high", "n_trajectories": "runs"})
+        secs.append(Section("TPS by censoring treatment", "exact = " + Rs.censoring_label(cfg, "exact") + ".",
+                            F.censoring_modes_figure(t, colors, cfg.alpha, cfg.beta), shown))
     curves, omega = score_curves(cfg)
     secs.append(Section("The scoring rule", "S(p,1), S(p,0) and the threshold weight ω(c) for the current α, β.", curves))
     secs.append(Section("Threshold weight", "", omega))

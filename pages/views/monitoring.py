@@ -5,6 +5,7 @@ import numpy as np
 import streamlit as st
 
 from pages._ui import common as C
+from pages._ui import reading as R
 from pages._ui import results as Rs
 from pages._ui import state as S
 from pages._ui.text import md
@@ -65,7 +66,9 @@ alarm_on = c[2].selectbox("Alarm watches", preds, index=preds.index(not_referenc
                           format_func=F.display_name, help="The predictor whose per-run TPS the CUSUM alarm follows.")
 with st.expander("Alarm settings"):
     e = st.columns(3)
-    baseline = int(e[0].number_input("In-control runs at the start", 2, max(2, n_runs),
+    # (at least MIN_ALARM_RUNS where the log has them: fewer cannot set an alarm up, and the box took 5
+    # and then said so)
+    baseline = int(e[0].number_input("In-control runs at the start", max(2, min(MIN_ALARM_RUNS, n_runs)), max(2, n_runs),
                                      max(2, default_baseline(n_runs, window)), key="mon_baseline", bind="query-params",
                                      help="The alarm learns what normal looks like from these first runs (default: a "
                                           f"quarter of the runs, at least one window and at least {MIN_ALARM_RUNS})."))

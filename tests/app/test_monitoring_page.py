@@ -105,3 +105,10 @@ def test_a_calm_start_is_required_and_too_few_runs_after_it_are_said():
     text = texts(at)
     assert "The in-control part is not calm" in text and "Too few runs after the in-control part to tell" in text
     assert not at.success and not at.error
+
+
+def test_the_in_control_box_starts_at_the_runs_an_alarm_needs():
+    from tpsviz.monitor import MIN_ALARM_RUNS
+
+    at = _monitoring(fresh({"demo": "drift-like"}))
+    assert at.number_input(key="mon_baseline").min == MIN_ALARM_RUNS

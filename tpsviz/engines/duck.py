@@ -339,7 +339,6 @@ def _rows_sql(plan: _Plan, source: str, settings: ScoreSettings, positional: boo
         v, bad = plan.expr(name)
         parsed += [f"{v} AS praw{k}", f"({bad}) AS bad_ptext{k}"]
     eps = float(settings.eps)
-    sch = settings.schedule
     weight = weight_sql(settings, positional)
     cols = ["tid", "step", "y", "c", "q", "bad_tid", "bad_step", "bad_y", "bad_c", "bad_q", "bad_w",
             "w"]

@@ -247,7 +247,6 @@ def defects(plan: _Plan, runs: _Runs) -> bool:
     then counted by :func:`tpsviz.engines.duck._diagnose`)."""
     ids = runs._t.column("tid")
     bad = bool(ids.null_count) or bool(pc.any(pc.equal(ids, "")).as_py())
-    n = runs.num("n")
     smin, smax = runs.num("smin"), runs.num("smax")
     with np.errstate(invalid="ignore"):
         bad |= bool((np.isnan(smax) | (smin < 0) | (smax >= MAX_STEP)).any())
