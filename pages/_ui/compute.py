@@ -393,7 +393,7 @@ def report_sections(cfg: S.Config, data) -> list:
         shown = t.assign(predictor=t["predictor"].map(F.display_name)).rename(columns={
             "mode": "censoring", "tps_mean": f"TPS ({cfg.unit}/run)", "tps_ci_low": "95% CI low",
             "tps_ci_high": "95% CI high", "n_trajectories": "runs"})
-        secs.append(Section("TPS by censoring treatment", "exact = " + Rs.censoring_label(cfg, "exact") + ".",
+        secs.append(Section("TPS by censoring treatment", "The exact rows: " + Rs.censoring_label(cfg, "exact") + ".",
                             F.censoring_modes_figure(t, colors, cfg.alpha, cfg.beta), shown))
     curves, omega = score_curves(cfg)
     secs.append(Section("The scoring rule", "S(p,1), S(p,0) and the threshold weight ω(c) for the current α, β.", curves))

@@ -64,7 +64,7 @@ with cc[1]:
 # ----------------------------------------------------------------- treatments
 st.subheader("TPS under each treatment")
 modes = ["complete", "simple", "exact", "upper"]
-qnote = "exact = " + Rs.censoring_label(cfg, "exact")
+qnote = Rs.censoring_label(cfg, "exact")  # ("exact (q_Z from …)": the mode names itself)
 treatments_box, shift_box = st.empty(), st.empty()
 
 
