@@ -275,3 +275,11 @@ def test_omega_svg_is_the_normalised_weight_curve():
     left, up, pw, ph = 22, 22, 260 - 22 - 8, 120 - 22 - 30
     np.testing.assert_allclose((pts[:, 0] - left) / pw, c, atol=0.06 / pw)
     np.testing.assert_allclose(1 - (pts[:, 1] - up) / ph, w / w.max(), atol=0.06 / ph)
+
+
+def test_artificial_check_bars_keep_the_predictor_order_and_show_an_exact_zero():
+    check = pd.DataFrame({"predictor": ["zeta", "alpha", "zeta", "alpha"], "abs_error": [0.0, 3e-15, 0.0, 1e-16]})
+    bar = F.artificial_check_figure(check, {"zeta": "#000", "alpha": "#111"}).data[0]
+    assert list(bar.x) == ["zeta", "alpha"]  # the colours' order, not alphabetical
+    assert bar.y[0] == 1e-17 and bar.text[0] == "0" and bar.customdata[0] == "0 (exact)"
+    assert bar.y[1] == 3e-15 and bar.text[1] == ""

@@ -486,11 +486,17 @@ def qz_band_figure(sweep: pd.DataFrame, colors: dict, alpha: float, beta: float,
 
 
 def artificial_check_figure(check: pd.DataFrame, colors: dict) -> go.Figure:
-    """Absolute error |direct − closed form| per predictor (max and median), log scale."""
-    g = check.groupby("predictor")["abs_error"].agg(["max", "median"]).reset_index()
-    fig = go.Figure(go.Bar(x=[plot_label(p) for p in g["predictor"]], y=np.maximum(g["max"], 1e-18),
+    """Absolute error |direct − closed form| per predictor (max and median), log scale, predictors
+    in the order of ``colors`` (the order everywhere else). An error of exactly 0 cannot sit on a
+    log axis: its bar is drawn as a stub at 1e−17 and labelled "0"."""
+    g = check.groupby("predictor", sort=False)["abs_error"].agg(["max", "median"])
+    g = g.reindex([p for p in colors if p in g.index] + [p for p in g.index if p not in colors]).reset_index()
+    zero = g["max"].to_numpy() == 0
+    fig = go.Figure(go.Bar(x=[plot_label(p) for p in g["predictor"]], y=np.maximum(g["max"], 1e-17),
                            marker_color=[_color(colors, p) for p in g["predictor"]],
-                           hovertemplate="%{x}: max |direct − closed form| = %{y:.2e}<extra></extra>"))
+                           text=["0" if z else "" for z in zero], textposition="outside",
+                           customdata=np.where(zero, "0 (exact)", [f"{v:.2e}" for v in g["max"]]),
+                           hovertemplate="%{x}: max |direct − closed form| = %{customdata}<extra></extra>"))
     fig.update_yaxes(type="log", title="max |direct − closed form|", range=[-18, 0])
     fig.add_hline(y=1e-9, line=dict(color="#999", dash="dot"), annotation_text="1e−9")
     return _layout(fig, "Artificial censoring: closed form vs direct difference", height=300)
