@@ -108,8 +108,8 @@ if st.session_state.get("recal_view") not in names:
     st.session_state["recal_view"] = focus
 focus = st.selectbox("Before / after for", names, key="recal_view",
                      help="Compare a recalibrated predictor with its source.")
-r = next(S.parse_recal(s) for s in specs if S.parse_recal(s)["name"] == focus)
-pair = [p for p in (r["source"], focus) if p in data.predictors]
+focus_spec = next(S.parse_recal(s) for s in specs if S.parse_recal(s)["name"] == focus)
+pair = [p for p in (focus_spec["source"], focus) if p in data.predictors]
 allc = Rs.colors(data)
 colors = {p: allc[p] for p in pair}
 
@@ -164,7 +164,7 @@ with delta_box:
                          "bootstrap over trajectories. |Δ/SE| ≥ 2 is called clear.")
         if is_clear(za) and za < 0:
             st.warning(f"Recalibration clearly lowered AUROC ({z_text(za)}): the cross-fitted maps rank runs worse than "
-                       f"the signal itself. {recalibration_hint(r['method'])}", icon=":material/warning:")
+                       f"the signal itself. {recalibration_hint(focus_spec['method'])}", icon=":material/warning:")
         elif is_clear(zt) and zt > 0 and not is_clear(za):
             st.success("Recalibration does not clearly change the ranking (AUROC) but clearly makes the probabilities "
                        f"more honest (TPS, {z_text(zt)}): the paper's headline, on your data.", icon=":material/lightbulb:")

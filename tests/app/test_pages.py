@@ -431,3 +431,17 @@ def test_file_names_have_no_stray_underscores():
     assert safe_filename("tpsviz_tau2-like_Reliability (all steps, complete runs)") == \
         "tpsviz_tau2-like_Reliability_all_steps_complete_runs"
     assert safe_filename("../etc/passwd") == "etc_passwd" and safe_filename("(((") == "tpsviz"
+
+
+def test_a_recalibration_that_lowers_auroc_is_told_to_try_the_other_map():
+    """verbal@isotonic on tau2-like clearly lowers AUROC (helper-23: Δ/SE −2.6). The warning's advice
+    read the spec's method from a name the page had rebound to a table row (KeyError: 'method')."""
+    at = fresh({"demo": "tau2-like"})
+    at.switch_page("pages/views/recalibration.py").run()
+    at.selectbox(key="rc_src").set_value("verbal")
+    at.radio(key="rc_method").set_value("isotonic")
+    at.button[0].click().run()
+    assert not at.exception, [e.value for e in at.exception]
+    assert "Something went wrong" not in texts(at)
+    warn = " ".join(w.value for w in at.warning)
+    assert "Recalibration clearly lowered AUROC" in warn and "Platt recalibration" in warn
