@@ -37,9 +37,10 @@ def _per_traj() -> pd.DataFrame:
     meta = [c for c in data.metadata_columns if c not in res.per_trajectory.columns]
     runs = data.trajectories[["trajectory_id", "outcome", *meta]]
     out = res.per_trajectory.drop(columns=["traj"]).merge(runs, on="trajectory_id", how="left")
-    out = out[[*out.columns[:4], "outcome", *[c for c in out.columns[4:] if c != "outcome"]]]
+    out.insert(4, "outcome", out.pop("outcome"))  # (after trajectory_id, predictor, tps, censored)
     # a metadata column named like a settings column (alpha, schedule, …) keeps its values under another name
-    return out.rename(columns={c: f"{c} (metadata)" for c in meta if c in _columns()})
+    settings = _columns()
+    return out.rename(columns={c: f"{c} (metadata)" for c in meta if c in settings})
 
 
 def _contrib() -> pd.DataFrame:
