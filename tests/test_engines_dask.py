@@ -187,6 +187,22 @@ def test_files_storing_a_column_in_different_types_read_as_in_memory(client, tmp
         np.testing.assert_allclose(got.reindex(columns=ref.columns).to_numpy(), ref.to_numpy(), rtol=1e-12)
 
 
+def test_ids_stored_as_booleans_or_timestamps_are_spelled_as_in_memory(client, tmp_path):
+    """Each partition spells typed ids as the other engines do (docs/formats.md "Trajectory ids"),
+    and ids stored as durations are refused."""
+    import pyarrow as pa
+    from test_stored_types import TYPED_IDS, _write
+
+    st = ScoreSettings(n_boot=0)
+    for k, (ids, text) in enumerate(TYPED_IDS):
+        folder = _write(tmp_path / f"d{k}", trajectory_id=ids)
+        got = sums_dask(open_dataset(folder), st, client=client)
+        assert sorted(got.runs["trajectory_id"]) == text, ids.type
+    folder = _write(tmp_path / "dur", trajectory_id=pa.array([5, 5, 6, 6], pa.duration("s")))
+    with pytest.raises(LogFormatError, match="'trajectory_id' holds durations, which do not name runs"):
+        sums_dask(open_dataset(folder), st, client=client)
+
+
 def test_poisson_weights_follow_the_id_not_the_position():
     ids = [f"run-{i}" for i in range(500)]
     h = run_hashes(ids, seed=7)

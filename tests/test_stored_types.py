@@ -10,6 +10,8 @@ unexpected failure in both engines.
 
 from __future__ import annotations
 
+import datetime
+
 import duckdb
 import numpy as np
 import pandas as pd
@@ -19,8 +21,9 @@ import pytest
 
 import tpsviz
 from tpsviz.dataset import open_dataset
-from tpsviz.engines.duck import _stored_as, is_integer, is_nested, sums_duckdb
+from tpsviz.engines.duck import _stored_as, id_text, is_integer, is_nested, sums_duckdb
 from tpsviz.errors import LogFormatError
+from tpsviz.longform import id_text as id_text_in_memory
 from tpsviz.tps import ScoreSettings
 
 from test_engines import _compare
@@ -115,6 +118,77 @@ def test_ids_stored_as_bytes_read_as_their_text_in_both_engines(tmp_path):
     data = tpsviz.load(folder)
     ref, got = _compare(data, open_dataset(folder), ScoreSettings(n_boot=0))
     assert sorted(ref.tps_matrix().index) == sorted(got.per_trajectory["trajectory_id"].unique()) == ["b", "é-1"]
+
+
+def _day(d: int, hour: int = 0, micro: int = 0):
+    return datetime.datetime(2026, 1, d, hour, 0, 0, micro)
+
+
+# (stored ids, their text in every engine; docs/formats.md "Trajectory ids")
+TYPED_IDS = [
+    (pa.array([True, True, False, False]), ["False", "True"]),
+    (pa.array([_day(1, 12, 500000)] * 2 + [_day(2, 0, 123)] * 2, pa.timestamp("us")),
+     ["2026-01-01 12:00:00.5", "2026-01-02 00:00:00.000123"]),  # not padded to the column's precision
+    (pa.array([1, 1, 2000, 2000], pa.timestamp("ms")), ["1970-01-01 00:00:00.001", "1970-01-01 00:00:02"]),
+    (pa.array([1, 1, 2, 2], pa.timestamp("ns")), ["1970-01-01 00:00:00.000000001", "1970-01-01 00:00:00.000000002"]),
+    (pa.array([_day(1, 12)] * 2 + [_day(2)] * 2, pa.timestamp("us", tz="UTC")),
+     ["2026-01-01 12:00:00+00:00", "2026-01-02 00:00:00+00:00"]),
+    (pa.array([_day(1, 12)] * 2 + [_day(2)] * 2, pa.timestamp("s", tz="Asia/Tokyo")),  # the instant, in UTC
+     ["2026-01-01 12:00:00+00:00", "2026-01-02 00:00:00+00:00"]),
+    (pa.array([datetime.date(2026, 1, 1)] * 2 + [datetime.date(2026, 1, 2)] * 2), ["2026-01-01", "2026-01-02"]),
+    (pa.array([datetime.time(1, 2, 3)] * 2 + [datetime.time(4, 5, 6)] * 2), ["01:02:03", "04:05:06"]),
+    (pa.array([1e20, 1e20, 0.1 + 0.2, 0.1 + 0.2]), ["0.30000000000000004", "1e+20"]),
+]
+
+
+@pytest.mark.parametrize("ids, text", TYPED_IDS, ids=lambda v: str(getattr(v, "type", "")) or None)
+def test_ids_stored_as_booleans_or_timestamps_are_spelled_alike_by_every_engine(tmp_path, ids, text):
+    """Before, DuckDB spelled a boolean id 'true' (memory: 'True'), a time-zone-aware timestamp in
+    the session's time zone with '+00' (memory: the column's zone, '+00:00'), and pandas padded a
+    column's fractions of a second to its most precise value: the engines named runs differently."""
+    folder = _write(tmp_path / "d", trajectory_id=ids)
+    data = tpsviz.load(folder)
+    ref, got = _compare(data, open_dataset(folder), ScoreSettings(n_boot=0))
+    assert sorted(ref.tps_matrix().index) == sorted(got.per_trajectory["trajectory_id"].unique()) == text
+    sampled = tpsviz.load(folder, sample=(10, 1))  # (the dashboard's sample reads the rows through DuckDB)
+    assert sorted(sampled.trajectories["trajectory_id"]) == text
+
+
+def test_a_time_zone_aware_id_does_not_depend_on_the_servers_time_zone(tmp_path):
+    folder = _write(tmp_path / "d", trajectory_id=pa.array([_day(1, 23, 5)] * 2 + [_day(2)] * 2,
+                                                           pa.timestamp("us", tz="Europe/Paris")))
+    con = duckdb.connect()
+    for zone in ("Asia/Tokyo", "America/New_York"):
+        con.execute(f"SET TimeZone = '{zone}'")
+        typ = con.sql(f"DESCRIBE SELECT trajectory_id FROM '{folder}/part.parquet'").fetchall()[0][1]
+        got = con.sql(f"SELECT {id_text('trajectory_id', typ)} FROM '{folder}/part.parquet'").fetchall()
+        assert [g[0] for g in got] == list(id_text_in_memory(pq.read_table(f"{folder}/part.parquet")
+                                                               .to_pandas()["trajectory_id"]))
+    assert got[0][0] == "2026-01-01 23:00:00.000005+00:00"  # (pyarrow took the naive values as UTC)
+
+
+@pytest.mark.parametrize("ids", [pa.array([5, 5, 6, 6], pa.duration("s")), pa.array([5, 5, 6, 6], pa.duration("ms"))])
+def test_ids_stored_as_durations_are_refused_by_every_engine(tmp_path, ids):
+    """A duration names no run; before, DuckDB read pyarrow's durations as the integers it stores
+    (runs '5' and '6') and memory as '0 days 00:00:05'."""
+    folder = _write(tmp_path / "d", trajectory_id=ids)
+    memory, out_of_core = _both_refuse(folder)
+    for message in (memory, out_of_core):
+        assert "column 'trajectory_id' holds durations, which do not name runs" in message
+    with pytest.raises(LogFormatError, match="holds durations"):
+        tpsviz.load(folder, sample=(10, 1))
+
+
+def test_ids_stored_as_duckdb_intervals_are_refused_by_every_engine(tmp_path):
+    folder = tmp_path / "d"
+    folder.mkdir()
+    duckdb.connect().execute(
+        "COPY (SELECT * FROM (VALUES (INTERVAL 1 SECOND, 1, 1, 0.5), (INTERVAL 1 SECOND, 2, 1, 0.6), "
+        f"(INTERVAL 2 DAYS, 1, 0, 0.4)) t(trajectory_id, step, outcome, conf_x)) TO '{folder / 'part.parquet'}'")
+    memory, out_of_core = _both_refuse(str(folder))
+    assert "column 'trajectory_id' holds durations" in out_of_core
+    # (pyarrow reads DuckDB's INTERVAL as its 12 stored bytes, which are not text)
+    assert "column 'trajectory_id' holds bytes that are not UTF-8 text" in memory
 
 
 @pytest.mark.parametrize("column", ["trajectory_id", "step", "conf_x"])

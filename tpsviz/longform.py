@@ -416,7 +416,10 @@ def trajectory_ids(df: pd.DataFrame, where, notes: list[str], problems: list[str
     tid_missing = is_missing(df["trajectory_id"])
     if tid_missing.any():
         problems.append(f"column 'trajectory_id': empty at {row_examples(where[tid_missing])}")
-    raw_tid = df["trajectory_id"].astype(str)
+    raw_tid = id_text(df["trajectory_id"])
+    if raw_tid is None:
+        problems.append(DURATION_IDS)
+        raw_tid = df["trajectory_id"].astype(str)
     tid = raw_tid.str.strip()
     merged = raw_tid.nunique() - tid.nunique()
     if merged > 0:  # ids are read without surrounding spaces: say when that joins two spellings
@@ -428,6 +431,47 @@ def trajectory_ids(df: pd.DataFrame, where, notes: list[str], problems: list[str
             notes.append(typed_ids_note(typed - raw_tid.nunique()))
 
     return tid, tid_missing
+
+
+DURATION_IDS = ("column 'trajectory_id' holds durations, which do not name runs; store the ids as text or "
+                "whole numbers")
+
+
+def id_text(col: pd.Series) -> pd.Series | None:
+    """Stored ids as text, spelled as every engine spells them (docs/formats.md, "Trajectory ids"):
+    as ``str`` does, except timestamps, which read as DuckDB writes them: ``YYYY-MM-DD HH:MM:SS``
+    and the fraction of a second without trailing zeros, a time-zone-aware one as its instant in
+    UTC followed by ``+00:00`` (pandas spells a column's timestamps to the precision of its most
+    precise value, and in the column's own time zone, which the files do not always keep).
+    None for durations, which name no run (Parquet ``duration`` and ``INTERVAL``).
+
+    Parameters
+    ----------
+    col : Series
+        The ``trajectory_id`` column as read.
+
+    Returns
+    -------
+    Series of str, or None
+    """
+    if pd.api.types.is_timedelta64_dtype(col.dtype):
+        return None
+    if isinstance(col.dtype, pd.DatetimeTZDtype):
+        return _timestamp_text(col.dt.tz_convert("UTC").dt.tz_localize(None)) + "+00:00"
+    if pd.api.types.is_datetime64_dtype(col.dtype):
+        return _timestamp_text(col)
+    if col.dtype == object:  # (a Parquet INTERVAL reads as pyarrow's MonthDayNano values)
+        first = np.flatnonzero(col.notna().to_numpy())[:1]
+        if len(first) and type(col.iloc[first[0]]).__name__ in ("MonthDayNano", "timedelta", "Timedelta"):
+            return None
+    return col.astype(str)
+
+
+def _timestamp_text(col: pd.Series) -> pd.Series:
+    """Naive timestamps spelled as DuckDB's CAST to VARCHAR spells them (NaT as "NaT")."""
+    text = pd.Series(np.datetime_as_string(col.to_numpy()), index=col.index).str.replace("T", " ", n=1)
+    # (a fraction of a second loses its trailing zeros, and its point when nothing is left)
+    return text.str.replace(r"(\.\d*?)0+$", r"\1", regex=True).str.replace(r"\.$", "", regex=True)
 
 
 def partial_outcome_note(runs: int) -> str:

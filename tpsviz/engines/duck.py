@@ -33,7 +33,7 @@ import pandas as pd
 
 from ..dataset import Dataset
 from ..errors import LogFormatError
-from ..longform import (TRUE_TOKENS, FALSE_TOKENS, MAX_STEP, check_header, merged_ids_note, partial_outcome_note,
+from ..longform import (DURATION_IDS, TRUE_TOKENS, FALSE_TOKENS, MAX_STEP, check_header, merged_ids_note, partial_outcome_note,
                         percent_hint, percent_note, typed_ids_note)
 from ..schema import RESERVED, WHITESPACE, canonical_name, nested_column, show_id
 from ..scores import TABLE_MIN, beta_score
@@ -150,7 +150,23 @@ def id_text(col: str, typ: str) -> str:
     t = typ.strip().upper()
     if t == "VARCHAR":
         return col
-    return f"TRY(decode({col}))" if t == "BLOB" else f"CAST({col} AS VARCHAR)"
+    if t == "BLOB":
+        return f"TRY(decode({col}))"
+    # (spelled as tpsviz.longform.id_text spells them in memory, docs/formats.md "Trajectory ids":
+    # a boolean as Python's str; a time-zone-aware timestamp as its instant in UTC, whatever the
+    # session's time zone, which a plain CAST would use)
+    if t == "BOOLEAN":
+        return f"CASE WHEN {col} THEN 'True' WHEN NOT {col} THEN 'False' END"
+    if "TIME ZONE" in t or t.startswith("TIMESTAMPTZ"):
+        return f"(CAST(timezone('UTC', {col}) AS VARCHAR) || '+00:00')"
+    return f"CAST({col} AS VARCHAR)"
+
+
+def refuse_duration_ids(ds: Dataset, col: str, typ: str) -> None:
+    """Refuse an id column of durations (Parquet ``INTERVAL``, or pyarrow's ``duration``, which
+    DuckDB reads as integers), as :func:`tpsviz.load` does."""
+    if typ.strip().upper() == "INTERVAL" or col in ds.durations:
+        raise LogFormatError(ds.label, [DURATION_IDS.replace("'trajectory_id'", show_id(col))])
 
 
 def stripped_id(text: str) -> str:
@@ -285,6 +301,8 @@ class _Plan:
                    if canon[k] in ds.durations and k != "trajectory_id" and (k in RESERVED or k in conf or k in sig)]
         if nested:
             raise LogFormatError(ds.label, nested[:5])
+        if "trajectory_id" in canon:
+            refuse_duration_ids(ds, canon["trajectory_id"], self.types["trajectory_id"])
         self.read = [c for c in types if c in {canon[k] for k in canon if k in RESERVED or k in conf or k in sig}]
         unused = [c for c, t in types.items() if is_nested(t) and c not in self.read]
         # (the words of tables._read_parquet, which leaves such columns out of a file read in memory)

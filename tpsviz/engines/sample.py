@@ -21,7 +21,7 @@ import pyarrow.compute as pc
 from ..dataset import Dataset
 from ..schema import WHITESPACE, show_id
 from ..tables import read_decimal_commas
-from .duck import _lit, _q, _source, connect, id_column, id_text
+from .duck import _lit, _q, _source, connect, id_column, id_text, refuse_duration_ids
 from .onepass import _strip
 
 __all__ = ["sample_runs"]
@@ -60,6 +60,7 @@ def sample_runs(ds: Dataset, n_runs: int, seed: int = 0, max_rows: int | None = 
         source = _source(ds)
         types = dict(con.execute(f"SELECT column_name, column_type FROM (DESCRIBE SELECT * FROM {source})").fetchall())
         col = id_column(types, mapping, ds.label)
+        refuse_duration_ids(ds, col, types[col])
         raw = id_text(_q(col), types[col])
         con.execute(f"CREATE TEMP TABLE tpsviz_ids AS SELECT {raw} AS raw, count(*) AS n FROM {source} "
                     f"WHERE {raw} IS NOT NULL GROUP BY raw")
