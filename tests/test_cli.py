@@ -5,6 +5,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 import pytest
 
@@ -64,11 +65,17 @@ def test_per_trajectory_csv(tmp_path):
     run("score", DEMO / "webshop-like.csv", "--censoring", "complete", "--per-trajectory", out,
         check_rc=0)
     df = pd.read_csv(out)
-    assert list(df.columns) == ["trajectory_id", "predictor", "tps", "censored"]
+    assert list(df.columns) == ["trajectory_id", "predictor", "tps", "censored", "outcome"]
     assert not df["censored"].any()
     run("score", DEMO / "webshop-like.csv", "--censoring", "simple", "--per-trajectory", out,
         check_rc=0)
-    assert pd.read_csv(out)["censored"].any()
+    df = pd.read_csv(out)
+    assert df["censored"].any()
+    # each run's outcome as the log gives it (empty when censored): the file alone tells successes from failures
+    runs = pd.read_csv(DEMO / "webshop-like.csv").groupby("trajectory_id")["outcome"].first()
+    want = runs.reindex(df["trajectory_id"].astype(str)).to_numpy(dtype=float)
+    np.testing.assert_array_equal(df["outcome"].to_numpy(dtype=float), want)
+    assert df.loc[df["censored"], "outcome"].isna().all() and set(df["outcome"].dropna()) == {0.0, 1.0}
 
 
 @pytest.mark.parametrize("args,msg", [

@@ -56,7 +56,10 @@ def test_out_of_core_json_matches_the_in_memory_json(dataset, tmp_path):
         assert pb["verdict"]["label"] == pa["verdict"]["label"] and pb["verdict"]["text"] == pa["verdict"]["text"]
     m = pd.read_csv(tmp_path / "m.csv").sort_values(["predictor", "trajectory_id"], ignore_index=True)
     d = pd.read_csv(tmp_path / "d.csv").sort_values(["predictor", "trajectory_id"], ignore_index=True)
+    assert list(m.columns) == list(d.columns) == ["trajectory_id", "predictor", "tps", "censored", "outcome"]
     assert (m[["trajectory_id", "predictor", "censored"]] == d[["trajectory_id", "predictor", "censored"]]).all().all()
+    np.testing.assert_array_equal(d["outcome"].to_numpy(float), m["outcome"].to_numpy(float))  # (NaN where censored)
+    assert m["outcome"].notna().any() and m["outcome"].isna().sum() == m["censored"].sum()
     np.testing.assert_allclose(d["tps"], m["tps"], rtol=1e-12)
 
 

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .export import write_safe_csv
+from .export import PER_TRAJECTORY_COLUMNS, write_safe_csv
 from .harness import FORMAT_CHOICES, ReadOptions, parse_conf, parse_mapping, parse_treat
 from .inference import DEFAULT_SEED
 from .io import LogFormatError, load
@@ -152,7 +152,8 @@ def build_parser() -> argparse.ArgumentParser:
                        help="out of core: the verdicts need the step rows, so they are decided on a seeded "
                             "random sample of N runs (default 20,000; 0 = no verdicts)")
     score.add_argument("--per-trajectory", metavar="OUT.csv", default=None,
-                       help="write per-trajectory TPS (trajectory_id, predictor, tps, censored); "
+                       help="write per-trajectory TPS (trajectory_id, predictor, tps, censored, outcome: 1, 0 "
+                            "or empty when censored); "
                             "complete-case mode leaves censored runs out")
     cmp_ = sub.add_parser(
         "compare", help="compare every predictor with a baseline: delta, SE, delta/SE",
@@ -378,8 +379,9 @@ def _score(args) -> int:
     except ValueError as exc:
         raise _Fail(str(exc)) from None
     if args.per_trajectory:
-        out = result.per_trajectory[["trajectory_id", "predictor", "tps", "censored"]]
-        write_safe_csv(out, args.per_trajectory)
+        out = result.per_trajectory.assign(  # (traj: the run's row in data.trajectories)
+            outcome=data.trajectories["outcome"].to_numpy(dtype=float)[result.per_trajectory["traj"].to_numpy()])
+        write_safe_csv(out[PER_TRAJECTORY_COLUMNS], args.per_trajectory)
     s = result.summary
     ref_rate = float(skill["ref_rate"].iloc[0]) if len(skill) else None
     ref_rule = str(skill["ref_rule"].iloc[0]) if len(skill) else None

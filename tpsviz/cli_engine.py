@@ -18,7 +18,7 @@ import numpy as np
 from .cli import (_Fail, _fmt, _name, _name_width, _num, _settings_from, _verdict_numbers,
                   print_tps_table, reading_json)
 from .dataset import DATASET_FORMATS, Dataset, is_dataset_spec, open_dataset
-from .export import write_safe_csv
+from .export import PER_TRAJECTORY_COLUMNS, write_safe_csv
 from .files import Limits
 from .tps import settings_words
 
@@ -106,8 +106,7 @@ def _score_out_of_core(args, ds: Dataset, why: str, client) -> int:
     except ValueError as exc:
         raise _Fail(str(exc)) from None
     if args.per_trajectory:
-        out = res.per_trajectory[["trajectory_id", "predictor", "tps", "censored"]]
-        write_safe_csv(out, args.per_trajectory)
+        write_safe_csv(res.per_trajectory[PER_TRAJECTORY_COLUMNS], args.per_trajectory)
     ranks = _ranks_words(res.metrics)
     verdict, sample_words = _sample_verdicts(args, ds, sums, settings)
     res.engine_words = _engine_words(args, sums.engine, why)

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-__all__ = ["neutralise_cells", "safe_csv", "write_safe_csv", "parquet_bytes", "figure_png"]
+__all__ = ["PER_TRAJECTORY_COLUMNS", "neutralise_cells", "safe_csv", "write_safe_csv", "parquet_bytes", "figure_png"]
 
 _TRIGGERS = ("=", "+", "-", "@", "\t", "\r",
              "\uff1d", "\uff0b", "\uff0d", "\uff20")  # and their fullwidth forms (＝＋－＠), which some
@@ -50,6 +50,10 @@ def neutralise_cells(frame: pd.DataFrame) -> pd.DataFrame:
 def safe_csv(frame: pd.DataFrame) -> str:
     """CSV text of ``frame`` (no index, ``\\n`` line ends) with :func:`neutralise_cells` applied."""
     return neutralise_cells(frame).to_csv(index=False, lineterminator="\n")
+
+
+#: the columns of ``tpsviz score --per-trajectory`` (every engine): outcome is 1, 0, or empty when censored
+PER_TRAJECTORY_COLUMNS = ["trajectory_id", "predictor", "tps", "censored", "outcome"]
 
 
 def write_safe_csv(frame: pd.DataFrame, path, chunk_rows: int = 200_000) -> None:

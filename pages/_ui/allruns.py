@@ -149,7 +149,7 @@ def _downloads(cfg: S.Config, score, settings, src: S.Source) -> None:
     n, cap = len(table), limits_from_env().max_rows
     stem = S.safe_filename(f"tpsviz_{src.name.rsplit('.', 1)[0]}_all_runs_per_trajectory")
     columns = cfg.settings_columns(n_boot=settings.n_boot)
-    what = (f"**Every run's TPS** ({n:,} rows: one per run and predictor; trajectory_id, predictor, tps, censored, "
+    what = (f"**Every run's TPS** ({n:,} rows: one per run and predictor; trajectory_id, predictor, tps, censored, outcome, "
             "n_scored, weight_sum, q_z_used and the settings)")
     if n > cap:
         st.caption(f"{what}: more rows than this server holds for a download ({cap:,}, TPSVIZ_MAX_ROWS). Write them "

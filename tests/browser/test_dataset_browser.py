@@ -4,6 +4,7 @@ core on request, and the numbers say which they cover."""
 
 from __future__ import annotations
 
+import numpy as np
 import pandas as pd
 import pytest
 
@@ -92,8 +93,11 @@ def _every_runs_tps_downloads(pg):
     settings = tpsviz.ScoreSettings(alpha=float(first["alpha"]), beta=float(first["beta"]),
                                     schedule=parse_schedule(str(first["schedule"])), censoring=str(first["censoring"]),
                                     eps=float(first["eps"]), n_boot=0)
-    assert {"trajectory_id", "predictor", "tps", "censored", "n_boot", "seed"} <= set(got.columns)
+    assert {"trajectory_id", "predictor", "tps", "censored", "outcome", "n_boot", "seed"} <= set(got.columns)
     df = pd.read_csv(ROOT / "demo_data" / "tau2-like.csv")
+    outcome = df.groupby(df["trajectory_id"].astype(str))["outcome"].first()  # (NaN: censored)
+    assert np.array_equal(got["outcome"].to_numpy(float), outcome.reindex(got["trajectory_id"].astype(str)).to_numpy(float),
+                          equal_nan=True)
     want = tpsviz.compute_tps(tpsviz.from_frame(df), settings).per_trajectory
     merged = want.merge(got, on=["trajectory_id", "predictor"], how="outer", suffixes=("", "_file"), indicator=True)
     assert len(got) == len(want) and (merged["_merge"] == "both").all()

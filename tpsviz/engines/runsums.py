@@ -226,6 +226,7 @@ def score_from_sums(sums: RunSums, settings: ScoreSettings | None = None, q_z=No
     runs = sums.runs
     n = len(runs)
     cens = runs["censored"].to_numpy(dtype=bool)
+    outcome = runs["outcome"].to_numpy(dtype=float)  # (NaN when censored; a column of per_trajectory)
     length = runs["length"].to_numpy(dtype=np.int64)
     label, q_used, fallback = run_labels_of(sums, settings, q_z)
     complete_case = settings.censoring == "complete"
@@ -245,7 +246,7 @@ def score_from_sums(sums: RunSums, settings: ScoreSettings | None = None, q_z=No
             n_no_forecast=int((in_scope & (n_scored == 0)).sum())))
         frames.append(pd.DataFrame({
             "trajectory_id": runs["trajectory_id"].array[valid], "predictor": name,  # no str per run
-            "tps": tps[valid], "censored": cens[valid], "n_scored": n_scored[valid],
+            "tps": tps[valid], "censored": cens[valid], "outcome": outcome[valid], "n_scored": n_scored[valid],
             "weight_sum": wsum[valid], "q_z_used": q_used[valid]}))
         cols.append(np.where(valid, tps, 0.0))
         valids.append(valid)
