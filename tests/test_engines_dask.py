@@ -203,6 +203,16 @@ def test_ids_stored_as_booleans_or_timestamps_are_spelled_as_in_memory(client, t
         sums_dask(open_dataset(folder), st, client=client)
 
 
+def test_a_malformed_csv_line_is_named_not_quoted(client, tmp_path):
+    from test_csv_datasets import BAD, SECRET, _dataset
+
+    folder = _dataset(tmp_path, BAD["more fields"][0], 5)
+    with pytest.raises(LogFormatError) as exc:
+        sums_dask(open_dataset(folder), ScoreSettings(n_boot=0), client=client)
+    assert "'b.csv': not a well-formed CSV file: line 5 has 6 fields, more than the header's 5" in str(exc.value)
+    assert SECRET not in str(exc.value)
+
+
 def test_poisson_weights_follow_the_id_not_the_position():
     ids = [f"run-{i}" for i in range(500)]
     h = run_hashes(ids, seed=7)

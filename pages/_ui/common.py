@@ -83,7 +83,9 @@ def show_page_error(e: Exception) -> None:
 
     ValueErrors come from the core's validation and carry a message meant for the user (e.g. the
     ``column`` schedule on a log without a ``weight`` column); anything else is unexpected and is
-    shown with its type so it can be reported.
+    shown by its type only, so that it can be reported: its message may quote a file (DuckDB's
+    errors quote the line they stopped at) or a path on the server, and goes to the server's log
+    with the traceback.
     """
     msg = str(e) or type(e).__name__
     if not isinstance(e, ValueError):  # a bug: the traceback goes to the server log, not the page
@@ -94,8 +96,8 @@ def show_page_error(e: Exception) -> None:
                  "link carries its settings: open the app without them to start from the defaults.)",
                  icon=":material/tune:")
     else:
-        st.error(f"**Something went wrong while drawing this page** ({type(e).__name__}: {md(msg)}). "
-                 "Other pages and settings still work; please report this with a copy of the link.",
+        st.error(f"**Something went wrong while drawing this page** ({type(e).__name__}; the details are in the "
+                 "server's log). Other pages and settings still work; please report this with a copy of the link.",
                  icon=":material/bug_report:")
 
 

@@ -292,3 +292,37 @@ def test_adv4_results_are_cached_with_their_rollouts_file():
     assert first != second
     assert float(first) == pytest.approx(-33.0443, abs=1e-3)
     assert float(second) == pytest.approx(-5.1135, abs=1e-3)
+
+
+def _page_that_fails(exc_type: str, root: str):
+    """A page whose body raises (AppTest runs this function's source as the script)."""
+    import sys
+
+    sys.path[:0] = [root, root + "/pages"]
+    from _ui.common import show_page_error
+
+    error = {"runtime": RuntimeError, "value": ValueError}[exc_type]
+    try:
+        raise error("Original Line: SECRET-cell,1,1 in /srv/private/log.csv")
+    except Exception as e:  # noqa: BLE001 (what the pages do around their body)
+        show_page_error(e)
+
+
+def test_an_unexpected_error_is_shown_by_its_type_never_its_message():
+    """An unexpected exception's message may quote a file (DuckDB's errors quote the line they
+    stopped at) or a server path: the page names its type only; the log has the rest."""
+    from pathlib import Path
+
+    at = AppTest.from_function(_page_that_fails, args=("runtime", str(Path(APP).parent)), default_timeout=30)
+    at.run()
+    shown = " ".join(e.value for e in at.error)
+    assert "Something went wrong" in shown and "RuntimeError" in shown
+    assert "SECRET" not in shown and "/srv/private" not in shown
+
+
+def test_a_validation_message_is_still_shown_whole():
+    from pathlib import Path
+
+    at = AppTest.from_function(_page_that_fails, args=("value", str(Path(APP).parent)), default_timeout=30)
+    at.run()
+    assert "cannot be applied to this log" in " ".join(e.value for e in at.error)

@@ -644,12 +644,15 @@ def sums_duckdb(ds: Dataset, settings: ScoreSettings, mapping=(), threads: int |
     LogFormatError
         For every defect, naming the column, the number of rows or runs and an example run.
     """
-    con, spill, source, plan = open_plan(ds, mapping, threads, memory_limit, percent)
-    try:
-        return _sums(con, ds, settings, source, plan)
-    finally:
-        con.close()
-        shutil.rmtree(spill, ignore_errors=True)
+    from .csv_errors import reading_csv
+
+    with reading_csv(ds):
+        con, spill, source, plan = open_plan(ds, mapping, threads, memory_limit, percent)
+        try:
+            return _sums(con, ds, settings, source, plan)
+        finally:
+            con.close()
+            shutil.rmtree(spill, ignore_errors=True)
 
 
 def numbering_note(runs: _Runs, notes: list) -> int:
@@ -691,12 +694,15 @@ def open_plan(ds: Dataset, mapping=(), threads: int | None = None, memory_limit:
 def opened(ds: Dataset, mapping=(), threads: int | None = None, percent=(), types: dict | None = None):
     """:func:`open_plan` as a context: yields (connection, source, plan); closes the connection
     and removes the spill folder on leaving."""
-    con, spill, source, plan = open_plan(ds, mapping, threads, percent=percent, types=types)
-    try:
-        yield con, source, plan
-    finally:
-        con.close()
-        shutil.rmtree(spill, ignore_errors=True)
+    from .csv_errors import reading_csv
+
+    with reading_csv(ds):
+        con, spill, source, plan = open_plan(ds, mapping, threads, percent=percent, types=types)
+        try:
+            yield con, source, plan
+        finally:
+            con.close()
+            shutil.rmtree(spill, ignore_errors=True)
 
 
 def _sums(con, ds: Dataset, settings: ScoreSettings, source: str, plan: _Plan) -> RunSums:

@@ -21,6 +21,7 @@ import pyarrow.compute as pc
 from ..dataset import Dataset
 from ..schema import WHITESPACE, show_id
 from ..tables import read_decimal_commas
+from .csv_errors import reading_csv
 from .duck import _lit, _q, _source, connect, id_column, id_text, refuse_duration_ids
 from .onepass import _strip
 
@@ -55,6 +56,11 @@ def sample_runs(ds: Dataset, n_runs: int, seed: int = 0, max_rows: int | None = 
         ``runs_sampled``, ``runs_total``, ``rows_sampled``, ``rows_total``, ``seed`` and
         ``stopped_by_rows`` (the draw stopped at ``max_rows``).
     """
+    with reading_csv(ds):  # (DuckDB's CSV errors in tpsviz's words, never the line)
+        return _draw(ds, n_runs, seed, max_rows, mapping, threads, memory_limit)
+
+
+def _draw(ds: Dataset, n_runs: int, seed: int, max_rows, mapping, threads, memory_limit):
     con, spill = connect(ds, threads, memory_limit)
     try:
         source = _source(ds)
