@@ -204,7 +204,7 @@ def test_ids_stored_as_booleans_or_timestamps_are_spelled_as_in_memory(client, t
 
 
 def test_a_malformed_csv_line_is_named_not_quoted(client, tmp_path):
-    from test_csv_datasets import BAD, SECRET, _dataset
+    from test_file_errors import BAD, SECRET, _dataset
 
     folder = _dataset(tmp_path, BAD["more fields"][0], 5)
     with pytest.raises(LogFormatError) as exc:

@@ -644,9 +644,9 @@ def sums_duckdb(ds: Dataset, settings: ScoreSettings, mapping=(), threads: int |
     LogFormatError
         For every defect, naming the column, the number of rows or runs and an example run.
     """
-    from .csv_errors import reading_csv
+    from .file_errors import reading
 
-    with reading_csv(ds):
+    with reading(ds):
         con, spill, source, plan = open_plan(ds, mapping, threads, memory_limit, percent)
         try:
             return _sums(con, ds, settings, source, plan)
@@ -694,9 +694,9 @@ def open_plan(ds: Dataset, mapping=(), threads: int | None = None, memory_limit:
 def opened(ds: Dataset, mapping=(), threads: int | None = None, percent=(), types: dict | None = None):
     """:func:`open_plan` as a context: yields (connection, source, plan); closes the connection
     and removes the spill folder on leaving."""
-    from .csv_errors import reading_csv
+    from .file_errors import reading
 
-    with reading_csv(ds):
+    with reading(ds):
         con, spill, source, plan = open_plan(ds, mapping, threads, percent=percent, types=types)
         try:
             yield con, source, plan

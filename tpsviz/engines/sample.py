@@ -21,7 +21,7 @@ import pyarrow.compute as pc
 from ..dataset import Dataset
 from ..schema import WHITESPACE, show_id
 from ..tables import read_decimal_commas
-from .csv_errors import reading_csv
+from .file_errors import reading
 from .duck import _lit, _q, _source, connect, id_column, id_text, refuse_duration_ids
 from .onepass import _strip
 
@@ -56,7 +56,7 @@ def sample_runs(ds: Dataset, n_runs: int, seed: int = 0, max_rows: int | None = 
         ``runs_sampled``, ``runs_total``, ``rows_sampled``, ``rows_total``, ``seed`` and
         ``stopped_by_rows`` (the draw stopped at ``max_rows``).
     """
-    with reading_csv(ds):  # (DuckDB's CSV errors in tpsviz's words, never the line)
+    with reading(ds):  # (DuckDB's errors on the files in tpsviz's words, never a line)
         return _draw(ds, n_runs, seed, max_rows, mapping, threads, memory_limit)
 
 

@@ -1,5 +1,6 @@
-"""DuckDB's errors reading a CSV/TSV dataset, told as :func:`tpsviz.load` tells them: which file,
-which line, what is wrong (docs/formats.md, "Messages").
+"""DuckDB's errors reading a dataset's files, told as :func:`tpsviz.load` tells them: which file,
+which line of a CSV/TSV file, what is wrong (docs/formats.md, "Messages"); a Parquet file that
+DuckDB cannot decode (a damaged page behind a sound footer) is named as damaged.
 
 DuckDB's own message quotes the offending line ("Original Line: …") and the server's path of the
 file, so it is never shown. Where DuckDB cannot even find the file's dialect (its sniffer reads
@@ -18,12 +19,13 @@ from ..dataset import Dataset
 from ..errors import LogFormatError
 from ..schema import show_id
 
-__all__ = ["reading_csv", "csv_problem"]
+__all__ = ["reading", "csv_problem", "parquet_problem"]
 
 _LINE = re.compile(r"CSV Error on Line: (\d+)")
 _FIELDS = re.compile(r"Expected Number of Columns: (\d+) Found: (\d+)")
 _FILE = re.compile(r"^\s*file = (.+?)\s*$", re.M)
 _SNIFFED = re.compile(r'Error when sniffing file "(.+?)"')
+_FAILED = re.compile(r'(?:Failed to read file|reading file) "(.+?)"')
 #: records read at most when looking for the line DuckDB's sniffer gave up on (it samples the
 #: first 20,480 rows, so the line is among them)
 SCAN_RECORDS = 100_000
@@ -31,7 +33,7 @@ SCAN_RECORDS = 100_000
 
 def _file_of(message: str, ds: Dataset):
     """The dataset's file a DuckDB message names, or None."""
-    found = _SNIFFED.search(message) or _FILE.search(message)
+    found = _SNIFFED.search(message) or _FAILED.search(message) or _FILE.search(message)
     if found is None:
         return None
     named = found.group(1)
@@ -90,16 +92,25 @@ def csv_problem(message: str, ds: Dataset) -> str | None:
     return f"{where}: not a well-formed CSV file at line {n}"
 
 
+def parquet_problem(message: str, ds: Dataset) -> str | None:
+    """A Parquet file of ``ds`` that DuckDB failed to decode, in the in-memory reader's words, or
+    None when the message names no file of the dataset."""
+    path = _file_of(message, ds) if _FAILED.search(message) else None
+    if path is None:
+        return None
+    return f"{show_id(ds.file_label(path), 60)}: the Parquet file cannot be read (it is damaged)"
+
+
 @contextmanager
-def reading_csv(ds: Dataset):
-    """Turn DuckDB's CSV reading errors inside the block into a :class:`LogFormatError` of
-    :func:`csv_problem`; other errors pass unchanged."""
+def reading(ds: Dataset):
+    """Turn DuckDB's errors reading the files inside the block into a :class:`LogFormatError`
+    (:func:`csv_problem`, :func:`parquet_problem`); other errors pass unchanged."""
     import duckdb
 
     try:
         yield
     except duckdb.Error as exc:
-        problem = csv_problem(str(exc), ds) if ds.fmt != "parquet" else None
+        problem = (parquet_problem if ds.fmt == "parquet" else csv_problem)(str(exc), ds)
         if problem is None:
             raise
         raise LogFormatError(ds.label, [problem]) from None

@@ -1,10 +1,12 @@
-"""Malformed CSV files in a dataset read out of core (DuckDB engine, the dashboard's sample):
-the message names the file and the line and what is wrong there, as the in-memory reader does,
-and never quotes the line or the server's path (DuckDB's own message does both).
+"""Malformed CSV files and damaged Parquet files in a dataset read out of core (DuckDB engine,
+the dashboard's sample, Dask): the message names the file (and the line) and what is wrong there,
+as the in-memory reader does, and never quotes the line or the server's path (DuckDB's own
+message does both).
 
 Found by pointing `tpsviz score DIR --engine duckdb` at such files: each ended in "unexpected
 failure (InvalidInputException: … Original Line: <the line> …); this is a bug in tpsviz", and
-the dashboard's page error would have shown the same text.
+the dashboard's page error would have shown the same text. A Parquet file with a damaged page
+behind a sound footer gave "unexpected failure (… Snappy decompression failure)".
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ import pytest
 
 import tpsviz
 from tpsviz.dataset import open_dataset
-from tpsviz.engines.csv_errors import first_bad_line
+from tpsviz.engines.file_errors import first_bad_line
 from tpsviz.engines.duck import sums_duckdb
 from tpsviz.errors import LogFormatError
 from tpsviz.io import limits_from_env
@@ -109,3 +111,35 @@ def test_a_sound_csv_dataset_with_quoted_newlines_still_reads_as_in_memory(tmp_p
     got = sums_duckdb(open_dataset(str(folder)), ScoreSettings(n_boot=0))
     assert list(got.runs["trajectory_id"]) == ["a", "b"]
     assert first_bad_line(folder / "a.csv", ",") is None
+
+
+def _damaged_parquet(tmp_path) -> str:
+    """Two Parquet files; the second's pages are damaged, its footer is sound."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    folder = tmp_path / "d"
+    folder.mkdir()
+    runs = pd.DataFrame([line.split(",") for line in _good_lines(200)], columns=HEADER.split(","))
+    runs = runs.astype({"step": int, "outcome": int, "conf_x": float})
+    pq.write_table(pa.Table.from_pandas(runs.iloc[:100]), folder / "a.parquet")
+    pq.write_table(pa.Table.from_pandas(runs.iloc[100:]), folder / "b.parquet", compression="snappy")
+    raw = bytearray((folder / "b.parquet").read_bytes())
+    for i in range(100, 1500):
+        raw[i] ^= 0x5A
+    (folder / "b.parquet").write_bytes(bytes(raw))
+    pq.read_metadata(folder / "b.parquet")  # (the footer still reads)
+    return str(folder)
+
+
+def test_a_damaged_parquet_page_is_named_by_every_reader(tmp_path):
+    folder = _damaged_parquet(tmp_path)
+    with pytest.raises(LogFormatError) as memory:
+        tpsviz.load(folder)
+    assert "b.parquet: the Parquet file cannot be read" in str(memory.value)
+    message = _out_of_core(folder)
+    assert "'b.parquet': the Parquet file cannot be read (it is damaged)" in message
+    assert str(tmp_path / "d" / "b.parquet") not in message and "unexpected" not in message
+    small = dataclasses.replace(limits_from_env(), max_rows=100)  # (the dashboard's sample)
+    with pytest.raises(LogFormatError, match="'b.parquet': the Parquet file cannot be read"):
+        tpsviz.load(folder, limits=small, sample=(10, 1))
