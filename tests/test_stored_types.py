@@ -10,6 +10,7 @@ unexpected failure in both engines.
 
 from __future__ import annotations
 
+import dataclasses
 import datetime
 
 import duckdb
@@ -23,6 +24,7 @@ import tpsviz
 from tpsviz.dataset import open_dataset
 from tpsviz.engines.duck import _stored_as, id_text, is_integer, is_nested, sums_duckdb
 from tpsviz.errors import LogFormatError
+from tpsviz.io import limits_from_env
 from tpsviz.longform import id_text as id_text_in_memory
 from tpsviz.tps import ScoreSettings
 
@@ -240,13 +242,36 @@ MIXED = [
     # ids 1.0 and 2.0 (doubles) in one file, 3 and 4 (integers) in the other: "3.0" and "4.0" in
     # every engine (a Dask partition read "3" from its own file before)
     ({"trajectory_id": pa.array([1.0, 1.0, 2.0, 2.0])}, {"trajectory_id": pa.array([3, 3, 4, 4], pa.int64())}),
+    # ids true/false in one file, text or integers in the other: "True" beside "x" or 1 in every engine
+    # (DuckDB's union cast them to "true"; pandas joined True to 1 beside integers)
+    ({"trajectory_id": pa.array([True, True, False, False])}, {"trajectory_id": pa.array(["True", "True", "x", "x"]),
+                                                               "step": [3, 4, 3, 4]}),
+    ({"trajectory_id": pa.array([True, True, False, False])}, {"trajectory_id": pa.array([1, 1, 2, 2])}),
+    # zone-aware and fractional timestamps beside text: their UTC instant, no padding (DuckDB's union
+    # used the session's zone; pandas spelled them by str among text)
+    ({"trajectory_id": pa.array([datetime.datetime(2026, 1, 1, 12)] * 2 + [datetime.datetime(2026, 1, 2)] * 2,
+                                pa.timestamp("us", tz="Europe/Paris"))}, {"trajectory_id": pa.array(["x", "x", "y", "y"])}),
+    ({"trajectory_id": pa.array([datetime.datetime(2026, 1, 1, 12, 0, 0, 500000)] * 2 + [datetime.datetime(2026, 1, 2)] * 2,
+                                pa.timestamp("us"))}, {"trajectory_id": pa.array(["x", "x", "y", "y"])}),
 ]
 
 
 @pytest.mark.parametrize("first, second", MIXED)
 def test_files_storing_a_column_in_different_types_score_as_in_memory(tmp_path, first, second):
     folder = _two_files(tmp_path / "d", first, second)
-    _compare(tpsviz.load(folder), open_dataset(folder), ScoreSettings(n_boot=0))
+    whole = tpsviz.load(folder)
+    _compare(whole, open_dataset(folder), ScoreSettings(n_boot=0))
+    small = dataclasses.replace(limits_from_env(), max_rows=4)  # (the dashboard's sample reads rows through DuckDB)
+    sampled = tpsviz.load(folder, limits=small, sample=(10, 1))
+    assert set(sampled.trajectories["trajectory_id"]) <= set(whole.trajectories["trajectory_id"])
+
+
+def test_ids_stored_in_different_types_by_different_files_are_spelled_by_their_own_type(tmp_path):
+    folder = _two_files(tmp_path / "d", MIXED[-3][0], MIXED[-3][1])  # true/false, then integers
+    assert sorted(tpsviz.load(folder).trajectories["trajectory_id"]) == ["1", "2", "False", "True"]
+    folder = _two_files(tmp_path / "e", MIXED[-2][0], MIXED[-2][1])  # Europe/Paris, then text
+    runs = sorted(sums_duckdb(open_dataset(folder), ScoreSettings(n_boot=0)).runs["trajectory_id"])
+    assert runs == ["2026-01-01 12:00:00+00:00", "2026-01-02 00:00:00+00:00", "x", "y"]
 
 
 def test_a_fractional_step_in_a_later_file_is_refused_out_of_core_too(tmp_path):

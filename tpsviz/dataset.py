@@ -64,6 +64,9 @@ class Dataset:
         Parquet: columns some file stores as Arrow durations. pyarrow writes them as plain
         64-bit integers with the Arrow type in the file's metadata, so DuckDB would read numbers
         where :func:`tpsviz.load` reads durations (and refuses them as a log's values).
+    file_layouts : tuple of (Path, tuple of str, tuple of str)
+        Parquet files that are not uniform: each file with its column names and their Arrow
+        types; empty otherwise.
     """
 
     label: str
@@ -77,6 +80,13 @@ class Dataset:
     uniform: bool = True
     delimiter: str = ","
     durations: tuple = ()
+    file_layouts: tuple = field(default=(), compare=False)
+
+    def types_of(self, column: str) -> dict:
+        """The Arrow type each of the files stores ``column`` in, by file (from
+        ``file_layouts``; empty when the files are uniform or not Parquet)."""
+        known = {f: dict(zip(cols, types)).get(column, "") for f, cols, types in self.file_layouts}
+        return {f: known[f] for f in self.files if f in known}
 
     @property
     def n_files(self) -> int:
@@ -257,10 +267,11 @@ def open_dataset(spec, roots: DataRoots | None = None) -> Dataset:
     def rel(f: Path) -> str:
         return show_id(str(f.relative_to(base)), 80)
 
-    columns, n_rows, n_bytes, layouts, seps = None, 0, 0, set(), set()
+    columns, n_rows, n_bytes, layouts, seps, per_file = None, 0, 0, set(), set(), []
     for f in files:
         cols, rows, layout = _columns(f, fmt, f"{label}: {rel(f)}")
         layouts.add((cols, layout))
+        per_file.append((f, cols, layout))
         if fmt != "parquet":
             seps.add(layout)
         n_bytes += os.stat(f).st_size
@@ -289,6 +300,8 @@ def open_dataset(spec, roots: DataRoots | None = None) -> Dataset:
     if skipped:
         notes.append(f"{skipped} file(s) in the dataset's folders were skipped (hidden, starting with "
                      "_ or not .parquet/.pq/.csv/.tsv).")
+    mixed = fmt == "parquet" and len(layouts) > 1  # (each file's types: the ids' spelling depends on them)
     return Dataset(label=str(label), files=tuple(files), fmt=fmt, columns=tuple(columns),
                    n_bytes=n_bytes, n_rows=n_rows, skipped=skipped, notes=notes, uniform=len(layouts) == 1,
-                   delimiter=delimiter, durations=durations)
+                   delimiter=delimiter, durations=durations,
+                   file_layouts=tuple(per_file) if mixed else ())

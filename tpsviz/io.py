@@ -168,6 +168,7 @@ def _read_dataset(source, options: ReadOptions, limits: Limits, read, roots, sam
         part = read_table(raw, rel, ds.fmt, limits.max_rows - rows, limits.max_cells, limits.max_bytes,
                           text_columns=ids, max_nodes=limits.max_json_nodes)
         del raw
+        _spell_ids(part, ids)
         rows += len(part)
         prefix = part.attrs.get("where_prefix", "row")
         part["_where"] = [f"{show_id(rel, 60)} {prefix} {n}" for n in part["_where"]]
@@ -180,6 +181,20 @@ def _read_dataset(source, options: ReadOptions, limits: Limits, read, roots, sam
     reading = {"format": ds.fmt, "dataset": {"files": ds.n_files, "skipped": ds.skipped, "bytes": ds.n_bytes},
                "options": options.describe()}
     return frame, reading, label
+
+
+def _spell_ids(part, mapped: list) -> None:
+    """A file's ids stored as booleans or timestamps, as text spelled by their own type before the
+    files are joined (pandas would make true 1 beside integers, and spell a timestamp among text
+    by its str), as the out-of-core engine spells them per file (docs/formats.md, "Trajectory ids")."""
+    import pandas as pd
+
+    from .longform import id_text
+    from .schema import canonical_name
+
+    col = next((c for c in part.columns if c in mapped or (not mapped and canonical_name(c) == "trajectory_id")), None)
+    if col is not None and (pd.api.types.is_bool_dtype(part[col]) or pd.api.types.is_datetime64_any_dtype(part[col])):
+        part[col] = id_text(part[col]).astype(object).where(part[col].notna(), None)
 
 
 def load(source, name: str | None = None, fmt: str | None = None, limits: Limits | None = None,

@@ -10,6 +10,8 @@ The steps of :func:`from_frame` are public (``__all__``): the multi-class and co
 
 from __future__ import annotations
 
+import datetime
+
 import numpy as np
 import pandas as pd
 
@@ -464,7 +466,20 @@ def id_text(col: pd.Series) -> pd.Series | None:
         first = np.flatnonzero(col.notna().to_numpy())[:1]
         if len(first) and type(col.iloc[first[0]]).__name__ in ("MonthDayNano", "timedelta", "Timedelta"):
             return None
+        if pd.api.types.infer_dtype(col, skipna=True) in ("datetime", "datetime64", "mixed"):
+            return col.map(lambda v: _one_timestamp(v) if isinstance(v, datetime.datetime) else v).astype(str)
     return col.astype(str)
+
+
+def _one_timestamp(v: datetime.datetime) -> str:
+    """One timestamp (among other values) spelled as :func:`_timestamp_text` spells a column's."""
+    zoned = v.tzinfo is not None and v.utcoffset() is not None
+    if zoned:
+        v = v.astimezone(datetime.timezone.utc)
+    ns = v.microsecond * 1000 + int(getattr(v, "nanosecond", 0))
+    fraction = f".{ns:09d}".rstrip("0") if ns else ""
+    return (f"{v.year:04d}-{v.month:02d}-{v.day:02d} {v.hour:02d}:{v.minute:02d}:{v.second:02d}{fraction}"
+            + ("+00:00" if zoned else ""))
 
 
 def _timestamp_text(col: pd.Series) -> pd.Series:

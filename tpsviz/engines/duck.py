@@ -22,6 +22,7 @@ for the whole run, with the in-memory reader's note.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import re
 import shutil
@@ -117,6 +118,37 @@ def _source(ds: Dataset, extra: str = "") -> str:
         return f"read_parquet({files}, can_have_nan = true, hive_partitioning = false{union}{extra})"
     return (f"read_csv({files}, header = true, all_varchar = true, delim = {_lit(ds.delimiter)}, quote = '\"', "
             f"union_by_name = true, hive_partitioning = false{extra})")
+
+
+def _spelled_type(arrow_type: str) -> str | None:
+    """The DuckDB type :func:`id_text` spells an id of this Arrow type by, where a cast of the
+    files' union to text would spell it otherwise (None: a cast spells it as tpsviz does)."""
+    if arrow_type == "bool":
+        return "BOOLEAN"
+    if arrow_type.startswith("timestamp[") and "tz=" in arrow_type:
+        return "TIMESTAMP WITH TIME ZONE"
+    if arrow_type in ("binary", "large_binary"):
+        return "BLOB"
+    return None
+
+
+def id_source(ds: Dataset, col: str, extra: str = "") -> str:
+    """:func:`_source`, or, where the files are not uniform and some store the ids (column
+    ``col``) as booleans, zone-aware timestamps or bytes, the files grouped by the ids' type,
+    each group's ids spelled as text by :func:`id_text` and the groups unioned by name. Read as
+    one union, DuckDB would cast such ids to text first ("true", the session's zone), unlike
+    :func:`tpsviz.load` (docs/formats.md, "Trajectory ids")."""
+    per_file = ds.types_of(col)
+    if not any(_spelled_type(t) for t in per_file.values()):
+        return _source(ds, extra)
+    groups: dict = {}
+    for f, t in per_file.items():
+        groups.setdefault(t, []).append(f)
+    ident = _q(col)
+    parts = [f"SELECT * REPLACE ({id_text(ident, _spelled_type(t) or 'ANY')} AS {ident}) "
+             f"FROM {_source(dataclasses.replace(ds, files=tuple(files), uniform=False), extra)}"
+             for t, files in groups.items()]
+    return "(" + " UNION ALL BY NAME ".join(parts) + ")"
 
 
 def _missing_text(col: str) -> str:
@@ -676,11 +708,18 @@ def open_plan(ds: Dataset, mapping=(), threads: int | None = None, memory_limit:
     another both read "4.0")."""
     con, spill = connect(ds, threads, memory_limit)
     try:
+        part = types is not None
         source = _source(ds)
-        if types is None:
+        if not part:
             types = dict(con.execute(f"SELECT column_name, column_type FROM (DESCRIBE SELECT * FROM {source})").fetchall())
-            return con, spill, source, _Plan(ds, types, mapping, percent)
         plan = _Plan(ds, types, mapping, percent)
+        tid = plan.col["trajectory_id"]
+        spelled = id_source(ds, tid)
+        if spelled != source:  # (the ids come as text, spelled per file: id_source)
+            source, types = spelled, {**types, tid: "VARCHAR"}
+            plan.types["trajectory_id"] = "VARCHAR"
+        if not part:
+            return con, spill, source, plan
         # only the columns the log uses (never nested: the plan refuses those), each cast
         cols = ", ".join(f"CAST({_q(c)} AS {types[c]}) AS {_q(c)}" for c in plan.read)
         return con, spill, f"(SELECT {cols} FROM {source})", plan

@@ -22,7 +22,7 @@ from ..dataset import Dataset
 from ..schema import WHITESPACE, show_id
 from ..tables import read_decimal_commas
 from .file_errors import reading
-from .duck import _lit, _q, _source, connect, id_column, id_text, refuse_duration_ids
+from .duck import _lit, _q, _source, connect, id_column, id_source, id_text, refuse_duration_ids
 from .onepass import _strip
 
 __all__ = ["sample_runs"]
@@ -67,6 +67,9 @@ def _draw(ds: Dataset, n_runs: int, seed: int, max_rows, mapping, threads, memor
         types = dict(con.execute(f"SELECT column_name, column_type FROM (DESCRIBE SELECT * FROM {source})").fetchall())
         col = id_column(types, mapping, ds.label)
         refuse_duration_ids(ds, col, types[col])
+        spelled = id_source(ds, col)  # (ids spelled per file where the files store them in other types)
+        if spelled != source:
+            source, types[col] = spelled, "VARCHAR"
         raw = id_text(_q(col), types[col])
         con.execute(f"CREATE TEMP TABLE tpsviz_ids AS SELECT {raw} AS raw, count(*) AS n FROM {source} "
                     f"WHERE {raw} IS NOT NULL GROUP BY raw")
@@ -93,7 +96,7 @@ def _draw(ds: Dataset, n_runs: int, seed: int, max_rows, mapping, threads, memor
         # where each row comes from, under column names the files cannot already use
         fcol = next(f"_tpsviz_file{i or ''}" for i in range(len(types) + 1) if f"_tpsviz_file{i or ''}" not in types)
         rows_numbered = ds.fmt == "parquet" and "file_row_number" not in types
-        src = _source(ds, f", filename = {_lit(fcol)}" + (", file_row_number = true" if rows_numbered else ""))
+        src = id_source(ds, col, f", filename = {_lit(fcol)}" + (", file_row_number = true" if rows_numbered else ""))
         # the drawn runs' stored ids hash to at most the largest drawn hash: that cheap filter leaves
         # the id lookup a few rows in a thousand (measured at 100M rows: 0.5 s against 1.6 s)
         below = (f"hash({raw}, {int(seed)}) <= CAST({int(pc.max(drawn.column('h').slice(0, n_keep)).as_py())} "
