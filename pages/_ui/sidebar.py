@@ -25,6 +25,11 @@ from .text import code, md
 UPLOAD_TYPES = ["csv", "tsv", "txt", "parquet", "pq", "jsonl", "ndjson", "json", "eval"]
 
 BIND = "query-params"
+# Every bound widget gets its default on every run, also once its key has state: going back in the
+# browser to a URL without a widget's parameter restores the widget's default, and a default left
+# out is the widget's own (a slider's minimum, no option): helper-24 saw Back set α = β = −0.95,
+# empty the predictors and pick complete-case censoring. (Streamlit then logs that the value was
+# also set through Session State: switched off in .streamlit/config.toml.)
 VERDICT_ICON = {"strictly proper": ":green[:material/check_circle:]", "final forecast only": ":orange[:material/warning:]",
                 "not proper": ":red[:material/cancel:]", "your responsibility": ":gray[:material/help:]"}
 CENSORING_HELP = ("How runs stopped by an administrative limit (censored: outcome unknown) are scored. "
@@ -34,11 +39,6 @@ CENSORING_HELP = ("How runs stopped by an administrative limit (censored: outcom
 
 
 SOURCES = {"Demo": "demo", "Upload": "upload", "Server path": "path"}
-
-
-def _default(key: str, value):
-    """Pass a widget default only when the key has no state yet (avoids Streamlit's warning)."""
-    return {} if key in st.session_state else value
 
 
 def _on_preset():
@@ -324,7 +324,7 @@ def _predictors(sb, base, recal: tuple, changed: bool) -> list[str]:
     if changed and "cens" in st.session_state and st.session_state["cens"] == st.session_state.get("_cens_default"):
         st.session_state["cens"] = default
     st.session_state["_cens_default"] = default
-    preds = sb.multiselect("Predictors", options, key="pred", bind=BIND, **_default("pred", {"default": options}),
+    preds = sb.multiselect("Predictors", options, key="pred", bind=BIND, default=options,
                            help="conf_<name> columns of the log (and recalibrated predictors). Each has one "
                                 "colour on every page; the truthful/oracle predictor is black, the reference.")
     preds = [p for p in preds if p in options]
@@ -340,10 +340,10 @@ def _score_family(sb) -> tuple[float, float]:
                       "Brier score, bounded. boosting (−½,−½): harsher than log at the extremes. asym-high/"
                       "asym-low: emphasise high/low decision thresholds.")
     c1, c2 = sb.columns(2)
-    alpha = c1.slider("α", -0.95, 4.0, step=0.05, key="a", bind=BIND, on_change=_on_ab, **_default("a", {"value": 0.0}),
+    alpha = c1.slider("α", -0.95, 4.0, step=0.05, key="a", bind=BIND, on_change=_on_ab, value=0.0,
                       help="α > −1. ω(c) = c^(α−1)(1−c)^(β−1) weighs decision thresholds c; larger α moves weight "
                            "to high thresholds. α ≤ 0 makes S(p,1) unbounded as p → 0.")
-    beta = c2.slider("β", -0.95, 4.0, step=0.05, key="b", bind=BIND, on_change=_on_ab, **_default("b", {"value": 0.0}),
+    beta = c2.slider("β", -0.95, 4.0, step=0.05, key="b", bind=BIND, on_change=_on_ab, value=0.0,
                      help="β > −1. Larger β moves weight to low thresholds. β ≤ 0 makes S(p,0) unbounded as p → 1.")
     # a number entry beside each slider for an exact value; it always shows the slider's value. Its
     # key carries that value, and only a value other than it is taken as typed: one entry kept in
@@ -376,10 +376,10 @@ def _schedule(sb, base):
                    "Choose another schedule.", icon=":material/warning:")
     c1, c2 = sb.columns(2)
     gamma = c1.slider("γ", 0.5, 1.5, step=0.01, key="g", bind=BIND, disabled=sched not in ("front", "back"),
-                      **_default("g", {"value": 0.9}),
+                      value=0.9,
                       help="Geometric ratio of the front (γ^(t−1)) and back (γ^(H−t)) schedules.")
     horizon = c2.number_input("H (budget)", 1, 10_000, step=1, key="H", bind=BIND, disabled=sched != "back",
-                              **_default("H", {"value": 30}),
+                              value=30,
                               help="Fixed step budget H of the back-loaded schedule (known in advance).")
     try:
         sobj = S.Config(schedule=sched, gamma=gamma, horizon=int(horizon)).schedule_obj
@@ -395,7 +395,7 @@ def _censoring(sb, base):
     """The censoring mode, the q_Z source of exact mode, and ε."""
     default_cens = tpsviz.default_censoring(base) if base is not None else "simple"
     cens = sb.selectbox("Censored runs", list(CENSORING_MODES), key="cens", bind=BIND,
-                        **_default("cens", {"index": list(CENSORING_MODES).index(default_cens)}),
+                        index=list(CENSORING_MODES).index(default_cens),
                         help=CENSORING_HELP)
     cens_caption = sb.empty()  # filled below, once the q_Z source is known
     exact = cens == "exact"
@@ -406,11 +406,11 @@ def _censoring(sb, base):
                         "(the Censoring page sweeps it over [0, 1]).")
     qzs = S.QZ_LABELS[qz_label]
     qz_const = sb.slider("q_Z for every censored run", 0.0, 1.0, step=0.05, key="qz", bind=BIND,
-                         disabled=not (exact and qzs == "constant"), **_default("qz", {"value": 0.5}),
+                         disabled=not (exact and qzs == "constant"), value=0.5,
                          help="Used when the q_Z source is 'one value'. 0 = simple (censoring as failure), 1 = upper.")
     cens_caption.caption(Rs.censoring_label(S.Config(censoring=cens, qz_source=qzs, qz_const=float(qz_const))))
     eps_txt = sb.select_slider("ε (forecast clipping)", S.EPS_TEXT, key="eps", bind=BIND,
-                               **_default("eps", {"value": "1e-06"}),
+                               value="1e-06",
                                help="Forecasts are clipped to [ε, 1−ε] before scoring so unbounded scores stay finite; "
                                     "ε = 0 turns clipping off and shows −∞ honestly. The leaderboard's 'clipped' column "
                                     "counts the clipped forecasts (with ε = 0: those exactly 0 or 1).")
@@ -437,20 +437,20 @@ def _filters(sb, base) -> list[tuple]:
                 lo, hi = float(finite.min()), float(finite.max())  # ±inf cannot bound a slider
                 if lo == hi:
                     continue
-                rng = st.slider(md(col, 60), lo, hi, key=key, bind=BIND, **_default(key, {"value": (lo, hi)}),
+                rng = st.slider(md(col, 60), lo, hi, key=key, bind=BIND, value=(lo, hi),
                                 help=f"Keep runs whose {md(col, 60)} is in this range.")
                 if tuple(rng) != (lo, hi):
                     filters.append((col, "range", (float(rng[0]), float(rng[1]))))
             elif len(uniq) <= 60:
                 opts = sorted(uniq)
-                chosen = st.multiselect(md(col, 60), opts, key=key, bind=BIND, **_default(key, {"default": opts}),
+                chosen = st.multiselect(md(col, 60), opts, key=key, bind=BIND, default=opts,
                                         help=f"Keep runs whose {md(col, 60)} is one of these values.")
                 if set(chosen) != set(opts):
                     filters.append((col, "in", tuple(sorted(chosen))))
             elif len(uniq) <= MAX_SEARCH_VALUES:
                 # many values (task ids, models…): start empty (= every run) and search by typing
                 chosen = st.multiselect(
-                    md(col, 60), sorted(uniq), key=key, bind=BIND, **_default(key, {"default": []}),
+                    md(col, 60), sorted(uniq), key=key, bind=BIND, default=[],
                     placeholder=f"Type to search {len(uniq):,} values; empty keeps every run",
                     help=f"Keep only runs whose {md(col, 60)} is one of the values chosen here; leave it "
                          "empty to keep every run.")
@@ -466,11 +466,11 @@ def _uncertainty(sb) -> tuple[int, int]:
     """Bootstrap replicates of TPS and of the metrics (−1 = auto)."""
     with sb.expander("Uncertainty", expanded=False):
         n_boot = st.select_slider("Bootstrap replicates", S.BOOT_CHOICES, key="boot", bind=BIND,
-                                  **_default("boot", {"value": 2000}),
+                                  value=2000,
                                   help="Percentile bootstrap over trajectories (the unit; steps within a run are "
                                        "dependent), seeded so numbers are reproducible. 0 = mean ± 1.96 SE.")
         mb = st.select_slider("Metric bootstrap (AUROC, AUPRC, T-ECE)", S.METRIC_BOOT_CHOICES, key="mboot", bind=BIND,
-                              **_default("mboot", {"value": "auto"}),
+                              value="auto",
                               help="Replicates of the AUROC / AUPRC / T-ECE bootstraps. auto = the TPS value "
                                    "(all bootstraps then share the same replicates, drawn once).")
         metric_boot = -1 if mb == "auto" else int(mb)

@@ -62,6 +62,40 @@ def test_shared_link_reproduces_the_view(page):
     assert page.get_by_text("Under the current mode — simple").first.is_visible()
 
 
+def _slider(pg, name: str) -> float:
+    return float(_sidebar(pg).locator(f"input[type=range][aria-label='{name}']").input_value())
+
+
+def test_browser_back_returns_to_the_settings_of_the_url(page):
+    """helper-24: Back from Reliability (or from a preset change) set α = β = −0.95, emptied the
+    predictors and picked complete-case censoring ("The filters leave no trajectories"): the
+    bound widgets took their own defaults (a slider's minimum, no option), because the sidebar
+    passed its defaults only before the keys had state."""
+    page.goto(page.base)
+    wait_ready(page, "Overview / Compare")
+    page.get_by_role("link", name="Reliability").first.click()
+    wait_ready(page, "Reliability")
+    page.go_back()
+    wait_ready(page, "Overview / Compare")
+    assert _slider(page, "α") == _slider(page, "β") == 0.0
+    assert page.get_by_text("α=0, β=0").first.is_visible()
+    assert "filters leave no trajectories" not in page.locator("[data-testid='stMain']").inner_text()
+    predictors = _sidebar(page).locator("[data-testid='stMultiSelect']").filter(has_text="Predictors")
+    assert "truthful" in predictors.inner_text() and "budget_aware" in predictors.inner_text()
+    # a preset, another page, then Back: the preset's URL and values again
+    _sidebar(page).locator("[data-testid='stSelectbox']").filter(has_text="Preset").click()
+    page.get_by_role("option", name="brier").click()
+    wait_ready(page)
+    page.get_by_role("link", name="Censoring").first.click()
+    wait_ready(page, "Censoring")
+    page.go_back()
+    wait_ready(page, "Overview / Compare")
+    assert re.search(r"[?&]preset=brier", page.url) and _slider(page, "α") == _slider(page, "β") == 1.0
+    page.get_by_text("brier (α=1, β=1)").first.wait_for()
+    no_traceback(page)
+    screenshot(page, "09_back_to_brier")
+
+
 def _upload(pg, path_or_payload):
     if pg.locator("[data-testid='stSidebar'] input[type='file']").count() == 0:
         _sidebar(pg).get_by_role("radiogroup", name="Data source").get_by_text("Upload", exact=True).click()
