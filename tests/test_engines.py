@@ -366,6 +366,9 @@ def test_a_dataset_stays_under_the_data_roots(tmp_path):
     roots = DataRoots([root])
     assert open_dataset("logs", roots).n_files == 1                      # relative to the first root
     assert open_dataset("logs/*.parquet", roots).n_files == 1
+    # a root itself is a dataset folder like any other (helper-24: a team's dataset directory, set as
+    # the root, was refused with the one "cannot open this path" message)
+    assert open_dataset(str(root), roots).n_files == open_dataset(".", roots).n_files == 1
     for spec in (str(outside), str(outside / "*.parquet"), "../outside/*.parquet", "logs/../../outside",
                  "/*/*.parquet", str(tmp_path / "*" / "*.parquet")):
         with pytest.raises(PathRefused) as err:

@@ -76,8 +76,20 @@ def test_a_malformed_line_is_named_by_file_and_line_never_quoted(tmp_path, kind,
 def test_a_quote_left_open_is_named(tmp_path):
     folder = _dataset(tmp_path, f'x1,1,1,0.5,"{SECRET}'.encode(), 5)
     message = _out_of_core(folder)
-    assert "'b.csv': not a well-formed CSV file: line" in message and "a quoted field is not closed" in message
+    assert "'b.csv': not a well-formed CSV file: a quoted field that starts on line 5 is not closed" in message
     assert SECRET not in message
+
+
+def test_the_in_memory_reader_says_it_in_the_same_words(tmp_path):
+    """pandas' parser errors read as the out-of-core engine's (helper-24: "Error tokenizing data.
+    C error: Expected 5 fields in line 5, saw 6")."""
+    for name, bad in (("more", BAD["more fields"][0]), ("quote", f'x1,1,1,0.5,"{SECRET}'.encode())):
+        (tmp_path / name).mkdir()
+        folder = _dataset(tmp_path / name, bad, 5)
+        with pytest.raises(LogFormatError) as memory:
+            tpsviz.load(folder)
+        words = str(memory.value).split("b.csv: ", 1)[1]
+        assert words in _out_of_core(folder) and "C error" not in words, words
 
 
 def test_the_in_memory_reader_refuses_the_same_lines(tmp_path):

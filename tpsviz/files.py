@@ -239,7 +239,8 @@ class DataRoots:
             mode = os.stat(real).st_mode
         except OSError:
             raise PathRefused(label) from None
-        if not (stat.S_ISREG(mode) or (allow_dir and stat.S_ISDIR(mode) and real not in self.roots)):
+        # (a root itself is a folder like any other: a team's dataset directory is often the root)
+        if not (stat.S_ISREG(mode) or (allow_dir and stat.S_ISDIR(mode))):
             raise PathRefused(label)
         return real
 

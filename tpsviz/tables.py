@@ -12,6 +12,7 @@ import codecs
 import csv
 import io as _io
 import json
+import re
 from pathlib import Path
 
 import numpy as np
@@ -144,8 +145,7 @@ def _read_delimited(raw: bytes, name: str, sep: str, max_rows: int, max_cells: i
         _decode(raw, name)  # locates the bad byte and raises
         raise LogFormatError(name, ["the file is not valid UTF-8 text"]) from None
     except pd.errors.ParserError as exc:
-        detail = str(exc).split("\n")[0]
-        raise LogFormatError(name, [f"not a well-formed {kind} file: {detail}".strip()]) from None
+        raise LogFormatError(name, [f"not a well-formed {kind} file: {_parser_words(str(exc))}".strip()]) from None
     df.columns = [str(c).strip() for c in df.columns]
     if len(df) > max_rows:
         raise _too_many_rows(name, len(df), max_rows)
@@ -195,6 +195,20 @@ def _log_bytes_as_text(table, name: str):
     if problems:
         raise LogFormatError(name, problems)
     return table
+
+
+def _parser_words(message: str) -> str:
+    """pandas' parser error in the words of the out-of-core engine
+    (:mod:`tpsviz.engines.file_errors`), without the parser's own jargon ("C error")."""
+    detail = message.split("\n")[0].replace("Error tokenizing data. C error: ", "")
+    fields = re.fullmatch(r"Expected (\d+) fields in line (\d+), saw (\d+)", detail)
+    if fields:
+        expected, line, found = (int(g) for g in fields.groups())
+        return f"line {line} has {found} fields, more than the header's {expected}"
+    quote = re.fullmatch(r"EOF inside string starting at row (\d+)", detail)
+    if quote:
+        return f"a quoted field that starts on line {int(quote.group(1)) + 1} is not closed"
+    return detail
 
 
 def _read_parquet(raw: bytes, name: str, max_rows: int, max_cells: int, max_bytes: int) -> pd.DataFrame:

@@ -93,13 +93,17 @@ def all_runs_section(cfg: S.Config, data) -> None:
                "metadata filters and recalibrations apply to the sample only.")
     scored = st.session_state.setdefault("_all_runs_scored", {})  # this session's scorings of each dataset
     if not have:
-        if scored.get(src.key, skey) != skey:  # (a table for other settings is not shown: it would mislead)
-            st.caption("All runs were scored under other settings; those results are kept (going back to them "
-                       "shows them at once). Score again for the settings now in the sidebar.")
-        if not st.button(f"Score all {info['runs_total']:,} runs", key="score_all_runs",
-                         help="Takes about a second per 3 million step rows on two cores; the result is kept "
-                              "for these settings."):
+        prompt = st.empty()  # (cleared once pressed: helper-24 saw the "other settings" words above the new table)
+        with prompt.container():
+            if scored.get(src.key, skey) != skey:  # (a table for other settings is not shown: it would mislead)
+                st.caption("All runs were scored under other settings; those results are kept (going back to them "
+                           "shows them at once). Score again for the settings now in the sidebar.")
+            pressed = st.button(f"Score all {info['runs_total']:,} runs", key="score_all_runs",
+                                help="Takes about a second per 3 million step rows on two cores; the result is kept "
+                                     "for these settings.")
+        if not pressed:
             return
+        prompt.empty()
     try:
         score = _score_all(src.key, skey, src, settings)
     except S.Cancelled:

@@ -145,3 +145,8 @@ def test_after_a_setting_changes_the_all_runs_table_says_why_it_is_gone(root, mo
     assert not at.exception and gone in texts(at) and "**All runs:**" not in texts(at)
     at.slider(key="a").set_value(0.0).run()  # back: the kept table, at once
     assert "**All runs:**" in texts(at) and gone not in texts(at)
+    # scored again under the new settings: the words about the other settings go with the button
+    # (helper-24 saw them above the new table)
+    at.slider(key="a").set_value(0.5).run()
+    at.button(key="score_all_runs").click().run()
+    assert not at.exception and "**All runs:**" in texts(at) and gone not in texts(at)

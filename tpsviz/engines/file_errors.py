@@ -49,6 +49,7 @@ def first_bad_line(path: Path, delimiter: str, limit: int = SCAN_RECORDS) -> str
     """What is wrong at the first line of a CSV file whose field count differs from its header's,
     or where a quoted field is not closed, or whose bytes are not UTF-8 (None: nothing found in
     the first ``limit`` records). Blank lines are skipped, as the readers skip them."""
+    start = 1  # (the line the record being read starts on)
     try:
         with open(path, newline="", encoding="utf-8-sig") as fh:
             reader = csv.reader(fh, delimiter=delimiter, strict=True)
@@ -57,11 +58,14 @@ def first_bad_line(path: Path, delimiter: str, limit: int = SCAN_RECORDS) -> str
                 if header is None:
                     header = len(row)
                 elif row and len(row) != header:
-                    return f"line {reader.line_num} {_fields(header, len(row))}"
+                    return f"line {start} {_fields(header, len(row))}"
                 if reader.line_num > limit:
                     return None
-    except csv.Error:
-        return f"line {reader.line_num}: a quoted field is not closed, or a quote stands inside an unquoted field"
+                start = reader.line_num + 1
+    except csv.Error as exc:
+        if "end of data" in str(exc):  # (the words of tables._parser_words)
+            return f"a quoted field that starts on line {start} is not closed"
+        return f"line {reader.line_num}: a quote stands inside a field that is not quoted"
     except UnicodeDecodeError:
         return "the file is not valid UTF-8 text; save it as UTF-8 and load it again"
     except OSError:
