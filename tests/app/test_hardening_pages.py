@@ -56,7 +56,7 @@ def test_1_a_path_under_a_root_loads_and_is_kept_in_the_url(root):
 
 
 @pytest.mark.parametrize("path", ["/proc/self/environ", "/etc/shadow", "/etc/passwd", "../secret.csv",
-                                  "/dev/zero", "nope.csv", "."])
+                                  "/dev/zero", "nope.csv", "..", "/proc/self/cwd"])
 def test_1_paths_outside_the_roots_get_one_message_and_leave_the_url(root, path):
     at = _fresh({"src": "Server path", "path": path})
     t = _all_text(at)
@@ -66,6 +66,18 @@ def test_1_paths_outside_the_roots_get_one_message_and_leave_the_url(root, path)
     for page in PAGES:
         at.switch_page(page).run()
         assert not at.exception
+
+
+def test_1_a_root_itself_opens_as_a_dataset_of_its_files(root):
+    """"." (the first root) is a dataset folder like any other (helper-24: a team's dataset
+    directory set as the root was refused); it reads only the root's files."""
+    (root / "rollouts.csv").unlink()  # (the root's other file has other columns: a dataset needs the same)
+    (root / "sub").mkdir()
+    (root / "sub" / "more.csv").write_bytes((DEMO / "tau2-like.csv").read_bytes().replace(b"tau-", b"more-"))
+    at = _fresh({"src": "Server path", "path": "."})
+    assert not at.exception and "cannot open this path" not in _all_text(at)
+    assert {m.label: m.value for m in at.metric}["Trajectories"] == "900"  # (both files: 450 runs each)
+    assert SECRET not in _all_text(at)
 
 
 @pytest.mark.parametrize("rpath", ["/proc/self/environ", "/etc/shadow", "../secret.csv"])
