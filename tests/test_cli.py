@@ -76,6 +76,7 @@ def test_per_trajectory_csv(tmp_path):
     want = runs.reindex(df["trajectory_id"].astype(str)).to_numpy(dtype=float)
     np.testing.assert_array_equal(df["outcome"].to_numpy(dtype=float), want)
     assert df.loc[df["censored"], "outcome"].isna().all() and set(df["outcome"].dropna()) == {0.0, 1.0}
+    assert {line.rsplit(",", 1)[1] for line in out.read_text().splitlines()[1:]} == {"1", "0", ""}  # not 1.0
 
 
 @pytest.mark.parametrize("args,msg", [

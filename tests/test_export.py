@@ -42,3 +42,32 @@ def test_an_empty_table_and_a_name_given_twice():
     assert len(back) == 0 and list(back.columns)[-1] == "alpha"
     with pytest.raises(ValueError, match="given twice"):
         parquet_bytes(_table(3), {"tps": 1.0})
+
+
+@pytest.mark.parametrize("write", ["csv", "chunked_csv", "parquet"])
+def test_a_binary_outcome_is_written_as_the_log_gives_it(write, tmp_path):
+    """1, 0 and empty (censored), not 1.0 and 0.0; a continuous outcome keeps its numbers."""
+    from tpsviz.export import safe_csv, write_safe_csv
+
+    def written(frame):
+        if write == "parquet":
+            return pd.read_parquet(io.BytesIO(parquet_bytes(frame, chunk_rows=2)))["outcome"]
+        if write == "csv":
+            text = safe_csv(frame)
+        else:
+            write_safe_csv(frame, tmp_path / "t.csv", chunk_rows=2)  # (a chunk of 0/1 beside one of 0.25)
+            text = (tmp_path / "t.csv").read_text()
+        return [line.split(",")[1] for line in text.splitlines()[1:]]
+
+    binary = pd.DataFrame({"trajectory_id": list("abcde"), "outcome": [1.0, np.nan, 0.0, 1.0, 0.0]})
+    got = written(binary)
+    if write == "parquet":
+        assert str(got.dtype) == "Int64" and got.tolist()[:1] + got.tolist()[2:] == [1, 0, 1, 0] and got.isna().tolist()[1]
+    else:
+        assert got == ["1", "", "0", "1", "0"]
+    continuous = binary.assign(outcome=[1.0, 0.0, np.nan, 0.0, 0.25])
+    got = written(continuous)
+    if write == "parquet":
+        assert got.dtype == np.float64 and got.iloc[4] == 0.25
+    else:
+        assert got == ["1.0", "0.0", "", "0.0", "0.25"]

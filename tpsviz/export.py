@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-__all__ = ["PER_TRAJECTORY_COLUMNS", "neutralise_cells", "safe_csv", "write_safe_csv", "parquet_bytes", "figure_png"]
+__all__ = ["PER_TRAJECTORY_COLUMNS", "binary_outcome", "neutralise_cells", "safe_csv", "write_safe_csv", "parquet_bytes", "figure_png"]
 
 _TRIGGERS = ("=", "+", "-", "@", "\t", "\r",
              "\uff1d", "\uff0b", "\uff0d", "\uff20")  # and their fullwidth forms (＝＋－＠), which some
@@ -47,9 +47,22 @@ def neutralise_cells(frame: pd.DataFrame) -> pd.DataFrame:
     return out
 
 
+def binary_outcome(frame: pd.DataFrame) -> pd.DataFrame:
+    """``frame`` with a float ``outcome`` column of only 0, 1 and missing values written as
+    integers (``1``, ``0``, empty), as the log gives them, instead of ``1.0``; any other frame
+    as it is (a continuous outcome keeps its numbers)."""
+    if "outcome" not in frame.columns or not pd.api.types.is_float_dtype(frame["outcome"]):
+        return frame
+    y = frame["outcome"]
+    if not y.dropna().isin([0.0, 1.0]).all():
+        return frame
+    return frame.assign(outcome=y.astype("Int64"))
+
+
 def safe_csv(frame: pd.DataFrame) -> str:
-    """CSV text of ``frame`` (no index, ``\\n`` line ends) with :func:`neutralise_cells` applied."""
-    return neutralise_cells(frame).to_csv(index=False, lineterminator="\n")
+    """CSV text of ``frame`` (no index, ``\\n`` line ends) with :func:`neutralise_cells` and
+    :func:`binary_outcome` applied."""
+    return neutralise_cells(binary_outcome(frame)).to_csv(index=False, lineterminator="\n")
 
 
 #: the columns of ``tpsviz score --per-trajectory`` (every engine): outcome is 1, 0, or empty when censored
@@ -70,6 +83,7 @@ def write_safe_csv(frame: pd.DataFrame, path, chunk_rows: int = 200_000) -> None
         Written (UTF-8, ``\\n`` line ends); an existing file is replaced.
     chunk_rows : int
     """
+    frame = binary_outcome(frame)  # (decided once for the whole table, not per chunk)
     with open(path, "w", encoding="utf-8", newline="") as out:
         for start in range(0, max(len(frame), 1), chunk_rows):
             part = neutralise_cells(frame.iloc[start:start + chunk_rows])
@@ -101,6 +115,7 @@ def parquet_bytes(frame: pd.DataFrame, constants: dict | None = None, chunk_rows
     import pyarrow.parquet as pq
 
     constants = dict(constants or {})
+    frame = binary_outcome(frame)
     clash = set(constants) & set(map(str, frame.columns))
     if clash:
         raise ValueError(f"columns given twice: {sorted(clash)}")

@@ -119,15 +119,16 @@ def ensure_shell() -> None:
     st.rerun()
 
 
-def page(title: str, caption: str | None = None):
+def page(title: str, caption: str | None = None, all_runs_below: bool = False):
     """The common top of every page: shell, title, caption, data (or a designed empty/error
-    state), and the settings banner. Returns (cfg, data)."""
+    state), and the settings banner. Returns (cfg, data). ``all_runs_below``: the page ends with
+    the all-runs section of a sampled dataset (its banner says so)."""
     ensure_shell()
     st.title(title)
     if caption:
         st.caption(caption)
     cfg, data, _ = require_data()
-    banner(cfg, data)
+    banner(cfg, data, all_runs_below=all_runs_below)
     return cfg, data
 
 
@@ -177,7 +178,7 @@ def require_data():
     return cfg, data, problems
 
 
-def banner(cfg: S.Config, data, extra: str | None = None) -> None:
+def banner(cfg: S.Config, data, extra: str | None = None, all_runs_below: bool = False) -> None:
     """The settings that change the verdict, next to it (docs/architecture.md)."""
     s = cfg.schedule_obj
     v = s.verdict
@@ -203,7 +204,7 @@ def banner(cfg: S.Config, data, extra: str | None = None) -> None:
             st.caption(extra)
     info = sample_info(data)
     if info:  # a dataset larger than memory: every number on the page covers the sample (allruns.py)
-        st.info(sample_words(info), icon=":material/casino:")
+        st.info(sample_words(info, all_runs_below), icon=":material/casino:")
     if not v.is_strictly_proper:  # a page-level warning on every page, not only the icon above
         st.warning(f"**The weight schedule {md(s.spec)} is {md(v.status)}.** {md(v.reason)} Scores under it do not "
                    "reward reporting the true probability at every step: use it to explore, not to rank.",

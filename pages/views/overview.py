@@ -25,7 +25,8 @@ from tpsviz import formatting as Fm
 
 cfg, data = C.page("Overview / Compare",
                    "Which uncertainty signal is most honest? TPS rewards reporting the true probability of success "
-                   "at every step; AUROC/AUPRC only check ranking and T-ECE only bin-level calibration.")
+                   "at every step; AUROC/AUPRC only check ranking and T-ECE only bin-level calibration.",
+                   all_runs_below=True)
 large = L.is_large(data)
 verdict_box = st.container()  # filled last: the verdict's tests run after the leaderboard is drawn
 

@@ -42,9 +42,11 @@ def test_a_large_dataset_opens_on_a_sample_and_scores_all_runs_on_request(big_pa
     pg.goto(pg.base + "/?src=Server+path&path=runs")
     wait_ready(pg, "Overview / Compare")
     no_traceback(pg)
-    banner = pg.get_by_text("every number on this page describes a random sample of").first
+    banner = pg.get_by_text("describes a random sample of").first
     banner.wait_for()
     assert "of 450 runs" in banner.inner_text()
+    # the all-runs section below is not claimed for the sample
+    assert "every number above the section All 450 runs (out of core)" in banner.inner_text()
     pg.get_by_role("heading", name="All 450 runs (out of core)").wait_for()
     screenshot(pg, "60_dataset_sample_overview")
     pg.get_by_role("button", name="Score all 450 runs").click()
