@@ -312,3 +312,39 @@ def test_an_empty_weight_under_the_column_schedule_is_named_alike(tmp_path):
     words = "schedule 'column': the 'weight' column is empty on 1 row(s), e.g. in trajectory 'b'; give every row a weight"
     assert str(mem.value) == words and words in str(out.value)
 
+
+
+@pytest.mark.parametrize("prefetch", [False, True])
+def test_runs_read_every_column_in_the_order_of_the_ids(prefetch):
+    """_Runs puts each column of the pass's result (any order, several chunks, nulls, counts,
+    booleans) in the order of the ids, converted alone or all at once on two threads."""
+    import pyarrow as pa
+
+    from tpsviz.engines.duck import _Runs
+
+    rng = np.random.default_rng(5)
+    n = 1_000
+    ids = np.array([f"t{i:05d}" for i in rng.permutation(n)])
+    frame = pd.DataFrame({"tid": ids, "n": rng.integers(1, 50, n), "yn": rng.integers(0, 3, n),
+                          "a1_0": rng.normal(size=n), "smin": rng.integers(0, 4, n).astype(float),
+                          "cmin": rng.random(n) < 0.5})
+    frame.loc[rng.random(n) < 0.2, "a1_0"] = np.nan
+    frame.loc[rng.random(n) < 0.1, "smin"] = np.nan
+    table = pa.Table.from_pandas(frame, preserve_index=False)
+    table = table.set_column(5, "cmin", pa.array(frame["cmin"].where(rng.random(n) < 0.9), type=pa.bool_()))
+    table = pa.Table.from_batches(table.to_batches(max_chunksize=300))  # four chunks
+    assert table.column("a1_0").num_chunks == 4
+    runs = _Runs.sorted_by_id(table)
+    if prefetch:
+        runs.prefetch()
+    want = frame.assign(cmin=table.column("cmin").to_pandas()).sort_values("tid")
+    assert runs.sorted_ids().to_pylist() == want["tid"].tolist()
+    np.testing.assert_array_equal(runs.count("n"), want["n"].to_numpy())
+    assert runs.count("n").dtype == np.int64
+    np.testing.assert_array_equal(runs.num("yn"), want["yn"].to_numpy(float))
+    np.testing.assert_array_equal(runs.num("a1_0"), want["a1_0"].to_numpy(float))  # (NaN where null)
+    np.testing.assert_array_equal(runs.num("smin"), want["smin"].to_numpy(float))
+    np.testing.assert_array_equal(runs.num("cmin"), want["cmin"].astype(float).to_numpy())
+    last = runs.num("a1_0")
+    np.nan_to_num(last, copy=False)  # a column changed in place is read as changed (run_pass does so)
+    assert not np.isnan(runs.num("a1_0")).any()

@@ -14,7 +14,6 @@ import dataclasses
 import datetime
 
 import duckdb
-import numpy as np
 import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq

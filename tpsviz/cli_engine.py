@@ -88,9 +88,9 @@ def _score_out_of_core(args, ds: Dataset, why: str, client) -> int:
     probe = _settings_from(args, has_qz=False)
     mapping = [(t, c) for t, c in args.map_pairs]
     percent = args.percent_names
-    intervals = None
     if client is None:
         sums = sums_duckdb(ds, probe, mapping=mapping, percent=percent)
+        intervals = None  # (the in-memory multinomial bootstrap)
     else:
         from .engines.dask_engine import poisson_intervals_on, sums_dask
 

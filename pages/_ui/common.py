@@ -6,7 +6,6 @@ from __future__ import annotations
 import logging
 from dataclasses import replace
 
-import numpy as np
 import streamlit as st
 
 from tpsviz.files import CANNOT_OPEN

@@ -7,10 +7,8 @@ import streamlit as st
 
 import tpsviz
 from pages._ui import common as C
-from pages._ui import compute as V
 from pages._ui import results as Rs
 from pages._ui import loading as L
-from pages._ui import state as S
 from tpsviz import figures as F
 from tpsviz.populations import censoring_summary, forecasts_by_population, qz_band
 from tpsviz import formatting as Fm

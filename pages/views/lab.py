@@ -8,7 +8,6 @@ import streamlit as st
 
 from pages._ui import common as C
 from pages._ui import results as Rs
-from pages._ui import state as S
 from pages._ui import compute as V
 from tpsviz import figures as F
 

@@ -1,11 +1,9 @@
 """Recalibration: cross-fitted Platt / isotonic / beta maps; the result becomes a predictor on every page."""
 
-import numpy as np
 import pandas as pd
 import streamlit as st
 
 from pages._ui import common as C
-from pages._ui import compute as V
 from pages._ui import results as Rs
 from pages._ui import loading as L
 from pages._ui import state as S

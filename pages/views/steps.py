@@ -6,7 +6,6 @@ import streamlit as st
 
 from pages._ui import common as C
 from pages._ui import results as Rs
-from pages._ui import state as S
 from tpsviz import figures as F
 
 cfg, data = C.page("Step contributions",

@@ -474,23 +474,65 @@ class _Runs:
     def __contains__(self, name: str) -> bool:
         return name in self._t.column_names
 
-    def _column(self, name: str, dtype) -> np.ndarray:
+    def _column(self, name: str, dtype, scratch: np.ndarray | None = None) -> np.ndarray:
+        """Column ``name`` as ``dtype``, in the order of the ids. ``scratch``: an array of
+        ``n_rows`` of ``dtype`` the column may be converted into before its gather."""
         col = self._t.column(name)
         if col.type == "bool":  # (with nulls, a bool column converts to Python objects)
             col = col.cast("double")
         dtype = np.dtype(dtype)
-        if self._order is None:
-            flat = np.empty(self.n_rows, dtype)
+        if col.num_chunks == 1 and not col.null_count and col.type.to_pandas_dtype() == dtype:
+            flat = col.chunk(0).to_numpy()  # (the Arrow buffer itself: no copy before the gather)
         else:
-            flat = self._scratch.setdefault(dtype, np.empty(self.n_rows, dtype))
-        at = 0
-        for chunk in col.chunks:  # a chunk's nulls come as NaN (the column is float where it has any)
-            flat[at:at + len(chunk)] = chunk.to_numpy(zero_copy_only=False)
-            at += len(chunk)
+            flat = np.empty(self.n_rows, dtype) if self._order is None or scratch is None else scratch
+            at = 0
+            for chunk in col.chunks:  # a chunk's nulls come as NaN (the column is float where it has any)
+                flat[at:at + len(chunk)] = chunk.to_numpy(zero_copy_only=False)
+                at += len(chunk)
         if self._order is None:
-            return flat
+            return flat if flat.flags.writeable else flat.copy()
         # (mode="clip": numpy buffers the output of take in its default mode, which is one more copy)
         return np.take(flat, self._order, out=np.empty(self.n_rows, dtype), mode="clip")
+
+    def _buf(self, dtype) -> np.ndarray | None:
+        """The scratch array of ``dtype`` the columns are converted into before their gather."""
+        if self._order is None:
+            return None
+        dtype = np.dtype(dtype)
+        if dtype not in self._scratch:
+            self._scratch[dtype] = np.empty(self.n_rows, dtype)
+        return self._scratch[dtype]
+
+    def prefetch(self) -> None:
+        """Convert every column but the ids at once, two at a time (:meth:`num` and
+        :meth:`count` then return them). A gather into the ids' order waits on memory, one
+        cache miss a run, and numpy releases the GIL while it gathers: two threads take about
+        half the time of one (docs/architecture.md, "Scale")."""
+        import threading
+        from concurrent.futures import ThreadPoolExecutor
+
+        import pyarrow as pa
+
+        todo = []
+        for name in self._t.column_names:
+            if name == "tid" or name in self._num or (name, "count") in self._num:
+                continue
+            t = self._t.schema.field(name).type
+            whole = pa.types.is_integer(t) and not self._t.column(name).null_count
+            todo.append(((name, "count") if whole else name, name, np.int64 if whole else float))
+        if not todo:
+            return
+        scratch = threading.local()  # (one array a thread, reused by its columns' gathers)
+
+        def convert(item):
+            key, name, dtype = item
+            bufs = scratch.__dict__.setdefault("bufs", {})
+            buf = bufs.setdefault(np.dtype(dtype), np.empty(self.n_rows, dtype))
+            return key, self._column(name, dtype, buf)
+
+        with ThreadPoolExecutor(max_workers=2) as pool:
+            for key, values in pool.map(convert, todo):
+                self._num[key] = values
 
     def num(self, name: str, default: float = np.nan) -> np.ndarray:
         """Column ``name`` as float; an absent one reads as ``default`` everywhere (a read-only
@@ -498,14 +540,15 @@ class _Runs:
         if name not in self._t.column_names:
             return np.broadcast_to(np.float64(default), (self.n_rows,))
         if name not in self._num:
-            self._num[name] = self._column(name, float)
+            whole = self._num.get((name, "count"))  # (prefetched as counts)
+            self._num[name] = whole.astype(float) if whole is not None else self._column(name, float, self._buf(float))
         return self._num[name]
 
     def count(self, name: str) -> np.ndarray:
         """A column of counts (never null: ``count()``) as int64."""
         key = (name, "count")
         if key not in self._num:
-            self._num[key] = self._column(name, np.int64)
+            self._num[key] = self._column(name, np.int64, self._buf(np.int64))
         return self._num[key]
 
     def sorted_ids(self):
@@ -676,15 +719,8 @@ def sums_duckdb(ds: Dataset, settings: ScoreSettings, mapping=(), threads: int |
     LogFormatError
         For every defect, naming the column, the number of rows or runs and an example run.
     """
-    from .file_errors import reading
-
-    with reading(ds):
-        con, spill, source, plan = open_plan(ds, mapping, threads, memory_limit, percent)
-        try:
-            return _sums(con, ds, settings, source, plan)
-        finally:
-            con.close()
-            shutil.rmtree(spill, ignore_errors=True)
+    with opened(ds, mapping, threads, percent=percent, memory_limit=memory_limit) as (con, source, plan):
+        return _sums(con, ds, settings, source, plan)
 
 
 def numbering_note(runs: _Runs, notes: list) -> int:
@@ -730,13 +766,15 @@ def open_plan(ds: Dataset, mapping=(), threads: int | None = None, memory_limit:
 
 
 @contextmanager
-def opened(ds: Dataset, mapping=(), threads: int | None = None, percent=(), types: dict | None = None):
+def opened(ds: Dataset, mapping=(), threads: int | None = None, percent=(), types: dict | None = None,
+           memory_limit: str | None = None):
     """:func:`open_plan` as a context: yields (connection, source, plan); closes the connection
-    and removes the spill folder on leaving."""
+    and removes the spill folder on leaving. A file DuckDB cannot read is named by
+    :func:`tpsviz.engines.file_errors.reading`, never quoted."""
     from .file_errors import reading
 
     with reading(ds):
-        con, spill, source, plan = open_plan(ds, mapping, threads, percent=percent, types=types)
+        con, spill, source, plan = open_plan(ds, mapping, threads, memory_limit, percent=percent, types=types)
         try:
             yield con, source, plan
         finally:

@@ -223,6 +223,7 @@ def run_pass(con, plan: _Plan, source: str, settings: ScoreSettings, positional:
     elif changed:
         table = table.set_column(table.column_names.index("tid"), "tid", ids)
     runs = _Runs.sorted_by_id(table)
+    runs.prefetch()  # every column put in the ids' order at once, two at a time
     runs.merged_ids = stored - table.num_rows
     if flagged(runs):  # a forecast outside [0, 1]: by rounding it is set into it (as tpsviz.load), else refused
         for k in range(len(plan.conf)):
