@@ -462,14 +462,19 @@ class _Runs:
         self._ids = None
         self.merged_ids = 0  # stored ids that were one run once stripped of whitespace
 
-    @classmethod
-    def sorted_by_id(cls, table) -> "_Runs":
-        """Runs of ``table`` (any order) in the order of their ids (the bytes of UTF-8: the order
-        of Python's ``str``, as an ``ORDER BY`` in DuckDB)."""
+    @staticmethod
+    def id_order(ids) -> np.ndarray:
+        """The permutation that sorts ``ids`` (the bytes of UTF-8: the order of Python's ``str``,
+        as an ``ORDER BY`` in DuckDB)."""
         import pyarrow.compute as pc
 
-        order = pc.sort_indices(table.column("tid")).to_numpy().astype(np.intp, copy=False)
-        return cls(table, order)
+        return pc.sort_indices(ids).to_numpy().astype(np.intp, copy=False)
+
+    @classmethod
+    def sorted_by_id(cls, table, order: np.ndarray | None = None) -> "_Runs":
+        """Runs of ``table`` (any order) in the order of their ids; ``order``: that permutation,
+        if already found (:meth:`id_order` of the table's ``tid``)."""
+        return cls(table, cls.id_order(table.column("tid")) if order is None else order)
 
     def __contains__(self, name: str) -> bool:
         return name in self._t.column_names
@@ -531,8 +536,10 @@ class _Runs:
             return key, self._column(name, dtype, buf)
 
         with ThreadPoolExecutor(max_workers=2) as pool:
+            ids = pool.submit(self.sorted_ids)  # (the ids' gather too: Arrow's take releases the GIL as well)
             for key, values in pool.map(convert, todo):
                 self._num[key] = values
+            ids.result()
 
     def num(self, name: str, default: float = np.nan) -> np.ndarray:
         """Column ``name`` as float; an absent one reads as ``default`` everywhere (a read-only

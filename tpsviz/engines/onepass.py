@@ -213,16 +213,21 @@ def run_pass(con, plan: _Plan, source: str, settings: ScoreSettings, positional:
 
     ``nd`` holds each run's distinct steps; ``tid`` the stripped id.
     """
+    from concurrent.futures import ThreadPoolExecutor
+
     stripped = False
     table = con.sql(_pass_sql(plan, source, settings, stripped, positional)).to_arrow_table()
-    ids, merged, changed = _strip(table.column("tid"))
+    with ThreadPoolExecutor(max_workers=1) as pool:  # the ids sorted while they are checked for whitespace
+        order = pool.submit(_Runs.id_order, table.column("tid"))
+        ids, merged, changed = _strip(table.column("tid"))
+        order = order.result()
     stored = table.num_rows
     if merged:  # two stored ids are one run: group by the stripped id
         stripped = True
         table = con.sql(_pass_sql(plan, source, settings, stripped, positional)).to_arrow_table()
     elif changed:
         table = table.set_column(table.column_names.index("tid"), "tid", ids)
-    runs = _Runs.sorted_by_id(table)
+    runs = _Runs.sorted_by_id(table, None if changed else order)  # (stripped ids may sort otherwise)
     runs.prefetch()  # every column put in the ids' order at once, two at a time
     runs.merged_ids = stored - table.num_rows
     if flagged(runs):  # a forecast outside [0, 1]: by rounding it is set into it (as tpsviz.load), else refused
