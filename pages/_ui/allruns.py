@@ -41,12 +41,12 @@ def sample_info(data) -> dict | None:
 
 
 def sample_words(info: dict, all_runs_below: bool = False) -> str:
-    """One sentence: what the numbers on the page cover. ``all_runs_below``: the page ends with
-    the all-runs section (:func:`all_runs_section`), whose numbers cover every run."""
+    """One sentence: what the numbers on the page cover. ``all_runs_below``: the page holds the
+    all-runs section (:func:`all_runs_section`), whose numbers cover every run."""
     cut = (" (the draw stopped at the rows read into memory, TPSVIZ_MAX_ROWS)" if info.get("stopped_by_rows")
            else "")
-    where = (f"above the section **All {info['runs_total']:,} runs (out of core)**" if all_runs_below
-             else "on this page")
+    where = (f"on this page, except in the section **All {info['runs_total']:,} runs (out of core)**,"
+             if all_runs_below else "on this page")
     return (f"**Sample:** every number {where} describes a random sample of "
             f"**{info['runs_sampled']:,} of {info['runs_total']:,} runs** ({info['rows_sampled']:,} of "
             f"{info['rows_total']:,} step rows; seed {info['seed']}){cut}. The dataset is larger than the rows "

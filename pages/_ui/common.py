@@ -120,7 +120,7 @@ def ensure_shell() -> None:
 
 def page(title: str, caption: str | None = None, all_runs_below: bool = False):
     """The common top of every page: shell, title, caption, data (or a designed empty/error
-    state), and the settings banner. Returns (cfg, data). ``all_runs_below``: the page ends with
+    state), and the settings banner. Returns (cfg, data). ``all_runs_below``: the page holds
     the all-runs section of a sampled dataset (its banner says so)."""
     ensure_shell()
     st.title(title)
