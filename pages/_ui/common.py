@@ -155,7 +155,7 @@ def require_data():
         elif any("Other outcomes page" in p for p in data.problems):  # not binary: scored on its own page
             kind = "a multi-class" if any("multi-class" in p for p in data.problems) else "a continuous-outcome"
             st.info(f"**This is {kind} log.** Its outcome is not success or failure, so this page does not apply; "
-                    "the Other outcomes page scores it.",
+                    "the Other outcomes page scores it and offers its per-run scores as CSV.",
                     icon=":material/category:")
             st.page_link("pages/views/outcomes.py", label="Open Other outcomes", icon=":material/category:")
         else:

@@ -8,6 +8,7 @@ from pages._ui import common as C
 from pages._ui import reading as R
 from pages._ui import results as Rs
 from pages._ui import state as S
+from pages._ui.allruns import sample_info
 from pages._ui.text import md
 from tpsviz import figures as F
 from tpsviz.export import safe_csv
@@ -86,7 +87,14 @@ except ValueError as exc:  # an order column without times or numbers: say so he
     st.warning(f"**Runs cannot be ordered this way:** {md(str(exc).rstrip('.'), 400)}. Choose another column under "
                "\"Order runs by\", or the order in the file.", icon=":material/sort:")
     st.stop()
-x_title = "run (order in the file)" if by == FILE_ORDER else f"{show_id(by)} (last run of the window)"
+sample = sample_info(data)  # a dataset opened on a sample: runs are counted among the sampled ones
+x_title = (("sampled run" if sample else "run") + " (order in the file)" if by == FILE_ORDER
+           else f"{show_id(by)} (last run of the window)")
+if sample:
+    st.caption(f"**On the sample**, runs are counted among the {sample['runs_sampled']:,} sampled runs in this order: "
+               f"the 10th run is the 10th sampled run, and a window of {window:,} sampled runs spans about "
+               f"{window * sample['runs_total'] / max(sample['runs_sampled'], 1):,.0f} of the dataset's "
+               f"{sample['runs_total']:,} runs. Ids and order values name the runs themselves.")
 for note in res.notes:
     st.info(md(note, 300), icon=":material/info:")
 

@@ -74,6 +74,12 @@ def test_a_dataset_above_the_memory_limit_opens_on_a_stated_sample(root, monkeyp
     # every run's TPS can be downloaded (its content: tests/browser/test_dataset_browser.py)
     assert f"**Every run's TPS** ({len(full.per_trajectory):,} rows" in texts(at)
     assert {"All runs: per-trajectory TPS (Parquet)", "All runs: per-trajectory TPS (CSV)"} <= downloads(at)
+    # Monitoring counts runs among the sampled ones, and says so (helper-24)
+    at.switch_page("pages/views/monitoring.py").run()
+    assert not at.exception and not at.error
+    t = texts(at)
+    assert f"runs are counted among the {n} sampled runs" in t and "of the dataset's 450 runs" in t
+    assert "every number on this page describes a random sample" in t
 
 
 def downloads(at) -> set:

@@ -106,6 +106,10 @@ def test_overview_of_a_multiclass_log_points_here():
     assert not at.exception
     assert "This is a continuous-outcome log." in texts(at)
     assert not at.error
+    # the Export page too says where this log's scores are, and files to download (helper-24)
+    at.switch_page("pages/views/export.py").run()
+    assert not at.exception and not at.error
+    assert "offers its per-run scores as CSV" in texts(at)
 
 
 def test_upload_with_a_defect_names_where_without_values():
