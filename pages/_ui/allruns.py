@@ -7,6 +7,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 import streamlit as st
 
@@ -66,19 +67,26 @@ def _score_all(key: str, settings_key: tuple, _src: S.Source, _settings):
     return score_from_sums(sums, _settings, skill_boot=_settings.n_boot)
 
 
-def all_runs_table(score, names: list[str]) -> pd.DataFrame:
-    """The headline numbers of every predictor, on all runs."""
+def all_runs_table(score, names: list[str], eps: float) -> pd.DataFrame:
+    """The headline numbers of every predictor, on all runs, best TPS first (as the sample's
+    leaderboard): TPS and its CI, skill ± SE, AUROC, T-ECE, runs, censored runs and, where ε > 0,
+    the forecasts clipped into [ε, 1 − ε]."""
+    from tpsviz.figures import display_name  # ("truthful (reference)", as the leaderboard names it)
+
     s, sk, m = score.summary, score.skill, score.metrics
+    shown = [n for n in names if n in s.index]
+    shown.sort(key=lambda n: -float(s.at[n, "tps_mean"]) if np.isfinite(s.at[n, "tps_mean"]) else np.inf)
     rows = []
-    for n in names:
-        if n not in s.index:
-            continue
-        rows.append({"predictor": n, "TPS": f"{s.at[n, 'tps_mean']:.4f}",
-                     "95% CI": f"[{s.at[n, 'tps_ci_low']:.4f}, {s.at[n, 'tps_ci_high']:.4f}]",
-                     "skill": f"{sk.at[n, 'skill']:.3f}" if n in sk.index else "–",
-                     "AUROC": f"{m.at[n, 'auroc']:.3f}" if n in m.index else "–",
-                     "T-ECE": f"{m.at[n, 'tece_pooled']:.3f}" if n in m.index else "–",
-                     "n runs": int(s.at[n, "n_trajectories"]), "censored": int(s.at[n, "n_censored"])})
+    for n in shown:
+        row = {"predictor": display_name(n), "TPS": Fm.num(s.at[n, "tps_mean"]),
+               "95% CI": Fm.interval(s.at[n, "tps_ci_low"], s.at[n, "tps_ci_high"]),
+               "skill ± SE": Fm.pm(sk.at[n, "skill"], sk.at[n, "skill_se"]) if n in sk.index else "—",
+               "AUROC": Fm.num(m.at[n, "auroc"], ".3f") if n in m.index else "—",
+               "T-ECE": Fm.num(m.at[n, "tece_pooled"], ".3f") if n in m.index else "—",
+               "n runs": int(s.at[n, "n_trajectories"]), "censored": int(s.at[n, "n_censored"])}
+        if eps > 0:
+            row["clipped"] = int(s.at[n, "n_clipped"])
+        rows.append(row)
     return pd.DataFrame(rows)
 
 
@@ -117,8 +125,10 @@ def all_runs_section(cfg: S.Config, data) -> None:
         st.error(f"All runs could not be scored: {md(e, 600)}", icon=":material/error:")
         return
     scored[src.key] = skey
-    tab = all_runs_table(score, list(cfg.predictors))
-    st.dataframe(tab, hide_index=True, width="stretch")
+    tab = all_runs_table(score, list(cfg.predictors), cfg.eps)
+    st.dataframe(tab, hide_index=True, width="stretch", column_config={
+        "TPS": st.column_config.TextColumn(f"TPS ({cfg.unit}/run)"),
+        "clipped": st.column_config.NumberColumn("clipped", help="Forecasts moved to [ε, 1−ε] before scoring.")})
     from tpsviz.engines.duck import GRID
 
     ranks = score.metrics["ranks_exact"]

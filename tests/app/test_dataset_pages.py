@@ -68,9 +68,21 @@ def test_a_dataset_above_the_memory_limit_opens_on_a_stated_sample(root, monkeyp
 
     df = pd.concat([pd.read_parquet(root / "runs" / f"part-{k}.parquet") for k in (0, 1)])
     full = tpsviz.compute_tps(tpsviz.from_frame(df), at.session_state["_cfg"].score_settings(n_boot=0))
+    from tpsviz.diagnostics import skill_table
+
+    settings = at.session_state["_cfg"].score_settings(n_boot=0)
+    skill = skill_table(tpsviz.from_frame(df), settings, n_boot=0)
+    table["predictor"] = table["predictor"].str.replace(" (reference)", "", regex=False)
     for _, row in table.iterrows():
         assert row["TPS"] == f"{full.summary.at[row['predictor'], 'tps_mean']:.4f}"
         assert row["n runs"] == full.summary.at[row["predictor"], "n_trajectories"]
+        # skill ± SE and the clipped forecasts, as the sample's leaderboard shows them (helper-24: they were missing)
+        point, se = row["skill ± SE"].split(" ± ")
+        assert float(point) == pytest.approx(skill.at[row["predictor"], "skill"], abs=6e-4) and float(se) > 0
+        assert row["clipped"] == full.summary.at[row["predictor"], "n_clipped"]
+    # best TPS first, as the leaderboard
+    assert list(table["predictor"]) == list(full.summary.loc[list(table["predictor"]), "tps_mean"].sort_values(
+        ascending=False).index)
     # every run's TPS can be downloaded (its content: tests/browser/test_dataset_browser.py)
     assert f"**Every run's TPS** ({len(full.per_trajectory):,} rows" in texts(at)
     assert {"All runs: per-trajectory TPS (Parquet)", "All runs: per-trajectory TPS (CSV)"} <= downloads(at)
@@ -122,7 +134,8 @@ def test_a_dataset_in_percent_is_scored_on_all_runs_in_percent(root, monkeypatch
     full = tpsviz.compute_tps(tpsviz.from_frame(df), at.session_state["_cfg"].score_settings(n_boot=0))
     assert len(table) == len(conf)
     for _, row in table.iterrows():
-        assert row["TPS"] == f"{full.summary.at[row['predictor'], 'tps_mean']:.4f}"
+        name = row["predictor"].removesuffix(" (reference)")  # (as the leaderboard names the reference)
+        assert row["TPS"] == f"{full.summary.at[name, 'tps_mean']:.4f}"
 
 
 def test_the_files_exported_from_a_sample_say_so(root, monkeypatch):
