@@ -109,6 +109,26 @@ def test_duckdb_and_memory_sums_give_compute_tps_on_the_demo_logs(demo_sets, nam
             _compare(data, ds, st)
 
 
+def test_the_paired_tps_comparison_on_all_runs_agrees_with_compare(demo_sets):
+    """DatasetScore.paired_tps (the dashboard's all-runs Δ/SE) gives compare.compare's TPS
+    columns: the same runs paired, the same Δ, SE and Δ/SE; ε = 0 with an unbounded score too."""
+    from tpsviz.compare import compare
+
+    data, ds = demo_sets["tau2-like"]
+    for st in (ScoreSettings(n_boot=0), ScoreSettings(alpha=2, beta=3, censoring="complete", n_boot=0),
+               ScoreSettings(eps=0.0, n_boot=0)):
+        got = score_from_sums(sums_duckdb(ds, st), st, skill_boot=0)
+        for base in ("truthful", "verbal"):
+            want = compare(data, st, baseline=base, n_boot=0, metrics=())
+            paired = got.paired_tps(base).loc[want.index]
+            assert base not in paired.index and len(paired) == len(data.predictors) - 1
+            np.testing.assert_array_equal(paired["n_runs"].to_numpy(), want["n_runs"].to_numpy())
+            cols = ["tps_delta", "tps_se", "tps_z"]
+            np.testing.assert_allclose(paired[cols].to_numpy(float), want[cols].to_numpy(float), rtol=1e-10, atol=1e-12)
+    with pytest.raises(ValueError, match="unknown baseline"):
+        got.paired_tps("nobody")
+
+
 def test_skill_and_metrics_agree_with_the_in_memory_tables(demo_sets):
     data, ds = demo_sets["webshop-like"]
     for st in (ScoreSettings(n_boot=300), ScoreSettings(alpha=2, beta=3, censoring="complete", n_boot=300)):

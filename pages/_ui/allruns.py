@@ -67,15 +67,17 @@ def _score_all(key: str, settings_key: tuple, _src: S.Source, _settings):
     return score_from_sums(sums, _settings, skill_boot=_settings.n_boot)
 
 
-def all_runs_table(score, names: list[str], eps: float) -> pd.DataFrame:
+def all_runs_table(score, names: list[str], eps: float, baseline: str | None = None) -> pd.DataFrame:
     """The headline numbers of every predictor, on all runs, best TPS first (as the sample's
-    leaderboard): TPS and its CI, skill ± SE, AUROC, T-ECE, runs, censored runs and, where ε > 0,
-    the forecasts clipped into [ε, 1 − ε]."""
+    leaderboard): TPS and its CI, skill ± SE, AUROC, T-ECE, runs, censored runs, where ε > 0 the
+    forecasts clipped into [ε, 1 − ε], and with a ``baseline`` the paired Δ TPS against it and
+    its Δ/SE (:meth:`tpsviz.engines.runsums.DatasetScore.paired_tps`)."""
     from tpsviz.figures import display_name  # ("truthful (reference)", as the leaderboard names it)
 
     s, sk, m = score.summary, score.skill, score.metrics
     shown = [n for n in names if n in s.index]
     shown.sort(key=lambda n: -float(s.at[n, "tps_mean"]) if np.isfinite(s.at[n, "tps_mean"]) else np.inf)
+    paired = score.paired_tps(baseline) if baseline in shown and len(shown) > 1 else None
     rows = []
     for n in shown:
         row = {"predictor": display_name(n), "TPS": Fm.num(s.at[n, "tps_mean"]),
@@ -86,6 +88,12 @@ def all_runs_table(score, names: list[str], eps: float) -> pd.DataFrame:
                "n runs": int(s.at[n, "n_trajectories"]), "censored": int(s.at[n, "n_censored"])}
         if eps > 0:
             row["clipped"] = int(s.at[n, "n_clipped"])
+        if paired is not None:
+            if n == baseline:
+                row["Δ TPS"], row["Δ/SE"] = "baseline", "—"
+            else:
+                row["Δ TPS"] = Fm.pm(paired.at[n, "tps_delta"], paired.at[n, "tps_se"], ".4f")
+                row["Δ/SE"] = Fm.num(paired.at[n, "tps_z"], "+.1f")
         rows.append(row)
     return pd.DataFrame(rows)
 
@@ -125,10 +133,22 @@ def all_runs_section(cfg: S.Config, data) -> None:
         st.error(f"All runs could not be scored: {md(e, 600)}", icon=":material/error:")
         return
     scored[src.key] = skey
-    tab = all_runs_table(score, list(cfg.predictors), cfg.eps)
+    preds = [p for p in cfg.predictors if p in score.summary.index]
+    # the baseline chosen under "Paired comparison" below (drawn after this section: its last value),
+    # else its default: the reference predictor, or the first
+    baseline = st.session_state.get("baseline")
+    if baseline not in preds:
+        from tpsviz.figures import is_reference
+
+        baseline = next((p for p in preds if is_reference(p)), preds[0] if preds else None)
+    tab = all_runs_table(score, preds, cfg.eps, baseline)
     st.dataframe(tab, hide_index=True, width="stretch", column_config={
         "TPS": st.column_config.TextColumn(f"TPS ({cfg.unit}/run)"),
-        "clipped": st.column_config.NumberColumn("clipped", help="Forecasts moved to [ε, 1−ε] before scoring.")})
+        "clipped": st.column_config.NumberColumn("clipped", help="Forecasts moved to [ε, 1−ε] before scoring."),
+        "Δ TPS": st.column_config.TextColumn(
+            "Δ TPS ± SE", help=f"Mean over every run both scored of TPS(predictor) − TPS({baseline}), ± SE of the "
+                               "paired differences; the baseline is the one chosen under Paired comparison."),
+        "Δ/SE": st.column_config.TextColumn("Δ/SE", help="|Δ/SE| > 2 ≈ a clear difference on all runs.")})
     from tpsviz.engines.duck import GRID
 
     ranks = score.metrics["ranks_exact"]
@@ -137,7 +157,9 @@ def all_runs_section(cfg: S.Config, data) -> None:
         f"{Fm.fmt(float(score.metrics['auroc_bound'].max()), 2)}")
     st.caption(f"**All runs:** {info['runs_total']:,} runs, {score.sums.n_steps:,} step rows; TPS in {cfg.unit} "
                f"per run (higher is better); 95% CI: {score.ci_words}; AUROC and T-ECE pooled over the steps of "
-               f"complete runs, AUROC {exact}.")
+               f"complete runs, AUROC {exact}"
+               + (f"; Δ TPS paired against **{md(baseline, 60)}** over the runs both scored." if len(preds) > 1 and baseline
+                  else "."))
     _downloads(cfg, score, settings, src)
     shown = [n for n in cfg.predictors if n in score.reliability][:6]
     if shown:

@@ -80,6 +80,16 @@ def test_a_dataset_above_the_memory_limit_opens_on_a_stated_sample(root, monkeyp
         point, se = row["skill ± SE"].split(" ± ")
         assert float(point) == pytest.approx(skill.at[row["predictor"], "skill"], abs=6e-4) and float(se) > 0
         assert row["clipped"] == full.summary.at[row["predictor"], "n_clipped"]
+    # paired against the baseline (the reference by default) over every run, as compare() on the whole log
+    from tpsviz.compare import compare
+
+    want = compare(tpsviz.from_frame(df), settings, baseline="truthful", n_boot=0, metrics=())
+    paired = table.set_index("predictor")
+    assert paired.at["truthful", "Δ TPS"] == "baseline"
+    for name in want.index:
+        assert paired.at[name, "Δ TPS"] == f"{want.at[name, 'tps_delta']:.4f} ± {want.at[name, 'tps_se']:.4f}"
+        assert paired.at[name, "Δ/SE"] == f"{want.at[name, 'tps_z']:+.1f}"
+    assert "Δ TPS paired against **truthful**" in texts(at)
     # best TPS first, as the leaderboard
     assert list(table["predictor"]) == list(full.summary.loc[list(table["predictor"]), "tps_mean"].sort_values(
         ascending=False).index)

@@ -146,6 +146,9 @@ class DatasetScore:
     reliability : dict of DataFrame
         Per predictor, the reliability diagram's ten equal-width bins over the labelled rows, as
         :func:`tpsviz.reliability.reliability_bins` (from the bin counts; Wilson intervals).
+    tps_runs : dict
+        Per predictor, (TPS_i of every run in ``sums.runs`` order, NaN where not scored); read by
+        :meth:`paired_tps`.
     """
 
     settings: ScoreSettings
@@ -156,6 +159,41 @@ class DatasetScore:
     sums: RunSums
     ci_words: str = ""
     reliability: dict = field(default_factory=dict)
+    tps_runs: dict = field(default_factory=dict, repr=False)
+
+    def paired_tps(self, baseline: str) -> pd.DataFrame:
+        """Every other predictor against ``baseline`` on the runs both were scored on.
+
+        The TPS columns of :func:`tpsviz.compare.compare` without its bootstrap:
+        Δ = mean_i [TPS_i(pred) − TPS_i(base)], SE = sd of the differences / √n, Δ/SE.
+
+        Parameters
+        ----------
+        baseline : str
+            A predictor of these sums.
+
+        Returns
+        -------
+        DataFrame
+            Index predictor; ``tps_delta``, ``tps_se``, ``tps_z``, ``n_runs``.
+        """
+        from ..inference import paired_difference
+
+        if baseline not in self.tps_runs:
+            raise ValueError(f"unknown baseline predictor {baseline!r}")
+        base = self.tps_runs[baseline]
+        rows = []
+        for name, tps in self.tps_runs.items():
+            if name == baseline:
+                continue
+            both = ~np.isnan(tps) & ~np.isnan(base)
+            rec = {"predictor": name, "tps_delta": np.nan, "tps_se": np.nan, "tps_z": np.nan, "n_runs": int(both.sum())}
+            if rec["n_runs"]:
+                est, z = paired_difference(tps[both], base[both], n_boot=0, level=self.settings.level)
+                rec.update(tps_delta=est.mean, tps_se=est.se, tps_z=z)
+            rows.append(rec)
+        frame = pd.DataFrame(rows, columns=["predictor", "tps_delta", "tps_se", "tps_z", "n_runs"])
+        return frame.set_index("predictor")
 
 
 def run_groups(n: int, seed: int, n_groups: int = BOOT_GROUPS) -> np.ndarray:
@@ -272,7 +310,8 @@ def score_from_sums(sums: RunSums, settings: ScoreSettings | None = None, q_z=No
     skill = _skill(sums, settings, label, cols, valids,
                    max(settings.n_boot, 200) if skill_boot is None else int(skill_boot), groups)
     reliability = {name: reliability_from_counts(sums.pooled[name], settings.level) for name in sums.predictors}
-    return DatasetScore(settings, summary, per_traj, skill, rank_metrics(sums), sums, words, reliability)
+    tps_runs = {name: np.where(valid, col, np.nan) for name, col, valid in zip(sums.predictors, cols, valids)}
+    return DatasetScore(settings, summary, per_traj, skill, rank_metrics(sums), sums, words, reliability, tps_runs)
 
 
 def reliability_from_counts(c: PooledCounts, level: float = 0.95) -> pd.DataFrame:
