@@ -39,6 +39,19 @@ def test_a_dataset_folder_opens_from_a_server_path(root):
     assert at.query_params["path"] == "runs"  # the link opens the same folder (it was left out)
 
 
+def test_the_typed_path_is_kept_when_the_data_source_changes_and_comes_back(root):
+    """helper-24: Demo and back to Server path cleared the path typed before."""
+    at = fresh()
+    at.radio(key="src").set_value("Server path").run()
+    at.text_input(key="path").input("runs").run()
+    assert {m.label: m.value for m in at.metric}["Trajectories"] == "450"
+    at.radio(key="src").set_value("Demo").run()
+    assert not at.exception and "path" not in at.query_params  # a link to the demo carries no path
+    at.radio(key="src").set_value("Server path").run()
+    assert not at.exception and at.text_input(key="path").value == "runs"
+    assert {m.label: m.value for m in at.metric}["Trajectories"] == "450" and at.query_params["path"] == "runs"
+
+
 def test_a_link_out_of_the_roots_inside_a_dataset_is_refused(root):
     os.symlink(root.parent / "outside.parquet", root / "runs" / "part-2.parquet")
     at = fresh({"src": "Server path", "path": "runs"})
