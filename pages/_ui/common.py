@@ -34,6 +34,10 @@ def tiles(items: list) -> None:
             st.metric(label, value, delta=delta, delta_color="off", help=help_, width="content")
 
 
+#: words of the readers' problems that no reading option can mend (tpsviz.tables, engines/file_errors.py)
+DAMAGE_WORDS = ("damaged", "not valid UTF-8")
+
+
 def show_failure(f: L.LoadFailure) -> None:
     """A bad file: what and where, as a list; the text comes from the log, so shown as text."""
     n = len(f.problems)
@@ -42,8 +46,11 @@ def show_failure(f: L.LoadFailure) -> None:
                  "the readable folders listed in the sidebar; a relative path starts at the first one.",
                  icon=":material/block:")
     else:
+        # a damaged file or one that is not UTF-8 text: no reading option reads it (helper-24: they were offered)
+        damaged = all(any(w in p for w in DAMAGE_WORDS) for p in f.problems)
+        how = ("" if damaged else ", or change how it is read (sidebar: Reading options),")
         st.error(f"**This log cannot be used.** {n} problem{'s' if n != 1 else ''} found. The file was not modified: "
-                 f"fix {'them' if n != 1 else 'it'} in the file, or change how it is read (sidebar: Reading options), "
+                 f"fix {'them' if n != 1 else 'it'} in the file{' (save or export it again)' if damaged else ''}{how} "
                  "and load it again; or switch the data source back to Demo.", icon=":material/block:")
     st.caption(f"File: {md(f.source, 120)}")
     st.code("\n".join(f"• {p}" for p in f.problems), language=None, wrap_lines=True)

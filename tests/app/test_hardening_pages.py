@@ -338,3 +338,19 @@ def test_a_validation_message_is_still_shown_whole():
     at = AppTest.from_function(_page_that_fails, args=("value", str(Path(APP).parent)), default_timeout=30)
     at.run()
     assert "cannot be applied to this log" in " ".join(e.value for e in at.error)
+
+
+@pytest.mark.parametrize("raw,mendable", [
+    (b"trajectory_id,step,outcome,conf_a\nt1,1,1,0.5\nt1,2,1,0.6,0.7,extra\n", True),    # a delimiter may help
+    (b"trajectory_id,step,outcome,conf_a\nt1,1,1,0.5\nt\xff\xfe1,2,1,0.6\n", False),      # not UTF-8
+    (b"PAR1\x00\x01garbage-not-a-footer", False),                                          # a damaged Parquet file
+])
+def test_reading_options_are_offered_only_where_they_can_help(raw, mendable):
+    """helper-24: a damaged file or one that is not UTF-8 was told to try the Reading options."""
+    at = fresh()
+    _upload(at, "log.parquet" if raw.startswith(b"PAR1") else "log.csv", raw)
+    assert not at.exception
+    err = " ".join(e.value for e in at.error)
+    assert "This log cannot be used" in err
+    assert ("Reading options" in err) is mendable
+    assert ("save or export it again" in err) is (not mendable)
