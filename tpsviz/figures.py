@@ -26,7 +26,7 @@ from .scores import score_unit
 from plotly.subplots import make_subplots
 
 __all__ = [
-    "PALETTE", "REFERENCE_NAMES", "is_reference", "predictor_colors", "display_name", "plot_label",
+    "PALETTE", "REFERENCE_NAMES", "is_reference", "default_baseline", "predictor_colors", "display_name", "plot_label",
     "score_unit", "score_label", "omega_figure", "score_curves_figure", "leaderboard_figure",
     "delta_matrix_figure", "prepare_heatmap", "contribution_heatmap_figure",
     "prepare_step_means", "step_means_figure", "trajectory_figure", "length_histogram_figure",
@@ -71,6 +71,13 @@ FONT = dict(family="Source Sans Pro, Arial, sans-serif", size=13)
 def is_reference(name: str) -> bool:
     """True for the truthful/oracle predictor of synthetic data (drawn as the reference)."""
     return str(name).lower() in REFERENCE_NAMES
+
+
+def default_baseline(names):
+    """The predictor others are compared with by default: the reference (:func:`is_reference`),
+    else the first of ``names``; None when there is none."""
+    names = list(names)
+    return next((n for n in names if is_reference(n)), names[0] if names else None)
 
 
 def predictor_colors(names) -> dict[str, str]:

@@ -75,8 +75,8 @@ def all_runs_table(score, names: list[str], eps: float, baseline: str | None = N
     from tpsviz.figures import display_name  # ("truthful (reference)", as the leaderboard names it)
 
     s, sk, m = score.summary, score.skill, score.metrics
-    shown = [n for n in names if n in s.index]
-    shown.sort(key=lambda n: -float(s.at[n, "tps_mean"]) if np.isfinite(s.at[n, "tps_mean"]) else np.inf)
+    shown = list(s.loc[[n for n in names if n in s.index], "tps_mean"].fillna(-np.inf)
+                 .sort_values(ascending=False, kind="stable").index)  # (the leaderboard's order, compute.py)
     paired = score.paired_tps(baseline) if baseline in shown and len(shown) > 1 else None
     rows = []
     for n in shown:
@@ -138,9 +138,9 @@ def all_runs_section(cfg: S.Config, data) -> None:
     # else its default: the reference predictor, or the first
     baseline = st.session_state.get("baseline")
     if baseline not in preds:
-        from tpsviz.figures import is_reference
+        from tpsviz.figures import default_baseline
 
-        baseline = next((p for p in preds if is_reference(p)), preds[0] if preds else None)
+        baseline = default_baseline(preds)
     tab = all_runs_table(score, preds, cfg.eps, baseline)
     st.dataframe(tab, hide_index=True, width="stretch", column_config={
         "TPS": st.column_config.TextColumn(f"TPS ({cfg.unit}/run)"),

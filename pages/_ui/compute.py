@@ -366,7 +366,7 @@ def report_sections(cfg: S.Config, data) -> list:
                     f"{Rs.metric_boot_note(cfg)}.", lb["figure"], table)]
     preds = list(cfg.predictors)
     if len(preds) >= 2:
-        base = next((p for p in preds if F.is_reference(p)), preds[0])
+        base = F.default_baseline(preds)
         cmp = compare(cfg, data, base)
         secs.append(Section(f"Paired comparison against {base}", "Δ = predictor − baseline on the same runs.",
                             cmp["figure"], cmp["table"]))

@@ -144,7 +144,7 @@ preds = list(cfg.predictors)
 cmp_box = st.container()
 callout = st.container()
 if len(preds) >= 2:
-    default = next((p for p in preds if F.is_reference(p)), preds[0])
+    default = F.default_baseline(preds)
     baseline = cmp_box.selectbox("Baseline", preds, index=preds.index(default), key="baseline",
                                  format_func=F.display_name,
                                  help="Every other predictor is compared with this one on the same runs: "
