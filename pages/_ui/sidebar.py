@@ -173,13 +173,13 @@ def _server_path() -> S.Source | None:
     _path_from_url("path")
     _path_from_url("rpath")
     _path_from_url("fpath")
-    for key in ("path", "rpath"):  # back from another source: the paths typed before (Streamlit forgot them)
-        if key not in st.session_state and f"_{key}_kept" in st.session_state:
-            st.session_state[key] = st.session_state[f"_{key}_kept"]
-    sb.text_input("Path on the server", key="path", placeholder="run_logs.parquet",
+    # back from another source, the paths typed before (Streamlit forgets an undrawn widget's value):
+    # as the boxes' values, so that the browser shows them too
+    kept = {key: st.session_state.get(f"_{key}_kept", "") for key in ("path", "rpath")}
+    sb.text_input("Path on the server", key="path", value=kept["path"], placeholder="run_logs.parquet",
                   help="A log file under one of the folders this server may read (relative paths start at "
                        "the first one). It is only read, never modified.")
-    sb.text_input("Rollouts path (optional)", key="rpath",
+    sb.text_input("Rollouts path (optional)", key="rpath", value=kept["rpath"],
                   help="CSV/TSV/Parquet/JSON Lines with trajectory_id, outcome for Monte-Carlo q̂_Z.")
     for key in ("path", "rpath"):
         st.session_state[f"_{key}_kept"] = st.session_state.get(key, "")

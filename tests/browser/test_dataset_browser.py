@@ -104,3 +104,30 @@ def _every_runs_tps_downloads(pg):
     merged = want.merge(got, on=["trajectory_id", "predictor"], how="outer", suffixes=("", "_file"), indicator=True)
     assert len(got) == len(want) and (merged["_merge"] == "both").all()
     assert ((merged["tps"] - merged["tps_file"]).abs() <= 1e-9 * merged["tps"].abs().clip(lower=1)).all()
+
+
+def test_the_typed_path_is_shown_again_after_the_demo_and_back(big_page):
+    """helper-24: Demo and back to Server path cleared the path. Restored in session state only, the
+    page read the folder while the box in the browser stayed empty: the box must show it."""
+    pg = big_page
+    pg.goto(pg.base)
+    wait_ready(pg, "Overview / Compare")
+    pg.get_by_text("Server path", exact=True).click()
+    wait_ready(pg)
+    box = pg.get_by_role("textbox", name="Path on the server")
+    box.fill("runs")
+    box.press("Enter")
+    wait_ready(pg)
+    pg.get_by_text("describes a random sample of").first.wait_for()
+    pg.get_by_text("Demo", exact=True).click()
+    wait_ready(pg)
+    pg.get_by_text("Server path", exact=True).click()
+    wait_ready(pg)
+    box = pg.get_by_role("textbox", name="Path on the server")
+    assert box.input_value() == "runs"
+    pg.get_by_text("describes a random sample of").first.wait_for()
+    box.fill("runs/part-0.parquet")  # and another path typed afterwards is read
+    box.press("Enter")
+    wait_ready(pg)
+    assert box.input_value() == "runs/part-0.parquet" and "path=runs%2Fpart-0.parquet" in pg.url
+    no_traceback(pg)
