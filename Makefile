@@ -23,7 +23,7 @@ browser:
 	@/usr/bin/chromium --version
 
 run: setup
-	$(BIN)/streamlit run app.py --browser.gatherUsageStats false
+	$(BIN)/python serve.py --browser.gatherUsageStats false
 
 test: setup browser
 	$(BIN)/python -m pytest $(PYTEST_ARGS)

@@ -52,7 +52,9 @@ def _port() -> int:
 def _server(repo: Path, root: Path, ttl: int, log):
     port = _port()
     env = {**os.environ, "TPSVIZ_DATA_ROOTS": str(root), "TPSVIZ_CACHE_TTL_S": str(ttl)}
-    proc = subprocess.Popen([sys.executable, "-m", "streamlit", "run", "app.py", "--server.headless", "true",
+    # (the launcher of docs/deployment.md where the revision has it)
+    start = ["serve.py"] if (repo / "serve.py").exists() else ["-m", "streamlit", "run", "app.py"]
+    proc = subprocess.Popen([sys.executable, *start, "--server.headless", "true",
                              "--server.address", "127.0.0.1", "--server.port", str(port),
                              "--browser.gatherUsageStats", "false"], cwd=repo, env=env, stdout=log,
                             stderr=subprocess.STDOUT)

@@ -1,17 +1,16 @@
-"""Browser tests: Playwright driving Debian chromium against `streamlit run app.py` on localhost.
+"""Browser tests: Playwright driving Debian chromium against the dashboard on localhost, started as
+people start it (`serve.py`: `streamlit run app.py` behind the launcher of docs/deployment.md).
 
 If /usr/bin/chromium is missing the tests are skipped locally and fail in CI (env CI set)."""
 
 from __future__ import annotations
 
 import os
-import shutil
 import socket
 import subprocess
 import sys
 import time
 import urllib.request
-from pathlib import Path
 
 import pytest
 
@@ -25,16 +24,13 @@ def _free_port() -> int:
 
 
 def _start_server(name: str, env: dict | None = None):
-    """Start `streamlit run app.py` on a free port; returns (process, base URL, log file)."""
+    """Start the dashboard (`serve.py`) on a free port; returns (process, base URL, log file)."""
     _need_chromium()
     port = _free_port()
-    streamlit = str(Path(sys.executable).with_name("streamlit"))
-    if not Path(streamlit).exists():
-        streamlit = shutil.which("streamlit") or "streamlit"
     OUT.mkdir(parents=True, exist_ok=True)
     log = open(OUT / f"{name}.log", "w")
     proc = subprocess.Popen(
-        [streamlit, "run", "app.py", "--server.headless", "true", "--server.address", "127.0.0.1",
+        [sys.executable, "serve.py", "--server.headless", "true", "--server.address", "127.0.0.1",
          "--server.port", str(port), "--browser.gatherUsageStats", "false"],
         cwd=ROOT, stdout=log, stderr=subprocess.STDOUT, env={**os.environ, **(env or {})})
     base = f"http://127.0.0.1:{port}"
@@ -82,6 +78,14 @@ def rooted_server(tmp_path_factory):
     (outer / "secret.csv").write_text("user,password\nroot,TOPSECRET-7f3a9\n", encoding="utf-8")
     proc, base, log = _start_server("streamlit-server-rooted", {"TPSVIZ_DATA_ROOTS": str(root)})
     yield base, root, outer
+    _stop_server(proc, log)
+
+
+@pytest.fixture
+def cold_server():
+    """A dashboard no browser has visited yet (its first session is the test's); yields the base URL."""
+    proc, base, log = _start_server("streamlit-server-cold")
+    yield base
     _stop_server(proc, log)
 
 

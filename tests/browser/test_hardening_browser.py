@@ -141,3 +141,22 @@ def test_2_server_survives_a_fifo_link(rooted_page):
     wait_ready(other, "Overview / Compare")
     other.get_by_text("450", exact=True).first.wait_for()
     other.close()
+
+
+@pytest.mark.parametrize("path", ["censoring", "monitoring"])
+def test_a_shared_link_opens_its_page_on_a_fresh_server(browser, cold_server, path):
+    """The first visit after a start may be a teammate's link to a page other than the Overview:
+    it opens that page, with no "Page not found" box over it (`streamlit run app.py` shows one,
+    because of the `pages/` folder; serve.py, docs/deployment.md "Deep links")."""
+    ctx = browser.new_context(viewport={"width": 1500, "height": 1000})
+    try:
+        pg = ctx.new_page()
+        pg.set_default_timeout(90_000)
+        pg.goto(f"{cold_server}/{path}")
+        wait_ready(pg, heading=path.capitalize())
+        assert pg.get_by_text("Page not found").count() == 0
+        assert pg.locator("[role='dialog']").count() == 0
+        assert pg.url.split("?")[0].endswith(f"/{path}")
+        no_traceback(pg)
+    finally:
+        ctx.close()
