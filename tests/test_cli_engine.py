@@ -134,3 +134,46 @@ def test_verdicts_on_a_sample_say_so(dataset):
             assert q[key] == pytest.approx(p[key], rel=1e-12)
     off = run("score", dataset, "--engine", "duckdb", "--n-boot", "0", "--verdict-sample", "0")
     assert off.returncode == 0 and "verdicts not computed (--verdict-sample 0)" in off.stdout
+
+
+@pytest.mark.parametrize("settings", [[], ["--alpha", "2", "--beta", "3", "--schedule", "linear"],
+                                      ["--censoring", "complete", "--eps", "0"]])
+def test_compare_out_of_core_gives_the_in_memory_tps_columns(dataset, settings):
+    """compare --baseline on all runs out of core: Δ TPS, its SE, Δ/SE and the runs of the
+    in-memory compare (the same per-run differences); the paired AUROC is left out, and said so."""
+    args = ["--json", "--n-boot", "50", "--baseline", "truthful", *settings]
+    mem = run("compare", DEMO, *args, "--engine", "memory")
+    duck = run("compare", dataset, *args, "--engine", "duckdb")
+    assert mem.returncode == 0 and duck.returncode == 0, duck.stderr
+    a, b = json.loads(mem.stdout), json.loads(duck.stdout)
+    assert b["settings"]["engine"] == "duckdb" and b["baseline"] == "truthful"
+    assert "AUROC delta: not computed out of core" in b["settings"]["definition"]
+    assert set(b["predictors"]) == set(a["predictors"]) and len(a["predictors"]) >= 2
+    for name, pa in a["predictors"].items():
+        pb = b["predictors"][name]
+        for key in ("tps_delta", "tps_se", "tps_z"):
+            assert pb[key] == pytest.approx(pa[key], rel=1e-10, abs=1e-12), (name, key)
+        assert pb["n_runs"] == pa["n_runs"]
+        assert pa["auroc_delta"] is not None and pb["auroc_delta"] is None
+
+
+def test_compare_out_of_core_report_and_refusals(dataset):
+    big = run("compare", dataset, "--baseline", "truthful", env={"TPSVIZ_MAX_ROWS": "1000"})
+    assert big.returncode == 0, big.stderr
+    assert "engine: duckdb, out of core (auto:" in big.stdout and "more than the 1,000 rows" in big.stdout
+    assert "paired comparison with baseline 'truthful' on all runs" in big.stdout
+    assert "AUROC delta: not computed out of core" in big.stdout
+    # a line per other predictor, best Δ first
+    deltas = [float(line.split()[1]) for line in big.stdout.splitlines()
+              if line.split() and line.split()[0] in ("verbal", "noisy", "pessimistic", "base_rate", "budget_aware")]
+    assert len(deltas) >= 2 and deltas == sorted(deltas, reverse=True)
+    out = run("compare", dataset, "--baseline", "nope", "--engine", "duckdb")
+    assert out.returncode == 2 and "unknown baseline 'nope': the log's predictors are" in out.stderr
+    out = run("compare", dataset, "--by", "model", "--engine", "duckdb")
+    assert out.returncode == 2 and "out of core, compare takes --baseline NAME" in out.stderr
+    out = run("compare", dataset, "--baseline", "truthful", "--engine", "duckdb", "--recalibrate", "platt")
+    assert out.returncode == 2 and "--recalibrate is not available with the out-of-core engine" in out.stderr
+    # the in-memory reader's refusal of a big dataset names both commands that go out of core
+    out = run("compare", dataset, "--baseline", "truthful", "--engine", "memory", env={"TPSVIZ_MAX_ROWS": "1000"})
+    assert out.returncode == 2 and "--engine duckdb (score, or compare --baseline)" in out.stderr
+    assert "Traceback" not in out.stderr

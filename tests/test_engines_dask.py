@@ -272,3 +272,21 @@ def test_a_header_problem_is_refused_before_any_task_runs(tmp_path):
                          cwd=ROOT, capture_output=True, text=True, timeout=300)
     assert out.returncode == 2 and "missing required column 'outcome'" in out.stderr
     assert "Traceback" not in out.stderr
+
+
+def test_cli_compare_on_the_dask_engine(tmp_path):
+    """compare --baseline as a map-reduce: the paired TPS columns of the in-memory compare."""
+    folder = _split(pd.read_csv(DEMO), tmp_path / "d", 3)
+    args = ["--baseline", "truthful", "--json", "--n-boot", "50"]
+    out = subprocess.run([sys.executable, "-m", "tpsviz", "compare", str(folder), *args, "--engine", "dask"],
+                         cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr
+    obj = json.loads(out.stdout)
+    assert obj["settings"]["engine"] == "dask" and "Poisson" not in obj["settings"]["engine_words"]  # (no CIs)
+    ref = json.loads(subprocess.run([sys.executable, "-m", "tpsviz", "compare", str(DEMO), *args],
+                                    cwd=ROOT, capture_output=True, text=True, timeout=300).stdout)
+    assert set(obj["predictors"]) == set(ref["predictors"])
+    for name, p in ref["predictors"].items():
+        for key in ("tps_delta", "tps_se", "tps_z"):
+            assert obj["predictors"][name][key] == pytest.approx(p[key], rel=1e-10), (name, key)
+        assert obj["predictors"][name]["n_runs"] == p["n_runs"]

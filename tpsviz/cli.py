@@ -128,6 +128,20 @@ _VERDICT_HELP = "verdict of each predictor (first rule that holds; docs/theory.m
     f"  {label}: {rule}" for label, rule in VERDICT_RULES)
 
 
+def _add_engine_options(p: argparse.ArgumentParser, command: str) -> None:
+    what = ("TPS, skill and metrics" if command == "score"
+            else "the paired TPS differences; the paired AUROC needs the rows")
+    p.add_argument("--engine", choices=("auto", "memory", "duckdb", "dask"), default="auto",
+                   help="where the rows are scored: memory (read into memory: every report"
+                        + (", verdicts included" if command == "score" else "") + "), duckdb (out of core "
+                        f"over a Parquet/CSV file, folder or glob pattern: {what}; docs/architecture.md, "
+                        "Engines), dask (the same as a map-reduce on a cluster, --scheduler) or auto (default: "
+                        "duckdb above TPSVIZ_MAX_ROWS rows, else memory; says which)")
+    p.add_argument("--scheduler", metavar="tcp://HOST:PORT", default=None,
+                   help="with --engine dask: an existing Dask scheduler (default: a local cluster of 2 "
+                        "worker processes, started and stopped for this command)")
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser of ``python -m tpsviz``."""
     parser = argparse.ArgumentParser(
@@ -139,15 +153,7 @@ def build_parser() -> argparse.ArgumentParser:
         description=_DESCRIPTION, epilog=_LOG_FORMAT + "\n\n" + _VERDICT_HELP,
         formatter_class=argparse.RawTextHelpFormatter)
     _add_scoring_options(score)
-    score.add_argument("--engine", choices=("auto", "memory", "duckdb", "dask"), default="auto",
-                       help="where the rows are scored: memory (read into memory: every report, "
-                            "verdicts included), duckdb (out of core over a Parquet/CSV file, folder or "
-                            "glob pattern: TPS, skill and metrics; docs/architecture.md, Engines), dask (the "
-                            "same as a map-reduce on a cluster, --scheduler) or auto (default: duckdb above "
-                            "TPSVIZ_MAX_ROWS rows, else memory; says which)")
-    score.add_argument("--scheduler", metavar="tcp://HOST:PORT", default=None,
-                       help="with --engine dask: an existing Dask scheduler (default: a local cluster of 2 "
-                            "worker processes, started and stopped for this command)")
+    _add_engine_options(score, "score")
     score.add_argument("--verdict-sample", type=int, default=20_000, metavar="N",
                        help="out of core: the verdicts need the step rows, so they are decided on a seeded "
                             "random sample of N runs (default 20,000; 0 = no verdicts)")
@@ -174,6 +180,7 @@ def build_parser() -> argparse.ArgumentParser:
                            "the base group, with SE")
     cmp_.add_argument("--base-group", metavar="GROUP", default=None,
                       help="with --by: the group the others are compared with (default: the first)")
+    _add_engine_options(cmp_, "compare")
     cmp_.add_argument("--pair-on", metavar="COLUMN", default="auto",
                       help="pair runs by this task column where both groups ran the same tasks "
                            "(default auto: a column named task/task_id/task_name with at least 10 "
@@ -616,10 +623,22 @@ def _compare(args) -> int:
 
     _check_args(args)
     if args.by is not None or args.candidate is not None:
+        if args.engine in ("duckdb", "dask"):
+            raise _Fail(f"--engine {args.engine}: out of core, compare takes --baseline NAME (predictors on the "
+                        "same runs); groups of runs (--by) and a second log are compared in memory "
+                        "(--engine memory, on logs within TPSVIZ_MAX_ROWS)")
         return _compare_groups(args)
     if args.baseline is None:
         raise _Fail("compare needs --baseline NAME (a predictor), --by COLUMN (groups of runs) or "
                     "a second log (compare BASELINE.csv CANDIDATE.csv)")
+    from .cli_engine import choose_engine, compare_out_of_core
+    from .files import limits_from_env
+
+    options = _read_options(args)
+    args.map_pairs, args.percent_names = options.mapping, options.percent
+    engine, why, ds = choose_engine(args, limits_from_env())
+    if engine in ("duckdb", "dask"):
+        return compare_out_of_core(args, ds, why, engine)
     data, settings, q_z, notes = _prepare(args)
     if args.baseline not in data.predictors:
         raise _Fail(f"unknown baseline {_name(args.baseline)!r}: the log's predictors are "

@@ -1,11 +1,13 @@
-"""``python -m tpsviz score PATH --engine auto|memory|duckdb``: which engine scores a log, and the
-report of the out-of-core engine (docs/architecture.md, "Engines").
+"""``python -m tpsviz score|compare PATH --engine auto|memory|duckdb|dask``: which engine scores a
+log, and the reports of the out-of-core engines (docs/architecture.md, "Engines").
 
 ``auto`` reads a log into memory when it fits the row limit (``TPSVIZ_MAX_ROWS``) and scores a
 larger Parquet/CSV dataset (a folder, a glob pattern or one big file) out of core with DuckDB; it
 says which it picked and why. The out-of-core report has the in-memory report's TPS table,
-reference, skill and usual metrics, computed from per-trajectory sums; the verdicts and caveats,
-which need the step rows, are not computed there (the report says so).
+reference, skill and usual metrics, computed from per-trajectory sums; the verdicts, which need
+the step rows, are decided on a random sample of runs (the report says so).
+``compare --baseline`` out of core gives the paired TPS differences on all runs; its paired AUROC
+needs the step rows and is left out (the report says so).
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ from .export import PER_TRAJECTORY_COLUMNS, write_safe_csv
 from .files import Limits
 from .tps import settings_words
 
-__all__ = ["choose_engine", "score_out_of_core", "ENGINES"]
+__all__ = ["choose_engine", "score_out_of_core", "compare_out_of_core", "ENGINES"]
 
 ENGINES = ("auto", "memory", "duckdb", "dask")
 #: bytes of CSV per row assumed when a CSV dataset's row count is unknown before reading
@@ -65,18 +67,35 @@ def choose_engine(args, limits: Limits) -> tuple[str, str, Dataset | None]:
 
 def score_out_of_core(args, ds: Dataset, why: str, engine: str = "duckdb") -> int:
     """``score`` through :func:`tpsviz.engines.duck.sums_duckdb` (or the Dask engine); prints the report."""
+    return _on_engine(args, engine, lambda client: _score_out_of_core(args, ds, why, client))
+
+
+def compare_out_of_core(args, ds: Dataset, why: str, engine: str = "duckdb") -> int:
+    """``compare --baseline NAME`` out of core: the paired TPS differences on all runs
+    (:meth:`tpsviz.engines.runsums.DatasetScore.paired_tps`, the TPS columns of
+    :func:`tpsviz.compare.compare`). The paired AUROC needs the step rows (a trajectory
+    bootstrap of pooled ranks), so it is left out, and the report says so."""
+    return _on_engine(args, engine, lambda client: _compare_out_of_core(args, ds, why, client))
+
+
+def _on_engine(args, engine: str, work):
+    """``work(client)``: client None for DuckDB, else a Dask client (``--scheduler`` or a local cluster)."""
     if engine == "dask":
         from .engines.dask_engine import cluster
 
         try:
             with cluster(args.scheduler) as client:
-                return _score_out_of_core(args, ds, why, client)
+                return work(client)
         except OSError as exc:  # no scheduler at that address
             raise _Fail(f"--scheduler {_name(args.scheduler)}: cannot connect ({_name(exc, 200)})") from None
-    return _score_out_of_core(args, ds, why, None)
+    return work(None)
 
 
-def _score_out_of_core(args, ds: Dataset, why: str, client) -> int:
+def _scored(args, ds: Dataset, client, n_boot: int | None = None):
+    """The out-of-core :class:`~tpsviz.engines.runsums.DatasetScore` of ``ds`` under the
+    command's settings (``n_boot`` replaces ``--n-boot``)."""
+    import dataclasses
+
     from .engines import score_from_sums
     from .engines.duck import sums_duckdb
     bad = _unsupported(args)
@@ -101,10 +120,17 @@ def _score_out_of_core(args, ds: Dataset, why: str, client) -> int:
         intervals.words = "Poisson bootstrap, weights hashed from (trajectory id, replicate)"
     has_qz = bool((sums.runs["censored"] & sums.runs["q_z"].notna()).any())
     settings = _settings_from(args, has_qz=has_qz)
+    if n_boot is not None:
+        settings = dataclasses.replace(settings, n_boot=n_boot)
     try:
-        res = score_from_sums(sums, settings, intervals=intervals)
+        return score_from_sums(sums, settings, intervals=intervals)
     except ValueError as exc:
         raise _Fail(str(exc)) from None
+
+
+def _score_out_of_core(args, ds: Dataset, why: str, client) -> int:
+    res = _scored(args, ds, client)
+    sums, settings = res.sums, res.settings
     if args.per_trajectory:
         write_safe_csv(res.per_trajectory[PER_TRAJECTORY_COLUMNS], args.per_trajectory)
     ranks = _ranks_words(res.metrics)
@@ -114,6 +140,69 @@ def _score_out_of_core(args, ds: Dataset, why: str, client) -> int:
         print(json.dumps(_json(res, ds, why, ranks, verdict, sample_words), indent=2))
         return 0
     _print(res, ds, why, ranks, verdict, sample_words)
+    return 0
+
+
+#: what compare's out-of-core report says of the paired AUROC
+AUROC_LEFT_OUT = ("AUROC delta: not computed out of core (its paired trajectory bootstrap needs the step "
+                  "rows); each predictor's AUROC on all runs is in `score`")
+
+
+def _predictors(args, ds: Dataset) -> list[str]:
+    """The dataset's predictor names, from its columns (no row is read)."""
+    from .engines.duck import opened
+
+    with opened(ds, args.map_pairs, percent=args.percent_names) as (_con, _source, plan):
+        return [c[len("conf_"):] for c in plan.conf]
+
+
+def _compare_out_of_core(args, ds: Dataset, why: str, client) -> int:
+    names = _predictors(args, ds)  # (an unknown baseline is named before the pass over every row)
+    if args.baseline not in names:
+        raise _Fail(f"unknown baseline {_name(args.baseline)!r}: the log's predictors are "
+                    f"{', '.join(_name(p, 40) for p in names)}")
+    # (no bootstrap: the paired TPS SE is sd/sqrt(n) of the per-run differences, as in memory)
+    res = _scored(args, ds, client, n_boot=0)
+    sums, settings = res.sums, res.settings
+    table = res.paired_tps(args.baseline)
+    engine = _engine_words(args, sums.engine, why).split("; CIs:")[0]
+    if args.json:
+        obj = {
+            "baseline": args.baseline,
+            "settings": {**settings.describe(), "file": ds.label, "engine": sums.engine, "engine_reason": why,
+                         "engine_words": engine, "n_trajectories": sums.n_trajectories,
+                         "n_censored": sums.n_censored, "notes": [_name(n) for n in sums.notes],
+                         "reading": reading_json({"format": ds.fmt}),
+                         "definition": "delta = predictor - baseline on the same runs; TPS: mean of per-run "
+                                       "differences, SE = sd/sqrt(n); z = delta/SE; " + AUROC_LEFT_OUT},
+            "predictors": {
+                name: {k: _num(r[k]) for k in ("tps_delta", "tps_se", "tps_z")}
+                | {"auroc_delta": None, "auroc_se": None, "auroc_z": None, "n_runs": int(r["n_runs"])}
+                for name, r in table.iterrows()
+            },
+        }
+        print(json.dumps(obj, indent=2))
+        return 0
+    print(f"{_name(ds.label)}: {sums.n_trajectories:,} trajectories, {sums.n_steps:,} steps, "
+          f"{sums.n_censored:,} censored ({ds.n_files} {ds.fmt} file{'s' if ds.n_files != 1 else ''})")
+    print(f"engine: {_name(engine)}")
+    w = settings_words(settings)
+    print(f"score: {w['score']}, {w['unit']}; {w['direction']}")
+    print(f"schedule: {w['schedule']} -> {w['schedule_status']}")
+    print(f"censoring: {w['censoring']}; eps = {w['eps']}")
+    for note in sums.notes:
+        print(f"note: {_name(note)}")
+    print()
+    print(f"paired comparison with baseline {_name(args.baseline)!r} on all runs: delta = predictor - baseline "
+          "(TPS: higher is better; SE = sd/sqrt(n) of the per-run differences)")
+    nw = _name_width(table.index)
+    header = f"{'predictor':<{nw}} {'TPS delta':>10} {'SE':>8} {'delta/SE':>9} {'runs':>10}"
+    print(header)
+    print("-" * len(header))
+    for name, r in table.sort_values("tps_delta", ascending=False).iterrows():
+        print(f"{_name(name, nw):<{nw}} {_fmt(r.tps_delta, 10, 4)} {_fmt(r.tps_se, 8, 4)} "
+              f"{_fmt(r.tps_z, 9, 2)} {int(r.n_runs):>10,}")
+    print(AUROC_LEFT_OUT)
     return 0
 
 

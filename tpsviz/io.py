@@ -159,7 +159,7 @@ def _read_dataset(source, options: ReadOptions, limits: Limits, read, roots, sam
     if ds.n_rows is not None and ds.n_rows > limits.max_rows:
         raise LogFormatError(label, [f"{ds.n_rows:,} rows in {ds.n_files} files, more than the {limits.max_rows:,} "
                                      "read into memory (TPSVIZ_MAX_ROWS); score it out of core with "
-                                     "--engine duckdb"])
+                                     "--engine duckdb (score, or compare --baseline)"])
     ids = [col for target, col in options.mapping if target == "trajectory_id"]
     frames, rows, notes = [], 0, list(ds.notes)
     for f in ds.files:
