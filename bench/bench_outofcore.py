@@ -13,13 +13,15 @@ reported, and the engine's time as a ratio of the bare query's, measured in the 
             peak is the client's, the workers' own peaks are summed in "workers_peak_mb")
   cli       the whole `tpsviz score DIR --engine duckdb` (sums, TPS with bootstrap CIs, skill,
             metrics, verdicts on a 20,000-run sample, the printed report)
+  compare   the whole `tpsviz compare DIR --baseline sharp --engine duckdb` (paired TPS on all runs;
+            make_dataset.py's predictors)
   allruns   the dashboard's "Score all runs" button: sums + score with 200 bootstrap replicates
   sample    what the dashboard does first on a dataset above TPSVIZ_MAX_ROWS: read a random
             sample of 5,000 runs (tpsviz.load(..., sample=...)) and score it (no bootstrap)
 
 Make a dataset first: .venv/bin/python bench/make_dataset.py /tmp/ds --rows 2e7 --files 10
 
-Usage: .venv/bin/python bench/bench_outofcore.py DATASET_DIR [--n-boot 2000] [--cases bare,pertraj,sums,score,cli,allruns,sample,dask]
+Usage: .venv/bin/python bench/bench_outofcore.py DATASET_DIR [--n-boot 2000] [--cases bare,pertraj,sums,score,cli,compare,allruns,sample,dask]
 """
 
 from __future__ import annotations
@@ -98,6 +100,14 @@ with contextlib.redirect_stdout(io.StringIO()):
 assert rc == 0, rc
 """
 
+COMPARE = r"""
+import contextlib, io
+from tpsviz.cli import main
+with contextlib.redirect_stdout(io.StringIO()):
+    rc = main(["compare", {folder!r}, "--baseline", "sharp", "--engine", "duckdb"])
+assert rc == 0, rc
+"""
+
 DASK = r"""
 from tpsviz.dataset import open_dataset
 from tpsviz.engines.dask_engine import cluster, sums_dask
@@ -136,7 +146,8 @@ def main() -> None:
               "dask": DASK.format(folder=folder),
               "sample": SAMPLE.format(folder=folder),
               "allruns": ENGINE.format(folder=folder, n_boot=200, score=True),
-              "cli": CLI.format(folder=folder, n_boot=args.n_boot)}
+              "cli": CLI.format(folder=folder, n_boot=args.n_boot),
+              "compare": COMPARE.format(folder=folder)}
     res = {}
     for case in args.cases.split(","):
         res[case] = _run(bodies[case])

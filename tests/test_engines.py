@@ -129,6 +129,34 @@ def test_the_paired_tps_comparison_on_all_runs_agrees_with_compare(demo_sets):
         got.paired_tps("nobody")
 
 
+def test_per_run_tps_without_the_pooled_counts_is_the_scored_tps(demo_sets):
+    """compare's light path out of core (sums without the pooled counts, tps_of_runs,
+    paired_tps) gives what score_from_sums gives; the per-trajectory table, built on first use,
+    has the rows it counts beforehand."""
+    from tpsviz.engines.runsums import paired_tps, tps_of_runs
+
+    data, ds = demo_sets["tau2-like"]
+    for st in (ScoreSettings(n_boot=0), ScoreSettings(censoring="complete", schedule=parse_schedule("linear"), n_boot=0)):
+        full = score_from_sums(sums_duckdb(ds, st), st, skill_boot=0)
+        light = sums_duckdb(ds, st, counts=False)
+        assert light.pooled == {} and full.sums.pooled
+        got = tps_of_runs(light, st)
+        assert list(got) == list(full.tps_runs)
+        for name, tps in got.items():
+            # (NaN where not scored, in both; DuckDB's parallel sums may differ in the last bit between passes)
+            np.testing.assert_allclose(tps, full.tps_runs[name], rtol=1e-12)
+        pd.testing.assert_frame_equal(paired_tps(got, "truthful", st.level), full.paired_tps("truthful"),
+                                      check_exact=False, rtol=1e-10)
+        assert full._per_trajectory is None  # (nothing built it yet)
+        n = full.n_per_trajectory_rows
+        table = full.per_trajectory
+        assert len(table) == n and full.per_trajectory is table
+        scored = sum(int((~np.isnan(v)).sum()) for v in full.tps_runs.values())
+        assert n == scored and (st.censoring != "complete" or not table["censored"].any())
+    with pytest.raises(ValueError, match="another α, β, ε or schedule"):
+        tps_of_runs(light, ScoreSettings(alpha=1, beta=1))
+
+
 def test_skill_and_metrics_agree_with_the_in_memory_tables(demo_sets):
     data, ds = demo_sets["webshop-like"]
     for st in (ScoreSettings(n_boot=300), ScoreSettings(alpha=2, beta=3, censoring="complete", n_boot=300)):

@@ -12,6 +12,7 @@ needs the step rows and is left out (the report says so).
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
 
@@ -91,12 +92,10 @@ def _on_engine(args, engine: str, work):
     return work(None)
 
 
-def _scored(args, ds: Dataset, client, n_boot: int | None = None):
-    """The out-of-core :class:`~tpsviz.engines.runsums.DatasetScore` of ``ds`` under the
-    command's settings (``n_boot`` replaces ``--n-boot``)."""
-    import dataclasses
-
-    from .engines import score_from_sums
+def _sums(args, ds: Dataset, client, counts: bool = True):
+    """(RunSums, settings, intervals) of ``ds`` under the command's settings: ``intervals`` is the
+    Dask engine's Poisson bootstrap (None: the in-memory multinomial one). Without ``counts``,
+    DuckDB leaves out the pooled-metric counts (the Dask engine counts them in its one pass)."""
     from .engines.duck import sums_duckdb
     bad = _unsupported(args)
     if bad:
@@ -108,7 +107,7 @@ def _scored(args, ds: Dataset, client, n_boot: int | None = None):
     mapping = [(t, c) for t, c in args.map_pairs]
     percent = args.percent_names
     if client is None:
-        sums = sums_duckdb(ds, probe, mapping=mapping, percent=percent)
+        sums = sums_duckdb(ds, probe, mapping=mapping, percent=percent, counts=counts)
         intervals = None  # (the in-memory multinomial bootstrap)
     else:
         from .engines.dask_engine import poisson_intervals_on, sums_dask
@@ -119,9 +118,14 @@ def _scored(args, ds: Dataset, client, n_boot: int | None = None):
             return poisson_intervals_on(client, values, valid, ids, st.n_boot, st.seed, st.level)
         intervals.words = "Poisson bootstrap, weights hashed from (trajectory id, replicate)"
     has_qz = bool((sums.runs["censored"] & sums.runs["q_z"].notna()).any())
-    settings = _settings_from(args, has_qz=has_qz)
-    if n_boot is not None:
-        settings = dataclasses.replace(settings, n_boot=n_boot)
+    return sums, _settings_from(args, has_qz=has_qz), intervals
+
+
+def _scored(args, ds: Dataset, client):
+    """The out-of-core :class:`~tpsviz.engines.runsums.DatasetScore` of ``ds``."""
+    from .engines import score_from_sums
+
+    sums, settings, intervals = _sums(args, ds, client)
     try:
         return score_from_sums(sums, settings, intervals=intervals)
     except ValueError as exc:
@@ -161,10 +165,16 @@ def _compare_out_of_core(args, ds: Dataset, why: str, client) -> int:
     if args.baseline not in names:
         raise _Fail(f"unknown baseline {_name(args.baseline)!r}: the log's predictors are "
                     f"{', '.join(_name(p, 40) for p in names)}")
-    # (no bootstrap: the paired TPS SE is sd/sqrt(n) of the per-run differences, as in memory)
-    res = _scored(args, ds, client, n_boot=0)
-    sums, settings = res.sums, res.settings
-    table = res.paired_tps(args.baseline)
+    from .engines.runsums import paired_tps, tps_of_runs
+
+    # (per-run TPS alone: no pooled counts, summaries or bootstrap; the paired TPS SE is sd/sqrt(n)
+    # of the per-run differences, as in memory)
+    sums, settings, _ = _sums(args, ds, client, counts=False)
+    settings = dataclasses.replace(settings, n_boot=0)  # (reported: no bootstrap here)
+    try:
+        table = paired_tps(tps_of_runs(sums, settings), args.baseline, settings.level)
+    except ValueError as exc:
+        raise _Fail(str(exc)) from None
     engine = _engine_words(args, sums.engine, why).split("; CIs:")[0]
     if args.json:
         obj = {

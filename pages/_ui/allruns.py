@@ -186,8 +186,7 @@ def _downloads(cfg: S.Config, score, settings, src: S.Source) -> None:
     from tpsviz.export import parquet_bytes, safe_csv
     from tpsviz.files import limits_from_env
 
-    table = score.per_trajectory
-    n, cap = len(table), limits_from_env().max_rows
+    n, cap = score.n_per_trajectory_rows, limits_from_env().max_rows  # (the table is built only when offered)
     stem = S.safe_filename(f"tpsviz_{src.name.rsplit('.', 1)[0]}_all_runs_per_trajectory")
     columns = cfg.settings_columns(n_boot=settings.n_boot)
     what = (f"**Every run's TPS** ({n:,} rows: one per run and predictor; trajectory_id, predictor, tps, censored, outcome, "
@@ -198,6 +197,7 @@ def _downloads(cfg: S.Config, score, settings, src: S.Source) -> None:
         return
     st.caption(what + (f": as Parquet (CSV is offered up to {ALL_RUNS_CSV_ROWS:,} rows)." if n > ALL_RUNS_CSV_ROWS
                        else "."))
+    table = score.per_trajectory
     with st.container(horizontal=True):
         st.download_button("All runs: per-trajectory TPS (Parquet)", lambda: parquet_bytes(table, columns),
                            f"{stem}.parquet", "application/octet-stream", key="dl_all_runs_pq", on_click="ignore")

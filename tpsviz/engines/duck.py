@@ -697,7 +697,7 @@ def _check_rows(ds: Dataset, plan: _Plan, runs: _Runs, diag: dict | None) -> lis
 
 
 def sums_duckdb(ds: Dataset, settings: ScoreSettings, mapping=(), threads: int | None = None,
-                memory_limit: str | None = None, percent=()) -> RunSums:
+                memory_limit: str | None = None, percent=(), counts: bool = True) -> RunSums:
     """Per-trajectory sums A1, A0, W of every predictor of a dataset, out of core.
 
     Parameters
@@ -716,6 +716,10 @@ def sums_duckdb(ds: Dataset, settings: ScoreSettings, mapping=(), threads: int |
     percent : iterable of str, optional
         Predictors given in percent (0–100), as ``conf_<name>`` or ``<name>``: divided by 100
         (``--percent``).
+    counts : bool
+        Whether to count the pooled AUROC/AUPRC/T-ECE counts (a second pass over the outcome and
+        forecast columns); without them ``pooled`` is empty (enough for per-run TPS:
+        :func:`tpsviz.engines.runsums.tps_of_runs`).
 
     Returns
     -------
@@ -727,7 +731,7 @@ def sums_duckdb(ds: Dataset, settings: ScoreSettings, mapping=(), threads: int |
         For every defect, naming the column, the number of rows or runs and an example run.
     """
     with opened(ds, mapping, threads, percent=percent, memory_limit=memory_limit) as (con, source, plan):
-        return _sums(con, ds, settings, source, plan)
+        return _sums(con, ds, settings, source, plan, counts)
 
 
 def numbering_note(runs: _Runs, notes: list) -> int:
@@ -789,7 +793,7 @@ def opened(ds: Dataset, mapping=(), threads: int | None = None, percent=(), type
             shutil.rmtree(spill, ignore_errors=True)
 
 
-def _sums(con, ds: Dataset, settings: ScoreSettings, source: str, plan: _Plan) -> RunSums:
+def _sums(con, ds: Dataset, settings: ScoreSettings, source: str, plan: _Plan, counts: bool = True) -> RunSums:
     n_rows = ds.n_rows if ds.n_rows is not None else int(con.execute(f"SELECT count(*) FROM {source}").fetchall()[0][0])
     if settings.alpha != settings.beta or settings.alpha not in (0.0, 1.0):
         _register_udf(con, settings.alpha, settings.beta, n_rows >= TABLE_MIN)
@@ -817,6 +821,8 @@ def _sums(con, ds: Dataset, settings: ScoreSettings, source: str, plan: _Plan) -
     parsed = onepass.labelled_sql(plan, source, onepass.flagged(runs))  # validated: outcome and forecasts suffice
 
     def pooled(n_lab: int, partial) -> dict:
+        if not counts:
+            return {}
         if partial is None:
             return _pooled(con, plan, [parsed], n_lab)
         con.register("tpsviz_partial", partial)  # the unlabelled rows of runs with a partial outcome

@@ -32,7 +32,7 @@ from ..scores import beta_score
 from ..tps import ScoreSettings, _bootstrap_columns, qz_for_runs, summary_row
 
 __all__ = ["RunSums", "PooledCounts", "DatasetScore", "score_from_sums", "rank_metrics", "run_groups",
-           "reliability_from_counts",
+           "reliability_from_counts", "paired_tps", "tps_of_runs",
            "GROUPED_MIN", "BOOT_GROUPS"]
 
 #: above this many runs, the bootstrap resamples BOOT_GROUPS random groups of runs (run_groups)
@@ -131,9 +131,6 @@ class DatasetScore:
     settings : ScoreSettings
     summary : DataFrame
         As :attr:`tpsviz.TPSResult.summary` (with bootstrap CIs).
-    per_trajectory : DataFrame
-        ``trajectory_id``, ``predictor``, ``tps``, ``censored``, ``n_scored``,
-        ``weight_sum``, ``q_z_used``: one row per scored run and predictor.
     skill : DataFrame
         As :func:`tpsviz.skill_table`.
     metrics : DataFrame
@@ -147,53 +144,128 @@ class DatasetScore:
         Per predictor, the reliability diagram's ten equal-width bins over the labelled rows, as
         :func:`tpsviz.reliability.reliability_bins` (from the bin counts; Wilson intervals).
     tps_runs : dict
-        Per predictor, (TPS_i of every run in ``sums.runs`` order, NaN where not scored); read by
-        :meth:`paired_tps`.
+        Per predictor, TPS_i of every run in ``sums.runs`` order, NaN where not scored
+        (:func:`tps_of_runs`); read by :meth:`paired_tps`.
+    n_scored : dict
+        Per predictor and run, the steps scored (0 where the run is not scored).
+    q_z_used : ndarray
+        Per run, the q_Z its censored score used (NaN for complete runs).
+
+    The per-trajectory table (:attr:`per_trajectory`) is built on first use: at millions of runs
+    it costs seconds that a report without it does not pay (docs/architecture.md, "Scale").
     """
 
     settings: ScoreSettings
     summary: pd.DataFrame
-    per_trajectory: pd.DataFrame
     skill: pd.DataFrame
     metrics: pd.DataFrame
     sums: RunSums
     ci_words: str = ""
     reliability: dict = field(default_factory=dict)
     tps_runs: dict = field(default_factory=dict, repr=False)
+    n_scored: dict = field(default_factory=dict, repr=False)
+    q_z_used: np.ndarray | None = field(default=None, repr=False)
+    _per_trajectory: pd.DataFrame | None = field(default=None, init=False, repr=False, compare=False)
+
+    @property
+    def n_per_trajectory_rows(self) -> int:
+        """Rows of :attr:`per_trajectory` (one per scored run and predictor), without building it."""
+        return int(sum(int((v > 0).sum()) for v in self.n_scored.values()))
+
+    @property
+    def per_trajectory(self) -> pd.DataFrame:
+        """``trajectory_id``, ``predictor``, ``tps``, ``censored``, ``outcome``, ``n_scored``,
+        ``weight_sum``, ``q_z_used``: one row per scored run and predictor, predictor by predictor
+        in the order of :attr:`RunSums.predictors`, runs in id order."""
+        if self._per_trajectory is None:
+            runs = self.sums.runs
+            cens = runs["censored"].to_numpy(dtype=bool)
+            outcome = runs["outcome"].to_numpy(dtype=float)  # (NaN when censored)
+            frames = []
+            for name in self.sums.predictors:
+                n_scored = self.n_scored[name]
+                valid = n_scored > 0
+                frames.append(pd.DataFrame({
+                    "trajectory_id": runs["trajectory_id"].array[valid], "predictor": name,  # no str per run
+                    "tps": self.tps_runs[name][valid], "censored": cens[valid], "outcome": outcome[valid],
+                    "n_scored": n_scored[valid], "weight_sum": self.sums.wsum[name][valid],
+                    "q_z_used": self.q_z_used[valid]}))
+            self._per_trajectory = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
+        return self._per_trajectory
 
     def paired_tps(self, baseline: str) -> pd.DataFrame:
-        """Every other predictor against ``baseline`` on the runs both were scored on.
+        """Every other predictor against ``baseline`` on the runs both were scored on
+        (:func:`paired_tps`)."""
+        return paired_tps(self.tps_runs, baseline, self.settings.level)
 
-        The TPS columns of :func:`tpsviz.compare.compare` without its bootstrap:
-        Δ = mean_i [TPS_i(pred) − TPS_i(base)], SE = sd of the differences / √n, Δ/SE.
 
-        Parameters
-        ----------
-        baseline : str
-            A predictor of these sums.
+def paired_tps(tps_runs: dict, baseline: str, level: float = 0.95) -> pd.DataFrame:
+    """Every other predictor against ``baseline`` on the runs both were scored on.
 
-        Returns
-        -------
-        DataFrame
-            Index predictor; ``tps_delta``, ``tps_se``, ``tps_z``, ``n_runs``.
-        """
-        from ..inference import paired_difference
+    The TPS columns of :func:`tpsviz.compare.compare` without its bootstrap:
+    Δ = mean_i [TPS_i(pred) − TPS_i(base)], SE = sd of the differences / √n, Δ/SE.
 
-        if baseline not in self.tps_runs:
-            raise ValueError(f"unknown baseline predictor {baseline!r}")
-        base = self.tps_runs[baseline]
-        rows = []
-        for name, tps in self.tps_runs.items():
-            if name == baseline:
-                continue
-            both = ~np.isnan(tps) & ~np.isnan(base)
-            rec = {"predictor": name, "tps_delta": np.nan, "tps_se": np.nan, "tps_z": np.nan, "n_runs": int(both.sum())}
-            if rec["n_runs"]:
-                est, z = paired_difference(tps[both], base[both], n_boot=0, level=self.settings.level)
-                rec.update(tps_delta=est.mean, tps_se=est.se, tps_z=z)
-            rows.append(rec)
-        frame = pd.DataFrame(rows, columns=["predictor", "tps_delta", "tps_se", "tps_z", "n_runs"])
-        return frame.set_index("predictor")
+    Parameters
+    ----------
+    tps_runs : dict
+        Per predictor, TPS_i of every run, NaN where not scored (:func:`tps_of_runs`).
+    baseline : str
+        One of its predictors.
+    level : float
+        Confidence level (enters nothing here but the estimate's record).
+
+    Returns
+    -------
+    DataFrame
+        Index predictor; ``tps_delta``, ``tps_se``, ``tps_z``, ``n_runs``.
+    """
+    from ..inference import paired_difference
+
+    if baseline not in tps_runs:
+        raise ValueError(f"unknown baseline predictor {baseline!r}")
+    base = tps_runs[baseline]
+    rows = []
+    for name, tps in tps_runs.items():
+        if name == baseline:
+            continue
+        both = ~np.isnan(tps) & ~np.isnan(base)
+        rec = {"predictor": name, "tps_delta": np.nan, "tps_se": np.nan, "tps_z": np.nan, "n_runs": int(both.sum())}
+        if rec["n_runs"]:
+            est, z = paired_difference(tps[both], base[both], n_boot=0, level=level)
+            rec.update(tps_delta=est.mean, tps_se=est.se, tps_z=z)
+        rows.append(rec)
+    frame = pd.DataFrame(rows, columns=["predictor", "tps_delta", "tps_se", "tps_z", "n_runs"])
+    return frame.set_index("predictor")
+
+
+def tps_of_runs(sums: RunSums, settings: ScoreSettings | None = None, q_z=None) -> dict:
+    """TPS_i of every run (``sums.runs`` order) per predictor, NaN where the run is not scored
+    (no forecast; censored in complete-case mode): what :func:`score_from_sums` scores, without
+    its summaries, bootstrap and metrics (``tpsviz compare`` out of core)."""
+    return _scored_runs(sums, _checked(sums, settings), q_z)[0]
+
+
+def _checked(sums: RunSums, settings: ScoreSettings | None) -> ScoreSettings:
+    settings = settings or sums.settings
+    key = ("alpha", "beta", "eps", "schedule")
+    if any(getattr(settings, k) != getattr(sums.settings, k) for k in key):
+        raise ValueError("the sums were computed under another α, β, ε or schedule")
+    return settings
+
+
+def _scored_runs(sums: RunSums, settings: ScoreSettings, q_z=None):
+    """(TPS_i per predictor, NaN where not scored; steps scored per predictor, 0 where not
+    scored; run labels ℓ_i, q_Z used, q_Z fallbacks, runs in scope)."""
+    cens = sums.runs["censored"].to_numpy(dtype=bool)
+    label, q_used, fallback = run_labels_of(sums, settings, q_z)
+    in_scope = ~cens if settings.censoring == "complete" else np.ones(len(cens), dtype=bool)
+    tps_runs, n_scored = {}, {}
+    for name in sums.predictors:
+        n_scored[name] = np.where(in_scope, sums.n_present[name], 0)
+        valid = n_scored[name] > 0
+        tps = _tps_per_run(sums.a1[name], sums.a0[name], np.where(valid, label, 0.5))
+        tps_runs[name] = np.where(valid, tps, np.nan)
+    return tps_runs, n_scored, label, q_used, fallback, in_scope
 
 
 def run_groups(n: int, seed: int, n_groups: int = BOOT_GROUPS) -> np.ndarray:
@@ -257,23 +329,18 @@ def score_from_sums(sums: RunSums, settings: ScoreSettings | None = None, q_z=No
     -------
     DatasetScore
     """
-    settings = settings or sums.settings
-    key = ("alpha", "beta", "eps", "schedule")
-    if any(getattr(settings, k) != getattr(sums.settings, k) for k in key):
-        raise ValueError("the sums were computed under another α, β, ε or schedule")
+    settings = _checked(sums, settings)
     runs = sums.runs
     n = len(runs)
     cens = runs["censored"].to_numpy(dtype=bool)
-    outcome = runs["outcome"].to_numpy(dtype=float)  # (NaN when censored; a column of per_trajectory)
     length = runs["length"].to_numpy(dtype=np.int64)
-    label, q_used, fallback = run_labels_of(sums, settings, q_z)
+    tps_runs, n_scored_of, label, q_used, fallback, in_scope = _scored_runs(sums, settings, q_z)
     complete_case = settings.censoring == "complete"
-    in_scope = ~cens if complete_case else np.ones(n, dtype=bool)
-    rows, frames, cols, valids = [], [], [], []
+    rows, cols, valids = [], [], []
     for name in sums.predictors:
-        n_scored = np.where(in_scope, sums.n_present[name], 0)
-        valid = in_scope & (n_scored > 0)
-        tps = _tps_per_run(sums.a1[name], sums.a0[name], np.where(valid, label, 0.5))
+        n_scored = n_scored_of[name]
+        valid = n_scored > 0
+        tps = tps_runs[name]
         wsum = sums.wsum[name]
         n_steps = int(n_scored.sum())
         rows.append(summary_row(
@@ -282,10 +349,6 @@ def score_from_sums(sums: RunSums, settings: ScoreSettings | None = None, q_z=No
             n_clipped=int(sums.n_clipped[name][in_scope].sum()),
             n_excluded_censored=int(cens.sum()) if complete_case else 0,
             n_no_forecast=int((in_scope & (n_scored == 0)).sum())))
-        frames.append(pd.DataFrame({
-            "trajectory_id": runs["trajectory_id"].array[valid], "predictor": name,  # no str per run
-            "tps": tps[valid], "censored": cens[valid], "outcome": outcome[valid], "n_scored": n_scored[valid],
-            "weight_sum": wsum[valid], "q_z_used": q_used[valid]}))
         cols.append(np.where(valid, tps, 0.0))
         valids.append(valid)
     summary = pd.DataFrame(rows).set_index("predictor")
@@ -306,12 +369,11 @@ def score_from_sums(sums: RunSums, settings: ScoreSettings | None = None, q_z=No
         else:
             lo, hi = intervals(vals, ok, runs["trajectory_id"].to_numpy(), settings)
         summary["tps_ci_low"], summary["tps_ci_high"] = lo, hi
-    per_traj = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
     skill = _skill(sums, settings, label, cols, valids,
                    max(settings.n_boot, 200) if skill_boot is None else int(skill_boot), groups)
     reliability = {name: reliability_from_counts(sums.pooled[name], settings.level) for name in sums.predictors}
-    tps_runs = {name: np.where(valid, col, np.nan) for name, col, valid in zip(sums.predictors, cols, valids)}
-    return DatasetScore(settings, summary, per_traj, skill, rank_metrics(sums), sums, words, reliability, tps_runs)
+    return DatasetScore(settings, summary, skill, rank_metrics(sums), sums, words, reliability, tps_runs,
+                        n_scored_of, q_used)
 
 
 def reliability_from_counts(c: PooledCounts, level: float = 0.95) -> pd.DataFrame:
