@@ -359,19 +359,27 @@ def _load_log(args, path):
     return data, notes
 
 
+def _engine_for(args):
+    """(engine, why, dataset) of ``--engine`` for the command's log (``cli_engine.choose_engine``);
+    sets ``args.map_pairs`` and ``args.percent_names`` from the reading options."""
+    from .cli_engine import choose_engine
+    from .files import limits_from_env
+
+    options = _read_options(args)
+    args.map_pairs, args.percent_names = options.mapping, options.percent
+    return choose_engine(args, limits_from_env())
+
+
 def _score(args) -> int:
     from .caveats import caveats
     from .diagnostics import metric_table, skill_table
     from .updating import excess_movement
     from .verdict import verdicts
 
-    from .cli_engine import choose_engine, score_out_of_core
-    from .files import limits_from_env
+    from .cli_engine import score_out_of_core
 
     _check_args(args)
-    options = _read_options(args)
-    args.map_pairs, args.percent_names = options.mapping, options.percent
-    engine, why, ds = choose_engine(args, limits_from_env())
+    engine, why, ds = _engine_for(args)
     if engine in ("duckdb", "dask"):
         return score_out_of_core(args, ds, why, engine)
     data, settings, q_z, notes = _prepare(args)
@@ -631,12 +639,9 @@ def _compare(args) -> int:
     if args.baseline is None:
         raise _Fail("compare needs --baseline NAME (a predictor), --by COLUMN (groups of runs) or "
                     "a second log (compare BASELINE.csv CANDIDATE.csv)")
-    from .cli_engine import choose_engine, compare_out_of_core
-    from .files import limits_from_env
+    from .cli_engine import compare_out_of_core
 
-    options = _read_options(args)
-    args.map_pairs, args.percent_names = options.mapping, options.percent
-    engine, why, ds = choose_engine(args, limits_from_env())
+    engine, why, ds = _engine_for(args)
     if engine in ("duckdb", "dask"):
         return compare_out_of_core(args, ds, why, engine)
     data, settings, q_z, notes = _prepare(args)

@@ -73,7 +73,7 @@ def score_out_of_core(args, ds: Dataset, why: str, engine: str = "duckdb") -> in
 
 def compare_out_of_core(args, ds: Dataset, why: str, engine: str = "duckdb") -> int:
     """``compare --baseline NAME`` out of core: the paired TPS differences on all runs
-    (:meth:`tpsviz.engines.runsums.DatasetScore.paired_tps`, the TPS columns of
+    (:func:`tpsviz.engines.runsums.paired_tps`, the TPS columns of
     :func:`tpsviz.compare.compare`). The paired AUROC needs the step rows (a trajectory
     bootstrap of pooled ranks), so it is left out, and the report says so."""
     return _on_engine(args, engine, lambda client: _compare_out_of_core(args, ds, why, client))
@@ -175,7 +175,7 @@ def _compare_out_of_core(args, ds: Dataset, why: str, client) -> int:
         table = paired_tps(tps_of_runs(sums, settings), args.baseline, settings.level)
     except ValueError as exc:
         raise _Fail(str(exc)) from None
-    engine = _engine_words(args, sums.engine, why).split("; CIs:")[0]
+    engine = _engine_words(args, sums.engine, why, intervals=False)
     if args.json:
         obj = {
             "baseline": args.baseline,
@@ -244,11 +244,12 @@ def _sample_verdicts(args, ds: Dataset, sums, settings):
                  "their numbers describe the sample")
 
 
-def _engine_words(args, engine: str, why: str) -> str:
+def _engine_words(args, engine: str, why: str, intervals: bool = True) -> str:
+    """Which engine ran where and why; with ``intervals``, the Dask engine's bootstrap too."""
     if engine == "dask":
         where = f"scheduler {args.scheduler}" if args.scheduler else "a local cluster of 2 worker processes"
-        return (f"dask, map-reduce on {where} ({why}); CIs: Poisson bootstrap, weights hashed from "
-                "(trajectory id, replicate)")
+        return f"dask, map-reduce on {where} ({why})" + (
+            "; CIs: Poisson bootstrap, weights hashed from (trajectory id, replicate)" if intervals else "")
     return f"duckdb, out of core ({why})"
 
 
