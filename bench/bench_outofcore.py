@@ -21,13 +21,19 @@ reported, and the engine's time as a ratio of the bare query's, measured in the 
 
 Make a dataset first: .venv/bin/python bench/make_dataset.py /tmp/ds --rows 2e7 --files 10
 
-Usage: .venv/bin/python bench/bench_outofcore.py DATASET_DIR [--n-boot 2000] [--cases bare,pertraj,sums,score,cli,compare,allruns,sample,dask]
+Usage: .venv/bin/python bench/bench_outofcore.py DATASET_DIR [--n-boot 2000] [--cases bare,pertraj,sums,score,cli,compare,allruns,sample,dask] [--rounds N]
+
+With ``--rounds N`` the cases run in turn N times (bare, pertraj, bare, pertraj, ...): each ratio is
+taken against the bare query of its own round, and the median ratio of each case is printed at the
+end. On this VM the same query varies by ±20% from one hour to the next (docs/architecture.md,
+"Scale"), so a ratio from one pair of runs says little.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import statistics
 import subprocess
 import sys
 from pathlib import Path
@@ -137,6 +143,7 @@ def main() -> None:
     ap.add_argument("folder")
     ap.add_argument("--n-boot", type=int, default=2000)
     ap.add_argument("--cases", default="bare,sums,score")
+    ap.add_argument("--rounds", type=int, default=1, help="run the cases in turn this many times")
     args = ap.parse_args()
     folder = str(Path(args.folder).resolve())
     bodies = {"bare": BARE.format(folder=folder),
@@ -148,13 +155,24 @@ def main() -> None:
               "allruns": ENGINE.format(folder=folder, n_boot=200, score=True),
               "cli": CLI.format(folder=folder, n_boot=args.n_boot),
               "compare": COMPARE.format(folder=folder)}
-    res = {}
-    for case in args.cases.split(","):
-        res[case] = _run(bodies[case])
-        r = res[case]
-        ratio = (f"{r['seconds'] / res['bare']['seconds']:.1f}x bare" if "bare" in res and case != "bare" else "")
-        workers = f"(workers {r['workers_peak_mb']:.0f} MB)" if "workers_peak_mb" in r else ""
-        print(f"{case:<6} {r['seconds']:8.1f} s  peak {r['peak_mb']:7.0f} MB {workers} {ratio} {r.get('error', '')}")
+    ratios: dict = {}
+    for _ in range(args.rounds):
+        res = {}
+        for case in args.cases.split(","):
+            res[case] = _run(bodies[case])
+            r = res[case]
+            ratio = ""
+            if "bare" in res and case != "bare":
+                ratios.setdefault(case, []).append(r["seconds"] / res["bare"]["seconds"])
+                ratio = f"{ratios[case][-1]:.1f}x bare"
+            workers = f"(workers {r['workers_peak_mb']:.0f} MB)" if "workers_peak_mb" in r else ""
+            print(f"{case:<6} {r['seconds']:8.1f} s  peak {r['peak_mb']:7.0f} MB {workers} {ratio} {r.get('error', '')}",
+                  flush=True)
+    if args.rounds > 1:
+        for case, rs in ratios.items():
+            rs = sorted(rs)
+            print(f"{case:<6} median {statistics.median(rs):.2f}x bare over {len(rs)} rounds "
+                  f"({', '.join(f'{x:.2f}' for x in rs)})")
 
 
 if __name__ == "__main__":

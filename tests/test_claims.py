@@ -90,3 +90,28 @@ def test_bin_mean_text_says_not_clear_when_the_difference_is_not():
     else:
         assert "does not separate it clearly" in d.explanation
         assert "throw away" not in d.explanation
+
+
+def test_a_claims_delta_has_the_tables_decimals():
+    # helper-26: "Δ = +1 beta-score units" beside a table saying +1.0030
+    raw = _frame([{"predictor": "a", "tps_delta": 1.003, "tps_z": 7.1, "auroc_delta": -0.006, "auroc_z": -3.0}])
+    assert "(Δ = +1.003 nats per run, Δ/SE = +7.1)" in disagreements(raw, "base", "nats")[0]
+
+
+def test_a_gamed_last_report_that_gains_on_the_runs_is_explained():
+    """helper-26: on a real log the Φ_mean demonstration said TPS 'drops in expectation' next to a
+    realised gain. A forecaster timid at the last step (0.6–0.8 / 0.2–0.4 where the outcome is known)
+    gains from the change; the text must say what that means."""
+    data = tpsviz.load("demo_data/tau2-like.csv")
+    codes = data.steps["traj"].to_numpy()
+    y = data.trajectories["outcome"].to_numpy()[codes]
+    last = np.r_[codes[1:] != codes[:-1], True]  # (rows of a run are contiguous, in step order)
+    lean = np.random.default_rng(3).uniform(0.1, 0.3, len(y))  # (runs gain unequally: an SE above 0)
+    timid = np.where(last & (y == 1), 0.5 + lean, np.where(last & (y == 0), 0.5 - lean, 0.5))
+    d = D.phi_mean_manipulation(data.with_predictor("timid", timid), truthful="timid")
+    assert d.comparison["delta"] > 0 and is_clear(d.comparison["z"])
+    assert "the changed trace scores higher" in d.explanation and "timid is miscalibrated at the last step" in d.explanation
+    assert not BAD.search(d.explanation)
+    honest = D.phi_mean_manipulation(data)  # (the demo's truthful q_t: the change loses, no such sentence)
+    assert "scores higher" not in honest.explanation
+    assert D.bin_mean_forecast(data).comparison["reference"] == "truthful"

@@ -43,3 +43,21 @@ def test_settings_words_one_description_of_the_settings():
     assert w["score"] == "custom (α=0.3, β=0)" and w["unit"].startswith("beta-score units")
     assert w["schedule_status"] != "strictly proper" and w["censoring"] == "exact (x)"
     assert w["bootstrap"] == "2000 replicates over trajectories, seed 20260101"
+
+
+def test_a_nonzero_value_never_reads_as_zero():
+    # helper-26: "SE 0.0000" beside "Δ/SE −7.0" read as an error; the SE was 4.3e-05
+    assert num(4.3e-05) == "4.3e-05" and num(-4.3e-05, "+.4f") == "-4.3e-05" and num(4.3e-05, "+.4f") == "+4.3e-05"
+    assert num(0.0) == "0.0000" and num(-0.0, "+.1f") == "-0.0" and num(0.00005) == "0.0001"
+    assert pm(1.0, 3e-05, ".3f") == "1.000 ± 3e-05" and pm(-1.0, 0.02, "+.3f") == "-1.000 ± 0.020"
+    assert num(12345.678, ".0f") == "12346" and num(0.3, ".0f") == "0.3"
+
+
+@given(st.floats(min_value=-1e6, max_value=1e6, allow_nan=False), st.integers(0, 6), st.booleans())
+def test_a_fixed_cell_is_the_value_to_its_precision(v, places, signed):
+    spec = ("+" if signed else "") + f".{places}f"
+    text = num(v, spec)
+    if v == 0 or abs(v) >= 0.5 * 10 ** -places:  # (what fixed point writes as non-zero, or a true 0)
+        assert float(text) == pytest.approx(v, abs=0.5 * 10 ** -places + 1e-9)
+    else:  # two significant digits, never a zero
+        assert float(text) != 0 and float(text) == pytest.approx(v, rel=0.05)

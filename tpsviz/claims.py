@@ -13,6 +13,8 @@ import math
 import numpy as np
 import pandas as pd
 
+from .formatting import num
+
 __all__ = ["Z_CLEAR", "is_clear", "z_text", "change_text", "disagreements"]
 
 #: |Δ/SE| at or above this is called a clear difference (≈ 5% two-sided)
@@ -73,14 +75,14 @@ def change_text(what: str, before, after, se, digits: int = 3, unit: str = "") -
     delta = float(after) - float(before)
     z = delta / float(se) if _finite(se) and float(se) > 0 else float("nan")
     u = f" {unit}" if unit else ""
-    num = f"Δ = {delta:+.{digits}f}" + (f" ± {float(se):.{digits}f}" if _finite(se) else "") + u
+    delta_text = f"Δ = {num(delta, f'+.{digits}f')}" + (f" ± {num(se, f'.{digits}f')}" if _finite(se) else "") + u
     if delta == 0:
         return f"{what} stays at {float(before):.{digits}f} (Δ = 0)"
     sa, sb = _pair(float(before), float(after), digits)
     if is_clear(z):
         verb = "rises" if delta > 0 else "drops"
-        return f"{what} {verb} from {sa} to {sb} ({num}, {z_text(z)})"
-    return f"{what} does not change clearly ({sa} vs {sb}; {num}, {z_text(z)})"
+        return f"{what} {verb} from {sa} to {sb} ({delta_text}, {z_text(z)})"
+    return f"{what} does not change clearly ({sa} vs {sb}; {delta_text}, {z_text(z)})"
 
 
 def disagreements(compared: pd.DataFrame, baseline: str, unit: str, name=str) -> list[str]:
@@ -111,7 +113,7 @@ def disagreements(compared: pd.DataFrame, baseline: str, unit: str, name=str) ->
             continue
         nm = name(pred)
         better = "better" if zt > 0 else "worse"
-        tps = (f"TPS says {nm} is clearly {better} (Δ = {r['tps_delta']:+.3g} {unit} per run, "
+        tps = (f"TPS says {nm} is clearly {better} (Δ = {num(r['tps_delta'], '+.3f')} {unit} per run, "
                f"{z_text(zt)})")
         if _finite(da) and abs(float(da)) < 1e-12:
             text = (f"{nm} vs {bl}: AUROC is identical (both rank the steps the same way), but "

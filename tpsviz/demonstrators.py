@@ -191,7 +191,7 @@ def bin_mean_forecast(data: TrajectoryData, settings: ScoreSettings | None = Non
     Demonstration
         ``table`` rows: the predictor, its bin-mean forecast and (if different) the
         reference; columns ``tece_pooled`` (equal-width, n_bins, complete runs), ``auroc``,
-        ``tps_mean``, ``tps_se``. ``comparison``: paired TPS of bin-mean − reference.
+        ``tps_mean``, ``tps_se``. ``comparison``: paired TPS of bin-mean − reference, and ``reference``.
     """
     settings = _settings(data, settings)
     if predictor is None:
@@ -220,6 +220,7 @@ def bin_mean_forecast(data: TrajectoryData, settings: ScoreSettings | None = Non
     shown = [name, new_name] + ([reference] if reference != name else [])
     summary = compute_tps(d2, settings, shown).summary
     _, comp = _tps_pair(d2, settings, reference, new_name)
+    comp["reference"] = reference  # (Δ = bin means − reference: the lab's label names it)
     rows = []
     for n in shown:
         pv2, yv2, _, _ = _metric_rows(d2, n)
@@ -331,4 +332,10 @@ def phi_mean_manipulation(data: TrajectoryData, settings: ScoreSettings | None =
         + ", yet the trace is no longer honest and TPS, which scores every report, "
         + (f"drops from {ta} to {tb} in expectation." if tb != ta else
            f"loses {t0 - t1:.2g} per run in expectation."))
+    if is_clear(comp["z"]) and comp["delta"] > 0:  # (a real log: helper-26 read the two as a contradiction)
+        explanation += (
+            f" On these runs, though, the changed trace scores higher (Δ = {comp['delta']:+.3f} ± {comp['se']:.3f} "
+            f"per run, {z_text(comp['z'])}). Were {name}'s last reports its true probabilities, no change to them "
+            f"could gain on average; so they are not: {name} is miscalibrated at the last step, and the "
+            "expectations above describe an honest forecaster, not this log.")
     return Demonstration("Φ_mean manipulation", table, explanation, new, d2, comp)

@@ -1,6 +1,7 @@
 """How numbers are written on the pages, in the report and in exports: one place, one style.
 
-- :func:`num`: a table cell ("−∞"/"+∞" for infinite values, "—" for a missing one, never "None");
+- :func:`num`: a table cell ("−∞"/"+∞" for infinite values, "—" for a missing one, never "None",
+  and never 0.0000 for a value that is not 0: that one gets two significant digits);
 - :func:`interval`: "[lo, hi]" or "—"; :func:`pm`: "v ± se";
 - :func:`fmt`: a number in running text (significant digits, "n/a" when missing);
 - :func:`pct`: k of n as a percentage (never "0%" for a non-zero count).
@@ -23,7 +24,16 @@ def num(v, spec: str = ".4f") -> str:
         return "—"
     if np.isinf(v):
         return "−∞" if v < 0 else "+∞"
-    return format(v, spec)
+    return _fixed(v, spec)
+
+
+def _fixed(v: float, spec: str) -> str:
+    """``format(v, spec)``; where a fixed-point spec would write a non-zero value as zero (an SE
+    of 3e-05 as "0.0000", beside a Δ/SE of −7: helper-26), two significant digits instead."""
+    text = format(v, spec)
+    if v != 0 and spec.endswith("f") and float(text) == 0:
+        return format(v, ("+" if spec.startswith("+") else "") + ".2g")
+    return text
 
 
 def interval(lo, hi, spec: str = ".4f") -> str:
@@ -44,7 +54,7 @@ def pm(v, se, spec: str = ".3f") -> str:
         ok = np.isfinite(float(v)) and np.isfinite(float(se))
     except (TypeError, ValueError):
         ok = False
-    return f"{txt} ± {format(float(se), spec)}" if ok else txt
+    return f"{txt} ± {_fixed(float(se), spec.lstrip('+'))}" if ok else txt
 
 
 def fmt(v, digits: int = 4) -> str:

@@ -92,7 +92,7 @@ def all_runs_table(score, names: list[str], eps: float, baseline: str | None = N
             if n == baseline:
                 row["Δ TPS"], row["Δ/SE"] = "baseline", "—"
             else:
-                row["Δ TPS"] = Fm.pm(paired.at[n, "tps_delta"], paired.at[n, "tps_se"], ".4f")
+                row["Δ TPS"] = Fm.pm(paired.at[n, "tps_delta"], paired.at[n, "tps_se"], "+.4f")
                 row["Δ/SE"] = Fm.num(paired.at[n, "tps_z"], "+.1f")
         rows.append(row)
     return pd.DataFrame(rows)
@@ -143,7 +143,9 @@ def all_runs_section(cfg: S.Config, data) -> None:
         baseline = default_baseline(preds)
     tab = all_runs_table(score, preds, cfg.eps, baseline)
     st.dataframe(tab, hide_index=True, width="stretch", column_config={
-        "TPS": st.column_config.TextColumn(f"TPS ({cfg.unit}/run)"),
+        # (the unit in the help: "beta-score units (α=1, β=0)" in the header pushed Δ/SE off a 1400 px page, helper-26)
+        "TPS": st.column_config.TextColumn("TPS/run", help=f"Mean TPS per run, in {cfg.unit}; higher is better, "
+                                                            "0 is perfect."),
         "clipped": st.column_config.NumberColumn("clipped", help="Forecasts moved to [ε, 1−ε] before scoring."),
         "Δ TPS": st.column_config.TextColumn(
             "Δ TPS ± SE", help=f"Mean over every run both scored of TPS(predictor) − TPS({baseline}), ± SE of the "

@@ -267,6 +267,8 @@ def demo_views(demos: dict, cfg: S.Config, colors: dict) -> list[dict]:
     unit = cfg.unit
     z = normal_quantile(0.95)
     out = []
+    # a long unit ("beta-score units (α=1, β=0)") ran the second panel's title off the figure (helper-26)
+    short = (lambda c: c) if len(unit) <= 12 else (lambda c: c.replace(f"({unit}/run, ", "(per run, "))
     for key, d in demos.items():
         if isinstance(d, str):
             out.append({"key": key, "error": d})
@@ -284,7 +286,8 @@ def demo_views(demos: dict, cfg: S.Config, colors: dict) -> list[dict]:
         elif key == "binmean":
             show = pd.DataFrame({"T-ECE (↓)": t["tece_pooled"], f"TPS ({unit}/run, ↑)": t["tps_mean"]}, index=names)
             err = {f"TPS ({unit}/run, ↑)": z * t["tps_se"]}
-            diff = (f"Paired Δ TPS (bin means − {names[-1]}) = {cmp_['delta']:+.3f} {unit}/run, 95% CI "
+            ref = cmp_.get("reference", names[0])
+            diff = (f"Paired Δ TPS (bin means − {ref}) = {cmp_['delta']:+.3f} {unit}/run, 95% CI "
                     f"{Fm.interval(cmp_['delta'] - z * cmp_['se'], cmp_['delta'] + z * cmp_['se'], '+.3f')} "
                     f"({z_text(cmp_['z'])}).") if np.isfinite(cmp_.get("se", np.nan)) else ""
         else:
@@ -300,7 +303,8 @@ def demo_views(demos: dict, cfg: S.Config, colors: dict) -> list[dict]:
             disp[c] = [("≈0" if abs(v) < 1e-9 else f"{v:.4g}") if np.isfinite(v) else Fm.num(v) for v in disp[c]]
         out.append({"key": key, "table": disp.rename_axis("forecast").reset_index(), "explanation": d.explanation,
                     "difference": diff,
-                    "figure": F.demo_bars_figure(show, "", colors=cols, errors=err)})
+                    "figure": F.demo_bars_figure(show.rename(columns=short), "", colors=cols,
+                                                 errors={short(c): e for c, e in err.items()})})
     return out
 
 

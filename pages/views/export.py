@@ -61,7 +61,7 @@ def _parquet(fn):
 st.subheader("Scores as data")
 if sample:
     st.caption(f"These files describe the sample of {sample['runs_sampled']:,} of {sample['runs_total']:,} runs: their "
-               "names end in _sample and every row says so (column `sample`); the report says so under Data. Every "
+               "names carry _sample and every row says so (column `sample`); the report says so under Data. Every "
                "run's TPS is on the Overview (Score all runs).")
 n_rows = int(res.summary["n_steps"].sum())
 c = st.columns(2)

@@ -178,7 +178,7 @@ else:
         ("Threshold h", f"{alarm.h:.2f}", f"k = {alarm.shift / 2:g}: tuned to a drop of {alarm.shift:g} SD."),
     ])
     C.plot(F.cusum_figure(res.runs, alarm, colors.get(alarm_on, "#1f77b4"),
-                          "run (order in the file)" if by == FILE_ORDER else show_id(by)), "mon_cusum",
+                          x_title if by == FILE_ORDER else show_id(by)), "mon_cusum",
            name="Degradation alarm", caption=md(alarm.words(), 600))
     if len(alarm.alarms):
         show = alarm.alarms.assign(run=alarm.alarms["position"] + 1, begins=alarm.alarms["start_position"] + 1,

@@ -100,7 +100,7 @@ def test_a_dataset_above_the_memory_limit_opens_on_a_stated_sample(root, monkeyp
     paired = table.set_index("predictor")
     assert paired.at["truthful", "Δ TPS"] == "baseline"
     for name in want.index:
-        assert paired.at[name, "Δ TPS"] == f"{want.at[name, 'tps_delta']:.4f} ± {want.at[name, 'tps_se']:.4f}"
+        assert paired.at[name, "Δ TPS"] == f"{want.at[name, 'tps_delta']:+.4f} ± {want.at[name, 'tps_se']:.4f}"
         assert paired.at[name, "Δ/SE"] == f"{want.at[name, 'tps_z']:+.1f}"
     assert "Δ TPS paired against **truthful**" in texts(at)
     # best TPS first, as the leaderboard
