@@ -14,6 +14,7 @@ import numpy as np
 import pandas as pd
 import pytest
 from scipy import stats
+from table_logs import split_parquet as _split
 
 import tpsviz
 from tpsviz.dataset import open_dataset
@@ -35,12 +36,6 @@ def client():
         yield c
 
 
-def _split(df: pd.DataFrame, folder: Path, parts: int) -> Path:
-    folder.mkdir(parents=True, exist_ok=True)
-    cuts = np.linspace(0, len(df), parts + 1).astype(int)
-    for k in range(parts):
-        df.iloc[cuts[k]:cuts[k + 1]].to_parquet(folder / f"part-{k}.parquet")
-    return folder
 
 
 def test_dask_sums_equal_duckdb_and_compute_tps(client, tmp_path):
@@ -64,6 +59,24 @@ def test_dask_sums_equal_duckdb_and_compute_tps(client, tmp_path):
         m1, m2 = score_from_sums(dk, st).metrics, score_from_sums(dd, st).metrics
         cols = ["auroc", "auprc", "auroc_final", "tece_pooled", "tece_final"]
         np.testing.assert_allclose(m1[cols].to_numpy(float), m2[cols].to_numpy(float), rtol=1e-12)
+
+
+def test_a_general_beta_on_a_large_log_is_scored_by_the_table_as_in_memory(client, tmp_path):
+    """Above TABLE_MIN rows each partition scores a general (α, β) by the verified table in SQL
+    (tpsviz.engines.scoretable), with forecasts at 0, 1 and off the grid left to the UDF."""
+    from table_logs import table_sized_log
+
+    folder = _split(table_sized_log(), tmp_path / "d", 4)
+    data = tpsviz.load(folder)
+    st = ScoreSettings(alpha=0.5, beta=0.5, eps=0.0, n_boot=0)
+    ref = compute_tps(data, st).tps_matrix()
+    got = score_from_sums(sums_dask(open_dataset(folder), st, client=client), st).per_trajectory.pivot(
+        index="trajectory_id", columns="predictor", values="tps").reindex(index=ref.index, columns=ref.columns)
+    a, b = ref.to_numpy(), got.to_numpy()
+    assert np.array_equal(np.isnan(a), np.isnan(b)) and np.array_equal(a[np.isinf(a)], b[np.isinf(a)])
+    fin = np.isfinite(a)
+    assert fin.sum() > 3000
+    np.testing.assert_allclose(b[fin], a[fin], rtol=1e-12)
 
 
 def test_a_duplicate_step_split_across_partitions_is_found(client, tmp_path):

@@ -70,9 +70,8 @@ def _partition(files: tuple, ds: Dataset, settings: ScoreSettings, mapping, n_ro
                types=None) -> dict:
     """Map step, on a worker: partial aggregates of the partition's files."""
     with _part(files, ds, mapping, percent, types) as (con, source, plan):
-        if settings.alpha != settings.beta or settings.alpha not in (0.0, 1.0):
-            duck._register_udf(con, settings.alpha, settings.beta, n_rows >= TABLE_MIN)
-        rows_sql, _ = duck._rows_sql(plan, source, settings, positional=False)
+        lookup = duck.register_scores(con, settings, n_rows)
+        rows_sql, _ = duck._rows_sql(plan, source, settings, positional=False, lookup=lookup)
         blocks = con.sql(rows_sql + duck._block_sql(plan, settings)).to_arrow_table()
         nbad = int(blocks.column("nbad").to_numpy().sum())
         nfuzz = int(blocks.column("nfuzz").to_numpy().sum()) if "nfuzz" in blocks.column_names else 0

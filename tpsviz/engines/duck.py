@@ -7,9 +7,10 @@ and every file path and column name enters the SQL quoted.
 
 Scores: the log score (α = β = 0) and half the Brier score (α = β = 1) are closed forms in SQL,
 written as :mod:`tpsviz._fast.kernels` evaluates them (ln(1 − p) through a series below
-p = 1e-4); every other (α, β) is a vectorised Arrow UDF calling :func:`tpsviz.beta_score`
-with the evaluation method the whole log would get, so both engines give every row the same
-value.
+p = 1e-4); every other (α, β) is scored as :func:`tpsviz.beta_score` scores the whole log: from
+``TABLE_MIN`` rows by its verified table, evaluated in SQL (:mod:`tpsviz.engines.scoretable`),
+else, and on the rows the table does not cover, by a vectorised Arrow UDF calling it
+(:func:`register_scores`); so every engine gives every row the same value.
 
 Validation follows :func:`tpsviz.load` on the rules that decide a score (ids, whole step numbers
 once per run, outcomes 1/0/empty and constant per run, forecasts in [0, 1], the ``censored``,
@@ -284,6 +285,22 @@ def _score_sql(p: str, branch: int, alpha: float, beta: float) -> str | None:
     return None
 
 
+def register_scores(con, settings: ScoreSettings, n_rows: int):
+    """What a general (α, β) is scored by on ``con``: the UDFs ``tps_s1``/``tps_s0`` and, for a log
+    of ``n_rows`` ≥ TABLE_MIN rows (where :func:`tpsviz.beta_score` uses its verified table on the
+    whole log), that table in SQL, returned as a :class:`~tpsviz.engines.scoretable.Lookup` (the
+    UDF then scores only the rows off the table). None for the closed forms, or with no table."""
+    if settings.alpha == settings.beta and settings.alpha in (0.0, 1.0):
+        return None
+    table = n_rows >= TABLE_MIN
+    _register_udf(con, settings.alpha, settings.beta, table)
+    if not table:
+        return None
+    from .scoretable import register
+
+    return register(con, settings.alpha, settings.beta)
+
+
 def _register_udf(con, alpha: float, beta: float, table: bool) -> None:
     """``tps_s1(p)`` and ``tps_s0(p)``: S(p, 1) and S(p, 0) by :func:`tpsviz.beta_score`."""
     import duckdb
@@ -371,8 +388,10 @@ def weight_sql(settings: ScoreSettings, positional: bool) -> str | None:
     return None
 
 
-def _rows_sql(plan: _Plan, source: str, settings: ScoreSettings, positional: bool) -> tuple[str, list]:
-    """The step rows with every value parsed, flagged and scored (one SELECT)."""
+def _rows_sql(plan: _Plan, source: str, settings: ScoreSettings, positional: bool,
+              lookup=None) -> tuple[str, list]:
+    """The step rows with every value parsed, flagged and scored (one SELECT); ``lookup``: the
+    verified table of a general (α, β) in SQL (:func:`register_scores`)."""
     step, step_bad = plan.expr("step")
     y, y_bad = plan.expr("outcome", "outcome")
     cens, cens_bad = plan.expr("censored", "bool")
@@ -401,8 +420,11 @@ def _rows_sql(plan: _Plan, source: str, settings: ScoreSettings, positional: boo
         pc = f"CASE WHEN {p} < {_f(eps)} THEN {_f(eps)} WHEN {p} > {_f(1.0 - eps)} THEN {_f(1.0 - eps)} ELSE {p} END"
         terms = []
         for branch, need in ((1, "(y IS NULL OR y = 1.0)"), (0, "(y IS NULL OR y = 0.0)")):
-            s = _score_sql("pc", branch, settings.alpha, settings.beta) or f"tps_s{branch}(pc)"
-            s = s.replace("pc", f"pc{k}")
+            if lookup is not None:
+                s = lookup.score(k, branch)
+            else:
+                s = _score_sql("pc", branch, settings.alpha, settings.beta) or f"tps_s{branch}(pc)"
+                s = s.replace("pc", f"pc{k}")
             val = s if weight is None else f"CASE WHEN w = 0 THEN 0.0 ELSE w * ({s}) END"
             terms.append(f"CASE WHEN {p} IS NOT NULL AND {need} THEN {val} END AS s{branch}_{k}")
         clip_pc.append(f"{pc} AS pc{k}")
@@ -433,9 +455,21 @@ flagged AS (SELECT *, {', '.join(flags)} FROM parsed),
 stepped AS (SELECT *, {step_int} FROM flagged),
 timed AS (SELECT *{t_col} FROM stepped),
 weighted AS (SELECT *, {weight or '1.0'} AS w, {', '.join(clip + clip_pc)} FROM timed),
-scored AS NOT MATERIALIZED (SELECT *, {', '.join(scored)} FROM weighted)
+{_scored_cte(lookup, len(plan.conf), scored)}
 """
     return sql, cols
+
+
+def _scored_cte(lookup, n_conf: int, scored: list[str]) -> str:
+    """The ``scored`` CTE of :func:`_rows_sql` over ``weighted``: with a ``lookup``, each forecast's
+    place on the table's grid and its interval's coefficients are joined first."""
+    if lookup is None:
+        return f"scored AS NOT MATERIALIZED (SELECT *, {', '.join(scored)} FROM weighted)"
+    ks = range(n_conf)
+    return (f"located AS (SELECT *, {', '.join(lookup.position(k) for k in ks)} FROM weighted),\n"
+            f"gridded AS (SELECT *, {', '.join(lookup.interval(k) for k in ks)} FROM located),\n"
+            f"scored AS NOT MATERIALIZED (SELECT r.*, {', '.join(scored)} FROM gridded r "
+            f"{' '.join(lookup.join(k, 'r') for k in ks)})")
 
 
 _STRING_TYPES = ("string", "large_string", "string_view")  # Arrow type names the ids arrive as
@@ -795,13 +829,12 @@ def opened(ds: Dataset, mapping=(), threads: int | None = None, percent=(), type
 
 def _sums(con, ds: Dataset, settings: ScoreSettings, source: str, plan: _Plan, counts: bool = True) -> RunSums:
     n_rows = ds.n_rows if ds.n_rows is not None else int(con.execute(f"SELECT count(*) FROM {source}").fetchall()[0][0])
-    if settings.alpha != settings.beta or settings.alpha not in (0.0, 1.0):
-        _register_udf(con, settings.alpha, settings.beta, n_rows >= TABLE_MIN)
+    lookup = register_scores(con, settings, n_rows)
     if settings.schedule.name == "column" and "weight" not in plan.col:
         raise LogFormatError(ds.label, ["schedule 'column' needs a 'weight' column; the dataset has none"])
     from . import onepass  # the main pass reads the rules from per-run extremes (onepass's docstring)
 
-    runs = onepass.run_pass(con, plan, source, settings)
+    runs = onepass.run_pass(con, plan, source, settings, lookup=lookup)
     rows_sql, _ = _rows_sql(plan, source, settings, positional=False)
     checks = _diagnose(con, plan, rows_sql) if onepass.defects(plan, runs) else {}
     problems = _check_rows(ds, plan, runs, checks)
@@ -813,7 +846,7 @@ def _sums(con, ds: Dataset, settings: ScoreSettings, source: str, plan: _Plan, c
     notes += typed_ids_notes(con, ds, plan)
     if numbering_note(runs, notes):
         if settings.schedule.name in ("linear", "front", "back"):
-            runs = onepass.run_pass(con, plan, source, settings, positional=True)
+            runs = onepass.run_pass(con, plan, source, settings, positional=True, lookup=lookup)
     for k, col in enumerate(plan.conf):
         fz = int(checks.get(f"fuzz{k}") or 0)
         if fz:

@@ -27,6 +27,7 @@ import pyarrow.compute as pc
 from ..longform import MAX_STEP
 from ..tps import ScoreSettings
 from .duck import STEP_BIT, _Plan, _Runs, _f, _q, _score_sql, id_text, is_integer, nan_free, stripped_id, weight_sql
+from .scoretable import Lookup
 
 __all__ = ["run_pass", "rows_sql", "labelled_sql", "defects", "flagged", "strip_ids"]
 
@@ -95,9 +96,10 @@ def labelled_sql(plan: _Plan, source: str, clamp: bool, partial: bool = False) -
             "JOIN tpsviz_partial part ON r.tid = part.tid WHERE r.y IS NULL)\n")
 
 
-def _aggregates(plan: _Plan, settings: ScoreSettings, text: bool) -> list[str]:
+def _aggregates(plan: _Plan, settings: ScoreSettings, text: bool, lookup: Lookup | None = None) -> list[str]:
     """Everything a run needs, as ``aggregate AS name`` (the names of duck._aggregates where
-    they mean the same)."""
+    they mean the same). With ``lookup``, a general (α, β) is scored by the verified table in
+    SQL (:mod:`tpsviz.engines.scoretable`)."""
     sch = settings.schedule.name
     # one count of rows that break a rule no other aggregate shows (a missing or fractional step, a
     # forecast outside [0, 1], be it by rounding): fewer aggregate states, a faster pass at 100M rows
@@ -125,7 +127,8 @@ def _aggregates(plan: _Plan, settings: ScoreSettings, text: bool) -> list[str]:
         r = f"r{k}"  # (as given: a forecast outside [0, 1] is flagged above and counts the same set into it)
         s = {}
         for branch in (1, 0):  # pc<k>: the forecast clipped to [ε, 1 − ε] (_pass_sql)
-            s[branch] = _score_sql(f"pc{k}", branch, settings.alpha, settings.beta) or f"tps_s{branch}(pc{k})"
+            s[branch] = (lookup.score(k, branch) if lookup is not None else
+                         _score_sql(f"pc{k}", branch, settings.alpha, settings.beta) or f"tps_s{branch}(pc{k})")
             if weighted:  # (a zero weight's term is 0, also where ε = 0 makes the score −∞)
                 s[branch] = f"CASE WHEN w = 0 THEN 0.0 ELSE w * ({s[branch]}) END"
         # S(p, 1) on rows of runs that succeeded or were censored, S(p, 0) on those that failed or
@@ -149,7 +152,8 @@ def _aggregates(plan: _Plan, settings: ScoreSettings, text: bool) -> list[str]:
     return a
 
 
-def _pass_sql(plan: _Plan, source: str, settings: ScoreSettings, stripped: bool, positional: bool) -> str:
+def _pass_sql(plan: _Plan, source: str, settings: ScoreSettings, stripped: bool, positional: bool,
+              lookup: Lookup | None = None) -> str:
     rows, bad = rows_sql(plan, source, stripped)
     if positional:
         rows = f"SELECT *, row_number() OVER (PARTITION BY tid ORDER BY step) AS t FROM ({rows})"
@@ -165,9 +169,15 @@ def _pass_sql(plan: _Plan, source: str, settings: ScoreSettings, stripped: bool,
     clipped = "".join(f", CASE WHEN r{k} < {lo} THEN {lo} WHEN r{k} > {hi} THEN {hi} ELSE r{k} END AS pc{k}"
                       for k in range(len(plan.conf)))
     rows = f"SELECT *, {w or '1.0'} AS w{clipped} FROM ({rows})"
+    joins = ""
+    if lookup is not None:  # each forecast's place on the table's grid, and its interval's coefficients
+        ks = range(len(plan.conf))
+        rows = (f"SELECT *, {', '.join(lookup.interval(k) for k in ks)} FROM "
+                f"(SELECT *, {', '.join(lookup.position(k) for k in ks)} FROM ({rows}))")
+        joins = " " + " ".join(lookup.join(k, "r") for k in ks)
     # in no order: the runs are sorted by id afterwards (_Runs.sorted_by_id; an ORDER BY here
     # sorts all the aggregates with the ids, measured at 4.3M runs: +2.7-3.3 s against 0.7-1.0 s)
-    return f"SELECT tid, {', '.join(_aggregates(plan, settings, bad))} FROM ({rows}) GROUP BY tid"
+    return f"SELECT tid, {', '.join(_aggregates(plan, settings, bad, lookup))} FROM ({rows}) r{joins} GROUP BY tid"
 
 
 def strip_ids(ids) -> tuple[pa.Array, bool]:
@@ -207,16 +217,18 @@ def _distinct_long(con, plan: _Plan, source: str, stripped: bool, ids: pa.Array)
         con.unregister("tpsviz_long_runs")
 
 
-def run_pass(con, plan: _Plan, source: str, settings: ScoreSettings, positional: bool = False) -> _Runs:
+def run_pass(con, plan: _Plan, source: str, settings: ScoreSettings, positional: bool = False,
+             lookup: Lookup | None = None) -> _Runs:
     """One row per run, in the order of the (stripped) ids: counts, extremes and sums (see the
     module).
 
-    ``nd`` holds each run's distinct steps; ``tid`` the stripped id.
+    ``nd`` holds each run's distinct steps; ``tid`` the stripped id. ``lookup``: the verified
+    table of a general (α, β), registered on ``con`` (:func:`tpsviz.engines.scoretable.register`).
     """
     from concurrent.futures import ThreadPoolExecutor
 
     stripped = False
-    table = con.sql(_pass_sql(plan, source, settings, stripped, positional)).to_arrow_table()
+    table = con.sql(_pass_sql(plan, source, settings, stripped, positional, lookup)).to_arrow_table()
     with ThreadPoolExecutor(max_workers=1) as pool:  # the ids sorted while they are checked for whitespace
         order = pool.submit(_Runs.id_order, table.column("tid"))
         ids, merged, changed = _strip(table.column("tid"))
@@ -224,7 +236,7 @@ def run_pass(con, plan: _Plan, source: str, settings: ScoreSettings, positional:
     stored = table.num_rows
     if merged:  # two stored ids are one run: group by the stripped id
         stripped = True
-        table = con.sql(_pass_sql(plan, source, settings, stripped, positional)).to_arrow_table()
+        table = con.sql(_pass_sql(plan, source, settings, stripped, positional, lookup)).to_arrow_table()
     elif changed:
         table = table.set_column(table.column_names.index("tid"), "tid", ids)
     runs = _Runs.sorted_by_id(table, None if changed else order)  # (stripped ids may sort otherwise)

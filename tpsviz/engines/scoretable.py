@@ -1,0 +1,91 @@
+"""A general (α, β) scored in SQL by the verified interpolation table (docs/architecture.md, "Engines").
+
+Where no closed form is exact, :func:`tpsviz.beta_score` scores a large log by a table verified
+to 2e-10 relative error (:mod:`tpsviz._fast.kernels`): on a grid in u = logit(p), one cubic
+Hermite piece per interval for ln(−S(p, 0)) and one for ln(−S(p, 1)). The DuckDB engine used to
+call it through an Arrow UDF on every row; on two cores both threads then queue for Python's GIL,
+and the pass took 26.7 s at 20M rows against 3.7 s for the same table evaluated in SQL
+(2026-12-03, α = β = 0.5).
+
+Here the table's coefficients are a relation on the connection (``tpsviz_coefs``: interval
+``i``, then ``c0_0 … c3_0`` of S(·, 0) and ``c0_1 … c3_1`` of S(·, 1)), each predictor's
+interval is found in SQL as the kernel finds it, and the piece is evaluated in the kernel's
+order of operations, so a value differs from the in-memory one only where DuckDB's ``ln`` and
+numpy's ``log`` round differently (measured: at most 1.3e-15 relative on a run's sum). A row the
+table does not cover (p = 0 or 1, |logit p| beyond the grid, an interval where a branch
+underflows) is scored by the UDF ``tps_s<branch>`` (:func:`tpsviz.engines.duck._register_udf`),
+as the kernel scores it exactly.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from .._fast import kernels
+from ..scores import exact_branch
+
+__all__ = ["Lookup", "register"]
+
+RELATION = "tpsviz_coefs"
+
+
+def _f(x: float) -> str:
+    return f"CAST({float(x)!r} AS DOUBLE)"
+
+
+@dataclass(frozen=True)
+class Lookup:
+    """The SQL of the table registered on one connection (:func:`register`).
+
+    ``n_int`` intervals of width 1 / ``inv_h`` in u = logit(p) + ``u_max``."""
+
+    n_int: int
+    inv_h: float
+    u_max: float = kernels._U_MAX
+
+    def position(self, k: int) -> str:
+        """``tu<k>``: the position of the forecast ``pc<k>`` on the grid,
+        ``(ln(p / (1 − p)) + u_max) · (1/h)``; NULL for p = 0 or 1 (DuckDB refuses ln(0))."""
+        pc = f"pc{k}"
+        return (f"CASE WHEN {pc} > 0.0 AND {pc} < 1.0 THEN (ln({pc} / (1.0 - {pc})) + {_f(self.u_max)}) * "
+                f"{_f(self.inv_h)} END AS tu{k}")
+
+    def interval(self, k: int) -> str:
+        """``ti<k>``: the interval of ``tu<k>``; NULL off the grid (as the kernel, a position past
+        n − 1e-9 is off it), so no coefficients join there."""
+        return (f"CASE WHEN tu{k} >= 0.0 AND tu{k} <= {_f(self.n_int - 1e-9)} THEN CAST(floor(tu{k}) AS BIGINT) END "
+                f"AS ti{k}")
+
+    @staticmethod
+    def join(k: int, rows: str) -> str:
+        """The coefficients of predictor k's interval, as ``t<k>.c<j>_<branch>``."""
+        return f"LEFT JOIN {RELATION} t{k} ON t{k}.i = {rows}.ti{k}"
+
+    @staticmethod
+    def score(k: int, branch: int) -> str:
+        """S(pc<k>, branch): the piece evaluated as the kernel does, ``−exp(((c3·f + c2)·f + c1)·f
+        + c0)`` with f the position within the interval; the UDF where the table has no value."""
+        c = [f"t{k}.c{j}_{branch}" for j in range(4)]
+        f = f"(tu{k} - ti{k})"
+        piece = f"((({c[3]} * {f} + {c[2]}) * {f} + {c[1]}) * {f} + {c[0]})"
+        return (f"CASE WHEN pc{k} IS NULL THEN NULL WHEN {c[0]} IS NULL OR isnan({c[0]}) THEN tps_s{branch}(pc{k}) "
+                f"ELSE -exp({piece}) END")
+
+
+def register(con, alpha: float, beta: float) -> Lookup | None:
+    """Register the verified table of (α, β) on ``con`` as ``tpsviz_coefs``; None when no grid
+    reaches the table's accuracy (every row then goes to the UDF, as in memory)."""
+    import pyarrow as pa
+
+    table = kernels.table_for(exact_branch, alpha, beta)
+    if table is None:
+        return None
+    n = table.n_int
+    cols = {"i": np.arange(n, dtype=np.int64)}
+    for branch in (0, 1):  # rows [0, n) of the kernel's arrays hold S(·, 0), rows [n, 2n) S(·, 1)
+        for j in range(4):
+            cols[f"c{j}_{branch}"] = np.asarray(getattr(table, f"c{j}")[branch * n:(branch + 1) * n])
+    con.register(RELATION, pa.table(cols))
+    return Lookup(n, float(table.inv_h))
