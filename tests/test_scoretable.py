@@ -120,3 +120,25 @@ def test_a_dask_partition_scores_by_the_table_too(big, monkeypatch):
     for k, name in enumerate(sums.predictors):
         for field in ("a1", "a0"):
             np.testing.assert_allclose(per_run[f"{field}_{k}"].to_numpy(float), getattr(sums, field)[name], rtol=1e-12)
+
+
+@pytest.mark.parametrize("alpha,beta", [(-0.5, -0.5), (1.0, 1.0), (0.0, 0.0)])
+@pytest.mark.parametrize("eps", [0.0, 1e-6])
+def test_closed_forms_need_neither_table_nor_udf(big, alpha, beta, eps, monkeypatch):
+    """Boosting, Brier and log are closed forms in SQL (the kernel's, with its edges at p = 0
+    and 1): on a large log no row goes to the UDF, and the values are the in-memory ones (the
+    table's 2e-10 would not do: the kernel scores these exactly)."""
+    data, ds = big
+    st = ScoreSettings(alpha=alpha, beta=beta, eps=eps, n_boot=0)
+    udf = _CountingUDF(monkeypatch)
+    got = score_from_sums(sums_duckdb(ds, st), st)
+    assert udf.n == 0
+    ref = compute_tps(data, st).tps_matrix()
+    b = got.per_trajectory.pivot(index="trajectory_id", columns="predictor", values="tps").reindex(
+        index=ref.index, columns=ref.columns).to_numpy()
+    a = ref.to_numpy()
+    assert np.array_equal(np.isnan(a), np.isnan(b)) and np.array_equal(a[np.isinf(a)], b[np.isinf(a)])
+    assert (np.isinf(a).any()) == (eps == 0 and alpha <= 0)  # (p = 0 or 1 on the wrong side: −∞ there)
+    fin = np.isfinite(a)
+    rel = np.abs(a[fin] - b[fin]) / np.maximum(np.abs(a[fin]), 1e-300)
+    assert rel.max() <= 1e-12, rel.max()

@@ -5,9 +5,9 @@ on disk (docs/architecture.md, "Engines"). DuckDB runs sandboxed: it may open on
 dataset's files and a private spill folder, with extensions off and the configuration locked,
 and every file path and column name enters the SQL quoted.
 
-Scores: the log score (α = β = 0) and half the Brier score (α = β = 1) are closed forms in SQL,
-written as :mod:`tpsviz._fast.kernels` evaluates them (ln(1 − p) through a series below
-p = 1e-4); every other (α, β) is scored as :func:`tpsviz.beta_score` scores the whole log: from
+Scores: the log score (α = β = 0), half the Brier score (α = β = 1) and the boosting score
+(α = β = −½) are closed forms in SQL, written as :mod:`tpsviz._fast.kernels` evaluates them
+(ln(1 − p) and √(p/(1 − p)) straight from p below p = 1e-4); every other (α, β) is scored as :func:`tpsviz.beta_score` scores the whole log: from
 ``TABLE_MIN`` rows by its verified table, evaluated in SQL (:mod:`tpsviz.engines.scoretable`),
 else, and on the rows the table does not cover, by a vectorised Arrow UDF calling it
 (:func:`register_scores`); so every engine gives every row the same value.
@@ -282,6 +282,12 @@ def _score_sql(p: str, branch: int, alpha: float, beta: float) -> str | None:
     if (alpha, beta) == (1.0, 1.0):
         d = f"(1.0 - {p})" if branch == 1 else p
         return f"(-0.5 * ({d} * {d}))"
+    if (alpha, beta) == (-0.5, -0.5):  # boosting: −2 √((1 − x)/x), x = p or 1 − p (p = 0 or 1: −∞ or −0)
+        if branch == 1:
+            return f"(-2.0 * sqrt((1.0 - {p}) / {p}))"
+        x = f"(1.0 - {p})"
+        return (f"CASE WHEN {p} < {_f(_SMALL_P)} THEN -2.0 * sqrt({p} / (1.0 - {p})) "
+                f"ELSE -2.0 * sqrt((1.0 - {x}) / {x}) END")
     return None
 
 
@@ -290,7 +296,7 @@ def register_scores(con, settings: ScoreSettings, n_rows: int):
     of ``n_rows`` ≥ TABLE_MIN rows (where :func:`tpsviz.beta_score` uses its verified table on the
     whole log), that table in SQL, returned as a :class:`~tpsviz.engines.scoretable.Lookup` (the
     UDF then scores only the rows off the table). None for the closed forms, or with no table."""
-    if settings.alpha == settings.beta and settings.alpha in (0.0, 1.0):
+    if _score_sql("p", 1, settings.alpha, settings.beta) is not None:  # a closed form
         return None
     table = n_rows >= TABLE_MIN
     _register_udf(con, settings.alpha, settings.beta, table)
