@@ -469,13 +469,8 @@ weighted AS (SELECT *, {weight or '1.0'} AS w, {', '.join(clip + clip_pc)} FROM 
 def _scored_cte(lookup, n_conf: int, scored: list[str]) -> str:
     """The ``scored`` CTE of :func:`_rows_sql` over ``weighted``: with a ``lookup``, each forecast's
     place on the table's grid and its interval's coefficients are joined first."""
-    if lookup is None:
-        return f"scored AS NOT MATERIALIZED (SELECT *, {', '.join(scored)} FROM weighted)"
-    ks = range(n_conf)
-    return (f"located AS (SELECT *, {', '.join(lookup.position(k) for k in ks)} FROM weighted),\n"
-            f"gridded AS (SELECT *, {', '.join(lookup.interval(k) for k in ks)} FROM located),\n"
-            f"scored AS NOT MATERIALIZED (SELECT r.*, {', '.join(scored)} FROM gridded r "
-            f"{' '.join(lookup.join(k, 'r') for k in ks)})")
+    source = "weighted" if lookup is None else f"({lookup.located('weighted', n_conf)})"
+    return f"scored AS NOT MATERIALIZED (SELECT *, {', '.join(scored)} FROM {source})"
 
 
 _STRING_TYPES = ("string", "large_string", "string_view")  # Arrow type names the ids arrive as

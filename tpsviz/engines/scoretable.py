@@ -58,16 +58,22 @@ class Lookup:
         return (f"CASE WHEN tu{k} >= 0.0 AND tu{k} <= {_f(self.n_int - 1e-9)} THEN CAST(floor(tu{k}) AS BIGINT) END "
                 f"AS ti{k}")
 
-    @staticmethod
-    def join(k: int, rows: str) -> str:
-        """The coefficients of predictor k's interval, as ``t<k>.c<j>_<branch>``."""
-        return f"LEFT JOIN {RELATION} t{k} ON t{k}.i = {rows}.ti{k}"
+    def located(self, relation: str, n_conf: int) -> str:
+        """``SELECT`` of ``relation`` (rows with the clipped forecasts ``pc0 … pc<n_conf−1>``) with
+        each forecast's position ``tu<k>``, interval ``ti<k>`` and that interval's coefficients
+        ``c<j>_<branch>_<k>``, which :meth:`score` reads (the one place the table is joined)."""
+        ks = range(n_conf)
+        coefs = ", ".join(f"t{k}.c{j}_{b} AS c{j}_{b}_{k}" for k in ks for b in (0, 1) for j in range(4))
+        joins = " ".join(f"LEFT JOIN {RELATION} t{k} ON t{k}.i = r.ti{k}" for k in ks)
+        return (f"SELECT r.*, {coefs} FROM (SELECT *, {', '.join(self.interval(k) for k in ks)} FROM "
+                f"(SELECT *, {', '.join(self.position(k) for k in ks)} FROM {relation})) r {joins}")
 
     @staticmethod
     def score(k: int, branch: int) -> str:
-        """S(pc<k>, branch): the piece evaluated as the kernel does, ``−exp(((c3·f + c2)·f + c1)·f
-        + c0)`` with f the position within the interval; the UDF where the table has no value."""
-        c = [f"t{k}.c{j}_{branch}" for j in range(4)]
+        """S(pc<k>, branch) over :meth:`located` rows: the piece evaluated as the kernel does,
+        ``−exp(((c3·f + c2)·f + c1)·f + c0)`` with f the position within the interval; the UDF
+        where the table has no value."""
+        c = [f"c{j}_{branch}_{k}" for j in range(4)]
         f = f"(tu{k} - ti{k})"
         piece = f"((({c[3]} * {f} + {c[2]}) * {f} + {c[1]}) * {f} + {c[0]})"
         return (f"CASE WHEN pc{k} IS NULL THEN NULL WHEN {c[0]} IS NULL OR isnan({c[0]}) THEN tps_s{branch}(pc{k}) "
