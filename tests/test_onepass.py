@@ -78,6 +78,18 @@ def test_ids_with_whitespace_that_do_not_merge_keep_their_runs(tmp_path):
     assert list(got.sums.runs["trajectory_id"]) == ["r1", "r2", "r3"]
 
 
+
+def test_a_long_run_whose_id_carries_whitespace_is_checked_under_its_stripped_id(tmp_path):
+    # the blocks of a run spanning 64 step numbers or more are counted by a second query, which
+    # must find the run under the id the runs carry (stripped), not the stored " r-long"
+    df = _runs({" r-long": range(1, 101), "r2\t": [1, 2, 3], "r3": range(1, 70)})
+    path = tmp_path / "log.csv"
+    df.to_csv(path, index=False)
+    ds = open_dataset(_split(df, tmp_path / "d", 2))
+    for sched in ("uniform", "linear"):
+        _, got = _compare(tpsviz.load(path), ds, ScoreSettings(schedule=parse_schedule(sched), n_boot=50))
+    assert list(got.sums.runs["trajectory_id"]) == ["r-long", "r2", "r3"]
+
 BASE = pd.DataFrame({"trajectory_id": ["a", "a", "a", "b", "b"], "step": [1, 2, 3, 1, 2],
                      "outcome": [1.0, 1.0, 1.0, 0.0, 0.0], "conf_a": [0.5, 0.6, 0.7, 0.4, 0.3],
                      "q_z": [np.nan] * 5, "weight": [1.0, 2.0, 1.0, 1.0, 1.0]})
@@ -314,10 +326,11 @@ def test_an_empty_weight_under_the_column_schedule_is_named_alike(tmp_path):
 
 
 
-@pytest.mark.parametrize("prefetch", [False, True])
+@pytest.mark.parametrize("prefetch", [False, True, "reserved"])
 def test_runs_read_every_column_in_the_order_of_the_ids(prefetch):
     """_Runs puts each column of the pass's result (any order, several chunks, nulls, counts,
-    booleans) in the order of the ids, converted alone or all at once on two threads."""
+    booleans) in the order of the ids, converted alone or all at once on two threads, into
+    arrays mapped beforehand (run_pass maps them while the ids sort)."""
     import pyarrow as pa
 
     from tpsviz.engines.duck import _Runs
@@ -335,7 +348,12 @@ def test_runs_read_every_column_in_the_order_of_the_ids(prefetch):
     table = pa.Table.from_batches(table.to_batches(max_chunksize=300))  # four chunks
     assert table.column("a1_0").num_chunks == 4
     runs = _Runs.sorted_by_id(table)
-    if prefetch:
+    reserved = _Runs.reserve(table) if prefetch == "reserved" else None
+    if reserved is not None:
+        assert set(reserved) == {("n", "count"), ("yn", "count"), "a1_0", "smin", "cmin"}
+        runs.prefetch(dict(reserved))
+        assert all(runs._num[key] is reserved[key] for key in reserved)  # filled, not copied
+    elif prefetch:
         runs.prefetch()
     want = frame.assign(cmin=table.column("cmin").to_pandas()).sort_values("tid")
     assert runs.sorted_ids().to_pylist() == want["tid"].tolist()

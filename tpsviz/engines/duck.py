@@ -42,6 +42,7 @@ from ..scores import TABLE_MIN, beta_score
 from ..tables import MISSING
 from ..tps import MAX_WEIGHT, ScoreSettings
 from .runsums import PooledCounts, RunSums
+from . import pages
 
 __all__ = ["sums_duckdb", "GRID", "EXACT_ROWS"]
 
@@ -515,25 +516,30 @@ class _Runs:
     def __contains__(self, name: str) -> bool:
         return name in self._t.column_names
 
-    def _column(self, name: str, dtype, scratch: np.ndarray | None = None) -> np.ndarray:
+    def _column(self, name: str, dtype, scratch: np.ndarray | None = None, out: np.ndarray | None = None) -> np.ndarray:
         """Column ``name`` as ``dtype``, in the order of the ids. ``scratch``: an array of
-        ``n_rows`` of ``dtype`` the column may be converted into before its gather."""
+        ``n_rows`` of ``dtype`` the column may be converted into before its gather; ``out``: the
+        array to fill (a fresh one if None)."""
         col = self._t.column(name)
         if col.type == "bool":  # (with nulls, a bool column converts to Python objects)
             col = col.cast("double")
         dtype = np.dtype(dtype)
+        if out is None:
+            out = pages.empty(self.n_rows, dtype)
         if col.num_chunks == 1 and not col.null_count and col.type.to_pandas_dtype() == dtype:
             flat = col.chunk(0).to_numpy()  # (the Arrow buffer itself: no copy before the gather)
         else:
-            flat = np.empty(self.n_rows, dtype) if self._order is None or scratch is None else scratch
+            flat = out if self._order is None or scratch is None else scratch
             at = 0
             for chunk in col.chunks:  # a chunk's nulls come as NaN (the column is float where it has any)
                 flat[at:at + len(chunk)] = chunk.to_numpy(zero_copy_only=False)
                 at += len(chunk)
         if self._order is None:
-            return flat if flat.flags.writeable else flat.copy()
+            if flat is not out:
+                out[:] = flat
+            return out
         # (mode="clip": numpy buffers the output of take in its default mode, which is one more copy)
-        return np.take(flat, self._order, out=np.empty(self.n_rows, dtype), mode="clip")
+        return np.take(flat, self._order, out=out, mode="clip")
 
     def _buf(self, dtype) -> np.ndarray | None:
         """The scratch array of ``dtype`` the columns are converted into before their gather."""
@@ -541,26 +547,41 @@ class _Runs:
             return None
         dtype = np.dtype(dtype)
         if dtype not in self._scratch:
-            self._scratch[dtype] = np.empty(self.n_rows, dtype)
+            self._scratch[dtype] = pages.empty(self.n_rows, dtype)
         return self._scratch[dtype]
 
-    def prefetch(self) -> None:
-        """Convert every column but the ids at once, two at a time (:meth:`num` and
-        :meth:`count` then return them). A gather into the ids' order waits on memory, one
-        cache miss a run, and numpy releases the GIL while it gathers: two threads take about
-        half the time of one (docs/architecture.md, "Scale")."""
-        import threading
-        from concurrent.futures import ThreadPoolExecutor
-
+    @staticmethod
+    def _todo(table) -> list:
+        """(key, name, dtype) of every column but the ids: counts (integers without a null) as
+        int64 under the key (name, "count"), the others as float under their name."""
         import pyarrow as pa
 
         todo = []
-        for name in self._t.column_names:
-            if name == "tid" or name in self._num or (name, "count") in self._num:
+        for name in table.column_names:
+            if name == "tid":
                 continue
-            t = self._t.schema.field(name).type
-            whole = pa.types.is_integer(t) and not self._t.column(name).null_count
+            whole = pa.types.is_integer(table.schema.field(name).type) and not table.column(name).null_count
             todo.append(((name, "count") if whole else name, name, np.int64 if whole else float))
+        return todo
+
+    @classmethod
+    def reserve(cls, table) -> dict:
+        """The memory of every column's copy in id order, mapped now (:func:`pages.empty`), for
+        :meth:`prefetch`: :func:`tpsviz.engines.onepass.run_pass` maps it while the ids sort,
+        on the core the sort leaves idle."""
+        return {key: pages.empty(table.num_rows, dtype) for key, _, dtype in cls._todo(table)}
+
+    def prefetch(self, reserved: dict | None = None) -> None:
+        """Convert every column but the ids at once, two at a time (:meth:`num` and
+        :meth:`count` then return them), into the arrays ``reserved`` where given
+        (:meth:`reserve`). A gather into the ids' order waits on memory, one cache miss a run,
+        and numpy releases the GIL while it gathers: two threads take about half the time of
+        one (docs/architecture.md, "Scale")."""
+        import threading
+        from concurrent.futures import ThreadPoolExecutor
+
+        reserved = reserved or {}
+        todo = [item for item in self._todo(self._t) if item[1] not in self._num and (item[1], "count") not in self._num]
         if not todo:
             return
         scratch = threading.local()  # (one array a thread, reused by its columns' gathers)
@@ -568,8 +589,10 @@ class _Runs:
         def convert(item):
             key, name, dtype = item
             bufs = scratch.__dict__.setdefault("bufs", {})
-            buf = bufs.setdefault(np.dtype(dtype), np.empty(self.n_rows, dtype))
-            return key, self._column(name, dtype, buf)
+            buf = bufs.get(np.dtype(dtype))
+            if buf is None:
+                buf = bufs[np.dtype(dtype)] = pages.empty(self.n_rows, dtype)
+            return key, self._column(name, dtype, buf, reserved.get(key))
 
         with ThreadPoolExecutor(max_workers=2) as pool:
             ids = pool.submit(self.sorted_ids)  # (the ids' gather too: Arrow's take releases the GIL as well)
@@ -584,7 +607,7 @@ class _Runs:
             return np.broadcast_to(np.float64(default), (self.n_rows,))
         if name not in self._num:
             whole = self._num.get((name, "count"))  # (prefetched as counts)
-            self._num[name] = whole.astype(float) if whole is not None else self._column(name, float, self._buf(float))
+            self._num[name] = _filled(self.n_rows, whole) if whole is not None else self._column(name, float, self._buf(float))
         return self._num[name]
 
     def count(self, name: str) -> np.ndarray:
@@ -773,7 +796,7 @@ def sums_duckdb(ds: Dataset, settings: ScoreSettings, mapping=(), threads: int |
 def numbering_note(runs: _Runs, notes: list) -> int:
     """Runs whose steps are not numbered 1..T (noted; the position-based schedules then need a
     window over each run)."""
-    irregular = int(((runs.num("smin") != 1) | (runs.num("smax") != runs.num("n"))).sum())
+    irregular = int(((runs.num("smin") != 1) | (runs.num("smax") != runs.count("n"))).sum())
     if irregular:
         notes.append(f"{irregular} run(s) have steps that are not numbered 1, 2, …, T (a gap, a step 0 "
                      "or a late start); steps keep their order, and the weight schedules use each row's "
@@ -898,6 +921,13 @@ def _more(mask: np.ndarray) -> str:
     return f" and {more:,} more" if more else ""
 
 
+def _filled(n: int, values) -> np.ndarray:
+    """A fresh float array of ``n`` set to ``values`` (its memory mapped at once: :mod:`pages`)."""
+    out = pages.empty(n, float)
+    out[...] = values
+    return out
+
+
 def to_sums(ds, plan, settings, runs: _Runs, notes, pooled, engine: str) -> RunSums:
     """:class:`RunSums` from the per-run rows (checks of whole runs, notes, schedules applied);
     ``pooled(n_labelled_rows, partial)`` gives the pooled-metric counts; ``partial`` is None, or
@@ -929,7 +959,7 @@ def to_sums(ds, plan, settings, runs: _Runs, notes, pooled, engine: str) -> RunS
     if problems:
         raise LogFormatError(ds.label, problems)
     _check_schedule(settings, runs)
-    qz = runs.num("qmin") if "qmin" in runs else np.full(runs.n_rows, np.nan)  # (a column of the frame)
+    qz = runs.num("qmin") if "qmin" in runs else _filled(runs.n_rows, np.nan)  # (a column of the frame)
     ignored_q = ~np.isnan(qz) & ~censored
     if ignored_q.any():
         notes.append(f"{int(ignored_q.sum())} complete trajectories carry a q_z value; q_z is only used for "
@@ -940,7 +970,7 @@ def to_sums(ds, plan, settings, runs: _Runs, notes, pooled, engine: str) -> RunS
         name = col[len("conf_"):]
         npres = runs.count(f"np_{k}")
         s1, s0 = runs.num(f"a1_{k}"), runs.num(f"a0_{k}")
-        w = runs.num(f"w_{k}") if f"w_{k}" in runs else npres.astype(float)
+        w = runs.num(f"w_{k}") if f"w_{k}" in runs else _filled(runs.n_rows, npres)
         if sch.name == "per-length":
             s1, s0, w = s1 / n, s0 / n, npres / n
         elif sch.name == "endpoint":  # w = 1 on the last row only, which may lack a forecast
@@ -952,7 +982,7 @@ def to_sums(ds, plan, settings, runs: _Runs, notes, pooled, engine: str) -> RunS
         n_present[name] = npres
         n_clipped[name] = runs.count(f"cl_{k}") if f"cl_{k}" in runs else np.zeros(runs.n_rows, np.int64)
         last[name] = runs.num(f"last_{k}")
-        miss = int((n - npres).sum())
+        miss = int(n.sum()) - int(npres.sum())
         if miss == int(n.sum()):
             notes.append(f"{col}: the column holds no forecast at all; the predictor is listed but cannot be scored.")
         elif miss:
@@ -965,8 +995,10 @@ def to_sums(ds, plan, settings, runs: _Runs, notes, pooled, engine: str) -> RunS
     # pooled counts by their run's outcome
     partial_runs = pa.table({"tid": runs.sorted_ids().filter(pa.array(partial)), "y": y[partial]}) if partial.any() else None
     pooled = pooled(int(np.sum(n[~censored])), partial_runs)
+    outcome = _filled(runs.n_rows, y)
+    outcome[censored] = np.nan
     runs_frame = pd.DataFrame({"trajectory_id": runs.ids(), "length": n,
-                               "outcome": np.where(censored, np.nan, y), "censored": censored, "q_z": qz},
+                               "outcome": outcome, "censored": censored, "q_z": qz},
                               copy=False)  # (the arrays as they are, not stacked into one block: a copy)
     names = [c[len("conf_"):] for c in plan.conf]
     return RunSums(ds.label, engine, settings, runs_frame, names, a1, a0, wsum, n_present, n_clipped, last,
