@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import numpy as np
 import pandas as pd
-from scipy import special
 
 from tpsviz.decomposition import _check, pav_unique
 from tpsviz.inference import DEFAULT_SEED
@@ -40,6 +39,8 @@ def wilson_interval(k, n, level: float = 0.95) -> tuple[np.ndarray, np.ndarray]:
     level = _check_level(level)
     k = np.asarray(k, dtype=float)
     n = np.asarray(n, dtype=float)
+    from scipy import special  # (here, not at import: 0.1 s that most uses of this module never need)
+
     z = special.ndtri((1 + level) / 2)
     with np.errstate(invalid="ignore", divide="ignore"):
         centre = (k + z * z / 2) / (n + z * z)

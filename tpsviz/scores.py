@@ -27,7 +27,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-from scipy import special
 
 from ._fast import kernels as _kernels
 
@@ -129,6 +128,8 @@ def _betainc_lower(a: float, b: float, x: np.ndarray, xc: np.ndarray) -> np.ndar
     Uses I_x(a, b) directly below the mean a/(a+b) and 1 - I_{1-x}(b, a) above it, so
     that neither the rounding of 1-x nor a cancellation costs relative precision.
     """
+    from scipy import special  # (here, not at import: 0.1 s that the log score never needs)
+
     full = special.beta(a, b)
     upper = x > a / (a + b)
     out = np.empty_like(x)
@@ -225,6 +226,8 @@ def exact_branch(p: np.ndarray, q: np.ndarray, branch: int, alpha: float, beta: 
 
 def _edge_values(alpha: float, beta: float) -> tuple[float, float, float, float]:
     """(S(0,1), S(1,1), S(0,0), S(1,0)): the limits at the ends of [0, 1]."""
+    from scipy import special
+
     s01 = -special.beta(beta + 1.0, alpha) if alpha > 0 else -np.inf
     s10 = -special.beta(alpha + 1.0, beta) if beta > 0 else -np.inf
     return s01, 0.0, 0.0, s10
