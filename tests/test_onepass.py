@@ -7,6 +7,8 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 import pytest
+from hypothesis import example, given, settings
+from hypothesis import strategies as st
 
 import tpsviz
 from tpsviz.dataset import open_dataset
@@ -366,3 +368,26 @@ def test_runs_read_every_column_in_the_order_of_the_ids(prefetch):
     last = runs.num("a1_0")
     np.nan_to_num(last, copy=False)  # a column changed in place is read as changed (run_pass does so)
     assert not np.isnan(runs.num("a1_0")).any()
+
+
+_SPACES = [chr(c) for c in range(0x3001) if chr(c).isspace()]
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.one_of(st.none(), st.text(alphabet=st.one_of(st.characters(codec="utf-8"), st.sampled_from(_SPACES)),
+                                             max_size=6)), max_size=30),
+       st.integers(0, 3))
+@example(["e\u3000", "\u00a0d", "x\u0085", "\t", "é", None, ""], 0)
+def test_ids_are_stripped_exactly_as_str_strip(values, cut):
+    """strip_ids tells padded ids apart by their first and last UTF-8 bytes: whatever the text
+    (every Unicode whitespace, multibyte characters, nulls, empty ids, a sliced array), the
+    result is str.strip of each, and "changed" says whether any id changed."""
+    import pyarrow as pa
+
+    from tpsviz.engines.onepass import strip_ids
+
+    ids = pa.array(values, type=pa.string()).slice(min(cut, len(values)))
+    kept = values[min(cut, len(values)):]
+    out, changed = strip_ids(ids)
+    assert out.to_pylist() == [None if v is None else v.strip() for v in kept]
+    assert changed == any(v is not None and v != v.strip() for v in kept)

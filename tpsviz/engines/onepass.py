@@ -188,20 +188,33 @@ def _pass_sql(plan: _Plan, source: str, settings: ScoreSettings, stripped: bool,
     return f"SELECT tid, {', '.join(_aggregates(plan, settings, bad, lookup))} FROM ({rows}) GROUP BY tid"
 
 
+# the characters str.strip removes (str.isspace: all of them lie below U+3001), as a class of RE2
+_SPACE = "[" + "".join(f"\\x{{{c:x}}}" for c in range(0x3001) if chr(c).isspace()) + "]"
+
+
+def _maybe_padded(ids: pa.Array) -> np.ndarray:
+    """Positions of the ids that start or end with whitespace, by one regular expression over
+    the Arrow array: its answer is a bitmap. (The first and last characters as new arrays of
+    strings took 0.2–1.7 s at 4.3M runs on this VM, with the hour: fresh memory; this takes
+    0.16–0.19 s, 2026-12-03.)"""
+    hit = pc.match_substring_regex(ids, f"^{_SPACE}|{_SPACE}$").fill_null(False)
+    return pc.indices_nonzero(hit).to_numpy().astype(np.intp)
+
+
 def strip_ids(ids) -> tuple[pa.Array, bool]:
     """Ids (an Arrow string array) stripped of surrounding whitespace, as ``str.strip``, and
-    whether any id changed. Only ids that start or end with whitespace are touched."""
+    whether any id changed. Only ids that start or end with whitespace (:func:`_maybe_padded`)
+    are touched."""
     ids = ids.combine_chunks() if isinstance(ids, pa.ChunkedArray) else ids
-    ends = pc.unique(pa.concat_arrays([pc.utf8_slice_codeunits(ids, 0, 1),
-                                       pc.utf8_slice_codeunits(ids, -1, 2 ** 31 - 1)])).to_pylist()
-    spaces = [e for e in ends if e and e.isspace()]
-    if not spaces:
+    at = _maybe_padded(ids)
+    if not at.size:
         return ids, False
-    hit = pc.or_(pc.is_in(pc.utf8_slice_codeunits(ids, 0, 1), pa.array(spaces)),
-                 pc.is_in(pc.utf8_slice_codeunits(ids, -1, 2 ** 31 - 1), pa.array(spaces)))
-    hit = np.asarray(hit.fill_null(False))
+    texts = ids.take(pa.array(at)).to_pylist()
+    hit = [i for i, v in enumerate(texts) if v is not None and v != v.strip()]
+    if not hit:
+        return ids, False
     values = ids.to_numpy(zero_copy_only=False).copy()
-    values[hit] = [v.strip() for v in values[hit]]
+    values[at[hit]] = [texts[i].strip() for i in hit]
     return pa.array(values, type=pa.string()), True
 
 
