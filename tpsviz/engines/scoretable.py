@@ -25,14 +25,11 @@ import numpy as np
 
 from .._fast import kernels
 from ..scores import exact_branch
+from .duck import _f
 
 __all__ = ["Lookup", "register"]
 
 RELATION = "tpsviz_coefs"
-
-
-def _f(x: float) -> str:
-    return f"CAST({float(x)!r} AS DOUBLE)"
 
 
 @dataclass(frozen=True)
