@@ -70,10 +70,77 @@ def test_grouping_ignoring_the_valid_runs_would_be_caught(sums, monkeypatch):
     monkeypatch.setattr(runsums, "BOOT_GROUPS", 512)
     real = runsums._grouped_intervals
 
-    def wrong(values, valid, groups, settings):
-        return real(values, np.ones_like(valid), groups, settings)
+    def wrong(cols, valids, groups, settings):
+        return real(cols, [np.ones_like(v) for v in valids], groups, settings)
 
     monkeypatch.setattr(runsums, "_grouped_intervals", wrong)
     bad = score_from_sums(sums, st).summary
     centre = (bad["tps_ci_high"] + bad["tps_ci_low"]) / 2 - ref["tps_mean"]
     assert np.any(np.abs(centre) > (ref["tps_ci_high"] - ref["tps_ci_low"]))
+
+
+def _stacked_intervals(cols, valids, groups, st):
+    """The grouped intervals computed the plain way: every column stacked, then summed by group."""
+    from tpsviz.inference import bootstrap_sums
+    vals, ok = np.column_stack(cols), np.column_stack(valids)
+    finite = np.array([np.isfinite(vals[ok[:, j], j]).all() for j in range(vals.shape[1])])
+    v = np.where(ok, vals, 0.0)
+    v[~np.isfinite(v)] = 0.0
+    sums = bootstrap_sums(group_sums(np.hstack([v, ok.astype(float)]), groups), st.n_boot, st.seed)
+    k = vals.shape[1]
+    reps = sums[:, :k] / sums[:, k:]
+    lo, hi = np.full(k, np.nan), np.full(k, np.nan)
+    for j in range(k):
+        if finite[j] and ok[:, j].sum() >= 2:
+            lo[j], hi[j] = np.quantile(reps[:, j][np.isfinite(reps[:, j])], [0.025, 0.975])
+    return lo, hi
+
+
+def test_grouped_intervals_column_by_column_equal_the_stacked_computation():
+    """runsums._grouped_intervals sums each column by group with no stacked copy of the runs:
+    the same intervals as stacking them, for columns valid everywhere, on some runs, and one
+    with an infinite value (no interval)."""
+    rng = np.random.default_rng(5)
+    n = 3000
+    valids = [np.ones(n, bool), rng.random(n) < 0.7, np.ones(n, bool), rng.random(n) < 0.5]
+    cols = [np.where(ok, rng.normal(-1, 0.3, n), 0.0) for ok in valids]
+    cols[2][17] = -np.inf
+    groups = runsums.run_groups(n, seed=3, n_groups=97)
+    st = ScoreSettings(n_boot=400)
+    lo, hi = runsums._grouped_intervals(cols, valids, groups, st)
+    want_lo, want_hi = _stacked_intervals(cols, valids, groups, st)
+    np.testing.assert_array_equal(lo, want_lo)
+    np.testing.assert_array_equal(hi, want_hi)
+    assert np.isnan(lo[2]) and np.isfinite(lo[[0, 1, 3]]).all()
+
+
+def test_group_sums_of_columns_equal_those_of_the_stacked_array():
+    rng = np.random.default_rng(8)
+    x, g = rng.normal(size=(400, 3)), rng.integers(0, 9, 400)
+    np.testing.assert_array_equal(group_sums([x[:, j].copy() for j in range(3)], g), group_sums(x, g))
+    assert group_sums([], g).shape == (9, 0)
+
+
+@pytest.mark.parametrize("fn", ["tps", "ref"])
+def test_run_scores_against_a_loop(fn):
+    """TPS_i = A1 (ℓ = 1), A0 (ℓ = 0), ℓ·A1 + (1 − ℓ)·A0 otherwise, NaN for ℓ = NaN; a branch that
+    does not count is never read (−∞ there leaves the run finite). The reference's W·S(r, ℓ) the
+    same way, as the TPS of W·S(r, 1) and W·S(r, 0)."""
+    rng = np.random.default_rng(2)
+    n = 200
+    label = rng.choice([0.0, 1.0, 0.3, 0.9, np.nan], n)
+    a1, a0 = rng.normal(-2, 1, n), rng.normal(-2, 1, n)
+    a1[label == 0.0] = -np.inf
+    a0[label == 1.0] = -np.inf
+    w, s1, s0 = rng.random(n) * 5, -0.7, -1.3
+    if fn == "tps":
+        got = runsums._tps_per_run(a1, a0, label)
+        b1, b0 = a1, a0
+    else:
+        got = runsums._ref_per_run(w, s1, s0, label)
+        b1, b0 = w * s1, w * s0
+    for i in range(n):
+        ell = label[i]
+        want = b1[i] if ell == 1.0 else b0[i] if ell == 0.0 else ell * b1[i] + (1 - ell) * b0[i]
+        assert (np.isnan(got[i]) and np.isnan(want)) or got[i] == want, i
+    assert np.isfinite(got[~np.isnan(label)]).all()

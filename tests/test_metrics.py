@@ -256,3 +256,13 @@ def test_linear_auprc_replicates_track_the_exact_ones():
     assert np.corrcoef(exact, lin)[0, 1] > 0.99
     assert lin.std() == pytest.approx(exact.std(), rel=0.05)
     assert np.median(np.abs(lin - exact)) < 0.05 * exact.std()
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_unweighted_counts_are_the_weighted_ones_with_unit_weights(kind):
+    """Unweighted, the negatives are counted as rows less positives (no weight arrays): the
+    same numbers to the last bit as weights of 1."""
+    p, y, _ = _data(kind, n=5000)
+    ones = np.ones_like(p)
+    assert auroc(p, y) == auroc(p, y, ones)
+    assert auprc(p, y) == auprc(p, y, ones)

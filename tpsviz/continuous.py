@@ -173,7 +173,7 @@ def _intervals(values: np.ndarray, valid: np.ndarray, n_boot: int, level: float,
     with np.errstate(invalid="ignore", divide="ignore"):
         reps = sums[:, :k] / den
     finite = np.array([np.isfinite(values[valid[:, j], j]).all() for j in range(k)])
-    return percentile_intervals(reps, finite, valid, level)
+    return percentile_intervals(reps, finite, valid.sum(axis=0), level)
 
 
 def tps_crps(log: ContinuousLog, schedule: Schedule = Schedule(), n_boot: int = 2000, level: float = 0.95,

@@ -470,19 +470,20 @@ def skill_from_runs(values: dict, rate: float, rule: str, level: float, n_boot: 
     for name, (v, r) in values.items():
         ok = ~np.isnan(v) & ~np.isnan(r)
         m = int(ok.sum())
-        mp = float(v[ok].mean()) if m else np.nan
-        mr = float(r[ok].mean()) if m else np.nan
+        every = m == ok.size  # (then the runs' values themselves, not copies: millions of runs)
+        vo, ro = (v, r) if every else (v[ok], r[ok])
+        mp = float(vo.mean()) if m else np.nan
+        mr = float(ro.mean()) if m else np.nan
         with np.errstate(invalid="ignore", divide="ignore"):
             sk = 1.0 - mp / mr if m and mr != 0 and not degenerate else np.nan
-        boot = (n_boot > 0 and m >= 2 and np.isfinite(sk) and np.isfinite(v[ok]).all()
-                and np.isfinite(r[ok]).all())
+        boot = n_boot > 0 and m >= 2 and np.isfinite(sk) and np.isfinite(vo).all() and np.isfinite(ro).all()
         stats[name] = (v, ok, m, mp, mr, sk, r, boot)
     # the skill ratio Σ c·TPS / Σ c·TPS_ref of every predictor, from one set of replicates
     boot_names = [k for k, st in stats.items() if st[-1]]
-    cols = [np.where(stats[k][1], x, 0.0) for k in boot_names for x in (stats[k][0], stats[k][-2])]
-    x = np.column_stack(cols) if cols else None
-    if x is not None and groups is not None:
-        x = group_sums(x, groups)
+    cols = [x if stats[k][2] == x.size else np.where(stats[k][1], x, 0.0)
+            for k in boot_names for x in (stats[k][0], stats[k][-2])]
+    # (groups: each column's sums by group, with no stacked copy of the runs' columns)
+    x = (group_sums(cols, groups) if groups is not None else np.column_stack(cols)) if cols else None
     sums = bootstrap_sums(x, n_boot, seed) if cols else None
     rows = []
     a = (1 - level) / 2

@@ -113,12 +113,21 @@ def bootstrap_sums(x, n_boot: int, seed: int) -> np.ndarray:
     return resample.counts_times(x, n_boot, seed)
 
 
-def group_sums(x: np.ndarray, groups: np.ndarray) -> np.ndarray:
-    """Column sums of ``x`` (one row per trajectory) within each group: shape (G, k), G =
-    ``groups.max() + 1``. A bootstrap of these rows resamples groups of trajectories."""
-    x = np.asarray(x, dtype=float)
+def group_sums(x, groups: np.ndarray) -> np.ndarray:
+    """Column sums of ``x`` within each group: shape (G, k), G = ``groups.max() + 1``. A
+    bootstrap of these rows resamples groups of trajectories.
+
+    ``x``: one row per trajectory (n × k), or a list of k columns of n values each (at millions of
+    runs, stacking the columns into one array first costs more than their sums)."""
+    if isinstance(x, (list, tuple)):
+        columns = [np.asarray(c, dtype=float) for c in x]
+    else:
+        x = np.asarray(x, dtype=float)
+        columns = [x[:, j] for j in range(x.shape[1])]
     g = int(groups.max()) + 1 if groups.size else 0
-    return np.column_stack([np.bincount(groups, weights=x[:, j], minlength=g) for j in range(x.shape[1])])
+    if not columns:
+        return np.zeros((g, 0))
+    return np.column_stack([np.bincount(groups, weights=c, minlength=g) for c in columns])
 
 
 def _percentiles(reps: np.ndarray, level: float) -> tuple[float, float]:

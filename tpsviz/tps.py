@@ -25,7 +25,7 @@ import numpy as np
 import pandas as pd
 
 from .cancel import checkpoint
-from .inference import DEFAULT_SEED, bootstrap_sums, group_sums
+from .inference import DEFAULT_SEED, bootstrap_sums
 from .io import TrajectoryData
 from .schedules import Schedule
 from .schema import show_id
@@ -404,10 +404,9 @@ def _sum_by_run(values: np.ndarray, starts: np.ndarray) -> np.ndarray:
     return np.add.reduceat(values, starts)
 
 
-def _bootstrap_columns(values: np.ndarray, valid: np.ndarray, settings: ScoreSettings,
-                       groups: np.ndarray | None = None):
-    """Percentile CIs for the mean of each column over its valid rows (paired resampling; with
-    ``groups``, a group index per row, the groups are resampled: runsums.run_groups)."""
+def _bootstrap_columns(values: np.ndarray, valid: np.ndarray, settings: ScoreSettings):
+    """Percentile CIs for the mean of each column over its valid rows (paired resampling of the
+    rows; millions of runs resample groups of them instead: runsums._grouped_intervals)."""
     n, k = values.shape
     lo = np.full(k, np.nan)
     hi = np.full(k, np.nan)
@@ -416,28 +415,28 @@ def _bootstrap_columns(values: np.ndarray, valid: np.ndarray, settings: ScoreSet
     finite = np.array([np.isfinite(values[valid[:, j], j]).all() for j in range(k)])
     v = np.where(valid, values, 0.0)
     v[~np.isfinite(v)] = 0.0
-    # replicated Σ c_i v_i and Σ c_i [valid_i]; a column valid on every run has Σ c_i = n (not so
-    # for groups, whose sizes differ)
-    partial = ~valid.all(axis=0) if groups is None else np.ones(k, dtype=bool)
+    # replicated Σ c_i v_i and Σ c_i [valid_i]; a column valid on every run has Σ c_i = n
+    partial = ~valid.all(axis=0)
     x = np.hstack([v, valid[:, partial].astype(float)])
-    sums = bootstrap_sums(x if groups is None else group_sums(x, groups), settings.n_boot, settings.seed)
+    sums = bootstrap_sums(x, settings.n_boot, settings.seed)
     den = np.full((settings.n_boot, k), float(n))
     den[:, partial] = sums[:, k:]
     with np.errstate(invalid="ignore", divide="ignore"):
         reps = sums[:, :k] / den
-    return percentile_intervals(reps, finite, valid, settings.level)
+    return percentile_intervals(reps, finite, valid.sum(axis=0), settings.level)
 
 
-def percentile_intervals(reps: np.ndarray, finite: np.ndarray, valid: np.ndarray,
+def percentile_intervals(reps: np.ndarray, finite: np.ndarray, n_valid: np.ndarray,
                          level: float) -> tuple[np.ndarray, np.ndarray]:
     """Percentile intervals of replicated means (replicates × columns); NaN for a column that is
-    not finite on its valid runs or has fewer than 2 of them."""
+    not finite on its valid runs or has fewer than 2 of them (``n_valid``: each column's valid
+    runs)."""
     k = reps.shape[1]
     lo = np.full(k, np.nan)
     hi = np.full(k, np.nan)
     a = (1 - level) / 2
     for j in range(k):
-        if finite[j] and valid[:, j].sum() >= 2:
+        if finite[j] and n_valid[j] >= 2:
             r = reps[:, j]
             r = r[np.isfinite(r)]
             lo[j], hi[j] = np.quantile(r, [a, 1 - a])

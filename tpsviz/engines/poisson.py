@@ -108,4 +108,4 @@ def intervals_from_sums(sums: np.ndarray, finite: np.ndarray, valid: np.ndarray,
     k = valid.shape[1]
     with np.errstate(invalid="ignore", divide="ignore"):
         reps = sums[:, :k] / sums[:, k:]
-    return percentile_intervals(reps, finite, valid, level)
+    return percentile_intervals(reps, finite, valid.sum(axis=0), level)

@@ -26,10 +26,12 @@ import numpy as np
 import pandas as pd
 
 from ..diagnostics import RATE_RULES, skill_from_runs
+from ..inference import bootstrap_sums, group_sums
 from ..metrics import auprc, auroc, tece
 from ..reliability import wilson_interval
 from ..scores import beta_score
-from ..tps import ScoreSettings, _bootstrap_columns, qz_for_runs, summary_row
+from ..tps import ScoreSettings, _bootstrap_columns, percentile_intervals, qz_for_runs, summary_row
+from . import pages
 
 __all__ = ["RunSums", "PooledCounts", "DatasetScore", "score_from_sums", "rank_metrics", "run_groups",
            "reliability_from_counts", "paired_tps", "tps_of_runs",
@@ -261,11 +263,18 @@ def _scored_runs(sums: RunSums, settings: ScoreSettings, q_z=None):
     in_scope = ~cens if settings.censoring == "complete" else np.ones(len(cens), dtype=bool)
     tps_runs, n_scored = {}, {}
     for name in sums.predictors:
-        n_scored[name] = np.where(in_scope, sums.n_present[name], 0)
+        n_scored[name] = _where(in_scope, sums.n_present[name], 0)
         valid = n_scored[name] > 0
-        tps = _tps_per_run(sums.a1[name], sums.a0[name], np.where(valid, label, 0.5))
-        tps_runs[name] = np.where(valid, tps, np.nan)
+        tps = _tps_per_run(sums.a1[name], sums.a0[name], _where(valid, label, 0.5))
+        tps_runs[name] = _where(valid, tps, np.nan)
     return tps_runs, n_scored, label, q_used, fallback, in_scope
+
+
+def _where(cond: np.ndarray, x: np.ndarray, other) -> np.ndarray:
+    """``np.where(cond, x, other)``, or ``x`` itself (not a copy: read it only) where ``cond``
+    holds on every run, as it mostly does: at millions of runs each copy costs more than the
+    arithmetic (docs/architecture.md, "Scale")."""
+    return x if cond.all() else np.where(cond, x, other)
 
 
 def run_groups(n: int, seed: int, n_groups: int = BOOT_GROUPS) -> np.ndarray:
@@ -281,17 +290,65 @@ def run_groups(n: int, seed: int, n_groups: int = BOOT_GROUPS) -> np.ndarray:
     return (np.random.default_rng(seed).permutation(n) % n_groups).astype(np.intp)
 
 
-def _grouped_intervals(values: np.ndarray, valid: np.ndarray, groups: np.ndarray, settings: ScoreSettings):
-    """Percentile intervals of each column's mean over its valid runs, resampling groups."""
-    return _bootstrap_columns(values, valid, settings, groups)
+def _grouped_intervals(cols: list, valids: list, groups: np.ndarray, settings: ScoreSettings):
+    """Percentile intervals of each column's mean over its valid runs, resampling the groups of
+    runs (:func:`run_groups`): what :func:`tpsviz.tps._bootstrap_columns` gives on the columns
+    stacked, the same numbers, column by column (at millions of runs the stacked copies cost
+    more than the sums; docs/architecture.md, "Scale").
+
+    ``cols``: per predictor, TPS_i with 0 where not valid; ``valids``: where valid."""
+    k = len(cols)
+    lo, hi = np.full(k, np.nan), np.full(k, np.nan)
+    if settings.n_boot <= 0 or groups.size < 2:
+        return lo, hi
+    g = int(groups.max()) + 1
+    finite = np.array([bool(np.isfinite(c).all()) for c in cols])  # (0 where not valid)
+    values = [c if ok else np.where(np.isfinite(c), c, 0.0) for c, ok in zip(cols, finite)]
+    sizes = None  # the groups' sizes: the valid runs of a column valid on every run
+    counts = []
+    for valid in valids:
+        if valid.all():
+            sizes = np.bincount(groups, minlength=g) if sizes is None else sizes
+            counts.append(sizes)
+        else:
+            counts.append(np.bincount(groups[valid], minlength=g))
+    x = np.column_stack([group_sums(values, groups)] + [c.astype(float) for c in counts])
+    sums = bootstrap_sums(x, settings.n_boot, settings.seed)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        reps = sums[:, :k] / sums[:, k:]
+    return percentile_intervals(reps, finite, np.array([int(v.sum()) for v in valids]), settings.level)
 
 
 def _tps_per_run(a1: np.ndarray, a0: np.ndarray, label: np.ndarray) -> np.ndarray:
-    """ℓ·A1 + (1 − ℓ)·A0, reading A1 only where ℓ > 0 and A0 only where ℓ < 1 (an unbounded
-    branch that does not count is never multiplied by 0)."""
-    with np.errstate(invalid="ignore", over="ignore"):
-        mixed = label * a1 + (1.0 - label) * a0  # used for 0 < ℓ < 1 only
-    return np.where(label == 1.0, a1, np.where(label == 0.0, a0, mixed))
+    """ℓ·A1 + (1 − ℓ)·A0, reading A1 only where ℓ = 1 and A0 only where ℓ = 0 (an unbounded
+    branch that does not count is never multiplied by 0); NaN where ℓ is NaN."""
+    one = label == 1.0
+    out = pages.empty(one.size, float)  # (a fresh array at millions of runs: mapped at once)
+    np.copyto(out, a0)
+    np.copyto(out, a1, where=one)
+    return _mixed(out, label, one, lambda m: a1[m], lambda m: a0[m])
+
+
+def _ref_per_run(w: np.ndarray, s1: float, s0: float, label: np.ndarray) -> np.ndarray:
+    """The reference's TPS_ref,i = W_i·S(r, ℓ_i): :func:`_tps_per_run` of W·S(r, 1) and W·S(r, 0),
+    the same numbers, without those two arrays."""
+    one = label == 1.0
+    out = pages.empty(one.size, float)
+    with np.errstate(invalid="ignore"):  # (W = 0 with an infinite score: NaN, as W·S)
+        np.multiply(w, s0, out=out)
+        np.multiply(w, s1, out=out, where=one)
+        return _mixed(out, label, one, lambda m: w[m] * s1, lambda m: w[m] * s0)
+
+
+def _mixed(out: np.ndarray, label: np.ndarray, one: np.ndarray, a1, a0) -> np.ndarray:
+    """``out`` with ℓ·A1 + (1 − ℓ)·A0 where ℓ is neither 0 nor 1 (a censored run's q_Z, or NaN);
+    ``a1(m)``, ``a0(m)``: A1 and A0 of the runs ``m``."""
+    mixed = ~one & (label != 0.0)
+    if mixed.any():
+        ell = label[mixed]
+        with np.errstate(invalid="ignore", over="ignore"):
+            out[mixed] = ell * a1(mixed) + (1.0 - ell) * a0(mixed)
+    return out
 
 
 def run_labels_of(sums: RunSums, settings: ScoreSettings, q_z=None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -341,15 +398,15 @@ def score_from_sums(sums: RunSums, settings: ScoreSettings | None = None, q_z=No
         n_scored = n_scored_of[name]
         valid = n_scored > 0
         tps = tps_runs[name]
-        wsum = sums.wsum[name]
         n_steps = int(n_scored.sum())
+        on = (lambda x: x) if valid.all() else (lambda x: x[valid])  # noqa: E731 (the scored runs)
         rows.append(summary_row(
-            name, tps[valid], wsum[valid], cens[valid], fallback[valid], n_steps=n_steps,
+            name, on(tps), on(sums.wsum[name]), on(cens), on(fallback), n_steps=n_steps,
             n_missing=int((length * in_scope).sum()) - n_steps,
-            n_clipped=int(sums.n_clipped[name][in_scope].sum()),
+            n_clipped=int(_where(in_scope, sums.n_clipped[name], 0).sum()),
             n_excluded_censored=int(cens.sum()) if complete_case else 0,
             n_no_forecast=int((in_scope & (n_scored == 0)).sum())))
-        cols.append(np.where(valid, tps, 0.0))
+        cols.append(_where(valid, tps, 0.0))
         valids.append(valid)
     summary = pd.DataFrame(rows).set_index("predictor")
     groups = run_groups(n, settings.seed) if n > GROUPED_MIN else None
@@ -361,13 +418,12 @@ def score_from_sums(sums: RunSums, settings: ScoreSettings | None = None, q_z=No
     else:
         words = f"{getattr(intervals, 'words', 'bootstrap over runs')} ({settings.n_boot} replicates)" + (
             f"; skill CIs over {BOOT_GROUPS:,} random groups of runs" if groups is not None else "")
-    if sums.predictors:
+    if sums.predictors and groups is not None and intervals is None:
+        summary["tps_ci_low"], summary["tps_ci_high"] = _grouped_intervals(cols, valids, groups, settings)
+    elif sums.predictors:
         vals, ok = np.column_stack(cols), np.column_stack(valids)
-        if intervals is None:
-            lo, hi = (_bootstrap_columns(vals, ok, settings) if groups is None
-                      else _grouped_intervals(vals, ok, groups, settings))
-        else:
-            lo, hi = intervals(vals, ok, runs["trajectory_id"].to_numpy(), settings)
+        lo, hi = (_bootstrap_columns(vals, ok, settings) if intervals is None
+                  else intervals(vals, ok, runs["trajectory_id"].to_numpy(), settings))
         summary["tps_ci_low"], summary["tps_ci_high"] = lo, hi
     skill = _skill(sums, settings, label, cols, valids,
                    max(settings.n_boot, 200) if skill_boot is None else int(skill_boot), groups)
@@ -403,9 +459,8 @@ def _skill(sums: RunSums, settings: ScoreSettings, label: np.ndarray, cols, vali
     values = {}
     for name, tps, valid in zip(sums.predictors, cols, valids):
         w = sums.wsum[name]
-        with np.errstate(invalid="ignore"):
-            ref = _tps_per_run(w * s1, w * s0, np.where(valid, label, 0.5))
-        values[name] = (np.where(valid, tps, np.nan), np.where(valid, ref, np.nan))
+        ref = _ref_per_run(w, s1, s0, _where(valid, label, 0.5))
+        values[name] = (_where(valid, tps, np.nan), _where(valid, ref, np.nan))
     return skill_from_runs(values, rate, RATE_RULES[settings.censoring], settings.level, n_boot,
                            settings.seed, groups)
 
