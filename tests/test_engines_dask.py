@@ -241,6 +241,41 @@ def test_poisson_weights_follow_the_id_not_the_position():
     assert stats.chisquare(obs, p * obs.sum()).pvalue > 1e-4
 
 
+
+def test_poisson_weights_are_the_inverse_cdf_of_the_hashed_uniform():
+    """The weights compare 53-bit integers with the CDF scaled by 2^53: the same draw as the
+    uniform u = (x >> 11) / 2^53 looked up in the Poisson(1) CDF as floats."""
+    from tpsviz.engines import poisson as P
+    h = np.random.default_rng(4).integers(0, 2**64 - 1, 50_000, dtype=np.uint64)
+    b = np.arange(0, 12, dtype=np.uint64) + np.uint64(1)
+    with np.errstate(over="ignore"):
+        x = P._splitmix(h[:, None] ^ (b[None, :] * P._M2))
+    u = (x >> np.uint64(11)).astype(np.float64) / 2.0**53
+    want = np.searchsorted(P._CDF, u, side="right")
+    assert np.array_equal(poisson_weights(h, 0, 12), want)
+    # at the thresholds themselves (u exactly a CDF value, and one 2^-53 below it)
+    t = P._THRESHOLDS[:6]
+    for u53 in (t, t - np.uint64(1)):
+        assert np.array_equal(np.searchsorted(P._THRESHOLDS, u53, side="right"),
+                              np.searchsorted(P._CDF, u53.astype(np.float64) / 2.0**53, side="right"))
+
+
+def test_poisson_sums_in_blocks_equal_one_product(monkeypatch):
+    """Σ_i c_ib · v_i drawn in blocks of runs and replicates (remainders included) equals the
+    product of the whole weight matrix."""
+    from tpsviz.engines import poisson as P
+    rng = np.random.default_rng(6)
+    v = rng.normal(size=(1003, 3))
+    h = run_hashes([f"r{i}" for i in range(1003)], 5)
+    c = poisson_weights(h, 0, 37).astype(float)
+    monkeypatch.setattr(P, "_CELLS", 1 << 9)  # 1 replicate × 512 runs a block
+    s, w = P.poisson_sums(v, h, 37)
+    np.testing.assert_allclose(s, c.T @ v, rtol=1e-12, atol=1e-12)
+    np.testing.assert_array_equal(w, c.sum(axis=0))
+    monkeypatch.setattr(P, "_CELLS", 5000)  # 4 replicates × 1,250 runs: one block of runs
+    s2, _ = P.poisson_sums(v, h, 37)
+    np.testing.assert_allclose(s2, c.T @ v, rtol=1e-12, atol=1e-12)
+
 def test_poisson_and_multinomial_intervals_agree_within_monte_carlo_error(client):
     data = tpsviz.load(DEMO)
     st = ScoreSettings(n_boot=4000)

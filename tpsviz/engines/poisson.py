@@ -26,7 +26,13 @@ _M1 = np.uint64(0xBF58476D1CE4E5B9)
 _M2 = np.uint64(0x94D049BB133111EB)
 #: Poisson(1) CDF at 0, 1, …, 19 (a weight of 20 or more has probability below 1e-19)
 _CDF = stats.poisson.cdf(np.arange(20), 1.0)
-_CELLS = 1 << 23  # runs × replicates drawn at once
+# the same CDF on the 53-bit integers u53 that make u = u53 / 2^53: u ≥ CDF[j] exactly when
+# u53 ≥ ceil(CDF[j] · 2^53) (scaling by a power of two is exact), so no float conversion
+_THRESHOLDS = np.ceil(_CDF * 2.0 ** 53).astype(np.uint64)
+# runs × replicates drawn at once: blocks of 2 MB stay in cache (at 854,540 runs and 200 replicates,
+# 25–27 ns a run and replicate from 2^16 to 2^20 cells, against 63–67 ns for 2^23 cells by whole
+# replicates; 2026-12-03)
+_CELLS = 1 << 18
 
 
 def run_hashes(ids, seed: int) -> np.ndarray:
@@ -49,8 +55,8 @@ def poisson_weights(hashes: np.ndarray, b0: int, b1: int) -> np.ndarray:
     b = np.arange(b0, b1, dtype=np.uint64) + np.uint64(1)
     with np.errstate(over="ignore"):
         x = _splitmix(hashes[:, None] ^ (b[None, :] * _M2))
-    u = (x >> np.uint64(11)).astype(np.float64) * (1.0 / 9007199254740992.0)
-    return np.searchsorted(_CDF, u, side="right").astype(np.uint8)
+    x >>= np.uint64(11)  # u53: the uniform u = u53 / 2^53
+    return np.searchsorted(_THRESHOLDS, x, side="right").astype(np.uint8)
 
 
 def poisson_sums(values: np.ndarray, hashes: np.ndarray, n_boot: int) -> tuple[np.ndarray, np.ndarray]:
@@ -64,12 +70,14 @@ def poisson_sums(values: np.ndarray, hashes: np.ndarray, n_boot: int) -> tuple[n
     n, k = values.shape
     sums = np.zeros((n_boot, k))
     weight = np.zeros(n_boot)
-    step = max(1, _CELLS // max(n, 1))
+    step = max(1, min(n_boot, _CELLS // max(n, 1)))  # replicates a block
+    rows = max(1, _CELLS // step)  # runs a block (the sums add up block by block)
     for b0 in range(0, n_boot, step):
         b1 = min(b0 + step, n_boot)
-        c = poisson_weights(hashes, b0, b1).astype(np.float64)
-        sums[b0:b1] = c.T @ values
-        weight[b0:b1] = c.sum(axis=0)
+        for r0 in range(0, n, rows):
+            c = poisson_weights(hashes[r0:r0 + rows], b0, b1).astype(np.float64)
+            sums[b0:b1] += c.T @ values[r0:r0 + rows]
+            weight[b0:b1] += c.sum(axis=0)
     return sums, weight
 
 
