@@ -25,6 +25,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ..longform import MAX_STEP
+from ..schema import WHITESPACE
 from ..tps import ScoreSettings
 from .duck import STEP_BIT, _Plan, _Runs, _f, _q, _score_sql, id_text, is_integer, nan_free, stripped_id, weight_sql
 from .scoretable import Lookup
@@ -188,8 +189,8 @@ def _pass_sql(plan: _Plan, source: str, settings: ScoreSettings, stripped: bool,
     return f"SELECT tid, {', '.join(_aggregates(plan, settings, bad, lookup))} FROM ({rows}) GROUP BY tid"
 
 
-# the characters str.strip removes (str.isspace: all of them lie below U+3001), as a class of RE2
-_SPACE = "[" + "".join(f"\\x{{{c:x}}}" for c in range(0x3001) if chr(c).isspace()) + "]"
+# the characters str.strip removes (tpsviz.schema.WHITESPACE), as a class of RE2
+_SPACE = "[" + "".join(f"\\x{{{ord(c):x}}}" for c in WHITESPACE) + "]"
 
 
 def _maybe_padded(ids: pa.Array) -> np.ndarray:

@@ -399,9 +399,9 @@ def score_from_sums(sums: RunSums, settings: ScoreSettings | None = None, q_z=No
         valid = n_scored > 0
         tps = tps_runs[name]
         n_steps = int(n_scored.sum())
-        on = (lambda x: x) if valid.all() else (lambda x: x[valid])  # noqa: E731 (the scored runs)
+        scored = slice(None) if valid.all() else valid  # (a slice: views, not copies)
         rows.append(summary_row(
-            name, on(tps), on(sums.wsum[name]), on(cens), on(fallback), n_steps=n_steps,
+            name, tps[scored], sums.wsum[name][scored], cens[scored], fallback[scored], n_steps=n_steps,
             n_missing=int((length * in_scope).sum()) - n_steps,
             n_clipped=int(_where(in_scope, sums.n_clipped[name], 0).sum()),
             n_excluded_censored=int(cens.sum()) if complete_case else 0,
