@@ -9,6 +9,9 @@ teammate whose first visit is a link to another page (``/censoring?…``) then s
 "Page not found" box over the right page. This launcher tells Streamlit, before the first
 session, that ``st.navigation`` owns the pages (docs/deployment.md, "Deep links").
 ``streamlit run app.py`` still works; only that first deep link differs.
+
+It also imports the app's modules before the server opens (``pages/_ui/warmup.py``, ``preload``):
+Streamlit would import them in the first session's first view, about 1 s later for that user.
 """
 
 from __future__ import annotations
@@ -23,6 +26,10 @@ def main(argv: list[str]) -> None:
     """Run the Streamlit server on app.py with the options ``argv`` (never returns)."""
     from streamlit.runtime.pages_manager import PagesManager
     from streamlit.web import cli
+
+    from pages._ui import warmup
+
+    warmup.preload()  # the first view's imports, now rather than in the first user's first view
 
     # (read once, by the first session's PagesManager, and set to False by st.navigation
     # itself afterwards; set here it is never read as True)

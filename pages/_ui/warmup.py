@@ -1,9 +1,15 @@
-"""Importing the libraries the first view needs in the background, once per server process.
+"""Importing what the first view needs before it needs it, once per server process.
 
-The first view of a session computes the verdicts, which import scikit-learn's isotonic kernel and
-scipy.stats (about 1 s on these machines). Imported in a daemon thread when the first session starts,
-they load while that session reads its log (DuckDB and the readers release the GIL), instead of after
-it. Nothing here is needed for the app to start: a failed import is left for the code that needs it
+- :func:`preload`, called by ``serve.py`` before the server opens: the app's own modules (the
+  sidebar and what it imports: pandas, pyarrow, the core) and the libraries of the verdicts. Streamlit
+  imports an app's modules only when its first session runs the script, so without this the first
+  user's first view paid about 1 s of imports (measured 2026-12-03: the sidebar 0.42 s, scipy.stats
+  with scikit-learn's isotonic kernel 0.6 s). A team's server pays it once, at start.
+- :func:`start`, called by ``app.py`` (for ``streamlit run app.py``, which skips ``serve.py``):
+  the verdicts' libraries in a daemon thread when the first session starts, so that they load while
+  that session reads its log (DuckDB and the readers release the GIL), instead of after it.
+
+Nothing here is needed for the app to start: a failed import is left for the code that needs it
 to report.
 """
 
@@ -12,14 +18,24 @@ from __future__ import annotations
 import importlib
 import threading
 
-__all__ = ["start", "skip_repl_check"]
+__all__ = ["preload", "start", "skip_repl_check"]
 
 MODULES = ("scipy.stats", "sklearn.isotonic", "sklearn._isotonic")
+#: the app's modules the first view imports (``pages._ui.sidebar`` brings the core, pandas, pyarrow
+#: and plotly; the others are the first view's own)
+APP_MODULES = ("pages._ui.sidebar", "pages._ui.common", "pages._ui.compute", "pages._ui.allruns",
+               "tpsviz.verdict", "tpsviz.engines.sample")
 _STARTED = threading.Event()
 
 
-def _load() -> None:
-    for name in MODULES:
+def preload() -> None:
+    """Import :data:`APP_MODULES` and :data:`MODULES` now, in this thread (``serve.py``, before
+    the server opens; the repository must be on ``sys.path``)."""
+    _load(APP_MODULES + MODULES)
+
+
+def _load(names=MODULES) -> None:
+    for name in names:
         try:
             importlib.import_module(name)
         except Exception:  # pragma: no cover - reported where the module is used
