@@ -116,6 +116,38 @@ def test_corp_brier_matches_decompose(rows):
     assert unc == pytest.approx(ref["unc"], abs=1e-10)
 
 
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.tuples(st.sampled_from([0.2, 0.5, 0.5, 0.7]) | st.floats(0, 1),
+                          st.sampled_from([0.0, 1.0]) | st.floats(0, 1)), min_size=1, max_size=40))
+def test_corp_losses_are_the_mean_squared_errors_row_by_row(rows):
+    """The losses from per-value sums equal ½ mean (c − ℓ)² over the rows, with c the forecast,
+    the mean label and the isotonic fit of ℓ on the forecast by scikit-learn's public
+    isotonic_regression (labels in [0, 1]: the q_Z of censored runs)."""
+    from sklearn.isotonic import isotonic_regression
+
+    p = np.array([r[0] for r in rows])
+    lab = np.array([r[1] for r in rows])
+    got = _Corp(p)._losses(lab, "fu")
+    values, at = np.unique(p, return_inverse=True)  # (one fitted value per distinct forecast)
+    means = np.array([lab[at == j].mean() for j in range(values.size)])
+    weights = np.array([float((at == j).sum()) for j in range(values.size)])
+    fit = isotonic_regression(means, sample_weight=weights)[at]
+    for key, c in (("f", p), ("u", np.full(p.size, lab.mean())), ("r", fit)):
+        assert got[key] == pytest.approx(0.5 * np.mean((c - lab) ** 2), abs=1e-12), key
+
+
+@pytest.mark.parametrize("value", [0.0, 0.3, 0.508, 1.0])
+def test_one_forecast_value_discriminates_nothing_exactly(value):
+    """A constant forecast (the base-rate reference) has DSC 0, not a rounding residue."""
+    rng = np.random.default_rng(3)
+    for n in (7, 450, 997):
+        for lab in [rng.integers(0, 2, n).astype(float) for _ in range(20)] + [rng.random(n) for _ in range(20)]:
+            corp = _Corp(np.full(lab.size, value))
+            assert corp.mcb_dsc(lab)[1] == 0.0
+            assert corp.dsc(lab) == 0.0
+
+
 # --------------------------------------------------------------------------- rules
 @pytest.mark.slow
 @pytest.mark.parametrize("seed", [0, 1, 2])

@@ -258,13 +258,15 @@ def calibration_slope(p, lab, runs) -> tuple[float, float, float]:
     return float(theta[0]), float(theta[1]), float(np.sqrt(max(cov[1, 1], 0.0)))
 
 
-def _pav(means: np.ndarray, weights: np.ndarray) -> np.ndarray:
+def _pav(means: np.ndarray, weights: np.ndarray, scratch: np.ndarray | None = None) -> np.ndarray:
     """Weighted increasing isotonic fit of ``means`` (in forecast order).
 
     The null distributions call this hundreds of times per predictor, so it uses scikit-learn's
     compiled PAV kernel directly (the public :func:`sklearn.isotonic.isotonic_regression` spends
     ~0.9 ms per call validating its arguments, 5× the fit itself); the public function, used by
-    :func:`tpsviz.decomposition.pav_unique`, is the fallback and the test oracle.
+    :func:`tpsviz.decomposition.pav_unique`, is the fallback and the test oracle. The kernel works
+    in place on a copy of ``means`` and on one of ``weights`` (into ``scratch`` when given: an
+    array of their size, overwritten).
     """
     try:
         from sklearn._isotonic import _inplace_contiguous_isotonic_regression as kernel
@@ -273,33 +275,54 @@ def _pav(means: np.ndarray, weights: np.ndarray) -> np.ndarray:
 
         return pav_unique(means, weights)
     y = np.array(means, dtype=np.float64)  # a contiguous copy: the kernel works in place
-    kernel(y, np.array(weights, dtype=np.float64))
+    if scratch is None:
+        scratch = np.array(weights, dtype=np.float64)
+    else:
+        np.copyto(scratch, weights)
+    kernel(y, scratch)
     return y
 
 
+def _dot(a: np.ndarray, b: np.ndarray) -> float:
+    """Σ a·b without BLAS: OpenBLAS runs a dot product of more than 10,000 values on threads of
+    its own, which then spin on the cores the verdict's two threads need (_fast/blas.py)."""
+    return float(np.einsum("i,i->", a, b))
+
+
 class _Corp:
-    """CORP decomposition of the half Brier score for many label vectors on fixed forecasts."""
+    """CORP decomposition of the half Brier score for many label vectors on fixed forecasts.
+
+    With m distinct forecasts x_j, n_j rows and label sum s_j at x_j, and Σℓ² over the rows, the
+    half Brier loss of forecasts c_j (constant at each x_j) is ½ (Σ n_j c_j² − 2 Σ c_j s_j + Σℓ²) / n:
+    one pass over the rows (the label sums) and a few over the m values per label vector, which the
+    null loops draw hundreds of. Σ n_j x_j² does not depend on the labels and is kept.
+    """
 
     def __init__(self, p: np.ndarray):
         self.xs, self.inv, counts = np.unique(p, return_inverse=True, return_counts=True)
         self.counts = counts.astype(float)
         self.n = float(p.size)
         self.p = p
+        self._sq_xs = _dot(self.counts, self.xs * self.xs)  # Σ n_j x_j²
+        self._scratch = np.empty_like(self.counts)  # the PAV kernel's weights (one _Corp a thread)
 
     def _losses(self, lab: np.ndarray, which: str) -> dict:
         """½ mean (c − ℓ)² for c = the forecasts ("f"), their PAV recalibration ("r") and the mean
         label ("u"), only those asked for (the null loops need two of the three)."""
         s1 = np.bincount(self.inv, weights=lab, minlength=self.xs.size)
-        sq = float(np.sum(lab * lab))
+        sq = _dot(lab, lab)
 
-        def loss(c):  # c constant within each forecast value
-            return 0.5 * float(np.sum(self.counts * c * c - 2 * c * s1) + sq) / self.n
+        def loss(sq_c: float, c_s: float) -> float:  # from Σ n_j c_j² and Σ c_j s_j
+            return 0.5 * (sq_c - 2.0 * c_s + sq) / self.n
 
-        out = {"r": loss(_pav(s1 / self.counts, self.counts))}
+        r = _pav(s1 / self.counts, self.counts, self._scratch)
+        out = {"r": loss(_dot(self.counts, r * r), _dot(r, s1))}
         if "f" in which:
-            out["f"] = loss(self.xs)
+            out["f"] = loss(self._sq_xs, _dot(self.xs, s1))
         if "u" in which:
-            out["u"] = loss(np.full(self.xs.size, s1.sum() / self.n))
+            total = float(s1.sum())
+            u = total / self.n  # (n·(u·u), as n_j·(r_j·r_j) above: one forecast value gives DSC 0 exactly)
+            out["u"] = loss(self.n * (u * u), u * total)
         return out
 
     def mcb_dsc(self, lab: np.ndarray) -> tuple[float, float, float]:

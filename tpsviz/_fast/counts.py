@@ -35,7 +35,6 @@ changed) reads them instead of drawing them again, and gets identical replicates
 
 from __future__ import annotations
 
-import contextlib
 import math
 import os
 import threading
@@ -48,6 +47,7 @@ from functools import lru_cache
 import numpy as np
 
 from ..cancel import current_check
+from .blas import one_blas_thread
 
 __all__ = ["count_blocks", "counts_times", "poisson_rate", "layout_pmf", "forget_replay"]
 
@@ -72,7 +72,6 @@ _THREADS = max(1, min(2, os.cpu_count() or 1))
 _PARALLEL_CELLS = 1 << 22
 _POOL: ThreadPoolExecutor | None = None
 _POOL_LOCK = threading.Lock()
-_BLAS = None
 _SCRATCH = threading.local()
 
 
@@ -257,23 +256,6 @@ def _groups(n_boot: int) -> list[tuple[int, int, int]]:
             for g, r0 in enumerate(range(0, n_boot, _GROUP_ROWS))]
 
 
-def _one_blas_thread():
-    """Limit BLAS to one thread while the bootstrap threads run their own products.
-
-    OpenBLAS's threads otherwise compete with ours for the same cores (measured: the two
-    bootstrap threads then gain nothing over one).
-    """
-    global _BLAS
-    try:
-        from threadpoolctl import ThreadpoolController
-    except ImportError:  # pragma: no cover - installed with scikit-learn
-        return contextlib.nullcontext()
-    with _POOL_LOCK:
-        if _BLAS is None:
-            _BLAS = ThreadpoolController()
-    return _BLAS.limit(limits=1, user_api="blas")
-
-
 def _map(fn: Callable, items: list, cells: int) -> list:
     """fn over items on the bootstrap threads (one thread below ``_PARALLEL_CELLS`` counts)."""
     global _POOL
@@ -282,7 +264,7 @@ def _map(fn: Callable, items: list, cells: int) -> list:
     with _POOL_LOCK:
         if _POOL is None:
             _POOL = ThreadPoolExecutor(_THREADS, thread_name_prefix="tpsviz-bootstrap")
-    with _one_blas_thread():
+    with one_blas_thread():  # (OpenBLAS's threads would compete with ours: blas.py)
         return list(_POOL.map(fn, items))
 
 
