@@ -241,7 +241,6 @@ def test_poisson_weights_follow_the_id_not_the_position():
     assert stats.chisquare(obs, p * obs.sum()).pvalue > 1e-4
 
 
-
 def test_poisson_weights_are_the_inverse_cdf_of_the_hashed_uniform():
     """The weights compare 53-bit integers with the CDF scaled by 2^53: the same draw as the
     uniform u = (x >> 11) / 2^53 looked up in the Poisson(1) CDF as floats."""
@@ -275,6 +274,7 @@ def test_poisson_sums_in_blocks_equal_one_product(monkeypatch):
     monkeypatch.setattr(P, "_CELLS", 5000)  # 4 replicates × 1,250 runs: one block of runs
     s2, _ = P.poisson_sums(v, h, 37)
     np.testing.assert_allclose(s2, c.T @ v, rtol=1e-12, atol=1e-12)
+
 
 def test_poisson_and_multinomial_intervals_agree_within_monte_carlo_error(client):
     data = tpsviz.load(DEMO)

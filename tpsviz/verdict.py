@@ -258,15 +258,15 @@ def calibration_slope(p, lab, runs) -> tuple[float, float, float]:
     return float(theta[0]), float(theta[1]), float(np.sqrt(max(cov[1, 1], 0.0)))
 
 
-def _pav(means: np.ndarray, weights: np.ndarray, scratch: np.ndarray | None = None) -> np.ndarray:
-    """Weighted increasing isotonic fit of ``means`` (in forecast order).
+def _pav(means: np.ndarray, weights: np.ndarray, scratch: np.ndarray) -> np.ndarray:
+    """Weighted increasing isotonic fit of ``means`` (in forecast order), written into ``means``
+    (a float64 array of the caller's own, overwritten) and returned; ``scratch``, an array of the
+    same size, is overwritten with the kernel's working weights.
 
     The null distributions call this hundreds of times per predictor, so it uses scikit-learn's
     compiled PAV kernel directly (the public :func:`sklearn.isotonic.isotonic_regression` spends
     ~0.9 ms per call validating its arguments, 5× the fit itself); the public function, used by
-    :func:`tpsviz.decomposition.pav_unique`, is the fallback and the test oracle. The kernel works
-    in place on a copy of ``means`` and on one of ``weights`` (into ``scratch`` when given: an
-    array of their size, overwritten).
+    :func:`tpsviz.decomposition.pav_unique`, is the fallback and the test oracle.
     """
     try:
         from sklearn._isotonic import _inplace_contiguous_isotonic_regression as kernel
@@ -274,13 +274,9 @@ def _pav(means: np.ndarray, weights: np.ndarray, scratch: np.ndarray | None = No
         from .decomposition import pav_unique
 
         return pav_unique(means, weights)
-    y = np.array(means, dtype=np.float64)  # a contiguous copy: the kernel works in place
-    if scratch is None:
-        scratch = np.array(weights, dtype=np.float64)
-    else:
-        np.copyto(scratch, weights)
-    kernel(y, scratch)
-    return y
+    np.copyto(scratch, weights)  # the kernel works in place on both
+    kernel(means, scratch)
+    return means
 
 
 def _dot(a: np.ndarray, b: np.ndarray) -> float:
@@ -315,7 +311,7 @@ class _Corp:
         def loss(sq_c: float, c_s: float) -> float:  # from Σ n_j c_j² and Σ c_j s_j
             return 0.5 * (sq_c - 2.0 * c_s + sq) / self.n
 
-        r = _pav(s1 / self.counts, self.counts, self._scratch)
+        r = _pav(s1 / self.counts, self.counts, self._scratch)  # (a fresh array of means)
         out = {"r": loss(_dot(self.counts, r * r), _dot(r, s1))}
         if "f" in which:
             out["f"] = loss(self._sq_xs, _dot(self.xs, s1))
