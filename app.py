@@ -16,7 +16,7 @@ if str(HERE) not in sys.path:
 import streamlit as st  # noqa: E402
 
 from pages._ui import sidebar, warmup  # noqa: E402
-from tpsviz.figures import use_template_by_default  # noqa: E402
+from tpsviz.report.figures import use_template_by_default  # noqa: E402
 
 use_template_by_default()  # figures get their template at creation, not by a 10 ms copy each
 warmup.skip_repl_check()  # before the first element: Streamlit's REPL check costs 0.9 s (warmup.py)
@@ -47,7 +47,7 @@ except Exception as e:  # the sidebar must never leave the user with a traceback
 st.session_state["_shell"] = True
 try:
     # a computation nobody waits for (the session ended, a slider moved) stops at its next checkpoint
-    # (tpsviz.cancel), so a bootstrap never holds up the next run
+    # (tpsviz.core.cancel), so a bootstrap never holds up the next run
     with sidebar.S.cancel_when_unneeded():
         nav.run()
 except sidebar.S.Cancelled:  # nobody is waiting for this page any more

@@ -172,7 +172,7 @@ _FRESH_BOARD_JS = """(want) => {
 def big_log(repo: Path, n: int, browser) -> dict:
     """Seconds to the leaderboard and to a complete page on an n-run log, and of one α nudge."""
     sys.path.insert(0, str(repo))
-    from tpsviz.synthetic import simulate
+    from tpsviz.synthetic.agent import simulate
 
     with tempfile.TemporaryDirectory() as tmp:
         sim = simulate("webshop-like", n_trajectories=n, seed=7)

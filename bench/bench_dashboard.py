@@ -25,7 +25,7 @@ from streamlit.testing.v1 import AppTest  # noqa: E402
 
 from pages._ui.memo import clear_all  # noqa: E402
 
-from tpsviz.synthetic import simulate  # noqa: E402
+from tpsviz.synthetic.agent import simulate  # noqa: E402
 
 APP = str(ROOT / "app.py")
 

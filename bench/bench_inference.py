@@ -13,7 +13,7 @@ Timed, each as (point estimate, B replicates, ratio):
 - paired TPS difference (analytic SE) and paired AUROC difference (``paired_metric_difference``).
 
 Each statistic is timed twice: "first" from an empty cache, so it includes drawing the
-2,000 × N resampling counts (``tpsviz.resample``), as the first bootstrap of a session does;
+2,000 × N resampling counts (``tpsviz.core.resample``), as the first bootstrap of a session does;
 "replay" with the counts kept in memory from an earlier bootstrap of the same (N, B, seed),
 as every later bootstrap is (another statistic or predictor, a rerun after a setting
 changed). Drawing the counts alone is timed too.
@@ -35,10 +35,10 @@ import numpy as np
 import pandas as pd
 
 from tpsviz import ScoreSettings, compute_tps, from_frame
-from tpsviz.diagnostics import leaderboard
-from tpsviz import resample
-from tpsviz.inference import paired_difference
-from tpsviz.metrics import auprc, auroc, bootstrap_metric, paired_metric_difference, tece
+from tpsviz.diagnostics.leaderboard import leaderboard
+from tpsviz.core import resample
+from tpsviz.core.inference import paired_difference
+from tpsviz.diagnostics.metrics import auprc, auroc, bootstrap_metric, paired_metric_difference, tece
 
 
 def timed(fn, repeat: int = 1):

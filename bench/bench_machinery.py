@@ -1,10 +1,10 @@
-"""Each piece of private machinery (``tpsviz._fast``) against the plain library call doing the same job.
+"""Each piece of private machinery (``tpsviz.core._fast``) against the plain library call doing the same job.
 
 Issue 11, point 5: a custom path is kept only where it beats the plain call by more than 1.5×
 here. Every figure is a ratio, plain seconds / custom seconds, measured in this one run (best of
 3); ``keep`` marks ratios above 1.5, ``plain`` the others (``info``: not the same job).
 
-Resampling counts (``tpsviz.resample``, :mod:`tpsviz._fast.counts`) for (N, B) =
+Resampling counts (``tpsviz.core.resample``, :mod:`tpsviz.core._fast.counts`) for (N, B) =
 (450, 2000), (10,000, 2000), (100,000, 2000):
 
 - sampler: ``count_blocks`` from an empty replay cache vs ``np.bincount(rng.integers(0, n, n))``
@@ -19,7 +19,7 @@ Resampling counts (``tpsviz.resample``, :mod:`tpsviz._fast.counts`) for (N, B) =
 - end to end: the plain bootstrap of sums (bincount counts @ x, replicate by replicate) vs
   ``counts_times`` from an empty cache.
 
-Scores (``tpsviz.scores.beta_score``, :mod:`tpsviz._fast.kernels`) for 1M and 10M rows, p
+Scores (``tpsviz.core.scores.beta_score``, :mod:`tpsviz.core._fast.kernels`) for 1M and 10M rows, p
 uniform in (1e-6, 1 - 1e-6): blocks, threads and tables vs ``scores.plain_score`` (whole-array
 numpy closed forms for log, Brier and boosting; the exact ``scipy.special`` evaluator for
 general (α, β)), and the kernel on one thread vs two (two only from ``THREAD_MIN`` = 4.2M rows,
@@ -44,10 +44,10 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from anywhere
 from _timing import best_time  # noqa: E402
 
-from tpsviz import resample  # noqa: E402
-from tpsviz._fast import counts as fast_counts  # noqa: E402
-from tpsviz._fast import kernels as fast_kernels  # noqa: E402
-from tpsviz.scores import beta_score, plain_score  # noqa: E402
+from tpsviz.core import resample  # noqa: E402
+from tpsviz.core._fast import counts as fast_counts  # noqa: E402
+from tpsviz.core._fast import kernels as fast_kernels  # noqa: E402
+from tpsviz.core.scores import beta_score, plain_score  # noqa: E402
 
 GROUP = 64
 SEED = 7

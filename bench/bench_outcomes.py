@@ -3,9 +3,9 @@
 
 Run:  .venv/bin/python bench/bench_outcomes.py [--runs 20000]
 
-Logs (synthetic, exact truth): the drifting tau2-like log (``tpsviz.synthetic_drift``), the
-multi-class log (``tpsviz.synthetic_multiclass``, 4 predictors × 3 labels) and the continuous log
-(``tpsviz.synthetic_continuous``, 3 Gaussian, a 19-quantile and a 20-member predictor), each with
+Logs (synthetic, exact truth): the drifting tau2-like log (``tpsviz.synthetic.drift``), the
+multi-class log (``tpsviz.synthetic.multiclass``, 4 predictors × 3 labels) and the continuous log
+(``tpsviz.synthetic.continuous``, 3 Gaussian, a 19-quantile and a 20-member predictor), each with
 ``--runs`` runs. Baseline: ``compute_tps`` of the drifting log (2 predictors) without a bootstrap (the
 binary scoring pass; its bootstrap replays cached counts on a repeat, which would flatter it). The
 cases run with ``--boot`` replicates where they have a bootstrap. Printed per case: seconds (best of
@@ -32,12 +32,16 @@ def main() -> None:
     args = ap.parse_args()
 
     from tpsviz import ScoreSettings, compute_tps, from_frame
-    from tpsviz.continuous import continuous_from_frame, pit_histogram, tps_crps
-    from tpsviz.monitor import monitor
-    from tpsviz.multiclass import multiclass_from_frame, reliability_ovr, tps_k
-    from tpsviz.synthetic_continuous import simulate_continuous
-    from tpsviz.synthetic_drift import simulate_drift
-    from tpsviz.synthetic_multiclass import simulate_multiclass
+    from tpsviz.io.continuous import continuous_from_frame
+    from tpsviz.outcomes.continuous_pit import pit_histogram
+    from tpsviz.outcomes.continuous import tps_crps
+    from tpsviz.monitoring.monitor import monitor
+    from tpsviz.io.multiclass import multiclass_from_frame
+    from tpsviz.outcomes.multiclass_reliability import reliability_ovr
+    from tpsviz.outcomes.multiclass import tps_k
+    from tpsviz.synthetic.continuous import simulate_continuous
+    from tpsviz.synthetic.drift import simulate_drift
+    from tpsviz.synthetic.multiclass import simulate_multiclass
 
     n = args.runs
     drift = from_frame(simulate_drift(n_runs=n, change=int(0.6 * n))[0])

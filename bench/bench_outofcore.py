@@ -62,10 +62,10 @@ con.sql(f"SELECT trajectory_id, {{sums}} FROM read_parquet({{files}}) GROUP BY t
 """
 
 ENGINE = r"""
-from tpsviz.dataset import open_dataset
+from tpsviz.io.dataset import open_dataset
 from tpsviz.engines import score_from_sums
 from tpsviz.engines.duck import sums_duckdb
-from tpsviz.tps import ScoreSettings
+from tpsviz.core.tps import ScoreSettings
 st = ScoreSettings(n_boot={n_boot})
 sums = sums_duckdb(open_dataset({folder!r}), st)
 if {score}:
@@ -74,9 +74,9 @@ if {score}:
 
 PERTRAJ = r"""
 import shutil
-from tpsviz.dataset import open_dataset
+from tpsviz.io.dataset import open_dataset
 from tpsviz.engines import duck, onepass
-from tpsviz.tps import ScoreSettings
+from tpsviz.core.tps import ScoreSettings
 st = ScoreSettings()
 ds = open_dataset({folder!r})
 con, spill, source, plan = duck.open_plan(ds)
@@ -92,7 +92,7 @@ shutil.rmtree(spill, ignore_errors=True)
 SAMPLE = r"""
 import dataclasses
 import tpsviz
-from tpsviz.io import limits_from_env
+from tpsviz.io.loading import limits_from_env
 lim = dataclasses.replace(limits_from_env(), max_rows=5_000_000)
 data = tpsviz.load({folder!r}, limits=lim, sample=(5_000, 20260101))
 tpsviz.compute_tps(data, tpsviz.ScoreSettings(n_boot=0))
@@ -100,7 +100,7 @@ tpsviz.compute_tps(data, tpsviz.ScoreSettings(n_boot=0))
 
 CLI = r"""
 import contextlib, io
-from tpsviz.cli import main
+from tpsviz.cli.main import main
 with contextlib.redirect_stdout(io.StringIO()):
     rc = main(["score", {folder!r}, "--engine", "duckdb", "--n-boot", "{n_boot}"])
 assert rc == 0, rc
@@ -108,16 +108,16 @@ assert rc == 0, rc
 
 COMPARE = r"""
 import contextlib, io
-from tpsviz.cli import main
+from tpsviz.cli.main import main
 with contextlib.redirect_stdout(io.StringIO()):
     rc = main(["compare", {folder!r}, "--baseline", "sharp", "--engine", "duckdb"])
 assert rc == 0, rc
 """
 
 DASK = r"""
-from tpsviz.dataset import open_dataset
+from tpsviz.io.dataset import open_dataset
 from tpsviz.engines.dask_engine import cluster, sums_dask
-from tpsviz.tps import ScoreSettings
+from tpsviz.core.tps import ScoreSettings
 if __name__ == "__main__":
     with cluster(n_workers=2) as client:
         sums_dask(open_dataset({folder!r}), ScoreSettings(), client=client)

@@ -30,9 +30,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 def variants(folder: str) -> tuple[dict, object]:
     """The SQL of every variant, and the engine's connection."""
-    from tpsviz.dataset import open_dataset
+    from tpsviz.io.dataset import open_dataset
     from tpsviz.engines import duck, onepass
-    from tpsviz.tps import ScoreSettings
+    from tpsviz.core.tps import ScoreSettings
 
     settings = ScoreSettings()
     ds = open_dataset(folder)

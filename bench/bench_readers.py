@@ -20,14 +20,14 @@ sys.path.insert(0, str(ROOT / "tests"))
 
 import tpsviz  # noqa: E402
 from _timing import median_time  # noqa: E402
-from tpsviz.io import ReadOptions  # noqa: E402
+from tpsviz.io.harness.runs import ReadOptions  # noqa: E402
 
 
 def _raw_read(path: Path):
     if path.is_dir():
         return [json.loads(p.read_bytes()) for p in path.rglob("*.json")]
     if path.suffix == ".eval":  # every member decompressed and parsed, nothing else
-        from tpsviz.harness.evalzip import EvalZip
+        from tpsviz.io.harness.evalzip import EvalZip
 
         z = EvalZip(path.read_bytes(), path.name, 1 << 30)
         return [z.json(n) for n in z.names if n.endswith(".json")]
@@ -49,8 +49,8 @@ def _sidecar(path: Path, tmp: Path) -> Path | None:
 
 
 def _frame_without_forecasts(path: Path):
-    from tpsviz.files import limits_from_env
-    from tpsviz.harness import detect_format, read_harness, read_tau2_dir
+    from tpsviz.io.files import limits_from_env
+    from tpsviz.io.harness import detect_format, read_harness, read_tau2_dir
 
     limits = limits_from_env()
     if path.is_dir():

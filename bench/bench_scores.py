@@ -20,7 +20,7 @@ import pandas as pd
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from tpsviz import ScoreSettings, beta_score, compute_tps
-from tpsviz.io import TrajectoryData
+from tpsviz.core.data import TrajectoryData
 
 
 def best_of(fn, repeat=3):

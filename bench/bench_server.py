@@ -140,7 +140,7 @@ def main() -> None:
     ap.add_argument("--close-after", type=float, default=1.0,
                     help="seconds after the leaderboard's points appear that the first tab closes")
     args = ap.parse_args()
-    from tpsviz.synthetic import simulate
+    from tpsviz.synthetic.agent import simulate
 
     repos = [("this", ROOT)] + ([("other", Path(args.repo).resolve())] if args.repo else [])
     with tempfile.TemporaryDirectory() as tmp:

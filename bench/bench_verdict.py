@@ -1,4 +1,4 @@
-"""Cost of a verdict (tpsviz.verdict) against scoring the same predictor with TPS and a 2,000-replicate
+"""Cost of a verdict (tpsviz.diagnostics.verdict) against scoring the same predictor with TPS and a 2,000-replicate
 bootstrap (tpsviz.compute_tps), measured in the same run on synthetic logs of growing size.
 
 Usage: .venv/bin/python bench/bench_verdict.py [--sizes 450,10000,100000] [--repeats 3]
@@ -15,8 +15,8 @@ sys.path.insert(0, str(ROOT))
 
 import tpsviz  # noqa: E402
 from _timing import median_time  # noqa: E402
-from tpsviz.synthetic import simulate  # noqa: E402
-from tpsviz.verdict import MAX_TEST_RUNS, verdict_statistics  # noqa: E402
+from tpsviz.synthetic.agent import simulate  # noqa: E402
+from tpsviz.diagnostics.verdict import MAX_TEST_RUNS, verdict_statistics  # noqa: E402
 
 
 def main() -> None:

@@ -17,9 +17,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from tpsviz.synthetic import SCENARIOS, known_distortions  # noqa: E402
-from tpsviz.tps import ScoreSettings  # noqa: E402
-from tpsviz.verdict import verdicts  # noqa: E402
+from tpsviz.synthetic.agent import SCENARIOS, known_distortions  # noqa: E402
+from tpsviz.core.tps import ScoreSettings  # noqa: E402
+from tpsviz.diagnostics.verdict import verdicts  # noqa: E402
 
 
 def main() -> None:

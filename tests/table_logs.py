@@ -7,8 +7,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from tpsviz.scores import TABLE_MIN
-from tpsviz.synthetic import simulate
+from tpsviz.core.scores import TABLE_MIN
+from tpsviz.synthetic.agent import simulate
 
 
 def table_sized_log(seed: int = 4) -> pd.DataFrame:

@@ -13,10 +13,10 @@ from pathlib import Path
 import pytest
 
 from tpsviz import ScoreSettings, load
-from tpsviz.audit import mc_audit
-from tpsviz.calibrate import add_recalibrated
-from tpsviz.compare import censoring_shift, compare
-from tpsviz.synthetic import simulate
+from tpsviz.diagnostics.audit import mc_audit
+from tpsviz.diagnostics.calibrate import add_recalibrated
+from tpsviz.diagnostics.compare import censoring_shift, compare
+from tpsviz.synthetic.agent import simulate
 
 DEMO = Path(__file__).resolve().parents[1] / "demo_data"
 LOG = ScoreSettings(alpha=0.0, beta=0.0, n_boot=2000)  # log score, uniform weights

@@ -7,8 +7,8 @@ import pandas as pd
 import pytest
 
 from tpsviz import LogFormatError, ScoreSettings
-from tpsviz.audit import load_rollouts, mc_audit, qz_from_rollouts
-from tpsviz.synthetic import simulate
+from tpsviz.diagnostics.audit import load_rollouts, mc_audit, qz_from_rollouts
+from tpsviz.synthetic.agent import simulate
 
 DEMO = Path(__file__).resolve().parents[1] / "demo_data"
 
@@ -29,7 +29,7 @@ def test_load_rollouts_validation(tmp_path):
     f.write_text("trajectory_id,result\na,1\n", encoding="utf-8")
     with pytest.raises(LogFormatError, match="missing: outcome"):
         load_rollouts(f)
-    from tpsviz.files import FileRefused
+    from tpsviz.io.files import FileRefused
 
     with pytest.raises(FileRefused, match="no such file"):
         load_rollouts(tmp_path / "nope.csv")

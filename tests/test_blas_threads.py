@@ -1,4 +1,4 @@
-"""One BLAS thread while tpsviz's own threads compute (tpsviz/_fast/blas.py)."""
+"""One BLAS thread while tpsviz's own threads compute (tpsviz/core/_fast/blas.py)."""
 
 from __future__ import annotations
 
@@ -7,8 +7,8 @@ import threading
 import numpy as np
 from threadpoolctl import threadpool_info
 
-from tpsviz._fast import blas
-from tpsviz._fast.blas import one_blas_thread
+from tpsviz.core._fast import blas
+from tpsviz.core._fast.blas import one_blas_thread
 
 
 def _blas_threads() -> list[int]:

@@ -4,9 +4,9 @@ import numpy as np
 import pytest
 
 from tpsviz import ScoreSettings, compute_tps, from_frame
-from tpsviz.calibrate import add_all_recalibrated, add_recalibrated, recalibrated_name
-from tpsviz.recalibration import recalibrate
-from tpsviz.synthetic import simulate
+from tpsviz.diagnostics.calibrate import add_all_recalibrated, add_recalibrated, recalibrated_name
+from tpsviz.diagnostics.recalibration import recalibrate
+from tpsviz.synthetic.agent import simulate
 
 
 @pytest.fixture(scope="module")

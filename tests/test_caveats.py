@@ -1,4 +1,4 @@
-"""Warnings that keep real data honest (tpsviz.caveats): every rule triggered by a fixture, and
+"""Warnings that keep real data honest (tpsviz.diagnostics.caveats): every rule triggered by a fixture, and
 silent on a log where it must not fire; the CLI lists them in its JSON and its text."""
 
 import json
@@ -7,13 +7,13 @@ from dataclasses import replace
 import numpy as np
 import pandas as pd
 
-from tpsviz.caveats import MIN_COMPLETE, caveats, recalibration_source
-from tpsviz.cli import main
-from tpsviz.diagnostics import skill_table
-from tpsviz.longform import from_frame
-from tpsviz.schedules import parse_schedule
-from tpsviz.synthetic import simulate
-from tpsviz.tps import ScoreSettings, compute_tps
+from tpsviz.diagnostics.caveats import MIN_COMPLETE, caveats, recalibration_source
+from tpsviz.cli.main import main
+from tpsviz.diagnostics.leaderboard import skill_table
+from tpsviz.io.longform import from_frame
+from tpsviz.core.schedules import parse_schedule
+from tpsviz.synthetic.agent import simulate
+from tpsviz.core.tps import ScoreSettings, compute_tps
 
 
 def _web(n=400, seed=1):

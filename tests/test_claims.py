@@ -1,4 +1,4 @@
-"""Text that never overclaims (tpsviz.claims): every sentence is conditioned on the Δ/SE it quotes,
+"""Text that never overclaims (tpsviz.diagnostics.claims): every sentence is conditioned on the Δ/SE it quotes,
 at one threshold, and never shows NaN, ∞ or "from x to x"."""
 
 import re
@@ -9,8 +9,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import tpsviz
-from tpsviz import demonstrators as D
-from tpsviz.claims import Z_CLEAR, change_text, disagreements, is_clear, z_text
+from tpsviz.diagnostics import demonstrators as D
+from tpsviz.diagnostics.claims import Z_CLEAR, change_text, disagreements, is_clear, z_text
 
 BAD = re.compile(r"\b(nan|inf)\b|∞", re.IGNORECASE)
 
@@ -70,7 +70,7 @@ def test_demonstrations_do_not_need_a_truthful_predictor_and_never_say_nan():
     data = tpsviz.load("demo_data/tau2-like.csv")
     keep = [p for p in data.predictors if p != "truthful"]
     steps = data.steps.drop(columns=["conf_truthful"])
-    from tpsviz.data import TrajectoryData
+    from tpsviz.core.data import TrajectoryData
 
     other = TrajectoryData(steps, data.trajectories, keep, dict(data.signals), data.source,
                            list(data.notes), data.reading)

@@ -122,8 +122,8 @@ def test_score_json_metrics_skill_match_core():
     from sklearn.metrics import average_precision_score, roc_auc_score
 
     from tpsviz import ScoreSettings, load
-    from tpsviz.diagnostics import base_rate_reference
-    from tpsviz.metrics import tece
+    from tpsviz.diagnostics.leaderboard import base_rate_reference
+    from tpsviz.diagnostics.metrics import tece
     data = load(DEMO / "webshop-like.csv")
     st = data.steps
     y = data.trajectories.outcome.to_numpy()[st.traj.to_numpy()]
@@ -160,7 +160,7 @@ def test_compare_json_matches_core():
     obj = json.loads(proc.stdout)
     assert obj["baseline"] == "verbal" and "verbal" not in obj["predictors"]
     from tpsviz import ScoreSettings, load
-    from tpsviz.compare import compare
+    from tpsviz.diagnostics.compare import compare
     c = compare(load(DEMO / "tau2-like.csv"), ScoreSettings(censoring="simple", n_boot=200,
                                                              seed=4), baseline="verbal")
     keys = {"tps_delta", "tps_se", "tps_z", "auroc_delta", "auroc_se", "auroc_z"}

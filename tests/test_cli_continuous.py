@@ -10,10 +10,12 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from tpsviz.cli import main
-from tpsviz.continuous import pit_histogram, read_continuous, tps_crps
-from tpsviz.schedules import parse_schedule
-from tpsviz.synthetic_continuous import simulate_continuous
+from tpsviz.cli.main import main
+from tpsviz.outcomes.continuous_pit import pit_histogram
+from tpsviz.io.continuous import read_continuous
+from tpsviz.outcomes.continuous import tps_crps
+from tpsviz.core.schedules import parse_schedule
+from tpsviz.synthetic.continuous import simulate_continuous
 
 
 @pytest.fixture(scope="module")

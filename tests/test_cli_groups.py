@@ -1,5 +1,5 @@
 """CLI model-vs-model comparison: ``compare PATH --by COLUMN`` and ``compare A B`` print the core's
-numbers (tpsviz.groups), in words conditioned on Δ/SE, and refuse combinations that make no sense."""
+numbers (tpsviz.diagnostics.groups), in words conditioned on Δ/SE, and refuse combinations that make no sense."""
 
 import json
 
@@ -7,9 +7,9 @@ import numpy as np
 import pytest
 
 import tpsviz
-from tpsviz.cli import main
-from tpsviz.groups import combine_logs, group_difference, group_table
-from tpsviz.tps import ScoreSettings
+from tpsviz.cli.main import main
+from tpsviz.diagnostics.groups import combine_logs, group_difference, group_table
+from tpsviz.core.tps import ScoreSettings
 
 TAU = "demo_data/tau2-like.csv"
 WEB = "demo_data/webshop-like.csv"

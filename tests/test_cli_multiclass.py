@@ -8,11 +8,13 @@ import json
 import pandas as pd
 import pytest
 
-from tpsviz.cli import main
-from tpsviz.multiclass import ovr_summary, read_multiclass, reliability_ovr, tps_k
-from tpsviz.schedules import parse_schedule
-from tpsviz.synthetic import simulate
-from tpsviz.synthetic_multiclass import demo_frames
+from tpsviz.cli.main import main
+from tpsviz.outcomes.multiclass_reliability import ovr_summary, reliability_ovr
+from tpsviz.io.multiclass import read_multiclass
+from tpsviz.outcomes.multiclass import tps_k
+from tpsviz.core.schedules import parse_schedule
+from tpsviz.synthetic.agent import simulate
+from tpsviz.synthetic.multiclass import demo_frames
 
 
 @pytest.fixture(scope="module")

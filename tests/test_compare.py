@@ -8,9 +8,9 @@ import pytest
 from sklearn.metrics import roc_auc_score
 
 from tpsviz import ScoreSettings, compute_tps, load
-from tpsviz.compare import censoring_shift, compare, z_matrix
-from tpsviz.inference import bootstrap_weights
-from tpsviz.synthetic import simulate
+from tpsviz.diagnostics.compare import censoring_shift, compare, z_matrix
+from tpsviz.core.inference import bootstrap_weights
+from tpsviz.synthetic.agent import simulate
 
 DEMO = Path(__file__).resolve().parents[1] / "demo_data"
 
@@ -99,8 +99,8 @@ def test_censoring_shift_brute_force(small):
 
 
 def test_reusing_a_tps_result_gives_the_same_numbers():
-    from tpsviz.compare import compare, z_matrix
-    from tpsviz.diagnostics import skill_table
+    from tpsviz.diagnostics.compare import compare, z_matrix
+    from tpsviz.diagnostics.leaderboard import skill_table
 
     data = load(Path(__file__).resolve().parents[1] / "demo_data" / "tau2-like.csv")
     st = ScoreSettings(alpha=1.0, beta=1.0, n_boot=50)

@@ -1,4 +1,4 @@
-"""Continuous outcomes (tpsviz.continuous): the CRPS of each form against an independent
+"""Continuous outcomes (tpsviz.outcomes.continuous): the CRPS of each form against an independent
 computation (numerical integration, the closed form, brute-force loops of the definitions),
 TPS-CRPS against a loop over runs and steps, propriety and PIT calibration by simulation on the
 synthetic agent whose exact predictive distribution is known, and every malformed input."""
@@ -17,12 +17,14 @@ from hypothesis import strategies as st
 from scipy import integrate
 from scipy.stats import norm
 
-from tpsviz.continuous import (MAX_MEMBERS, continuous_from_frame, crps_rows, is_continuous, pit_histogram,
-                               pit_values, read_continuous, tps_crps)
-from tpsviz.errors import LogFormatError
-from tpsviz.inference import bootstrap_sums
-from tpsviz.schedules import Schedule, parse_schedule
-from tpsviz.synthetic_continuous import QUANTILE_LEVELS, demo_frames, simulate_continuous
+from tpsviz.io.continuous_forms import MAX_MEMBERS, is_continuous
+from tpsviz.io.continuous import continuous_from_frame, read_continuous
+from tpsviz.outcomes.continuous import crps_rows, tps_crps
+from tpsviz.outcomes.continuous_pit import pit_histogram, pit_values
+from tpsviz.core.errors import LogFormatError
+from tpsviz.core.inference import bootstrap_sums
+from tpsviz.core.schedules import Schedule, parse_schedule
+from tpsviz.synthetic.continuous import QUANTILE_LEVELS, demo_frames, simulate_continuous
 
 
 # ------------------------------------------------------------------------------------- helpers

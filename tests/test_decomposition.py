@@ -5,8 +5,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tpsviz.decomposition import decompose, decompose_by_step, pav
-from tpsviz.scores import beta_score
+from tpsviz.diagnostics.decomposition import decompose, decompose_by_step, pav
+from tpsviz.core.scores import beta_score
 
 Y = [0, 0, 0, 1, 1, 1]
 F = [0.4, 0.3, 0.2, 0.1, 0.5, 0.9]

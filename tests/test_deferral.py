@@ -8,7 +8,7 @@ import pandas as pd
 import pytest
 
 import tpsviz
-from tpsviz.deferral import Utility, deferral, run_utilities
+from tpsviz.monitoring.deferral import Utility, deferral, run_utilities
 
 
 def _log(seed: int = 0, n: int = 80) -> pd.DataFrame:
@@ -76,7 +76,7 @@ def test_risk_coverage_and_its_area():
 
 
 def test_an_informative_forecast_is_worth_deferring_on_a_constant_is_not():
-    from tpsviz.synthetic import simulate
+    from tpsviz.synthetic.agent import simulate
 
     steps = simulate("tau2-like", n_trajectories=2000, seed=4).steps
     data = tpsviz.from_frame(steps)
@@ -103,7 +103,7 @@ def test_defer_command_prints_the_core_numbers(capsys):
     import json
     from pathlib import Path
 
-    from tpsviz.cli import main
+    from tpsviz.cli.main import main
 
     demo = Path(__file__).resolve().parents[1] / "demo_data" / "tau2-like.csv"
     assert main(["defer", str(demo), "--json", "--handoff", "0.4", "--failure", "2", "--n-boot", "200"]) == 0
@@ -185,7 +185,7 @@ def test_a_flat_maximum_is_reported_as_a_range():
 def test_best_tau_interval_keeps_each_replicates_whole_plateau(log, utility, flat):
     """Brute force: each replicate's weighted mean utility per τ by a loop, its smallest and
     largest best τ, then the percentile ends."""
-    from tpsviz.inference import bootstrap_weights
+    from tpsviz.core.inference import bootstrap_weights
 
     data = tpsviz.from_frame(log)
     n_boot = 200
@@ -193,7 +193,7 @@ def test_best_tau_interval_keeps_each_replicates_whole_plateau(log, utility, fla
     ids = list(data.trajectories["trajectory_id"])
     walks = [_brute(log, utility, tau, "failure") for tau in GRID]
     cols = [[w[i] for i in ids] for w in walks]
-    counts = np.vstack(list(bootstrap_weights(len(ids), n_boot, tpsviz.deferral.DEFAULT_SEED)))
+    counts = np.vstack(list(bootstrap_weights(len(ids), n_boot, tpsviz.core.inference.DEFAULT_SEED)))
     lows, highs = [], []
     for c in counts:
         means = [sum(k * v for k, v in zip(c, col)) / len(ids) for col in cols]
@@ -221,7 +221,7 @@ def test_verbal_on_the_demo_with_a_dear_hand_off_is_flat_not_zero():
 def test_defer_command_says_when_the_best_tau_is_a_range(tmp_path, capsys):
     import json
 
-    from tpsviz.cli import main
+    from tpsviz.cli.main import main
 
     path = tmp_path / "flat.csv"
     _flat_log().to_csv(path, index=False)

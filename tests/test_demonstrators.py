@@ -7,10 +7,10 @@ import pytest
 from sklearn.metrics import roc_auc_score
 
 from tpsviz import ScoreSettings, load
-from tpsviz.demonstrators import bin_mean_forecast, monotone_distortion, phi_mean_manipulation
-from tpsviz.metrics import tece
-from tpsviz.scores import expected_score
-from tpsviz.synthetic import simulate
+from tpsviz.diagnostics.demonstrators import bin_mean_forecast, monotone_distortion, phi_mean_manipulation
+from tpsviz.diagnostics.metrics import tece
+from tpsviz.core.scores import expected_score
+from tpsviz.synthetic.agent import simulate
 
 DEMO = Path(__file__).resolve().parents[1] / "demo_data"
 

@@ -22,13 +22,13 @@ from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
 import tpsviz
-from tpsviz.dataset import open_dataset
-from tpsviz.diagnostics import skill_table
-from tpsviz.engines import score_from_sums
+from tpsviz.io.dataset import open_dataset
+from tpsviz.diagnostics.leaderboard import skill_table
+from tpsviz.engines.runsums import score_from_sums
 from tpsviz.engines.duck import sums_duckdb
-from tpsviz.errors import LogFormatError
-from tpsviz.schedules import parse_schedule
-from tpsviz.tps import ScoreSettings, compute_tps
+from tpsviz.core.errors import LogFormatError
+from tpsviz.core.schedules import parse_schedule
+from tpsviz.core.tps import ScoreSettings, compute_tps
 
 COUNTS = ["n_trajectories", "n_censored", "n_steps", "n_missing", "n_clipped", "n_qz_fallback",
           "n_excluded_censored", "n_no_forecast"]

@@ -14,18 +14,18 @@ import pandas as pd
 import pytest
 
 import tpsviz
-from tpsviz.dataset import open_dataset
-from tpsviz.diagnostics import metric_table, skill_table
-from tpsviz.engines import score_from_sums
+from tpsviz.io.dataset import open_dataset
+from tpsviz.diagnostics.leaderboard import metric_table, skill_table
+from tpsviz.engines.runsums import score_from_sums
 from tpsviz.engines import duck
 from tpsviz.engines.duck import sums_duckdb
 from tpsviz.engines.memory import sums_in_memory
 from tpsviz.engines.runsums import _grid_bounds
-from tpsviz.errors import LogFormatError
-from tpsviz.io import ReadOptions
-from tpsviz.files import DataRoots, FileRefused, PathRefused
-from tpsviz.schedules import parse_schedule
-from tpsviz.tps import ScoreSettings, compute_tps
+from tpsviz.core.errors import LogFormatError
+from tpsviz.io.harness.runs import ReadOptions
+from tpsviz.io.files import DataRoots, FileRefused, PathRefused
+from tpsviz.core.schedules import parse_schedule
+from tpsviz.core.tps import ScoreSettings, compute_tps
 
 ROOT = Path(__file__).resolve().parents[1]
 DEMO = {name: ROOT / "demo_data" / f"{name}.csv" for name in ("webshop-like", "tau2-like")}
@@ -112,7 +112,7 @@ def test_duckdb_and_memory_sums_give_compute_tps_on_the_demo_logs(demo_sets, nam
 def test_the_paired_tps_comparison_on_all_runs_agrees_with_compare(demo_sets):
     """DatasetScore.paired_tps (the dashboard's all-runs Δ/SE) gives compare.compare's TPS
     columns: the same runs paired, the same Δ, SE and Δ/SE; ε = 0 with an unbounded score too."""
-    from tpsviz.compare import compare
+    from tpsviz.diagnostics.compare import compare
 
     data, ds = demo_sets["tau2-like"]
     for st in (ScoreSettings(n_boot=0), ScoreSettings(alpha=2, beta=3, censoring="complete", n_boot=0),
@@ -248,7 +248,7 @@ def test_grid_counts_state_a_bound_that_holds(tmp_path, monkeypatch):
 
 @pytest.mark.parametrize("grid", [duck.GRID, 60, 10])
 def test_grid_cells_nest_in_the_tece_bins_and_keep_the_order(grid):
-    """cell // (grid / 10) is the T-ECE bin tpsviz.metrics.bin_index gives, also for forecasts one
+    """cell // (grid / 10) is the T-ECE bin tpsviz.diagnostics.metrics.bin_index gives, also for forecasts one
     ulp either side of every edge k/10 and k/grid; cells never decrease as the forecast grows and
     are floor(grid·p) give or take one."""
     import duckdb
@@ -261,7 +261,7 @@ def test_grid_cells_nest_in_the_tece_bins_and_keep_the_order(grid):
     con.register("t", pd.DataFrame({"p": p}))
     cell = con.sql(f"SELECT {duck._cell('p', 'c', grid)} AS cell FROM (SELECT p, {duck._floor_cell('p', grid)} AS c "
                    "FROM t) ORDER BY p").df()["cell"].to_numpy()
-    np.testing.assert_array_equal(cell // (grid // 10), tpsviz.metrics.bin_index(p, np.arange(11) / 10))
+    np.testing.assert_array_equal(cell // (grid // 10), tpsviz.diagnostics.metrics.bin_index(p, np.arange(11) / 10))
     assert (np.diff(cell) >= 0).all() and cell.min() >= 0 and cell.max() <= grid - 1
     assert np.abs(cell - np.minimum(np.floor(p * grid), grid - 1)).max() <= 1
 
@@ -278,11 +278,11 @@ def test_grid_bound_formula_against_every_ordering_within_cells():
         au_b, ap_b = _grid_bounds(pos, neg)
         x = np.repeat(np.arange(cells, dtype=float) / 4, (pos + neg).astype(int))
         y = np.concatenate([np.r_[np.ones(int(p)), np.zeros(int(q))] for p, q in zip(pos, neg)])
-        grid_au, grid_ap = tpsviz.metrics.auroc(x, y), tpsviz.metrics.auprc(x, y)
+        grid_au, grid_ap = tpsviz.diagnostics.metrics.auroc(x, y), tpsviz.diagnostics.metrics.auprc(x, y)
         for _ in range(20):  # the same cells with distinct values in a random order inside each cell
             z = x + rng.random(x.size) * 0.2
-            assert abs(tpsviz.metrics.auroc(z, y) - grid_au) <= au_b + 1e-12
-            assert abs(tpsviz.metrics.auprc(z, y) - grid_ap) <= ap_b + 1e-12
+            assert abs(tpsviz.diagnostics.metrics.auroc(z, y) - grid_au) <= au_b + 1e-12
+            assert abs(tpsviz.diagnostics.metrics.auprc(z, y) - grid_ap) <= ap_b + 1e-12
 
 
 @pytest.mark.parametrize("edit,needle", [
@@ -476,7 +476,7 @@ def test_load_reads_a_dataset_into_memory(tmp_path):
         tpsviz.load(folder2)
     # above the row limit: the message points to the out-of-core engine
     with pytest.raises(LogFormatError, match="--engine duckdb"):
-        tpsviz.load(folder, limits=tpsviz.files.Limits(max_rows=100))
+        tpsviz.load(folder, limits=tpsviz.io.files.Limits(max_rows=100))
 
 
 def test_a_dataset_folder_on_a_server_path_never_reads_outside_the_roots(tmp_path):
@@ -498,7 +498,7 @@ def test_a_dataset_folder_on_a_server_path_never_reads_outside_the_roots(tmp_pat
 
 
 def test_reliability_from_bin_counts_is_the_diagram_of_the_rows(demo_sets):
-    from tpsviz.reliability import reliability_bins
+    from tpsviz.diagnostics.reliability import reliability_bins
 
     data, ds = demo_sets["tau2-like"]
     got = score_from_sums(sums_duckdb(ds, ScoreSettings(n_boot=0)), ScoreSettings(n_boot=0)).reliability

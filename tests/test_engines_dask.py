@@ -17,14 +17,14 @@ from scipy import stats
 from table_logs import split_parquet as _split
 
 import tpsviz
-from tpsviz.dataset import open_dataset
-from tpsviz.engines import score_from_sums
+from tpsviz.io.dataset import open_dataset
+from tpsviz.engines.runsums import score_from_sums
 from tpsviz.engines.dask_engine import cluster, poisson_intervals_on, sums_dask
 from tpsviz.engines.duck import sums_duckdb
 from tpsviz.engines.poisson import poisson_intervals, poisson_weights, run_hashes
-from tpsviz.errors import LogFormatError
-from tpsviz.schedules import parse_schedule
-from tpsviz.tps import ScoreSettings, compute_tps
+from tpsviz.core.errors import LogFormatError
+from tpsviz.core.schedules import parse_schedule
+from tpsviz.core.tps import ScoreSettings, compute_tps
 
 ROOT = Path(__file__).resolve().parents[1]
 DEMO = ROOT / "demo_data" / "webshop-like.csv"
@@ -104,7 +104,7 @@ def test_an_outcome_given_on_some_rows_only_agrees_with_the_other_engines(client
     """A run's rows without an outcome may lie in another partition than its labelled ones: they
     are counted in the pooled metrics by a second map step, with the run's outcome."""
     from test_engines import METRICS, _log_with_partial_outcomes
-    from tpsviz.diagnostics import metric_table
+    from tpsviz.diagnostics.leaderboard import metric_table
 
     df = _log_with_partial_outcomes()
     path = tmp_path / "log.csv"

@@ -1,4 +1,4 @@
-"""tpsviz.export.parquet_bytes: a table and its settings columns as one Parquet file, written in
+"""tpsviz.report.export.parquet_bytes: a table and its settings columns as one Parquet file, written in
 parts (the dashboard's downloads of per-trajectory scores; docs/deployment.md)."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from tpsviz.export import parquet_bytes
+from tpsviz.report.export import parquet_bytes
 
 SETTINGS = {"alpha": 0.5, "beta": 2.0, "schedule": "front:0.9", "gamma": None, "n_boot": 200, "seed": 7}
 
@@ -47,7 +47,7 @@ def test_an_empty_table_and_a_name_given_twice():
 @pytest.mark.parametrize("write", ["csv", "chunked_csv", "parquet"])
 def test_a_binary_outcome_is_written_as_the_log_gives_it(write, tmp_path):
     """1, 0 and empty (censored), not 1.0 and 0.0; a continuous outcome keeps its numbers."""
-    from tpsviz.export import safe_csv, write_safe_csv
+    from tpsviz.report.export import safe_csv, write_safe_csv
 
     def written(frame):
         if write == "parquet":

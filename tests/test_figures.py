@@ -6,8 +6,8 @@ import plotly.graph_objects as go
 import pytest
 
 import tpsviz
-from tpsviz import figures as F
-from tpsviz.reliability import corp_curve, forecast_histogram, reliability_bins
+from tpsviz.report import figures as F
+from tpsviz.diagnostics.reliability import corp_curve, forecast_histogram, reliability_bins
 
 ROOT = __import__("pathlib").Path(__file__).resolve().parents[1]
 
@@ -173,7 +173,7 @@ def test_mc_audit_shows_both_series_when_identical():
 
 def test_mc_audit_bars_are_wilson_intervals_inside_zero_one():
     """±1.96 SE drew no bar where every rollout agreed (q̂ = 0 or 1) and ran below 0 near it."""
-    from tpsviz.reliability import wilson_interval
+    from tpsviz.diagnostics.reliability import wilson_interval
 
     a = pd.DataFrame({"trajectory_id": ["a", "b", "c"], "q_hat": [0.0, 1 / 16, 1.0], "q_se": [0.0, 0.06, 0.0],
                       "n_rollouts": [16, 16, 16]})
@@ -208,7 +208,7 @@ def test_drill_down_success_is_not_a_cross(data):
 
 
 def test_consistency_band_stays_a_band_with_few_distinct_forecasts():
-    from tpsviz.figures import band_steps
+    from tpsviz.report.figures import band_steps
 
     # one distinct forecast: a box of positive width around it, not a zero-width line
     x, hi, lo = band_steps([0.4], [0.6], [0.2])
@@ -224,7 +224,7 @@ def test_consistency_band_stays_a_band_with_few_distinct_forecasts():
 
 
 def test_step_axes_have_integer_ticks():
-    from tpsviz.figures import integer_ticks
+    from tpsviz.report.figures import integer_ticks
 
     for top, dtick in ((3, 1), (12, 1), (13, 2), (60, 5), (3000, 500)):
         fig = integer_ticks(go.Figure(go.Scatter(x=np.arange(1, top + 1), y=np.zeros(top))))
@@ -262,7 +262,7 @@ def test_omega_svg_is_the_normalised_weight_curve():
     import xml.etree.ElementTree as ET
 
     import tpsviz
-    from tpsviz.figures import omega_svg
+    from tpsviz.report.figures import omega_svg
 
     c = np.linspace(0.005, 0.995, 199)
     w = tpsviz.omega(c, 0.5, 2.0)

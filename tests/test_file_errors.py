@@ -17,12 +17,12 @@ import pandas as pd
 import pytest
 
 import tpsviz
-from tpsviz.dataset import open_dataset
-from tpsviz.engines.file_errors import first_bad_line
+from tpsviz.io.dataset import open_dataset
+from tpsviz.io.file_errors import first_bad_line
 from tpsviz.engines.duck import sums_duckdb
-from tpsviz.errors import LogFormatError
-from tpsviz.io import limits_from_env
-from tpsviz.tps import ScoreSettings
+from tpsviz.core.errors import LogFormatError
+from tpsviz.io.files import limits_from_env
+from tpsviz.core.tps import ScoreSettings
 
 HEADER = "trajectory_id,step,outcome,conf_x,task"
 SECRET = "SECRET-cell"

@@ -1,4 +1,4 @@
-"""How numbers are written (tpsviz.formatting): never "None" or "nan" on a page."""
+"""How numbers are written (tpsviz.core.formatting): never "None" or "nan" on a page."""
 
 import math
 
@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from tpsviz.formatting import fmt, interval, num, pct, pm
+from tpsviz.core.formatting import fmt, interval, num, pct, pm
 
 
 @given(st.one_of(st.floats(allow_nan=True, allow_infinity=True), st.none(), st.text(max_size=3)))
@@ -31,7 +31,7 @@ def test_pct(k, n, want):
 
 def test_settings_words_one_description_of_the_settings():
     from tpsviz import ScoreSettings, Schedule
-    from tpsviz.tps import settings_words
+    from tpsviz.core.tps import settings_words
 
     w = settings_words(ScoreSettings(alpha=1, beta=1, schedule=Schedule("back", 0.9, 30), censoring="complete",
                                      eps=0.0, n_boot=0))

@@ -9,11 +9,12 @@ import pytest
 
 import tpsviz
 
-from tpsviz.engines import runsums, score_from_sums
+from tpsviz.engines import runsums
+from tpsviz.engines.runsums import score_from_sums
 from tpsviz.engines.memory import sums_in_memory
-from tpsviz.inference import group_sums
-from tpsviz.synthetic import simulate
-from tpsviz.tps import ScoreSettings
+from tpsviz.core.inference import group_sums
+from tpsviz.synthetic.agent import simulate
+from tpsviz.core.tps import ScoreSettings
 
 
 def test_groups_are_balanced_seeded_and_cover_every_run():
@@ -81,7 +82,7 @@ def test_grouping_ignoring_the_valid_runs_would_be_caught(sums, monkeypatch):
 
 def _stacked_intervals(cols, valids, groups, st):
     """The grouped intervals computed the plain way: every column stacked, then summed by group."""
-    from tpsviz.inference import bootstrap_sums
+    from tpsviz.core.inference import bootstrap_sums
     vals, ok = np.column_stack(cols), np.column_stack(valids)
     finite = np.array([np.isfinite(vals[ok[:, j], j]).all() for j in range(vals.shape[1])])
     v = np.where(ok, vals, 0.0)

@@ -10,11 +10,11 @@ from hypothesis import HealthCheck, assume, given, settings as hsettings
 from hypothesis import strategies as st
 
 from tpsviz import ScoreSettings, TrajectoryData, compute_tps, from_frame
-from tpsviz.diagnostics import skill_table
-from tpsviz.groups import (MAX_GROUPS, MISSING_LABEL, combine_logs, group_difference,
-                           group_labels, group_table)
-from tpsviz.inference import bootstrap_weights
-from tpsviz.synthetic import simulate
+from tpsviz.diagnostics.leaderboard import skill_table
+from tpsviz.diagnostics.groups import (
+    MAX_GROUPS, MISSING_LABEL, combine_logs, group_difference, group_labels, group_table)
+from tpsviz.core.inference import bootstrap_weights
+from tpsviz.synthetic.agent import simulate
 
 SIMPLE = ScoreSettings(censoring="simple", n_boot=0)
 

@@ -18,9 +18,10 @@ import pandas as pd
 import pytest
 
 import tpsviz
-from tpsviz import cli
-from tpsviz.files import CANNOT_OPEN, DataRoots, FileRefused, Limits, PathRefused, read_file
-from tpsviz.io import LogFormatError, load
+from tpsviz.cli import main as cli
+from tpsviz.io.files import CANNOT_OPEN, DataRoots, FileRefused, Limits, PathRefused, read_file
+from tpsviz.core.errors import LogFormatError
+from tpsviz.io.loading import load
 
 DEMO = Path(__file__).resolve().parents[1] / "demo_data"
 SECRET = "TOPSECRET-7f3a9"
@@ -206,8 +207,8 @@ def test_2_row_cap_nested_steps(tmp_path):
 
 
 def test_2_cancelled_bootstrap_stops_quickly():
-    from tpsviz.cancel import Cancelled, cancel_when
-    from tpsviz.inference import bootstrap_sums
+    from tpsviz.core.cancel import Cancelled, cancel_when
+    from tpsviz.core.inference import bootstrap_sums
 
     x = np.random.default_rng(0).normal(size=50_000)
     stop = threading.Event()
@@ -221,8 +222,8 @@ def test_2_cancelled_bootstrap_stops_quickly():
 
 
 def test_2_replay_cache_can_be_released():
-    from tpsviz import resample
-    from tpsviz.inference import bootstrap_sums
+    from tpsviz.core import resample
+    from tpsviz.core.inference import bootstrap_sums
 
     bootstrap_sums(np.arange(1000.0), 100, seed=5)
     assert resample.forget_replay(3600) == 0     # used just now
@@ -255,7 +256,7 @@ def test_3_every_run_censored(tmp_path, capsys, censoring):
 
 
 def test_3_every_run_censored_skill_is_undefined_not_huge(tmp_path):
-    from tpsviz.diagnostics import skill_table
+    from tpsviz.diagnostics.leaderboard import skill_table
 
     data = load(_write(tmp_path, ALL_CENSORED + "t2,1,,0.3\n"))
     sk = skill_table(data, tpsviz.ScoreSettings(censoring="simple"), n_boot=0)
@@ -263,8 +264,8 @@ def test_3_every_run_censored_skill_is_undefined_not_huge(tmp_path):
 
 
 def test_3_predictor_without_any_forecast(tmp_path, capsys):
-    from tpsviz.compare import censoring_shift, compare, z_matrix
-    from tpsviz.diagnostics import metric_table, skill_table
+    from tpsviz.diagnostics.compare import censoring_shift, compare, z_matrix
+    from tpsviz.diagnostics.leaderboard import metric_table, skill_table
 
     f = _write(tmp_path, EMPTY_PREDICTOR)
     data = load(f)
@@ -381,7 +382,7 @@ def test_4_huge_alpha_is_refused_and_small_scores_print_as_numbers(capsys):
 
 # ----------------------------------------------------------------------------- 5. exports
 def test_5_csv_cells_are_neutralised_numbers_stay_numbers():
-    from tpsviz.export import neutralise_cells, safe_csv
+    from tpsviz.report.export import neutralise_cells, safe_csv
 
     df = pd.DataFrame({"trajectory_id": ["=HYPERLINK(\"http://x\")", "+1", "-2", "@SUM(A1)", "\tx",
                                          "\rx", "ok"], "tps": [-0.5, 1, 2, 3, 4, 5, 6]})
@@ -487,7 +488,7 @@ def test_adv_chunked_message_refs_cannot_expand_memory():
                 "samples/s_epoch_1/messages/0.json": pool})
     t = time.monotonic()
     with pytest.raises(LogFormatError, match="expand to 600,000,000 messages"):
-        load(raw, name="bomb.eval", options=tpsviz.io.ReadOptions(conf=(("v", "x"),)))
+        load(raw, name="bomb.eval", options=tpsviz.io.harness.runs.ReadOptions(conf=(("v", "x"),)))
     assert time.monotonic() - t < 10
     bad = dict(shell, message_refs=[[0, 10**9]])
     raw = _zip({"header.json": _HEADER, "samples/s_epoch_1/sample.json": json.dumps(bad),
@@ -535,7 +536,7 @@ def test_adv_wide_parquet_is_refused_by_cells(tmp_path):
 def test_adv_odd_inspect_archives_never_crash(members, capsys):
     raw = _zip(members)
     try:
-        load(raw, name="odd.eval", options=tpsviz.io.ReadOptions(conf=(("v", "metadata.x"),)))
+        load(raw, name="odd.eval", options=tpsviz.io.harness.runs.ReadOptions(conf=(("v", "metadata.x"),)))
     except LogFormatError:
         pass
 
@@ -587,12 +588,12 @@ def test_adv_carriage_return_line_ends_and_non_finite_rewards(tmp_path, capsys):
     g = tmp_path / "nan.json"
     g.write_text(json.dumps(obj), encoding="utf-8")  # json writes NaN
     with pytest.raises(LogFormatError, match="not a finite number"):
-        load(g, options=tpsviz.io.ReadOptions(conf=(("v", "content"),)))
+        load(g, options=tpsviz.io.harness.runs.ReadOptions(conf=(("v", "content"),)))
 
 
 def test_2_checkpoints_between_predictors_stop_scoring_and_metrics():
-    from tpsviz.cancel import Cancelled, cancel_when
-    from tpsviz.diagnostics import metric_table
+    from tpsviz.core.cancel import Cancelled, cancel_when
+    from tpsviz.diagnostics.leaderboard import metric_table
 
     data = load(DEMO / "tau2-like.csv")
     for fn in (lambda: tpsviz.compute_tps(data, tpsviz.ScoreSettings(n_boot=0)),
@@ -668,7 +669,7 @@ def test_adv2_nested_json_lines_count_flattened_cells(tmp_path):
 
 def test_adv2_success_threshold_must_be_finite():
     with pytest.raises(ValueError, match="finite"):
-        tpsviz.io.ReadOptions(success_threshold=float("nan"))
+        tpsviz.io.harness.runs.ReadOptions(success_threshold=float("nan"))
 
 
 def test_adv2_per_trajectory_refuses_a_hard_link_to_an_input(tmp_path, capsys):
@@ -690,13 +691,13 @@ def test_adv3_run_level_text_is_not_copied_onto_every_step(tmp_path):
     obj["simulations"][0]["task_id"] = "T" * 2_000_000
     f = tmp_path / "r.json"
     f.write_text(json.dumps(obj), encoding="utf-8")
-    data = load(f, options=tpsviz.io.ReadOptions(conf=(("v", "content"),)))
+    data = load(f, options=tpsviz.io.harness.runs.ReadOptions(conf=(("v", "content"),)))
     assert data.trajectories["task_id"].str.len().max() <= 1001
     assert any("were cut" in n for n in data.notes)
     obj["simulations"][0]["id"] = "I" * 500
     f.write_text(json.dumps(obj), encoding="utf-8")
     with pytest.raises(LogFormatError, match="longer than 200 characters"):
-        load(f, options=tpsviz.io.ReadOptions(conf=(("v", "content"),)))
+        load(f, options=tpsviz.io.harness.runs.ReadOptions(conf=(("v", "content"),)))
     rec = {"trajectory_id": "a", "outcome": 1, "meta": "M" * 100_000,
            "steps": [{"step": s, "conf": {"v": 0.5}} for s in range(1, 50)]}
     g = tmp_path / "n.jsonl"
@@ -739,7 +740,7 @@ def test_adv3_lone_surrogates_never_crash(tmp_path, capsys):
 
 def test_adv3_mapped_ids_stay_text(tmp_path):
     f = _write(tmp_path, "run,turn,success,p\n01,1,1,0.6\n1,1,0,0.4\n1e0,1,1,0.5\n3.10,1,0,0.3\n3.1,1,1,0.2\n")
-    data = load(f, options=tpsviz.io.ReadOptions(mapping=(("trajectory_id", "run"), ("step", "turn"),
+    data = load(f, options=tpsviz.io.harness.runs.ReadOptions(mapping=(("trajectory_id", "run"), ("step", "turn"),
                                                           ("outcome", "success"), ("conf_p", "p"))))
     assert data.n_trajectories == 5
 
@@ -788,7 +789,7 @@ def test_adv4_parquet_fixed_width_columns_count_their_decoded_size(tmp_path):
 def test_adv4_chunked_eval_samples_are_indexed_once(tmp_path):
     import zipfile
 
-    from tpsviz.harness import inspect_log
+    from tpsviz.io.harness import inspect_log
 
     p = tmp_path / "chunked.eval"
     with zipfile.ZipFile(p, "w", zipfile.ZIP_STORED) as z:
@@ -810,7 +811,7 @@ def test_adv4_chunked_eval_samples_are_indexed_once(tmp_path):
     orig = inspect_log._CHUNK
     inspect_log._CHUNK = Counting()
     try:
-        data = load(str(p), options=tpsviz.harness.ReadOptions(conf=(("verbal", "metadata.confidence"),)))
+        data = load(str(p), options=tpsviz.io.harness.runs.ReadOptions(conf=(("verbal", "metadata.confidence"),)))
     finally:
         inspect_log._CHUNK = orig
     assert data.n_trajectories == 300
@@ -852,7 +853,7 @@ def test_adv4_a_column_mapped_twice_is_refused(tmp_path, capsys):
 def test_adv4_eval_archive_with_too_many_members_is_refused_before_indexing(tmp_path, monkeypatch):
     import zipfile
 
-    from tpsviz.harness import evalzip
+    from tpsviz.io.harness import evalzip
 
     monkeypatch.setattr(evalzip, "MAX_MEMBERS", 500)
     p = tmp_path / "many.eval"
@@ -865,7 +866,7 @@ def test_adv4_eval_archive_with_too_many_members_is_refused_before_indexing(tmp_
 
 
 def test_adv4_per_step_recalibration_fits_a_bounded_number_of_maps():
-    from tpsviz.recalibration import MAX_STEP_MAPS, recalibrate
+    from tpsviz.diagnostics.recalibration import MAX_STEP_MAPS, recalibrate
 
     rng = np.random.default_rng(0)
     n_runs, length = 60, 400  # 400 step positions: one map per position would be 5 × 400 fits
@@ -897,7 +898,7 @@ def test_adv4_steps_not_numbered_one_to_t_get_a_note(tmp_path):
 
 
 def test_adv4_conf_pairs_are_capped():
-    from tpsviz.harness.runs import MAX_CONF, parse_conf
+    from tpsviz.io.harness.runs import MAX_CONF, parse_conf
 
     assert len(parse_conf([",".join(f"v{i}=c" for i in range(MAX_CONF))])) == MAX_CONF
     with pytest.raises(ValueError, match=f"at most {MAX_CONF}"):
@@ -905,7 +906,7 @@ def test_adv4_conf_pairs_are_capped():
 
 
 def test_adv4_fullwidth_formula_characters_are_neutralised():
-    from tpsviz.export import safe_csv
+    from tpsviz.report.export import safe_csv
 
     out = safe_csv(pd.DataFrame({"a": ["\uff1d1+1", "\uff20cmd", "ok"], "b": [1.5, -2.0, 3.0]}))
     assert "'\uff1d1+1" in out and "'\uff20cmd" in out and "-2.0" in out and "'-2.0" not in out
@@ -913,8 +914,8 @@ def test_adv4_fullwidth_formula_characters_are_neutralised():
 
 # --------------------------------------------------------------------------- fifth adversarial pass
 def test_adv5_leaving_steps_empty_buys_no_skill():
-    from tpsviz.diagnostics import skill_table
-    from tpsviz.tps import ScoreSettings
+    from tpsviz.diagnostics.leaderboard import skill_table
+    from tpsviz.core.tps import ScoreSettings
 
     rng = np.random.default_rng(3)
     rows = []
@@ -931,9 +932,9 @@ def test_adv5_leaving_steps_empty_buys_no_skill():
 
 
 def test_adv5_a_reversed_predictor_is_said_to_point_the_wrong_way():
-    from tpsviz.synthetic import simulate
-    from tpsviz.tps import ScoreSettings
-    from tpsviz.verdict import verdicts
+    from tpsviz.synthetic.agent import simulate
+    from tpsviz.core.tps import ScoreSettings
+    from tpsviz.diagnostics.verdict import verdicts
 
     data = simulate("webshop-like", n_trajectories=300, seed=4).to_data()
     data = data.with_predictor("reversed", 1 - data.forecasts("truthful"))
@@ -998,8 +999,8 @@ def test_adv5_harness_options_on_a_table_get_a_note(tmp_path, capsys):
 
 
 def test_adv5_verdict_needs_observed_outcomes(tmp_path):
-    from tpsviz.tps import ScoreSettings
-    from tpsviz.verdict import verdicts
+    from tpsviz.core.tps import ScoreSettings
+    from tpsviz.diagnostics.verdict import verdicts
 
     rows = []
     for i in range(80):
@@ -1065,8 +1066,8 @@ def test_adv6_a_rounding_error_does_not_let_a_wrong_forecast_through(tmp_path, w
 
 
 def test_adv6_an_infinitely_wrong_forecast_is_said_so():
-    from tpsviz.tps import ScoreSettings
-    from tpsviz.verdict import verdicts
+    from tpsviz.core.tps import ScoreSettings
+    from tpsviz.diagnostics.verdict import verdicts
 
     rows = [{"trajectory_id": f"r{i}", "step": t, "outcome": i % 2,
              "conf_a": (0.0 if (i == 1 and t == 1) else 0.3 + 0.4 * (i % 2))} for i in range(60) for t in (1, 2)]
@@ -1076,8 +1077,8 @@ def test_adv6_an_infinitely_wrong_forecast_is_said_so():
 
 
 def test_adv6_wide_logs_are_refused_by_their_whole_header(tmp_path):
-    from tpsviz.longform import MAX_PREDICTORS
-    from tpsviz.tables import MAX_COLUMNS
+    from tpsviz.io.tables import MAX_PREDICTORS
+    from tpsviz.io.tables import MAX_COLUMNS
 
     p = tmp_path / "wide.csv"
     cols = ["trajectory_id", "step", "outcome", "conf_a"] + [f"m{i}" for i in range(MAX_COLUMNS)]
@@ -1096,7 +1097,7 @@ def test_adv6_wide_logs_are_refused_by_their_whole_header(tmp_path):
 
 
 def test_adv6_group_values_differing_by_spaces_are_one_group():
-    from tpsviz.groups import group_labels
+    from tpsviz.diagnostics.groups import group_labels
 
     rows = [{"trajectory_id": f"r{i}", "step": 1, "outcome": i % 2, "conf_a": 0.5,
              "model": ["X", "X ", "Y"][i % 3]} for i in range(30)]
@@ -1136,8 +1137,8 @@ def test_adv7_nested_jsonl_width_is_refused_before_the_table_is_built(tmp_path, 
 
 
 def test_adv7_a_timid_predictor_that_separates_outcomes_is_underconfident():
-    from tpsviz.tps import ScoreSettings
-    from tpsviz.verdict import verdicts
+    from tpsviz.core.tps import ScoreSettings
+    from tpsviz.diagnostics.verdict import verdicts
 
     y = np.random.default_rng(4).permutation(300) < 150  # as many successes as failures: no bias
     rows = [{"trajectory_id": f"r{i}", "step": t, "outcome": int(y[i]), "conf_timid": 0.6 if y[i] else 0.4}
@@ -1160,7 +1161,7 @@ def test_adv7_a_jsonl_number_too_long_is_a_clear_message(tmp_path, capsys):
 
 
 def test_adv7_two_logs_together_obey_the_row_cap():
-    from tpsviz.groups import combine_logs
+    from tpsviz.diagnostics.groups import combine_logs
 
     a = load("demo_data/tau2-like.csv")
     with pytest.raises(ValueError, match="step rows together, more than"):
@@ -1172,7 +1173,7 @@ def test_adv7_png_rendering_fetches_no_mathjax(monkeypatch):
     import kaleido
     import plotly.graph_objects as go
 
-    from tpsviz.export import figure_png
+    from tpsviz.report.export import figure_png
 
     seen = {}
 
@@ -1231,8 +1232,8 @@ def test_adv8_a_metadata_column_named_like_ours_never_replaces_another(tmp_path,
 def test_adv8_a_separating_predictor_prints_no_numpy_warning():
     import warnings
 
-    from tpsviz.tps import ScoreSettings
-    from tpsviz.verdict import verdicts
+    from tpsviz.core.tps import ScoreSettings
+    from tpsviz.diagnostics.verdict import verdicts
 
     rows = [{"trajectory_id": f"r{i}", "step": 1, "outcome": i % 2, "conf_a": 0.9 if i % 2 else 0.1}
             for i in range(40)]
@@ -1245,7 +1246,7 @@ def test_adv8_a_separating_predictor_prints_no_numpy_warning():
 def test_the_per_trajectory_csv_is_written_in_chunks_with_the_same_bytes(tmp_path):
     """write_safe_csv writes what safe_csv returns, chunk by chunk (a header once, cells made
     safe in every chunk), so an out-of-core run's 12.8M-row table never sits in memory as text."""
-    from tpsviz.export import safe_csv, write_safe_csv
+    from tpsviz.report.export import safe_csv, write_safe_csv
 
     df = pd.DataFrame({"trajectory_id": ["=cmd()", "r2", "+1", "@x", "r5"], "tps": [-1.5, 0.25, np.nan, -3.0, 0.0],
                        "censored": [True, False, False, True, False]})

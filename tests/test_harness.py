@@ -17,8 +17,10 @@ import pandas as pd
 import pytest
 
 import tpsviz
-from tpsviz import cli
-from tpsviz.io import LogFormatError, ReadOptions, load
+from tpsviz.cli import main as cli
+from tpsviz.core.errors import LogFormatError
+from tpsviz.io.harness.runs import ReadOptions
+from tpsviz.io.loading import load
 
 FIX = Path(__file__).resolve().parent / "fixtures"
 TAU2 = sorted((FIX / "tau2").glob("*.json"))
@@ -345,7 +347,7 @@ def test_inspect_bad_archives_get_clear_errors(tmp_path):
         load(_zip(bad), name="x.eval")
     # a zip bomb stops at the size limit, before it is decompressed
     bomb = {"header.json": header, "samples/a_epoch_1.json": b"{" + b" " * 50_000_000 + b"}"}
-    from tpsviz.files import Limits
+    from tpsviz.io.files import Limits
 
     with pytest.raises(LogFormatError, match="expands beyond"):
         load(_zip(bomb), name="x.eval", limits=Limits(max_bytes=10_000_000))

@@ -133,7 +133,7 @@ def test_out_of_range_probability(tmp_path):
 
 def test_a_problem_in_a_mapped_column_also_names_the_files_column(tmp_path):
     """With --map conf_p=p (or the dashboard's mapping), 'conf_p' is not a name the file has."""
-    from tpsviz.harness import ReadOptions
+    from tpsviz.io.harness.runs import ReadOptions
 
     f = write(tmp_path, "m.csv", "run,turn,success,p,q\nr1,1,1,0.6,0.5\nr1,2,1,1.7,0.5\nr2,1,0,0.4,2\n")
     opts = ReadOptions(mapping=(("trajectory_id", "run"), ("step", "turn"), ("outcome", "success"),
@@ -273,7 +273,7 @@ def test_from_frame_typed_values():
 
 
 def test_missing_file_and_folder(tmp_path):
-    from tpsviz.files import FileRefused
+    from tpsviz.io.files import FileRefused
 
     with pytest.raises(FileRefused, match="no such file"):
         load(tmp_path / "nope.csv")

@@ -22,7 +22,7 @@ from streamlit.runtime.scriptrunner import RerunException, StopException
 
 from pages._ui import memo as M
 from pages._ui import results as R
-from tpsviz.cancel import Cancelled, cancel_when
+from tpsviz.core.cancel import Cancelled, cancel_when
 
 TIMEOUT = 20.0   # seconds a test waits for its threads before calling it a deadlock
 

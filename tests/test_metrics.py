@@ -7,11 +7,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from sklearn.metrics import average_precision_score, roc_auc_score
 
-import tpsviz.metrics as M
-from tpsviz.inference import bootstrap_weights
-from tpsviz.metrics import (auprc, auroc, bootstrap_metric, metric_replicates,
-                            paired_metric_difference, scalarised_score, tece)
-from tpsviz.scores import beta_score
+import tpsviz.diagnostics.metrics as M
+from tpsviz.core.inference import bootstrap_weights
+from tpsviz.diagnostics.metrics import (
+    auprc, auroc, bootstrap_metric, metric_replicates, paired_metric_difference, scalarised_score,
+    tece)
+from tpsviz.core.scores import beta_score
 
 
 def _data(kind, n=600, n_traj=60, seed=0):
@@ -218,7 +219,7 @@ def _clustered_log(n_traj, seed):
 
 def test_linear_auroc_replicates_track_the_exact_ones():
     """Same resampling counts: the first-order replicates follow the exact ones closely."""
-    from tpsviz.metrics import metric_replicates
+    from tpsviz.diagnostics.metrics import metric_replicates
     p, y, g = _clustered_log(3000, 4)
     exact = metric_replicates("auroc", p, y, g, n_boot=300, seed=1, method="exact")
     lin = metric_replicates("auroc", p, y, g, n_boot=300, seed=1, method="linear")
@@ -230,7 +231,7 @@ def test_linear_auroc_replicates_track_the_exact_ones():
 
 
 def test_linear_auroc_is_used_automatically_for_large_logs(monkeypatch):
-    from tpsviz import metrics
+    from tpsviz.diagnostics import metrics
     p, y, g = _clustered_log(400, 5)
     exact = metrics.metric_replicates("auroc", p, y, g, n_boot=50, seed=2, method="exact")
     lin = metrics.metric_replicates("auroc", p, y, g, n_boot=50, seed=2, method="linear")
@@ -246,7 +247,7 @@ def test_linear_auroc_is_used_automatically_for_large_logs(monkeypatch):
 
 
 def test_linear_auprc_replicates_track_the_exact_ones():
-    from tpsviz.metrics import _AuprcLinearStat, metric_replicates
+    from tpsviz.diagnostics.metrics import _AuprcLinearStat, metric_replicates
     p, y, g = _clustered_log(3000, 6)
     stat = _AuprcLinearStat(p, y, g, 3000)
     assert stat.a == pytest.approx(auprc(p, y), rel=1e-12)

@@ -1,4 +1,4 @@
-"""Monitoring over time (tpsviz.monitor, ``tpsviz monitor``): run order, windows against direct
+"""Monitoring over time (tpsviz.monitoring.monitor, ``tpsviz monitor``): run order, windows against direct
 computations, the CUSUM against the Lindley recursion, its false-alarm rate by simulation, and the
 alarm on the drifting demo scenario (docs/theory.md §11)."""
 
@@ -12,15 +12,16 @@ import pandas as pd
 import pytest
 
 from tpsviz import compute_tps, from_frame
-from tpsviz.cli import main
-from tpsviz.diagnostics import skill_table
-from tpsviz.monitor import (_alarm_counts, _null_alarm_counts, _standardised_draws, _stream_scales, cusum_alarm,
-                            cusum_path, monitor, order_columns, run_order)
-from tpsviz.synthetic import simulate
-from tpsviz.synthetic_drift import CHANGE_RUN, simulate_drift
+from tpsviz.cli.main import main
+from tpsviz.diagnostics.leaderboard import skill_table
+from tpsviz.monitoring.monitor import (
+    _alarm_counts, _null_alarm_counts, _standardised_draws, _stream_scales, cusum_alarm,
+    cusum_path, monitor, order_columns, run_order)
+from tpsviz.synthetic.agent import simulate
+from tpsviz.synthetic.drift import CHANGE_RUN, simulate_drift
 
 DEMO = Path(__file__).resolve().parents[1] / "demo_data"
-from tpsviz.tps import ScoreSettings
+from tpsviz.core.tps import ScoreSettings
 
 
 @pytest.fixture(scope="module")

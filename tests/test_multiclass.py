@@ -14,15 +14,16 @@ from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 import tpsviz
-import tpsviz.files
-from tpsviz.synthetic import simulate
-from tpsviz.errors import LogFormatError
-from tpsviz.inference import bootstrap_weights
-from tpsviz.multiclass import (BRIER_FACTOR, expected_score_k, is_multiclass, multiclass_from_frame,
-                               read_multiclass, reliability_ovr, score_k, score_matrix, tps_k)
-from tpsviz.schedules import Schedule
-from tpsviz.synthetic_multiclass import (EMISSION, HAZARD, LABEL_LAW, LABELS, PRIOR, SIGNALS,
-                                         demo_frames, simulate_multiclass)
+import tpsviz.io.files
+from tpsviz.synthetic.agent import simulate
+from tpsviz.core.errors import LogFormatError
+from tpsviz.core.inference import bootstrap_weights
+from tpsviz.outcomes.multiclass import BRIER_FACTOR, expected_score_k, score_k, score_matrix, tps_k
+from tpsviz.io.multiclass import is_multiclass, multiclass_from_frame, read_multiclass
+from tpsviz.outcomes.multiclass_reliability import reliability_ovr
+from tpsviz.core.schedules import Schedule
+from tpsviz.synthetic.multiclass import (
+    EMISSION, HAZARD, LABEL_LAW, LABELS, PRIOR, SIGNALS, demo_frames, simulate_multiclass)
 
 LAB = ["win", "draw", "loss"]
 
@@ -430,7 +431,7 @@ def test_reading_a_good_frame_and_files(tmp_path):
     assert list(multiclass_from_frame(num).outcome_index) == [0, 2, -1]
     # the size limit of read_source applies
     with pytest.raises(LogFormatError, match="larger than"):
-        read_multiclass((df.to_csv(index=False).encode(), "x.csv"), limits=tpsviz.files.Limits(max_bytes=50))
+        read_multiclass((df.to_csv(index=False).encode(), "x.csv"), limits=tpsviz.io.files.Limits(max_bytes=50))
 
 
 def _error(df: pd.DataFrame) -> str:

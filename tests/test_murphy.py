@@ -7,8 +7,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy import integrate
 
-from tpsviz.murphy import murphy_curve, murphy_integral
-from tpsviz.scores import beta_score, omega
+from tpsviz.diagnostics.murphy import murphy_curve, murphy_integral
+from tpsviz.core.scores import beta_score, omega
 
 
 def _loop(p, y, cs):

@@ -11,13 +11,13 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 import tpsviz
-from tpsviz.dataset import open_dataset
-from tpsviz.diagnostics import metric_table
-from tpsviz.engines import score_from_sums
+from tpsviz.io.dataset import open_dataset
+from tpsviz.diagnostics.leaderboard import metric_table
+from tpsviz.engines.runsums import score_from_sums
 from tpsviz.engines.duck import sums_duckdb
-from tpsviz.errors import LogFormatError
-from tpsviz.schedules import parse_schedule
-from tpsviz.tps import ScoreSettings
+from tpsviz.core.errors import LogFormatError
+from tpsviz.core.schedules import parse_schedule
+from tpsviz.core.tps import ScoreSettings
 
 from test_engines import METRICS, _compare, _split
 

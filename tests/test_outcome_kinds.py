@@ -9,7 +9,7 @@ import pandas as pd
 import pytest
 
 import tpsviz
-from tpsviz.cli import main
+from tpsviz.cli.main import main
 
 DEMO = Path(__file__).resolve().parents[1] / "demo_data"
 

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 from tpsviz import ScoreSettings, Schedule, compute_tps, from_frame
-from tpsviz.synthetic import Scenario, TaskFamily, length_tilted_target, simulate
+from tpsviz.synthetic.agent import Scenario, TaskFamily, length_tilted_target, simulate
 
 
 def logit(p):

@@ -3,8 +3,8 @@
 import numpy as np
 import pytest
 
-from tpsviz.metrics import tece
-from tpsviz.recalibration import recalibrate
+from tpsviz.diagnostics.metrics import tece
+from tpsviz.diagnostics.recalibration import recalibrate
 
 
 def _runs(n_traj=300, steps=6, seed=0):

@@ -5,9 +5,9 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from tpsviz.decomposition import pav
-from tpsviz.reliability import (clopper_pearson_interval, corp_curve, forecast_histogram,
-                                reliability_bins, wilson_interval)
+from tpsviz.diagnostics.decomposition import pav
+from tpsviz.diagnostics.reliability import (
+    clopper_pearson_interval, corp_curve, forecast_histogram, reliability_bins, wilson_interval)
 
 CASES = [(0, 1), (1, 1), (0, 7), (3, 7), (7, 7), (12, 40), (399, 400)]
 

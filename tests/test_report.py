@@ -3,7 +3,7 @@
 import pandas as pd
 import plotly.graph_objects as go
 
-from tpsviz.report import Section, build_report
+from tpsviz.report.html import Section, build_report
 
 
 def test_report_is_self_contained_and_escaped():

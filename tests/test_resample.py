@@ -16,8 +16,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy import stats
 
-from tpsviz import resample as R
-from tpsviz._fast import counts as F
+from tpsviz.core import resample as R
+from tpsviz.core._fast import counts as F
 
 
 def _poisson_pmf(lam, kmax=64):

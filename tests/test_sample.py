@@ -1,5 +1,5 @@
 """A dataset too large for memory read as a seeded random sample of whole runs
-(tpsviz.engines.sample, tpsviz.load(..., sample=...))."""
+(tpsviz.io.sample, tpsviz.load(..., sample=...))."""
 
 from __future__ import annotations
 
@@ -10,9 +10,9 @@ import pandas as pd
 import pytest
 
 import tpsviz
-from tpsviz.dataset import open_dataset
-from tpsviz.engines.sample import sample_runs
-from tpsviz.io import limits_from_env
+from tpsviz.io.dataset import open_dataset
+from tpsviz.io.sample import sample_runs
+from tpsviz.io.files import limits_from_env
 
 from test_engines import _split
 
@@ -109,7 +109,7 @@ def test_the_sample_is_the_ids_with_the_smallest_seeded_hash_with_or_without_whi
 def test_the_whitespace_ids_are_stripped_of_is_every_whitespace_character():
     """schema.WHITESPACE scans code points up to U+3000 only; every character str.strip() removes
     (str.isspace) lies there."""
-    from tpsviz.schema import WHITESPACE
+    from tpsviz.core.schema import WHITESPACE
 
     assert WHITESPACE == "".join(c for c in map(chr, range(0x110000)) if c.isspace())
 

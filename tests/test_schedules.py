@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from tpsviz.schedules import SCHEDULE_NAMES, Schedule, parse_schedule, schedule_help
+from tpsviz.core.schedules import SCHEDULE_NAMES, Schedule, parse_schedule, schedule_help
 
 
 def test_weights_formulas():

@@ -9,8 +9,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy import integrate
 
-from tpsviz.scores import (PRESETS, beta_score, beta_score_pair, clip_forecasts, elementary_loss,
-                           expected_score, omega, validate_alpha_beta)
+from tpsviz.core.scores import (
+    PRESETS, beta_score, beta_score_pair, clip_forecasts, elementary_loss, expected_score, omega,
+    validate_alpha_beta)
 
 mp.mp.dps = 40
 
@@ -173,7 +174,7 @@ def test_clip_forecasts_counts():
 
 
 def test_large_arrays_use_threads_consistently(monkeypatch):
-    from tpsviz._fast import kernels as _kernels
+    from tpsviz.core._fast import kernels as _kernels
 
     monkeypatch.setattr(_kernels, "THREAD_MIN", 400_000)
     rng = np.random.default_rng(1)
@@ -192,8 +193,8 @@ def test_fast_path_matches_the_plain_oracle(a, b, monkeypatch):
     """Large inputs go through blocks, two threads and (general α, β) the verified table;
     ``plain_score`` (whole-array closed forms, the exact ``scipy.special`` evaluator) is the
     oracle, on random p and the extremes 0, 1, 1e-12, 1 - 1e-12."""
-    from tpsviz._fast import kernels as _kernels
-    from tpsviz.scores import plain_score
+    from tpsviz.core._fast import kernels as _kernels
+    from tpsviz.core.scores import plain_score
 
     monkeypatch.setattr(_kernels, "THREAD_MIN", 4 * _kernels.BLOCK)  # threads at a test's size
     rng = np.random.default_rng(2)

@@ -12,13 +12,14 @@ import pytest
 
 import tpsviz
 from table_logs import split_parquet, table_sized_log
-from tpsviz._fast import kernels
-from tpsviz.dataset import open_dataset
-from tpsviz.engines import duck, score_from_sums, scoretable
+from tpsviz.core._fast import kernels
+from tpsviz.io.dataset import open_dataset
+from tpsviz.engines import duck, scoretable
+from tpsviz.engines.runsums import score_from_sums
 from tpsviz.engines.duck import sums_duckdb
-from tpsviz.schedules import parse_schedule
-from tpsviz.scores import beta_score, exact_branch
-from tpsviz.tps import ScoreSettings, compute_tps
+from tpsviz.core.schedules import parse_schedule
+from tpsviz.core.scores import beta_score, exact_branch
+from tpsviz.core.tps import ScoreSettings, compute_tps
 
 # (25, 0.5): a branch underflows on part of the grid, whose intervals hold NaN coefficients
 FAMILIES = [(0.5, 0.5), (2.0, 1.0), (25.0, 0.5), (-0.5, 0.3)]

@@ -1,4 +1,4 @@
-"""Which runs and rows an analysis looks at (tpsviz.selection), the scoped reliability and CORP
+"""Which runs and rows an analysis looks at (tpsviz.diagnostics.selection), the scoped reliability and CORP
 helpers built on it, the q_Z source choice (audit.qz_for_source), and TPSResult.combine: each
 against a plain loop or the direct call it replaces."""
 
@@ -10,14 +10,14 @@ from hypothesis import strategies as st
 
 import tpsviz
 from tpsviz import ScoreSettings, compute_tps
-from tpsviz.audit import load_rollouts, qz_for_source, rollout_qz_series
-from tpsviz.decomposition import decompose, decompose_by_step, decompose_scope
-from tpsviz.groups import MAX_GROUPS, group_columns
-from tpsviz.reliability import corp_curve, reliability_bins, reliability_panels
-from tpsviz.scores import clip_forecasts
-from tpsviz.selection import filter_mask, scope_rows, steps_with_rows
-from tpsviz.synthetic import simulate
-from tpsviz.tps import TPSResult
+from tpsviz.diagnostics.audit import load_rollouts, qz_for_source, rollout_qz_series
+from tpsviz.diagnostics.decomposition import decompose, decompose_by_step, decompose_scope
+from tpsviz.diagnostics.groups import MAX_GROUPS, group_columns
+from tpsviz.diagnostics.reliability import corp_curve, reliability_bins, reliability_panels
+from tpsviz.core.scores import clip_forecasts
+from tpsviz.diagnostics.selection import filter_mask, scope_rows, steps_with_rows
+from tpsviz.synthetic.agent import simulate
+from tpsviz.core.tps import TPSResult
 
 
 @pytest.fixture(scope="module")
@@ -146,9 +146,9 @@ def test_group_columns():
     assert group_columns(many) == []  # 51 values each
 
 
-# ----------------------------------------------------------------------------- populations (tpsviz.populations)
+# ----------------------------------------------------------------------------- populations (tpsviz.diagnostics.populations)
 def test_censoring_summary_against_a_loop(web):
-    from tpsviz.populations import censoring_summary
+    from tpsviz.diagnostics.populations import censoring_summary
 
     got = censoring_summary(web)
     runs = list(web.trajectories.itertuples())
@@ -162,7 +162,7 @@ def test_censoring_summary_against_a_loop(web):
 
 
 def test_forecasts_by_population_against_a_loop(web):
-    from tpsviz.populations import forecasts_by_population
+    from tpsviz.diagnostics.populations import forecasts_by_population
 
     name = "verbal"
     got = forecasts_by_population(web, [name]).set_index("runs")
@@ -183,7 +183,7 @@ def test_forecasts_by_population_against_a_loop(web):
 
 
 def test_qz_band_is_the_exact_score_at_every_constant_qz(web):
-    from tpsviz.populations import qz_band
+    from tpsviz.diagnostics.populations import qz_band
 
     names = ["verbal", "truthful"]
     s = {m: compute_tps(web, ScoreSettings(censoring=m, n_boot=0), names).summary["tps_mean"]

@@ -20,12 +20,12 @@ import pyarrow.parquet as pq
 import pytest
 
 import tpsviz
-from tpsviz.dataset import open_dataset
+from tpsviz.io.dataset import open_dataset
 from tpsviz.engines.duck import _stored_as, id_text, is_integer, is_nested, sums_duckdb
-from tpsviz.errors import LogFormatError
-from tpsviz.io import limits_from_env
-from tpsviz.longform import id_text as id_text_in_memory
-from tpsviz.tps import ScoreSettings
+from tpsviz.core.errors import LogFormatError
+from tpsviz.io.files import limits_from_env
+from tpsviz.io.longform import id_text as id_text_in_memory
+from tpsviz.core.tps import ScoreSettings
 
 from test_engines import _compare
 

@@ -7,7 +7,7 @@ import pandas as pd
 import pytest
 
 from tpsviz import load
-from tpsviz.synthetic import SCENARIOS, simulate, write_demo
+from tpsviz.synthetic.agent import SCENARIOS, simulate, write_demo
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -8,8 +8,8 @@ import pytest
 from scipy import integrate
 
 from tpsviz import ScoreSettings, Schedule, artificial_censoring_check, compute_tps, from_frame
-from tpsviz.inference import mean_estimate, paired_difference
-from tpsviz.synthetic import simulate
+from tpsviz.core.inference import mean_estimate, paired_difference
+from tpsviz.synthetic.agent import simulate
 
 
 def quad_score(p, y, a, b):

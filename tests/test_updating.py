@@ -10,8 +10,8 @@ import pandas as pd
 import pytest
 
 import tpsviz
-from tpsviz.synthetic import _logit, _sigmoid, simulate
-from tpsviz.updating import drift_table, excess_movement, movement_per_run
+from tpsviz.synthetic.agent import _logit, _sigmoid, simulate
+from tpsviz.diagnostics.updating import drift_table, excess_movement, movement_per_run
 
 
 def _loop(df: pd.DataFrame, col: str) -> dict:
@@ -95,7 +95,7 @@ def test_drift_is_zero_for_the_truthful_trace_only():
 def test_score_json_carries_excess_movement(capsys):
     from pathlib import Path
 
-    from tpsviz.cli import main
+    from tpsviz.cli.main import main
 
     demo = Path(__file__).resolve().parents[1] / "demo_data" / "tau2-like.csv"
     assert main(["score", str(demo), "--json", "--n-boot", "200"]) == 0

@@ -1,4 +1,4 @@
-"""Verdicts (tpsviz.verdict): each statistic against an independent computation, the rules on
+"""Verdicts (tpsviz.diagnostics.verdict): each statistic against an independent computation, the rules on
 synthetic agents whose distortion is known, and the validity of the consistency-resampling null."""
 
 import math
@@ -10,12 +10,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tpsviz.decomposition import decompose
-from tpsviz.longform import from_frame
-from tpsviz.synthetic import known_distortions, simulate
-from tpsviz.tps import ScoreSettings
-from tpsviz.verdict import (LABELS, MIN_CLASS, MIN_RUNS, _clustered_bias, _Corp,
-                            calibration_slope, verdicts)
+from tpsviz.diagnostics.decomposition import decompose
+from tpsviz.io.longform import from_frame
+from tpsviz.synthetic.agent import known_distortions, simulate
+from tpsviz.core.tps import ScoreSettings
+from tpsviz.diagnostics.verdict import (
+    LABELS, MIN_CLASS, MIN_RUNS, _clustered_bias, _Corp, calibration_slope, verdicts)
 
 
 def sig(x):
@@ -27,7 +27,7 @@ def logit(p):
 
 
 def distorted_log(scenario="webshop-like", n=400, seed=0, budget=400):
-    """A synthetic log whose predictors are known distortions of q_t (tpsviz.synthetic)."""
+    """A synthetic log whose predictors are known distortions of q_t (tpsviz.synthetic.agent)."""
     return known_distortions(scenario, n, seed, budget)
 
 
@@ -233,7 +233,7 @@ def test_verdict_does_not_depend_on_which_other_predictors_are_shown():
 
 
 def test_corp_tests_use_a_bounded_seeded_subset_of_runs(monkeypatch):
-    import tpsviz.verdict as V
+    import tpsviz.diagnostics.verdict as V
 
     monkeypatch.setattr(V, "MAX_TEST_RUNS", 100)
     data = distorted_log(seed=8, n=300)
@@ -248,8 +248,8 @@ def test_corp_tests_use_a_bounded_seeded_subset_of_runs(monkeypatch):
 def test_statistics_for_several_predictors_in_threads_equals_one_at_a_time():
     """statistics_for computes predictors two at a time; each is seeded by its name, so the numbers
     are those of verdict_statistics called one by one, and a cancel predicate stops the workers."""
-    from tpsviz.cancel import Cancelled, cancel_when
-    from tpsviz.verdict import statistics_for, verdict_statistics
+    from tpsviz.core.cancel import Cancelled, cancel_when
+    from tpsviz.diagnostics.verdict import statistics_for, verdict_statistics
 
     data = simulate("tau2-like", n_trajectories=300, seed=21).to_data()
     settings = ScoreSettings(n_boot=0)
@@ -272,7 +272,7 @@ def test_stopping_a_null_early_never_changes_a_decision(monkeypatch, level):
     (H_STOP out of reach): a p-value below its threshold is the same number both ways, a p-value
     at or above it stays there, and so every verdict label is the same; the stopped nulls made
     fewer draws on these logs."""
-    from tpsviz import verdict as vmod
+    from tpsviz.diagnostics import verdict as vmod
 
     calls = {"n": 0}
     dsc = vmod._Corp.dsc
@@ -311,7 +311,7 @@ def test_a_stopped_null_gives_a_valid_p_value():
     within Monte-Carlo error (3,000 tests a threshold), at several a; a null stopped early has a
     p-value at or above its threshold; and a null that never stops gives
     (1 + k) / (1 + B) exactly."""
-    from tpsviz.verdict import _SequentialNull
+    from tpsviz.diagnostics.verdict import _SequentialNull
 
     rng = np.random.default_rng(7)
     for threshold in (0.05 / 3, 0.05, 0.1):

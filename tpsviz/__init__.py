@@ -8,16 +8,21 @@ imported inside the functions that fit models.
 Scores are rewards: higher is better, 0 is perfect (nats for the log score).
 """
 
-from .calibrate import add_all_recalibrated, add_recalibrated
-from .decomposition import decompose, decompose_by_step
-from .groups import combine_logs, group_difference, group_table
-from .inference import Estimate, mean_estimate, paired_difference
-from .io import LogFormatError, TrajectoryData, from_frame, load
-from .schedules import Schedule, Verdict, parse_schedule
-from .scores import (PRESETS, ScoreFamily, beta_score, beta_score_pair, clip_forecasts,
-                     elementary_loss, expected_score, omega)
-from .tps import (CENSORING_MODES, ScoreSettings, TPSResult, artificial_censoring_check,
-                  compute_tps, default_censoring)
+from tpsviz.diagnostics.calibrate import add_all_recalibrated, add_recalibrated
+from tpsviz.diagnostics.decomposition import decompose, decompose_by_step
+from tpsviz.diagnostics.groups import combine_logs, group_difference, group_table
+from tpsviz.core.inference import Estimate, mean_estimate, paired_difference
+from tpsviz.core.errors import LogFormatError
+from tpsviz.core.data import TrajectoryData
+from tpsviz.io.longform import from_frame
+from tpsviz.io.loading import load
+from tpsviz.core.schedules import Schedule, Verdict, parse_schedule
+from tpsviz.core.scores import (
+    PRESETS, ScoreFamily, beta_score, beta_score_pair, clip_forecasts, elementary_loss,
+    expected_score, omega)
+from tpsviz.core.tps import (
+    CENSORING_MODES, ScoreSettings, TPSResult, artificial_censoring_check, compute_tps,
+    default_censoring)
 
 __version__ = "0.1.0"
 

@@ -1,7 +1,7 @@
-"""``python -m tpsviz``: see :mod:`tpsviz.cli`."""
+"""``python -m tpsviz``: see :mod:`tpsviz.cli.main`."""
 
 import sys
 
-from .cli import main
+from tpsviz.cli.main import main
 
 sys.exit(main())

@@ -11,7 +11,7 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 
-from tpsviz import formatting as Fm
+from tpsviz.core import formatting as Fm
 
 from . import state as S
 from .memo import memo
@@ -58,8 +58,8 @@ def sample_words(info: dict, all_runs_below: bool = False) -> str:
 
 @memo(max_entries=4, spinner="Scoring all runs out of core (DuckDB over the dataset's files)…")
 def _score_all(key: str, settings_key: tuple, _src: S.Source, _settings):
-    from tpsviz.dataset import open_dataset
-    from tpsviz.engines import score_from_sums
+    from tpsviz.io.dataset import open_dataset
+    from tpsviz.engines.runsums import score_from_sums
     from tpsviz.engines.duck import sums_duckdb
 
     ds = open_dataset(Path(_src.path), S.data_roots())
@@ -72,7 +72,7 @@ def all_runs_table(score, names: list[str], eps: float, baseline: str | None = N
     leaderboard): TPS and its CI, skill ± SE, AUROC, T-ECE, runs, censored runs, where ε > 0 the
     forecasts clipped into [ε, 1 − ε], and with a ``baseline`` the paired Δ TPS against it and
     its Δ/SE (:meth:`tpsviz.engines.runsums.DatasetScore.paired_tps`)."""
-    from tpsviz.figures import display_name  # ("truthful (reference)", as the leaderboard names it)
+    from tpsviz.report.figures import display_name  # ("truthful (reference)", as the leaderboard names it)
 
     s, sk, m = score.summary, score.skill, score.metrics
     shown = list(s.loc[[n for n in names if n in s.index], "tps_mean"].fillna(-np.inf)
@@ -138,7 +138,7 @@ def all_runs_section(cfg: S.Config, data) -> None:
     # else its default: the reference predictor, or the first
     baseline = st.session_state.get("baseline")
     if baseline not in preds:
-        from tpsviz.figures import default_baseline
+        from tpsviz.report.figures import default_baseline
 
         baseline = default_baseline(preds)
     tab = all_runs_table(score, preds, cfg.eps, baseline)
@@ -165,7 +165,7 @@ def all_runs_section(cfg: S.Config, data) -> None:
     _downloads(cfg, score, settings, src)
     shown = [n for n in cfg.predictors if n in score.reliability][:6]
     if shown:
-        from tpsviz import figures as F
+        from tpsviz.report import figures as F
 
         from .common import plot  # (common imports this module: imported here, when drawn)
 
@@ -185,8 +185,8 @@ def all_runs_section(cfg: S.Config, data) -> None:
 def _downloads(cfg: S.Config, score, settings, src: S.Source) -> None:
     """Every run's TPS as a file: Parquet up to the rows this server holds in memory
     (TPSVIZ_MAX_ROWS), CSV up to :data:`ALL_RUNS_CSV_ROWS`; above, the command that writes it."""
-    from tpsviz.export import parquet_bytes, safe_csv
-    from tpsviz.files import limits_from_env
+    from tpsviz.report.export import parquet_bytes, safe_csv
+    from tpsviz.io.files import limits_from_env
 
     n, cap = score.n_per_trajectory_rows, limits_from_env().max_rows  # (the table is built only when offered)
     stem = S.safe_filename(f"tpsviz_{src.name.rsplit('.', 1)[0]}_all_runs_per_trajectory")

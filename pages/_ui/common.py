@@ -8,7 +8,7 @@ from dataclasses import replace
 
 import streamlit as st
 
-from tpsviz.files import CANNOT_OPEN
+from tpsviz.io.files import CANNOT_OPEN
 
 from . import results as Rs
 from .allruns import sample_info, sample_words
@@ -34,7 +34,7 @@ def tiles(items: list) -> None:
             st.metric(label, value, delta=delta, delta_color="off", help=help_, width="content")
 
 
-#: words of the readers' problems that no reading option can mend (tpsviz.tables, engines/file_errors.py)
+#: words of the readers' problems that no reading option can mend (tpsviz.io.tables, engines/file_errors.py)
 DAMAGE_WORDS = ("damaged", "not valid UTF-8")
 
 
@@ -64,7 +64,7 @@ def mappable_columns(src, failure) -> list[str]:
         return []
     from pathlib import Path
 
-    from tpsviz.tables import FORMATS, table_columns
+    from tpsviz.io.tables import FORMATS, table_columns
 
     fmt = FORMATS.get(Path(src.name).suffix.lower())
     if fmt is None:
@@ -78,7 +78,7 @@ def mappable_columns(src, failure) -> list[str]:
             raw = b""
     columns = table_columns(raw, src.name, fmt) if raw else []
     # offer a mapping only when other columns could stand for the missing required ones
-    from tpsviz.schema import REQUIRED, canonical_name
+    from tpsviz.core.schema import REQUIRED, canonical_name
 
     present = sum(1 for c in REQUIRED if c in {canonical_name(x) for x in columns})
     return columns if len(columns) - present >= len(REQUIRED) - present > 0 else []

@@ -10,11 +10,11 @@ import numpy as np
 import pandas as pd
 
 import tpsviz
-from tpsviz import figures as F
-from tpsviz.claims import z_text
-from tpsviz.groups import group_columns
-from tpsviz.inference import normal_quantile, summary_interval
-from tpsviz import formatting as Fm
+from tpsviz.report import figures as F
+from tpsviz.diagnostics.claims import z_text
+from tpsviz.diagnostics.groups import group_columns
+from tpsviz.core.inference import normal_quantile, summary_interval
+from tpsviz.core import formatting as Fm
 
 from . import results as Rs
 from . import state as S
@@ -117,7 +117,7 @@ VERDICT_COLORS = {"trustworthy": "green", "optimistic": "orange", "pessimistic":
 
 def verdict_rows(cfg: S.Config) -> list[dict]:
     """One entry per selected predictor: ``name``, ``label``, ``color`` and ``rest`` (the sentence after
-    "name: label — "), from tpsviz.verdict.verdicts."""
+    "name: label — "), from tpsviz.diagnostics.verdict.verdicts."""
     rows = []
     for name, v in Rs.verdicts(Rs.analysis(cfg)).items():
         rest = v.text.split(" — ", 1)[1] if " — " in v.text else v.text
@@ -133,14 +133,14 @@ def verdict_table(cfg: S.Config) -> pd.DataFrame:
 
 
 def group_view(cfg: S.Config, by: str, base: str | None, pair_on: str) -> dict:
-    """Display tables of tpsviz.groups: the leaderboard per group and each group minus the base group,
-    with the differences in words conditioned on Δ/SE (tpsviz.claims)."""
+    """Display tables of tpsviz.diagnostics.groups: the leaderboard per group and each group minus the base group,
+    with the differences in words conditioned on Δ/SE (tpsviz.diagnostics.claims)."""
     return group_tables(*Rs.groups(by, base, pair_on, a=Rs.analysis(cfg)))
 
 
 def group_tables(table: pd.DataFrame, base: str, diffs: dict) -> dict:
     """Display tables of a group_table frame and its group_difference frames (see group_view)."""
-    from tpsviz.groups import difference_words
+    from tpsviz.diagnostics.groups import difference_words
 
     rows = [{"group": g, "predictor": F.display_name(p), "TPS": Fm.pm(r["tps_mean"], r["tps_se"], ".3f"),
              "skill": Fm.pm(r["skill"], r["skill_se"], ".3f"), "n runs": int(r["n_scored"]),
@@ -190,15 +190,15 @@ def _z_text(delta, se, z) -> str:
 
 
 def disagreements(cfg: S.Config, raw: pd.DataFrame, baseline: str) -> list[str]:
-    """tpsviz.claims.disagreements of a compare.compare frame, names in bold (Markdown-escaped)."""
-    from tpsviz.claims import disagreements as _disagreements
+    """tpsviz.diagnostics.claims.disagreements of a compare.compare frame, names in bold (Markdown-escaped)."""
+    from tpsviz.diagnostics.claims import disagreements as _disagreements
 
     return _disagreements(raw, baseline, cfg.unit, name=lambda n: f"**{_md(n)}**")
 
 
 # ----------------------------------------------------------------------------- scoring lab
 def score_curves(cfg: S.Config):
-    from tpsviz.scores import beta_score_pair, clip_forecasts
+    from tpsviz.core.scores import beta_score_pair, clip_forecasts
 
     p = np.linspace(0.001, 0.999, 400)
     pc, _ = clip_forecasts(p, cfg.eps)
@@ -210,9 +210,9 @@ def score_curves(cfg: S.Config):
 
 
 def murphy(cfg: S.Config, data):
-    from tpsviz.diagnostics import labelled_rows
-    from tpsviz.murphy import murphy_curve, murphy_integral
-    from tpsviz.scores import beta_score
+    from tpsviz.diagnostics.leaderboard import labelled_rows
+    from tpsviz.diagnostics.murphy import murphy_curve, murphy_integral
+    from tpsviz.core.scores import beta_score
 
     comp, y = labelled_rows(data)
     c = np.linspace(0.002, 0.998, 250)
@@ -258,7 +258,7 @@ PHI_MEAN_HELP = ("Φ_mean-gamed trace: the truthful forecasts, except the last r
 
 
 def why_not_auroc(cfg: S.Config, data) -> dict:
-    """The three demonstrations of docs/theory.md §5 by tpsviz.demonstrators, cached by results.demos."""
+    """The three demonstrations of docs/theory.md §5 by tpsviz.diagnostics.demonstrators, cached by results.demos."""
     return Rs.demos(a=Rs.analysis(cfg))
 
 
@@ -310,7 +310,7 @@ def demo_views(demos: dict, cfg: S.Config, colors: dict) -> list[dict]:
 
 # ----------------------------------------------------------------------------- report / export
 def settings_dict(cfg: S.Config, data, src) -> dict:
-    """The settings for the report (tpsviz.tps.settings_words, with the data and the selection)."""
+    """The settings for the report (tpsviz.core.tps.settings_words, with the data and the selection)."""
     from .allruns import sample_info
 
     w = cfg.words(Rs.censoring_label(cfg))
@@ -340,13 +340,13 @@ def settings_line(cfg: S.Config, data, src) -> str:
 
 
 def report_sections(cfg: S.Config, data) -> list:
-    from tpsviz.report import Section
+    from tpsviz.report.html import Section
 
     colors = Rs.selected_colors(cfg, data)
     lb = leaderboard(cfg, data)
     table = lb["table"].merge(lb["details"][["predictor", "± SE", "AUPRC", "AUROC 95% CI", "T-ECE 95% CI"]],
                               on="predictor")
-    from tpsviz.verdict import RULES
+    from tpsviz.diagnostics.verdict import RULES
 
     secs = [Section("Verdict: which predictor to trust", "First rule that holds: " + "; ".join(
         f"{label}: {rule}" for label, rule in RULES) + ".", table=verdict_table(cfg))]

@@ -18,9 +18,9 @@ from pathlib import Path
 import streamlit as st
 
 import tpsviz
-from tpsviz.cancel import Cancelled
-from tpsviz.files import CANNOT_OPEN, PathRefused
-from tpsviz.selection import filter_mask
+from tpsviz.core.cancel import Cancelled
+from tpsviz.io.files import CANNOT_OPEN, PathRefused
+from tpsviz.diagnostics.selection import filter_mask
 
 from .allruns import sample_size
 from .memo import give_back, memo
@@ -98,7 +98,7 @@ def load_base(src: Source):
 
 @memo(max_entries=6, spinner="Applying filters and recalibration…")
 def _prepared(key: str, filters: tuple, recal: tuple, _src: Source):
-    from tpsviz.calibrate import add_recalibrated
+    from tpsviz.diagnostics.calibrate import add_recalibrated
 
     base = load_base(_src)
     if isinstance(base, LoadFailure):
@@ -152,8 +152,8 @@ def is_large(data) -> bool:
 # ----------------------------------------------------------------------------- rollouts
 @memo(max_entries=6)
 def _rollouts(key: str, _src: Source):
-    """The validated rollouts table (tpsviz.audit.load_rollouts), or a LoadFailure."""
-    from tpsviz.audit import load_rollouts
+    """The validated rollouts table (tpsviz.diagnostics.audit.load_rollouts), or a LoadFailure."""
+    from tpsviz.diagnostics.audit import load_rollouts
 
     name = _src.rollouts_name or "rollouts"
     if _src.rollouts_raw is None and _src.rollouts_path is None:

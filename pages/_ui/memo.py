@@ -16,7 +16,7 @@
   take its value). A key's lock is released and forgotten on every exit path, also when a
   Streamlit rerun or stop (a ``BaseException``) ends the computation; a waiting session then
   computes the result itself. A session waiting for another's computation stops waiting once it
-  no longer needs the result (``tpsviz.cancel``). ``cached.hold`` takes the locks of several
+  no longer needs the result (``tpsviz.core.cancel``). ``cached.hold`` takes the locks of several
   keys at once, for a result computed jointly and kept key by key (``results.py``).
 - **Arguments whose name starts with ``_`` are not part of the key** (as with Streamlit's
   caches): they carry big objects that the other arguments already identify.
@@ -39,7 +39,7 @@ from dataclasses import fields, is_dataclass
 import numpy as np
 import pandas as pd
 
-from tpsviz.cancel import checkpoint
+from tpsviz.core.cancel import checkpoint
 
 __all__ = ["memo", "clear_all", "stats", "approx_bytes", "configure"]
 
@@ -85,7 +85,7 @@ def _key_lock(key: tuple):
     and removed by the last one to leave, on every exit path: a computation that raises (an
     ``Exception``, or a Streamlit rerun or stop, which derive from ``BaseException``) releases
     the lock and leaves nothing behind, and the next waiter computes the result itself. While
-    waiting, the thread passes :func:`tpsviz.cancel.checkpoint`, so a session that no longer
+    waiting, the thread passes :func:`tpsviz.core.cancel.checkpoint`, so a session that no longer
     needs the result (its user moved a widget, its tab closed) stops waiting.
 
     Parameters
@@ -151,9 +151,9 @@ def _is_text(dtype) -> bool:
 def approx_bytes(obj, _seen: set | None = None, _depth: int = 0) -> int:
     """An estimate of the memory an object holds: arrays exactly, frames from their shape (8 bytes
     a cell, 64 more a text cell), containers and dataclasses by their parts. A
-    :class:`tpsviz.data.TrajectoryData` is counted once: by the first entry holding it at the top
+    :class:`tpsviz.core.data.TrajectoryData` is counted once: by the first entry holding it at the top
     level or in a top-level tuple; inside deeper results it is shared, not counted again."""
-    from tpsviz.data import TrajectoryData
+    from tpsviz.core.data import TrajectoryData
 
     seen = _seen if _seen is not None else set()
     if id(obj) in seen or _depth > 6:
@@ -232,7 +232,7 @@ def _evict_locked(budget: int) -> None:
 
 def sweep(now: float | None = None) -> int:
     """Drop entries idle for longer than the lifetime; returns how many were dropped."""
-    from tpsviz import resample
+    from tpsviz.core import resample
 
     now = time.monotonic() if now is None else now
     ttl = ttl_seconds()
@@ -273,7 +273,7 @@ def _ensure_sweeper() -> None:
 
 def clear_all() -> None:
     """Forget every cached result (and the bootstrap's kept counts)."""
-    from tpsviz import resample
+    from tpsviz.core import resample
 
     with _LOCK:
         _ENTRIES.clear()

@@ -8,8 +8,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import tpsviz
-from tpsviz.cancel import Cancelled
-from tpsviz.files import CANNOT_OPEN, PathRefused, limits_from_env
+from tpsviz.core.cancel import Cancelled
+from tpsviz.io.files import CANNOT_OPEN, PathRefused, limits_from_env
 
 from .loading import LoadFailure
 from .memo import memo
@@ -47,10 +47,11 @@ def _raw(src: Source) -> tuple[bytes, str]:
 @memo(max_entries=6, spinner="Reading the log…")
 def _read(key: str, _src: Source):
     """OtherLog of the source, or a LoadFailure (what is wrong and where; never the file's content)."""
-    from tpsviz.continuous import is_continuous, read_continuous
-    from tpsviz.dataset import is_dataset_spec, open_dataset
-    from tpsviz.multiclass import is_multiclass, read_multiclass
-    from tpsviz.tables import FORMATS, table_columns
+    from tpsviz.io.continuous_forms import is_continuous
+    from tpsviz.io.continuous import read_continuous
+    from tpsviz.io.dataset import is_dataset_spec, open_dataset
+    from tpsviz.io.multiclass import is_multiclass, read_multiclass
+    from tpsviz.io.tables import FORMATS, table_columns
 
     def other_kind(columns) -> str | None:
         if is_multiclass(columns):
@@ -101,14 +102,14 @@ def labelled_censored_runs(log, censoring: str) -> int:
     ----------
     log : MulticlassLog
     censoring : {"complete", "simple", "exact"}
-        The page's censoring mode (:func:`tpsviz.multiclass.tps_k`).
+        The page's censoring mode (:func:`tpsviz.outcomes.multiclass.tps_k`).
 
     Returns
     -------
     int
         0 in complete-case mode (censored runs are left out); every censored run in simple mode;
         in exact mode only the censored runs without a q vector (``q_z__<label>`` columns): the
-        others are scored with their q vector, as :func:`tpsviz.multiclass.tps_k` does.
+        others are scored with their q vector, as :func:`tpsviz.outcomes.multiclass.tps_k` does.
     """
     if censoring == "complete":
         return 0

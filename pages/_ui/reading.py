@@ -12,8 +12,9 @@ import re
 import pandas as pd
 import streamlit as st
 
-from tpsviz.harness import FORMAT_CHOICES, TREATMENTS, ReadOptions, parse_conf, parse_mapping
-from tpsviz.harness.runs import DEFAULT_SUCCESS_THRESHOLD
+from tpsviz.io.harness import FORMAT_CHOICES
+from tpsviz.io.harness.runs import TREATMENTS, ReadOptions, parse_conf, parse_mapping
+from tpsviz.io.harness.runs import DEFAULT_SUCCESS_THRESHOLD
 
 from .text import md
 

@@ -28,8 +28,8 @@ import pandas as pd
 import streamlit as st
 
 import tpsviz
-from tpsviz import figures as F
-from tpsviz.tps import CENSORING_LABELS, ScoreSettings, TPSResult
+from tpsviz.report import figures as F
+from tpsviz.core.tps import CENSORING_LABELS, ScoreSettings, TPSResult
 
 from .loading import get_data, get_rollouts, is_failure, prepared, result_key
 from .memo import memo
@@ -55,7 +55,7 @@ class Analysis:
     settings : ScoreSettings
         α, β, schedule, censoring, ε, bootstrap replicates, level, seed.
     qz : tuple
-        (source, constant) of q_Z in exact mode (``tpsviz.audit.qz_for_source``).
+        (source, constant) of q_Z in exact mode (``tpsviz.diagnostics.audit.qz_for_source``).
     """
 
     data: str
@@ -100,8 +100,8 @@ class Inputs:
 
 
 def qz_choice(data, src: Source, qz: tuple):
-    """(q_z, note) of tpsviz.audit.qz_for_source with the source's rollouts."""
-    from tpsviz.audit import qz_for_source
+    """(q_z, note) of tpsviz.diagnostics.audit.qz_for_source with the source's rollouts."""
+    from tpsviz.diagnostics.audit import qz_for_source
 
     source, const = qz
     ro = get_rollouts(src) if source == "rollouts" else None
@@ -239,7 +239,7 @@ def tps(a, x):
 def reference(a, x):
     """diagnostics.base_rate_reference: the constant success-rate forecast, scored once for every
     predictor (no bootstrap)."""
-    from tpsviz.diagnostics import base_rate_reference
+    from tpsviz.diagnostics.leaderboard import base_rate_reference
 
     ref = base_rate_reference(x.data, replace(a.settings, n_boot=0), x.q_z(settings=a.settings))
     return replace(ref, result=None)  # its full result holds a copy of the log: not kept
@@ -249,7 +249,7 @@ def reference(a, x):
 def skill(a, x):
     """diagnostics.skill_table: ``ref_rate``, ``ref_rule`` and ``tps_ref`` = the reference's mean
     TPS on each predictor's own (run, step) rows, and the skill with its bootstrap."""
-    from tpsviz.diagnostics import skill_table
+    from tpsviz.diagnostics.leaderboard import skill_table
 
     return skill_table(x.data, a.settings, list(a.predictors), q_z=x.q_z(settings=a.settings),
                        n_boot=a.settings.n_boot, result=tps(a=a, src=x.src),
@@ -260,7 +260,7 @@ def skill(a, x):
 def updating(a, x):
     """updating.excess_movement: how far each forecast moves against the uncertainty it resolves
     (needs no score setting: keyed on the log, filters and predictors only)."""
-    from tpsviz.updating import excess_movement
+    from tpsviz.diagnostics.updating import excess_movement
 
     return excess_movement(x.data, list(a.predictors))
 
@@ -268,7 +268,7 @@ def updating(a, x):
 @result("Drift of the forecasts…", keep=())
 def drift(a, x, by: str):
     """updating.drift_table of each predictor, by forecast bin or by step (steps above 30 pooled)."""
-    from tpsviz.updating import drift_table
+    from tpsviz.diagnostics.updating import drift_table
 
     return {n: drift_table(x.data, n, by=by, max_step=30) for n in a.predictors}
 
@@ -277,7 +277,7 @@ def drift(a, x, by: str):
 def deferral_curves(a, x, utility: tuple, censored: str):
     """deferral.deferral of each predictor under one utility table (success, failure, hand-off,
     per step); the bootstrap is capped at 1,000 replicates (the best τ's CI)."""
-    from tpsviz.deferral import Utility, deferral
+    from tpsviz.monitoring.deferral import Utility, deferral
 
     u = Utility(*utility)
     n_boot = min(a.settings.n_boot, 1000)
@@ -288,7 +288,7 @@ def deferral_curves(a, x, utility: tuple, censored: str):
 @result("Monitoring over time…", keep=("alpha", "beta", "schedule", "censoring", "eps", "level", "seed"))
 def monitoring(a, x, by, window: int, alarm_on: str, baseline, shift: float, target_arl: float):
     """monitor.monitor of the analysis's predictors: windows and the CUSUM alarm (no bootstrap)."""
-    from tpsviz.monitor import monitor
+    from tpsviz.monitoring.monitor import monitor
 
     return monitor(x.data, a.settings, by=by, window=window, predictors=list(a.predictors), alarm_on=alarm_on,
                    baseline=baseline, shift=shift, target_arl=target_arl, q_z=x.q_z(settings=a.settings))
@@ -299,7 +299,7 @@ def monitoring(a, x, by, window: int, alarm_on: str, baseline, shift: float, tar
 def verdict_statistics(a, x):
     """verdict.verdict_statistics per predictor: keyed on the labels (censoring, q_Z), not on α/β,
     the schedule or ε, so moving a slider or deselecting a predictor recomputes nothing."""
-    from tpsviz.verdict import statistics_for
+    from tpsviz.diagnostics.verdict import statistics_for
 
     q = x.q_z(settings=a.settings)
     return statistics_for(x.data, replace(a.settings, n_boot=0), list(a.predictors), q_z=q)
@@ -307,7 +307,7 @@ def verdict_statistics(a, x):
 
 def verdicts(a: Analysis | None = None) -> dict:
     """verdict.verdicts of the analysis's predictors (the skill only with ≥ 200 replicates)."""
-    from tpsviz.verdict import verdicts as decide
+    from tpsviz.diagnostics.verdict import verdicts as decide
 
     a = a or analysis()
     src = current_source()
@@ -322,7 +322,7 @@ def verdicts(a: Analysis | None = None) -> dict:
 def caveats(a, x):
     """caveats.caveats of the predictors. No warning depends on a bootstrap: an analysis with
     ``n_boot=0`` gives the same warnings from point estimates alone (what a large log shows first)."""
-    from tpsviz.caveats import caveats as find
+    from tpsviz.diagnostics.caveats import caveats as find
 
     return find(x.data, a.settings, tps_points(a=a, src=x.src).summary, skill(a=a, src=x.src),
                 list(a.predictors))
@@ -333,7 +333,7 @@ def caveats(a, x):
 def groups(a, x, by: str, base: str | None, pair_on: str):
     """groups.group_table split by ``by`` and group_difference of every group against ``base``
     (default: groups.default_base)."""
-    from tpsviz.groups import default_base, group_difference, group_table
+    from tpsviz.diagnostics.groups import default_base, group_difference, group_table
 
     q = x.q_z(settings=a.settings)
     table = group_table(x.data, by, a.settings, list(a.predictors), q_z=q)
@@ -346,7 +346,7 @@ def groups(a, x, by: str, base: str | None, pair_on: str):
 
 @memo(max_entries=6, spinner="Reading the candidate log and scoring both…")
 def _two_logs(a: Analysis, cand_key: str, pair_on: str, _src: Source, _cand: Source):
-    from tpsviz.groups import combine_logs, free_column, group_difference, group_table
+    from tpsviz.diagnostics.groups import combine_logs, free_column, group_difference, group_table
 
     from .loading import load_base
 
@@ -377,7 +377,7 @@ def two_logs(cand: Source, pair_on: str = "auto", a: Analysis | None = None):
 def compare_tps(a, x, baseline: str):
     """(compare.compare of TPS alone, compare.z_matrix of TPS) against ``baseline``; n_boot=0: the
     table shows Δ, the analytic SE and Δ/SE."""
-    from tpsviz.compare import compare, z_matrix
+    from tpsviz.diagnostics.compare import compare, z_matrix
 
     names = tuple(dict.fromkeys(list(a.predictors) + [baseline]))
     res = tps(a=replace(a, predictors=names), src=x.src)
@@ -390,7 +390,7 @@ def compare_tps(a, x, baseline: str):
 @result("Paired bootstrap of AUROC and T-ECE against the baseline…", keep=("n_boot", "seed"), max_entries=12)
 def compare_metrics(a, x, baseline: str):
     """The rank/binned metric part of compare.compare (no α, β, schedule, censoring or ε)."""
-    from tpsviz.compare import compare
+    from tpsviz.diagnostics.compare import compare
 
     t = compare(x.data, a.settings, baseline=baseline, predictors=list(a.predictors), metrics=("auroc", "tece"))
     return t[[c for c in t.columns if c.startswith(("auroc_", "tece_"))]]
@@ -399,7 +399,7 @@ def compare_metrics(a, x, baseline: str):
 @result("Shift between censoring treatments…", keep=ALL)  # q_Z of exact mode whatever the current mode
 def shift(a, x, from_mode: str, to_mode: str):
     """compare.censoring_shift between two modes (q_Z of exact mode from the chosen source)."""
-    from tpsviz.compare import censoring_shift
+    from tpsviz.diagnostics.compare import censoring_shift
 
     return censoring_shift(x.data, a.settings, list(a.predictors), from_mode, to_mode, q_z=x.q_z("exact"))
 
@@ -407,7 +407,7 @@ def shift(a, x, from_mode: str, to_mode: str):
 @result("Monte-Carlo audit…", max_entries=12)
 def mc_audit(a, x):
     """audit.mc_audit of the source's rollouts (call only when loading.get_rollouts() is a table)."""
-    from tpsviz.audit import mc_audit as audit
+    from tpsviz.diagnostics.audit import mc_audit as audit
 
     return audit(x.data, get_rollouts(x.src), a.settings, list(a.predictors))
 
@@ -417,7 +417,7 @@ def mc_audit(a, x):
         max_entries=192)
 def metrics(a, x):
     """diagnostics.metric_table (10 bins)."""
-    from tpsviz.diagnostics import metric_table
+    from tpsviz.diagnostics.leaderboard import metric_table
 
     return metric_table(x.data, a.settings, list(a.predictors), n_bins=10, n_boot=a.settings.n_boot)
 
@@ -447,8 +447,8 @@ def compare_metrics_now(baseline: str, predictors=None):
 # ----------------------------------------------------------------------------- why-not-AUROC demos
 @result("Building the why-not-AUROC demonstrations…", keep=_NO_BOOT, max_entries=12)
 def demos(a, x):
-    """tpsviz.demonstrators on the log; a failing demonstration gives its message instead."""
-    from tpsviz import demonstrators as D
+    """tpsviz.diagnostics.demonstrators on the log; a failing demonstration gives its message instead."""
+    from tpsviz.diagnostics import demonstrators as D
 
     out = {}
     for k, fn in (("distortion", D.monotone_distortion), ("binmean", D.bin_mean_forecast),
@@ -477,7 +477,7 @@ def heatmap(a, x, pred: str):
 @result("Reliability diagrams (CORP curves and consistency bands)…", keep=("seed",), max_entries=12)
 def reliability(a, x, scope: str, step, pseudo: bool, n_bins: int = 10):
     """reliability.reliability_panels (200 consistency-band replicates)."""
-    from tpsviz.reliability import reliability_panels
+    from tpsviz.diagnostics.reliability import reliability_panels
 
     return reliability_panels(x.data, list(a.predictors), scope, step, pseudo, n_bins=n_bins, n_boot=200,
                               seed=SEED)
@@ -486,7 +486,7 @@ def reliability(a, x, scope: str, step, pseudo: bool, n_bins: int = 10):
 @result("CORP decomposition…", keep=("alpha", "beta", "eps"))
 def decomposition(a, x, scope: str, step, pseudo: bool, by_step: bool = True):
     """decomposition.decompose_scope under the analysis's α, β and ε."""
-    from tpsviz.decomposition import decompose_scope
+    from tpsviz.diagnostics.decomposition import decompose_scope
 
     s = a.settings
     return decompose_scope(x.data, list(a.predictors), s.alpha, s.beta, s.eps, scope, step, pseudo, by_step)

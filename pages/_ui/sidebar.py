@@ -12,9 +12,9 @@ import pandas as pd
 import streamlit as st
 
 import tpsviz
-from tpsviz import figures as F
-from tpsviz.schedules import SCHEDULE_NAMES
-from tpsviz.tps import CENSORING_MODES
+from tpsviz.report import figures as F
+from tpsviz.core.schedules import SCHEDULE_NAMES
+from tpsviz.core.tps import CENSORING_MODES
 
 from . import reading as R
 from . import results as Rs
@@ -95,7 +95,7 @@ def _source() -> S.Source | None:
     kind = SOURCES[label]
     if kind == "demo":
         name = sb.selectbox("Demo scenario", list(S.DEMOS), key="demo", bind=BIND,
-                            help=S.DEMOS_HELP + " ""Synthetic benchmarks made by tpsviz.synthetic; 'truthful' reports the true "
+                            help=S.DEMOS_HELP + " ""Synthetic benchmarks made by tpsviz.synthetic.agent; 'truthful' reports the true "
                                  "q_t and is drawn in black as the reference.")
         for k in ("path", "rpath", *R.OPTION_KEYS):  # a link to the demo carries no file's path or options
             R.drop_param(k)

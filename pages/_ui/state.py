@@ -4,7 +4,7 @@
 - :class:`Source`: where the log comes from (``current_source()``); its ``key`` identifies the
   data: ``upload:<sha of bytes>:<sha of name>``, ``demo:<name>``, or
   ``path:<real path>:<size>:<mtime>`` for a server file, read only under ``TPSVIZ_DATA_ROOTS``
-  (``tpsviz.files.DataRoots``).
+  (``tpsviz.io.files.DataRoots``).
 - Sessions: a browser session that ends, or a widget change that starts the page over, cancels
   the work in progress (:func:`cancel_when_unneeded`).
 
@@ -24,12 +24,12 @@ from pathlib import Path
 import streamlit as st
 
 import tpsviz
-from tpsviz.cancel import Cancelled, cancel_when  # noqa: F401  (Cancelled: app.py catches it here)
-from tpsviz.files import DataRoots, PathRefused
-from tpsviz.harness import ReadOptions
-from tpsviz.schedules import Schedule
-from tpsviz.scores import family_name, score_unit
-from tpsviz.tps import settings_words
+from tpsviz.core.cancel import Cancelled, cancel_when  # noqa: F401  (Cancelled: app.py catches it here)
+from tpsviz.io.files import DataRoots, PathRefused
+from tpsviz.io.harness.runs import ReadOptions
+from tpsviz.core.schedules import Schedule
+from tpsviz.core.scores import family_name, score_unit
+from tpsviz.core.tps import settings_words
 
 ROOT = Path(__file__).resolve().parents[2]
 DEMO_DIR = ROOT / "demo_data"
@@ -64,7 +64,7 @@ SCHEDULE_HELP = {
     "per-length": "w_t = 1/T: normalised by the realised length (NOT proper).",
     "column": "w_t from the log's 'weight' column (your responsibility).",
 }
-SEED = tpsviz.inference.DEFAULT_SEED
+SEED = tpsviz.core.inference.DEFAULT_SEED
 
 
 # ----------------------------------------------------------------------------- settings
@@ -131,7 +131,7 @@ class Config:
         return score_unit(self.alpha, self.beta)
 
     def words(self, censoring_label: str | None = None) -> dict:
-        """tpsviz.tps.settings_words of these settings (the one description every output uses)."""
+        """tpsviz.core.tps.settings_words of these settings (the one description every output uses)."""
         return settings_words(self.score_settings(), censoring_label)
 
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import re
 
-from tpsviz.schema import clean_text
+from tpsviz.core.schema import clean_text
 
 __all__ = ["md", "code"]
 

@@ -9,10 +9,10 @@ import tpsviz
 from pages._ui import common as C
 from pages._ui import results as Rs
 from pages._ui import loading as L
-from tpsviz import figures as F
-from tpsviz.populations import censoring_summary, forecasts_by_population, qz_band
-from tpsviz import formatting as Fm
-from tpsviz.inference import summary_interval
+from tpsviz.report import figures as F
+from tpsviz.diagnostics.populations import censoring_summary, forecasts_by_population, qz_band
+from tpsviz.core import formatting as Fm
+from tpsviz.core.inference import summary_interval
 
 
 cfg, data = C.page("Censoring",

@@ -4,15 +4,15 @@ that opens offline, and a PNG of any figure."""
 import pandas as pd
 import streamlit as st
 
-from tpsviz import figures as F
+from tpsviz.report import figures as F
 
 from pages._ui import common as C
 from pages._ui import results as Rs
 from pages._ui import state as S
 from pages._ui.allruns import sample_info
 from pages._ui import compute as V
-from tpsviz.export import figure_png, parquet_bytes, safe_csv
-from tpsviz.report import build_report
+from tpsviz.report.export import figure_png, parquet_bytes, safe_csv
+from tpsviz.report.html import build_report
 
 cfg, data = C.page("Export",
                    "Everything below uses the current settings (shown in the banner and written into every file).")
@@ -49,7 +49,7 @@ def _contrib() -> pd.DataFrame:
 
 
 # every row carries the settings (cfg.settings_columns); text cells that a spreadsheet would run as
-# a formula are prefixed with ' in CSV (tpsviz.export)
+# a formula are prefixed with ' in CSV (tpsviz.report.export)
 def _csv(fn):
     return lambda: safe_csv(fn().assign(**_columns())).encode("utf-8")
 

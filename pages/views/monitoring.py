@@ -1,5 +1,5 @@
 """Monitoring: TPS and skill over time in sliding windows, and a CUSUM alarm on degradation
-(tpsviz.monitor; docs/theory.md §11)."""
+(tpsviz.monitoring.monitor; docs/theory.md §11)."""
 
 import numpy as np
 import streamlit as st
@@ -10,10 +10,10 @@ from pages._ui import results as Rs
 from pages._ui import state as S
 from pages._ui.allruns import sample_info
 from pages._ui.text import md
-from tpsviz import figures as F
-from tpsviz.export import safe_csv
-from tpsviz.monitor import MIN_ALARM_RUNS, N_SIM, default_baseline, order_columns
-from tpsviz.schema import show_id
+from tpsviz.report import figures as F
+from tpsviz.report.export import safe_csv
+from tpsviz.monitoring.monitor import MIN_ALARM_RUNS, N_SIM, default_baseline, order_columns
+from tpsviz.core.schema import show_id
 
 cfg, data = C.page("Monitoring",
                    "Is the agent's confidence still honest this week? TPS and skill over time, and an alarm that "

@@ -16,12 +16,12 @@ from pages._ui import results as Rs
 from pages._ui import loading as L
 from pages._ui import state as S
 from pages._ui.text import code
-from tpsviz import figures as F
-from tpsviz.caveats import schedule_caveat
-from tpsviz.diagnostics import METRIC_INFO
-from tpsviz.groups import group_columns
-from tpsviz.schema import clean_text
-from tpsviz import formatting as Fm
+from tpsviz.report import figures as F
+from tpsviz.diagnostics.caveats import schedule_caveat
+from tpsviz.diagnostics.leaderboard import METRIC_INFO
+from tpsviz.diagnostics.groups import group_columns
+from tpsviz.core.schema import clean_text
+from tpsviz.core import formatting as Fm
 
 cfg, data = C.page("Overview / Compare",
                    "Which uncertainty signal is most honest? TPS rewards reporting the true probability of success "
@@ -294,7 +294,7 @@ else:
 
 # ----------------------------------------------------------------- verdict (top of the page, filled last)
 with verdict_box:
-    from tpsviz.verdict import RULES
+    from tpsviz.diagnostics.verdict import RULES
 
     st.subheader("Can I trust it?")
     for r in V.verdict_rows(cfg):

@@ -7,11 +7,11 @@ from pages._ui import common as C
 from pages._ui import results as Rs
 from pages._ui import loading as L
 from pages._ui import state as S
-from tpsviz import figures as F
-from tpsviz.caveats import recalibration_hint
-from tpsviz.claims import is_clear, z_text
-from tpsviz import formatting as Fm
-from tpsviz.inference import summary_interval
+from tpsviz.report import figures as F
+from tpsviz.diagnostics.caveats import recalibration_hint
+from tpsviz.diagnostics.claims import is_clear, z_text
+from tpsviz.core import formatting as Fm
+from tpsviz.core.inference import summary_interval
 
 cfg, data = C.page("Recalibration",
                    "Fit a map from a signal to calibrated probabilities, cross-fitted by trajectory: every run is "

@@ -1,14 +1,14 @@
 """Reliability: do the stated probabilities match observed success rates? Binned diagrams with
 intervals, CORP isotonic curves with consistency bands, histograms, and MCB/DSC/UNC; and does the
-forecast update rationally (excess movement and drift, tpsviz.updating)?"""
+forecast update rationally (excess movement and drift, tpsviz.diagnostics.updating)?"""
 
 import numpy as np
 import streamlit as st
 
 from pages._ui import common as C
 from pages._ui import results as Rs
-from tpsviz import figures as F
-from tpsviz import formatting as Fm
+from tpsviz.report import figures as F
+from tpsviz.core import formatting as Fm
 
 cfg, data = C.page("Reliability",
                    "A calibrated predictor's forecasts of 0.7 come true 70% of the time: its curve follows the diagonal.")

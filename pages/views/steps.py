@@ -6,7 +6,7 @@ import streamlit as st
 
 from pages._ui import common as C
 from pages._ui import results as Rs
-from tpsviz import figures as F
+from tpsviz.report import figures as F
 
 cfg, data = C.page("Step contributions",
                    "TPS is a sum over steps of w_t·S(F_t, Y). Each cell below is one step's contribution: 0 is perfect, "

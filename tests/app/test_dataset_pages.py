@@ -81,7 +81,7 @@ def test_a_dataset_above_the_memory_limit_opens_on_a_stated_sample(root, monkeyp
 
     df = pd.concat([pd.read_parquet(root / "runs" / f"part-{k}.parquet") for k in (0, 1)])
     full = tpsviz.compute_tps(tpsviz.from_frame(df), at.session_state["_cfg"].score_settings(n_boot=0))
-    from tpsviz.diagnostics import skill_table
+    from tpsviz.diagnostics.leaderboard import skill_table
 
     settings = at.session_state["_cfg"].score_settings(n_boot=0)
     skill = skill_table(tpsviz.from_frame(df), settings, n_boot=0)
@@ -94,7 +94,7 @@ def test_a_dataset_above_the_memory_limit_opens_on_a_stated_sample(root, monkeyp
         assert float(point) == pytest.approx(skill.at[row["predictor"], "skill"], abs=6e-4) and float(se) > 0
         assert row["clipped"] == full.summary.at[row["predictor"], "n_clipped"]
     # paired against the baseline (the reference by default) over every run, as compare() on the whole log
-    from tpsviz.compare import compare
+    from tpsviz.diagnostics.compare import compare
 
     want = compare(tpsviz.from_frame(df), settings, baseline="truthful", n_boot=0, metrics=())
     paired = table.set_index("predictor")

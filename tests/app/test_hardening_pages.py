@@ -124,7 +124,7 @@ def test_2_a_memory_error_is_not_cached(monkeypatch):
 
 def test_2_cancelled_work_ends_the_page_quietly(monkeypatch):
     import tpsviz
-    from tpsviz.cancel import Cancelled
+    from tpsviz.core.cancel import Cancelled
 
     at = _fresh()
 
@@ -184,8 +184,8 @@ def test_2_cancel_context_stops_a_bootstrap_once_a_rerun_is_requested(monkeypatc
     from streamlit.runtime.scriptrunner_utils.script_requests import RerunData, ScriptRequests
 
     from pages._ui import state as S
-    from tpsviz.cancel import Cancelled
-    from tpsviz.inference import bootstrap_sums
+    from tpsviz.core.cancel import Cancelled
+    from tpsviz.core.inference import bootstrap_sums
 
     class Ctx:
         session_id = "s1"

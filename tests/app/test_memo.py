@@ -115,7 +115,7 @@ def test_size_estimate_counts_frames_and_skips_a_referenced_log():
     import pandas as pd
 
     import tpsviz
-    from tpsviz.synthetic import simulate
+    from tpsviz.synthetic.agent import simulate
 
     data = simulate("tau2-like", n_trajectories=50, seed=1).to_data()
     res = tpsviz.compute_tps(data, tpsviz.ScoreSettings(n_boot=0))

@@ -7,9 +7,12 @@ from __future__ import annotations
 import pandas as pd
 import pytest
 
-from tpsviz.continuous import pit_histogram, read_continuous, tps_crps
-from tpsviz.inference import DEFAULT_SEED
-from tpsviz.multiclass import multiclass_from_frame, read_multiclass, tps_k
+from tpsviz.outcomes.continuous_pit import pit_histogram
+from tpsviz.io.continuous import read_continuous
+from tpsviz.outcomes.continuous import tps_crps
+from tpsviz.core.inference import DEFAULT_SEED
+from tpsviz.io.multiclass import multiclass_from_frame, read_multiclass
+from tpsviz.outcomes.multiclass import tps_k
 
 from apptest_helpers import DEMO, fresh, texts
 
@@ -45,7 +48,7 @@ def test_multiclass_demo_matches_tps_k_and_the_controls_rerun():
     want = tps_k(log, rule="brier", censoring="simple", censored_label="partial", seed=DEFAULT_SEED).summary
     got = _table(at, "tps_mean").set_index("predictor")
     assert got.loc["base_rate", "tps_mean"] == pytest.approx(want.loc["base_rate", "tps_mean"], rel=1e-12)
-    from tpsviz.multiclass import censoring_words
+    from tpsviz.outcomes.multiclass import censoring_words
     from pages._ui.text import md
 
     assert md(censoring_words("simple", "partial"), 200) in texts(at)
@@ -169,7 +172,7 @@ def test_exact_mode_label_applies_only_to_censored_runs_without_q():
     assert f"3 of the {n_cens} censored runs have no q vector" in picker.help
     log = read_multiclass(DEMO / "multiclass-like.csv")  # only for the label order
     assert picker.value == log.labels[-1]
-    from tpsviz.multiclass import censoring_words
+    from tpsviz.outcomes.multiclass import censoring_words
     from pages._ui.text import md
 
     assert md(censoring_words("exact", "failure", 3), 200) in texts(at)  # 3 runs, not 3 per predictor

@@ -285,7 +285,7 @@ def test_eps_zero_shows_minus_infinity_never_none():
 @pytest.mark.parametrize("mode", ["complete", "simple", "exact", "upper"])
 def test_reference_rate_follows_censoring_mode(mode):
     import tpsviz
-    from tpsviz.diagnostics import reference_rate, skill_table
+    from tpsviz.diagnostics.leaderboard import reference_rate, skill_table
 
     at = _webshop({"cens": mode})
     data = tpsviz.load(DEMO / "webshop-like.csv")

@@ -14,7 +14,8 @@ import tpsviz
 from apptest_helpers import APP
 from pages._ui.results import SETTINGS, Analysis
 from tpsviz import ScoreSettings
-from tpsviz import decomposition, diagnostics, reliability, tps, verdict
+from tpsviz.diagnostics import decomposition, leaderboard as diagnostics, reliability, verdict
+from tpsviz.core import tps
 
 
 @pytest.fixture

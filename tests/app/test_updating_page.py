@@ -4,7 +4,7 @@ core computes it, and the drift figure follows the "by" choice."""
 from __future__ import annotations
 
 import tpsviz
-from tpsviz.updating import excess_movement
+from tpsviz.diagnostics.updating import excess_movement
 
 from apptest_helpers import DEMO, fresh, texts
 
@@ -31,7 +31,7 @@ def test_drift_points_from_a_few_moves_are_not_drawn_and_said():
     """On the webshop-like demo one run reaches t = 30: its single last move (no interval) drew a
     drop of −0.30 for the truthful forecast. Points from fewer than 20 moves are left out, and the
     caption says how many."""
-    from tpsviz.updating import drift_table
+    from tpsviz.diagnostics.updating import drift_table
 
     at = fresh({"demo": "webshop-like"})
     at.switch_page("pages/views/reliability.py").run()

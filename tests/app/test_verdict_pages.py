@@ -108,9 +108,9 @@ def test_groups_of_runs_are_compared_on_the_overview():
     assert diff["in words"].str.contains("clearly").all()
     at.selectbox(key="grp_base").set_value("hard").run()
     assert set(at.dataframe[-1].value["group"]) == {"easy", "medium"}
-    # the numbers are the core's (tpsviz.groups), paired by the log's task column
+    # the numbers are the core's (tpsviz.diagnostics.groups), paired by the log's task column
     import tpsviz
-    from tpsviz.groups import group_difference
+    from tpsviz.diagnostics.groups import group_difference
 
     d = group_difference(tpsviz.load("demo_data/tau2-like.csv"), "difficulty", "hard", "easy",
                          tpsviz.ScoreSettings(censoring="simple"), pair_on="auto")
@@ -143,7 +143,7 @@ def test_many_valued_column_gets_a_searchable_filter():
 
 def test_two_logs_loaded_together_are_compared():
     import tpsviz
-    from tpsviz.groups import combine_logs, group_difference
+    from tpsviz.diagnostics.groups import combine_logs, group_difference
 
     at = fresh()
     at.radio(key="grp_mode").set_value("this log with a second log").run()

@@ -86,7 +86,7 @@ def _every_runs_tps_downloads(pg):
     """The all-runs Parquet holds every run's TPS, as scoring the whole log in memory under the
     settings written in the file gives it."""
     import tpsviz
-    from tpsviz.schedules import parse_schedule
+    from tpsviz.core.schedules import parse_schedule
 
     with pg.expect_download(timeout=60_000) as dl:
         pg.get_by_role("button", name="All runs: per-trajectory TPS (Parquet)").click()

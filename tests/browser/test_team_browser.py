@@ -198,9 +198,9 @@ def _cpu_over(pid: int, seconds: float) -> float:
 
 def test_the_work_of_a_closed_tab_stops(browser, server, contexts, tmp_path):
     """A 20k-run log's bootstrap keeps the server busy for about 30 s on a 2-core machine; once the tab
-    that asked for it closes, the server falls quiet within a couple of seconds (tpsviz.cancel through
+    that asked for it closes, the server falls quiet within a couple of seconds (tpsviz.core.cancel through
     state.cancel_when_unneeded: its session-end half, seen end to end)."""
-    from tpsviz.synthetic import simulate
+    from tpsviz.synthetic.agent import simulate
 
     big = tmp_path / "team_big.parquet"
     simulate("webshop-like", n_trajectories=20_000, seed=12).steps.to_parquet(big, index=False)

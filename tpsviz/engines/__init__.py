@@ -7,6 +7,6 @@ Every engine returns :class:`~tpsviz.engines.runsums.RunSums`; :func:`score_from
 them into TPS, skill and metrics the same way for all.
 """
 
-from .runsums import DatasetScore, PooledCounts, RunSums, score_from_sums
+from tpsviz.engines.runsums import DatasetScore, PooledCounts, RunSums, score_from_sums
 
 __all__ = ["RunSums", "PooledCounts", "DatasetScore", "score_from_sums"]

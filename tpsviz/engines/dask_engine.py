@@ -24,14 +24,14 @@ import dataclasses
 import numpy as np
 import pandas as pd
 
-from ..dataset import Dataset
-from ..errors import LogFormatError
-from ..longform import merged_ids_note
-from ..scores import TABLE_MIN
-from ..tps import ScoreSettings
-from . import duck, onepass
-from .poisson import _prepared, intervals_from_sums, poisson_sums, run_hashes
-from .runsums import RunSums
+from tpsviz.io.dataset import Dataset
+from tpsviz.core.errors import LogFormatError
+from tpsviz.io.longform import merged_ids_note
+from tpsviz.core.scores import TABLE_MIN
+from tpsviz.core.tps import ScoreSettings
+from tpsviz.engines import duck, onepass
+from tpsviz.engines.poisson import _prepared, intervals_from_sums, poisson_sums, run_hashes
+from tpsviz.engines.runsums import RunSums
 
 __all__ = ["sums_dask", "cluster", "poisson_intervals_on"]
 

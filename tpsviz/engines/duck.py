@@ -6,7 +6,7 @@ dataset's files and a private spill folder, with extensions off and the configur
 and every file path and column name enters the SQL quoted.
 
 Scores: the log score (α = β = 0), half the Brier score (α = β = 1) and the boosting score
-(α = β = −½) are closed forms in SQL, written as :mod:`tpsviz._fast.kernels` evaluates them
+(α = β = −½) are closed forms in SQL, written as :mod:`tpsviz.core._fast.kernels` evaluates them
 (ln(1 − p) and √(p/(1 − p)) straight from p below p = 1e-4); every other (α, β) is scored as :func:`tpsviz.beta_score` scores the whole log: from
 ``TABLE_MIN`` rows by its verified table, evaluated in SQL (:mod:`tpsviz.engines.scoretable`),
 else, and on the rows the table does not cover, by a vectorised Arrow UDF calling it
@@ -14,7 +14,7 @@ else, and on the rows the table does not cover, by a vectorised Arrow UDF callin
 
 Validation follows :func:`tpsviz.load` on the rules that decide a score (ids, whole step numbers
 once per run, outcomes 1/0/empty and constant per run, forecasts in [0, 1], the ``censored``,
-``q_z`` and ``weight`` columns); a defect is a :class:`~tpsviz.errors.LogFormatError` naming the
+``q_z`` and ``weight`` columns); a defect is a :class:`~tpsviz.core.errors.LogFormatError` naming the
 column, the number of rows and an example run. One case is refused here that the in-memory
 reader accepts: raw signals (``raw_``/``unc_`` need a cross-fitted recalibration over the rows);
 the message says to use ``--engine memory``. An outcome given on some rows of a run only is used
@@ -33,16 +33,17 @@ from contextlib import contextmanager
 import numpy as np
 import pandas as pd
 
-from ..dataset import Dataset
-from ..errors import LogFormatError
-from ..longform import (DURATION_IDS, TRUE_TOKENS, FALSE_TOKENS, MAX_STEP, check_header, merged_ids_note, partial_outcome_note,
-                        percent_hint, percent_note, typed_ids_note)
-from ..schema import RESERVED, WHITESPACE, canonical_name, nested_column, show_id
-from ..scores import TABLE_MIN, beta_score
-from ..tables import MISSING
-from ..tps import MAX_WEIGHT, ScoreSettings
-from .runsums import PooledCounts, RunSums
-from . import pages
+from tpsviz.io.dataset import Dataset
+from tpsviz.core.errors import LogFormatError
+from tpsviz.io.longform import (
+    DURATION_IDS, TRUE_TOKENS, FALSE_TOKENS, MAX_STEP, check_header, merged_ids_note,
+    partial_outcome_note, percent_hint, percent_note, typed_ids_note)
+from tpsviz.core.schema import RESERVED, WHITESPACE, canonical_name, nested_column, show_id
+from tpsviz.core.scores import TABLE_MIN, beta_score
+from tpsviz.io.tables import MISSING
+from tpsviz.core.tps import MAX_WEIGHT, ScoreSettings
+from tpsviz.engines.runsums import PooledCounts, RunSums
+from tpsviz.engines import pages
 
 __all__ = ["sums_duckdb", "GRID", "EXACT_ROWS"]
 
@@ -55,7 +56,7 @@ GRID = 65_530
 #: labelled rows up to which the rank metrics are always counted on the distinct values (above it a
 #: hash table of every distinct forecast costs GBs: measured 80 s and 6 GB at 15M rows)
 EXACT_ROWS = 2_000_000
-_SMALL_P = 1e-4  # as tpsviz._fast.kernels: ln(1 - p) by its series below this
+_SMALL_P = 1e-4  # as tpsviz.core._fast.kernels: ln(1 - p) by its series below this
 #: a row's bit in its run's bitmap of step numbers mod 64 (bit-ORed: distinct steps = bits set)
 STEP_BIT = "CAST(1 AS UBIGINT) << CAST(step & 63 AS UBIGINT)"
 
@@ -186,7 +187,7 @@ def id_text(col: str, typ: str) -> str:
         return col
     if t == "BLOB":
         return f"TRY(decode({col}))"
-    # (spelled as tpsviz.longform.id_text spells them in memory, docs/formats.md "Trajectory ids":
+    # (spelled as tpsviz.io.longform.id_text spells them in memory, docs/formats.md "Trajectory ids":
     # a boolean as Python's str; a time-zone-aware timestamp as its instant in UTC, whatever the
     # session's time zone, which a plain CAST would use)
     if t == "BOOLEAN":
@@ -205,7 +206,7 @@ def refuse_duration_ids(ds: Dataset, col: str, typ: str) -> None:
 
 def stripped_id(text: str) -> str:
     """Id expression ``text`` without surrounding whitespace, as Python's ``str.strip`` (the
-    characters of :data:`tpsviz.schema.WHITESPACE`; DuckDB's ``trim`` removes spaces only). The
+    characters of :data:`tpsviz.core.schema.WHITESPACE`; DuckDB's ``trim`` removes spaces only). The
     regular expression runs only on ids whose first or last character is whitespace."""
     codes = ", ".join(str(ord(c)) for c in WHITESPACE)
     ws = "[" + "".join(f"\\x{{{ord(c):x}}}" for c in WHITESPACE) + "]"
@@ -265,7 +266,7 @@ def _boolean(col: str, typ: str) -> tuple[str, str]:
 
 def _outcome(col: str, typ: str, decimal_comma: bool = False) -> tuple[str, str]:
     """(1.0/0.0/NULL, condition of a present value that is neither): a number, or where a text cell
-    is not a number, a true/false word (as ``tpsviz.longform``'s outcomes: "true", "yes", …)."""
+    is not a number, a true/false word (as ``tpsviz.io.longform``'s outcomes: "true", "yes", …)."""
     num, num_bad = _number(col, typ, decimal_comma)
     if num_bad == "FALSE":  # a number or boolean column
         return num, num_bad
@@ -303,7 +304,7 @@ def register_scores(con, settings: ScoreSettings, n_rows: int):
     _register_udf(con, settings.alpha, settings.beta, table)
     if not table:
         return None
-    from .scoretable import register
+    from tpsviz.engines.scoretable import register
 
     return register(con, settings.alpha, settings.beta)
 
@@ -762,7 +763,7 @@ def sums_duckdb(ds: Dataset, settings: ScoreSettings, mapping=(), threads: int |
     Parameters
     ----------
     ds : Dataset
-        From :func:`tpsviz.dataset.open_dataset`.
+        From :func:`tpsviz.io.dataset.open_dataset`.
     settings : ScoreSettings
         α, β, ε and the schedule.
     mapping : sequence of (target, column), optional
@@ -840,8 +841,8 @@ def opened(ds: Dataset, mapping=(), threads: int | None = None, percent=(), type
            memory_limit: str | None = None):
     """:func:`open_plan` as a context: yields (connection, source, plan); closes the connection
     and removes the spill folder on leaving. A file DuckDB cannot read is named by
-    :func:`tpsviz.engines.file_errors.reading`, never quoted."""
-    from .file_errors import reading
+    :func:`tpsviz.io.file_errors.reading`, never quoted."""
+    from tpsviz.io.file_errors import reading
 
     with reading(ds):
         con, spill, source, plan = open_plan(ds, mapping, threads, memory_limit, percent=percent, types=types)
@@ -857,7 +858,8 @@ def _sums(con, ds: Dataset, settings: ScoreSettings, source: str, plan: _Plan, c
     lookup = register_scores(con, settings, n_rows)
     if settings.schedule.name == "column" and "weight" not in plan.col:
         raise LogFormatError(ds.label, ["schedule 'column' needs a 'weight' column; the dataset has none"])
-    from . import onepass  # the main pass reads the rules from per-run extremes (onepass's docstring)
+    from tpsviz.engines import (
+        onepass)  # the main pass reads the rules from per-run extremes (onepass's docstring)
 
     runs = onepass.run_pass(con, plan, source, settings, lookup=lookup)
     rows_sql, _ = _rows_sql(plan, source, settings, positional=False)
@@ -893,7 +895,7 @@ def _sums(con, ds: Dataset, settings: ScoreSettings, source: str, plan: _Plan, c
 
 
 def typed_ids_notes(con, ds: Dataset, plan: _Plan) -> list[str]:
-    """The note of :func:`tpsviz.longform.typed_ids_note` when some Parquet files store the ids
+    """The note of :func:`tpsviz.io.longform.typed_ids_note` when some Parquet files store the ids
     as numbers and others as text, and ids of both read as one run (only for files whose
     schemas differ: one more read of the id column)."""
     if ds.uniform or ds.fmt != "parquet":
@@ -953,7 +955,7 @@ def to_sums(ds, plan, settings, runs: _Runs, notes, pooled, engine: str) -> RunS
                         "'outcome' is empty but column 'censored' says the run finished")
     sch = settings.schedule
     wnull = runs.num("wnull", 0)
-    if sch.name == "column" and wnull.any():  # (the words of tpsviz.tps.step_weights)
+    if sch.name == "column" and wnull.any():  # (the words of tpsviz.core.tps.step_weights)
         problems.append(f"schedule 'column': the 'weight' column is empty on {int(wnull.sum()):,} row(s), e.g. in "
                         f"trajectory {show_id(runs.first_id(wnull > 0), 40)}; give every row a weight")
     if problems:
@@ -1006,7 +1008,7 @@ def to_sums(ds, plan, settings, runs: _Runs, notes, pooled, engine: str) -> RunS
 
 
 def _check_schedule(settings: ScoreSettings, runs: _Runs) -> None:
-    """The weight checks of :func:`tpsviz.tps.check_weights`, from per-run extremes."""
+    """The weight checks of :func:`tpsviz.core.tps.check_weights`, from per-run extremes."""
     sch = settings.schedule
     if sch.name in ("uniform", "per-length", "endpoint"):
         return
@@ -1033,7 +1035,7 @@ def _check_schedule(settings: ScoreSettings, runs: _Runs) -> None:
 def _cell(p: str, c: str, grid: int) -> str:
     """The grid cell of forecast ``p`` from ``c`` = :func:`_floor_cell`: moved to the neighbouring
     cell where the rounding of grid·p puts ``p`` on the wrong side of a T-ECE bin edge k/10 (as
-    :func:`tpsviz.metrics.bin_index` sees it), so that cell // (grid / 10) is always the row's
+    :func:`tpsviz.diagnostics.metrics.bin_index` sees it), so that cell // (grid / 10) is always the row's
     T-ECE bin. Only rows in a bin's first or last cell pay for the comparison."""
     per = grid // 10
     return (f"CASE WHEN {c} % {per} = 0 AND {p} < CAST({c} // {per} AS DOUBLE) / 10.0 THEN {c} - 1 "

@@ -10,11 +10,11 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from ..data import TrajectoryData
-from ..metrics import bin_edges, bin_index
-from ..scores import TABLE_MIN, beta_score
-from ..tps import ScoreSettings, step_weights
-from .runsums import PooledCounts, RunSums
+from tpsviz.core.data import TrajectoryData
+from tpsviz.diagnostics.metrics import bin_edges, bin_index
+from tpsviz.core.scores import TABLE_MIN, beta_score
+from tpsviz.core.tps import ScoreSettings, step_weights
+from tpsviz.engines.runsums import PooledCounts, RunSums
 
 __all__ = ["sums_in_memory"]
 

@@ -24,11 +24,13 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ..longform import MAX_STEP
-from ..schema import WHITESPACE
-from ..tps import ScoreSettings
-from .duck import STEP_BIT, _Plan, _Runs, _f, _q, _score_sql, id_text, is_integer, nan_free, stripped_id, weight_sql
-from .scoretable import Lookup
+from tpsviz.io.longform import MAX_STEP
+from tpsviz.core.schema import WHITESPACE
+from tpsviz.core.tps import ScoreSettings
+from tpsviz.engines.duck import (
+    STEP_BIT, _Plan, _Runs, _f, _q, _score_sql, id_text, is_integer, nan_free, stripped_id,
+    weight_sql)
+from tpsviz.engines.scoretable import Lookup
 
 __all__ = ["run_pass", "rows_sql", "labelled_sql", "defects", "flagged", "strip_ids"]
 
@@ -189,7 +191,7 @@ def _pass_sql(plan: _Plan, source: str, settings: ScoreSettings, stripped: bool,
     return f"SELECT tid, {', '.join(_aggregates(plan, settings, bad, lookup))} FROM ({rows}) GROUP BY tid"
 
 
-# the characters str.strip removes (tpsviz.schema.WHITESPACE), as a class of RE2
+# the characters str.strip removes (tpsviz.core.schema.WHITESPACE), as a class of RE2
 _SPACE = "[" + "".join(f"\\x{{{ord(c):x}}}" for c in WHITESPACE) + "]"
 
 

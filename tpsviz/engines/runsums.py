@@ -25,13 +25,13 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
-from ..diagnostics import RATE_RULES, skill_from_runs
-from ..inference import bootstrap_sums, group_sums
-from ..metrics import auprc, auroc, tece
-from ..reliability import wilson_interval
-from ..scores import beta_score
-from ..tps import ScoreSettings, _bootstrap_columns, percentile_intervals, qz_for_runs, summary_row
-from . import pages
+from tpsviz.diagnostics.leaderboard import RATE_RULES, skill_from_runs
+from tpsviz.core.inference import bootstrap_sums, group_sums
+from tpsviz.diagnostics.metrics import auprc, auroc, tece
+from tpsviz.diagnostics.reliability import wilson_interval
+from tpsviz.core.scores import beta_score
+from tpsviz.core.tps import ScoreSettings, _bootstrap_columns, percentile_intervals, qz_for_runs, summary_row
+from tpsviz.engines import pages
 
 __all__ = ["RunSums", "PooledCounts", "DatasetScore", "score_from_sums", "rank_metrics", "run_groups",
            "reliability_from_counts", "paired_tps", "tps_of_runs",
@@ -144,7 +144,7 @@ class DatasetScore:
         How the intervals were computed (which bootstrap, over what).
     reliability : dict of DataFrame
         Per predictor, the reliability diagram's ten equal-width bins over the labelled rows, as
-        :func:`tpsviz.reliability.reliability_bins` (from the bin counts; Wilson intervals).
+        :func:`tpsviz.diagnostics.reliability.reliability_bins` (from the bin counts; Wilson intervals).
     tps_runs : dict
         Per predictor, TPS_i of every run in ``sums.runs`` order, NaN where not scored
         (:func:`tps_of_runs`); read by :meth:`paired_tps`.
@@ -204,7 +204,7 @@ class DatasetScore:
 def paired_tps(tps_runs: dict, baseline: str, level: float = 0.95) -> pd.DataFrame:
     """Every other predictor against ``baseline`` on the runs both were scored on.
 
-    The TPS columns of :func:`tpsviz.compare.compare` without its bootstrap:
+    The TPS columns of :func:`tpsviz.diagnostics.compare.compare` without its bootstrap:
     Δ = mean_i [TPS_i(pred) − TPS_i(base)], SE = sd of the differences / √n, Δ/SE.
 
     Parameters
@@ -221,7 +221,7 @@ def paired_tps(tps_runs: dict, baseline: str, level: float = 0.95) -> pd.DataFra
     DataFrame
         Index predictor; ``tps_delta``, ``tps_se``, ``tps_z``, ``n_runs``.
     """
-    from ..inference import paired_difference
+    from tpsviz.core.inference import paired_difference
 
     if baseline not in tps_runs:
         raise ValueError(f"unknown baseline predictor {baseline!r}")
@@ -292,7 +292,7 @@ def run_groups(n: int, seed: int, n_groups: int = BOOT_GROUPS) -> np.ndarray:
 
 def _grouped_intervals(cols: list, valids: list, groups: np.ndarray, settings: ScoreSettings):
     """Percentile intervals of each column's mean over its valid runs, resampling the groups of
-    runs (:func:`run_groups`): what :func:`tpsviz.tps._bootstrap_columns` gives on the columns
+    runs (:func:`run_groups`): what :func:`tpsviz.core.tps._bootstrap_columns` gives on the columns
     stacked, the same numbers, column by column (at millions of runs the stacked copies cost
     more than the sums; docs/architecture.md, "Scale").
 
@@ -433,7 +433,7 @@ def score_from_sums(sums: RunSums, settings: ScoreSettings | None = None, q_z=No
 
 
 def reliability_from_counts(c: PooledCounts, level: float = 0.95) -> pd.DataFrame:
-    """The reliability diagram of :func:`tpsviz.reliability.reliability_bins` (ten equal-width
+    """The reliability diagram of :func:`tpsviz.diagnostics.reliability.reliability_bins` (ten equal-width
     bins) from bin counts: n, positives and Σ (F − Y), so Σ F = Σ (F − Y) + positives."""
     n, k = c.tece_n.astype(float), c.tece_pos.astype(float)
     with np.errstate(invalid="ignore", divide="ignore"):

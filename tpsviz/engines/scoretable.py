@@ -1,7 +1,7 @@
 """A general (α, β) scored in SQL by the verified interpolation table (docs/architecture.md, "Engines").
 
 Where no closed form is exact, :func:`tpsviz.beta_score` scores a large log by a table verified
-to 2e-10 relative error (:mod:`tpsviz._fast.kernels`): on a grid in u = logit(p), one cubic
+to 2e-10 relative error (:mod:`tpsviz.core._fast.kernels`): on a grid in u = logit(p), one cubic
 Hermite piece per interval for ln(−S(p, 0)) and one for ln(−S(p, 1)). The DuckDB engine used to
 call it through an Arrow UDF on every row; on two cores both threads then queue for Python's GIL,
 and the pass took 26.7 s at 20M rows against 3.7 s for the same table evaluated in SQL
@@ -23,9 +23,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .._fast import kernels
-from ..scores import exact_branch
-from .duck import _f
+from tpsviz.core._fast import kernels
+from tpsviz.core.scores import exact_branch
+from tpsviz.engines.duck import _f
 
 __all__ = ["Lookup", "register"]
 

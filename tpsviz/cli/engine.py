@@ -1,0 +1,350 @@
+"""``python -m tpsviz score|compare PATH --engine auto|memory|duckdb|dask``: which engine scores a
+log, and the reports of the out-of-core engines (docs/architecture.md, "Engines").
+
+``auto`` reads a log into memory when it fits the row limit (``TPSVIZ_MAX_ROWS``) and scores a
+larger Parquet/CSV dataset (a folder, a glob pattern or one big file) out of core with DuckDB; it
+says which it picked and why. The out-of-core report has the in-memory report's TPS table,
+reference, skill and usual metrics, computed from per-trajectory sums; the verdicts, which need
+the step rows, are decided on a random sample of runs (the report says so).
+``compare --baseline`` out of core gives the paired TPS differences on all runs; its paired AUROC
+needs the step rows and is left out (the report says so).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from pathlib import Path
+
+import numpy as np
+
+from tpsviz.cli.main import (
+    _Fail, _fmt, _name, _name_width, _num, _settings_from, _verdict_numbers, print_tps_table,
+    reading_json)
+from tpsviz.io.dataset import DATASET_FORMATS, Dataset, is_dataset_spec, open_dataset
+from tpsviz.report.export import PER_TRAJECTORY_COLUMNS, write_safe_csv
+from tpsviz.io.files import Limits
+from tpsviz.core.tps import settings_words
+
+__all__ = ["choose_engine", "score_out_of_core", "compare_out_of_core", "ENGINES"]
+
+ENGINES = ("auto", "memory", "duckdb", "dask")
+#: bytes of CSV per row assumed when a CSV dataset's row count is unknown before reading
+_CSV_BYTES_PER_ROW = 40
+
+
+def _unsupported(args) -> list[str]:
+    """Options the out-of-core engine does not apply (named, never silently ignored)."""
+    given = [("--recalibrate", args.recalibrate), ("--rollouts", args.rollouts),
+             ("--forecasts", args.forecasts), ("--conf", args.conf),
+             ("--treat", args.treat), ("--scorer", args.scorer),
+             ("--success-threshold", args.success_threshold is not None)]
+    return [flag for flag, on in given if on]
+
+
+def choose_engine(args, limits: Limits) -> tuple[str, str, Dataset | None]:
+    """(engine, why, dataset) for ``args.path`` under ``--engine``."""
+    engine = args.engine
+    path = args.path
+    table_like = is_dataset_spec(path) or (Path(path).is_file()
+                                          and Path(path).suffix.lower() in DATASET_FORMATS)
+    if engine == "memory":
+        return "memory", "asked for with --engine memory", None
+    if not table_like or args.format not in ("auto", "csv", "tsv", "parquet"):
+        if engine in ("duckdb", "dask"):
+            raise _Fail(f"--engine {engine} reads Parquet, CSV and TSV tables (a file, a folder or a glob "
+                        "pattern of them); read harness logs and JSON Lines with --engine memory")
+        return "memory", "a harness log or JSON Lines file is read in memory", None
+    ds = open_dataset(path)
+    rows = ds.n_rows if ds.n_rows is not None else ds.n_bytes // _CSV_BYTES_PER_ROW
+    what = (f"{ds.n_rows:,} rows" if ds.n_rows is not None else f"about {rows:,} rows ({ds.n_bytes / 2**20:,.0f} MB "
+            "of text)") + f" in {ds.n_files} file{'s' if ds.n_files != 1 else ''}"
+    if engine in ("duckdb", "dask"):
+        return engine, f"asked for with --engine {engine}; {what}", ds
+    if rows > limits.max_rows or ds.n_bytes > limits.max_bytes * max(ds.n_files, 1):
+        return "duckdb", (f"auto: {what}, more than the {limits.max_rows:,} rows read into memory "
+                          "(TPSVIZ_MAX_ROWS)"), ds
+    return "memory", f"auto: {what}, within the {limits.max_rows:,} rows read into memory", None
+
+
+def score_out_of_core(args, ds: Dataset, why: str, engine: str = "duckdb") -> int:
+    """``score`` through :func:`tpsviz.engines.duck.sums_duckdb` (or the Dask engine); prints the report."""
+    return _on_engine(args, engine, lambda client: _score_out_of_core(args, ds, why, client))
+
+
+def compare_out_of_core(args, ds: Dataset, why: str, engine: str = "duckdb") -> int:
+    """``compare --baseline NAME`` out of core: the paired TPS differences on all runs
+    (:func:`tpsviz.engines.runsums.paired_tps`, the TPS columns of
+    :func:`tpsviz.diagnostics.compare.compare`). The paired AUROC needs the step rows (a trajectory
+    bootstrap of pooled ranks), so it is left out, and the report says so."""
+    return _on_engine(args, engine, lambda client: _compare_out_of_core(args, ds, why, client))
+
+
+def _on_engine(args, engine: str, work):
+    """``work(client)``: client None for DuckDB, else a Dask client (``--scheduler`` or a local cluster)."""
+    if engine == "dask":
+        from tpsviz.engines.dask_engine import cluster
+
+        try:
+            with cluster(args.scheduler) as client:
+                return work(client)
+        except OSError as exc:  # no scheduler at that address
+            raise _Fail(f"--scheduler {_name(args.scheduler)}: cannot connect ({_name(exc, 200)})") from None
+    return work(None)
+
+
+def _sums(args, ds: Dataset, client, counts: bool = True):
+    """(RunSums, settings, intervals) of ``ds`` under the command's settings: ``intervals`` is the
+    Dask engine's Poisson bootstrap (None: the in-memory multinomial one). Without ``counts``,
+    DuckDB leaves out the pooled-metric counts (the Dask engine counts them in its one pass)."""
+    from tpsviz.engines.duck import sums_duckdb
+    bad = _unsupported(args)
+    if bad:
+        one = len(bad) == 1
+        raise _Fail(f"{', '.join(bad)} {'is' if one else 'are'} not available with the out-of-core engine "
+                    f"({'it needs' if one else 'they need'} the step rows in memory); drop "
+                    f"{'it' if one else 'them'} or use --engine memory on a log within TPSVIZ_MAX_ROWS")
+    probe = _settings_from(args, has_qz=False)
+    mapping = [(t, c) for t, c in args.map_pairs]
+    percent = args.percent_names
+    if client is None:
+        sums = sums_duckdb(ds, probe, mapping=mapping, percent=percent, counts=counts)
+        intervals = None  # (the in-memory multinomial bootstrap)
+    else:
+        from tpsviz.engines.dask_engine import poisson_intervals_on, sums_dask
+
+        sums = sums_dask(ds, probe, mapping=mapping, client=client, percent=percent)
+
+        def intervals(values, valid, ids, st):
+            return poisson_intervals_on(client, values, valid, ids, st.n_boot, st.seed, st.level)
+        intervals.words = "Poisson bootstrap, weights hashed from (trajectory id, replicate)"
+    has_qz = bool((sums.runs["censored"] & sums.runs["q_z"].notna()).any())
+    return sums, _settings_from(args, has_qz=has_qz), intervals
+
+
+def _scored(args, ds: Dataset, client):
+    """The out-of-core :class:`~tpsviz.engines.runsums.DatasetScore` of ``ds``."""
+    from tpsviz.engines.runsums import score_from_sums
+
+    sums, settings, intervals = _sums(args, ds, client)
+    try:
+        return score_from_sums(sums, settings, intervals=intervals)
+    except ValueError as exc:
+        raise _Fail(str(exc)) from None
+
+
+def _score_out_of_core(args, ds: Dataset, why: str, client) -> int:
+    res = _scored(args, ds, client)
+    sums, settings = res.sums, res.settings
+    if args.per_trajectory:
+        write_safe_csv(res.per_trajectory[PER_TRAJECTORY_COLUMNS], args.per_trajectory)
+    ranks = _ranks_words(res.metrics)
+    verdict, sample_words = _sample_verdicts(args, ds, sums, settings)
+    res.engine_words = _engine_words(args, sums.engine, why)
+    if args.json:
+        print(json.dumps(_json(res, ds, why, ranks, verdict, sample_words), indent=2))
+        return 0
+    _print(res, ds, why, ranks, verdict, sample_words)
+    return 0
+
+
+#: what compare's out-of-core report says of the paired AUROC
+AUROC_LEFT_OUT = ("AUROC delta: not computed out of core (its paired trajectory bootstrap needs the step "
+                  "rows); each predictor's AUROC on all runs is in `score`")
+
+
+def _predictors(args, ds: Dataset) -> list[str]:
+    """The dataset's predictor names, from its columns (no row is read)."""
+    from tpsviz.engines.duck import opened
+
+    with opened(ds, args.map_pairs, percent=args.percent_names) as (_con, _source, plan):
+        return [c[len("conf_"):] for c in plan.conf]
+
+
+def _compare_out_of_core(args, ds: Dataset, why: str, client) -> int:
+    names = _predictors(args, ds)  # (an unknown baseline is named before the pass over every row)
+    if args.baseline not in names:
+        raise _Fail(f"unknown baseline {_name(args.baseline)!r}: the log's predictors are "
+                    f"{', '.join(_name(p, 40) for p in names)}")
+    from tpsviz.engines.runsums import paired_tps, tps_of_runs
+
+    # (per-run TPS alone: no pooled counts, summaries or bootstrap; the paired TPS SE is sd/sqrt(n)
+    # of the per-run differences, as in memory)
+    sums, settings, _ = _sums(args, ds, client, counts=False)
+    settings = dataclasses.replace(settings, n_boot=0)  # (reported: no bootstrap here)
+    try:
+        table = paired_tps(tps_of_runs(sums, settings), args.baseline, settings.level)
+    except ValueError as exc:
+        raise _Fail(str(exc)) from None
+    engine = _engine_words(args, sums.engine, why, intervals=False)
+    if args.json:
+        obj = {
+            "baseline": args.baseline,
+            "settings": {**settings.describe(), "file": ds.label, "engine": sums.engine, "engine_reason": why,
+                         "engine_words": engine, "n_trajectories": sums.n_trajectories,
+                         "n_censored": sums.n_censored, "notes": [_name(n) for n in sums.notes],
+                         "reading": reading_json({"format": ds.fmt}),
+                         "definition": "delta = predictor - baseline on the same runs; TPS: mean of per-run "
+                                       "differences, SE = sd/sqrt(n); z = delta/SE; " + AUROC_LEFT_OUT},
+            "predictors": {
+                name: {k: _num(r[k]) for k in ("tps_delta", "tps_se", "tps_z")}
+                | {"auroc_delta": None, "auroc_se": None, "auroc_z": None, "n_runs": int(r["n_runs"])}
+                for name, r in table.iterrows()
+            },
+        }
+        print(json.dumps(obj, indent=2))
+        return 0
+    print(f"{_name(ds.label)}: {sums.n_trajectories:,} trajectories, {sums.n_steps:,} steps, "
+          f"{sums.n_censored:,} censored ({ds.n_files} {ds.fmt} file{'s' if ds.n_files != 1 else ''})")
+    print(f"engine: {_name(engine)}")
+    w = settings_words(settings)
+    print(f"score: {w['score']}, {w['unit']}; {w['direction']}")
+    print(f"schedule: {w['schedule']} -> {w['schedule_status']}")
+    print(f"censoring: {w['censoring']}; eps = {w['eps']}")
+    for note in sums.notes:
+        print(f"note: {_name(note)}")
+    print()
+    print(f"paired comparison with baseline {_name(args.baseline)!r} on all runs: delta = predictor - baseline "
+          "(TPS: higher is better; SE = sd/sqrt(n) of the per-run differences)")
+    nw = _name_width(table.index)
+    header = f"{'predictor':<{nw}} {'TPS delta':>10} {'SE':>8} {'delta/SE':>9} {'runs':>10}"
+    print(header)
+    print("-" * len(header))
+    for name, r in table.sort_values("tps_delta", ascending=False).iterrows():
+        print(f"{_name(name, nw):<{nw}} {_fmt(r.tps_delta, 10, 4)} {_fmt(r.tps_se, 8, 4)} "
+              f"{_fmt(r.tps_z, 9, 2)} {int(r.n_runs):>10,}")
+    print(AUROC_LEFT_OUT)
+    return 0
+
+
+def _sample_verdicts(args, ds: Dataset, sums, settings):
+    """Verdicts on a seeded random sample of the runs (they need the step rows), and the words
+    that say so; (None, reason) when the sample is off."""
+    from tpsviz.io.sample import sample_runs
+    from tpsviz.core.inference import DEFAULT_SEED
+    from tpsviz.io.loading import _apply_mapping
+    from tpsviz.io.longform import from_frame
+    from tpsviz.diagnostics.verdict import verdicts
+
+    n_runs = sums.n_trajectories
+    k = min(int(args.verdict_sample), n_runs)
+    if k <= 0:
+        return None, "not computed (--verdict-sample 0)"
+    seed = DEFAULT_SEED if args.seed is None else args.seed
+    # the dashboard's draw (engines/sample.py): the same seed gives the same runs in both
+    frame, _ = sample_runs(ds, k, seed, mapping=args.map_pairs)
+    frame = _apply_mapping(frame, args.map_pairs, ds.label)
+    data = from_frame(frame, source=ds.label, percent=args.percent_names)
+    try:
+        out = verdicts(data, settings)
+    except ValueError as exc:
+        return None, f"not computed on the sample: {exc}"
+    if k == n_runs:
+        return out, f"on all {n_runs:,} runs"
+    return out, (f"on a random sample of {k:,} of {n_runs:,} runs (seed {seed}; --verdict-sample sets the size): "
+                 "their numbers describe the sample")
+
+
+def _engine_words(args, engine: str, why: str, intervals: bool = True) -> str:
+    """Which engine ran where and why; with ``intervals``, the Dask engine's bootstrap too."""
+    if engine == "dask":
+        where = f"scheduler {args.scheduler}" if args.scheduler else "a local cluster of 2 worker processes"
+        return f"dask, map-reduce on {where} ({why})" + (
+            "; CIs: Poisson bootstrap, weights hashed from (trajectory id, replicate)" if intervals else "")
+    return f"duckdb, out of core ({why})"
+
+
+def _ranks_words(metrics) -> str:
+    if metrics.empty or bool(metrics["ranks_exact"].fillna(True).all()):
+        return "AUROC/AUPRC from exact counts on the distinct forecast values"
+    au = float(np.nanmax(metrics["auroc_bound"].to_numpy(float)))
+    ap = float(np.nanmax(metrics["auprc_bound"].to_numpy(float)))
+    from tpsviz.engines.duck import GRID
+
+    return (f"AUROC/AUPRC from counts on a grid of {GRID:,} equal cells of [0, 1] (too many distinct "
+            f"forecasts to count exactly): error at most {au:.1e} (AUROC) and {ap:.1e} (AUPRC)")
+
+
+def _json(res, ds: Dataset, why: str, ranks: str, verdict, sample_words: str) -> dict:
+    sums, s, sk, m = res.sums, res.summary, res.skill, res.metrics
+    ref_rate = float(sk["ref_rate"].iloc[0]) if len(sk) else None
+    return {
+        "settings": {**res.settings.describe(), "file": ds.label, "engine": sums.engine, "engine_reason": why,
+                     "engine_words": res.engine_words,
+                     "dataset": {"files": ds.n_files, "bytes": ds.n_bytes, "skipped": ds.skipped},
+                     "n_trajectories": sums.n_trajectories, "n_steps": sums.n_steps,
+                     "n_censored": sums.n_censored, "notes": [_name(n) for n in sums.notes],
+                     "reading": reading_json({"format": ds.fmt}),
+                     "units": "TPS per trajectory in the score's units (nats for the log score); "
+                              "higher is better, 0 is perfect",
+                     "reference_rate": _num(ref_rate),
+                     "reference_rule": str(sk["ref_rule"].iloc[0]) if len(sk) else None,
+                     "metrics": "auroc/auprc/tece_pooled pooled over (trajectory, step) pairs of complete "
+                                "runs; *_final use each run's final forecast; T-ECE with 10 equal-width "
+                                "bins; " + ranks,
+                     "verdicts": sample_words, "intervals": res.ci_words},
+        "predictors": {
+            name: {
+                "tps_mean": _num(r.tps_mean), "tps_se": _num(r.tps_se),
+                "tps_ci_low": _num(r.tps_ci_low), "tps_ci_high": _num(r.tps_ci_high),
+                "tps_step_mean": _num(r.tps_step_mean), "n_trajectories": int(r.n_trajectories),
+                "n_censored": int(r.n_censored), "n_clipped": int(r.n_clipped), "n_steps": int(r.n_steps),
+                "n_missing": int(r.n_missing), "n_qz_fallback": int(r.n_qz_fallback),
+                "tps_ref": _num(sk.loc[name, "tps_ref"]), "skill": _num(sk.loc[name, "skill"]),
+                "skill_ci_low": _num(sk.loc[name, "skill_ci_low"]),
+                "skill_ci_high": _num(sk.loc[name, "skill_ci_high"]),
+                **{k: _num(m.loc[name, k]) for k in ("auroc", "auprc", "auroc_final", "tece_pooled",
+                                                      "tece_final", "auroc_bound", "auprc_bound")},
+                "ranks_exact": bool(m.loc[name, "ranks_exact"]) if m.loc[name, "ranks_exact"] == m.loc[
+                    name, "ranks_exact"] else None,
+                "reliability": [{k: _num(v) for k, v in b.items()}
+                                for b in res.reliability[name].to_dict("records")] if name in res.reliability else None,
+                "verdict": ({"label": verdict[name].label, "text": _name(verdict[name].text),
+                             "numbers": _verdict_numbers(verdict[name]), "sample": sample_words}
+                            if verdict and name in verdict else None),
+            }
+            for name, r in s.iterrows()
+        },
+    }
+
+
+def _print(res, ds: Dataset, why: str, ranks: str, verdict, sample_words: str) -> None:
+    sums, s, sk, m, settings = res.sums, res.summary, res.skill, res.metrics, res.settings
+    print(f"{_name(ds.label)}: {sums.n_trajectories:,} trajectories, {sums.n_steps:,} steps, "
+          f"{sums.n_censored:,} censored ({ds.n_files} {ds.fmt} file{'s' if ds.n_files != 1 else ''})")
+    print(f"engine: {_name(res.engine_words)}")
+    w = settings_words(settings)
+    print(f"score: {w['score']}, {w['unit']}; {w['direction']}")
+    print(f"schedule: {w['schedule']} -> {w['schedule_status']}")
+    if not settings.schedule.verdict.is_strictly_proper:
+        print(f"  note: {w['schedule_reason']}")
+    print(f"censoring: {w['censoring']}; eps = {w['eps']}")
+    for note in sums.notes:
+        print(f"note: {_name(note)}")
+    print()
+    print(f"verdicts {sample_words}")
+    for name in s.index:
+        if verdict and name in verdict:
+            print(f"  {_name(verdict[name].text)}")
+    pct = int(round(settings.level * 100))
+    nw = _name_width(s.index)
+    print()
+    order = print_tps_table(s, pct, nw, count_width=9)
+    print(f"per step = sum of TPS / sum of weights (a display normalisation); CIs: {res.ci_words}")
+    print()
+    if len(sk):
+        print(f"base-rate reference: constant forecast {float(sk['ref_rate'].iloc[0]):.4f} "
+              f"({_name(sk['ref_rule'].iloc[0])}); skill = 1 - TPS/TPS_ref (> 0 beats the reference, 1 is "
+              "perfect)")
+    n_lab = int(m["n_trajectories"].max()) if len(m) else 0
+    print(f"usual metrics on {n_lab:,} complete runs, pooled over steps unless 'final' (T-ECE: 10 equal-"
+          f"width bins, lower is better; blind to what TPS sees); {ranks}")
+    header = (f"{'predictor':<{nw}} {'TPS_ref':>9} {'skill':>8} {'AUROC':>7} {'AUPRC':>7} "
+              f"{'AUROC fin':>9} {'T-ECE':>7} {'T-ECE fin':>9}")
+    print(header)
+    print("-" * len(header))
+    for name in order:
+        k, mm = sk.loc[name], m.loc[name]
+        print(f"{_name(name, nw):<{nw}} {_fmt(k.tps_ref, 9, 3)} {_fmt(k.skill, 8, 3)} {_fmt(mm.auroc, 7, 3)} "
+              f"{_fmt(mm.auprc, 7, 3)} {_fmt(mm.auroc_final, 9, 3)} {_fmt(mm.tece_pooled, 7, 3)} "
+              f"{_fmt(mm.tece_final, 9, 3)}")

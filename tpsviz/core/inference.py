@@ -1,0 +1,198 @@
+"""Inference over trajectories: the trajectory is the unit (steps within a run are dependent).
+
+Means with standard errors, seeded percentile bootstrap CIs that resample whole
+trajectories, and paired differences of two predictors on the same runs.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+import numpy as np
+
+from tpsviz.core import resample
+
+__all__ = ["Estimate", "mean_estimate", "paired_difference", "bootstrap_weights", "group_sums",
+           "bootstrap_sums", "DEFAULT_SEED", "normal_quantile", "summary_interval"]
+
+DEFAULT_SEED = 20260101
+
+
+def normal_quantile(level: float = 0.95) -> float:
+    """z of a two-sided normal interval at ``level`` (1.95996… at 0.95)."""
+    from statistics import NormalDist  # the standard library: no scipy import at start-up
+
+    if not 0.0 < level < 1.0:
+        raise ValueError(f"the level must be in (0, 1), got {level!r}")
+    return NormalDist().inv_cdf(0.5 + level / 2)
+
+
+def summary_interval(row, level: float = 0.95, prefix: str = "tps") -> tuple[float, float, str]:
+    """(low, high, how) of an estimate in a summary row: the bootstrap CI (``<prefix>_ci_low``,
+    ``<prefix>_ci_high``) when there is one (how = "bootstrap"), else ``<prefix>_mean`` ± z·SE
+    (how = "se", the bootstrap off), else NaNs (how = "none")."""
+    lo, hi = row.get(f"{prefix}_ci_low", np.nan), row.get(f"{prefix}_ci_high", np.nan)
+    if np.isfinite(lo) and np.isfinite(hi):
+        return float(lo), float(hi), "bootstrap"
+    m, se = row.get(f"{prefix}_mean", np.nan), row.get(f"{prefix}_se", np.nan)
+    if np.isfinite(m) and np.isfinite(se):
+        z = normal_quantile(level)
+        return float(m - z * se), float(m + z * se), "se"
+    return np.nan, np.nan, "none"
+
+
+@dataclass(frozen=True)
+class Estimate:
+    """A point estimate with its uncertainty.
+
+    Attributes
+    ----------
+    mean : float
+        Point estimate (mean over trajectories).
+    se : float
+        Standard error (sample sd / sqrt(n)); NaN when n < 2.
+    ci_low, ci_high : float
+        Percentile bootstrap interval resampling trajectories (NaN when n < 2).
+    n : int
+        Number of trajectories.
+    level : float
+        Confidence level of the interval.
+    """
+
+    mean: float
+    se: float
+    ci_low: float
+    ci_high: float
+    n: int
+    level: float = 0.95
+
+
+def bootstrap_weights(n: int, n_boot: int, seed: int) -> Iterator[np.ndarray]:
+    """Yield chunks of bootstrap resampling counts, shape (chunk, n), as float64.
+
+    Row r gives how often each of the n trajectories is drawn in replicate r (n draws with
+    replacement, i.e. a multinomial draw of n from n with equal probabilities). The same
+    (n, n_boot, seed) always gives the same replicates, so two predictors scored on the same
+    runs are resampled identically (a paired bootstrap), and :func:`bootstrap_sums` uses
+    the very same replicates. How the counts are drawn (exactly, fast) and kept for replay
+    is described in :mod:`tpsviz.core.resample`.
+
+    Parameters
+    ----------
+    n : int
+        Number of trajectories.
+    n_boot : int
+        Number of bootstrap replicates.
+    seed : int
+        Seed of the replicates.
+    """
+    for counts in resample.count_blocks(n, n_boot, seed):
+        yield counts.astype(np.float64)
+
+
+def bootstrap_sums(x, n_boot: int, seed: int) -> np.ndarray:
+    """Replicated sums over trajectories: C @ x for the resampling counts C (n_boot × n).
+
+    Every statistic that is a function of a few sums over trajectories (a mean, a ratio of
+    means, binned sums) is bootstrapped through this one product; the counts are never
+    converted to float64 as a whole.
+
+    Parameters
+    ----------
+    x : array_like
+        Shape (n,) or (n, k), finite: one row per trajectory.
+    n_boot, seed : int
+        As in :func:`bootstrap_weights` (same replicates).
+
+    Returns
+    -------
+    ndarray
+        Shape (n_boot,) or (n_boot, k).
+    """
+    return resample.counts_times(x, n_boot, seed)
+
+
+def group_sums(x, groups: np.ndarray) -> np.ndarray:
+    """Column sums of ``x`` within each group: shape (G, k), G = ``groups.max() + 1``. A
+    bootstrap of these rows resamples groups of trajectories.
+
+    ``x``: one row per trajectory (n × k), or a list of k columns of n values each (at millions of
+    runs, stacking the columns into one array first costs more than their sums)."""
+    if isinstance(x, (list, tuple)):
+        columns = [np.asarray(c, dtype=float) for c in x]
+    else:
+        x = np.asarray(x, dtype=float)
+        columns = [x[:, j] for j in range(x.shape[1])]
+    g = int(groups.max()) + 1 if groups.size else 0
+    if not columns:
+        return np.zeros((g, 0))
+    return np.column_stack([np.bincount(groups, weights=c, minlength=g) for c in columns])
+
+
+def _percentiles(reps: np.ndarray, level: float) -> tuple[float, float]:
+    lo, hi = np.quantile(reps, [(1 - level) / 2, (1 + level) / 2])
+    return float(lo), float(hi)
+
+
+def mean_estimate(
+    values, n_boot: int = 2000, level: float = 0.95, seed: int = DEFAULT_SEED
+) -> Estimate:
+    """Mean over trajectories with SE and a seeded percentile bootstrap CI.
+
+    Parameters
+    ----------
+    values : array_like
+        One value per trajectory (e.g. per-trajectory TPS_i). Must be finite.
+    n_boot : int
+        Bootstrap replicates (0 skips the bootstrap; the CI is then NaN).
+    level : float
+        Confidence level in (0, 1).
+    seed : int
+        Bootstrap seed.
+
+    Returns
+    -------
+    Estimate
+    """
+    v = np.asarray(values, dtype=float)
+    n = v.size
+    if n == 0:
+        return Estimate(np.nan, np.nan, np.nan, np.nan, 0, level)
+    mean = float(v.mean())
+    if n < 2:
+        return Estimate(mean, np.nan, np.nan, np.nan, n, level)
+    se = float(v.std(ddof=1) / np.sqrt(n))
+    if n_boot <= 0 or not np.isfinite(mean):
+        return Estimate(mean, se, np.nan, np.nan, n, level)
+    reps = bootstrap_sums(v, n_boot, seed) / n
+    lo, hi = _percentiles(reps, level)
+    return Estimate(mean, se, lo, hi, n, level)
+
+
+def paired_difference(
+    a, b, n_boot: int = 2000, level: float = 0.95, seed: int = DEFAULT_SEED
+) -> tuple[Estimate, float]:
+    """Mean of the per-trajectory differences a_i - b_i, and its Δ/SE.
+
+    Parameters
+    ----------
+    a, b : array_like
+        Values of two predictors on the same trajectories, in the same order.
+
+    Returns
+    -------
+    estimate : Estimate
+        Mean difference, SE of the differences, bootstrap CI.
+    z : float
+        Δ / SE (NaN when SE is 0, at rounding level, or undefined).
+    """
+    a = np.asarray(a, dtype=float)
+    b = np.asarray(b, dtype=float)
+    if a.shape != b.shape:
+        raise ValueError("paired values must have the same shape (same trajectories)")
+    est = mean_estimate(a - b, n_boot=n_boot, level=level, seed=seed)
+    # an SE at rounding level (identical predictors up to float noise) gives no z
+    tiny = 1e-12 * max(1.0, abs(est.mean)) if np.isfinite(est.mean) else np.inf
+    z = est.mean / est.se if np.isfinite(est.se) and est.se > tiny else np.nan
+    return est, float(z)

@@ -1,0 +1,751 @@
+"""The Trajectory Proper Score, with censoring (docs/theory.md §3–§4).
+
+    TPS(F_1:T, Y) = Σ_t w_t S(F_t, Y)                                  complete run
+    TPS_cen(q_Z)  = Σ_{t<=Z} w_t [q_Z S(F_t, 1) + (1 - q_Z) S(F_t, 0)]   censored at Z
+
+Censoring modes:
+
+``complete``  complete-case: censored runs are left out (the population changes; say so).
+``simple``    q_Z = 0 for every censored run (censoring treated as failure); strictly
+              proper for the pseudo-label target m_t = P(Δ=1, Y=1 | H_t).
+``exact``     q_Z from the log's ``q_z`` column (or a supplied estimate, e.g. Monte-Carlo
+              rollouts); censored runs without q_Z fall back to ``simple`` and are counted.
+``upper``     q_Z = 1 for every censored run: with ``simple`` it bounds TPS_cen, which is
+              linear in q_Z, for any q_Z in [0, 1].
+
+Scores are rewards in the beta family's units (nats for the log score): higher is better,
+0 is perfect.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+
+import numpy as np
+import pandas as pd
+
+from tpsviz.core.cancel import checkpoint
+from tpsviz.core.inference import DEFAULT_SEED, bootstrap_sums
+from tpsviz.core.data import TrajectoryData
+from tpsviz.core.schedules import Schedule
+from tpsviz.core.schema import show_id
+from tpsviz.core.scores import TABLE_MIN, beta_score, validate_alpha_beta
+
+__all__ = ["ScoreSettings", "TPSResult", "compute_tps", "default_censoring", "CENSORING_MODES", "settings_words",
+           "step_weights", "artificial_censoring_check"]
+
+CENSORING_MODES = ("complete", "simple", "exact", "upper")
+CENSORING_LABELS = {
+    "complete": "complete-case (censored runs left out)",
+    "simple": "simple (q_Z = 0: censoring scored as failure)",
+    "exact": "exact (q_Z from the log, simple where missing)",
+    "upper": "upper bound (q_Z = 1)",
+}
+
+
+@dataclass(frozen=True)
+class ScoreSettings:
+    """Everything that changes a TPS verdict.
+
+    Parameters
+    ----------
+    alpha, beta : float
+        Beta-family parameters (> -1). (0, 0) = log score.
+    schedule : Schedule
+        Weight schedule w_t.
+    censoring : str
+        One of ``CENSORING_MODES``.
+    eps : float
+        Forecasts are clipped to [ε, 1-ε] before scoring; ε = 0 disables clipping.
+    n_boot : int
+        Bootstrap replicates for CIs (0 = no bootstrap).
+    level : float
+        Confidence level.
+    seed : int
+        Bootstrap seed.
+    """
+
+    alpha: float = 0.0
+    beta: float = 0.0
+    schedule: Schedule = field(default_factory=Schedule)
+    censoring: str = "simple"
+    eps: float = 1e-6
+    n_boot: int = 2000
+    level: float = 0.95
+    seed: int = DEFAULT_SEED
+
+    def __post_init__(self) -> None:
+        validate_alpha_beta(self.alpha, self.beta)
+        if self.censoring not in CENSORING_MODES:
+            raise ValueError(f"censoring must be one of {', '.join(CENSORING_MODES)}, "
+                             f"got {self.censoring!r}")
+        if not (0.0 <= float(self.eps) < 0.5):
+            raise ValueError(f"eps must be in [0, 0.5), got {self.eps!r}")
+        if not (0.0 < self.level < 1.0):
+            raise ValueError(f"level must be in (0, 1), got {self.level!r}")
+        if int(self.n_boot) < 0:
+            raise ValueError("n_boot must be >= 0")
+
+    def describe(self) -> dict:
+        """Plain dict of the settings (for JSON output and report captions)."""
+        return {
+            "alpha": self.alpha, "beta": self.beta, "schedule": self.schedule.spec,
+            "schedule_verdict": self.schedule.verdict.status, "censoring": self.censoring,
+            "eps": self.eps, "n_boot": self.n_boot, "level": self.level, "seed": self.seed,
+        }
+
+
+def settings_words(settings: ScoreSettings, censoring: str | None = None) -> dict:
+    """The settings in words, the same in every output (the dashboard's banner, the report, a PNG's
+    caption, the CLI's header).
+
+    Parameters
+    ----------
+    settings : ScoreSettings
+    censoring : str, optional
+        The censoring mode in words when the caller knows more (the q_Z source of exact mode);
+        default :data:`CENSORING_LABELS`.
+
+    Returns
+    -------
+    dict
+        ``score`` ("log (α=0, β=0)"), ``unit``, ``direction``, ``schedule`` (spec and formula),
+        ``formula``, ``schedule_status``, ``schedule_reason``, ``censoring``, ``eps``, ``bootstrap``.
+    """
+    from tpsviz.core.scores import family_name, score_unit
+
+    s, v = settings.schedule, settings.schedule.verdict
+    return {
+        "score": f"{family_name(settings.alpha, settings.beta)} (α={settings.alpha:g}, β={settings.beta:g})",
+        "unit": score_unit(settings.alpha, settings.beta),
+        "direction": "higher is better, 0 is perfect",
+        "schedule": f"{s.spec}: {s.formula}",
+        "formula": s.formula,
+        "schedule_status": v.status,
+        "schedule_reason": v.reason,
+        "censoring": censoring or CENSORING_LABELS[settings.censoring],
+        "eps": f"{settings.eps:g}" + (" (clipping off)" if settings.eps == 0 else ""),
+        "bootstrap": (f"{settings.n_boot} replicates over trajectories, seed {settings.seed}" if settings.n_boot
+                      else "off (intervals: mean ± z·SE)"),
+    }
+
+
+def default_censoring(data: TrajectoryData) -> str:
+    """``exact`` when the log has a ``q_z`` value for some censored run, else ``simple``."""
+    t = data.trajectories
+    return "exact" if bool((t["censored"] & t["q_z"].notna()).any()) else "simple"
+
+
+def step_weights(data: TrajectoryData, schedule: Schedule) -> np.ndarray:
+    """w_t for every step row of ``data`` under ``schedule``."""
+    length = data.trajectories["length"].to_numpy()[data.steps["traj"].to_numpy()]
+    column = data.steps["weight"].to_numpy(dtype=float) if "weight" in data.steps else None
+    w = schedule.weights(data.steps["t"].to_numpy(), length, column)
+    if schedule.name == "column" and np.isnan(w).any():
+        empty = np.isnan(w)
+        first = data.steps["trajectory_id"].to_numpy()[np.flatnonzero(empty)[0]]
+        raise ValueError(f"schedule 'column': the 'weight' column is empty on {int(empty.sum()):,} row(s), "
+                         f"e.g. in trajectory {show_id(first, 40)}; give every row a weight")
+    check_weights(schedule, w)
+    return w
+
+
+MAX_WEIGHT = 1e150   # any weight above: a run's weighted sum of scores could overflow
+
+
+def check_weights(schedule: Schedule, w: np.ndarray) -> None:
+    """Refuse weights a schedule's verdict cannot stand behind (docs/theory.md, schedules).
+
+    A schedule labelled strictly proper needs every w_t > 0 and finite: γ^(t−1) or γ^(H−t)
+    can underflow to 0 or overflow to ∞ in floating point (``back:0.5:1000000``,
+    ``front:1e308``), which would score every predictor a perfect 0 or NaN. A ``column``
+    schedule of zeros scores nothing.
+    """
+    w = np.asarray(w, dtype=float)
+    if w.size == 0:
+        return
+    if schedule.name in ("uniform", "linear", "front", "back"):
+        zero = int(np.count_nonzero(w == 0))
+        inf = int(np.count_nonzero(~np.isfinite(w)))
+        if zero or inf:
+            what = []
+            if zero:
+                what.append(f"underflow to 0 on {zero:,} of {w.size:,} step rows")
+            if inf:
+                what.append(f"overflow to infinity on {inf:,} of {w.size:,} step rows")
+            raise ValueError(
+                f"schedule {schedule.spec}: the weights {' and '.join(what)} in floating point, "
+                "so the score would not be strictly proper (and could read as a perfect 0); "
+                "choose γ closer to 1 or a smaller budget H")
+    elif schedule.name == "column" and not np.any(w > 0):
+        raise ValueError("schedule 'column': every weight in the 'weight' column is 0, so "
+                         "nothing would be scored; give positive weights")
+    big = float(np.max(w))
+    if big > MAX_WEIGHT:  # Σ_t w_t S summed over a run would overflow to ±inf
+        raise ValueError(f"schedule {schedule.spec}: weights up to {big:.3g} would overflow when a run's "
+                         f"scores are summed; keep weights below {MAX_WEIGHT:.0e} (only their ratios matter)")
+
+
+@dataclass
+class TPSResult:
+    """TPS of every predictor under one :class:`ScoreSettings`.
+
+    Attributes
+    ----------
+    settings : ScoreSettings
+    summary : DataFrame
+        One row per predictor (index): ``tps_mean`` (nats per trajectory), ``tps_se``,
+        ``tps_ci_low``, ``tps_ci_high``, ``tps_step_mean`` (Σ TPS_i / Σ w_t: a display
+        normalisation per weighted step), ``n_trajectories``, ``n_censored``, ``n_steps``
+        (scored), ``n_missing`` (steps without a forecast), ``n_clipped``,
+        ``n_qz_fallback`` (censored runs scored with q_Z = 0 for want of q_Z),
+        ``n_excluded_censored`` (complete-case), ``n_no_forecast`` (runs with no forecast).
+    per_trajectory : DataFrame
+        Long: ``trajectory_id``, ``traj``, ``predictor``, ``tps``, ``censored``,
+        ``n_scored``, ``weight_sum``, ``q_z_used`` (NaN for complete runs).
+    """
+
+    settings: ScoreSettings
+    summary: pd.DataFrame
+    per_trajectory: pd.DataFrame
+    _data: TrajectoryData = field(repr=False)
+    _weights: np.ndarray | None = field(repr=False)  # w_t for every step row (None: not yet)
+    _scores: dict[str, np.ndarray] = field(repr=False)
+    # per predictor: (TPS of every run, scored runs), run codes as positions; kept so that per-run
+    # matrices, intervals and splits need no pass over the long frame's text column
+    _runs: dict[str, tuple[np.ndarray, np.ndarray]] = field(default_factory=dict, repr=False)
+
+    def tps_matrix(self) -> pd.DataFrame:
+        """Per-trajectory TPS as a wide frame (trajectory × predictor; NaN = not scored)."""
+        names = list(self.summary.index)
+        if len(self.per_trajectory) == 0:
+            return pd.DataFrame(columns=names, index=pd.Index([], name="trajectory_id"), dtype=float)
+        values, valid = self._run_matrix(names)
+        runs = np.flatnonzero(valid.any(axis=1))  # runs scored by some predictor
+        ids = self._data.trajectory_ids[runs]
+        order = np.argsort(ids, kind="stable")  # sorted by id, as a pivot table is
+        wide = np.where(valid[runs], values[runs], np.nan)[order]
+        # a predictor that scored no run (no forecast at all, or all runs out of scope) is a
+        # column of NaN, not missing
+        return pd.DataFrame(wide, index=pd.Index(ids[order], name="trajectory_id"),
+                            columns=pd.Index(names, name="predictor"))
+
+    def _run_matrix(self, names: list[str]) -> tuple[np.ndarray, np.ndarray]:
+        """(per-run TPS, scored) as run × predictor arrays (run codes as rows)."""
+        if not names:
+            n = self._data.n_trajectories
+            return np.zeros((n, 0)), np.zeros((n, 0), dtype=bool)
+        values = np.column_stack([np.where(self._runs[n][1], self._runs[n][0], 0.0) for n in names])
+        return values, np.column_stack([self._runs[n][1] for n in names])
+
+    def step_contributions(self, predictors: list[str] | None = None) -> pd.DataFrame:
+        """Per-step contributions w_t·S as a long frame.
+
+        Columns: ``trajectory_id``, ``step``, ``t``, ``predictor``, ``forecast`` (as clipped
+        for scoring), ``weight``, ``score`` (S or the censored expected score), ``contribution``.
+        Rows that were not scored (missing forecast, out of scope) are left out.
+        """
+        steps = self._data.steps
+        if self._weights is None:
+            self._weights = step_weights(self._data, self.settings.schedule)
+        frames = []
+        for name in predictors or list(self.summary.index):
+            s, pclip = self._scores[name]
+            ok = ~np.isnan(s)
+            w = self._weights[ok]
+            sc = s[ok]
+            frames.append(pd.DataFrame({
+                "trajectory_id": steps["trajectory_id"].to_numpy()[ok],
+                "step": steps["step"].to_numpy()[ok],
+                "t": steps["t"].to_numpy()[ok],
+                "predictor": name,
+                "forecast": pclip[ok],
+                "weight": w,
+                "score": sc,
+                "contribution": np.where(w == 0, 0.0, w * sc),
+            }))
+        return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
+
+    def with_intervals(self, n_boot: int, seed: int | None = None, level: float | None = None) -> "TPSResult":
+        """The same result with bootstrap CIs of n_boot replicates (percentile, by trajectory).
+
+        The CIs are those :func:`compute_tps` gives with ``n_boot`` replicates (same seed, same
+        resamples), computed from the per-trajectory TPS alone: a point result (``n_boot=0``)
+        can be shown first and its intervals added without scoring the log again.
+        """
+        settings = replace(self.settings, n_boot=int(n_boot),
+                           seed=self.settings.seed if seed is None else seed,
+                           level=self.settings.level if level is None else level)
+        names = list(self.summary.index)
+        values, valid = self._run_matrix(names)
+        summary = self.summary.copy()
+        if names:
+            lo, hi = _bootstrap_columns(values, valid, settings)
+            summary["tps_ci_low"], summary["tps_ci_high"] = lo, hi
+        return TPSResult(settings, summary, self.per_trajectory, self._data, self._weights, self._scores,
+                         self._runs)
+
+    def only(self, names: list[str]) -> "TPSResult":
+        """The same result restricted to some of its predictors (the inverse of :meth:`combine`)."""
+        names = list(names)
+        # the long frame holds one block of rows per predictor (its scored runs), in summary order
+        sizes = {n: int(self._runs[n][1].sum()) for n in self.summary.index}
+        starts = dict(zip(sizes, np.r_[0, np.cumsum(list(sizes.values()))[:-1]]))
+        pos = np.concatenate([np.arange(starts[n], starts[n] + sizes[n]) for n in names] or [np.zeros(0, int)])
+        return TPSResult(self.settings, self.summary.loc[names], self.per_trajectory.iloc[pos].reset_index(drop=True),
+                         self._data, self._weights, {n: self._scores[n] for n in names},
+                         {n: self._runs[n] for n in names})
+
+    @classmethod
+    def combine(cls, parts: list["TPSResult"]) -> "TPSResult":
+        """One result from results of other predictors on the same log and settings.
+
+        Scoring each predictor on its own gives the same numbers as scoring them together (the
+        bootstrap draws its resamples from the seed alone), so a dashboard can cache results per
+        predictor and combine them: deselecting a predictor then recomputes nothing.
+        """
+        if not parts:
+            raise ValueError("no results to combine")
+        first = parts[0]
+        if any(p.settings != first.settings or p._data is not first._data for p in parts):
+            raise ValueError("results combine only on the same log and settings")
+        weights = next((p._weights for p in parts if p._weights is not None), None)
+        return cls(settings=first.settings,
+                   summary=pd.concat([p.summary for p in parts]),
+                   per_trajectory=pd.concat([p.per_trajectory for p in parts], ignore_index=True),
+                   _data=first._data, _weights=weights,
+                   _scores={k: v for p in parts for k, v in p._scores.items()},
+                   _runs={k: v for p in parts for k, v in p._runs.items()})
+
+
+def _qz_per_trajectory(data: TrajectoryData, mode: str, q_z) -> tuple[np.ndarray, np.ndarray]:
+    """q_Z per trajectory (NaN for complete runs) and the mask of censored runs that fell
+    back to q_Z = 0 for want of an estimate (``exact`` mode only)."""
+    t = data.trajectories
+    given = None
+    if mode == "exact":
+        given = t["q_z"].to_numpy(dtype=float) if q_z is None else _align_qz(data, q_z)
+    return qz_for_runs(t["censored"].to_numpy(), given, mode)
+
+
+def qz_for_runs(cens: np.ndarray, given: np.ndarray | None, mode: str) -> tuple[np.ndarray, np.ndarray]:
+    """q_Z used for each run under a censoring mode, and the censored runs scored with q_Z = 0
+    for want of an estimate.
+
+    Parameters
+    ----------
+    cens : ndarray of bool
+        Censored, per run.
+    given : ndarray of float or None
+        q_Z estimates per run (NaN: none); read in ``exact`` mode only.
+    mode : str
+        One of :data:`CENSORING_MODES`.
+
+    Returns
+    -------
+    q : ndarray
+        q_Z per run (NaN for complete runs).
+    fallback : ndarray of bool
+        Censored runs without an estimate in ``exact`` mode (scored with q_Z = 0).
+    """
+    q = np.full(cens.shape, np.nan)
+    none = np.zeros(cens.shape, dtype=bool)
+    if mode in ("simple", "complete"):
+        q[cens] = 0.0
+        return q, none
+    if mode == "upper":
+        q[cens] = 1.0
+        return q, none
+    q[cens] = given[cens]
+    fallback = cens & np.isnan(q)
+    q[fallback] = 0.0
+    return q, fallback
+
+
+def _align_qz(data: TrajectoryData, q_z) -> np.ndarray:
+    if isinstance(q_z, pd.Series):
+        arr = q_z.reindex(data.trajectories["trajectory_id"]).to_numpy(dtype=float)
+    else:
+        arr = np.asarray(q_z, dtype=float)
+        if arr.shape != (data.n_trajectories,):
+            raise ValueError("q_z must have one value per trajectory (or be a Series indexed by "
+                             "trajectory_id)")
+    if np.any((arr < 0) | (arr > 1)):
+        raise ValueError("q_z estimates must be in [0, 1]")
+    return arr
+
+
+def _score_rows(p: np.ndarray, y: np.ndarray, q: np.ndarray, censored_rows: np.ndarray | None,
+                alpha: float, beta: float, table: bool | None = None) -> np.ndarray:
+    """Score of each row with a forecast p (no NaN): S(p, y) for complete rows;
+    q·S(p,1) + (1-q)·S(p,0) for the censored rows (``censored_rows`` mask, or None if none).
+    ``table``: one evaluation method for every subset (:func:`~tpsviz.core.scores.beta_score`)."""
+    if censored_rows is None:
+        return beta_score(p, y, alpha, beta, table)
+    out = np.empty(p.shape)
+    comp = ~censored_rows
+    if comp.any():
+        out[comp] = beta_score(p[comp], y[comp], alpha, beta, table)
+    pc, qc = p[censored_rows], q[censored_rows]
+    s = np.zeros(pc.shape)
+    some1, some0 = qc > 0, qc < 1
+    if some1.any():
+        s[some1] += qc[some1] * beta_score(pc[some1], 1, alpha, beta, table)
+    if some0.any():
+        s[some0] += (1.0 - qc[some0]) * beta_score(pc[some0], 0, alpha, beta, table)
+    out[censored_rows] = s
+    return out
+
+
+def _sum_by_run(values: np.ndarray, starts: np.ndarray) -> np.ndarray:
+    """Per-trajectory sums of step values (rows sorted by trajectory, every run non-empty)."""
+    if values.size == 0:
+        return np.zeros(starts.size)
+    return np.add.reduceat(values, starts)
+
+
+def _bootstrap_columns(values: np.ndarray, valid: np.ndarray, settings: ScoreSettings):
+    """Percentile CIs for the mean of each column over its valid rows (paired resampling of the
+    rows; millions of runs resample groups of them instead: runsums._grouped_intervals)."""
+    n, k = values.shape
+    lo = np.full(k, np.nan)
+    hi = np.full(k, np.nan)
+    if settings.n_boot <= 0 or n < 2:
+        return lo, hi
+    finite = np.array([np.isfinite(values[valid[:, j], j]).all() for j in range(k)])
+    v = np.where(valid, values, 0.0)
+    v[~np.isfinite(v)] = 0.0
+    # replicated Σ c_i v_i and Σ c_i [valid_i]; a column valid on every run has Σ c_i = n
+    partial = ~valid.all(axis=0)
+    x = np.hstack([v, valid[:, partial].astype(float)])
+    sums = bootstrap_sums(x, settings.n_boot, settings.seed)
+    den = np.full((settings.n_boot, k), float(n))
+    den[:, partial] = sums[:, k:]
+    with np.errstate(invalid="ignore", divide="ignore"):
+        reps = sums[:, :k] / den
+    return percentile_intervals(reps, finite, valid.sum(axis=0), settings.level)
+
+
+def percentile_intervals(reps: np.ndarray, finite: np.ndarray, n_valid: np.ndarray,
+                         level: float) -> tuple[np.ndarray, np.ndarray]:
+    """Percentile intervals of replicated means (replicates × columns); NaN for a column that is
+    not finite on its valid runs or has fewer than 2 of them (``n_valid``: each column's valid
+    runs)."""
+    k = reps.shape[1]
+    lo = np.full(k, np.nan)
+    hi = np.full(k, np.nan)
+    a = (1 - level) / 2
+    for j in range(k):
+        if finite[j] and n_valid[j] >= 2:
+            r = reps[:, j]
+            r = r[np.isfinite(r)]
+            lo[j], hi[j] = np.quantile(r, [a, 1 - a])
+    return lo, hi
+
+
+def no_predictor_message(data) -> str:
+    """What to do with a log that has raw signals but no probability column."""
+    sig = ", ".join(data.signals) or "none"
+    return ("the log has no probability column (conf_<name>) to score, only raw signals "
+            f"({sig}): turn them into probabilities first, e.g. "
+            "tpsviz.add_all_recalibrated(data, 'platt') (cross-fitted by trajectory)")
+
+
+def compute_tps(
+    data: TrajectoryData,
+    settings: ScoreSettings | None = None,
+    predictors: list[str] | None = None,
+    q_z=None,
+) -> TPSResult:
+    """Score every predictor of a trajectory log with the Trajectory Proper Score.
+
+    Parameters
+    ----------
+    data : TrajectoryData
+        A validated log (see :func:`tpsviz.load`).
+    settings : ScoreSettings, optional
+        α, β, schedule, censoring mode, ε and bootstrap settings. Defaults: log score,
+        uniform weights, censoring from :func:`default_censoring`.
+    predictors : list of str, optional
+        Subset of ``data.predictors`` to score (default: all).
+    q_z : array_like or Series, optional
+        q_Z estimates per trajectory for ``exact`` mode (e.g. from Monte-Carlo rollouts),
+        overriding the log's ``q_z`` column; NaN falls back to q_Z = 0 (counted).
+
+    Returns
+    -------
+    TPSResult
+    """
+    if settings is None:
+        settings = ScoreSettings(censoring=default_censoring(data))
+    names = list(predictors) if predictors is not None else list(data.predictors)
+    if not data.predictors:
+        raise ValueError(no_predictor_message(data))
+    unknown = [p for p in names if p not in data.predictors]
+    if unknown:
+        raise ValueError(f"unknown predictor(s) {unknown}; the log has {data.predictors}")
+    scope = _Scope.of(data, settings, q_z)
+    rows, per_traj, scores, runs = [], [], {}, {}
+    for name in names:
+        checkpoint()  # stop here if nobody waits for the result (tpsviz.core.cancel)
+        row, frame, scores[name], tps, valid = _score_predictor(data, settings, scope, name)
+        rows.append(row)
+        per_traj.append(frame)
+        runs[name] = (tps, valid)
+    summary = pd.DataFrame(rows).set_index("predictor")
+    per_trajectory = pd.concat(per_traj, ignore_index=True) if per_traj else pd.DataFrame()
+    # weights for every step row (the scope rows' weights were enough for the scores)
+    w_rows = None if (scope.w is None or scope.rows_in is not None) else scope.w
+    result = TPSResult(settings, summary, per_trajectory, data, w_rows, scores, runs)
+    return result.with_intervals(settings.n_boot) if names else result
+
+
+@dataclass
+class _Scope:
+    """The rows and runs a score covers under a censoring mode, with their weights and q_Z."""
+
+    n_traj: int
+    cens_t: np.ndarray          # censored, per run
+    q_t: np.ndarray             # q_Z used, per run (NaN for complete runs)
+    fallback_t: np.ndarray      # censored runs scored with q_Z = 0 for want of q_Z
+    complete_case: bool
+    in_scope_t: np.ndarray      # runs scored (complete-case leaves the censored ones out)
+    rows_in: np.ndarray | None  # step rows in scope (None: all)
+    scope_len: np.ndarray       # rows in scope, per run
+    scope_starts: np.ndarray    # first row of each run among the rows in scope
+    has_rows: np.ndarray
+    y: np.ndarray               # outcome of every row in scope
+    cens_rows: np.ndarray | None
+    q: np.ndarray | None        # q_Z of every row in scope (None: no censored run in scope)
+    w: np.ndarray | None        # w_t of every row in scope (None: uniform weights)
+    zero_w: bool
+    wsum_all: np.ndarray        # Σ w_t per run over the rows in scope
+
+    @classmethod
+    def of(cls, data: TrajectoryData, settings: ScoreSettings, q_z) -> "_Scope":
+        traj = data.trajectories
+        n_traj = len(traj)
+        cens_t = traj["censored"].to_numpy()
+        q_t, fallback_t = _qz_per_trajectory(data, settings.censoring, q_z)
+        complete_case = settings.censoring == "complete"
+        in_scope_t = ~cens_t if complete_case else np.ones(n_traj, bool)
+        # rows in scope, in trajectory order (complete-case drops the censored runs' rows)
+        codes_all = data.steps["traj"].to_numpy()
+        rows_in = in_scope_t[codes_all] if complete_case and cens_t.any() else None
+        codes = codes_all if rows_in is None else codes_all[rows_in]
+        scope_len = traj["length"].to_numpy() * in_scope_t
+        scope_starts = np.r_[0, np.cumsum(scope_len)[:-1]].astype(np.int64)
+        y = data.row_outcome if rows_in is None else data.row_outcome[rows_in]
+        cens_rows = cens_t[codes] if (cens_t[in_scope_t].any()) else None
+        q = q_t[codes] if cens_rows is not None else None
+        w, zero_w = None, False
+        if settings.schedule.name != "uniform":
+            w_all = step_weights(data, settings.schedule)
+            w = w_all if rows_in is None else w_all[rows_in]
+            zero_w = bool((w == 0).any())
+        scope = cls(n_traj, cens_t, q_t, fallback_t, complete_case, in_scope_t, rows_in, scope_len,
+                    scope_starts, scope_len > 0, y, cens_rows, q, w, zero_w, scope_len.astype(float))
+        if w is not None:
+            scope.wsum_all = scope.by_run(w)
+        return scope
+
+    def by_run(self, values: np.ndarray) -> np.ndarray:
+        """Per-run sums of row values (0 for a run without rows in scope)."""
+        out = np.zeros(self.n_traj)
+        out[self.has_rows] = _sum_by_run(values, self.scope_starts[self.has_rows])
+        return out
+
+
+def _score_predictor(data: TrajectoryData, settings: ScoreSettings, sc: _Scope, name: str):
+    """One predictor's summary row, per-run frame, row scores, per-run TPS and valid runs."""
+    p_all = data.forecasts(name)
+    p = p_all if sc.rows_in is None else p_all[sc.rows_in]
+    eps = float(settings.eps)
+    lo, hi = (float(p.min()), float(p.max())) if p.size else (0.5, 0.5)
+    if lo >= eps and hi <= 1.0 - eps:  # the common case: nothing missing, nothing to clip
+        missing, n_missing, n_clipped, pc = None, 0, 0, p
+    else:
+        missing = np.isnan(p)
+        n_missing = int(missing.sum())
+        if eps > 0:
+            n_clipped = int(np.count_nonzero(p < eps) + np.count_nonzero(p > 1.0 - eps))
+            pc = np.clip(p, eps, 1.0 - eps)
+        else:
+            n_clipped, pc = 0, p
+    # one evaluation method for the whole log, whatever the size of the subsets scored
+    table = p_all.size >= TABLE_MIN
+    if n_missing:
+        present = ~missing
+        s = np.full(p.shape, np.nan)
+        s[present] = _score_rows(pc[present], sc.y[present], None if sc.q is None else sc.q[present],
+                                 None if sc.cens_rows is None else sc.cens_rows[present],
+                                 settings.alpha, settings.beta, table)
+    else:
+        s = _score_rows(pc, sc.y, sc.q, sc.cens_rows, settings.alpha, settings.beta, table)
+    if sc.w is None:
+        contrib = s
+    else:
+        with np.errstate(invalid="ignore"):
+            contrib = sc.w * s
+        if sc.zero_w:  # w = 0 with S = -inf contributes 0, not NaN
+            contrib[sc.w == 0] = 0.0
+    if n_missing:
+        contrib = np.where(missing, 0.0, contrib)
+        n_scored = sc.by_run((~missing).astype(float)).astype(int)
+        wsum = sc.by_run(np.where(missing, 0.0, 1.0 if sc.w is None else sc.w))
+    else:
+        n_scored = sc.scope_len
+        wsum = sc.wsum_all
+    tps = sc.by_run(contrib)
+    if sc.rows_in is None:
+        score = (s, pc)
+    else:
+        s_full = np.full(p_all.shape, np.nan)
+        pc_full = np.full(p_all.shape, np.nan)
+        s_full[sc.rows_in], pc_full[sc.rows_in] = s, pc
+        score = (s_full, pc_full)
+    valid = sc.in_scope_t & (n_scored > 0)
+    all_valid = bool(valid.all())
+    sel = slice(None) if all_valid else valid
+    frame = pd.DataFrame({
+        "trajectory_id": data.trajectory_ids[sel],
+        "traj": np.arange(sc.n_traj)[sel],
+        "predictor": name,
+        "tps": tps[sel],
+        "censored": sc.cens_t[sel],
+        "n_scored": n_scored[sel],
+        "weight_sum": wsum[sel],
+        "q_z_used": sc.q_t[sel],
+    })
+    row = summary_row(name, tps[sel], wsum[sel], sc.cens_t[valid], sc.fallback_t[valid],
+                      n_steps=int(p.size - n_missing), n_missing=n_missing, n_clipped=n_clipped,
+                      n_excluded_censored=int(sc.cens_t.sum()) if sc.complete_case else 0,
+                      n_no_forecast=int((sc.in_scope_t & (n_scored == 0)).sum()))
+    return row, frame, score, (tps if all_valid else np.where(valid, tps, np.nan)), valid
+
+
+def summary_row(name: str, tps: np.ndarray, wsum: np.ndarray, cens: np.ndarray, fallback: np.ndarray,
+                n_steps: int, n_missing: int, n_clipped: int, n_excluded_censored: int,
+                n_no_forecast: int) -> dict:
+    """One predictor's row of :attr:`TPSResult.summary` from its scored runs (no intervals yet).
+
+    Parameters
+    ----------
+    name : str
+    tps, wsum : ndarray
+        TPS_i and Σ w_t of the scored runs.
+    cens, fallback : ndarray of bool
+        Of the scored runs: censored; censored and scored with q_Z = 0 for want of q_Z.
+    n_steps, n_missing, n_clipped, n_excluded_censored, n_no_forecast : int
+        Counts over the rows and runs in scope.
+    """
+    n = int(tps.size)
+    mean = float(tps.mean()) if n else np.nan
+    se = float(tps.std(ddof=1) / np.sqrt(n)) if n >= 2 and np.isfinite(mean) else np.nan
+    wtot = float(wsum.sum())
+    return {
+        "predictor": name,
+        "tps_mean": mean,
+        "tps_se": se,
+        "tps_ci_low": np.nan,
+        "tps_ci_high": np.nan,
+        "tps_step_mean": float(tps.sum() / wtot) if wtot > 0 else np.nan,
+        "n_trajectories": n,
+        "n_censored": int(cens.sum()),
+        "n_steps": int(n_steps),
+        "n_missing": int(n_missing),
+        "n_clipped": int(n_clipped),
+        "n_qz_fallback": int(fallback.sum()),
+        "n_excluded_censored": int(n_excluded_censored),
+        "n_no_forecast": int(n_no_forecast),
+    }
+
+
+def _censor_at(data: TrajectoryData, keep_t: np.ndarray, budget: int) -> TrajectoryData:
+    """The runs selected by ``keep_t``, cut after position ``budget`` and marked censored."""
+    sub = data.subset(keep_t)
+    steps = sub.steps[sub.steps["t"].to_numpy() <= budget].reset_index(drop=True)
+    traj = sub.trajectories.copy()
+    traj["outcome"] = np.nan
+    traj["censored"] = True
+    traj["q_z"] = np.nan
+    traj["length"] = np.bincount(steps["traj"].to_numpy(), minlength=len(traj))
+    traj["last_step"] = steps.groupby("traj")["step"].max().reindex(range(len(traj))).to_numpy()
+    return TrajectoryData(steps, traj, list(sub.predictors), dict(sub.signals), sub.source, [])
+
+
+def artificial_censoring_check(
+    data: TrajectoryData, budget: int, settings: ScoreSettings | None = None,
+    predictors: list[str] | None = None,
+) -> pd.DataFrame:
+    """Censor complete runs longer than ``budget`` after position B and check the closed-form
+    decomposition of the simple censored score (docs/theory.md §4):
+
+        TPS_full - TPS_cen,simple(B) = Σ_{t<=B} w_t Y [S(F_t,1) - S(F_t,0)] + Σ_{t>B} w_t S(F_t,Y)
+
+    The left side is computed directly: the full runs and the artificially censored copies
+    are each scored with :func:`compute_tps`. The right side is the closed form from per-step
+    scores. They agree to floating-point precision.
+
+    Parameters
+    ----------
+    data : TrajectoryData
+    budget : int
+        Artificial step budget B >= 1 (position within the run).
+    settings : ScoreSettings, optional
+        The schedule must fix w_t by t alone (not ``per-length`` or ``endpoint``, whose
+        weights change when a run is cut).
+    predictors : list of str, optional
+
+    Returns
+    -------
+    DataFrame
+        Per (trajectory, predictor): ``trajectory_id``, ``predictor``, ``tps_full``,
+        ``tps_cen_simple``, ``direct``, ``closed_form``, ``abs_error``. Empty when no complete
+        run is longer than B.
+    """
+    settings = settings or ScoreSettings()
+    budget = int(budget)
+    if budget < 1:
+        raise ValueError("the artificial budget B must be an integer >= 1")
+    if settings.schedule.name in ("per-length", "endpoint"):
+        raise ValueError(f"the artificial-censoring check needs weights fixed by the step index; "
+                         f"schedule {settings.schedule.spec!r} depends on the run's length")
+    traj = data.trajectories
+    keep = (~traj["censored"].to_numpy()) & (traj["length"].to_numpy() > budget)
+    cols = ["trajectory_id", "predictor", "tps_full", "tps_cen_simple", "direct", "closed_form",
+            "abs_error"]
+    if not keep.any():
+        return pd.DataFrame(columns=cols)
+    full_data = data.subset(keep)
+    quiet = replace(settings, n_boot=0)
+    full = compute_tps(full_data, replace(quiet, censoring="complete"), predictors)
+    cen = compute_tps(_censor_at(data, keep, budget), replace(quiet, censoring="simple"), predictors)
+    codes = full_data.steps["traj"].to_numpy()
+    t = full_data.steps["t"].to_numpy()
+    y = full_data.trajectories["outcome"].to_numpy(dtype=float)[codes]
+    w = step_weights(full_data, settings.schedule)
+    n = full_data.n_trajectories
+    out = []
+    for name in full.summary.index:
+        _, pc = full._scores[name]
+        ok = ~np.isnan(pc)
+        s1 = np.zeros(pc.shape)
+        s0 = np.zeros(pc.shape)
+        s1[ok] = beta_score(pc[ok], 1, settings.alpha, settings.beta)
+        s0[ok] = beta_score(pc[ok], 0, settings.alpha, settings.beta)
+        early, late = ok & (t <= budget), ok & (t > budget)
+        closed = (np.bincount(codes, weights=np.where(early, w * y * (s1 - s0), 0.0), minlength=n)
+                  + np.bincount(codes, weights=np.where(late, w * np.where(y == 1, s1, s0), 0.0),
+                                minlength=n))
+        f = full.per_trajectory[full.per_trajectory["predictor"] == name].set_index("traj")["tps"]
+        c = cen.per_trajectory[cen.per_trajectory["predictor"] == name].set_index("traj")["tps"]
+        both = f.index.intersection(c.index)
+        direct = f[both] - c[both]
+        out.append(pd.DataFrame({
+            "trajectory_id": full_data.trajectories["trajectory_id"].to_numpy()[both],
+            "predictor": name, "tps_full": f[both].to_numpy(), "tps_cen_simple": c[both].to_numpy(),
+            "direct": direct.to_numpy(), "closed_form": closed[both],
+            "abs_error": np.abs(direct.to_numpy() - closed[both]),
+        }))
+    return pd.concat(out, ignore_index=True)

@@ -1,0 +1,146 @@
+"""Recalibrated predictors on a trajectory log (docs/theory.md §6), usable everywhere else.
+
+:func:`add_recalibrated` wraps :func:`tpsviz.diagnostics.recalibration.recalibrate` at the level of a
+:class:`~tpsviz.core.data.TrajectoryData`: it takes a predictor (``conf_<name>``) or a raw signal
+(``raw_<name>``: higher = more confident; ``unc_<name>``: higher = less confident), fits the
+map on the complete runs only (the outcome must be known), cross-fitted with folds grouped by
+trajectory so that no run is recalibrated by a map fitted on its own outcome, and adds the
+result as a new predictor ``<name>@<method>``. Censored runs get probabilities from the map of
+their own fold too, so the new predictor can be scored under every censoring mode.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from tpsviz.core.inference import DEFAULT_SEED
+from tpsviz.core.data import TrajectoryData
+from tpsviz.diagnostics.recalibration import METHODS, recalibrate
+
+__all__ = ["add_recalibrated", "add_all_recalibrated", "recalibrated_name", "sources",
+           "METHODS"]
+
+
+def sources(data: TrajectoryData) -> list[str]:
+    """Everything that can be recalibrated: predictor names, then ``raw_*``/``unc_*`` columns
+    (predictors that are themselves recalibrated, ``…@method``, are left out)."""
+    return [p for p in data.predictors if "@" not in p] + list(data.signals)
+
+
+def recalibrated_name(data: TrajectoryData, source: str, method: str) -> str:
+    """Name of the recalibrated predictor: ``<name>@<method>``.
+
+    For a predictor ``<name>`` it is ``<name>@<method>``. For a signal ``raw_<name>`` or
+    ``unc_<name>`` the prefix is dropped (``raw_logprob`` → ``logprob@platt``) unless a
+    predictor of that name exists or both ``raw_<name>`` and ``unc_<name>`` exist; then the
+    full column name is kept (``raw_logprob@platt``).
+    """
+    if source in data.signals:
+        short = source.split("_", 1)[1]
+        clash = short in data.predictors or sum(
+            s.split("_", 1)[1] == short for s in data.signals) > 1
+        return f"{source if clash else short}@{method}"
+    return f"{source}@{method}"
+
+
+def _resolve_source(data: TrajectoryData, source: str):
+    """(x per row, signal kind, direction) of a predictor name or signal column."""
+    if source in data.predictors:
+        return data.forecasts(source), "probability", 1
+    if source in data.signals:
+        return data.steps[source].to_numpy(dtype=float), "raw", int(data.signals[source])
+    for prefix in ("conf_",):
+        if source.startswith(prefix) and source[len(prefix):] in data.predictors:
+            return data.forecasts(source[len(prefix):]), "probability", 1
+    options = ", ".join(sources(data)) or "none"
+    raise ValueError(f"nothing to recalibrate called {source!r}; choose a predictor or a "
+                     f"raw_/unc_ signal of the log: {options}")
+
+
+def add_recalibrated(data: TrajectoryData, source: str, method: str = "platt", folds: int = 5,
+                     per_step: bool = False, seed: int = DEFAULT_SEED,
+                     name: str | None = None) -> tuple[TrajectoryData, dict]:
+    """Add a cross-fitted recalibration of a predictor or raw signal as a new predictor.
+
+    Parameters
+    ----------
+    data : TrajectoryData
+    source : str
+        A predictor name (``verbal``), or a signal column (``raw_logprob``,
+        ``unc_hesitation``). Signals are mapped to probabilities with their direction.
+    method : {"platt", "isotonic", "beta"}
+        Platt (logistic on logit F, or on the standardised signal), isotonic, or beta
+        calibration (logistic on ln F and −ln(1−F); probabilities only).
+    folds : int
+        Cross-fitting folds k >= 2; trajectories are assigned to folds at random (seeded).
+    per_step : bool
+        Fit one map per step position t (and fold); steps with < 10 labelled training rows or
+        one class use the fold's pooled map (reported).
+    seed : int
+        Seed of the fold assignment.
+    name : str, optional
+        Name of the new predictor (default :func:`recalibrated_name`).
+
+    Returns
+    -------
+    data : TrajectoryData
+        A copy with the predictor ``<name>@<method>`` added (NaN where the source is
+        missing). The input is not modified.
+    report : dict
+        The recalibration report (``method``, ``folds``, ``n_labelled`` …, see
+        :class:`tpsviz.diagnostics.recalibration.RecalibrationResult`) plus ``source``, ``name``,
+        ``n_missing`` (rows without a source value, left missing) and
+        ``fitted_on`` (which runs the maps were fitted on).
+    """
+    x, kind, direction = _resolve_source(data, source)
+    if method not in METHODS:
+        raise ValueError(f"method must be one of {', '.join(METHODS)}, got {method!r}")
+    if kind == "raw" and method == "beta":
+        raise ValueError(f"beta calibration needs probabilities; {source!r} is a raw signal "
+                         "(use platt or isotonic)")
+    new = name or recalibrated_name(data, source, method)
+    codes = data.steps["traj"].to_numpy()
+    y = data.trajectories["outcome"].to_numpy(dtype=float)[codes]  # NaN for censored runs
+    ok = np.isfinite(x)
+    if not ok.any():
+        raise ValueError(f"{source!r} has no value on any row")
+    steps = data.steps["t"].to_numpy()[ok] if per_step else None
+    res = recalibrate(x[ok], y[ok], codes[ok], method=method, folds=folds, per_step=steps,
+                      seed=seed, direction=direction, signal=kind)
+    values = np.full(data.n_steps, np.nan)
+    values[ok] = res.probabilities
+    report = dict(res.report)
+    report.update(source=source, name=new, n_missing=int((~ok).sum()),
+                  fitted_on="complete runs only (outcome observed); every row, censored runs "
+                            "included, gets the map fitted on the other folds")
+    note = (f"{new}: cross-fitted {method} recalibration of {source} ({folds} folds by "
+            f"trajectory{', per step' if per_step else ''}, fitted on complete runs)")
+    return data.with_predictor(new, values, note=note), report
+
+
+def add_all_recalibrated(data: TrajectoryData, method: str = "platt", folds: int = 5,
+                         per_step: bool = False, seed: int = DEFAULT_SEED,
+                         ) -> tuple[TrajectoryData, dict]:
+    """Recalibrate every predictor and every raw/unc signal (see :func:`sources`).
+
+    Beta calibration skips raw signals (it needs probabilities); a source that cannot be
+    fitted (e.g. one outcome class in a fold) is skipped and reported.
+
+    Returns
+    -------
+    data : TrajectoryData
+    reports : dict
+        ``{source: report}`` for every fitted source, and ``{source: "skipped: …"}`` otherwise.
+    """
+    reports: dict = {}
+    for src in sources(data):
+        if method == "beta" and src in data.signals:
+            reports[src] = "skipped: beta calibration needs probabilities"
+            continue
+        try:
+            data, rep = add_recalibrated(data, src, method, folds, per_step, seed)
+        except ValueError as exc:
+            reports[src] = f"skipped: {exc}"
+            continue
+        reports[src] = rep
+    return data, reports

@@ -1,0 +1,675 @@
+"""Model X vs model Y: TPS and skill by group of runs, and the difference between two groups
+(docs/theory.md §7).
+
+A *group* is the set of runs sharing a value of a trajectory-level metadata column (model,
+agent, prompt, task family) or, after :func:`combine_logs`, the log a run came from.
+
+- :func:`group_table`: the leaderboard split by group: mean TPS_i with SE and CI, and
+  skill = 1 − TPS/TPS_ref against each group's *own* base-rate reference.
+- :func:`group_difference`: group b − group a (candidate − baseline) of mean TPS and of skill,
+  with SE, z = Δ/SE and a CI; unpaired across different runs, or paired by task when the same
+  tasks appear in both groups.
+- :func:`combine_logs`: a baseline log and a candidate log as one log with a column naming
+  the log of each run, so that the two functions above compare them.
+
+Scores are rewards (higher is better, 0 is perfect, nats for the log score); a positive Δ means
+group b is better than group a. The unit of inference is the trajectory (or, paired, the task).
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import numpy as np
+import pandas as pd
+
+from tpsviz.core.cancel import checkpoint
+from tpsviz.core.data import TrajectoryData
+from tpsviz.diagnostics.leaderboard import base_rate_reference, skill_table
+from tpsviz.core.inference import bootstrap_sums
+from tpsviz.core.schema import clean_text, show_id
+from tpsviz.core.tps import ScoreSettings, compute_tps, default_censoring, no_predictor_message
+
+__all__ = ["group_columns", "group_labels", "group_table", "group_difference", "combine_logs", "free_column", "default_base",
+           "why_missing", "difference_words", "MISSING_LABEL", "MAX_GROUPS", "AUTO_MIN_TASKS", "TASK_COLUMNS"]
+
+#: the group of the runs whose grouping value is missing (NaN, None or blank text)
+MISSING_LABEL = "(missing)"
+#: most groups a column may have
+MAX_GROUPS = 50
+#: ``pair_on="auto"`` pairs by task only when at least this many tasks appear in both groups
+AUTO_MIN_TASKS = 10
+#: column names ``pair_on="auto"`` looks for (case-insensitive), in this order
+TASK_COLUMNS = ("task", "task_id", "task_name")
+_LABEL_CHARS = 60
+_TABLE_COLUMNS = ["n_runs", "n_complete", "n_censored", "success_rate", "n_scored", "tps_mean",
+                  "tps_se", "tps_ci_low", "tps_ci_high", "tps_ref", "skill", "skill_se",
+                  "skill_ci_low", "skill_ci_high", "ref_rate", "skill_note", "seed"]
+
+
+# --------------------------------------------------------------------------- group labels
+def _meta_column(data: TrajectoryData, column, role: str) -> None:
+    """Refuse a column that is not trajectory-level metadata (naming the ones there are)."""
+    if column in data.metadata_columns:
+        return
+    if column in data.step_metadata_columns:
+        raise ValueError(f"{role} column {show_id(column)} changes within runs (step-level); "
+                         "use a column that is constant within each run")
+    cols = data.metadata_columns
+    have = (", ".join(show_id(c) for c in cols[:20]) + (f" and {len(cols) - 20} more"
+                                                         if len(cols) > 20 else "")
+            if cols else "none")
+    raise ValueError(f"unknown {role} column {show_id(column)}; the log's trajectory-level "
+                     f"metadata columns are: {have}")
+
+
+def group_labels(data: TrajectoryData, by: str) -> pd.Series:
+    """The group label of every run: the cleaned text of its value in column ``by``.
+
+    Values are compared as text (``str``), so 3 and "3" are one group. The label is that text
+    with control characters removed and cut to 60 characters (:func:`tpsviz.core.schema.clean_text`);
+    values whose labels would coincide get " #2", " #3", … so that distinct values stay
+    distinct groups. A missing value (NaN, None, blank text) is the group ``"(missing)"``.
+
+    Returns
+    -------
+    Series
+        One label per trajectory, in code order (index = trajectory code).
+
+    Raises
+    ------
+    ValueError
+        If ``by`` is not a trajectory-level metadata column.
+    """
+    _meta_column(data, by, "grouping")
+    text = _as_text(data.trajectories[by])
+    taken = {MISSING_LABEL}
+    label_of = {}
+    for value in sorted({t for t in text if t is not None}):
+        base = clean_text(value, _LABEL_CHARS) or "(blank)"
+        label, k = base, 1
+        while label in taken:
+            k += 1
+            label = f"{base} #{k}"
+        taken.add(label)
+        label_of[value] = label
+    return pd.Series([MISSING_LABEL if t is None else label_of[t] for t in text], dtype=object)
+
+
+def _as_text(col: pd.Series) -> np.ndarray:
+    """Every value as text without surrounding spaces, None where it is missing (NaN, None) or
+    blank."""
+    # stripped like trajectory ids: "X" and "X " are one group (or task), never two shown alike
+    return np.array([None if pd.isna(v) or not str(v).strip() else str(v).strip() for v in col],
+                    dtype=object)
+
+
+def _group_order(labels: pd.Series, by: str) -> list[str]:
+    """The groups, sorted (``"(missing)"`` last); refuses one group only or too many."""
+    groups = sorted(set(labels) - {MISSING_LABEL}) + (
+        [MISSING_LABEL] if (labels == MISSING_LABEL).any() else [])
+    if len(groups) == 1:
+        raise ValueError(f"column {show_id(by)} has a single group ({show_id(groups[0])}) over "
+                         "all runs; a comparison needs at least two groups")
+    if len(groups) > MAX_GROUPS:
+        raise ValueError(f"column {show_id(by)} has {len(groups)} groups; at most {MAX_GROUPS} "
+                         "can be compared (group by a coarser column or filter the log first)")
+    return groups
+
+
+def _resolve(data: TrajectoryData, settings, predictors, n_boot, seed):
+    """Settings decided on the whole log (so every group is scored alike) and the predictors."""
+    settings = settings or ScoreSettings(censoring=default_censoring(data))
+    settings = replace(settings, n_boot=settings.n_boot if n_boot is None else int(n_boot),
+                       seed=settings.seed if seed is None else int(seed))
+    if not data.predictors:
+        raise ValueError(no_predictor_message(data))
+    names = list(data.predictors if predictors is None else predictors)
+    unknown = [p for p in names if p not in data.predictors]
+    if unknown or not names:
+        raise ValueError(f"unknown predictor(s) {', '.join(show_id(p) for p in unknown)}; "
+                         f"the log has {', '.join(show_id(p) for p in data.predictors)}"
+                         if unknown else "no predictor to score: the list of predictors is empty")
+    return settings, names
+
+
+def _subset_qz(q_z, keep: np.ndarray):
+    """q_Z for a subset: a Series (by trajectory id) as it is, an array restricted to ``keep``."""
+    if q_z is None or isinstance(q_z, pd.Series):
+        return q_z
+    arr = np.asarray(q_z, dtype=float)
+    if arr.shape != keep.shape:
+        raise ValueError("q_z must have one value per trajectory (or be a Series indexed by "
+                         "trajectory_id)")
+    return arr[keep]
+
+
+def _in_scope(sub: TrajectoryData, settings: ScoreSettings) -> bool:
+    """Whether the group has a run to score (complete-case scores no censored run)."""
+    return settings.censoring != "complete" or not bool(sub.trajectories["censored"].all())
+
+
+# --------------------------------------------------------------------------- group table
+def _group_rows(sub: TrajectoryData, settings: ScoreSettings, names: list[str], q_z) -> pd.DataFrame:
+    """TPS summary and skill of every predictor on one group's runs (own reference)."""
+    tps = compute_tps(sub, settings, names, q_z=q_z)
+    out = tps.summary[["tps_mean", "tps_se", "tps_ci_low", "tps_ci_high", "n_trajectories"]]
+    out = out.rename(columns={"n_trajectories": "n_scored"})
+    if _in_scope(sub, settings):
+        sk = skill_table(sub, settings, names, q_z=q_z, result=tps)
+        out = out.join(sk[["tps_ref", "skill", "skill_se", "skill_ci_low", "skill_ci_high",
+                           "ref_rate", "skill_note"]])
+    else:
+        out = out.assign(tps_ref=np.nan, skill=np.nan, skill_se=np.nan, skill_ci_low=np.nan,
+                         skill_ci_high=np.nan, ref_rate=np.nan,
+                         skill_note="skill undefined: every run of this group is censored and "
+                                    "complete-case scores none")
+    t = sub.trajectories
+    done = t.loc[~t["censored"], "outcome"]
+    return out.assign(n_runs=len(t), n_complete=len(done), n_censored=int(t["censored"].sum()),
+                      success_rate=float(done.mean()) if len(done) else np.nan,
+                      seed=settings.seed)
+
+
+def group_table(data: TrajectoryData, by: str, settings: ScoreSettings | None = None,
+                predictors: list[str] | None = None, q_z=None, n_boot: int | None = None,
+                seed: int | None = None, min_runs: int = 2) -> pd.DataFrame:
+    """The leaderboard split by the groups of a metadata column.
+
+    Every group g is scored on its own runs (:meth:`TrajectoryData.subset`) with the same
+    settings: mean TPS_i over its runs with SE = sd/√n_g and a percentile CI resampling its
+    runs, and skill_g = 1 − TPS_g / TPS_ref,g (:func:`tpsviz.diagnostics.leaderboard.skill_table`).
+
+    The reference of each group is the constant forecast equal to *that group's own* success
+    rate (scored under the same settings), not the rate of the whole log: TPS_ref,g is what a
+    forecaster knowing only group g's success rate would get, so skill_g measures what the
+    forecasts add beyond that rate. Against a common reference, a model that succeeds more
+    often would look more honest only because its outcomes are easier to forecast.
+
+    Parameters
+    ----------
+    data : TrajectoryData
+    by : str
+        A trajectory-level metadata column (``data.metadata_columns``). Missing values (NaN,
+        None, blank text) form their own group ``"(missing)"``, so no run is dropped.
+    settings : ScoreSettings, optional
+        As in :func:`tpsviz.compute_tps`; the default censoring mode is decided on the whole
+        log (:func:`tpsviz.core.tps.default_censoring`), the same for every group.
+    predictors : list of str, optional
+        Default: every predictor.
+    q_z : array_like or Series, optional
+        q_Z for exact mode: one value per run of ``data`` or a Series by trajectory id.
+    n_boot, seed : int, optional
+        Bootstrap replicates and seed (default from ``settings``). Group number k (in the
+        table's order, counting every group) is resampled with seed + k, so that two groups
+        never share replicates; :func:`group_difference` uses the same seeds.
+    min_runs : int
+        Groups with fewer runs are left out of the table and listed, with their run counts, in
+        ``attrs["small_groups"]`` (default 2: one run has no SE).
+
+    Returns
+    -------
+    DataFrame
+        Index (``group``, ``predictor``). Columns: ``n_runs`` (runs in the group),
+        ``n_complete``, ``n_censored``, ``success_rate`` (mean Y over the group's complete
+        runs), ``n_scored`` (runs scored for this predictor), ``tps_mean``, ``tps_se``,
+        ``tps_ci_low``, ``tps_ci_high``, ``tps_ref``, ``skill``, ``skill_se``,
+        ``skill_ci_low``, ``skill_ci_high``, ``ref_rate`` (the group's own rate),
+        ``skill_note`` (why skill is undefined, or ""), ``seed``. ``attrs``: ``by``,
+        ``groups`` (every group and its run count), ``small_groups``, ``settings``.
+
+    Raises
+    ------
+    ValueError
+        Unknown or step-level column, a column with one group only, more than
+        :data:`MAX_GROUPS` groups, or no group with ``min_runs`` runs.
+    """
+    settings, names = _resolve(data, settings, predictors, n_boot, seed)
+    labels = group_labels(data, by)
+    groups = _group_order(labels, by)
+    counts = {g: int((labels == g).sum()) for g in groups}
+    small = {g: n for g, n in counts.items() if n < min_runs}
+    if len(small) == len(groups):
+        raise ValueError(f"no group of column {show_id(by)} has {min_runs} runs or more")
+    frames = []
+    for k, g in enumerate(groups):
+        checkpoint()  # stop here if nobody waits for the result (tpsviz.core.cancel)
+        if g in small:
+            continue
+        keep = (labels == g).to_numpy()
+        rows = _group_rows(data.subset(keep), replace(settings, seed=settings.seed + k), names,
+                           _subset_qz(q_z, keep))
+        frames.append(rows.assign(group=g).reset_index())
+    out = pd.concat(frames, ignore_index=True).set_index(["group", "predictor"])[_TABLE_COLUMNS]
+    out.attrs.update(by=by, groups=counts, small_groups=small, settings=settings.describe())
+    return out
+
+
+# --------------------------------------------------------------------------- two groups
+def _pairing(data: TrajectoryData, labels: pd.Series, by: str, a: str, b: str, pair_on):
+    """The task column to pair on (or None) and a sentence saying which was used and why."""
+    if pair_on is None or (isinstance(pair_on, str) and pair_on.lower() == "none"):
+        return None, "unpaired: different runs, independent samples (pair_on not given)"
+    auto = isinstance(pair_on, str) and pair_on == "auto"
+    if auto:
+        low = {str(c).lower(): c for c in data.metadata_columns}
+        found = [low[c] for c in TASK_COLUMNS if c in low and low[c] != by]
+        if not found:
+            return None, "unpaired: no task column (task, task_id, task_name) to pair on"
+        pair_on = found[0]
+    _meta_column(data, pair_on, "pairing")
+    if pair_on == by:
+        raise ValueError("pair_on must differ from the grouping column")
+    tasks = _as_text(data.trajectories[pair_on])
+    common = len(set(tasks[(labels == a).to_numpy()]) & set(tasks[(labels == b).to_numpy()])
+                 - {None})
+    need = AUTO_MIN_TASKS if auto else 2
+    if common < need:
+        if auto:
+            return None, (f"unpaired: only {common} task(s) of column {show_id(pair_on)} appear "
+                          f"in both groups (pairing needs {AUTO_MIN_TASKS})")
+        raise ValueError(f"only {common} task(s) of column {show_id(pair_on)} appear in both "
+                         "groups; pairing needs at least 2 (pair_on=None compares unpaired)")
+    return pair_on, (f"paired by task (column {show_id(pair_on)}): per task the mean TPS_i of "
+                     f"each group's runs, then differences over the {common} tasks in both groups")
+
+
+def _run_values(data: TrajectoryData, keep: np.ndarray, settings: ScoreSettings,
+                names: list[str], q_z):
+    """One group's TPS_i per predictor (trajectory × predictor, NaN = not scored), TPS_ref,i of
+    its own base-rate reference and whether that reference is degenerate (rate 0 or 1)."""
+    sub = data.subset(keep)
+    qz = _subset_qz(q_z, keep)
+    quiet = replace(settings, n_boot=0)
+    ids = sub.trajectories["trajectory_id"]
+    mat = compute_tps(sub, quiet, names, q_z=qz).tps_matrix().reindex(ids)
+    if not _in_scope(sub, settings):
+        return mat, np.full(len(ids), np.nan), True
+    ref = base_rate_reference(sub, quiet, qz)
+    return mat, ref.per_trajectory.to_numpy(dtype=float), ref.rate in (0.0, 1.0)
+
+
+def _z(delta: float, se: float) -> float:
+    """Δ/SE; NaN when SE is undefined, 0 or at rounding level (as paired_difference)."""
+    tiny = 1e-12 * max(1.0, abs(delta)) if np.isfinite(delta) else np.inf
+    return float(delta / se) if np.isfinite(se) and se > tiny else np.nan
+
+
+def _spread(reps: np.ndarray, level: float) -> tuple[float, float, float]:
+    """(sd, CI low, CI high) of bootstrap replicates (NaN with fewer than 2 finite ones)."""
+    reps = reps[np.isfinite(reps)]
+    if reps.size < 2:
+        return np.nan, np.nan, np.nan
+    lo, hi = np.quantile(reps, [(1 - level) / 2, (1 + level) / 2])
+    return float(reps.std(ddof=1)), float(lo), float(hi)
+
+
+def _skill(tps_sum: float, ref_sum: float, degenerate: bool) -> float:
+    """skill = 1 − ΣTPS/ΣTPS_ref (NaN when the reference is degenerate or sums to 0)."""
+    return 1.0 - tps_sum / ref_sum if not degenerate and ref_sum != 0 else np.nan
+
+
+def _group_side(v: np.ndarray, r: np.ndarray, degenerate: bool, n_boot: int, seed: int):
+    """Mean TPS, its SE, skill and their bootstrap replicates for one group's runs."""
+    vok = ~np.isnan(v)
+    ok = vok & ~np.isnan(r)
+    n = int(vok.sum())
+    mean = float(v[vok].mean()) if n else np.nan
+    se = float(v[vok].std(ddof=1) / np.sqrt(n)) if n >= 2 else np.nan
+    skill = _skill(float(v[ok].sum()), float(r[ok].sum()), degenerate) if ok.any() else np.nan
+    reps = (np.full(max(n_boot, 0), np.nan),) * 2
+    cols = np.column_stack([np.where(vok, v, 0.0), vok, np.where(ok, v, 0.0), np.where(ok, r, 0.0)])
+    if n_boot > 0 and n >= 2 and np.isfinite(cols).all():
+        s = bootstrap_sums(cols, n_boot, seed)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            reps = (s[:, 0] / s[:, 1],
+                    np.full(n_boot, np.nan) if np.isnan(skill) else 1.0 - s[:, 2] / s[:, 3])
+    return {"tps": mean, "se": se, "skill": skill, "n": n, "reps": reps}
+
+
+def _difference(side_a: dict, side_b: dict, tps_se: float, level: float) -> dict:
+    """Δ = b − a of mean TPS and skill with SE, z and percentile CI from the replicates."""
+    d_tps = side_b["tps"] - side_a["tps"]
+    d_skill = side_b["skill"] - side_a["skill"]
+    _, t_lo, t_hi = _spread(side_b["reps"][0] - side_a["reps"][0], level)
+    s_se, s_lo, s_hi = _spread(side_b["reps"][1] - side_a["reps"][1], level)
+    return {"tps_a": side_a["tps"], "tps_b": side_b["tps"], "tps_delta": d_tps,
+            "tps_se": tps_se, "tps_z": _z(d_tps, tps_se), "tps_ci_low": t_lo,
+            "tps_ci_high": t_hi, "skill_a": side_a["skill"], "skill_b": side_b["skill"],
+            "skill_delta": d_skill, "skill_se": s_se, "skill_z": _z(d_skill, s_se),
+            "skill_ci_low": s_lo, "skill_ci_high": s_hi}
+
+
+def _unpaired(va, ra, deg_a, vb, rb, deg_b, n_boot: int, seeds, level: float) -> dict:
+    """Independent samples: SE = √(se_a² + se_b²); skill by independent bootstraps."""
+    side_a = _group_side(va, ra, deg_a, n_boot, seeds[0])
+    side_b = _group_side(vb, rb, deg_b, n_boot, seeds[1])
+    rec = _difference(side_a, side_b, float(np.hypot(side_a["se"], side_b["se"])), level)
+    return rec | {"paired": False, "n_pairs": 0, "n_a": side_a["n"], "n_b": side_b["n"],
+                  "n_left_out": 0, "n_no_task": 0}
+
+
+def _task_means(v, r, tasks) -> tuple[pd.DataFrame, int]:
+    """Per task: mean TPS_i and mean TPS_ref,i of the scored runs; and runs without a task."""
+    vok = ~np.isnan(v)
+    has = np.array([t is not None for t in tasks], dtype=bool)
+    frame = pd.DataFrame({"task": tasks[vok & has], "v": v[vok & has], "r": r[vok & has],
+                          "runs": 1})
+    means = frame.groupby("task").agg(v=("v", "mean"), r=("r", "mean"), runs=("runs", "sum"))
+    return means, int((vok & ~has).sum())
+
+
+def _paired(va, ra, deg_a, tasks_a, vb, rb, deg_b, tasks_b, n_boot, seed, level) -> dict:
+    """Paired by task: d_k = mean_b,k − mean_a,k over tasks in both; SE = sd(d)/√K."""
+    ma, miss_a = _task_means(va, ra, tasks_a)
+    mb, miss_b = _task_means(vb, rb, tasks_b)
+    common = ma.index.intersection(mb.index).sort_values()
+    ma, mb, k = ma.loc[common], mb.loc[common], len(common)
+    d = (mb["v"] - ma["v"]).to_numpy()
+    se = float(d.std(ddof=1) / np.sqrt(k)) if k >= 2 else np.nan
+    sides = []
+    for m, deg in ((ma, deg_a), (mb, deg_b)):
+        v, r = m["v"].to_numpy(), m["r"].to_numpy()
+        sides.append({"tps": float(v.mean()) if k else np.nan,
+                      "skill": _skill(float(v.sum()), float(r.sum()), deg) if k else np.nan,
+                      "reps": (np.full(max(n_boot, 0), np.nan),) * 2, "v": v, "r": r})
+    cols = np.column_stack([s[x] for s in sides for x in ("v", "r")])
+    if n_boot > 0 and k >= 2 and np.isfinite(cols).all():
+        s = bootstrap_sums(cols, n_boot, seed)  # the same tasks drawn for both groups
+        with np.errstate(invalid="ignore", divide="ignore"):
+            for j, side in enumerate(sides):
+                skill_reps = 1.0 - s[:, 2 * j] / s[:, 2 * j + 1]
+                side["reps"] = (s[:, 2 * j] / k,
+                                skill_reps + (np.nan if np.isnan(side["skill"]) else 0.0))
+    rec = _difference(sides[0], sides[1], se, level)
+    n_a, n_b = int(ma["runs"].sum()), int(mb["runs"].sum())
+    scored = int((~np.isnan(va)).sum() + (~np.isnan(vb)).sum())
+    return rec | {"paired": True, "n_pairs": k, "n_a": n_a, "n_b": n_b,
+                  "n_left_out": scored - n_a - n_b - miss_a - miss_b, "n_no_task": miss_a + miss_b}
+
+
+_DIFF_COLUMNS = ["tps_a", "tps_b", "tps_delta", "tps_se", "tps_z", "tps_ci_low", "tps_ci_high",
+                 "skill_a", "skill_b", "skill_delta", "skill_se", "skill_z", "skill_ci_low",
+                 "skill_ci_high", "paired", "n_pairs", "n_a", "n_b", "n_left_out", "n_no_task"]
+
+
+def _check_group(groups: list[str], label, role: str) -> None:
+    if label not in groups:
+        shown = ", ".join(show_id(g) for g in groups[:10]) + (
+            f" and {len(groups) - 10} more" if len(groups) > 10 else "")
+        raise ValueError(f"group {role} {show_id(label)} is not a group of this column; the "
+                         f"groups are: {shown}")
+
+
+def group_difference(data: TrajectoryData, by: str, a: str, b: str,
+                     settings: ScoreSettings | None = None, predictors: list[str] | None = None,
+                     q_z=None, pair_on: str | None = None, n_boot: int | None = None,
+                     seed: int | None = None) -> pd.DataFrame:
+    """Group b − group a (candidate − baseline) of mean TPS and of skill, per predictor.
+
+    Unpaired (``pair_on=None``, different runs): Δ TPS = mean_b − mean_a of TPS_i with
+    SE = √(se_a² + se_b²) (independent samples, se_g = sd_g/√n_g); Δ skill = skill_b − skill_a
+    with skill_g = 1 − Σ_i TPS_i / Σ_i TPS_ref,i over group g's runs against its own base-rate
+    reference (see :func:`group_table` for why), its SE the sd of the differences of two
+    independent trajectory bootstraps (runs resampled within each group, seeds as in
+    :func:`group_table`). The CIs are percentiles of those replicate differences.
+
+    Paired by task (``pair_on`` names a task column): per task k and group g, the mean
+    TPS_i (and TPS_ref,i) of the group's scored runs on that task; d_k = mean_b,k − mean_a,k
+    over the K tasks present in both groups; Δ TPS = mean_k d_k, SE = sd(d)/√K; skill_g =
+    1 − Σ_k mean_g,k / Σ_k ref_g,k; CIs and the skill SE from one bootstrap resampling tasks
+    (the same tasks for both groups, seed as given). Each task weighs the same, whatever its number of runs.
+    Runs whose task appears in one group only, or have no task, are left out and counted.
+
+    Parameters
+    ----------
+    data : TrajectoryData
+    by : str
+        Grouping column, as in :func:`group_table`.
+    a, b : str
+        Group labels (as in :func:`group_labels`): a is the baseline, b the candidate.
+    settings, predictors, q_z, n_boot, seed
+        As in :func:`group_table`.
+    pair_on : str, optional
+        None: unpaired. A metadata column (e.g. a task id): paired by task; at least 2 tasks
+        must appear in both groups. ``"auto"``: the first column named task, task_id or
+        task_name (any case) when at least :data:`AUTO_MIN_TASKS` tasks appear in both
+        groups, else unpaired. ``attrs["pairing"]`` says which was used and why.
+
+    Returns
+    -------
+    DataFrame
+        Index predictor. ``tps_a``, ``tps_b`` (the means compared), ``tps_delta``, ``tps_se``,
+        ``tps_z`` = Δ/SE, ``tps_ci_low``, ``tps_ci_high``; the same for skill (``skill_a`` …
+        ``skill_ci_high``); ``paired``; ``n_pairs`` (tasks paired, 0 unpaired), ``n_a``,
+        ``n_b`` (scored runs used), ``n_left_out`` (scored runs whose task is in one group
+        only), ``n_no_task`` (scored runs without a task). ``attrs``: ``by``, ``a``, ``b``,
+        ``paired``, ``pair_on``, ``pairing``, ``settings``.
+    """
+    settings, names = _resolve(data, settings, predictors, n_boot, seed)
+    labels = group_labels(data, by)
+    groups = _group_order(labels, by)
+    for label, role in ((a, "a"), (b, "b")):
+        _check_group(groups, label, role)
+    if a == b:
+        raise ValueError("groups a and b are the same group")
+    column, pairing = _pairing(data, labels, by, a, b, pair_on)
+    keeps = [(labels == g).to_numpy() for g in (a, b)]
+    (mat_a, ra, deg_a), (mat_b, rb, deg_b) = (
+        _run_values(data, keep, settings, names, q_z) for keep in keeps)
+    if column is not None:
+        tasks = _as_text(data.trajectories[column])
+        tasks_a, tasks_b = tasks[keeps[0]], tasks[keeps[1]]
+    seeds = (settings.seed + groups.index(a), settings.seed + groups.index(b))
+    rows = {}
+    for name in names:
+        checkpoint()  # stop here if nobody waits for the result (tpsviz.core.cancel)
+        va, vb = mat_a[name].to_numpy(dtype=float), mat_b[name].to_numpy(dtype=float)
+        if column is None:
+            rows[name] = _unpaired(va, ra, deg_a, vb, rb, deg_b, settings.n_boot, seeds,
+                                   settings.level)
+        else:
+            rows[name] = _paired(va, ra, deg_a, tasks_a, vb, rb, deg_b, tasks_b,
+                                 settings.n_boot, settings.seed, settings.level)
+    out = pd.DataFrame.from_dict(rows, orient="index")[_DIFF_COLUMNS]
+    out.index.name = "predictor"
+    out.attrs.update(by=by, a=a, b=b, paired=column is not None, pair_on=column,
+                     pairing=pairing, settings=settings.describe())
+    return out
+
+
+# --------------------------------------------------------------------------- two logs
+_CORE_STEP = ("trajectory_id", "step", "traj", "t")
+_FIXED_TRAJ = ("trajectory_id", "outcome", "censored", "q_z", "length", "last_step", "file_order")
+
+
+def free_column(baseline: TrajectoryData, candidate: TrajectoryData, column: str = "log") -> str:
+    """``column``, or ``column_2``, ``column_3`` … : the first name neither log uses (so that a log
+    with a metadata column called ``log`` can still be compared)."""
+    taken = set(baseline.metadata_columns) | set(candidate.metadata_columns) | \
+        set(baseline.steps.columns) | set(candidate.steps.columns)
+    name, k = column, 1
+    while name in taken:
+        k += 1
+        name = f"{column}_{k}"
+    return name
+
+
+def _check_combine(logs, names, column) -> None:
+    if len(names) != 2 or not all(isinstance(n, str) for n in names):
+        raise ValueError("names must be two texts, e.g. ('baseline', 'candidate')")
+    for n in names:
+        if not n.strip() or "/" in n or clean_text(n) != n or len(n) > 40:
+            raise ValueError(f"log name {show_id(n)} must be a short non-empty text without "
+                             "'/' or control characters")
+    if names[0] == names[1]:
+        raise ValueError("the two logs need different names")
+    reserved = set(_CORE_STEP) | set(_FIXED_TRAJ) | {"weight"}
+    if (not isinstance(column, str) or not column.strip() or column in reserved
+            or column.startswith(("conf_", "raw_", "unc_"))):
+        raise ValueError(f"column {show_id(column)} cannot name the log: it is empty or a name "
+                         "of the log format")
+    for n, d in zip(names, logs):
+        if column in d.metadata_columns or column in d.steps.columns:
+            raise ValueError(f"the {show_id(n)} log already has a column {show_id(column)}; "
+                             "choose another column=")
+
+
+def _log_part(data: TrajectoryData, name: str, keep_cols: list[str], to_steps: set,
+              offset: int, column: str):
+    """One log's steps and trajectories: ids prefixed ``name/``, codes shifted by ``offset``,
+    the trajectory-level columns in ``to_steps`` copied onto the steps."""
+    codes = data.steps["traj"].to_numpy()
+    steps = data.steps[[c for c in keep_cols if c in data.steps.columns]].copy()
+    for c in to_steps & set(data.metadata_columns):
+        steps[c] = data.trajectories[c].to_numpy()[codes]
+    steps["trajectory_id"] = name + "/" + data.steps["trajectory_id"].astype(str)
+    steps["traj"] = codes + offset
+    traj = data.trajectories.drop(columns=list(to_steps & set(data.metadata_columns)))
+    traj = traj.assign(trajectory_id=name + "/" + traj["trajectory_id"].astype(str))
+    traj[column] = name
+    return steps, traj
+
+
+def combine_logs(baseline: TrajectoryData, candidate: TrajectoryData,
+                 names: tuple[str, str] = ("baseline", "candidate"),
+                 column: str = "log", max_rows: int | None = None) -> TrajectoryData:
+    """Two logs as one, with a trajectory-level column naming the log of each run.
+
+    ``group_table(combined, column)`` and ``group_difference(combined, column, names[0],
+    names[1])`` then compare the two logs (candidate − baseline); with a task column in both
+    logs the comparison can be paired by task.
+
+    - Every trajectory id is prefixed with its log's name (``baseline/t1``, ``candidate/t1``),
+      so ids that occur in both logs stay distinct runs; names may not contain "/".
+    - Only the predictors (``conf_<name>``) and signals present in *both* logs are kept: a
+      predictor of one log only could not be compared. The ones left out are named in
+      ``notes``. A ``weight`` column is kept only when both logs have one.
+    - Metadata columns of either log are kept (missing, hence group ``"(missing)"``, for the
+      other log's runs); a column that changes within runs in one log is step-level in both.
+    - ``notes`` holds the notes of both logs prefixed with their names; ``reading`` is
+      ``{"format": "combined", "logs": {name: reading}}``; ``source`` names both sources.
+
+    Parameters
+    ----------
+    baseline, candidate : TrajectoryData
+    names : tuple of str
+        Names of the two logs (the group labels), different, without "/".
+    column : str
+        Name of the new metadata column; not a column of either log.
+    max_rows : int, optional
+        Most step rows of the combined log (default ``TPSVIZ_MAX_ROWS``, the largest log this
+        installation reads: two logs at the cap would make one of twice the cap).
+
+    Returns
+    -------
+    TrajectoryData
+
+    Raises
+    ------
+    ValueError
+        Bad names or column, no predictor or signal common to both logs, or more than
+        ``max_rows`` step rows together.
+    """
+    from tpsviz.io.files import limits_from_env
+
+    logs = (baseline, candidate)
+    _check_combine(logs, names, column)
+    cap = limits_from_env().max_rows if max_rows is None else int(max_rows)
+    if baseline.n_steps + candidate.n_steps > cap:
+        raise ValueError(f"the two logs have {baseline.n_steps + candidate.n_steps:,} step rows together, more "
+                         f"than the {cap:,} of the largest log this installation reads (TPSVIZ_MAX_ROWS); "
+                         "compare smaller logs (filter them first) or raise the limit")
+    preds = [p for p in baseline.predictors if p in candidate.predictors]
+    signals = {s: d for s, d in baseline.signals.items() if s in candidate.signals}
+    if not preds and not signals:
+        raise ValueError("the two logs have no predictor (conf_<name>) or signal in common")
+    notes = [f"{n}: {note}" for n, d in zip(names, logs) for note in d.notes]
+    notes.append(f"two logs combined, column {show_id(column)} names each run's log; trajectory "
+                 f"ids are prefixed with it ({show_id(names[0] + '/…')}, "
+                 f"{show_id(names[1] + '/…')}) so that ids of the two logs stay distinct.")
+    for n, d in zip(names, logs):
+        only = [p for p in d.predictors if p not in preds] + [s for s in d.signals
+                                                              if s not in signals]
+        if only:
+            notes.append(f"left out, in the {show_id(n)} log only: "
+                         f"{', '.join(show_id(p) for p in only)}.")
+    weight = ["weight"] if all("weight" in d.steps.columns for d in logs) else []
+    if not weight and any("weight" in d.steps.columns for d in logs):
+        notes.append("the 'weight' column is in one log only and was left out.")
+    step_meta = list(dict.fromkeys(c for d in logs for c in d.step_metadata_columns))
+    keep_cols = list(_CORE_STEP) + [f"conf_{p}" for p in preds] + list(signals) + weight + step_meta
+    to_steps = set(step_meta)
+    part_b = _log_part(baseline, names[0], keep_cols, to_steps, 0, column)
+    part_c = _log_part(candidate, names[1], keep_cols, to_steps, baseline.n_trajectories, column)
+    steps = pd.concat([part_b[0], part_c[0]], ignore_index=True)
+    traj = pd.concat([part_b[1], part_c[1]], ignore_index=True)
+    source = f"{names[0]}: {baseline.source} + {names[1]}: {candidate.source}"
+    reading = {"format": "combined", "logs": {n: d.reading for n, d in zip(names, logs)}}
+    return TrajectoryData(steps, traj, preds, signals, source, notes, reading)
+
+
+# --------------------------------------------------------------------------- reading the results
+def default_base(table: pd.DataFrame) -> str:
+    """The base group a comparison should use by default: the group with the most scored runs
+    among those whose skill is defined for every predictor (else the group with the most runs),
+    so that the differences can be computed (a base group whose runs are all censored, or all
+    successes, has no skill)."""
+    runs = table.groupby(level="group", sort=False)["n_scored"].sum()
+    ok = table["skill"].notna().groupby(level="group", sort=False).all()
+    pool = runs[ok.reindex(runs.index).fillna(False).to_numpy()]
+    return str((pool if len(pool) else runs).idxmax())
+
+
+def group_columns(data: TrajectoryData) -> list[str]:
+    """Run-level metadata columns with 2 to :data:`MAX_GROUPS` distinct values (missing counts as
+    one): the columns a log's runs can be split by (``--by``)."""
+    t = data.trajectories
+    return [c for c in data.metadata_columns if 2 <= t[c].nunique(dropna=False) <= MAX_GROUPS]
+
+
+def why_missing(row: pd.Series, a: str, b: str) -> dict:
+    """Why the TPS or skill difference of a :func:`group_difference` row is missing.
+
+    Returns
+    -------
+    dict
+        ``{"tps": reason, "skill": reason}`` for the missing ones (empty when both are there).
+    """
+    out = {}
+    for what in ("tps", "skill"):
+        if np.isfinite(row.get(f"{what}_z", np.nan)):
+            continue
+        if int(row.get("n_a", 0)) == 0 or int(row.get("n_b", 0)) == 0:
+            side = a if int(row.get("n_a", 0)) == 0 else b
+            out[what] = f"no run of group {show_id(side)} has a forecast of this predictor"
+        elif what == "skill" and not np.isfinite(row.get("skill_a", np.nan)):
+            out[what] = (f"skill is undefined in group {show_id(a)} (every run censored, or one "
+                         "outcome only)")
+        elif what == "skill" and not np.isfinite(row.get("skill_b", np.nan)):
+            out[what] = (f"skill is undefined in group {show_id(b)} (every run censored, or one "
+                         "outcome only)")
+        elif min(int(row.get("n_a", 0)), int(row.get("n_b", 0))) < 2 or \
+                (row.get("paired") and int(row.get("n_pairs", 0)) < 2):
+            out[what] = "too few runs (or paired tasks) for a standard error"
+        else:
+            out[what] = "the standard error is 0 or not finite"
+    return out
+
+
+def difference_words(row: pd.Series, a: str, b: str, show_z: bool = True) -> str:
+    """Group b − group a of one :func:`group_difference` row in words: "TPS clearly lower (Δ/SE =
+    −7.2); skill not clearly different (Δ/SE = +0.9)", conditioned on Δ/SE (tpsviz.diagnostics.claims), or
+    "n/a (why)" (:func:`why_missing`). ``show_z=False`` leaves the Δ/SE out (a table that shows it)."""
+    from tpsviz.diagnostics.claims import is_clear, z_text
+
+    why = why_missing(row, a, b)
+    parts = []
+    for what, key in (("TPS", "tps"), ("skill", "skill")):
+        z = row.get(f"{key}_z", np.nan)
+        if key in why:
+            parts.append(f"{what} n/a ({why[key]})")
+            continue
+        said = (f"clearly {'higher' if z > 0 else 'lower'}" if is_clear(z) else "not clearly different")
+        parts.append(f"{what} {said}" + (f" ({z_text(z)})" if show_z else ""))
+    return "; ".join(parts)

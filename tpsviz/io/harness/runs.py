@@ -1,0 +1,349 @@
+"""What every harness reader produces, and how runs become a long-format log (docs/harness.md).
+
+A reader turns a harness file into :class:`Run` objects: one agent run with its termination
+*reason*, the outcome the harness recorded (if it judged one), metadata, and its agent steps
+(the assistant messages, in order; step t is the t-th). :func:`runs_to_frame` then applies the
+**treatment table** — for each reason: ``outcome`` (use the recorded outcome), ``censored``
+(outcome unknown: the run was stopped by a limit), ``failure`` (outcome 0) or ``dropped``
+(left out, and counted) — takes the per-step forecasts from the messages
+(:mod:`tpsviz.io.harness.forecasts`) and writes one row per (run, step).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+import pandas as pd
+
+from tpsviz.core.errors import LogFormatError
+from tpsviz.core.schema import MAX_ID_CHARS, MAX_META_CHARS, show_id
+from tpsviz.io.harness.forecasts import logprob_signals, message_value
+
+__all__ = ["Run", "HarnessLog", "ReadOptions", "TREATMENTS", "runs_to_frame", "parse_treat",
+           "parse_conf", "parse_mapping", "is_key", "is_number", "DEFAULT_SUCCESS_THRESHOLD"]
+
+TREATMENTS = ("outcome", "censored", "failure", "dropped")
+DEFAULT_SUCCESS_THRESHOLD = 1.0 - 1e-6   # tau2-bench's own rule: |reward − 1| ≤ 1e-6
+
+
+@dataclass
+class Run:
+    """One agent run read from a harness log.
+
+    Attributes
+    ----------
+    trajectory_id : str
+    reason : str
+        Why the run ended, as the harness says it (``user_stop``, ``max_steps``,
+        ``message_limit``, ``error`` …); the treatment table maps it to a treatment.
+    outcome : float or None
+        1/0 when the harness judged the run (after the success threshold), else None.
+    steps : list of dict
+        The agent's (assistant) messages in order.
+    logprobs : list
+        For each step, its token log-probabilities (list of dicts with ``logprob`` and
+        optionally ``top_logprobs``) or None.
+    metadata : dict
+        Run-level metadata (task, trial, model, domain, termination reason, …).
+    where : str
+        How to locate the run in the file for messages ("simulation 3").
+    """
+
+    trajectory_id: str
+    reason: str
+    outcome: float | None
+    steps: list
+    logprobs: list
+    metadata: dict
+    where: str
+
+
+@dataclass
+class HarnessLog:
+    """The runs of one harness file, with the reader's defaults."""
+
+    format: str
+    runs: list
+    default_treatment: dict
+    notes: list = field(default_factory=list)
+    reason_help: dict = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class ReadOptions:
+    """How a log is read (hashable: part of the dashboard's cache key).
+
+    Attributes
+    ----------
+    fmt : str or None
+        Force a format (``csv``, ``tsv``, ``parquet``, ``jsonl``, ``tau2``, ``tau-bench``,
+        ``inspect``); None detects it from the content.
+    success_threshold : float or None
+        A recorded reward/score counts as success when ≥ this (default 1 − 1e-6).
+    treat : tuple of (reason, treatment)
+        Overrides of the treatment table.
+    scorer : str or None
+        Inspect AI: the scorer whose value is the outcome (default: the first).
+    conf : tuple of (name, field path)
+        Per-step forecasts from fields of the agent's messages, e.g. ``("verbal",
+        "metadata.confidence")``; a name with a ``raw_``/``unc_`` prefix is a raw signal.
+    logprob_signals : bool
+        Derive raw_mean_logprob, raw_min_logprob and unc_entropy from token log-probabilities
+        where the log has them.
+    mapping : tuple of (long-format name, column)
+        Tables: columns of other names, e.g. ``("trajectory_id", "run")``.
+    percent : tuple of str
+        Tables and harness fields: predictors given in percent (0–100), divided by 100.
+    """
+
+    fmt: str | None = None
+    success_threshold: float | None = None
+    treat: tuple = ()
+    scorer: str | None = None
+    conf: tuple = ()
+    logprob_signals: bool = True
+    mapping: tuple = ()
+    percent: tuple = ()
+
+    def __post_init__(self) -> None:
+        if self.success_threshold is not None and not math.isfinite(float(self.success_threshold)):
+            raise ValueError("the success threshold must be a finite number")
+
+    @property
+    def threshold(self) -> float:
+        return DEFAULT_SUCCESS_THRESHOLD if self.success_threshold is None else float(self.success_threshold)
+
+    def describe(self) -> dict:
+        """The options as plain values (for JSON output and notes)."""
+        return {"format": self.fmt or "auto", "success_threshold": self.threshold,
+                "treat": dict(self.treat), "scorer": self.scorer, "conf": dict(self.conf),
+                "mapping": dict(self.mapping), "percent": list(self.percent)}
+
+
+def parse_treat(items) -> tuple:
+    """``["max_steps=failure", …]`` → ``(("max_steps", "failure"), …)`` with checks."""
+    out = []
+    for item in items or ():
+        reason, sep, treatment = str(item).partition("=")
+        reason, treatment = reason.strip(), treatment.strip().lower()
+        if not sep or not reason:
+            raise ValueError(f"--treat {item!r}: write it as REASON=TREATMENT, e.g. max_steps=failure")
+        if treatment not in TREATMENTS:
+            raise ValueError(f"--treat {item!r}: the treatment must be one of {', '.join(TREATMENTS)}")
+        out.append((reason, treatment))
+    return tuple(out)
+
+
+def _pairs(items, problem) -> tuple:
+    """Comma-separated ``A=B`` pairs of several option values; ``problem(part)`` is the message
+    for a part that is not one."""
+    out = []
+    for item in items or ():
+        for part in str(item).split(","):
+            if not part.strip():
+                continue
+            a, sep, b = part.partition("=")
+            if not sep or not a.strip() or not b.strip():
+                raise ValueError(problem(part))
+            out.append((a.strip(), b.strip()))
+    return tuple(out)
+
+
+def parse_mapping(items) -> tuple:
+    """``["trajectory_id=run,step=turn", …]`` → ``(("trajectory_id", "run"), ("step", "turn"), …)``."""
+    return _pairs(items, lambda part: f"--map {part.strip()!r}: write it as TARGET=COLUMN, e.g. trajectory_id=run")
+
+
+#: forecast fields read from a harness log at once (each becomes a column on every step row)
+MAX_CONF = 32
+
+
+def parse_conf(items) -> tuple:
+    """``["verbal=metadata.confidence"]`` → ``(("verbal", "metadata.confidence"),)``; at most
+    :data:`MAX_CONF` pairs."""
+    out = _pairs(items, lambda part: f"--conf {part!r}: write it as NAME=FIELD, e.g. verbal=metadata.confidence")
+    if len(out) > MAX_CONF:
+        raise ValueError(f"--conf names {len(out)} fields; at most {MAX_CONF} are read at once")
+    return out
+
+
+def is_key(v) -> bool:
+    """A JSON value usable as an id or trial: a text or a whole number (not a boolean)."""
+    return isinstance(v, (str, int)) and not isinstance(v, bool)
+
+
+def is_number(v) -> bool:
+    """A JSON value usable as a reward: a finite number (not a boolean)."""
+    return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
+
+
+def _column(name: str) -> str:
+    return name if name.startswith(("conf_", "raw_", "unc_")) else f"conf_{name}"
+
+
+def _as_number(v) -> float:
+    if isinstance(v, bool) or v is None:
+        return math.nan
+    if isinstance(v, (int, float)):
+        return float(v)
+    if isinstance(v, str):
+        try:
+            return float(v.strip().rstrip("%")) / (100.0 if v.strip().endswith("%") else 1.0)
+        except ValueError:
+            return math.nan
+    return math.nan
+
+
+class _Columns:
+    """A long frame built column by column (one list per column): a dict per step row costs ~1 KB,
+    so 5M rows built as dicts peaked at 6 GB (adversarial pass 4, F5). A column a run lacks is NaN
+    on its rows, as a frame built from row dicts would have it."""
+
+    def __init__(self):
+        self.data: dict[str, list] = {}
+        self.n = 0
+
+    def extend(self, cols: dict, n: int) -> None:
+        for k, v in cols.items():
+            col = self.data.get(k)
+            if col is None:
+                col = self.data[k] = [np.nan] * self.n
+            col.extend(v)
+        self.n += n
+        for col in self.data.values():
+            if len(col) < self.n:
+                col.extend([np.nan] * (self.n - len(col)))
+
+
+def runs_to_frame(log: HarnessLog, options: ReadOptions, name: str, max_rows: int
+                  ) -> tuple[pd.DataFrame, dict]:
+    """The long frame of a harness log, and the record of how it was read.
+
+    Returns
+    -------
+    frame : DataFrame
+        One row per (kept run, agent step): ``trajectory_id``, ``step``, ``outcome``,
+        ``censored``, metadata, forecast columns; ``_where`` locates rows for messages.
+    reading : dict
+        ``format``, ``treatment`` (rows: reason, treatment, runs, default), ``dropped``
+        (reason -> runs), ``forecasts`` (column -> source), ``notes``.
+    """
+    table = dict(log.default_treatment)
+    unknown = sorted({r.reason for r in log.runs} - set(table))
+    for reason in unknown:  # a reason this reader does not know: leave the runs out, say so
+        table[reason] = "dropped"
+    overrides = dict(options.treat)
+    for reason, treatment in overrides.items():
+        table[reason] = treatment
+    counts: dict[str, int] = {}
+    for r in log.runs:
+        counts[r.reason] = counts.get(r.reason, 0) + 1
+    notes = list(log.notes)
+    if unknown:
+        notes.append("unknown termination reason(s) " + ", ".join(show_id(u) for u in unknown)
+                     + ": those runs are dropped by default (choose a treatment to keep them)")
+    unused = [r for r in overrides if r not in counts]
+    if unused:
+        notes.append("treatment given for reason(s) that no run has: " + ", ".join(show_id(u) for u in unused))
+    long_ids = [r for r in log.runs if len(r.trajectory_id) > MAX_ID_CHARS]
+    if long_ids:  # an id is copied onto every step row of its run
+        raise LogFormatError(name, [f"{len(long_ids)} run id(s) are longer than {MAX_ID_CHARS} characters "
+                                    f"(first: {long_ids[0].where}); a run id is a short name"])
+    cut = 0
+    for r in log.runs:
+        for k, v in list(r.metadata.items()):
+            if isinstance(v, str) and len(v) > MAX_META_CHARS:
+                r.metadata[k] = v[:MAX_META_CHARS] + "…"
+                cut += 1
+    if cut:
+        notes.append(f"{cut} metadata text(s) longer than {MAX_META_CHARS} characters were cut")
+    total_steps = sum(len(r.steps) for r in log.runs if table[r.reason] != "dropped")
+    if total_steps > max_rows:
+        raise LogFormatError(name, [f"the log has {total_steps:,} agent steps, more than the "
+                                    f"{max_rows:,} this installation reads (TPSVIZ_MAX_ROWS)"])
+    rows = _Columns()
+    dropped: dict[str, int] = {}
+    dropped_ids: list[str] = []
+    no_steps = 0
+    missing_outcome = []
+    conf_cols = [(_column(n), p) for n, p in options.conf]
+    with_lp = False
+    for r in log.runs:
+        treatment = table[r.reason]
+        if treatment == "dropped":
+            dropped[r.reason] = dropped.get(r.reason, 0) + 1
+            dropped_ids.append(r.trajectory_id)
+            continue
+        if not r.steps:
+            no_steps += 1
+            dropped_ids.append(r.trajectory_id)
+            continue
+        if treatment == "outcome":
+            if r.outcome is None:
+                missing_outcome.append(r)
+                continue
+            outcome, censored = float(r.outcome), False
+        elif treatment == "failure":
+            outcome, censored = 0.0, False
+        else:
+            outcome, censored = np.nan, True
+        signals = [logprob_signals(lp) if options.logprob_signals else None for lp in r.logprobs]
+        n = len(r.steps)
+        cols = {"trajectory_id": [r.trajectory_id] * n, "step": list(range(1, n + 1)),
+                "outcome": [outcome] * n, "censored": [censored] * n}
+        cols.update({k: [v] * n for k, v in r.metadata.items()})
+        cols["_where"] = [f"{r.where}, agent message {t}" for t in range(1, n + 1)]
+        for col, path in conf_cols:
+            cols[col] = [_as_number(message_value(msg, path)) for msg in r.steps]
+        for t, sig in enumerate(signals):
+            if sig:
+                with_lp = True
+                for k, v in sig.items():
+                    cols.setdefault(k, [np.nan] * n)[t] = v
+        rows.extend(cols, n)
+    if missing_outcome:
+        ex = ", ".join(f"{m.where} ({show_id(m.trajectory_id)})" for m in missing_outcome[:3])
+        raise LogFormatError(name, [
+            f"{len(missing_outcome)} run(s) ended normally but carry no reward/score to take the "
+            f"outcome from: {ex}; choose a treatment for their reason "
+            f"({', '.join(show_id(r) for r in sorted({m.reason for m in missing_outcome})[:5])})"])
+    if no_steps:
+        notes.append(f"{no_steps} run(s) have no agent message (nothing to score) and were left out")
+    if not rows.n:
+        raise LogFormatError(name, ["no run is left to score: " + (
+            "every run is dropped by its treatment (" + ", ".join(f"{show_id(k)}: {v}" for k, v in
+                                                                  list(dropped.items())[:5])
+            + ")" if dropped else "no run has an agent message")])
+    frame = pd.DataFrame(rows.data)
+    sources = {col: f"message field {path}" for col, path in conf_cols}
+    if with_lp:
+        for col, what in (("raw_mean_logprob", "mean token log-probability of the message"),
+                          ("raw_min_logprob", "minimum token log-probability of the message"),
+                          ("unc_entropy", "mean entropy of the top log-probabilities per token")):
+            if col in frame:
+                sources[col] = what
+    for col, path in conf_cols:
+        n_runs_without = int(frame.groupby("trajectory_id")[col].apply(lambda s: s.isna().all()).sum())
+        if n_runs_without:
+            notes.append(f"{col} (from {path}): {n_runs_without} of {frame['trajectory_id'].nunique()} "
+                         "runs have no value on any agent message")
+    kept = sum(v for k, v in counts.items() if table[k] != "dropped") - len(missing_outcome) - no_steps
+    reading = {
+        "format": log.format,
+        "treatment": [{"reason": k, "treatment": table[k], "runs": counts.get(k, 0),
+                       "default": k not in overrides,
+                       "default_treatment": log.default_treatment.get(k, "dropped"),
+                       "meaning": log.reason_help.get(k, "")}
+                      for k in sorted(set(counts) | set(overrides))],
+        "dropped": dropped,
+        "dropped_ids": dropped_ids,
+        "runs_read": len(log.runs),
+        "runs_kept": kept,
+        "forecasts": sources,
+        "options": options.describe(),
+        "notes": notes,
+    }
+    frame.attrs["where_prefix"] = "row"
+    return frame, reading

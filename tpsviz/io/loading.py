@@ -1,0 +1,332 @@
+"""Loading trajectory logs (docs/formats.md, docs/harness.md): :func:`load` and its types.
+
+Formats: long CSV/TSV, Parquet, JSON Lines (flat or nested), and the logs of agent harnesses —
+tau2-bench (a results file or its folder layout), tau-bench (v1) and Inspect AI (``.eval`` and
+``.json``) — chosen from the content unless forced. The user's file is only ever read; paths
+are opened as regular files of bounded size (:mod:`tpsviz.io.files`) and the row cap is checked
+before parsing. Every defect raises :class:`LogFormatError` naming the file, the row (line),
+run or trajectory and the column or field, never a value the file holds.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import replace
+from pathlib import Path
+
+from tpsviz.core.data import TrajectoryData
+from tpsviz.io.dataset import is_dataset_spec, open_dataset
+from tpsviz.core.errors import LogFormatError
+from tpsviz.io.files import Limits, limits_from_env, read_file
+from tpsviz.io.harness import (
+    HARNESS_FORMATS, TABLE_FORMATS, detect_format, read_harness, read_tau2_dir, read_tau2_parts)
+from tpsviz.io.harness.runs import ReadOptions
+from tpsviz.io.longform import from_frame
+from tpsviz.core.schema import show_id
+from tpsviz.io.tables import FORMATS, format_of, read_table
+
+__all__ = ["TrajectoryData", "LogFormatError", "load", "from_frame", "FORMATS", "read_source",
+           "ReadOptions", "read_forecasts_table"]
+
+
+def read_source(source, name: str | None = None, limits: Limits | None = None,
+                read=None) -> tuple[bytes, str]:
+    """The bytes and display name of a path, bytes or binary file object (size-limited).
+
+    Raises
+    ------
+    tpsviz.io.files.FileRefused
+        For a path that is not a readable regular file, or one above ``limits.max_bytes``.
+    LogFormatError
+        For bytes or a file object above the size limit.
+    """
+    limits = limits or limits_from_env()
+    if isinstance(source, (str, os.PathLike)):
+        path = Path(source)
+        name = name or path.name or str(path)
+        reader = read or (lambda p, n, label: read_file(p, n, label=label))
+        return reader(path, limits.max_bytes, name), str(name)
+    if isinstance(source, tuple) and len(source) == 2 and isinstance(source[0], (bytes, bytearray)):
+        raw, name = bytes(source[0]), name or source[1]
+    elif isinstance(source, (bytes, bytearray, memoryview)):
+        raw = bytes(source)
+    else:
+        raw = source.read(limits.max_bytes + 1)
+        name = name or getattr(source, "name", None)
+    name = str(name or "<upload>")
+    if len(raw) > limits.max_bytes:
+        raise LogFormatError(name, [f"the file is larger than the {limits.max_bytes // 2**20:,} MB "
+                                    "this installation reads (TPSVIZ_MAX_FILE_MB)"])
+    return raw, name
+
+
+def _apply_mapping(df, mapping, name: str):
+    """Rename columns of other names to the long format's (``--map target=column``)."""
+    if not mapping:
+        return df
+    problems = []
+    rename = {}
+    for target, col in mapping:
+        target, col = str(target).strip(), str(col).strip()
+        ok_target = target in ("trajectory_id", "step", "outcome", "censored", "q_z", "weight") or (
+            target.startswith(("conf_", "raw_", "unc_")) and len(target.split("_", 1)[1]) > 0)
+        if not ok_target:
+            problems.append(f"--map {target}={col}: {show_id(target)} is not a long-format column "
+                            "(trajectory_id, step, outcome, censored, q_z, weight, conf_<name>, "
+                            "raw_<name>, unc_<name>)")
+        elif col not in df.columns:
+            problems.append(f"--map {target}={col}: the file has no column {show_id(col)}")
+        elif target in df.columns and target != col and target not in dict(mapping).values():
+            problems.append(f"--map {target}={col}: the file already has a column {show_id(target)}")
+        elif col in rename and rename[col] != target:  # one column, two targets: refuse, never pick one
+            problems.append(f"--map: column {show_id(col)} is mapped twice ({show_id(rename[col])}, "
+                            f"{show_id(target)}); map each column once")
+        elif target in rename.values() and rename.get(col) != target:
+            problems.append(f"--map: {show_id(target)} is given two columns; map it once")
+        else:
+            rename[col] = target
+    if problems:
+        raise LogFormatError(name, problems)
+    out = df.rename(columns=rename)
+    out.attrs = dict(df.attrs)
+    out.attrs["notes"] = list(df.attrs.get("notes", [])) + [
+        "columns mapped: " + ", ".join(f"{show_id(c)} as {show_id(t)}" for c, t in rename.items() if c != t)]
+    return out
+
+
+def read_forecasts_table(source, name: str | None, limits: Limits, read=None):
+    """A sidecar forecasts table (``trajectory_id, step, conf_*/raw_*/unc_*``) as a raw frame."""
+    raw, name = read_source(source, name, limits, read)
+    fmt = format_of(name, "a forecasts table")
+    return read_table(raw, name, fmt, limits.max_rows, limits.max_cells, limits.max_bytes,
+                      max_nodes=limits.max_json_nodes), name
+
+
+def _guarded(reader, name: str, kind: str, *args, **kwargs):
+    """Run a harness reader; a field of an unexpected type deep in a damaged or hostile file
+    becomes a clear LogFormatError (never a traceback or "unexpected failure")."""
+    try:
+        return reader(*args, **kwargs)
+    except (LogFormatError, OSError, MemoryError):
+        raise
+    except (TypeError, AttributeError, KeyError, IndexError, ValueError, OverflowError, RecursionError) as exc:
+        raise LogFormatError(name, [f"the file has the structure of a {kind} log, but a field holds a value "
+                                    f"of an unexpected type ({type(exc).__name__}); it may be damaged"]) from None
+
+
+def _tau2_files(files: list, name: str | None, options: ReadOptions, limits: Limits):
+    """A tau2-bench folder layout given as several files (e.g. uploaded together)."""
+    files = [(bytes(b), str(n)) for b, n in files]
+    if len(files) == 1:
+        raise ValueError("pass a single file as bytes with a name, not as a list")
+    index = [f for f in files if f[1].rsplit("/", 1)[-1] == "results.json"]
+    if len(index) != 1:
+        raise LogFormatError(name or f"{len(files)} files", [
+            f"{len(files)} files were given, and several files are read together only as a tau2-bench folder "
+            f"layout: results.json with its simulation files ({len(index) or 'none'} of them named "
+            "results.json). For one table or harness log, give that file alone"])
+    label = name or "tau2-bench results"
+    total = sum(len(b) for b, _ in files)
+    if total > limits.max_bytes:
+        raise LogFormatError(label, [f"the files are larger together than the "
+                                     f"{limits.max_bytes // 2**20:,} MB this installation reads"])
+    parts = [(n.rsplit("/", 1)[-1], b) for b, n in files if n != index[0][1]]
+    frame, reading = read_tau2_parts(index[0][0], parts, options, limits, label)
+    return frame, reading, label
+
+
+def _read_dataset(source, options: ReadOptions, limits: Limits, read, roots, sample=None):
+    """A dataset's files read into one raw frame; rows are located as "FILE row N". Above the
+    row limit, with ``sample=(n_runs, seed)``, a random sample of its runs (reading["sample"])."""
+    import pandas as pd
+
+    ds = open_dataset(source, roots)
+    label = ds.label
+    too_big = ds.n_bytes > limits.max_bytes if ds.n_rows is None else ds.n_rows > limits.max_rows
+    if sample and too_big:
+        from tpsviz.io.sample import sample_runs
+
+        frame, info = sample_runs(ds, sample[0], sample[1], limits.max_rows, options.mapping)
+        frame.attrs["notes"] = list(ds.notes)
+        unsampled = (ds.n_rows or 0) - info["rows_total"]
+        if unsampled > 0:  # rows without an id (or one stored as bytes that are not UTF-8) form no run
+            frame.attrs["notes"].append(f"{unsampled:,} of {ds.n_rows:,} step rows have no trajectory id (or one "
+                                        "that is not text) and belong to no run, so none of them can be "
+                                        "sampled; scoring all runs refuses the dataset until they have one.")
+        frame = _apply_mapping(frame, options.mapping, label)
+        return frame, {"format": ds.fmt, "dataset": {"files": ds.n_files, "skipped": ds.skipped,
+                                                     "bytes": ds.n_bytes},
+                       "sample": info, "options": options.describe()}, label
+    if ds.n_rows is not None and ds.n_rows > limits.max_rows:
+        raise LogFormatError(label, [f"{ds.n_rows:,} rows in {ds.n_files} files, more than the {limits.max_rows:,} "
+                                     "read into memory (TPSVIZ_MAX_ROWS); score it out of core with "
+                                     "--engine duckdb (score, or compare --baseline)"])
+    ids = [col for target, col in options.mapping if target == "trajectory_id"]
+    frames, rows, notes = [], 0, list(ds.notes)
+    for f in ds.files:
+        rel = ds.file_label(f)
+        raw, _ = read_source(f, rel, limits, read)
+        part = read_table(raw, rel, ds.fmt, limits.max_rows - rows, limits.max_cells, limits.max_bytes,
+                          text_columns=ids, max_nodes=limits.max_json_nodes)
+        del raw
+        _spell_ids(part, ids)
+        rows += len(part)
+        prefix = part.attrs.get("where_prefix", "row")
+        part["_where"] = [f"{show_id(rel, 60)} {prefix} {n}" for n in part["_where"]]
+        # a file's own notes (e.g. nested columns left out), each said once for all the files
+        notes += [n for n in part.attrs.get("notes", []) if n not in notes]
+        frames.append(part)
+    frame = pd.concat(frames, ignore_index=True)
+    frame.attrs["notes"] = notes
+    frame = _apply_mapping(frame, options.mapping, label)
+    reading = {"format": ds.fmt, "dataset": {"files": ds.n_files, "skipped": ds.skipped, "bytes": ds.n_bytes},
+               "options": options.describe()}
+    return frame, reading, label
+
+
+def _spell_ids(part, mapped: list) -> None:
+    """A file's ids stored as booleans or timestamps, as text spelled by their own type before the
+    files are joined (pandas would make true 1 beside integers, and spell a timestamp among text
+    by its str), as the out-of-core engine spells them per file (docs/formats.md, "Trajectory ids")."""
+    import pandas as pd
+
+    from tpsviz.io.longform import id_text
+    from tpsviz.core.schema import canonical_name
+
+    col = next((c for c in part.columns if c in mapped or (not mapped and canonical_name(c) == "trajectory_id")), None)
+    if col is not None and (pd.api.types.is_bool_dtype(part[col]) or pd.api.types.is_datetime64_any_dtype(part[col])):
+        part[col] = id_text(part[col]).astype(object).where(part[col].notna(), None)
+
+
+def load(source, name: str | None = None, fmt: str | None = None, limits: Limits | None = None,
+         options: ReadOptions | None = None, forecasts=None, read=None, roots=None,
+         sample: tuple[int, int] | None = None) -> TrajectoryData:
+    """Read and validate a trajectory log of any supported format.
+
+    Parameters
+    ----------
+    source : str, PathLike, bytes, binary file-like or list of (bytes, name)
+        The log. A path is opened read-only (a regular file of at most ``limits.max_bytes``,
+        a tau2-bench results folder, or a dataset: another folder or a glob pattern of
+        Parquet/CSV/TSV files with the same columns, :func:`tpsviz.io.dataset.open_dataset`);
+        bytes / file objects need ``name``; a list of (bytes, name) is a tau2-bench folder's
+        files (``results.json`` and the simulations).
+    name : str, optional
+        File name used for the format (by extension) and in messages.
+    fmt : str, optional
+        Force a format: ``csv``, ``tsv``, ``parquet``, ``jsonl``, ``tau2``, ``tau-bench`` or
+        ``inspect`` (default: detected from the content).
+    limits : tpsviz.io.files.Limits, optional
+        Largest file and number of rows read (default: from ``TPSVIZ_MAX_FILE_MB`` and
+        ``TPSVIZ_MAX_ROWS``).
+    options : tpsviz.io.harness.runs.ReadOptions, optional
+        Success threshold, treatment of termination reasons, scorer, forecast fields, column
+        mapping and percent columns (docs/harness.md).
+    forecasts : str, PathLike or (bytes, name), optional
+        A sidecar table ``trajectory_id, step, conf_*/raw_*/unc_*`` joined on (trajectory_id,
+        step).
+    read : callable, optional
+        ``read(path, max_bytes, label) -> bytes`` for every file read from a path (default
+        :func:`tpsviz.io.files.read_file`).
+    roots : tpsviz.io.files.DataRoots, optional
+        For a dataset on a shared server: its folder, pattern and files must lie under these.
+    sample : (int, int), optional
+        ``(n_runs, seed)``: a dataset with more rows than ``limits.max_rows`` (CSV files, whose
+        rows are not counted ahead: more bytes than ``limits.max_bytes``) is read as a seeded random sample of that many whole
+        runs (:func:`tpsviz.io.sample.sample_runs`) instead of being refused;
+        ``reading["sample"]`` then says how many runs and rows of how many.
+
+    Returns
+    -------
+    TrajectoryData
+        ``reading`` records how the file was read (format, treatment table with counts, what
+        was dropped, forecast sources).
+
+    Raises
+    ------
+    LogFormatError
+        For every defect, naming the file, row or run and column or field.
+    tpsviz.io.files.FileRefused
+        (an ``OSError``) for a path that is missing, not a regular file or too large.
+    """
+    limits = limits or limits_from_env()
+    options = options or ReadOptions()
+    if fmt and fmt != "auto":
+        options = replace(options, fmt=fmt)
+    kind = options.fmt if options.fmt not in (None, "auto") else None
+    if is_dataset_spec(source) and kind in (None, "csv", "tsv", "parquet"):
+        frame, reading, name = _read_dataset(source, options, limits, read, roots, sample)
+    elif isinstance(source, (str, os.PathLike)) and Path(source).is_dir():
+        name = name or Path(source).name
+        if kind not in (None, "tau2") or not (Path(source) / "results.json").is_file():
+            raise LogFormatError(name, ["is a folder; the only folder tpsviz reads is a tau2-bench "
+                                        "results folder (results.json with simulations/)"])
+        frame, reading = _guarded(read_tau2_dir, name, "tau2", Path(source), options, limits, label=name,
+                                  read=read)
+    elif isinstance(source, list):
+        frame, reading, name = _guarded(_tau2_files, name or "tau2-bench results", "tau2", source, name,
+                                        options, limits)
+    else:
+        raw, name = read_source(source, name, limits, read)
+        parsed = None
+        if kind is None:
+            kind, parsed = detect_format(raw, name, limits.max_json_nodes)
+        if kind in TABLE_FORMATS:
+            ids = [col for target, col in options.mapping if target == "trajectory_id"]
+            frame = _apply_mapping(read_table(raw, name, kind, limits.max_rows, limits.max_cells,
+                                              limits.max_bytes, text_columns=ids,
+                                              max_nodes=limits.max_json_nodes), options.mapping, name)
+            reading = {"format": kind, "options": options.describe()}
+            unused = [flag for flag, given in (("--treat", options.treat), ("--conf", options.conf),
+                                               ("--scorer", options.scorer),
+                                               ("--success-threshold", options.success_threshold is not None))
+                      if given]
+            if unused:  # never let a user believe a harness option was applied to a table
+                frame.attrs["notes"] = list(frame.attrs.get("notes", [])) + [
+                    f"{', '.join(unused)} appl{'ies' if len(unused) == 1 else 'y'} to harness logs only "
+                    f"(tau2-bench, tau-bench, Inspect AI): ignored for this {kind.upper()} table."]
+        elif kind in HARNESS_FORMATS or kind == "tau2-index":
+            frame, reading = _guarded(read_harness, name, kind, raw, name, kind, options, limits, parsed)
+        else:
+            raise LogFormatError(name, [f"unknown format {kind!r}"])
+        del raw
+    if forecasts is not None:
+        from tpsviz.io.harness.forecasts import join_sidecar
+
+        side, side_name = read_forecasts_table(forecasts, None, limits, read)
+        frame, side_notes = join_sidecar(frame, side, side_name, reading.get("dropped_ids", ()))
+        reading = {**reading, "forecasts": {**reading.get("forecasts", {}),
+                                            **{c: f"table {side_name}" for c in side.columns
+                                               if str(c).startswith(("conf_", "raw_", "unc_"))}}}
+        frame.attrs["notes"] = list(frame.attrs.get("notes", [])) + side_notes
+    if "treatment" in reading and not any(
+            str(c).startswith(("conf_", "raw_", "unc_")) for c in frame.columns):
+        raise LogFormatError(name, [
+            f"this {reading['format']} log holds no per-step forecast: name a numeric field of the "
+            "agent's messages as one (e.g. verbal=metadata.confidence: --conf NAME=FIELD, or the dashboard's "
+            "Reading options, \"Forecast fields of agent messages\"), or join a table trajectory_id, step, "
+            "conf_<name> (--forecasts FILE, or the Reading options' \"Forecasts table (optional)\" for an upload, "
+            "\"Forecasts table path (optional)\" for a server path); token log-probabilities, when the log has "
+            "them, are used as raw signals automatically"])
+    notes = list(reading.get("notes", []))
+    frame.attrs["notes"] = notes + list(frame.attrs.get("notes", []))
+    try:
+        data = from_frame(frame, source=name, percent=options.percent)
+    except LogFormatError as e:
+        raise _named_as_given(e, options.mapping) from None
+    data.reading = reading
+    return data
+
+
+def _named_as_given(error: LogFormatError, mapping) -> LogFormatError:
+    """``error`` with each mapped column also named as the file names it: a problem with
+    "column 'conf_p'" of ``--map conf_p=p`` says "column 'conf_p' (the file's 'p')"."""
+    renamed = [(show_id(target), show_id(col)) for target, col in mapping if str(target) != str(col)]
+    if not renamed:
+        return error
+    problems = []
+    for text in error.problems:
+        for target, col in renamed:
+            text = text.replace(f"column {target}", f"column {target} (the file's {col})")
+        problems.append(text)
+    return LogFormatError(error.source, problems)
