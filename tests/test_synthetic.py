@@ -7,7 +7,8 @@ import pandas as pd
 import pytest
 
 from tpsviz import load
-from tpsviz.synthetic.agent import SCENARIOS, simulate, write_demo
+from tpsviz.synthetic.agent import SCENARIOS, simulate
+from tpsviz.synthetic.demo import write_demo
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -10,7 +10,7 @@ import pandas as pd
 import pytest
 
 import tpsviz
-from tpsviz.synthetic.agent import _logit, _sigmoid, simulate
+from tpsviz.synthetic.agent import logit, sigmoid, simulate
 from tpsviz.diagnostics.updating import drift_table, excess_movement, movement_per_run
 
 
@@ -61,9 +61,9 @@ def test_excess_movement_per_run_against_a_loop():
 def _distorted(seed: int, n: int = 3000, scenario: str = "tau2-like") -> tpsviz.TrajectoryData:
     sim = simulate(scenario, n_trajectories=n, seed=seed)
     steps = sim.steps.copy()
-    lq = _logit(steps["conf_truthful"].to_numpy())
-    steps["conf_over"] = _sigmoid(2.0 * lq)    # moves twice as far in log-odds
-    steps["conf_under"] = _sigmoid(0.5 * lq)   # moves half as far
+    lq = logit(steps["conf_truthful"].to_numpy())
+    steps["conf_over"] = sigmoid(2.0 * lq)    # moves twice as far in log-odds
+    steps["conf_under"] = sigmoid(0.5 * lq)   # moves half as far
     return tpsviz.from_frame(steps)
 
 

@@ -47,18 +47,15 @@ def _raw(src: Source) -> tuple[bytes, str]:
 @memo(max_entries=6, spinner="Reading the log…")
 def _read(key: str, _src: Source):
     """OtherLog of the source, or a LoadFailure (what is wrong and where; never the file's content)."""
-    from tpsviz.io.continuous_forms import is_continuous
     from tpsviz.io.continuous import read_continuous
     from tpsviz.io.dataset import is_dataset_spec, open_dataset
-    from tpsviz.io.multiclass import is_multiclass, read_multiclass
+    from tpsviz.io.kinds import outcome_kind
+    from tpsviz.io.multiclass import read_multiclass
     from tpsviz.io.tables import FORMATS, table_columns
 
     def other_kind(columns) -> str | None:
-        if is_multiclass(columns):
-            return "multiclass"
-        if is_continuous(columns) and not any(str(c).lower().startswith(("conf_", "raw_", "unc_")) for c in columns):
-            return "continuous"
-        return None
+        kind = outcome_kind(columns)
+        return None if kind == "binary" else kind
 
     try:
         if _src.kind == "path" and not _src.parts and is_dataset_spec(_src.path):

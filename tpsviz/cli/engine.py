@@ -222,7 +222,7 @@ def _sample_verdicts(args, ds: Dataset, sums, settings):
     that say so; (None, reason) when the sample is off."""
     from tpsviz.io.sample import sample_runs
     from tpsviz.core.inference import DEFAULT_SEED
-    from tpsviz.io.loading import _apply_mapping
+    from tpsviz.io.loading import apply_mapping
     from tpsviz.io.longform import from_frame
     from tpsviz.diagnostics.verdict import verdicts
 
@@ -233,7 +233,7 @@ def _sample_verdicts(args, ds: Dataset, sums, settings):
     seed = DEFAULT_SEED if args.seed is None else args.seed
     # the dashboard's draw (engines/sample.py): the same seed gives the same runs in both
     frame, _ = sample_runs(ds, k, seed, mapping=args.map_pairs)
-    frame = _apply_mapping(frame, args.map_pairs, ds.label)
+    frame = apply_mapping(frame, args.map_pairs, ds.label)
     data = from_frame(frame, source=ds.label, percent=args.percent_names)
     try:
         out = verdicts(data, settings)

@@ -200,7 +200,7 @@ def build_parser() -> argparse.ArgumentParser:
     _defer_arguments(defer)
     for command, module, help_ in _OUTCOME_COMMANDS:
         sp = sub.add_parser(command, help=help_, formatter_class=argparse.RawTextHelpFormatter)
-        importlib.import_module(f"tpsviz.{module}").add_arguments(sp)
+        importlib.import_module(module).add_arguments(sp)
     demo = sub.add_parser("demo-data", help="regenerate the synthetic demo logs (byte-identical)")
     demo.add_argument("--out", default="demo_data", help="output folder (default demo_data)")
     return parser
@@ -208,9 +208,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 # subcommands with their own module: (command, module with add_arguments(p) and run(args, name_fn, fail), help)
 _OUTCOME_COMMANDS = (
-    ("multiclass", "cli_multiclass", "score a log whose outcome is one of k labels (TPS-k: multi-class Brier or log)"),
-    ("crps", "cli_continuous", "score a log whose outcome is a number (final reward, cost) with the CRPS"),
-    ("monitor", "cli_monitor", "TPS and skill over time in sliding windows, with a degradation alarm"),
+    ("multiclass", "tpsviz.cli.multiclass", "score a log whose outcome is one of k labels (TPS-k: multi-class Brier or log)"),
+    ("crps", "tpsviz.cli.continuous", "score a log whose outcome is a number (final reward, cost) with the CRPS"),
+    ("monitor", "tpsviz.cli.monitor", "TPS and skill over time in sliding windows, with a degradation alarm"),
 )
 
 
@@ -806,7 +806,7 @@ def _groups_json(data, settings, notes, by, base, table, diffs) -> dict:
 
 
 def _demo(args) -> int:
-    from tpsviz.synthetic.agent import write_demo
+    from tpsviz.synthetic.demo import write_demo
 
     for path in write_demo(args.out):
         print(path)
@@ -829,7 +829,7 @@ def main(argv: list[str] | None = None) -> int:
             return _demo(args)
         for command, module, _ in _OUTCOME_COMMANDS:
             if args.command == command:
-                return importlib.import_module(f"tpsviz.{module}").run(args, _name, _Fail)
+                return importlib.import_module(module).run(args, _name, _Fail)
         if args.command == "defer":
             from tpsviz.cli.defer import run as _defer
 

@@ -280,7 +280,7 @@ class TPSResult:
         values, valid = self._run_matrix(names)
         summary = self.summary.copy()
         if names:
-            lo, hi = _bootstrap_columns(values, valid, settings)
+            lo, hi = bootstrap_columns(values, valid, settings)
             summary["tps_ci_low"], summary["tps_ci_high"] = lo, hi
         return TPSResult(settings, summary, self.per_trajectory, self._data, self._weights, self._scores,
                          self._runs)
@@ -318,7 +318,7 @@ class TPSResult:
                    _runs={k: v for p in parts for k, v in p._runs.items()})
 
 
-def _qz_per_trajectory(data: TrajectoryData, mode: str, q_z) -> tuple[np.ndarray, np.ndarray]:
+def qz_per_trajectory(data: TrajectoryData, mode: str, q_z) -> tuple[np.ndarray, np.ndarray]:
     """q_Z per trajectory (NaN for complete runs) and the mask of censored runs that fell
     back to q_Z = 0 for want of an estimate (``exact`` mode only)."""
     t = data.trajectories
@@ -404,7 +404,7 @@ def _sum_by_run(values: np.ndarray, starts: np.ndarray) -> np.ndarray:
     return np.add.reduceat(values, starts)
 
 
-def _bootstrap_columns(values: np.ndarray, valid: np.ndarray, settings: ScoreSettings):
+def bootstrap_columns(values: np.ndarray, valid: np.ndarray, settings: ScoreSettings):
     """Percentile CIs for the mean of each column over its valid rows (paired resampling of the
     rows; millions of runs resample groups of them instead: runsums._grouped_intervals)."""
     n, k = values.shape
@@ -526,7 +526,7 @@ class _Scope:
         traj = data.trajectories
         n_traj = len(traj)
         cens_t = traj["censored"].to_numpy()
-        q_t, fallback_t = _qz_per_trajectory(data, settings.censoring, q_z)
+        q_t, fallback_t = qz_per_trajectory(data, settings.censoring, q_z)
         complete_case = settings.censoring == "complete"
         in_scope_t = ~cens_t if complete_case else np.ones(n_traj, bool)
         # rows in scope, in trajectory order (complete-case drops the censored runs' rows)

@@ -283,14 +283,14 @@ def run_labels(data: TrajectoryData, settings: ScoreSettings, q_z=None) -> np.nd
     ndarray
         One float per trajectory, in the order of ``data.trajectories``.
     """
-    from tpsviz.core.tps import _qz_per_trajectory
+    from tpsviz.core.tps import qz_per_trajectory
 
     t = data.trajectories
     cens = t["censored"].to_numpy()
     out = t["outcome"].to_numpy(dtype=float)
     if settings.censoring == "complete":
         return np.where(cens, np.nan, out)
-    q, _ = _qz_per_trajectory(data, settings.censoring, q_z)
+    q, _ = qz_per_trajectory(data, settings.censoring, q_z)
     return np.where(cens, q, out)
 
 

@@ -14,12 +14,13 @@ from __future__ import annotations
 
 import json
 import math
-import re
 
 import numpy as np
 import pandas as pd
 
 from tpsviz.core.errors import LogFormatError
+from tpsviz.io.kinds import (MU_PATTERN, QUANTILE_PATTERN, SAMPLES_PATTERN, SIGMA_PATTERN, is_continuous,
+                              quantile_level)
 from tpsviz.io.longform import row_examples, parse_numeric
 from tpsviz.core.schema import looks_like_ours, show_id
 from tpsviz.io.tables import MAX_PREDICTORS, MISSING
@@ -34,45 +35,12 @@ FORMS = ("gaussian", "quantile", "ensemble")
 #: the runs then stay finite (weights are at most tpsviz.core.tps.MAX_WEIGHT = 1e150)
 MAX_VALUE = 1e100
 
-_MU = re.compile(r"mu_(.+)", re.IGNORECASE | re.DOTALL)
-_SIGMA = re.compile(r"sigma_(.+)", re.IGNORECASE | re.DOTALL)
-SAMPLES_PATTERN = _SAMPLES = re.compile(r"samples_(.+)", re.IGNORECASE | re.DOTALL)
-_QUANTILE = re.compile(r"q((?:\d+\.?\d*|\.\d+)(?:e[-+]?\d+)?)_(.+)", re.IGNORECASE | re.DOTALL)
 _REQUIRED = ("trajectory_id", "step", "outcome")
 INTERNAL = ("t", "traj")  # columns the steps frame uses itself
 
 
-def _level(text: str) -> float:
-    try:
-        return float(text)
-    except ValueError:  # pragma: no cover - the pattern only lets numbers through
-        return math.nan
-
-
-def is_continuous(columns) -> bool:
-    """True when some column names a continuous predictor: ``mu_<name>``, ``q<level>_<name>``
-    (level in (0, 1)) or ``samples_<name>``.
-
-    Parameters
-    ----------
-    columns : iterable of str
-
-    Returns
-    -------
-    bool
-    """
-    for c in map(str, columns):
-        c = c.strip()
-        if _MU.fullmatch(c) or _SAMPLES.fullmatch(c):
-            return True
-        m = _QUANTILE.fullmatch(c)
-        if m and 0.0 < _level(m.group(1)) < 1.0:
-            return True
-    return False
-
-
 def levels_of(columns: list[str]) -> list[tuple[float, str]]:
-    return [(_level(_QUANTILE.fullmatch(c).group(1)), c) for c in columns]
+    return [(quantile_level(QUANTILE_PATTERN.fullmatch(c).group(1)), c) for c in columns]
 
 
 def predictor_columns(cols: list[str], source: str, notes: list[str]):
@@ -86,15 +54,15 @@ def predictor_columns(cols: list[str], source: str, notes: list[str]):
     for c in cols:
         if c in _REQUIRED or c == "censored":
             continue
-        for pattern, table, role in ((_MU, mu, "mu"), (_SIGMA, sigma, "sigma"), (_SAMPLES, samples, "samples")):
+        for pattern, table, role in ((MU_PATTERN, mu, "mu"), (SIGMA_PATTERN, sigma, "sigma"), (SAMPLES_PATTERN, samples, "samples")):
             m = pattern.fullmatch(c)
             if m:
                 table.setdefault(m.group(1), []).append(c)
                 break
         else:
-            m = _QUANTILE.fullmatch(c)
+            m = QUANTILE_PATTERN.fullmatch(c)
             if m:
-                lv = _level(m.group(1))
+                lv = quantile_level(m.group(1))
                 if not 0.0 < lv < 1.0:
                     bad_levels.append(c)
                 else:

@@ -60,7 +60,7 @@ def read_source(source, name: str | None = None, limits: Limits | None = None,
     return raw, name
 
 
-def _apply_mapping(df, mapping, name: str):
+def apply_mapping(df, mapping, name: str):
     """Rename columns of other names to the long format's (``--map target=column``)."""
     if not mapping:
         return df
@@ -153,7 +153,7 @@ def _read_dataset(source, options: ReadOptions, limits: Limits, read, roots, sam
             frame.attrs["notes"].append(f"{unsampled:,} of {ds.n_rows:,} step rows have no trajectory id (or one "
                                         "that is not text) and belong to no run, so none of them can be "
                                         "sampled; scoring all runs refuses the dataset until they have one.")
-        frame = _apply_mapping(frame, options.mapping, label)
+        frame = apply_mapping(frame, options.mapping, label)
         return frame, {"format": ds.fmt, "dataset": {"files": ds.n_files, "skipped": ds.skipped,
                                                      "bytes": ds.n_bytes},
                        "sample": info, "options": options.describe()}, label
@@ -178,7 +178,7 @@ def _read_dataset(source, options: ReadOptions, limits: Limits, read, roots, sam
         frames.append(part)
     frame = pd.concat(frames, ignore_index=True)
     frame.attrs["notes"] = notes
-    frame = _apply_mapping(frame, options.mapping, label)
+    frame = apply_mapping(frame, options.mapping, label)
     reading = {"format": ds.fmt, "dataset": {"files": ds.n_files, "skipped": ds.skipped, "bytes": ds.n_bytes},
                "options": options.describe()}
     return frame, reading, label
@@ -273,7 +273,7 @@ def load(source, name: str | None = None, fmt: str | None = None, limits: Limits
             kind, parsed = detect_format(raw, name, limits.max_json_nodes)
         if kind in TABLE_FORMATS:
             ids = [col for target, col in options.mapping if target == "trajectory_id"]
-            frame = _apply_mapping(read_table(raw, name, kind, limits.max_rows, limits.max_cells,
+            frame = apply_mapping(read_table(raw, name, kind, limits.max_rows, limits.max_cells,
                                               limits.max_bytes, text_columns=ids,
                                               max_nodes=limits.max_json_nodes), options.mapping, name)
             reading = {"format": kind, "options": options.describe()}

@@ -17,6 +17,7 @@ import pandas as pd
 
 from tpsviz.core.data import TrajectoryData
 from tpsviz.core.errors import LogFormatError
+from tpsviz.io.kinds import outcome_kind
 from tpsviz.core.schema import REQUIRED, RESERVED, canonical_name, looks_like_ours, show_id
 from tpsviz.io.tables import MAX_PREDICTORS, MISSING
 
@@ -317,18 +318,11 @@ def prepared_frame(df: pd.DataFrame, source: str, notes: list[str]):
 def _other_outcome_kind(cols: list[str]) -> str:
     """A sentence for a multi-class or continuous-outcome log (docs/multiclass.md, docs/continuous.md),
     which the binary reader cannot score; "" for any other header."""
-    from tpsviz.io.continuous_forms import is_continuous
-    from tpsviz.io.multiclass import _split_conf
-
-    conf = [c for c in cols if c.lower().startswith("conf_")]
-    split = [_split_conf(c) for c in conf]
-    names = [x[0] for x in split if x]
-    # every forecast column is conf_<name>__<label> and some predictor has two labels or more (a binary
-    # log whose predictor names hold a double underscore stays binary)
-    if conf and all(split) and max(names.count(n) for n in names) >= 2:
+    kind = outcome_kind(cols)
+    if kind == "multiclass":
         return ("this is a multi-class log (forecast columns conf_<name>__<label>): score it with "
                 "'python -m tpsviz multiclass' or on the dashboard's Other outcomes page")
-    if is_continuous(cols) and not any(c.startswith(("conf_", "raw_", "unc_")) for c in cols):
+    if kind == "continuous":
         return ("this is a continuous-outcome log (mu_/sigma_, q<level>_ or samples_ forecast columns): score it "
                 "with 'python -m tpsviz crps' or on the dashboard's Other outcomes page")
     return ""

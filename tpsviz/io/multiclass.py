@@ -12,7 +12,6 @@ naming rows (lines), runs and columns, never a cell value of the file.
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -20,6 +19,7 @@ import pandas as pd
 
 from tpsviz.core.errors import LogFormatError
 from tpsviz.io.files import Limits, limits_from_env
+from tpsviz.io.kinds import is_multiclass, split_conf
 from tpsviz.io.loading import read_source
 from tpsviz.io.tables import MAX_PREDICTORS
 from tpsviz.io.longform import (
@@ -35,25 +35,7 @@ __all__ = ["MulticlassLog", "is_multiclass", "read_multiclass", "multiclass_from
 SUM_TOLERANCE = 1e-6
 #: largest number of labels read (each label is a column per predictor and a score branch)
 MAX_LABELS = 100
-_CONF = re.compile(r"conf_(.+?)__(.+)", re.S)
 _QZ = "q_z__"
-
-
-def _split_conf(column: str) -> tuple[str, str] | None:
-    """(predictor, label) of a ``conf_<name>__<label>`` column (split at the first ``__``), else None."""
-    m = _CONF.fullmatch(canonical_name(column))
-    return (m.group(1), m.group(2)) if m else None
-
-
-def is_multiclass(columns) -> bool:
-    """True when some column is a multi-class forecast ``conf_<name>__<label>``.
-
-    Parameters
-    ----------
-    columns : iterable of str
-        A header (prefixes matched ignoring case, as in the binary format).
-    """
-    return any(_split_conf(str(c)) is not None for c in columns)
 
 
 @dataclass
@@ -198,7 +180,7 @@ def _header(cols: list[str], source: str, notes: list[str]):
     labels: list[str] = []
     binary = []
     for c in cols:
-        parts = _split_conf(c)
+        parts = split_conf(c)
         if parts is None:
             if c.startswith("conf_"):
                 binary.append(c)

@@ -28,7 +28,7 @@ import numpy as np
 import pandas as pd
 
 __all__ = ["TaskFamily", "Scenario", "SimulatedLog", "simulate", "SCENARIOS",
-           "length_tilted_target", "known_distortions", "write_demo"]
+           "length_tilted_target", "known_distortions", "logit", "sigmoid"]
 
 
 @dataclass(frozen=True)
@@ -144,12 +144,12 @@ class SimulatedLog:
         return from_frame(self.steps, source=f"synthetic:{self.scenario.name}")
 
 
-def _logit(p):
+def logit(p):
     p = np.clip(p, 1e-12, 1 - 1e-12)
     return np.log(p) - np.log1p(-p)
 
 
-def _sigmoid(x):
+def sigmoid(x):
     return 0.5 * (1.0 + np.tanh(0.5 * x))
 
 
@@ -212,7 +212,7 @@ def simulate(scenario: Scenario | str, n_trajectories: int | None = None,
     eg = np.array(sc.emit_good)
     eb = np.array(sc.emit_bad)
     llr = np.log(eg) - np.log(eb)  # log-likelihood ratio of o = +1, 0, -1
-    logodds = _logit(prior)
+    logodds = logit(prior)
     k = np.zeros(n, dtype=int)
     active = np.ones(n, dtype=bool)
     length = np.full(n, H)
@@ -242,7 +242,7 @@ def simulate(scenario: Scenario | str, n_trajectories: int | None = None,
     lo = np.concatenate(rec["logodds"])
     order = np.lexsort((tt, traj))
     traj, tt, kk, lo = traj[order], tt[order], kk[order], lo[order]
-    post = _sigmoid(lo)
+    post = sigmoid(lo)
     q = post * cg + (1 - post) * cb
 
     # m_t: P(submit within the budget | B, k, H - t), 1 once submitted (t = T, not censored)
@@ -261,14 +261,14 @@ def simulate(scenario: Scenario | str, n_trajectories: int | None = None,
     tid = np.array([f"{sc.name[:3]}-{i:05d}" for i in range(n)])
     ncols = traj.size
     noise = rng.standard_normal((4, ncols))
-    lq = _logit(q)
+    lq = logit(q)
     base = sc.base_rate()
-    verbal = np.clip(np.round(_sigmoid(0.3 * lq + 3.0 + 0.35 * noise[0]), 2), 0.5, 0.99)
+    verbal = np.clip(np.round(sigmoid(0.3 * lq + 3.0 + 0.35 * noise[0]), 2), 0.5, 0.99)
     conf = {
         "truthful": q,
         "verbal": verbal,
-        "pessimistic": _sigmoid(lq - 1.0),
-        "noisy": _sigmoid(lq + 0.8 * noise[1]),
+        "pessimistic": sigmoid(lq - 1.0),
+        "noisy": sigmoid(lq + 0.8 * noise[1]),
         "base_rate": np.full(ncols, base),
         "budget_aware": m,
     }
@@ -297,7 +297,7 @@ def simulate(scenario: Scenario | str, n_trajectories: int | None = None,
         columns=["trajectory_id", "rollout", "outcome"])
     for name, v in conf.items():
         steps[f"conf_{name}"] = v
-    steps["raw_logprob"] = np.log(_sigmoid(1.5 * lq - 1.0 + 0.5 * noise[2]))
+    steps["raw_logprob"] = np.log(sigmoid(1.5 * lq - 1.0 + 0.5 * noise[2]))
     steps["unc_hesitation"] = np.exp(-0.8 * lq + 0.4 * noise[3])
     steps["difficulty"] = np.array([f.name for f in sc.families])[fam][traj]
     steps["task"] = np.array([f"task-{(i * 7919) % 97:02d}" for i in range(n)])[traj]
@@ -335,15 +335,15 @@ def known_distortions(scenario: Scenario | str = "webshop-like", n_trajectories:
     sim = simulate(replace(sc, budget=budget), n_trajectories=n_trajectories, seed=seed)
     df = sim.steps[["trajectory_id", "step", "outcome", "censored"]].copy()
     q = sim.rows["q"].to_numpy()
-    lq = _logit(q)
-    c = _logit(np.array(q.mean()))
+    lq = logit(q)
+    c = logit(np.array(q.mean()))
     rng = np.random.default_rng(seed + 1000)
     df["conf_truthful"] = q
-    df["conf_optimistic"] = _sigmoid(lq + 1.0)
-    df["conf_pessimistic"] = _sigmoid(lq - 1.0)
-    df["conf_overconfident"] = _sigmoid(c + 2.5 * (lq - c))
-    df["conf_underconfident"] = _sigmoid(c + 0.4 * (lq - c))
-    df["conf_uninformative"] = _sigmoid(c + 0.5 * rng.standard_normal(len(df)))
+    df["conf_optimistic"] = sigmoid(lq + 1.0)
+    df["conf_pessimistic"] = sigmoid(lq - 1.0)
+    df["conf_overconfident"] = sigmoid(c + 2.5 * (lq - c))
+    df["conf_underconfident"] = sigmoid(c + 0.4 * (lq - c))
+    df["conf_uninformative"] = sigmoid(c + 0.5 * rng.standard_normal(len(df)))
     return from_frame(df)
 
 
@@ -385,52 +385,3 @@ def length_tilted_target(sim: SimulatedLog, s_max: int = 3000) -> np.ndarray:
         den = pg * vals[:, 0] + (1 - pg) * vals[:, 1]
         out[sel] = num / den
     return out
-
-
-def _fmt_frame(df: pd.DataFrame) -> str:
-    return df.to_csv(index=False, float_format="%.6g", lineterminator="\n")
-
-
-# modules with a demo_frames() -> {file name: frame}: the monitoring, multi-class and continuous demos
-EXTRA_DEMOS = ("synthetic_drift", "synthetic_multiclass", "synthetic_continuous")
-
-
-def write_demo(out_dir, scenarios: tuple[str, ...] = ("tau2-like", "webshop-like"), extra: bool = True) -> list:
-    """Write the demo logs (byte-identical on every run) and return the paths written.
-
-    For each scenario: ``<name>.csv`` (the log), ``<name>_truth.csv`` (hidden truth per run)
-    and, when the scenario simulates rollouts, ``<name>_rollouts.csv``.
-
-    Parameters
-    ----------
-    out_dir : str or Path
-        Folder to write into (created if missing).
-    scenarios : tuple of str
-        Keys of ``SCENARIOS``.
-    extra : bool
-        Also the files of :data:`EXTRA_DEMOS` (a drifting deployment, a multi-class and a
-        continuous-outcome log).
-    """
-    from pathlib import Path
-
-    out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
-    written = []
-    for key in scenarios:
-        sim = simulate(key)
-        files = {f"{key}.csv": sim.steps, f"{key}_truth.csv": sim.truth}
-        if len(sim.rollouts):
-            files[f"{key}_rollouts.csv"] = sim.rollouts
-        for fname, frame in files.items():
-            path = out / fname
-            path.write_text(_fmt_frame(frame), encoding="utf-8")
-            written.append(path)
-    if extra:
-        import importlib
-
-        for module in EXTRA_DEMOS:
-            for fname, frame in importlib.import_module(f"tpsviz.{module}").demo_frames().items():
-                path = out / fname
-                path.write_text(_fmt_frame(frame), encoding="utf-8")
-                written.append(path)
-    return written

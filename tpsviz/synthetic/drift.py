@@ -12,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from tpsviz.synthetic.agent import _logit, _sigmoid, simulate
+from tpsviz.synthetic.agent import logit, sigmoid, simulate
 
 __all__ = ["simulate_drift", "demo_frames", "CHANGE_RUN"]
 
@@ -57,7 +57,7 @@ def simulate_drift(n_runs: int = 900, change: int = CHANGE_RUN, lift: float = 1.
         "step": steps["step"].to_numpy(),
         "outcome": steps["outcome"].to_numpy(),
         "censored": steps["censored"].to_numpy(),
-        "conf_agent": np.where(after, _sigmoid(_logit(q) + lift), q),
+        "conf_agent": np.where(after, sigmoid(logit(q) + lift), q),
         "conf_truthful": q,
         "timestamp": np.char.add(np.datetime_as_string(stamps, unit="s"), "Z")[code],
         "model_version": np.where(after, "v2", "v1"),
