@@ -45,7 +45,7 @@ def json_value(v):
 
 
 def verdict_numbers(v: Verdict) -> dict:
-    """The statistics behind a verdict, for JSON (NaN stays NaN; the caller's encoder decides).
+    """The statistics behind a verdict, for JSON (a missing or infinite value is None).
 
     Parameters
     ----------
@@ -266,8 +266,8 @@ class Evaluation:
 
     # ---------------------------------------------------------------- JSON
     def to_json(self) -> dict:
-        """The object ``python -m tpsviz score LOG --json`` prints (plain values; NaN in the
-        verdicts' numbers, ``"inf"``/``"-inf"`` for infinite values, null where missing).
+        """The object ``python -m tpsviz score LOG --json`` prints: plain values, ``"inf"``/``"-inf"``
+        for an infinite score, None where a value is missing (``why_null`` says why).
 
         Returns
         -------
