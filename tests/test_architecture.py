@@ -69,7 +69,7 @@ def test_the_documented_layers_match_the_code():
     names = [k for k in ig.LAYERS if k.startswith("tpsviz.")]
     positions = []
     for name in names:
-        short = name.split(".", 1)[1] + "/" if name != "tpsviz.evaluation" else "evaluation.py"
+        short = name.split(".", 1)[1] + "/"
         assert short in picture, f"{short} is not in the layer picture"
         positions.append((ig.LAYERS[name], picture.index(short)))
     # the picture is drawn top layer first: a higher rank is drawn above (earlier in the text)
