@@ -20,9 +20,9 @@ from tpsviz.core.schedules import Schedule, Verdict, parse_schedule
 from tpsviz.core.scores import (
     PRESETS, ScoreFamily, beta_score, beta_score_pair, clip_forecasts, elementary_loss,
     expected_score, omega)
-from tpsviz.core.tps import (
-    CENSORING_MODES, ScoreSettings, TPSResult, artificial_censoring_check, compute_tps,
-    default_censoring)
+from tpsviz.core.artificial_censoring import artificial_censoring_check
+from tpsviz.core.censoring import CENSORING_MODES, default_censoring
+from tpsviz.core.tps import ScoreSettings, TPSResult, compute_tps
 
 __version__ = "0.1.0"
 
