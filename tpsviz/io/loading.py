@@ -190,7 +190,7 @@ def _spell_ids(part, mapped: list) -> None:
     by its str), as the out-of-core engine spells them per file (docs/formats.md, "Trajectory ids")."""
     import pandas as pd
 
-    from tpsviz.io.longform import id_text
+    from tpsviz.io.run_ids import id_text
     from tpsviz.core.schema import canonical_name
 
     col = next((c for c in part.columns if c in mapped or (not mapped and canonical_name(c) == "trajectory_id")), None)
