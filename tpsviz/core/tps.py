@@ -384,7 +384,7 @@ def compute_tps(
         A validated log (see :func:`tpsviz.load`).
     settings : ScoreSettings, optional
         α, β, schedule, censoring mode, ε and bootstrap settings. Defaults: log score,
-        uniform weights, censoring from :func:`default_censoring`.
+        uniform weights, censoring from :func:`tpsviz.core.censoring.default_censoring`.
     predictors : list of str, optional
         Subset of ``data.predictors`` to score (default: all).
     q_z : array_like or Series, optional
