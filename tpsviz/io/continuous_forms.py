@@ -41,6 +41,18 @@ INTERNAL = ("t", "traj")  # columns the steps frame uses itself
 
 
 def levels_of(columns: list[str]) -> list[tuple[float, str]]:
+    """The quantile level of each ``q<level>_<name>`` column.
+
+    Parameters
+    ----------
+    columns : list of str
+        Quantile columns of one predictor.
+
+    Returns
+    -------
+    list of (float, str)
+        (level, column) in the order given.
+    """
     return [(quantile_level(QUANTILE_PATTERN.fullmatch(c).group(1)), c) for c in columns]
 
 
