@@ -24,7 +24,7 @@ from tpsviz.io.dataset import open_dataset
 from tpsviz.engines.duck import _stored_as, id_text, is_integer, is_nested, sums_duckdb
 from tpsviz.core.errors import LogFormatError
 from tpsviz.io.files import limits_from_env
-from tpsviz.io.longform import id_text as id_text_in_memory
+from tpsviz.io.run_ids import id_text as id_text_in_memory
 from tpsviz.core.tps import ScoreSettings
 
 from test_engines import _compare

@@ -24,11 +24,12 @@ from tpsviz.core.schedules import Schedule, ScheduleVerdict, parse_schedule
 from tpsviz.core.scores import (
     PRESETS, ScoreFamily, beta_score, beta_score_pair, clip_forecasts, elementary_loss,
     expected_score, omega)
-from tpsviz.core.tps import (
-    CENSORING_MODES, ScoreSettings, TPSResult, artificial_censoring_check, compute_tps,
-    default_censoring)
+from tpsviz.core.artificial_censoring import artificial_censoring_check
+from tpsviz.core.censoring import CENSORING_MODES, default_censoring
+from tpsviz.core.tps import ScoreSettings, TPSResult, compute_tps
 from tpsviz.diagnostics.verdict import Verdict as PredictorVerdict
-from tpsviz.evaluation import Evaluation, evaluate
+from tpsviz.evaluation import evaluate
+from tpsviz.evaluation.record import Evaluation
 
 __version__ = "0.1.0"
 

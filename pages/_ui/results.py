@@ -29,7 +29,8 @@ import streamlit as st
 
 import tpsviz
 from tpsviz.report import figures as F
-from tpsviz.core.tps import CENSORING_LABELS, ScoreSettings, TPSResult
+from tpsviz.core.censoring import CENSORING_LABELS
+from tpsviz.core.tps import ScoreSettings, TPSResult
 
 from .loading import get_data, get_rollouts, is_failure, prepared, result_key
 from .memo import memo

@@ -14,7 +14,7 @@ import streamlit as st
 import tpsviz
 from tpsviz.report import figures as F
 from tpsviz.core.schedules import SCHEDULE_NAMES
-from tpsviz.core.tps import CENSORING_MODES
+from tpsviz.core.censoring import CENSORING_MODES
 
 from . import reading as R
 from . import results as Rs

@@ -25,7 +25,8 @@ from tpsviz.core.errors import LogFormatError
 from tpsviz.io.loading import load
 from tpsviz.core.schedules import parse_schedule, schedule_help
 from tpsviz.core.schema import clean_text, show_id
-from tpsviz.core.tps import ScoreSettings, compute_tps, default_censoring, settings_words
+from tpsviz.core.censoring import default_censoring
+from tpsviz.core.tps import ScoreSettings, compute_tps, settings_words
 from tpsviz.diagnostics.verdict import RULES as VERDICT_RULES
 
 EXIT_BAD_INPUT = 2

@@ -82,7 +82,8 @@ def _read(path: str, name_fn, fail):
     """The validated log; a binary log is refused with a pointer to ``score``."""
     from tpsviz.io.files import limits_from_env
     from tpsviz.io.loading import read_source
-    from tpsviz.io.multiclass import is_multiclass, read_multiclass
+    from tpsviz.io.kinds import is_multiclass
+    from tpsviz.io.multiclass import read_multiclass
     from tpsviz.io.tables import format_of, table_columns
 
     limits = limits_from_env()

@@ -1,17 +1,11 @@
-"""The Trajectory Proper Score, with censoring (docs/theory.md §3–§4).
+"""The Trajectory Proper Score of a log: settings, per-step weights, scoring (docs/theory.md §3–§4).
 
     TPS(F_1:T, Y) = Σ_t w_t S(F_t, Y)                                  complete run
     TPS_cen(q_Z)  = Σ_{t<=Z} w_t [q_Z S(F_t, 1) + (1 - q_Z) S(F_t, 0)]   censored at Z
 
-Censoring modes:
-
-``complete``  complete-case: censored runs are left out (the population changes; say so).
-``simple``    q_Z = 0 for every censored run (censoring treated as failure); strictly
-              proper for the pseudo-label target m_t = P(Δ=1, Y=1 | H_t).
-``exact``     q_Z from the log's ``q_z`` column (or a supplied estimate, e.g. Monte-Carlo
-              rollouts); censored runs without q_Z fall back to ``simple`` and are counted.
-``upper``     q_Z = 1 for every censored run: with ``simple`` it bounds TPS_cen, which is
-              linear in q_Z, for any q_Z in [0, 1].
+The censoring modes and the censored scores of step rows are in :mod:`tpsviz.core.censoring`; the
+artificial-censoring check, which scores logs with :func:`compute_tps`, in
+:mod:`tpsviz.core.artificial_censoring`.
 
 Scores are rewards in the beta family's units (nats for the log score): higher is better,
 0 is perfect.
@@ -25,22 +19,16 @@ import numpy as np
 import pandas as pd
 
 from tpsviz.core.cancel import checkpoint
-from tpsviz.core.inference import DEFAULT_SEED, bootstrap_sums
+from tpsviz.core.censoring import (
+    CENSORING_LABELS, CENSORING_MODES, censored_row_scores, default_censoring, qz_per_trajectory)
 from tpsviz.core.data import TrajectoryData
+from tpsviz.core.inference import DEFAULT_SEED, bootstrap_sums
 from tpsviz.core.schedules import Schedule
 from tpsviz.core.schema import show_id
-from tpsviz.core.scores import TABLE_MIN, beta_score, validate_alpha_beta
+from tpsviz.core.scores import TABLE_MIN, family_name, score_unit, validate_alpha_beta
 
-__all__ = ["ScoreSettings", "TPSResult", "compute_tps", "default_censoring", "CENSORING_MODES", "settings_words",
-           "step_weights", "artificial_censoring_check"]
-
-CENSORING_MODES = ("complete", "simple", "exact", "upper")
-CENSORING_LABELS = {
-    "complete": "complete-case (censored runs left out)",
-    "simple": "simple (q_Z = 0: censoring scored as failure)",
-    "exact": "exact (q_Z from the log, simple where missing)",
-    "upper": "upper bound (q_Z = 1)",
-}
+__all__ = ["ScoreSettings", "TPSResult", "compute_tps", "settings_words", "step_weights", "check_weights",
+           "MAX_WEIGHT", "bootstrap_columns", "percentile_intervals", "summary_row", "no_predictor_message"]
 
 
 @dataclass(frozen=True)
@@ -112,8 +100,6 @@ def settings_words(settings: ScoreSettings, censoring: str | None = None) -> dic
         ``score`` ("log (α=0, β=0)"), ``unit``, ``direction``, ``schedule`` (spec and formula),
         ``formula``, ``schedule_status``, ``schedule_reason``, ``censoring``, ``eps``, ``bootstrap``.
     """
-    from tpsviz.core.scores import family_name, score_unit
-
     s, v = settings.schedule, settings.schedule.verdict
     return {
         "score": f"{family_name(settings.alpha, settings.beta)} (α={settings.alpha:g}, β={settings.beta:g})",
@@ -128,12 +114,6 @@ def settings_words(settings: ScoreSettings, censoring: str | None = None) -> dic
         "bootstrap": (f"{settings.n_boot} replicates over trajectories, seed {settings.seed}" if settings.n_boot
                       else "off (intervals: mean ± z·SE)"),
     }
-
-
-def default_censoring(data: TrajectoryData) -> str:
-    """``exact`` when the log has a ``q_z`` value for some censored run, else ``simple``."""
-    t = data.trajectories
-    return "exact" if bool((t["censored"] & t["q_z"].notna()).any()) else "simple"
 
 
 def step_weights(data: TrajectoryData, schedule: Schedule) -> np.ndarray:
@@ -210,7 +190,7 @@ class TPSResult:
     per_trajectory: pd.DataFrame
     _data: TrajectoryData = field(repr=False)
     _weights: np.ndarray | None = field(repr=False)  # w_t for every step row (None: not yet)
-    _scores: dict[str, np.ndarray] = field(repr=False)
+    _scores: dict[str, tuple[np.ndarray, np.ndarray]] = field(repr=False)  # per predictor: row_scores
     # per predictor: (TPS of every run, scored runs), run codes as positions; kept so that per-run
     # matrices, intervals and splits need no pass over the long frame's text column
     _runs: dict[str, tuple[np.ndarray, np.ndarray]] = field(default_factory=dict, repr=False)
@@ -237,6 +217,24 @@ class TPSResult:
             return np.zeros((n, 0)), np.zeros((n, 0), dtype=bool)
         values = np.column_stack([np.where(self._runs[n][1], self._runs[n][0], 0.0) for n in names])
         return values, np.column_stack([self._runs[n][1] for n in names])
+
+    def row_scores(self, name: str) -> tuple[np.ndarray, np.ndarray]:
+        """A predictor's score and clipped forecast on every step row of the log.
+
+        Parameters
+        ----------
+        name : str
+            One of the result's predictors.
+
+        Returns
+        -------
+        scores : ndarray of float
+            S(F_t, Y), or the censored expected score, per step row; NaN where not scored
+            (missing forecast, out of scope).
+        forecasts : ndarray of float
+            The forecast as clipped for scoring; NaN where missing or out of scope.
+        """
+        return self._scores[name]
 
     def step_contributions(self, predictors: list[str] | None = None) -> pd.DataFrame:
         """Per-step contributions w_t·S as a long frame.
@@ -318,85 +316,6 @@ class TPSResult:
                    _runs={k: v for p in parts for k, v in p._runs.items()})
 
 
-def qz_per_trajectory(data: TrajectoryData, mode: str, q_z) -> tuple[np.ndarray, np.ndarray]:
-    """q_Z per trajectory (NaN for complete runs) and the mask of censored runs that fell
-    back to q_Z = 0 for want of an estimate (``exact`` mode only)."""
-    t = data.trajectories
-    given = None
-    if mode == "exact":
-        given = t["q_z"].to_numpy(dtype=float) if q_z is None else _align_qz(data, q_z)
-    return qz_for_runs(t["censored"].to_numpy(), given, mode)
-
-
-def qz_for_runs(cens: np.ndarray, given: np.ndarray | None, mode: str) -> tuple[np.ndarray, np.ndarray]:
-    """q_Z used for each run under a censoring mode, and the censored runs scored with q_Z = 0
-    for want of an estimate.
-
-    Parameters
-    ----------
-    cens : ndarray of bool
-        Censored, per run.
-    given : ndarray of float or None
-        q_Z estimates per run (NaN: none); read in ``exact`` mode only.
-    mode : str
-        One of :data:`CENSORING_MODES`.
-
-    Returns
-    -------
-    q : ndarray
-        q_Z per run (NaN for complete runs).
-    fallback : ndarray of bool
-        Censored runs without an estimate in ``exact`` mode (scored with q_Z = 0).
-    """
-    q = np.full(cens.shape, np.nan)
-    none = np.zeros(cens.shape, dtype=bool)
-    if mode in ("simple", "complete"):
-        q[cens] = 0.0
-        return q, none
-    if mode == "upper":
-        q[cens] = 1.0
-        return q, none
-    q[cens] = given[cens]
-    fallback = cens & np.isnan(q)
-    q[fallback] = 0.0
-    return q, fallback
-
-
-def _align_qz(data: TrajectoryData, q_z) -> np.ndarray:
-    if isinstance(q_z, pd.Series):
-        arr = q_z.reindex(data.trajectories["trajectory_id"]).to_numpy(dtype=float)
-    else:
-        arr = np.asarray(q_z, dtype=float)
-        if arr.shape != (data.n_trajectories,):
-            raise ValueError("q_z must have one value per trajectory (or be a Series indexed by "
-                             "trajectory_id)")
-    if np.any((arr < 0) | (arr > 1)):
-        raise ValueError("q_z estimates must be in [0, 1]")
-    return arr
-
-
-def _score_rows(p: np.ndarray, y: np.ndarray, q: np.ndarray, censored_rows: np.ndarray | None,
-                alpha: float, beta: float, table: bool | None = None) -> np.ndarray:
-    """Score of each row with a forecast p (no NaN): S(p, y) for complete rows;
-    q·S(p,1) + (1-q)·S(p,0) for the censored rows (``censored_rows`` mask, or None if none).
-    ``table``: one evaluation method for every subset (:func:`~tpsviz.core.scores.beta_score`)."""
-    if censored_rows is None:
-        return beta_score(p, y, alpha, beta, table)
-    out = np.empty(p.shape)
-    comp = ~censored_rows
-    if comp.any():
-        out[comp] = beta_score(p[comp], y[comp], alpha, beta, table)
-    pc, qc = p[censored_rows], q[censored_rows]
-    s = np.zeros(pc.shape)
-    some1, some0 = qc > 0, qc < 1
-    if some1.any():
-        s[some1] += qc[some1] * beta_score(pc[some1], 1, alpha, beta, table)
-    if some0.any():
-        s[some0] += (1.0 - qc[some0]) * beta_score(pc[some0], 0, alpha, beta, table)
-    out[censored_rows] = s
-    return out
-
-
 def _sum_by_run(values: np.ndarray, starts: np.ndarray) -> np.ndarray:
     """Per-trajectory sums of step values (rows sorted by trajectory, every run non-empty)."""
     if values.size == 0:
@@ -465,7 +384,7 @@ def compute_tps(
         A validated log (see :func:`tpsviz.load`).
     settings : ScoreSettings, optional
         α, β, schedule, censoring mode, ε and bootstrap settings. Defaults: log score,
-        uniform weights, censoring from :func:`default_censoring`.
+        uniform weights, censoring from :func:`tpsviz.core.censoring.default_censoring`.
     predictors : list of str, optional
         Subset of ``data.predictors`` to score (default: all).
     q_z : array_like or Series, optional
@@ -560,43 +479,11 @@ def _score_predictor(data: TrajectoryData, settings: ScoreSettings, sc: _Scope, 
     """One predictor's summary row, per-run frame, row scores, per-run TPS and valid runs."""
     p_all = data.forecasts(name)
     p = p_all if sc.rows_in is None else p_all[sc.rows_in]
-    eps = float(settings.eps)
-    lo, hi = (float(p.min()), float(p.max())) if p.size else (0.5, 0.5)
-    if lo >= eps and hi <= 1.0 - eps:  # the common case: nothing missing, nothing to clip
-        missing, n_missing, n_clipped, pc = None, 0, 0, p
-    else:
-        missing = np.isnan(p)
-        n_missing = int(missing.sum())
-        if eps > 0:
-            n_clipped = int(np.count_nonzero(p < eps) + np.count_nonzero(p > 1.0 - eps))
-            pc = np.clip(p, eps, 1.0 - eps)
-        else:
-            n_clipped, pc = 0, p
+    missing, n_missing, n_clipped, pc = _clipped(p, float(settings.eps))
     # one evaluation method for the whole log, whatever the size of the subsets scored
     table = p_all.size >= TABLE_MIN
-    if n_missing:
-        present = ~missing
-        s = np.full(p.shape, np.nan)
-        s[present] = _score_rows(pc[present], sc.y[present], None if sc.q is None else sc.q[present],
-                                 None if sc.cens_rows is None else sc.cens_rows[present],
-                                 settings.alpha, settings.beta, table)
-    else:
-        s = _score_rows(pc, sc.y, sc.q, sc.cens_rows, settings.alpha, settings.beta, table)
-    if sc.w is None:
-        contrib = s
-    else:
-        with np.errstate(invalid="ignore"):
-            contrib = sc.w * s
-        if sc.zero_w:  # w = 0 with S = -inf contributes 0, not NaN
-            contrib[sc.w == 0] = 0.0
-    if n_missing:
-        contrib = np.where(missing, 0.0, contrib)
-        n_scored = sc.by_run((~missing).astype(float)).astype(int)
-        wsum = sc.by_run(np.where(missing, 0.0, 1.0 if sc.w is None else sc.w))
-    else:
-        n_scored = sc.scope_len
-        wsum = sc.wsum_all
-    tps = sc.by_run(contrib)
+    s = _scores_in_scope(sc, pc, missing if n_missing else None, settings, table)
+    tps, n_scored, wsum = _per_run(sc, s, missing if n_missing else None)
     if sc.rows_in is None:
         score = (s, pc)
     else:
@@ -622,6 +509,50 @@ def _score_predictor(data: TrajectoryData, settings: ScoreSettings, sc: _Scope, 
                       n_excluded_censored=int(sc.cens_t.sum()) if sc.complete_case else 0,
                       n_no_forecast=int((sc.in_scope_t & (n_scored == 0)).sum()))
     return row, frame, score, (tps if all_valid else np.where(valid, tps, np.nan)), valid
+
+
+def _clipped(p: np.ndarray, eps: float):
+    """The forecasts in scope clipped to [ε, 1 − ε]: (missing rows or None, how many are missing,
+    how many were clipped, the clipped forecasts)."""
+    lo, hi = (float(p.min()), float(p.max())) if p.size else (0.5, 0.5)
+    if lo >= eps and hi <= 1.0 - eps:  # the common case: nothing missing, nothing to clip
+        return None, 0, 0, p
+    missing = np.isnan(p)
+    if eps > 0:
+        n_clipped = int(np.count_nonzero(p < eps) + np.count_nonzero(p > 1.0 - eps))
+        return missing, int(missing.sum()), n_clipped, np.clip(p, eps, 1.0 - eps)
+    return missing, int(missing.sum()), 0, p
+
+
+def _scores_in_scope(sc: _Scope, pc: np.ndarray, missing: np.ndarray | None, settings: ScoreSettings,
+                     table: bool) -> np.ndarray:
+    """The score of every row in scope (NaN where the forecast is ``missing``; None: none is)."""
+    if missing is None:
+        return censored_row_scores(pc, sc.y, sc.q, sc.cens_rows, settings.alpha, settings.beta, table)
+    present = ~missing
+    s = np.full(pc.shape, np.nan)
+    s[present] = censored_row_scores(pc[present], sc.y[present], None if sc.q is None else sc.q[present],
+                                     None if sc.cens_rows is None else sc.cens_rows[present],
+                                     settings.alpha, settings.beta, table)
+    return s
+
+
+def _per_run(sc: _Scope, s: np.ndarray, missing: np.ndarray | None):
+    """Per run: TPS_i = Σ_t w_t S, the rows scored and Σ w_t over them (``missing``: rows without a
+    forecast, None when every row has one)."""
+    if sc.w is None:
+        contrib = s
+    else:
+        with np.errstate(invalid="ignore"):
+            contrib = sc.w * s
+        if sc.zero_w:  # w = 0 with S = -inf contributes 0, not NaN
+            contrib[sc.w == 0] = 0.0
+    if missing is None:
+        return sc.by_run(contrib), sc.scope_len, sc.wsum_all
+    contrib = np.where(missing, 0.0, contrib)
+    n_scored = sc.by_run((~missing).astype(float)).astype(int)
+    wsum = sc.by_run(np.where(missing, 0.0, 1.0 if sc.w is None else sc.w))
+    return sc.by_run(contrib), n_scored, wsum
 
 
 def summary_row(name: str, tps: np.ndarray, wsum: np.ndarray, cens: np.ndarray, fallback: np.ndarray,
@@ -659,93 +590,3 @@ def summary_row(name: str, tps: np.ndarray, wsum: np.ndarray, cens: np.ndarray, 
         "n_excluded_censored": int(n_excluded_censored),
         "n_no_forecast": int(n_no_forecast),
     }
-
-
-def _censor_at(data: TrajectoryData, keep_t: np.ndarray, budget: int) -> TrajectoryData:
-    """The runs selected by ``keep_t``, cut after position ``budget`` and marked censored."""
-    sub = data.subset(keep_t)
-    steps = sub.steps[sub.steps["t"].to_numpy() <= budget].reset_index(drop=True)
-    traj = sub.trajectories.copy()
-    traj["outcome"] = np.nan
-    traj["censored"] = True
-    traj["q_z"] = np.nan
-    traj["length"] = np.bincount(steps["traj"].to_numpy(), minlength=len(traj))
-    traj["last_step"] = steps.groupby("traj")["step"].max().reindex(range(len(traj))).to_numpy()
-    return TrajectoryData(steps, traj, list(sub.predictors), dict(sub.signals), sub.source, [])
-
-
-def artificial_censoring_check(
-    data: TrajectoryData, budget: int, settings: ScoreSettings | None = None,
-    predictors: list[str] | None = None,
-) -> pd.DataFrame:
-    """Censor complete runs longer than ``budget`` after position B and check the closed-form
-    decomposition of the simple censored score (docs/theory.md §4):
-
-        TPS_full - TPS_cen,simple(B) = Σ_{t<=B} w_t Y [S(F_t,1) - S(F_t,0)] + Σ_{t>B} w_t S(F_t,Y)
-
-    The left side is computed directly: the full runs and the artificially censored copies
-    are each scored with :func:`compute_tps`. The right side is the closed form from per-step
-    scores. They agree to floating-point precision.
-
-    Parameters
-    ----------
-    data : TrajectoryData
-    budget : int
-        Artificial step budget B >= 1 (position within the run).
-    settings : ScoreSettings, optional
-        The schedule must fix w_t by t alone (not ``per-length`` or ``endpoint``, whose
-        weights change when a run is cut).
-    predictors : list of str, optional
-
-    Returns
-    -------
-    DataFrame
-        Per (trajectory, predictor): ``trajectory_id``, ``predictor``, ``tps_full``,
-        ``tps_cen_simple``, ``direct``, ``closed_form``, ``abs_error``. Empty when no complete
-        run is longer than B.
-    """
-    settings = settings or ScoreSettings()
-    budget = int(budget)
-    if budget < 1:
-        raise ValueError("the artificial budget B must be an integer >= 1")
-    if settings.schedule.name in ("per-length", "endpoint"):
-        raise ValueError(f"the artificial-censoring check needs weights fixed by the step index; "
-                         f"schedule {settings.schedule.spec!r} depends on the run's length")
-    traj = data.trajectories
-    keep = (~traj["censored"].to_numpy()) & (traj["length"].to_numpy() > budget)
-    cols = ["trajectory_id", "predictor", "tps_full", "tps_cen_simple", "direct", "closed_form",
-            "abs_error"]
-    if not keep.any():
-        return pd.DataFrame(columns=cols)
-    full_data = data.subset(keep)
-    quiet = replace(settings, n_boot=0)
-    full = compute_tps(full_data, replace(quiet, censoring="complete"), predictors)
-    cen = compute_tps(_censor_at(data, keep, budget), replace(quiet, censoring="simple"), predictors)
-    codes = full_data.steps["traj"].to_numpy()
-    t = full_data.steps["t"].to_numpy()
-    y = full_data.trajectories["outcome"].to_numpy(dtype=float)[codes]
-    w = step_weights(full_data, settings.schedule)
-    n = full_data.n_trajectories
-    out = []
-    for name in full.summary.index:
-        _, pc = full._scores[name]
-        ok = ~np.isnan(pc)
-        s1 = np.zeros(pc.shape)
-        s0 = np.zeros(pc.shape)
-        s1[ok] = beta_score(pc[ok], 1, settings.alpha, settings.beta)
-        s0[ok] = beta_score(pc[ok], 0, settings.alpha, settings.beta)
-        early, late = ok & (t <= budget), ok & (t > budget)
-        closed = (np.bincount(codes, weights=np.where(early, w * y * (s1 - s0), 0.0), minlength=n)
-                  + np.bincount(codes, weights=np.where(late, w * np.where(y == 1, s1, s0), 0.0),
-                                minlength=n))
-        f = full.per_trajectory[full.per_trajectory["predictor"] == name].set_index("traj")["tps"]
-        c = cen.per_trajectory[cen.per_trajectory["predictor"] == name].set_index("traj")["tps"]
-        both = f.index.intersection(c.index)
-        direct = f[both] - c[both]
-        out.append(pd.DataFrame({
-            "trajectory_id": full_data.trajectories["trajectory_id"].to_numpy()[both],
-            "predictor": name, "tps_full": f[both].to_numpy(), "tps_cen_simple": c[both].to_numpy(),
-            "direct": direct.to_numpy(), "closed_form": closed[both],
-            "abs_error": np.abs(direct.to_numpy() - closed[both]),
-        }))
-    return pd.concat(out, ignore_index=True)

@@ -24,7 +24,8 @@ from tpsviz.diagnostics.leaderboard import labelled_rows, tps_matrix_for
 from tpsviz.core.inference import bootstrap_sums, paired_difference
 from tpsviz.core.data import TrajectoryData
 from tpsviz.diagnostics.metrics import _point, metric_replicates, paired_metric_difference
-from tpsviz.core.tps import ScoreSettings, compute_tps, default_censoring
+from tpsviz.core.censoring import default_censoring
+from tpsviz.core.tps import ScoreSettings, compute_tps
 
 __all__ = ["compare", "z_matrix", "censoring_shift", "COMPARE_METRICS"]
 
@@ -225,7 +226,7 @@ def censoring_shift(data: TrajectoryData, settings: ScoreSettings | None = None,
         α, β, schedule, ε, level; its censoring mode is ignored (the two modes are given).
     predictors : list of str, optional
     from_mode, to_mode : str
-        Censoring modes (see :data:`tpsviz.core.tps.CENSORING_MODES`).
+        Censoring modes (see :data:`tpsviz.core.censoring.CENSORING_MODES`).
     q_z : optional
         q_Z for exact mode.
     n_boot, seed : int, optional

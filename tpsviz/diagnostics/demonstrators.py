@@ -30,7 +30,8 @@ from tpsviz.core.inference import paired_difference
 from tpsviz.core.data import TrajectoryData
 from tpsviz.diagnostics.metrics import auroc, bin_edges, bin_index, scalarised_score, tece
 from tpsviz.core.scores import expected_score
-from tpsviz.core.tps import ScoreSettings, compute_tps, default_censoring, step_weights
+from tpsviz.core.censoring import default_censoring
+from tpsviz.core.tps import ScoreSettings, compute_tps, step_weights
 
 __all__ = ["Demonstration", "monotone_distortion", "bin_mean_forecast", "phi_mean_manipulation",
            "default_predictor"]

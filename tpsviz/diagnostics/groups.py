@@ -28,7 +28,8 @@ from tpsviz.core.data import TrajectoryData
 from tpsviz.diagnostics.leaderboard import base_rate_reference, skill_table
 from tpsviz.core.inference import bootstrap_sums
 from tpsviz.core.schema import clean_text, show_id
-from tpsviz.core.tps import ScoreSettings, compute_tps, default_censoring, no_predictor_message
+from tpsviz.core.censoring import default_censoring
+from tpsviz.core.tps import ScoreSettings, compute_tps, no_predictor_message
 
 __all__ = ["group_columns", "group_labels", "group_table", "group_difference", "combine_logs", "free_column", "default_base",
            "why_missing", "difference_words", "MISSING_LABEL", "MAX_GROUPS", "AUTO_MIN_TASKS", "TASK_COLUMNS"]
@@ -194,7 +195,7 @@ def group_table(data: TrajectoryData, by: str, settings: ScoreSettings | None = 
         None, blank text) form their own group ``"(missing)"``, so no run is dropped.
     settings : ScoreSettings, optional
         As in :func:`tpsviz.compute_tps`; the default censoring mode is decided on the whole
-        log (:func:`tpsviz.core.tps.default_censoring`), the same for every group.
+        log (:func:`tpsviz.core.censoring.default_censoring`), the same for every group.
     predictors : list of str, optional
         Default: every predictor.
     q_z : array_like or Series, optional

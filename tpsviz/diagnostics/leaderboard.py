@@ -32,7 +32,8 @@ from tpsviz.core.data import TrajectoryData
 from tpsviz.diagnostics.metrics import (
     MeanStat, auprc, auroc, metric_statistic, replicate_statistics, replicate_summary,
     scalarised_score, tece)
-from tpsviz.core.tps import ScoreSettings, TPSResult, compute_tps, default_censoring
+from tpsviz.core.censoring import default_censoring
+from tpsviz.core.tps import ScoreSettings, TPSResult, compute_tps
 
 __all__ = ["METRIC_INFO", "LABELS", "metric_table", "BaseRateReference", "base_rate_reference",
            "skill_table", "leaderboard", "labelled_rows", "final_rows", "run_labels"]
@@ -283,7 +284,7 @@ def run_labels(data: TrajectoryData, settings: ScoreSettings, q_z=None) -> np.nd
     ndarray
         One float per trajectory, in the order of ``data.trajectories``.
     """
-    from tpsviz.core.tps import qz_per_trajectory
+    from tpsviz.core.censoring import qz_per_trajectory
 
     t = data.trajectories
     cens = t["censored"].to_numpy()

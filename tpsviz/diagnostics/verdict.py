@@ -47,7 +47,8 @@ import numpy as np
 from tpsviz.core.cancel import checkpoint
 from tpsviz.diagnostics.leaderboard import run_labels, skill_table
 from tpsviz.core.data import TrajectoryData
-from tpsviz.core.tps import ScoreSettings, TPSResult, default_censoring
+from tpsviz.core.censoring import default_censoring
+from tpsviz.core.tps import ScoreSettings, TPSResult
 
 __all__ = ["LABELS", "Verdict", "verdicts", "verdict_statistics", "statistics_for", "RULES", "MIN_RUNS",
            "MIN_CLASS"]

@@ -26,7 +26,7 @@ import pandas as pd
 
 from tpsviz.io.dataset import Dataset
 from tpsviz.core.errors import LogFormatError
-from tpsviz.io.longform import merged_ids_note
+from tpsviz.io.run_ids import merged_ids_note
 from tpsviz.core.scores import TABLE_MIN
 from tpsviz.core.tps import ScoreSettings
 from tpsviz.engines import duck, onepass

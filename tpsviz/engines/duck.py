@@ -35,9 +35,10 @@ import pandas as pd
 
 from tpsviz.io.dataset import Dataset
 from tpsviz.core.errors import LogFormatError
-from tpsviz.io.longform import (
-    DURATION_IDS, TRUE_TOKENS, FALSE_TOKENS, MAX_STEP, check_header, merged_ids_note,
-    partial_outcome_note, percent_hint, percent_note, typed_ids_note)
+from tpsviz.io.cells import FALSE_TOKENS, TRUE_TOKENS
+from tpsviz.io.header import check_header
+from tpsviz.io.longform import partial_outcome_note, percent_hint, percent_note
+from tpsviz.io.run_ids import DURATION_IDS, MAX_STEP, merged_ids_note, typed_ids_note
 from tpsviz.core.schema import RESERVED, WHITESPACE, canonical_name, nested_column, show_id
 from tpsviz.core.scores import TABLE_MIN, beta_score
 from tpsviz.io.tables import MISSING
@@ -187,7 +188,7 @@ def id_text(col: str, typ: str) -> str:
         return col
     if t == "BLOB":
         return f"TRY(decode({col}))"
-    # (spelled as tpsviz.io.longform.id_text spells them in memory, docs/formats.md "Trajectory ids":
+    # (spelled as tpsviz.io.run_ids.id_text spells them in memory, docs/formats.md "Trajectory ids":
     # a boolean as Python's str; a time-zone-aware timestamp as its instant in UTC, whatever the
     # session's time zone, which a plain CAST would use)
     if t == "BOOLEAN":
@@ -895,7 +896,7 @@ def _sums(con, ds: Dataset, settings: ScoreSettings, source: str, plan: _Plan, c
 
 
 def typed_ids_notes(con, ds: Dataset, plan: _Plan) -> list[str]:
-    """The note of :func:`tpsviz.io.longform.typed_ids_note` when some Parquet files store the ids
+    """The note of :func:`tpsviz.io.run_ids.typed_ids_note` when some Parquet files store the ids
     as numbers and others as text, and ids of both read as one run (only for files whose
     schemas differ: one more read of the id column)."""
     if ds.uniform or ds.fmt != "parquet":

@@ -24,7 +24,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from tpsviz.io.longform import MAX_STEP
+from tpsviz.io.run_ids import MAX_STEP
 from tpsviz.core.schema import WHITESPACE
 from tpsviz.core.tps import ScoreSettings
 from tpsviz.engines.duck import (

@@ -30,7 +30,8 @@ from tpsviz.core.inference import bootstrap_sums, group_sums
 from tpsviz.diagnostics.metrics import auprc, auroc, tece
 from tpsviz.diagnostics.reliability import wilson_interval
 from tpsviz.core.scores import beta_score
-from tpsviz.core.tps import ScoreSettings, bootstrap_columns, percentile_intervals, qz_for_runs, summary_row
+from tpsviz.core.censoring import qz_for_runs
+from tpsviz.core.tps import ScoreSettings, bootstrap_columns, percentile_intervals, summary_row
 from tpsviz.engines import pages
 
 __all__ = ["RunSums", "PooledCounts", "DatasetScore", "score_from_sums", "rank_metrics", "run_groups",

@@ -13,7 +13,7 @@ every predictor (docs/theory.md §8), the excess movement of rational updating, 
 from __future__ import annotations
 
 from tpsviz.core.data import TrajectoryData
-from tpsviz.core.tps import default_censoring
+from tpsviz.core.censoring import default_censoring
 from tpsviz.evaluation.record import Evaluation
 from tpsviz.evaluation.settings import (
     RECALIBRATIONS, check_settings, memory_reason, qz_source, read_log, read_options, score_settings)

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import math
+from dataclasses import dataclass, field
 
 import numpy as np
 import pandas as pd
@@ -21,7 +22,7 @@ import pandas as pd
 from tpsviz.core.errors import LogFormatError
 from tpsviz.io.kinds import (MU_PATTERN, QUANTILE_PATTERN, SAMPLES_PATTERN, SIGMA_PATTERN, is_continuous,
                               quantile_level)
-from tpsviz.io.longform import row_examples, parse_numeric
+from tpsviz.io.cells import parse_numeric, row_examples
 from tpsviz.core.schema import looks_like_ours, show_id
 from tpsviz.io.tables import MAX_PREDICTORS, MISSING
 
@@ -40,21 +41,102 @@ INTERNAL = ("t", "traj")  # columns the steps frame uses itself
 
 
 def levels_of(columns: list[str]) -> list[tuple[float, str]]:
+    """The quantile level of each ``q<level>_<name>`` column.
+
+    Parameters
+    ----------
+    columns : list of str
+        Quantile columns of one predictor.
+
+    Returns
+    -------
+    list of (float, str)
+        (level, column) in the order given.
+    """
     return [(quantile_level(QUANTILE_PATTERN.fullmatch(c).group(1)), c) for c in columns]
 
 
 def predictor_columns(cols: list[str], source: str, notes: list[str]):
-    """Predictors as name → (form, columns in order) and the metadata columns; a
-    LogFormatError for a malformed header."""
+    """Predictors as name → (form, columns in order) and the metadata columns.
+
+    Parameters
+    ----------
+    cols : list of str
+        The header (canonical names).
+    source : str
+        The file's name, for messages.
+    notes : list of str
+        Receives a note on ``conf_`` columns kept as metadata and on renamed metadata columns.
+
+    Returns
+    -------
+    spec : dict
+        Predictor name → (form of :data:`FORMS`, its columns in order).
+    meta : list of str
+        The metadata columns.
+
+    Raises
+    ------
+    LogFormatError
+        For a malformed header, naming every problem.
+    """
     problems = []
     missing = [c for c in _REQUIRED if c not in cols]
-    mu, sigma, samples, quant = {}, {}, {}, {}
-    bad_levels, conf = [], []
-    meta = []
+    h = _classify(cols)
+    names = list(dict.fromkeys(list(h.mu) + list(h.sigma) + list(h.quant) + list(h.samples)))
+    if missing:
+        found = (f" (columns: {', '.join(show_id(c, 30) for c in cols[:12])}"
+                 + (f" and {len(cols) - 12} more" if len(cols) > 12 else "") + ")"
+                 if looks_like_ours(cols) else " (the file's column names, its header or JSON keys, include none of "
+                 "the log's columns)")
+        problems.append(f"missing required column{'s' if len(missing) > 1 else ''} "
+                        f"{', '.join(repr(c) for c in missing)}{found}")
+    if not names:
+        problems.append(_no_predictor(h.conf))
+        raise LogFormatError(source, problems)
+    for c in h.bad_levels:
+        problems.append(f"column {show_id(c)}: a quantile level must be in (0, 1) (write it as a fraction, "
+                        "e.g. q0.1_<name>)")
+    spec = {}
+    for n in names:
+        form = _form_of(n, h, problems)
+        if form is not None:
+            spec[n] = form
+    if len(names) > MAX_PREDICTORS:
+        problems.append(f"{len(names):,} predictors, more than the {MAX_PREDICTORS} tpsviz scores at once; "
+                        "split the log or drop columns")
+    if problems:
+        raise LogFormatError(source, problems)
+    if h.conf:
+        notes.append(f"{len(h.conf)} conf_ column(s) (binary success probabilities) are not scored by the CRPS; "
+                     "they were kept as metadata (score them with 'tpsviz score' on a 1/0 outcome).")
+    clash = [c for c in h.meta if c in INTERNAL]
+    if clash:
+        notes.append("metadata column(s) " + ", ".join(f"{show_id(c)} kept as {show_id(c + '_log')}" for c in clash)
+                     + " (the name is used by tpsviz itself).")
+    return spec, h.meta
+
+
+@dataclass
+class _Header:
+    """A continuous log's columns by role: forecast columns per predictor name, and the rest."""
+
+    mu: dict = field(default_factory=dict)         # name -> mu_<name> columns
+    sigma: dict = field(default_factory=dict)      # name -> sigma_<name> columns
+    samples: dict = field(default_factory=dict)    # name -> samples_<name> columns
+    quant: dict = field(default_factory=dict)      # name -> [(level, column)]
+    bad_levels: list = field(default_factory=list)  # q<level>_ columns with a level outside (0, 1)
+    conf: list = field(default_factory=list)       # conf_ columns (kept as metadata)
+    meta: list = field(default_factory=list)
+
+
+def _classify(cols: list[str]) -> _Header:
+    """Each column of the header by the pattern it matches."""
+    h = _Header()
     for c in cols:
         if c in _REQUIRED or c == "censored":
             continue
-        for pattern, table, role in ((MU_PATTERN, mu, "mu"), (SIGMA_PATTERN, sigma, "sigma"), (SAMPLES_PATTERN, samples, "samples")):
+        for pattern, table in ((MU_PATTERN, h.mu), (SIGMA_PATTERN, h.sigma), (SAMPLES_PATTERN, h.samples)):
             m = pattern.fullmatch(c)
             if m:
                 table.setdefault(m.group(1), []).append(c)
@@ -64,86 +146,66 @@ def predictor_columns(cols: list[str], source: str, notes: list[str]):
             if m:
                 lv = quantile_level(m.group(1))
                 if not 0.0 < lv < 1.0:
-                    bad_levels.append(c)
+                    h.bad_levels.append(c)
                 else:
-                    quant.setdefault(m.group(2), []).append((lv, c))
+                    h.quant.setdefault(m.group(2), []).append((lv, c))
             elif c.startswith("conf_"):
-                conf.append(c)
-                meta.append(c)
+                h.conf.append(c)
+                h.meta.append(c)
             else:
-                meta.append(c)
-    names = list(dict.fromkeys(list(mu) + list(sigma) + list(quant) + list(samples)))
-    if missing:
-        found = (f" (columns: {', '.join(show_id(c, 30) for c in cols[:12])}"
-                 + (f" and {len(cols) - 12} more" if len(cols) > 12 else "") + ")"
-                 if looks_like_ours(cols) else " (the file's column names, its header or JSON keys, include none of "
-                 "the log's columns)")
-        problems.append(f"missing required column{'s' if len(missing) > 1 else ''} "
-                        f"{', '.join(repr(c) for c in missing)}{found}")
-    if not names:
-        multi = [c for c in conf if "__" in c[len("conf_"):]]
-        if multi:
-            hint = ("it has conf_<name>__<label> columns, so it is a multi-class log: score it with "
-                    "'tpsviz multiclass'")
-        elif conf:
-            hint = "it has conf_<name> columns, so it is a binary (success/failure) log: score it with 'tpsviz score'"
-        else:
-            hint = "none was found"
-        problems.append("no continuous predictor: the crps command needs mu_<name> and sigma_<name>, "
-                        f"q<level>_<name> or samples_<name> columns; {hint}")
-        raise LogFormatError(source, problems)
-    for c in bad_levels:
-        problems.append(f"column {show_id(c)}: a quantile level must be in (0, 1) (write it as a fraction, "
-                        "e.g. q0.1_<name>)")
-    spec = {}
-    for n in names:
-        forms = [f for f, present in (("mu_/sigma_ (gaussian)", n in mu or n in sigma),
-                                      ("q<level>_ (quantile)", n in quant),
-                                      ("samples_ (ensemble)", n in samples)) if present]
-        if len(forms) > 1:
-            problems.append(f"predictor {show_id(n)} is given in more than one form ({', '.join(forms)}); "
-                            "give one form per predictor")
-            continue
-        twice = [c for t in (mu, sigma, samples) for c in [t.get(n, [])] if len(c) > 1]
-        if twice:
-            problems.append(f"predictor {show_id(n)}: columns {', '.join(show_id(c) for c in twice[0])} "
-                            "name the same field (names are matched ignoring case); keep one")
-            continue
-        if n in mu or n in sigma:
-            if n not in mu or n not in sigma:
-                has, lacks = ("mu", "sigma") if n in mu else ("sigma", "mu")
-                problems.append(f"predictor {show_id(n)}: column {show_id(f'{has}_{n}')} has no matching "
-                                f"{show_id(f'{lacks}_{n}')}; a Gaussian forecast needs both")
-                continue
-            spec[n] = ("gaussian", [mu[n][0], sigma[n][0]])
-        elif n in quant:
-            q = sorted(quant[n])
-            lv = [x for x, _ in q]
-            if len(set(lv)) < len(lv):
-                dup = [c for x, c in q if lv.count(x) > 1]
-                problems.append(f"predictor {show_id(n)}: columns {', '.join(show_id(c) for c in dup)} give the "
-                                "same quantile level; give each level once")
-                continue
-            if len(q) < 2:
-                problems.append(f"predictor {show_id(n)}: a quantile forecast needs at least 2 levels, "
-                                f"the log has 1 ({show_id(q[0][1])})")
-                continue
-            spec[n] = ("quantile", [c for _, c in q])
-        else:
-            spec[n] = ("ensemble", [samples[n][0]])
-    if len(names) > MAX_PREDICTORS:
-        problems.append(f"{len(names):,} predictors, more than the {MAX_PREDICTORS} tpsviz scores at once; "
-                        "split the log or drop columns")
-    if problems:
-        raise LogFormatError(source, problems)
-    if conf:
-        notes.append(f"{len(conf)} conf_ column(s) (binary success probabilities) are not scored by the CRPS; "
-                     "they were kept as metadata (score them with 'tpsviz score' on a 1/0 outcome).")
-    clash = [c for c in meta if c in INTERNAL]
-    if clash:
-        notes.append("metadata column(s) " + ", ".join(f"{show_id(c)} kept as {show_id(c + '_log')}" for c in clash)
-                     + " (the name is used by tpsviz itself).")
-    return spec, meta
+                h.meta.append(c)
+    return h
+
+
+def _no_predictor(conf: list[str]) -> str:
+    """The problem of a header without a continuous predictor, saying what else the log may be."""
+    multi = [c for c in conf if "__" in c[len("conf_"):]]
+    if multi:
+        hint = ("it has conf_<name>__<label> columns, so it is a multi-class log: score it with "
+                "'tpsviz multiclass'")
+    elif conf:
+        hint = "it has conf_<name> columns, so it is a binary (success/failure) log: score it with 'tpsviz score'"
+    else:
+        hint = "none was found"
+    return ("no continuous predictor: the crps command needs mu_<name> and sigma_<name>, "
+            f"q<level>_<name> or samples_<name> columns; {hint}")
+
+
+def _form_of(n: str, h: _Header, problems: list[str]):
+    """Predictor ``n``'s (form, columns), or None after adding the problem that prevents it."""
+    forms = [f for f, present in (("mu_/sigma_ (gaussian)", n in h.mu or n in h.sigma),
+                                  ("q<level>_ (quantile)", n in h.quant),
+                                  ("samples_ (ensemble)", n in h.samples)) if present]
+    if len(forms) > 1:
+        problems.append(f"predictor {show_id(n)} is given in more than one form ({', '.join(forms)}); "
+                        "give one form per predictor")
+        return None
+    twice = [c for t in (h.mu, h.sigma, h.samples) for c in [t.get(n, [])] if len(c) > 1]
+    if twice:
+        problems.append(f"predictor {show_id(n)}: columns {', '.join(show_id(c) for c in twice[0])} "
+                        "name the same field (names are matched ignoring case); keep one")
+        return None
+    if n in h.mu or n in h.sigma:
+        if n not in h.mu or n not in h.sigma:
+            has, lacks = ("mu", "sigma") if n in h.mu else ("sigma", "mu")
+            problems.append(f"predictor {show_id(n)}: column {show_id(f'{has}_{n}')} has no matching "
+                            f"{show_id(f'{lacks}_{n}')}; a Gaussian forecast needs both")
+            return None
+        return "gaussian", [h.mu[n][0], h.sigma[n][0]]
+    if n in h.quant:
+        q = sorted(h.quant[n])
+        lv = [x for x, _ in q]
+        if len(set(lv)) < len(lv):
+            dup = [c for x, c in q if lv.count(x) > 1]
+            problems.append(f"predictor {show_id(n)}: columns {', '.join(show_id(c) for c in dup)} give the "
+                            "same quantile level; give each level once")
+            return None
+        if len(q) < 2:
+            problems.append(f"predictor {show_id(n)}: a quantile forecast needs at least 2 levels, "
+                            f"the log has 1 ({show_id(q[0][1])})")
+            return None
+        return "quantile", [c for _, c in q]
+    return "ensemble", [h.samples[n][0]]
 
 
 def out_of_range(num: pd.Series) -> pd.Series:

@@ -14,15 +14,19 @@ import os
 from dataclasses import replace
 from pathlib import Path
 
+import pandas as pd
+
 from tpsviz.core.data import TrajectoryData
 from tpsviz.io.dataset import is_dataset_spec, open_dataset
 from tpsviz.core.errors import LogFormatError
 from tpsviz.io.files import Limits, limits_from_env, read_file
 from tpsviz.io.harness import (
     HARNESS_FORMATS, TABLE_FORMATS, detect_format, read_harness, read_tau2_dir, read_tau2_parts)
+from tpsviz.io.harness.forecasts import join_sidecar
 from tpsviz.io.harness.runs import ReadOptions
 from tpsviz.io.longform import from_frame
-from tpsviz.core.schema import show_id
+from tpsviz.io.run_ids import id_text
+from tpsviz.core.schema import canonical_name, show_id
 from tpsviz.io.tables import FORMATS, format_of, read_table
 
 __all__ = ["TrajectoryData", "LogFormatError", "load", "from_frame", "FORMATS", "read_source",
@@ -138,13 +142,11 @@ def _tau2_files(files: list, name: str | None, options: ReadOptions, limits: Lim
 def _read_dataset(source, options: ReadOptions, limits: Limits, read, roots, sample=None):
     """A dataset's files read into one raw frame; rows are located as "FILE row N". Above the
     row limit, with ``sample=(n_runs, seed)``, a random sample of its runs (reading["sample"])."""
-    import pandas as pd
-
     ds = open_dataset(source, roots)
     label = ds.label
     too_big = ds.n_bytes > limits.max_bytes if ds.n_rows is None else ds.n_rows > limits.max_rows
     if sample and too_big:
-        from tpsviz.io.sample import sample_runs
+        from tpsviz.io.sample import sample_runs  # (DuckDB, imported only when a dataset is sampled)
 
         frame, info = sample_runs(ds, sample[0], sample[1], limits.max_rows, options.mapping)
         frame.attrs["notes"] = list(ds.notes)
@@ -188,11 +190,6 @@ def _spell_ids(part, mapped: list) -> None:
     """A file's ids stored as booleans or timestamps, as text spelled by their own type before the
     files are joined (pandas would make true 1 beside integers, and spell a timestamp among text
     by its str), as the out-of-core engine spells them per file (docs/formats.md, "Trajectory ids")."""
-    import pandas as pd
-
-    from tpsviz.io.longform import id_text
-    from tpsviz.core.schema import canonical_name
-
     col = next((c for c in part.columns if c in mapped or (not mapped and canonical_name(c) == "trajectory_id")), None)
     if col is not None and (pd.api.types.is_bool_dtype(part[col]) or pd.api.types.is_datetime64_any_dtype(part[col])):
         part[col] = id_text(part[col]).astype(object).where(part[col].notna(), None)
@@ -253,52 +250,9 @@ def load(source, name: str | None = None, fmt: str | None = None, limits: Limits
     options = options or ReadOptions()
     if fmt and fmt != "auto":
         options = replace(options, fmt=fmt)
-    kind = options.fmt if options.fmt not in (None, "auto") else None
-    if is_dataset_spec(source) and kind in (None, "csv", "tsv", "parquet"):
-        frame, reading, name = _read_dataset(source, options, limits, read, roots, sample)
-    elif isinstance(source, (str, os.PathLike)) and Path(source).is_dir():
-        name = name or Path(source).name
-        if kind not in (None, "tau2") or not (Path(source) / "results.json").is_file():
-            raise LogFormatError(name, ["is a folder; the only folder tpsviz reads is a tau2-bench "
-                                        "results folder (results.json with simulations/)"])
-        frame, reading = _guarded(read_tau2_dir, name, "tau2", Path(source), options, limits, label=name,
-                                  read=read)
-    elif isinstance(source, list):
-        frame, reading, name = _guarded(_tau2_files, name or "tau2-bench results", "tau2", source, name,
-                                        options, limits)
-    else:
-        raw, name = read_source(source, name, limits, read)
-        parsed = None
-        if kind is None:
-            kind, parsed = detect_format(raw, name, limits.max_json_nodes)
-        if kind in TABLE_FORMATS:
-            ids = [col for target, col in options.mapping if target == "trajectory_id"]
-            frame = apply_mapping(read_table(raw, name, kind, limits.max_rows, limits.max_cells,
-                                              limits.max_bytes, text_columns=ids,
-                                              max_nodes=limits.max_json_nodes), options.mapping, name)
-            reading = {"format": kind, "options": options.describe()}
-            unused = [flag for flag, given in (("--treat", options.treat), ("--conf", options.conf),
-                                               ("--scorer", options.scorer),
-                                               ("--success-threshold", options.success_threshold is not None))
-                      if given]
-            if unused:  # never let a user believe a harness option was applied to a table
-                frame.attrs["notes"] = list(frame.attrs.get("notes", [])) + [
-                    f"{', '.join(unused)} appl{'ies' if len(unused) == 1 else 'y'} to harness logs only "
-                    f"(tau2-bench, tau-bench, Inspect AI): ignored for this {kind.upper()} table."]
-        elif kind in HARNESS_FORMATS or kind == "tau2-index":
-            frame, reading = _guarded(read_harness, name, kind, raw, name, kind, options, limits, parsed)
-        else:
-            raise LogFormatError(name, [f"unknown format {kind!r}"])
-        del raw
+    frame, reading, name = _read_frame(source, name, options, limits, read, roots, sample)
     if forecasts is not None:
-        from tpsviz.io.harness.forecasts import join_sidecar
-
-        side, side_name = read_forecasts_table(forecasts, None, limits, read)
-        frame, side_notes = join_sidecar(frame, side, side_name, reading.get("dropped_ids", ()))
-        reading = {**reading, "forecasts": {**reading.get("forecasts", {}),
-                                            **{c: f"table {side_name}" for c in side.columns
-                                               if str(c).startswith(("conf_", "raw_", "unc_"))}}}
-        frame.attrs["notes"] = list(frame.attrs.get("notes", [])) + side_notes
+        frame, reading = _join_forecasts(frame, reading, forecasts, limits, read)
     if "treatment" in reading and not any(
             str(c).startswith(("conf_", "raw_", "unc_")) for c in frame.columns):
         raise LogFormatError(name, [
@@ -316,6 +270,63 @@ def load(source, name: str | None = None, fmt: str | None = None, limits: Limits
         raise _named_as_given(e, options.mapping) from None
     data.reading = reading
     return data
+
+
+def _read_frame(source, name: str | None, options: ReadOptions, limits: Limits, read, roots, sample):
+    """The raw long frame of any source :func:`load` takes, how it was read, and its name."""
+    kind = options.fmt if options.fmt not in (None, "auto") else None
+    if is_dataset_spec(source) and kind in (None, "csv", "tsv", "parquet"):
+        return _read_dataset(source, options, limits, read, roots, sample)
+    if isinstance(source, (str, os.PathLike)) and Path(source).is_dir():
+        name = name or Path(source).name
+        if kind not in (None, "tau2") or not (Path(source) / "results.json").is_file():
+            raise LogFormatError(name, ["is a folder; the only folder tpsviz reads is a tau2-bench "
+                                        "results folder (results.json with simulations/)"])
+        frame, reading = _guarded(read_tau2_dir, name, "tau2", Path(source), options, limits, label=name,
+                                  read=read)
+        return frame, reading, name
+    if isinstance(source, list):
+        return _guarded(_tau2_files, name or "tau2-bench results", "tau2", source, name, options, limits)
+    raw, name = read_source(source, name, limits, read)
+    parsed = None
+    if kind is None:
+        kind, parsed = detect_format(raw, name, limits.max_json_nodes)
+    if kind in TABLE_FORMATS:
+        frame, reading = _read_table_log(raw, name, kind, options, limits)
+    elif kind in HARNESS_FORMATS or kind == "tau2-index":
+        frame, reading = _guarded(read_harness, name, kind, raw, name, kind, options, limits, parsed)
+    else:
+        raise LogFormatError(name, [f"unknown format {kind!r}"])
+    return frame, reading, name
+
+
+def _read_table_log(raw: bytes, name: str, kind: str, options: ReadOptions, limits: Limits):
+    """A table file's raw frame with the column mapping applied, and a note naming the harness
+    options given that a table does not use."""
+    ids = [col for target, col in options.mapping if target == "trajectory_id"]
+    frame = apply_mapping(read_table(raw, name, kind, limits.max_rows, limits.max_cells, limits.max_bytes,
+                                     text_columns=ids, max_nodes=limits.max_json_nodes), options.mapping, name)
+    unused = [flag for flag, given in (("--treat", options.treat), ("--conf", options.conf),
+                                       ("--scorer", options.scorer),
+                                       ("--success-threshold", options.success_threshold is not None))
+              if given]
+    if unused:  # never let a user believe a harness option was applied to a table
+        frame.attrs["notes"] = list(frame.attrs.get("notes", [])) + [
+            f"{', '.join(unused)} appl{'ies' if len(unused) == 1 else 'y'} to harness logs only "
+            f"(tau2-bench, tau-bench, Inspect AI): ignored for this {kind.upper()} table."]
+    return frame, {"format": kind, "options": options.describe()}
+
+
+def _join_forecasts(frame, reading: dict, forecasts, limits: Limits, read):
+    """The frame with a sidecar forecasts table joined on (trajectory_id, step), and the reading
+    record naming the table as the source of its columns."""
+    side, side_name = read_forecasts_table(forecasts, None, limits, read)
+    frame, side_notes = join_sidecar(frame, side, side_name, reading.get("dropped_ids", ()))
+    reading = {**reading, "forecasts": {**reading.get("forecasts", {}),
+                                        **{c: f"table {side_name}" for c in side.columns
+                                           if str(c).startswith(("conf_", "raw_", "unc_"))}}}
+    frame.attrs["notes"] = list(frame.attrs.get("notes", [])) + side_notes
+    return frame, reading
 
 
 def _named_as_given(error: LogFormatError, mapping) -> LogFormatError:

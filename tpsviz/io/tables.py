@@ -213,33 +213,12 @@ def _parser_words(message: str) -> str:
 
 
 def _read_parquet(raw: bytes, name: str, max_rows: int, max_cells: int, max_bytes: int) -> pd.DataFrame:
+    """A Parquet file's rows, once its metadata shows they fit the caps (rows, cells, decoded bytes)."""
     if not raw:
         raise LogFormatError(name, ["the file is empty"])
     if raw[:4] != b"PAR1":
-        hint = ""
-        try:
-            head = raw[:200].decode("utf-8")
-            if head.lstrip().startswith("{"):
-                hint = " (it looks like JSON Lines: rename it to .jsonl)"
-            elif "," in head:
-                hint = " (it looks like CSV text: rename it to .csv)"
-        except UnicodeDecodeError:
-            pass
-        raise LogFormatError(name, [f"the file is named as Parquet but is not a Parquet file{hint}"])
-    import pyarrow as pa
-    import pyarrow.compute as pc
-    import pyarrow.parquet as pq
-
-    try:
-        pf = pq.ParquetFile(_io.BytesIO(raw))
-        n_rows = int(pf.metadata.num_rows)
-        header = list(pf.schema_arrow.names)
-        texts = [f.name for f in pf.schema_arrow if pa.types.is_string(f.type) or pa.types.is_binary(f.type)
-                 or pa.types.is_large_string(f.type) or pa.types.is_large_binary(f.type)]
-        expanded = sum(int(pf.metadata.row_group(i).total_byte_size) for i in range(pf.metadata.num_row_groups))
-    except Exception:  # pyarrow raises several types for damaged files
-        raise LogFormatError(name, ["the Parquet file cannot be read (it is damaged or "
-                                    "truncated)"]) from None
+        raise LogFormatError(name, [f"the file is named as Parquet but is not a Parquet file{_text_hint(raw)}"])
+    pf, n_rows, header, texts, expanded = _parquet_metadata(raw, name)
     refuse_duplicate_columns(header, name)
     _too_wide(len(header), name)
     if n_rows > max_rows:
@@ -256,39 +235,7 @@ def _read_parquet(raw: bytes, name: str, max_rows: int, max_cells: int, max_byte
                                     f"than the {max_bytes // 2**20:,} MB this installation reads "
                                     "(TPSVIZ_MAX_FILE_MB)"])
     try:
-        # text columns stay dictionary-encoded until their decoded size is known: one long value
-        # repeated on every row is tiny on disk and huge once decoded
-        nested = [f.name for f in pf.schema_arrow if pa.types.is_nested(f.type)]
-        needed = [f for f in pf.schema_arrow if f.name in nested and is_log_column(f.name)]
-        if needed:  # (left out, it would read as a missing column: say what it holds)
-            raise LogFormatError(name, [nested_column(f.name, str(f.type)) for f in needed[:5]])
-        keep = [n for n in header if n not in nested]
-        # nested columns (lists, structs, maps) hold no single value per row: never decoded
-        table = pq.ParquetFile(_io.BytesIO(raw), read_dictionary=texts).read(columns=keep)
-        def _texty(t) -> bool:
-            t = t.value_type if pa.types.is_dictionary(t) else t
-            return (pa.types.is_string(t) or pa.types.is_binary(t) or pa.types.is_large_string(t)
-                    or pa.types.is_large_binary(t))
-
-        dense = 0
-        for col in [f.name for f in table.schema if _texty(f.type)]:
-            chunks = table.column(col).chunks
-            for ch in chunks:
-                values = ch.dictionary if pa.types.is_dictionary(ch.type) else ch
-                longest = pc.max(pc.binary_length(values)).as_py() if len(values) else 0
-                dense += (longest or 0) * len(ch)
-        if dense > max_bytes:
-            raise LogFormatError(name, [f"the Parquet file's text columns expand to {dense / 2**20:,.0f} MB, more "
-                                        f"than the {max_bytes // 2**20:,} MB this installation reads "
-                                        "(TPSVIZ_MAX_FILE_MB)"])
-        table = _log_bytes_as_text(table, name)
-        df = table.to_pandas()
-        if nested:
-            df.attrs["notes"] = [f"{len(nested)} column(s) of nested type (lists, structs, maps) were left out: "
-                                 + ", ".join(show_id(c) for c in nested[:5])]
-        for col in df.columns:
-            if isinstance(df[col].dtype, pd.CategoricalDtype):
-                df[col] = df[col].astype(object)
+        df = _parquet_frame(raw, pf, header, texts, name, max_bytes)
     except LogFormatError:
         raise
     except Exception:
@@ -301,6 +248,90 @@ def _read_parquet(raw: bytes, name: str, max_rows: int, max_cells: int, max_byte
     df.attrs["where_prefix"] = "row"
     df.attrs["notes"] = notes
     return df
+
+
+def _text_hint(raw: bytes) -> str:
+    """What a file named as Parquet looks like when its head is text ("" when it is not)."""
+    try:
+        head = raw[:200].decode("utf-8")
+    except UnicodeDecodeError:
+        return ""
+    if head.lstrip().startswith("{"):
+        return " (it looks like JSON Lines: rename it to .jsonl)"
+    if "," in head:
+        return " (it looks like CSV text: rename it to .csv)"
+    return ""
+
+
+def _is_text(t) -> bool:
+    """An Arrow string or binary type (not one behind a dictionary)."""
+    import pyarrow as pa  # (pyarrow: imported when a Parquet file is read)
+
+    return pa.types.is_string(t) or pa.types.is_binary(t) or pa.types.is_large_string(t) or pa.types.is_large_binary(t)
+
+
+def _parquet_metadata(raw: bytes, name: str):
+    """The Parquet file opened on its metadata: the file, its rows, column names, text columns and
+    the uncompressed size of its row groups."""
+    import pyarrow.parquet as pq  # (pyarrow: imported when a Parquet file is read)
+
+    try:
+        pf = pq.ParquetFile(_io.BytesIO(raw))
+        n_rows = int(pf.metadata.num_rows)
+        header = list(pf.schema_arrow.names)
+        texts = [f.name for f in pf.schema_arrow if _is_text(f.type)]
+        expanded = sum(int(pf.metadata.row_group(i).total_byte_size) for i in range(pf.metadata.num_row_groups))
+    except Exception:  # pyarrow raises several types for damaged files
+        raise LogFormatError(name, ["the Parquet file cannot be read (it is damaged or "
+                                    "truncated)"]) from None
+    return pf, n_rows, header, texts, expanded
+
+
+def _parquet_frame(raw: bytes, pf, header: list, texts: list, name: str, max_bytes: int) -> pd.DataFrame:
+    """The Parquet file's columns as a frame: nested columns left out (with a note), text columns
+    decoded only once their decoded size is known to fit ``max_bytes``."""
+    import pyarrow as pa  # (pyarrow: imported when a Parquet file is read)
+    import pyarrow.parquet as pq
+
+    nested = [f.name for f in pf.schema_arrow if pa.types.is_nested(f.type)]
+    needed = [f for f in pf.schema_arrow if f.name in nested and is_log_column(f.name)]
+    if needed:  # (left out, it would read as a missing column: say what it holds)
+        raise LogFormatError(name, [nested_column(f.name, str(f.type)) for f in needed[:5]])
+    keep = [n for n in header if n not in nested]
+    # nested columns (lists, structs, maps) hold no single value per row: never decoded; text columns
+    # stay dictionary-encoded until their decoded size is known: one long value repeated on every
+    # row is tiny on disk and huge once decoded
+    table = pq.ParquetFile(_io.BytesIO(raw), read_dictionary=texts).read(columns=keep)
+    dense = _decoded_text_bytes(table)
+    if dense > max_bytes:
+        raise LogFormatError(name, [f"the Parquet file's text columns expand to {dense / 2**20:,.0f} MB, more "
+                                    f"than the {max_bytes // 2**20:,} MB this installation reads "
+                                    "(TPSVIZ_MAX_FILE_MB)"])
+    table = _log_bytes_as_text(table, name)
+    df = table.to_pandas()
+    if nested:
+        df.attrs["notes"] = [f"{len(nested)} column(s) of nested type (lists, structs, maps) were left out: "
+                             + ", ".join(show_id(c) for c in nested[:5])]
+    for col in df.columns:
+        if isinstance(df[col].dtype, pd.CategoricalDtype):
+            df[col] = df[col].astype(object)
+    return df
+
+
+def _decoded_text_bytes(table) -> int:
+    """An upper bound on the bytes the text columns of an Arrow table take once decoded: per chunk,
+    its rows times its longest value."""
+    import pyarrow as pa  # (pyarrow: imported when a Parquet file is read)
+    import pyarrow.compute as pc
+
+    dense = 0
+    for col in [f.name for f in table.schema
+                if _is_text(f.type.value_type if pa.types.is_dictionary(f.type) else f.type)]:
+        for ch in table.column(col).chunks:
+            values = ch.dictionary if pa.types.is_dictionary(ch.type) else ch
+            longest = pc.max(pc.binary_length(values)).as_py() if len(values) else 0
+            dense += (longest or 0) * len(ch)
+    return dense
 
 
 def _flatten_nested(records: list[tuple[int, dict]], name: str, max_rows: int,

@@ -39,7 +39,8 @@ import numpy as np
 import pandas as pd
 
 from tpsviz.outcomes.continuous_pit import pit_histogram, pit_reading, pit_values
-from tpsviz.io.continuous_forms import FORMS, MAX_MEMBERS, is_continuous
+from tpsviz.io.continuous_forms import FORMS, MAX_MEMBERS
+from tpsviz.io.kinds import is_continuous
 from tpsviz.io.continuous import ContinuousLog, continuous_from_frame, ensemble_batches, read_continuous
 from tpsviz.core.inference import DEFAULT_SEED, bootstrap_sums
 from tpsviz.core.schedules import Schedule

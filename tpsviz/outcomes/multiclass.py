@@ -36,8 +36,8 @@ import numpy as np
 import pandas as pd
 
 from tpsviz.core.inference import DEFAULT_SEED, bootstrap_sums
-from tpsviz.io.multiclass import (
-    SUM_TOLERANCE, MulticlassLog, is_multiclass, multiclass_from_frame, read_multiclass)
+from tpsviz.io.kinds import is_multiclass
+from tpsviz.io.multiclass import SUM_TOLERANCE, MulticlassLog, multiclass_from_frame, read_multiclass
 from tpsviz.outcomes.multiclass_reliability import ovr_summary, reliability_ovr
 from tpsviz.core.schedules import Schedule
 from tpsviz.core.schema import show_id

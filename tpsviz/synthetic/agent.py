@@ -27,6 +27,8 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 import pandas as pd
 
+from tpsviz.io.longform import from_frame
+
 __all__ = ["TaskFamily", "Scenario", "SimulatedLog", "simulate", "SCENARIOS",
            "length_tilted_target", "known_distortions", "logit", "sigmoid"]
 
@@ -139,17 +141,35 @@ class SimulatedLog:
 
     def to_data(self):
         """The log as a validated :class:`tpsviz.core.data.TrajectoryData`."""
-        from tpsviz.io.longform import from_frame
-
         return from_frame(self.steps, source=f"synthetic:{self.scenario.name}")
 
 
 def logit(p):
+    """log(p / (1 − p)), with p clipped to [1e-12, 1 − 1e-12] so it stays finite.
+
+    Parameters
+    ----------
+    p : float or ndarray
+
+    Returns
+    -------
+    float or ndarray
+    """
     p = np.clip(p, 1e-12, 1 - 1e-12)
     return np.log(p) - np.log1p(-p)
 
 
 def sigmoid(x):
+    """The logistic function 1 / (1 + e^(−x)), written with tanh so it never overflows.
+
+    Parameters
+    ----------
+    x : float or ndarray
+
+    Returns
+    -------
+    float or ndarray
+    """
     return 0.5 * (1.0 + np.tanh(0.5 * x))
 
 
@@ -199,20 +219,76 @@ def simulate(scenario: Scenario | str, n_trajectories: int | None = None,
     if n_rollouts is not None:
         sc = replace(sc, n_rollouts=int(n_rollouts))
     n = int(n_trajectories if n_trajectories is not None else sc.n_trajectories)
+    # the random draws, in this order: runs, walks, predictor noise, rollouts (the demo data's
+    # and the tests' numbers depend on it)
     rng = np.random.default_rng(sc.seed if seed is None else seed)
-    H = int(sc.budget)
+    fam, good, y_true = _draw_runs(sc, n, rng)
+    goals = np.array([f.goals for f in sc.families])[fam]
+    walk = _walk(sc, rng, good, goals, logit(np.array([f.prior_good for f in sc.families])[fam]))
+    traj, tt, kk = walk.traj, walk.t, walk.k
+    post = sigmoid(walk.logodds)
+    q = post * sc.correct_good + (1 - post) * sc.correct_bad
+    m = _budget_target(sc, fam[traj], tt, kk, post, q, goals[traj])
+    tid = np.array([f"{sc.name[:3]}-{i:05d}" for i in range(n)])
+    noise = rng.standard_normal((4, traj.size))
+    steps = pd.DataFrame({
+        "trajectory_id": tid[traj],
+        "step": tt,
+        "outcome": np.where(walk.censored[traj], np.nan, y_true[traj].astype(float)),
+        "censored": walk.censored[traj],
+    })
+    rollouts, qz_hat = _rollouts(sc, rng, good, walk.censored, tid)
+    if rollouts is not None:
+        steps["q_z"] = qz_hat[traj]
+    else:
+        rollouts = pd.DataFrame(columns=["trajectory_id", "rollout", "outcome"])
+    _add_forecasts(steps, q, m, noise, sc.base_rate())
+    family_names = np.array([f.name for f in sc.families])[fam]
+    steps["difficulty"] = family_names[traj]
+    steps["task"] = np.array([f"task-{(i * 7919) % 97:02d}" for i in range(n)])[traj]
+    last = np.r_[np.flatnonzero(np.diff(traj)), traj.size - 1]
+    q_last = np.full(n, np.nan)
+    q_last[traj[last]] = q[last]
+    truth = pd.DataFrame({
+        "trajectory_id": tid, "difficulty": family_names,
+        "good": good, "y_true": y_true, "censored": walk.censored, "length": walk.length,
+        "q_z_true": np.where(walk.censored, q_last, np.nan),
+    })
+    rows = pd.DataFrame({"q": q, "m": m, "k": kk, "family": fam[traj], "t": tt, "posterior": post,
+                         "traj": traj})
+    return SimulatedLog(steps, truth, rollouts, rows, sc)
+
+
+def _draw_runs(sc: Scenario, n: int, rng: np.random.Generator):
+    """Each run's task family, hidden approach (good or bad) and outcome Y at submission."""
     fam_w = np.array([f.weight for f in sc.families], dtype=float)
     fam = rng.choice(len(sc.families), size=n, p=fam_w / fam_w.sum())
-    goals = np.array([f.goals for f in sc.families])[fam]
     prior = np.array([f.prior_good for f in sc.families])[fam]
     good = rng.random(n) < prior
-    cg, cb = sc.correct_good, sc.correct_bad
-    y_true = np.where(good, rng.random(n) < cg, rng.random(n) < cb).astype(int)
+    y_true = np.where(good, rng.random(n) < sc.correct_good, rng.random(n) < sc.correct_bad).astype(int)
+    return fam, good, y_true
 
+
+@dataclass
+class _Walk:
+    """The runs' progress walks: one entry per step row, sorted by (run, t)."""
+
+    traj: np.ndarray      # run of each row
+    t: np.ndarray         # step t of each row
+    k: np.ndarray         # progress k_t after the step
+    logodds: np.ndarray   # log-odds of a good approach after the step (Bayes' rule)
+    length: np.ndarray    # per run: T, or H when censored
+    censored: np.ndarray  # per run: not submitted by step H
+
+
+def _walk(sc: Scenario, rng: np.random.Generator, good: np.ndarray, goals: np.ndarray,
+          logodds: np.ndarray) -> _Walk:
+    """Every run's signals o_t drawn step by step up to the budget H, with the progress counter
+    and the posterior log-odds of a good approach (``logodds``: the prior's, updated in place)."""
+    n, H = good.size, int(sc.budget)
     eg = np.array(sc.emit_good)
     eb = np.array(sc.emit_bad)
     llr = np.log(eg) - np.log(eb)  # log-likelihood ratio of o = +1, 0, -1
-    logodds = logit(prior)
     k = np.zeros(n, dtype=int)
     active = np.ones(n, dtype=bool)
     length = np.full(n, H)
@@ -234,20 +310,20 @@ def simulate(scenario: Scenario | str, n_trajectories: int | None = None,
         done = k[idx] >= goals[idx]
         length[idx[done]] = t
         active[idx[done]] = False
-    censored = active.copy()  # not submitted by step H
-
     traj = np.concatenate(rec["traj"])
     tt = np.concatenate(rec["t"])
-    kk = np.concatenate(rec["k"])
-    lo = np.concatenate(rec["logodds"])
     order = np.lexsort((tt, traj))
-    traj, tt, kk, lo = traj[order], tt[order], kk[order], lo[order]
-    post = sigmoid(lo)
-    q = post * cg + (1 - post) * cb
+    return _Walk(traj[order], tt[order], np.concatenate(rec["k"])[order],
+                 np.concatenate(rec["logodds"])[order], length, active.copy())
 
-    # m_t: P(submit within the budget | B, k, H - t), 1 once submitted (t = T, not censored)
+
+def _budget_target(sc: Scenario, f_r: np.ndarray, tt: np.ndarray, kk: np.ndarray, post: np.ndarray,
+                   q: np.ndarray, goals_r: np.ndarray) -> np.ndarray:
+    """m_t = P(Δ=1, Y=1 | H_t) for every step row: submitted within the budget and right
+    (= q_t at the submission step)."""
+    H = int(sc.budget)
+    cg, cb = sc.correct_good, sc.correct_bad
     m_succ = np.empty_like(q)
-    f_r = fam[traj]
     for fi, f in enumerate(sc.families):
         hg = _hit_within(f.goals, sc.emit_good, H)
         hb = _hit_within(f.goals, sc.emit_bad, H)
@@ -255,64 +331,44 @@ def simulate(scenario: Scenario | str, n_trajectories: int | None = None,
         kk_s = np.minimum(kk[sel], f.goals - 1)
         rem = H - tt[sel]
         m_succ[sel] = post[sel] * cg * hg[kk_s, rem] + (1 - post[sel]) * cb * hb[kk_s, rem]
-    submitted_here = kk >= goals[traj]
-    m = np.where(submitted_here, q, m_succ)
+    return np.where(kk >= goals_r, q, m_succ)
 
-    tid = np.array([f"{sc.name[:3]}-{i:05d}" for i in range(n)])
-    ncols = traj.size
-    noise = rng.standard_normal((4, ncols))
+
+def _rollouts(sc: Scenario, rng: np.random.Generator, good: np.ndarray, censored: np.ndarray,
+              tid: np.ndarray):
+    """Monte-Carlo continuations of the censored runs (they share the run's hidden approach) and
+    the q_Z estimate of each run (NaN where none); (None, …) when none is simulated."""
+    qz_hat = np.full(good.size, np.nan)
+    if not (sc.n_rollouts > 0 and censored.any()):
+        return None, qz_hat
+    cidx = np.flatnonzero(censored)
+    pc = np.where(good[cidx], sc.correct_good, sc.correct_bad)
+    outs = (rng.random((cidx.size, sc.n_rollouts)) < pc[:, None]).astype(int)
+    qz_hat[cidx] = outs.mean(axis=1)
+    return pd.DataFrame({
+        "trajectory_id": np.repeat(tid[cidx], sc.n_rollouts),
+        "rollout": np.tile(np.arange(1, sc.n_rollouts + 1), cidx.size),
+        "outcome": outs.ravel(),
+    }), qz_hat
+
+
+def _add_forecasts(steps: pd.DataFrame, q: np.ndarray, m: np.ndarray, noise: np.ndarray, base: float) -> None:
+    """The predictors (``conf_<name>``) and signals (``raw_logprob``, ``unc_hesitation``) of
+    :func:`simulate`, from q_t, m_t and four rows of standard normal noise."""
     lq = logit(q)
-    base = sc.base_rate()
     verbal = np.clip(np.round(sigmoid(0.3 * lq + 3.0 + 0.35 * noise[0]), 2), 0.5, 0.99)
     conf = {
         "truthful": q,
         "verbal": verbal,
         "pessimistic": sigmoid(lq - 1.0),
         "noisy": sigmoid(lq + 0.8 * noise[1]),
-        "base_rate": np.full(ncols, base),
+        "base_rate": np.full(q.size, base),
         "budget_aware": m,
     }
-    out_y = np.where(censored[traj], np.nan, y_true[traj].astype(float))
-    steps = pd.DataFrame({
-        "trajectory_id": tid[traj],
-        "step": tt,
-        "outcome": out_y,
-        "censored": censored[traj],
-    })
-    # Monte-Carlo rollouts for censored runs: continuations share the run's hidden approach
-    roll_rows = []
-    qz_hat = np.full(n, np.nan)
-    if sc.n_rollouts > 0 and censored.any():
-        cidx = np.flatnonzero(censored)
-        pc = np.where(good[cidx], cg, cb)
-        outs = (rng.random((cidx.size, sc.n_rollouts)) < pc[:, None]).astype(int)
-        qz_hat[cidx] = outs.mean(axis=1)
-        roll_rows = pd.DataFrame({
-            "trajectory_id": np.repeat(tid[cidx], sc.n_rollouts),
-            "rollout": np.tile(np.arange(1, sc.n_rollouts + 1), cidx.size),
-            "outcome": outs.ravel(),
-        })
-        steps["q_z"] = qz_hat[traj]
-    rollouts = roll_rows if isinstance(roll_rows, pd.DataFrame) else pd.DataFrame(
-        columns=["trajectory_id", "rollout", "outcome"])
     for name, v in conf.items():
         steps[f"conf_{name}"] = v
     steps["raw_logprob"] = np.log(sigmoid(1.5 * lq - 1.0 + 0.5 * noise[2]))
     steps["unc_hesitation"] = np.exp(-0.8 * lq + 0.4 * noise[3])
-    steps["difficulty"] = np.array([f.name for f in sc.families])[fam][traj]
-    steps["task"] = np.array([f"task-{(i * 7919) % 97:02d}" for i in range(n)])[traj]
-
-    last = np.r_[np.flatnonzero(np.diff(traj)), traj.size - 1]
-    q_last = np.full(n, np.nan)
-    q_last[traj[last]] = q[last]
-    truth = pd.DataFrame({
-        "trajectory_id": tid, "difficulty": np.array([f.name for f in sc.families])[fam],
-        "good": good, "y_true": y_true, "censored": censored, "length": length,
-        "q_z_true": np.where(censored, q_last, np.nan),
-    })
-    rows = pd.DataFrame({"q": q, "m": m, "k": kk, "family": f_r, "t": tt, "posterior": post,
-                         "traj": traj})
-    return SimulatedLog(steps, truth, rollouts, rows, sc)
 
 
 def known_distortions(scenario: Scenario | str = "webshop-like", n_trajectories: int = 400,
@@ -329,8 +385,6 @@ def known_distortions(scenario: Scenario | str = "webshop-like", n_trajectories:
     -------
     TrajectoryData
     """
-    from tpsviz.io.longform import from_frame
-
     sc = SCENARIOS[scenario] if isinstance(scenario, str) else scenario
     sim = simulate(replace(sc, budget=budget), n_trajectories=n_trajectories, seed=seed)
     df = sim.steps[["trajectory_id", "step", "outcome", "censored"]].copy()

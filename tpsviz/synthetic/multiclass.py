@@ -90,6 +90,7 @@ def simulate_multiclass(n_runs: int = 500, seed: int = DEFAULT_SEED) -> tuple[pd
     n_runs = int(n_runs)
     if n_runs < 1:
         raise ValueError("n_runs must be at least 1")
+    # the random draws, in this order: types, labels, lengths, then each run's signals
     rng = np.random.default_rng(seed)
     kind = rng.choice(len(TYPES), size=n_runs, p=PRIOR)
     u = rng.random(n_runs)
@@ -97,37 +98,14 @@ def simulate_multiclass(n_runs: int = 500, seed: int = DEFAULT_SEED) -> tuple[pd
     full_length = rng.geometric(HAZARD[kind])  # T >= 1: the run ends after step T
     censored = full_length > BUDGET
     length = np.minimum(full_length, BUDGET)
-    log_prior, log_e, log_stay = np.log(PRIOR), np.log(EMISSION), np.log1p(-HAZARD)
+    q, signals, q_z = _signals_and_truth(rng, kind, length, censored)
     ids = [f"mc-{i:05d}" for i in range(n_runs)]
-    blocks, signals, q_z = [], [], np.full((n_runs, 3), np.nan)
-    for i in range(n_runs):
-        t_len = int(length[i])
-        signal = rng.choice(3, size=t_len, p=EMISSION[kind[i]])
-        signals.append(signal)
-        t = np.arange(1, t_len + 1)
-        # log P(K, o_1..o_t, T >= t) for every step t and type K
-        loglik = log_prior + np.cumsum(log_e[:, signal].T, axis=0) + (t - 1)[:, None] * log_stay
-        blocks.append(_posterior(loglik) @ LABEL_LAW)
-        if censored[i]:  # stopped after step B: the run would have gone on (T > B)
-            q_z[i] = _posterior((loglik[-1] + log_stay)[None, :])[0] @ LABEL_LAW
-    q = np.vstack(blocks)
     run = np.repeat(np.arange(n_runs), length)
-    step = np.concatenate([np.arange(1, int(n) + 1) for n in length])
-    complete_labels = label[~censored]
-    freq = (np.bincount(complete_labels, minlength=3) / max(complete_labels.size, 1)
-            if complete_labels.size else LABEL_LAW.T @ PRIOR)
-    sharp = q ** 2
-    forecasts = {
-        "truthful": q,
-        "overconfident": sharp / sharp.sum(axis=1, keepdims=True),
-        "binary_view": np.column_stack([q[:, 0], np.zeros(len(q)), q[:, 1] + q[:, 2]]),
-        "base_rate": np.tile(freq, (len(q), 1)),
-    }
     outcome = np.array([LABELS[k] for k in label], dtype=object)
     outcome[censored] = None
     log = pd.DataFrame({
         "trajectory_id": np.array(ids, dtype=object)[run],
-        "step": step.astype(np.int64),
+        "step": np.concatenate([np.arange(1, int(n) + 1) for n in length]).astype(np.int64),
         "outcome": outcome[run],
         "censored": censored[run],
         "signal": np.array(SIGNALS, dtype=object)[np.concatenate(signals)],
@@ -137,6 +115,7 @@ def simulate_multiclass(n_runs: int = 500, seed: int = DEFAULT_SEED) -> tuple[pd
         qz_rounded[censored] = _round_vectors(q_z[censored])
     for j, lab in enumerate(LABELS):
         log[f"q_z__{lab}"] = qz_rounded[run, j]
+    forecasts = _predictors(q, label[~censored])
     for name in PREDICTORS:
         f = _round_vectors(forecasts[name])
         for j, lab in enumerate(LABELS):
@@ -152,6 +131,38 @@ def simulate_multiclass(n_runs: int = 500, seed: int = DEFAULT_SEED) -> tuple[pd
     for j, lab in enumerate(LABELS):
         truth[f"q_z__{lab}"] = qz_rounded[:, j]
     return log, truth
+
+
+def _signals_and_truth(rng: np.random.Generator, kind: np.ndarray, length: np.ndarray, censored: np.ndarray):
+    """Each run's signals o_1..o_T drawn in turn, with the exact q_t of every step row (stacked)
+    and the exact q_Z of every censored run (NaN rows for the others)."""
+    log_prior, log_e, log_stay = np.log(PRIOR), np.log(EMISSION), np.log1p(-HAZARD)
+    blocks, signals, q_z = [], [], np.full((kind.size, 3), np.nan)
+    for i in range(kind.size):
+        t_len = int(length[i])
+        signal = rng.choice(3, size=t_len, p=EMISSION[kind[i]])
+        signals.append(signal)
+        t = np.arange(1, t_len + 1)
+        # log P(K, o_1..o_t, T >= t) for every step t and type K
+        loglik = log_prior + np.cumsum(log_e[:, signal].T, axis=0) + (t - 1)[:, None] * log_stay
+        blocks.append(_posterior(loglik) @ LABEL_LAW)
+        if censored[i]:  # stopped after step B: the run would have gone on (T > B)
+            q_z[i] = _posterior((loglik[-1] + log_stay)[None, :])[0] @ LABEL_LAW
+    return np.vstack(blocks), signals, q_z
+
+
+def _predictors(q: np.ndarray, complete_labels: np.ndarray) -> dict[str, np.ndarray]:
+    """The label distributions of :data:`PREDICTORS` on every step row, before rounding
+    (``complete_labels``: the final labels of the complete runs, for the base rate)."""
+    freq = (np.bincount(complete_labels, minlength=3) / max(complete_labels.size, 1)
+            if complete_labels.size else LABEL_LAW.T @ PRIOR)
+    sharp = q ** 2
+    return {
+        "truthful": q,
+        "overconfident": sharp / sharp.sum(axis=1, keepdims=True),
+        "binary_view": np.column_stack([q[:, 0], np.zeros(len(q)), q[:, 1] + q[:, 2]]),
+        "base_rate": np.tile(freq, (len(q), 1)),
+    }
 
 
 def demo_frames(n_runs: int = 500, seed: int = DEFAULT_SEED) -> dict[str, pd.DataFrame]:

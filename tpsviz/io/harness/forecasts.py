@@ -18,7 +18,7 @@ import numpy as np
 import pandas as pd
 
 from tpsviz.core.errors import LogFormatError
-from tpsviz.io.longform import MAX_STEP
+from tpsviz.io.run_ids import MAX_STEP
 from tpsviz.core.schema import canonical_name, show_id
 
 __all__ = ["message_value", "logprob_signals", "join_sidecar"]
@@ -102,7 +102,34 @@ def join_sidecar(frame: pd.DataFrame, side: pd.DataFrame, side_name: str, droppe
     where = side["_where"].to_numpy() if "_where" in side else np.arange(2, len(side) + 2)
     prefix = side.attrs.get("where_prefix", "line")
     side = side.drop(columns=[c for c in ("_where",) if c in side])
-    # the same name matching as the log: reserved names and prefixes regardless of case
+    cols = _sidecar_columns(side, side_name, frame)
+
+    def at(mask) -> str:
+        return ", ".join(f"{prefix} {int(w)}" for w in where[np.flatnonzero(np.asarray(mask))[:3]])
+
+    key = _sidecar_keys(side, cols, side_name, at)
+    of_dropped = _match_keys(frame, key, side_name, set(map(str, dropped_ids)))
+    values = side[cols].copy()
+    values["trajectory_id"] = key["trajectory_id"].to_numpy()
+    values["step"] = key["step"].to_numpy()
+    out = frame.copy()
+    out["step"] = out["step"].astype(np.int64)
+    out["trajectory_id"] = out["trajectory_id"].astype(str)
+    out = out.merge(values, on=["trajectory_id", "step"], how="left")
+    notes = []
+    if of_dropped:
+        notes.append(f"{side_name}: {of_dropped} row(s) belong to runs that were dropped and were ignored")
+    covered = set(key["trajectory_id"])
+    runs = out["trajectory_id"].unique()
+    without = [r for r in runs if r not in covered]
+    if without:
+        notes.append(f"{side_name}: {len(without)} of {len(runs)} runs have no forecast in the table")
+    return out, notes
+
+
+def _sidecar_columns(side: pd.DataFrame, side_name: str, frame: pd.DataFrame) -> list[str]:
+    """The sidecar's forecast columns, its columns renamed in place to the long format's names
+    (the same name matching as the log: reserved names and prefixes regardless of case)."""
     names = [canonical_name(c) for c in side.columns]
     twice = sorted({n for n in names if names.count(n) > 1})
     if twice:
@@ -121,9 +148,12 @@ def join_sidecar(frame: pd.DataFrame, side: pd.DataFrame, side_name: str, droppe
     if clash:
         raise LogFormatError(side_name, [f"column(s) {', '.join(show_id(c) for c in clash)} are already "
                                          "in the log; rename them in the forecasts table"])
-    def at(mask) -> str:
-        return ", ".join(f"{prefix} {int(w)}" for w in where[np.flatnonzero(np.asarray(mask))[:3]])
+    return cols
 
+
+def _sidecar_keys(side: pd.DataFrame, cols: list[str], side_name: str, at) -> pd.DataFrame:
+    """The sidecar's (trajectory_id, step) of every row, once its steps, forecasts and keys are
+    checked (``at(mask)``: the table's own lines for a message)."""
     tid = side["trajectory_id"].astype(str).str.strip()
     step = pd.to_numeric(side["step"], errors="coerce").to_numpy(dtype=float)
     with np.errstate(invalid="ignore"):
@@ -149,8 +179,13 @@ def join_sidecar(frame: pd.DataFrame, side: pd.DataFrame, side_name: str, droppe
     dup = key.duplicated(keep=False)
     if dup.any():
         raise LogFormatError(side_name, [f"the same (trajectory_id, step) appears twice at {at(dup.to_numpy())}"])
+    return key
+
+
+def _match_keys(frame: pd.DataFrame, key: pd.DataFrame, side_name: str, dropped: set) -> int:
+    """How many sidecar rows belong to runs the reader dropped; a LogFormatError listing the
+    (trajectory_id, step) pairs that match no agent step of any other run."""
     log_keys = set(zip(frame["trajectory_id"].astype(str), frame["step"].astype(np.int64)))
-    dropped = set(map(str, dropped_ids))
     side_keys = list(zip(key["trajectory_id"], key["step"]))
     of_dropped = [k for k in side_keys if k[0] in dropped]
     unmatched = [k for k in side_keys if k not in log_keys and k[0] not in dropped]
@@ -167,19 +202,4 @@ def join_sidecar(frame: pd.DataFrame, side: pd.DataFrame, side_name: str, droppe
                             + ", ".join(f"({show_id(a)}, {b})" for a, b in steps[:5])
                             + (" …" if len(steps) > 5 else ""))
         raise LogFormatError(side_name, problems)
-    values = side[cols].copy()
-    values["trajectory_id"] = key["trajectory_id"].to_numpy()
-    values["step"] = key["step"].to_numpy()
-    out = frame.copy()
-    out["step"] = out["step"].astype(np.int64)
-    out["trajectory_id"] = out["trajectory_id"].astype(str)
-    out = out.merge(values, on=["trajectory_id", "step"], how="left")
-    notes = []
-    if of_dropped:
-        notes.append(f"{side_name}: {len(of_dropped)} row(s) belong to runs that were dropped and were ignored")
-    covered = set(key["trajectory_id"])
-    runs = out["trajectory_id"].unique()
-    without = [r for r in runs if r not in covered]
-    if without:
-        notes.append(f"{side_name}: {len(without)} of {len(runs)} runs have no forecast in the table")
-    return out, notes
+    return len(of_dropped)

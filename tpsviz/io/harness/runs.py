@@ -230,6 +230,50 @@ def runs_to_frame(log: HarnessLog, options: ReadOptions, name: str, max_rows: in
         ``format``, ``treatment`` (rows: reason, treatment, runs, default), ``dropped``
         (reason -> runs), ``forecasts`` (column -> source), ``notes``.
     """
+    notes = list(log.notes)
+    table, counts, overrides = _treatment_table(log, options, notes)
+    _check_runs(log, table, name, max_rows, notes)
+    conf_cols = [(_column(n), p) for n, p in options.conf]
+    rows = _step_rows(log, table, options, conf_cols)
+    if rows.missing_outcome:
+        ex = ", ".join(f"{m.where} ({show_id(m.trajectory_id)})" for m in rows.missing_outcome[:3])
+        raise LogFormatError(name, [
+            f"{len(rows.missing_outcome)} run(s) ended normally but carry no reward/score to take the "
+            f"outcome from: {ex}; choose a treatment for their reason "
+            f"({', '.join(show_id(r) for r in sorted({m.reason for m in rows.missing_outcome})[:5])})"])
+    if rows.no_steps:
+        notes.append(f"{rows.no_steps} run(s) have no agent message (nothing to score) and were left out")
+    if not rows.columns.n:
+        raise LogFormatError(name, ["no run is left to score: " + (
+            "every run is dropped by its treatment (" + ", ".join(f"{show_id(k)}: {v}" for k, v in
+                                                                  list(rows.dropped.items())[:5])
+            + ")" if rows.dropped else "no run has an agent message")])
+    frame = pd.DataFrame(rows.columns.data)
+    sources = _forecast_sources(frame, conf_cols, rows.with_logprobs, notes)
+    kept = sum(v for k, v in counts.items() if table[k] != "dropped") - len(rows.missing_outcome) - rows.no_steps
+    reading = {
+        "format": log.format,
+        "treatment": [{"reason": k, "treatment": table[k], "runs": counts.get(k, 0),
+                       "default": k not in overrides,
+                       "default_treatment": log.default_treatment.get(k, "dropped"),
+                       "meaning": log.reason_help.get(k, "")}
+                      for k in sorted(set(counts) | set(overrides))],
+        "dropped": rows.dropped,
+        "dropped_ids": rows.dropped_ids,
+        "runs_read": len(log.runs),
+        "runs_kept": kept,
+        "forecasts": sources,
+        "options": options.describe(),
+        "notes": notes,
+    }
+    frame.attrs["where_prefix"] = "row"
+    return frame, reading
+
+
+def _treatment_table(log: HarnessLog, options: ReadOptions, notes: list[str]):
+    """The treatment of every reason (the reader's defaults, ``dropped`` for a reason it does not
+    know, then the user's overrides), the runs per reason and the overrides; notes on unknown
+    reasons and on overrides no run uses."""
     table = dict(log.default_treatment)
     unknown = sorted({r.reason for r in log.runs} - set(table))
     for reason in unknown:  # a reason this reader does not know: leave the runs out, say so
@@ -240,13 +284,18 @@ def runs_to_frame(log: HarnessLog, options: ReadOptions, name: str, max_rows: in
     counts: dict[str, int] = {}
     for r in log.runs:
         counts[r.reason] = counts.get(r.reason, 0) + 1
-    notes = list(log.notes)
     if unknown:
         notes.append("unknown termination reason(s) " + ", ".join(show_id(u) for u in unknown)
                      + ": those runs are dropped by default (choose a treatment to keep them)")
     unused = [r for r in overrides if r not in counts]
     if unused:
         notes.append("treatment given for reason(s) that no run has: " + ", ".join(show_id(u) for u in unused))
+    return table, counts, overrides
+
+
+def _check_runs(log: HarnessLog, table: dict, name: str, max_rows: int, notes: list[str]) -> None:
+    """Refuse run ids that are not short names and more agent steps than ``max_rows``; cut
+    metadata texts longer than :data:`MAX_META_CHARS` (in place, with a note)."""
     long_ids = [r for r in log.runs if len(r.trajectory_id) > MAX_ID_CHARS]
     if long_ids:  # an id is copied onto every step row of its run
         raise LogFormatError(name, [f"{len(long_ids)} run id(s) are longer than {MAX_ID_CHARS} characters "
@@ -263,60 +312,69 @@ def runs_to_frame(log: HarnessLog, options: ReadOptions, name: str, max_rows: in
     if total_steps > max_rows:
         raise LogFormatError(name, [f"the log has {total_steps:,} agent steps, more than the "
                                     f"{max_rows:,} this installation reads (TPSVIZ_MAX_ROWS)"])
-    rows = _Columns()
-    dropped: dict[str, int] = {}
-    dropped_ids: list[str] = []
-    no_steps = 0
-    missing_outcome = []
-    conf_cols = [(_column(n), p) for n, p in options.conf]
-    with_lp = False
+
+
+@dataclass
+class _StepRows:
+    """The step rows of the kept runs, and what was left out on the way."""
+
+    columns: _Columns = field(default_factory=_Columns)
+    dropped: dict = field(default_factory=dict)        # reason -> runs dropped by their treatment
+    dropped_ids: list = field(default_factory=list)    # runs dropped or without an agent message
+    no_steps: int = 0                                  # runs without an agent message
+    missing_outcome: list = field(default_factory=list)  # runs to score whose outcome was not recorded
+    with_logprobs: bool = False                        # some step has token log-probabilities
+
+
+def _step_rows(log: HarnessLog, table: dict, options: ReadOptions, conf_cols: list) -> _StepRows:
+    """One row per agent step of every run its treatment keeps."""
+    out = _StepRows()
     for r in log.runs:
         treatment = table[r.reason]
         if treatment == "dropped":
-            dropped[r.reason] = dropped.get(r.reason, 0) + 1
-            dropped_ids.append(r.trajectory_id)
+            out.dropped[r.reason] = out.dropped.get(r.reason, 0) + 1
+            out.dropped_ids.append(r.trajectory_id)
             continue
         if not r.steps:
-            no_steps += 1
-            dropped_ids.append(r.trajectory_id)
+            out.no_steps += 1
+            out.dropped_ids.append(r.trajectory_id)
             continue
         if treatment == "outcome":
             if r.outcome is None:
-                missing_outcome.append(r)
+                out.missing_outcome.append(r)
                 continue
             outcome, censored = float(r.outcome), False
         elif treatment == "failure":
             outcome, censored = 0.0, False
         else:
             outcome, censored = np.nan, True
-        signals = [logprob_signals(lp) if options.logprob_signals else None for lp in r.logprobs]
-        n = len(r.steps)
-        cols = {"trajectory_id": [r.trajectory_id] * n, "step": list(range(1, n + 1)),
-                "outcome": [outcome] * n, "censored": [censored] * n}
-        cols.update({k: [v] * n for k, v in r.metadata.items()})
-        cols["_where"] = [f"{r.where}, agent message {t}" for t in range(1, n + 1)]
-        for col, path in conf_cols:
-            cols[col] = [_as_number(message_value(msg, path)) for msg in r.steps]
-        for t, sig in enumerate(signals):
-            if sig:
-                with_lp = True
-                for k, v in sig.items():
-                    cols.setdefault(k, [np.nan] * n)[t] = v
-        rows.extend(cols, n)
-    if missing_outcome:
-        ex = ", ".join(f"{m.where} ({show_id(m.trajectory_id)})" for m in missing_outcome[:3])
-        raise LogFormatError(name, [
-            f"{len(missing_outcome)} run(s) ended normally but carry no reward/score to take the "
-            f"outcome from: {ex}; choose a treatment for their reason "
-            f"({', '.join(show_id(r) for r in sorted({m.reason for m in missing_outcome})[:5])})"])
-    if no_steps:
-        notes.append(f"{no_steps} run(s) have no agent message (nothing to score) and were left out")
-    if not rows.n:
-        raise LogFormatError(name, ["no run is left to score: " + (
-            "every run is dropped by its treatment (" + ", ".join(f"{show_id(k)}: {v}" for k, v in
-                                                                  list(dropped.items())[:5])
-            + ")" if dropped else "no run has an agent message")])
-    frame = pd.DataFrame(rows.data)
+        cols, with_lp = _run_columns(r, outcome, censored, options, conf_cols)
+        out.with_logprobs |= with_lp
+        out.columns.extend(cols, len(r.steps))
+    return out
+
+
+def _run_columns(r: Run, outcome: float, censored: bool, options: ReadOptions, conf_cols: list):
+    """A kept run's step rows as columns, and whether a step had token log-probabilities."""
+    signals = [logprob_signals(lp) if options.logprob_signals else None for lp in r.logprobs]
+    n = len(r.steps)
+    cols = {"trajectory_id": [r.trajectory_id] * n, "step": list(range(1, n + 1)),
+            "outcome": [outcome] * n, "censored": [censored] * n}
+    cols.update({k: [v] * n for k, v in r.metadata.items()})
+    cols["_where"] = [f"{r.where}, agent message {t}" for t in range(1, n + 1)]
+    for col, path in conf_cols:
+        cols[col] = [_as_number(message_value(msg, path)) for msg in r.steps]
+    with_lp = False
+    for t, sig in enumerate(signals):
+        if sig:
+            with_lp = True
+            for k, v in sig.items():
+                cols.setdefault(k, [np.nan] * n)[t] = v
+    return cols, with_lp
+
+
+def _forecast_sources(frame: pd.DataFrame, conf_cols: list, with_lp: bool, notes: list[str]) -> dict:
+    """Where each forecast column came from; a note for a message field no message of a run has."""
     sources = {col: f"message field {path}" for col, path in conf_cols}
     if with_lp:
         for col, what in (("raw_mean_logprob", "mean token log-probability of the message"),
@@ -329,21 +387,4 @@ def runs_to_frame(log: HarnessLog, options: ReadOptions, name: str, max_rows: in
         if n_runs_without:
             notes.append(f"{col} (from {path}): {n_runs_without} of {frame['trajectory_id'].nunique()} "
                          "runs have no value on any agent message")
-    kept = sum(v for k, v in counts.items() if table[k] != "dropped") - len(missing_outcome) - no_steps
-    reading = {
-        "format": log.format,
-        "treatment": [{"reason": k, "treatment": table[k], "runs": counts.get(k, 0),
-                       "default": k not in overrides,
-                       "default_treatment": log.default_treatment.get(k, "dropped"),
-                       "meaning": log.reason_help.get(k, "")}
-                      for k in sorted(set(counts) | set(overrides))],
-        "dropped": dropped,
-        "dropped_ids": dropped_ids,
-        "runs_read": len(log.runs),
-        "runs_kept": kept,
-        "forecasts": sources,
-        "options": options.describe(),
-        "notes": notes,
-    }
-    frame.attrs["where_prefix"] = "row"
-    return frame, reading
+    return sources

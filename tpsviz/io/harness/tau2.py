@@ -76,8 +76,8 @@ def read_tau2(obj: dict, name: str, options: ReadOptions, simulations: list | No
     info = obj.get("info") if isinstance(obj.get("info"), dict) else {}
     model = message_value(info, "agent_info.llm") or message_value(info, "agent_info.implementation")
     domain = message_value(info, "environment_info.domain_name")
-    model = model if isinstance(model, str) else None
-    domain = domain if isinstance(domain, str) else None
+    context = {"model": model if isinstance(model, str) else None,
+               "domain": domain if isinstance(domain, str) else None}
     if simulations is None:
         sims = obj.get("simulations")
         if not isinstance(sims, list):
@@ -93,45 +93,13 @@ def read_tau2(obj: dict, name: str, options: ReadOptions, simulations: list | No
     for where, sim in sims:
         if len(problems) > MAX_PROBLEMS:
             break
-        if not isinstance(sim, dict):
-            problems.append(f"{where}: not a JSON object")
-            continue
-        sid = sim.get("id")
-        if not is_key(sid) or str(sid).strip() == "":
-            problems.append(f"{where}: field 'id' is missing")
-            continue
-        sid = str(sid)
-        label = f"{where} (id {show_id(sid)})"
-        if sid in seen:
-            problems.append(f"{label}: the id already appeared in {seen[sid]}")
-            continue
-        seen[sid] = where
-        reason = sim.get("termination_reason")
-        if not isinstance(reason, str) or not reason:
-            problems.append(f"{label}: field 'termination_reason' is missing")
-            continue
-        messages = sim.get("messages")
-        if messages is None and sim.get("ticks") is not None:
+        run, problem = _run_of(where, sim, seen, thr, context)
+        if problem:
+            problems.append(problem)
+        elif run is None:
             voice += 1  # full-duplex voice runs keep ticks, not messages
-            continue
-        if messages is None:
-            messages = []
-        if not isinstance(messages, list):
-            problems.append(f"{label}: field 'messages' must be a list")
-            continue
-        reward_info = sim.get("reward_info")
-        reward = reward_info.get("reward") if isinstance(reward_info, dict) else None
-        if reward is not None and not is_number(reward):
-            problems.append(f"{label}: field 'reward_info.reward' is not a finite number")
-            continue
-        outcome = None if reward is None else float(reward >= thr)
-        steps = [m for m in messages if isinstance(m, dict) and m.get("role") == "assistant"]
-        task, trial = sim.get("task_id"), sim.get("trial")
-        meta = {"task_id": str(task) if isinstance(task, (str, int)) else None,
-                "trial": trial if isinstance(trial, int) and not isinstance(trial, bool) else None,
-                "model": model, "domain": domain,
-                "termination_reason": reason}
-        runs.append(Run(sid, reason, outcome, steps, [_logprobs(m) for m in steps], meta, label))
+        else:
+            runs.append(run)
     if problems:
         raise LogFormatError(name, problems)
     notes = []
@@ -139,3 +107,40 @@ def read_tau2(obj: dict, name: str, options: ReadOptions, simulations: list | No
         notes.append(f"{voice} full-duplex voice simulation(s) store audio ticks, not messages, and "
                      "were left out")
     return HarnessLog("tau2-bench", runs, dict(DEFAULT_TREATMENT), notes, dict(REASON_HELP))
+
+
+def _run_of(where: str, sim, seen: dict, thr: float, context: dict) -> tuple[Run | None, str | None]:
+    """One simulation as a run, or the problem that prevents it; (None, None) for a voice
+    simulation. ``seen``: ids read so far (updated); ``context``: the model and domain of the file."""
+    if not isinstance(sim, dict):
+        return None, f"{where}: not a JSON object"
+    sid = sim.get("id")
+    if not is_key(sid) or str(sid).strip() == "":
+        return None, f"{where}: field 'id' is missing"
+    sid = str(sid)
+    label = f"{where} (id {show_id(sid)})"
+    if sid in seen:
+        return None, f"{label}: the id already appeared in {seen[sid]}"
+    seen[sid] = where
+    reason = sim.get("termination_reason")
+    if not isinstance(reason, str) or not reason:
+        return None, f"{label}: field 'termination_reason' is missing"
+    messages = sim.get("messages")
+    if messages is None and sim.get("ticks") is not None:
+        return None, None
+    if messages is None:
+        messages = []
+    if not isinstance(messages, list):
+        return None, f"{label}: field 'messages' must be a list"
+    reward_info = sim.get("reward_info")
+    reward = reward_info.get("reward") if isinstance(reward_info, dict) else None
+    if reward is not None and not is_number(reward):
+        return None, f"{label}: field 'reward_info.reward' is not a finite number"
+    outcome = None if reward is None else float(reward >= thr)
+    steps = [m for m in messages if isinstance(m, dict) and m.get("role") == "assistant"]
+    task, trial = sim.get("task_id"), sim.get("trial")
+    meta = {"task_id": str(task) if isinstance(task, (str, int)) else None,
+            "trial": trial if isinstance(trial, int) and not isinstance(trial, bool) else None,
+            "model": context["model"], "domain": context["domain"],
+            "termination_reason": reason}
+    return Run(sid, reason, outcome, steps, [_logprobs(m) for m in steps], meta, label), None
