@@ -142,7 +142,7 @@ AUROC_LEFT_OUT = ("AUROC delta: not computed out of core (its paired trajectory 
 
 
 def _compare_out_of_core(args, ds: Dataset, why: str, engine) -> int:
-    from tpsviz.engines.duck import predictor_names
+    from tpsviz.engines.duck import predictor_names  # (here: the in-memory commands never load the engines)
 
     names = predictor_names(ds, args.map_pairs, args.percent_names)  # (an unknown baseline is named before the pass)
     if args.baseline not in names:

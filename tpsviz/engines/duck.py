@@ -186,8 +186,8 @@ def _sums(con, ds: Dataset, settings: ScoreSettings, source: str, plan: Plan, co
     if settings.schedule.name == "column" and "weight" not in plan.col:
         raise LogFormatError(ds.label, ["schedule 'column' needs a 'weight' column; the dataset has none"])
     runs = onepass.run_pass(con, plan, source, settings, lookup=lookup)
-    checks = diagnose(con, plan, checked_rows_sql(plan, source, settings, positional=False)) if onepass.defects(
-        plan, runs) else {}
+    rows_sql = checked_rows_sql(plan, source, settings, positional=False)
+    checks = diagnose(con, plan, rows_sql) if onepass.defects(plan, runs) else {}
     problems = check_rows(ds, plan, runs, checks)
     if problems:
         raise LogFormatError(ds.label, problems)
