@@ -63,7 +63,7 @@ con.sql(f"SELECT trajectory_id, {{sums}} FROM read_parquet({{files}}) GROUP BY t
 
 ENGINE = r"""
 from tpsviz.io.dataset import open_dataset
-from tpsviz.engines import score_from_sums
+from tpsviz.engines.runsums import score_from_sums
 from tpsviz.engines.duck import sums_duckdb
 from tpsviz.core.tps import ScoreSettings
 st = ScoreSettings(n_boot={n_boot})

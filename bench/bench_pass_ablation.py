@@ -1,5 +1,5 @@
 """Where the DuckDB main pass spends its time (issue 12): the pass's own SQL
-(`tpsviz.engines.onepass._pass_sql`) with groups of aggregates left out, against the bare query
+(`tpsviz.engines.sql.pass_sql`) with groups of aggregates left out, against the bare query
 of bench_outofcore.py, on one dataset, alternating the variants ``--reps`` times.
 
   bare         one GROUP BY computing the per-run log TPS of every conf_ column (the baseline)
@@ -31,14 +31,14 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 def variants(folder: str) -> tuple[dict, object]:
     """The SQL of every variant, and the engine's connection."""
     from tpsviz.io.dataset import open_dataset
-    from tpsviz.engines import duck, onepass
+    from tpsviz.engines import duck, sql as engine_sql
     from tpsviz.core.tps import ScoreSettings
 
     settings = ScoreSettings()
     ds = open_dataset(folder)
     con, _spill, source, plan = duck.open_plan(ds)
-    full = onepass._pass_sql(plan, source, settings, False, False)
-    aggs = onepass._aggregates(plan, settings, False)
+    full = engine_sql.pass_sql(plan, source, settings, False, False)
+    aggs = engine_sql.pass_aggregates(plan, settings, False)
     head, rest = full.split("SELECT tid, ", 1)
     body = rest[len(", ".join(aggs)):]
 

@@ -17,12 +17,13 @@ import tpsviz
 from tpsviz.io.dataset import open_dataset
 from tpsviz.diagnostics.leaderboard import metric_table, skill_table
 from tpsviz.engines.runsums import score_from_sums
-from tpsviz.engines import duck
+from tpsviz.engines import duck, pooled
 from tpsviz.engines.duck import sums_duckdb
 from tpsviz.engines.memory import sums_in_memory
 from tpsviz.engines.runsums import _grid_bounds
 from tpsviz.core.errors import LogFormatError
 from tpsviz.io.harness.runs import ReadOptions
+from tpsviz.io.duckdb_source import connect, quote_name
 from tpsviz.io.files import DataRoots, FileRefused, PathRefused
 from tpsviz.core.schedules import parse_schedule
 from tpsviz.core.tps import ScoreSettings, compute_tps
@@ -218,9 +219,9 @@ def test_grid_counts_are_an_array_indexed_by_the_cell(tmp_path):
     ds = open_dataset(DEMO["webshop-like"])
     con, spill, source, plan = duck.open_plan(ds)
     try:
-        cols = ", ".join(f"TRY_CAST({duck._q(c)} AS DOUBLE) AS p{k}" for k, c in enumerate(plan.conf))
+        cols = ", ".join(f"TRY_CAST({quote_name(c)} AS DOUBLE) AS p{k}" for k, c in enumerate(plan.conf))
         rows = f"WITH scored AS (SELECT TRY_CAST(outcome AS DOUBLE) AS y, {cols} FROM {source})\n"
-        text = "\n".join(r[1] for r in con.sql("EXPLAIN " + duck.grid_sql(plan, rows)).fetchall())
+        text = "\n".join(r[1] for r in con.sql("EXPLAIN " + pooled.grid_sql(plan, rows)).fetchall())
         assert text.count("Perfect Hash Group By") == len(plan.conf) >= 2, text
     finally:
         con.close()
@@ -234,8 +235,8 @@ def test_grid_counts_state_a_bound_that_holds(tmp_path, monkeypatch):
                        "outcome": np.repeat((rng.random(n // 4) < 0.4).astype(float), 4)})
     df["conf_x"] = np.clip(0.3 + 0.3 * df["outcome"] + rng.normal(0, 0.2, n), 0, 1)
     ds = open_dataset(_split(df, tmp_path / "d", 2))
-    monkeypatch.setattr(duck, "GRID", 60)
-    monkeypatch.setattr(duck, "EXACT_ROWS", 0)
+    monkeypatch.setattr(pooled, "GRID", 60)
+    monkeypatch.setattr(pooled, "EXACT_ROWS", 0)
     got = score_from_sums(sums_duckdb(ds, ScoreSettings(n_boot=0)), ScoreSettings(n_boot=0)).metrics.loc["x"]
     exact = metric_table(tpsviz.from_frame(df), n_boot=0).loc["x"]
     assert not got["ranks_exact"] and got["auroc_bound"] > 0
@@ -246,7 +247,7 @@ def test_grid_counts_state_a_bound_that_holds(tmp_path, monkeypatch):
     np.testing.assert_allclose(got["tece_pooled"], exact["tece_pooled"], rtol=1e-12)
 
 
-@pytest.mark.parametrize("grid", [duck.GRID, 60, 10])
+@pytest.mark.parametrize("grid", [pooled.GRID, 60, 10])
 def test_grid_cells_nest_in_the_tece_bins_and_keep_the_order(grid):
     """cell // (grid / 10) is the T-ECE bin tpsviz.diagnostics.metrics.bin_index gives, also for forecasts one
     ulp either side of every edge k/10 and k/grid; cells never decrease as the forecast grows and
@@ -259,7 +260,7 @@ def test_grid_cells_nest_in_the_tece_bins_and_keep_the_order(grid):
     p = np.unique(np.clip(p, 0.0, 1.0))
     con = duckdb.connect()
     con.register("t", pd.DataFrame({"p": p}))
-    cell = con.sql(f"SELECT {duck._cell('p', 'c', grid)} AS cell FROM (SELECT p, {duck._floor_cell('p', grid)} AS c "
+    cell = con.sql(f"SELECT {pooled.cell_sql('p', 'c', grid)} AS cell FROM (SELECT p, {pooled.floor_cell_sql('p', grid)} AS c "
                    "FROM t) ORDER BY p").df()["cell"].to_numpy()
     np.testing.assert_array_equal(cell // (grid // 10), tpsviz.diagnostics.metrics.bin_index(p, np.arange(11) / 10))
     assert (np.diff(cell) >= 0).all() and cell.min() >= 0 and cell.max() <= grid - 1
@@ -433,7 +434,7 @@ def test_duckdb_reads_only_the_dataset_files(tmp_path):
     folder = _split(pd.read_csv(DEMO["webshop-like"]), tmp_path / "d", 2)
     other = tmp_path / "other.csv"
     other.write_text("a,b\n1,2\n")
-    con, spill = duck.connect(open_dataset(folder))
+    con, spill = connect(open_dataset(folder))
     try:
         assert con.execute(f"SELECT count(*) FROM read_parquet('{folder / 'part-0.parquet'}')").fetchone()[0] > 0
         for sql in (f"SELECT * FROM read_csv('{other}')", "SELECT * FROM read_csv('/etc/passwd')",
@@ -535,8 +536,8 @@ def test_positions_of_runs_numbered_from_0_or_later_agree_with_memory(tmp_path, 
     from tpsviz.engines import onepass
 
     sqls = []
-    real = onepass._pass_sql
-    monkeypatch.setattr(onepass, "_pass_sql", lambda *a, **k: sqls.append(real(*a, **k)) or sqls[-1])
+    real = onepass.pass_sql
+    monkeypatch.setattr(onepass, "pass_sql", lambda *a, **k: sqls.append(real(*a, **k)) or sqls[-1])
     for sched in ("linear", "front:0.8", "back:0.9:12"):
         sqls.clear()
         _compare(data, ds, ScoreSettings(schedule=parse_schedule(sched), n_boot=0))

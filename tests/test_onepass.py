@@ -235,12 +235,12 @@ def test_a_forecast_outside_the_unit_interval_is_told_apart_from_text(tmp_path):
 
 
 def test_runs_in_any_order_read_as_the_sorted_table():
-    """``_Runs`` puts every column in the order of the ids while converting it: the same numbers
+    """``Runs`` puts every column in the order of the ids while converting it: the same numbers
     as converting a table sorted first, for float, count, bool and null cells over several chunks
     (the main pass returns its runs in no order)."""
     import pyarrow as pa
 
-    from tpsviz.engines.duck import _Runs
+    from tpsviz.engines.runs import Runs
 
     rng = np.random.default_rng(7)
     n = 1_000
@@ -253,7 +253,7 @@ def test_runs_in_any_order_read_as_the_sorted_table():
                       "c": pa.array([None if v < 0.1 else bool(v > 0.5) for v in rng.random(n)])})
     chunked = pa.Table.from_batches(table.to_batches(max_chunksize=97))  # 11 chunks
     assert chunked.column("a").num_chunks > 5
-    runs = _Runs.sorted_by_id(chunked)
+    runs = Runs.sorted_by_id(chunked)
     want = table.sort_by("tid").to_pandas()
     assert list(runs.ids()) == sorted(ids)
     np.testing.assert_array_equal(runs.num("a"), want["a"].to_numpy(float))
@@ -264,7 +264,7 @@ def test_runs_in_any_order_read_as_the_sorted_table():
     mask[[17, 400]] = True
     assert runs.first_id(mask) == sorted(ids)[17]
     assert np.isnan(runs.num("absent")).all() and (runs.num("absent", 0) == 0).all()
-    already = _Runs(table.sort_by("tid"))  # no order: the table is read as it is
+    already = Runs(table.sort_by("tid"))  # no order: the table is read as it is
     np.testing.assert_array_equal(already.num("a"), runs.num("a"))
 
 
@@ -330,12 +330,12 @@ def test_an_empty_weight_under_the_column_schedule_is_named_alike(tmp_path):
 
 @pytest.mark.parametrize("prefetch", [False, True, "reserved"])
 def test_runs_read_every_column_in_the_order_of_the_ids(prefetch):
-    """_Runs puts each column of the pass's result (any order, several chunks, nulls, counts,
+    """Runs puts each column of the pass's result (any order, several chunks, nulls, counts,
     booleans) in the order of the ids, converted alone or all at once on two threads, into
     arrays mapped beforehand (run_pass maps them while the ids sort)."""
     import pyarrow as pa
 
-    from tpsviz.engines.duck import _Runs
+    from tpsviz.engines.runs import Runs
 
     rng = np.random.default_rng(5)
     n = 1_000
@@ -349,8 +349,8 @@ def test_runs_read_every_column_in_the_order_of_the_ids(prefetch):
     table = table.set_column(5, "cmin", pa.array(frame["cmin"].where(rng.random(n) < 0.9), type=pa.bool_()))
     table = pa.Table.from_batches(table.to_batches(max_chunksize=300))  # four chunks
     assert table.column("a1_0").num_chunks == 4
-    runs = _Runs.sorted_by_id(table)
-    reserved = _Runs.reserve(table) if prefetch == "reserved" else None
+    runs = Runs.sorted_by_id(table)
+    reserved = Runs.reserve(table) if prefetch == "reserved" else None
     if reserved is not None:
         assert set(reserved) == {("n", "count"), ("yn", "count"), "a1_0", "smin", "cmin"}
         runs.prefetch(dict(reserved))
@@ -384,7 +384,7 @@ def test_ids_are_stripped_exactly_as_str_strip(values, cut):
     result is str.strip of each, and "changed" says whether any id changed."""
     import pyarrow as pa
 
-    from tpsviz.engines.onepass import strip_ids
+    from tpsviz.io.duckdb_source import strip_ids
 
     ids = pa.array(values, type=pa.string()).slice(min(cut, len(values)))
     kept = values[min(cut, len(values)):]

@@ -14,7 +14,7 @@ import tpsviz
 from table_logs import split_parquet, table_sized_log
 from tpsviz.core._fast import kernels
 from tpsviz.io.dataset import open_dataset
-from tpsviz.engines import duck, scoretable
+from tpsviz.engines import scoretable
 from tpsviz.engines.runsums import score_from_sums
 from tpsviz.engines.duck import sums_duckdb
 from tpsviz.core.schedules import parse_schedule
@@ -33,16 +33,16 @@ def _forecasts(rng) -> np.ndarray:
 
 
 class _CountingUDF:
-    """Counts the values the UDF scores (it calls duck.beta_score)."""
+    """Counts the values the UDF scores (it calls scoretable.beta_score)."""
 
     def __init__(self, monkeypatch):
         self.n = 0
-        real = duck.beta_score
+        real = scoretable.beta_score
 
         def counted(p, branch, alpha, beta, table=None):
             self.n += int(np.size(p))
             return real(p, branch, alpha, beta, table)
-        monkeypatch.setattr(duck, "beta_score", counted)
+        monkeypatch.setattr(scoretable, "beta_score", counted)
 
 
 @pytest.mark.parametrize("alpha,beta", FAMILIES)
@@ -50,7 +50,7 @@ def test_the_sql_table_gives_the_kernels_values(alpha, beta, monkeypatch):
     p = _forecasts(np.random.default_rng(int(alpha * 10 + beta * 100)))
     udf = _CountingUDF(monkeypatch)
     con = duckdb.connect()
-    duck._register_udf(con, alpha, beta, table=True)
+    scoretable.register_udf(con, alpha, beta, table=True)
     lookup = scoretable.register(con, alpha, beta)
     assert lookup is not None
     con.register("ps", pa.table({"row": np.arange(p.size), "pc0": pa.array(p, mask=np.isnan(p))}))

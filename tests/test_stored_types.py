@@ -21,7 +21,9 @@ import pytest
 
 import tpsviz
 from tpsviz.io.dataset import open_dataset
-from tpsviz.engines.duck import _stored_as, id_text, is_integer, is_nested, sums_duckdb
+from tpsviz.engines.duck import sums_duckdb
+from tpsviz.engines.plan import is_integer, is_nested, stored_as
+from tpsviz.io.duckdb_source import id_text
 from tpsviz.core.errors import LogFormatError
 from tpsviz.io.files import limits_from_env
 from tpsviz.io.run_ids import id_text as id_text_in_memory
@@ -54,7 +56,7 @@ def _both_refuse(folder: str) -> tuple[str, str]:
     ("INTERVAL", "text"), ("DATE", "text"), ("TIMESTAMP WITH TIME ZONE", "text"), ("BLOB", "text"),
     ("DOUBLE[]", "text"), ("BIGINT[3]", "text"), ("STRUCT(x DOUBLE)", "text"), ("MAP(VARCHAR, INTEGER)", "text")])
 def test_a_column_type_is_read_by_its_whole_name(typ, kind):
-    assert _stored_as(typ) == kind
+    assert stored_as(typ) == kind
     assert is_integer(typ) == (typ in ("BIGINT", "UTINYINT", "HUGEINT"))
     assert is_nested(typ) == (typ.endswith("]") or typ.startswith(("STRUCT", "MAP")))
 

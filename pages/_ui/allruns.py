@@ -151,7 +151,7 @@ def all_runs_section(cfg: S.Config, data) -> None:
             "Δ TPS ± SE", help=f"Mean over every run both scored of TPS(predictor) − TPS({baseline}), ± SE of the "
                                "paired differences; the baseline is the one chosen under Paired comparison."),
         "Δ/SE": st.column_config.TextColumn("Δ/SE", help="|Δ/SE| > 2 ≈ a clear difference on all runs.")})
-    from tpsviz.engines.duck import GRID
+    from tpsviz.engines.pooled import GRID
 
     ranks = score.metrics["ranks_exact"]
     exact = "exact (counted on the distinct forecasts)" if bool(ranks.all()) else (

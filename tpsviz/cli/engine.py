@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+from contextlib import ExitStack
 from pathlib import Path
 
 import numpy as np
@@ -21,6 +22,7 @@ import numpy as np
 from tpsviz.cli.main import (
     _Fail, _fmt, _name, _name_width, _num, _settings_from, _verdict_numbers, print_tps_table,
     reading_json)
+from tpsviz.engines import ENGINE_NAMES, OUT_OF_CORE, get_engine
 from tpsviz.io.dataset import DATASET_FORMATS, Dataset, is_dataset_spec, open_dataset
 from tpsviz.report.export import PER_TRAJECTORY_COLUMNS, write_safe_csv
 from tpsviz.io.files import Limits
@@ -28,7 +30,7 @@ from tpsviz.core.tps import settings_words
 
 __all__ = ["choose_engine", "score_out_of_core", "compare_out_of_core", "ENGINES"]
 
-ENGINES = ("auto", "memory", "duckdb", "dask")
+ENGINES = ("auto", *ENGINE_NAMES)
 #: bytes of CSV per row assumed when a CSV dataset's row count is unknown before reading
 _CSV_BYTES_PER_ROW = 40
 
@@ -51,7 +53,7 @@ def choose_engine(args, limits: Limits) -> tuple[str, str, Dataset | None]:
     if engine == "memory":
         return "memory", "asked for with --engine memory", None
     if not table_like or args.format not in ("auto", "csv", "tsv", "parquet"):
-        if engine in ("duckdb", "dask"):
+        if engine in OUT_OF_CORE:
             raise _Fail(f"--engine {engine} reads Parquet, CSV and TSV tables (a file, a folder or a glob "
                         "pattern of them); read harness logs and JSON Lines with --engine memory")
         return "memory", "a harness log or JSON Lines file is read in memory", None
@@ -59,7 +61,7 @@ def choose_engine(args, limits: Limits) -> tuple[str, str, Dataset | None]:
     rows = ds.n_rows if ds.n_rows is not None else ds.n_bytes // _CSV_BYTES_PER_ROW
     what = (f"{ds.n_rows:,} rows" if ds.n_rows is not None else f"about {rows:,} rows ({ds.n_bytes / 2**20:,.0f} MB "
             "of text)") + f" in {ds.n_files} file{'s' if ds.n_files != 1 else ''}"
-    if engine in ("duckdb", "dask"):
+    if engine in OUT_OF_CORE:
         return engine, f"asked for with --engine {engine}; {what}", ds
     if rows > limits.max_rows or ds.n_bytes > limits.max_bytes * max(ds.n_files, 1):
         return "duckdb", (f"auto: {what}, more than the {limits.max_rows:,} rows read into memory "
@@ -68,8 +70,8 @@ def choose_engine(args, limits: Limits) -> tuple[str, str, Dataset | None]:
 
 
 def score_out_of_core(args, ds: Dataset, why: str, engine: str = "duckdb") -> int:
-    """``score`` through :func:`tpsviz.engines.duck.sums_duckdb` (or the Dask engine); prints the report."""
-    return _on_engine(args, engine, lambda client: _score_out_of_core(args, ds, why, client))
+    """``score`` through the engine's per-trajectory sums (:func:`tpsviz.engines.get_engine`); prints the report."""
+    return _on_engine(args, engine, lambda eng: _score_out_of_core(args, ds, why, eng))
 
 
 def compare_out_of_core(args, ds: Dataset, why: str, engine: str = "duckdb") -> int:
@@ -77,27 +79,23 @@ def compare_out_of_core(args, ds: Dataset, why: str, engine: str = "duckdb") -> 
     (:func:`tpsviz.engines.runsums.paired_tps`, the TPS columns of
     :func:`tpsviz.diagnostics.compare.compare`). The paired AUROC needs the step rows (a trajectory
     bootstrap of pooled ranks), so it is left out, and the report says so."""
-    return _on_engine(args, engine, lambda client: _compare_out_of_core(args, ds, why, client))
+    return _on_engine(args, engine, lambda eng: _compare_out_of_core(args, ds, why, eng))
 
 
 def _on_engine(args, engine: str, work):
-    """``work(client)``: client None for DuckDB, else a Dask client (``--scheduler`` or a local cluster)."""
-    if engine == "dask":
-        from tpsviz.engines.dask_engine import cluster
-
+    """``work(engine)`` on the open engine named ``engine`` (Dask: on ``--scheduler`` or a local cluster)."""
+    with ExitStack() as stack:
         try:
-            with cluster(args.scheduler) as client:
-                return work(client)
+            eng = stack.enter_context(get_engine(engine, scheduler=args.scheduler))
         except OSError as exc:  # no scheduler at that address
             raise _Fail(f"--scheduler {_name(args.scheduler)}: cannot connect ({_name(exc, 200)})") from None
-    return work(None)
+        return work(eng)
 
 
-def _sums(args, ds: Dataset, client, counts: bool = True):
+def _sums(args, ds: Dataset, engine, counts: bool = True):
     """(RunSums, settings, intervals) of ``ds`` under the command's settings: ``intervals`` is the
-    Dask engine's Poisson bootstrap (None: the in-memory multinomial one). Without ``counts``,
-    DuckDB leaves out the pooled-metric counts (the Dask engine counts them in its one pass)."""
-    from tpsviz.engines.duck import sums_duckdb
+    engine's bootstrap (None: the in-memory multinomial one). Without ``counts``, the pooled-metric
+    counts may be left out."""
     bad = _unsupported(args)
     if bad:
         one = len(bad) == 1
@@ -107,40 +105,30 @@ def _sums(args, ds: Dataset, client, counts: bool = True):
     probe = _settings_from(args, has_qz=False)
     mapping = [(t, c) for t, c in args.map_pairs]
     percent = args.percent_names
-    if client is None:
-        sums = sums_duckdb(ds, probe, mapping=mapping, percent=percent, counts=counts)
-        intervals = None  # (the in-memory multinomial bootstrap)
-    else:
-        from tpsviz.engines.dask_engine import poisson_intervals_on, sums_dask
-
-        sums = sums_dask(ds, probe, mapping=mapping, client=client, percent=percent)
-
-        def intervals(values, valid, ids, st):
-            return poisson_intervals_on(client, values, valid, ids, st.n_boot, st.seed, st.level)
-        intervals.words = "Poisson bootstrap, weights hashed from (trajectory id, replicate)"
+    sums = engine.runsums(ds, probe, mapping=mapping, percent=percent, counts=counts)
     has_qz = bool((sums.runs["censored"] & sums.runs["q_z"].notna()).any())
-    return sums, _settings_from(args, has_qz=has_qz), intervals
+    return sums, _settings_from(args, has_qz=has_qz), engine.intervals
 
 
-def _scored(args, ds: Dataset, client):
+def _scored(args, ds: Dataset, engine):
     """The out-of-core :class:`~tpsviz.engines.runsums.DatasetScore` of ``ds``."""
     from tpsviz.engines.runsums import score_from_sums
 
-    sums, settings, intervals = _sums(args, ds, client)
+    sums, settings, intervals = _sums(args, ds, engine)
     try:
         return score_from_sums(sums, settings, intervals=intervals)
     except ValueError as exc:
         raise _Fail(str(exc)) from None
 
 
-def _score_out_of_core(args, ds: Dataset, why: str, client) -> int:
-    res = _scored(args, ds, client)
+def _score_out_of_core(args, ds: Dataset, why: str, engine) -> int:
+    res = _scored(args, ds, engine)
     sums, settings = res.sums, res.settings
     if args.per_trajectory:
         write_safe_csv(res.per_trajectory[PER_TRAJECTORY_COLUMNS], args.per_trajectory)
     ranks = _ranks_words(res.metrics)
-    verdict, sample_words = _sample_verdicts(args, ds, sums, settings)
-    res.engine_words = _engine_words(args, sums.engine, why)
+    verdict, sample_words = _sample_verdicts(args, ds, sums, settings, engine)
+    res.engine_words = engine.describe(why)
     if args.json:
         print(json.dumps(_json(res, ds, why, ranks, verdict, sample_words), indent=2))
         return 0
@@ -153,16 +141,10 @@ AUROC_LEFT_OUT = ("AUROC delta: not computed out of core (its paired trajectory 
                   "rows); each predictor's AUROC on all runs is in `score`")
 
 
-def _predictors(args, ds: Dataset) -> list[str]:
-    """The dataset's predictor names, from its columns (no row is read)."""
-    from tpsviz.engines.duck import opened
+def _compare_out_of_core(args, ds: Dataset, why: str, engine) -> int:
+    from tpsviz.engines.duck import predictor_names  # (here: the in-memory commands never load the engines)
 
-    with opened(ds, args.map_pairs, percent=args.percent_names) as (_con, _source, plan):
-        return [c[len("conf_"):] for c in plan.conf]
-
-
-def _compare_out_of_core(args, ds: Dataset, why: str, client) -> int:
-    names = _predictors(args, ds)  # (an unknown baseline is named before the pass over every row)
+    names = predictor_names(ds, args.map_pairs, args.percent_names)  # (an unknown baseline is named before the pass)
     if args.baseline not in names:
         raise _Fail(f"unknown baseline {_name(args.baseline)!r}: the log's predictors are "
                     f"{', '.join(_name(p, 40) for p in names)}")
@@ -170,18 +152,18 @@ def _compare_out_of_core(args, ds: Dataset, why: str, client) -> int:
 
     # (per-run TPS alone: no pooled counts, summaries or bootstrap; the paired TPS SE is sd/sqrt(n)
     # of the per-run differences, as in memory)
-    sums, settings, _ = _sums(args, ds, client, counts=False)
+    sums, settings, _ = _sums(args, ds, engine, counts=False)
     settings = dataclasses.replace(settings, n_boot=0)  # (reported: no bootstrap here)
     try:
         table = paired_tps(tps_of_runs(sums, settings), args.baseline, settings.level)
     except ValueError as exc:
         raise _Fail(str(exc)) from None
-    engine = _engine_words(args, sums.engine, why, intervals=False)
+    words = engine.describe(why, intervals=False)
     if args.json:
         obj = {
             "baseline": args.baseline,
             "settings": {**settings.describe(), "file": ds.label, "engine": sums.engine, "engine_reason": why,
-                         "engine_words": engine, "n_trajectories": sums.n_trajectories,
+                         "engine_words": words, "n_trajectories": sums.n_trajectories,
                          "n_censored": sums.n_censored, "notes": [_name(n) for n in sums.notes],
                          "reading": reading_json({"format": ds.fmt}),
                          "definition": "delta = predictor - baseline on the same runs; TPS: mean of per-run "
@@ -196,7 +178,7 @@ def _compare_out_of_core(args, ds: Dataset, why: str, client) -> int:
         return 0
     print(f"{_name(ds.label)}: {sums.n_trajectories:,} trajectories, {sums.n_steps:,} steps, "
           f"{sums.n_censored:,} censored ({ds.n_files} {ds.fmt} file{'s' if ds.n_files != 1 else ''})")
-    print(f"engine: {_name(engine)}")
+    print(f"engine: {_name(words)}")
     w = settings_words(settings)
     print(f"score: {w['score']}, {w['unit']}; {w['direction']}")
     print(f"schedule: {w['schedule']} -> {w['schedule_status']}")
@@ -217,10 +199,9 @@ def _compare_out_of_core(args, ds: Dataset, why: str, client) -> int:
     return 0
 
 
-def _sample_verdicts(args, ds: Dataset, sums, settings):
+def _sample_verdicts(args, ds: Dataset, sums, settings, engine):
     """Verdicts on a seeded random sample of the runs (they need the step rows), and the words
     that say so; (None, reason) when the sample is off."""
-    from tpsviz.io.sample import sample_runs
     from tpsviz.core.inference import DEFAULT_SEED
     from tpsviz.io.loading import apply_mapping
     from tpsviz.io.longform import from_frame
@@ -231,8 +212,8 @@ def _sample_verdicts(args, ds: Dataset, sums, settings):
     if k <= 0:
         return None, "not computed (--verdict-sample 0)"
     seed = DEFAULT_SEED if args.seed is None else args.seed
-    # the dashboard's draw (engines/sample.py): the same seed gives the same runs in both
-    frame, _ = sample_runs(ds, k, seed, mapping=args.map_pairs)
+    # the dashboard's draw (io/sample.py): the same seed gives the same runs in both
+    frame, _ = engine.sample(ds, k, seed, mapping=args.map_pairs)
     frame = apply_mapping(frame, args.map_pairs, ds.label)
     data = from_frame(frame, source=ds.label, percent=args.percent_names)
     try:
@@ -245,21 +226,12 @@ def _sample_verdicts(args, ds: Dataset, sums, settings):
                  "their numbers describe the sample")
 
 
-def _engine_words(args, engine: str, why: str, intervals: bool = True) -> str:
-    """Which engine ran where and why; with ``intervals``, the Dask engine's bootstrap too."""
-    if engine == "dask":
-        where = f"scheduler {args.scheduler}" if args.scheduler else "a local cluster of 2 worker processes"
-        return f"dask, map-reduce on {where} ({why})" + (
-            "; CIs: Poisson bootstrap, weights hashed from (trajectory id, replicate)" if intervals else "")
-    return f"duckdb, out of core ({why})"
-
-
 def _ranks_words(metrics) -> str:
     if metrics.empty or bool(metrics["ranks_exact"].fillna(True).all()):
         return "AUROC/AUPRC from exact counts on the distinct forecast values"
     au = float(np.nanmax(metrics["auroc_bound"].to_numpy(float)))
     ap = float(np.nanmax(metrics["auprc_bound"].to_numpy(float)))
-    from tpsviz.engines.duck import GRID
+    from tpsviz.engines.pooled import GRID
 
     return (f"AUROC/AUPRC from counts on a grid of {GRID:,} equal cells of [0, 1] (too many distinct "
             f"forecasts to count exactly): error at most {au:.1e} (AUROC) and {ap:.1e} (AUPRC)")

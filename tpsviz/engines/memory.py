@@ -1,8 +1,12 @@
 """The in-memory engine: per-trajectory sums (:class:`~tpsviz.engines.runsums.RunSums`) of a
-log already loaded by :func:`tpsviz.load`, by numpy over its step rows.
+log loaded by :func:`tpsviz.load`, by numpy over its step rows (:class:`MemoryEngine`, the
+``memory`` implementation of :class:`~tpsviz.engines.interface.Engine`).
 
-It is the reference the out-of-core engines are tested against, and what ``--engine memory``
-uses for the parts of ``tpsviz score`` that need the rows (verdicts, caveats).
+It is the oracle the out-of-core engines are tested against (``tests/test_engines.py``,
+``tests/test_engine_parity.py``, ``tests/test_engines_interface.py``). ``tpsviz score --engine
+memory`` does not go through it: that path scores the loaded log with
+:func:`tpsviz.compute_tps`, which also gives what needs the step rows (verdicts, caveats, the
+per-step table); the tests hold the two to the same numbers.
 """
 
 from __future__ import annotations
@@ -11,12 +15,16 @@ import numpy as np
 import pandas as pd
 
 from tpsviz.core.data import TrajectoryData
-from tpsviz.diagnostics.metrics import bin_edges, bin_index
 from tpsviz.core.scores import TABLE_MIN, beta_score
 from tpsviz.core.tps import ScoreSettings, step_weights
+from tpsviz.diagnostics.metrics import bin_edges, bin_index
+from tpsviz.engines.interface import EngineBase
 from tpsviz.engines.runsums import PooledCounts, RunSums
+from tpsviz.io.dataset import Dataset
+from tpsviz.io.harness.runs import ReadOptions
+from tpsviz.io.loading import load
 
-__all__ = ["sums_in_memory"]
+__all__ = ["sums_in_memory", "MemoryEngine"]
 
 
 def _by_run(values: np.ndarray, codes: np.ndarray, n: int) -> np.ndarray:
@@ -88,3 +96,19 @@ def sums_in_memory(data: TrajectoryData, settings: ScoreSettings) -> RunSums:
                          "q_z": t["q_z"].to_numpy(dtype=float)})
     return RunSums(data.source, "memory", settings, runs, list(data.predictors), a1, a0, wsum,
                    n_present, n_clipped, last, pooled, data.n_steps, list(data.notes))
+
+
+class MemoryEngine(EngineBase):
+    """The ``memory`` engine: a log read into memory (:func:`tpsviz.load`, within
+    ``TPSVIZ_MAX_ROWS``) and summed by numpy (:func:`sums_in_memory`); the oracle of the others."""
+
+    name = "memory"
+
+    def runsums(self, source, settings: ScoreSettings, *, mapping=(), percent=(), counts: bool = True) -> RunSums:
+        """:func:`sums_in_memory` of ``source``: a loaded log, or a dataset (or any path
+        :func:`tpsviz.load` reads) read with ``mapping`` and ``percent`` first (see
+        :meth:`tpsviz.engines.interface.Engine.runsums`; the pooled counts are always counted)."""
+        if not isinstance(source, TrajectoryData):
+            spec = source.label if isinstance(source, Dataset) else source  # (the folder or pattern given)
+            source = load(spec, options=ReadOptions(mapping=tuple(mapping), percent=tuple(percent)))
+        return sums_in_memory(source, settings)

@@ -14,7 +14,7 @@ import mmap
 
 import numpy as np
 
-__all__ = ["empty"]
+__all__ = ["empty", "filled"]
 
 MIN_BYTES = 8 << 20  # below this, numpy's own allocation (malloc reuses small blocks anyway)
 _FLAGS = (getattr(mmap, "MAP_PRIVATE", 0) | getattr(mmap, "MAP_ANONYMOUS", 0)) if hasattr(mmap, "MAP_POPULATE") else 0
@@ -34,3 +34,22 @@ def empty(n: int, dtype=float) -> np.ndarray:
     except (OSError, ValueError):  # (e.g. a limit on mappings: numpy's allocation then)
         return np.empty(n, dtype)
     return np.frombuffer(buf, dtype=dtype, count=n)
+
+
+def filled(n: int, values) -> np.ndarray:
+    """A fresh float array of ``n`` set to ``values``, its memory mapped at once (:func:`empty`).
+
+    Parameters
+    ----------
+    n : int
+        Items.
+    values : float or array_like
+        What every item is set to (broadcast).
+
+    Returns
+    -------
+    ndarray
+    """
+    out = empty(n, float)
+    out[...] = values
+    return out

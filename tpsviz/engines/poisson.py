@@ -19,7 +19,8 @@ from scipy import stats
 
 from tpsviz.core.tps import percentile_intervals
 
-__all__ = ["run_hashes", "poisson_weights", "poisson_sums", "poisson_intervals", "intervals_from_sums"]
+__all__ = ["run_hashes", "poisson_weights", "poisson_sums", "poisson_intervals", "intervals_from_sums",
+           "prepared_values"]
 
 _GOLDEN = np.uint64(0x9E3779B97F4A7C15)
 _M1 = np.uint64(0xBF58476D1CE4E5B9)
@@ -97,13 +98,26 @@ def poisson_intervals(values: np.ndarray, valid: np.ndarray, ids, n_boot: int, s
     n, k = values.shape
     if n_boot <= 0 or n < 2:
         return np.full(k, np.nan), np.full(k, np.nan)
-    v, finite = _prepared(values, valid)
+    v, finite = prepared_values(values, valid)
     sums, _ = poisson_sums(np.hstack([v, valid.astype(float)]), run_hashes(ids, seed), n_boot)
     return intervals_from_sums(sums, finite, valid, level)
 
 
-def _prepared(values: np.ndarray, valid: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Values with 0 where not valid or not finite, and which columns are finite on valid runs."""
+def prepared_values(values: np.ndarray, valid: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The values a replicate sums: 0 where not valid or not finite.
+
+    Parameters
+    ----------
+    values, valid : ndarray (runs, k)
+        As :func:`poisson_intervals`.
+
+    Returns
+    -------
+    values : ndarray (runs, k)
+        A copy, 0 where not valid or not finite.
+    finite : ndarray (k,)
+        Which columns are finite on their valid runs (the others have no interval).
+    """
     v = np.where(valid, values, 0.0)
     finite = np.isfinite(v).all(axis=0)
     v[~np.isfinite(v)] = 0.0

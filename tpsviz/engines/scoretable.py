@@ -13,8 +13,8 @@ interval is found in SQL as the kernel finds it, and the piece is evaluated in t
 order of operations, so a value differs from the in-memory one only where DuckDB's ``ln`` and
 numpy's ``log`` round differently (measured: at most 1.3e-15 relative on a run's sum). A row the
 table does not cover (p = 0 or 1, |logit p| beyond the grid, an interval where a branch
-underflows) is scored by the UDF ``tps_s<branch>`` (:func:`tpsviz.engines.duck._register_udf`),
-as the kernel scores it exactly.
+underflows) is scored by the UDF ``tps_s<branch>`` (:func:`register_udf`), as the kernel scores
+it exactly.
 """
 
 from __future__ import annotations
@@ -24,10 +24,10 @@ from dataclasses import dataclass
 import numpy as np
 
 from tpsviz.core._fast import kernels
-from tpsviz.core.scores import exact_branch
-from tpsviz.engines.duck import _f
+from tpsviz.core.scores import beta_score, exact_branch
+from tpsviz.io.duckdb_source import sql_double
 
-__all__ = ["Lookup", "register"]
+__all__ = ["Lookup", "register", "register_udf"]
 
 RELATION = "tpsviz_coefs"
 
@@ -46,13 +46,13 @@ class Lookup:
         """``tu<k>``: the position of the forecast ``pc<k>`` on the grid,
         ``(ln(p / (1 − p)) + u_max) · (1/h)``; NULL for p = 0 or 1 (DuckDB refuses ln(0))."""
         pc = f"pc{k}"
-        return (f"CASE WHEN {pc} > 0.0 AND {pc} < 1.0 THEN (ln({pc} / (1.0 - {pc})) + {_f(self.u_max)}) * "
-                f"{_f(self.inv_h)} END AS tu{k}")
+        return (f"CASE WHEN {pc} > 0.0 AND {pc} < 1.0 THEN (ln({pc} / (1.0 - {pc})) + {sql_double(self.u_max)}) * "
+                f"{sql_double(self.inv_h)} END AS tu{k}")
 
     def interval(self, k: int) -> str:
         """``ti<k>``: the interval of ``tu<k>``; NULL off the grid (as the kernel, a position past
         n − 1e-9 is off it), so no coefficients join there."""
-        return (f"CASE WHEN tu{k} >= 0.0 AND tu{k} <= {_f(self.n_int - 1e-9)} THEN CAST(floor(tu{k}) AS BIGINT) END "
+        return (f"CASE WHEN tu{k} >= 0.0 AND tu{k} <= {sql_double(self.n_int - 1e-9)} THEN CAST(floor(tu{k}) AS BIGINT) END "
                 f"AS ti{k}")
 
     def located(self, relation: str, n_conf: int) -> str:
@@ -92,3 +92,34 @@ def register(con, alpha: float, beta: float) -> Lookup | None:
             cols[f"c{j}_{branch}"] = np.asarray(getattr(table, f"c{j}")[branch * n:(branch + 1) * n])
     con.register(RELATION, pa.table(cols))
     return Lookup(n, float(table.inv_h))
+
+
+def register_udf(con, alpha: float, beta: float, table: bool) -> None:
+    """Register ``tps_s1(p)`` and ``tps_s0(p)`` on ``con``: S(p, 1) and S(p, 0) by
+    :func:`tpsviz.beta_score`, as vectorised Arrow UDFs.
+
+    Parameters
+    ----------
+    con : duckdb.DuckDBPyConnection
+    alpha, beta : float
+        The score.
+    table : bool
+        Whether :func:`tpsviz.beta_score` scores by its verified table (as it does a log of
+        ``TABLE_MIN`` rows or more): the UDF then gives every row the value in-memory scoring
+        gives it.
+    """
+    import duckdb  # (here, not at the top: the core's start-up stays without DuckDB)
+    import pyarrow as pa
+
+    def make(branch: int):
+        def f(p):
+            x = p.to_numpy(zero_copy_only=False)
+            out = np.full(x.shape, np.nan)
+            ok = ~np.isnan(x)
+            out[ok] = beta_score(x[ok], branch, alpha, beta, table)
+            return pa.array(out, mask=~ok)
+        return f
+
+    for branch in (1, 0):
+        con.create_function(f"tps_s{branch}", make(branch), [duckdb.sqltype("DOUBLE")],
+                            duckdb.sqltype("DOUBLE"), type="arrow", side_effects=False)

@@ -239,55 +239,17 @@ def open_dataset(spec, roots: DataRoots | None = None) -> Dataset:
         For a spec or file that may not or cannot be opened.
     """
     paths, label, folder = _candidates(os.fspath(spec), roots)
-    kinds = [(p, _kind(p)) for p in paths]
-    data = [(p, k) for p, k in kinds if k is not None]
-    skipped = len(kinds) - len(data)
-    if not data:
-        if folder:
-            raise LogFormatError(label, ["is a folder with no Parquet, CSV or TSV file (read as a dataset) and "
-                                         "no results.json (read as a tau2-bench results folder)"])
-        raise LogFormatError(label, ["matches no Parquet, CSV or TSV file (names ending .parquet, .pq, "
-                                     ".csv or .tsv; names starting with . or _ are skipped)"])
-    if len(data) > MAX_FILES:
-        raise LogFormatError(label, [f"matches more than {MAX_FILES:,} files; point it at a narrower "
-                                     "folder or pattern"])
-    fmts = sorted({k for _, k in data})
-    if len(fmts) > 1:
-        raise LogFormatError(label, [f"holds files of several types ({', '.join(fmts)}); a dataset is "
-                                     "one type: give a pattern such as '*.parquet'"])
+    data, skipped = _data_files(paths, label, folder)
+    fmt = data[0][1]
     files = []
     for p, _ in data:
         real = _regular(p, roots, label)
         if real not in files:
             files.append(real)
     files.sort()
-    fmt = fmts[0]
-    base = os.path.commonpath([str(f.parent) for f in files])
-
-    def rel(f: Path) -> str:
-        return show_id(str(f.relative_to(base)), 80)
-
-    columns, n_rows, n_bytes, layouts, seps, per_file = None, 0, 0, set(), set(), []
-    for f in files:
-        cols, rows, layout = _columns(f, fmt, f"{label}: {rel(f)}")
-        layouts.add((cols, layout))
-        per_file.append((f, cols, layout))
-        if fmt != "parquet":
-            seps.add(layout)
-        n_bytes += os.stat(f).st_size
-        n_rows = None if (rows is None or n_rows is None) else n_rows + rows
-        if columns is None:
-            columns = cols
-            first = f
-        elif set(cols) != set(columns):
-            lacks = [c for c in columns if c not in cols]
-            adds = [c for c in cols if c not in columns]
-            what = "; ".join(x for x in (
-                f"lacks {', '.join(show_id(c, 40) for c in lacks[:5])}" if lacks else "",
-                f"adds {', '.join(show_id(c, 40) for c in adds[:5])}" if adds else "") if x)
-            raise LogFormatError(label, [f"the files do not have the same columns: {rel(f)} {what} "
-                                         f"(compared with {rel(first)}); every file of a dataset needs "
-                                         "the same columns"])
+    columns, n_rows, n_bytes, per_file = _read_headers(files, fmt, label)
+    layouts = {(cols, layout) for _, cols, layout in per_file}
+    seps = {layout for _, _, layout in per_file} if fmt != "parquet" else set()
     if len(seps) > 1:
         raise LogFormatError(label, ["the files separate their columns differently (" + ", ".join(
             sorted(SEPARATORS[x] for x in seps)) + "); every file of a dataset needs the same separator"])
@@ -305,3 +267,54 @@ def open_dataset(spec, roots: DataRoots | None = None) -> Dataset:
                    n_bytes=n_bytes, n_rows=n_rows, skipped=skipped, notes=notes, uniform=len(layouts) == 1,
                    delimiter=delimiter, durations=durations,
                    file_layouts=tuple(per_file) if mixed else ())
+
+
+def _data_files(paths: list[str], label: str, folder: bool) -> tuple[list, int]:
+    """The data files among ``paths`` with their format, all of one format, and how many paths
+    were skipped (hidden, ``_``-prefixed or of another type)."""
+    kinds = [(p, _kind(p)) for p in paths]
+    data = [(p, k) for p, k in kinds if k is not None]
+    if not data:
+        if folder:
+            raise LogFormatError(label, ["is a folder with no Parquet, CSV or TSV file (read as a dataset) and "
+                                         "no results.json (read as a tau2-bench results folder)"])
+        raise LogFormatError(label, ["matches no Parquet, CSV or TSV file (names ending .parquet, .pq, "
+                                     ".csv or .tsv; names starting with . or _ are skipped)"])
+    if len(data) > MAX_FILES:
+        raise LogFormatError(label, [f"matches more than {MAX_FILES:,} files; point it at a narrower "
+                                     "folder or pattern"])
+    fmts = sorted({k for _, k in data})
+    if len(fmts) > 1:
+        raise LogFormatError(label, [f"holds files of several types ({', '.join(fmts)}); a dataset is "
+                                     "one type: give a pattern such as '*.parquet'"])
+    return data, len(kinds) - len(data)
+
+
+def _read_headers(files: list[Path], fmt: str, label: str) -> tuple:
+    """(the first file's columns, total rows or None, total bytes, (file, columns, layout) of every
+    file) from each file's footer or first line (:func:`_columns`), checked to have the same
+    columns."""
+    base = os.path.commonpath([str(f.parent) for f in files])
+
+    def rel(f: Path) -> str:
+        return show_id(str(f.relative_to(base)), 80)
+
+    columns, n_rows, n_bytes, per_file = None, 0, 0, []
+    for f in files:
+        cols, rows, layout = _columns(f, fmt, f"{label}: {rel(f)}")
+        per_file.append((f, cols, layout))
+        n_bytes += os.stat(f).st_size
+        n_rows = None if (rows is None or n_rows is None) else n_rows + rows
+        if columns is None:
+            columns = cols
+            first = f
+        elif set(cols) != set(columns):
+            lacks = [c for c in columns if c not in cols]
+            adds = [c for c in cols if c not in columns]
+            what = "; ".join(x for x in (
+                f"lacks {', '.join(show_id(c, 40) for c in lacks[:5])}" if lacks else "",
+                f"adds {', '.join(show_id(c, 40) for c in adds[:5])}" if adds else "") if x)
+            raise LogFormatError(label, [f"the files do not have the same columns: {rel(f)} {what} "
+                                         f"(compared with {rel(first)}); every file of a dataset needs "
+                                         "the same columns"])
+    return columns, n_rows, n_bytes, per_file

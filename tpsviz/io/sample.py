@@ -18,12 +18,13 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from tpsviz.io.dataset import Dataset
 from tpsviz.core.schema import WHITESPACE, show_id
-from tpsviz.io.tables import read_decimal_commas
+from tpsviz.io.dataset import Dataset
+from tpsviz.io.duckdb_source import (
+    column_types, connect, dataset_source, id_column, id_source, id_text, quote_name, quote_text,
+    refuse_duration_ids, strip_run_ids)
 from tpsviz.io.file_errors import reading
-from tpsviz.engines.duck import _lit, _q, _source, connect, id_column, id_source, id_text, refuse_duration_ids
-from tpsviz.engines.onepass import _strip
+from tpsviz.io.tables import read_decimal_commas
 
 __all__ = ["sample_runs"]
 
@@ -45,7 +46,7 @@ def sample_runs(ds: Dataset, n_runs: int, seed: int = 0, max_rows: int | None = 
     mapping : sequence of (target, column), optional
         ``--map`` pairs (only the trajectory id's is used here).
     threads, memory_limit : optional
-        As :func:`tpsviz.engines.duck.connect`.
+        As :func:`tpsviz.io.duckdb_source.connect`.
 
     Returns
     -------
@@ -61,25 +62,26 @@ def sample_runs(ds: Dataset, n_runs: int, seed: int = 0, max_rows: int | None = 
 
 
 def _draw(ds: Dataset, n_runs: int, seed: int, max_rows, mapping, threads, memory_limit):
+    """:func:`sample_runs` inside the reader of DuckDB's errors."""
     con, spill = connect(ds, threads, memory_limit)
     try:
-        source = _source(ds)
-        types = dict(con.execute(f"SELECT column_name, column_type FROM (DESCRIBE SELECT * FROM {source})").fetchall())
+        source = dataset_source(ds)
+        types = column_types(con, source)
         col = id_column(types, mapping, ds.label)
         refuse_duration_ids(ds, col, types[col])
         spelled = id_source(ds, col)  # (ids spelled per file where the files store them in other types)
         if spelled != source:
             source, types[col] = spelled, "VARCHAR"
-        raw = id_text(_q(col), types[col])
+        raw = id_text(quote_name(col), types[col])
         con.execute(f"CREATE TEMP TABLE tpsviz_ids AS SELECT {raw} AS raw, count(*) AS n FROM {source} "
                     f"WHERE {raw} IS NOT NULL GROUP BY raw")
-        ends = ", ".join(_lit(c) for c in WHITESPACE)  # an id that starts or ends with one is stripped
+        ends = ", ".join(quote_text(c) for c in WHITESPACE)  # an id that starts or ends with one is stripped
         n_raw, total_rows, n_spaced = con.execute(
             f"SELECT count(*), coalesce(sum(n), 0), count(*) FILTER (WHERE left(raw, 1) IN ({ends}) "
             f"OR right(raw, 1) IN ({ends})) FROM tpsviz_ids").fetchall()[0]
         if n_spaced:  # ids stored with surrounding whitespace: one run per stripped id (rare)
             per_id = con.sql("SELECT raw, n FROM tpsviz_ids").to_arrow_table()
-            stripped = _strip(per_id.column("raw"))[0]
+            stripped = strip_run_ids(per_id.column("raw"))[0]
             con.register("tpsviz_stripped", pa.table({"raw": per_id.column("raw"), "id": stripped}))
             runs = "SELECT s.id, sum(i.n) AS n FROM tpsviz_ids i JOIN tpsviz_stripped s USING (raw) GROUP BY s.id"
             total_runs = len(pc.unique(stripped))
@@ -96,7 +98,7 @@ def _draw(ds: Dataset, n_runs: int, seed: int, max_rows, mapping, threads, memor
         # where each row comes from, under column names the files cannot already use
         fcol = next(f"_tpsviz_file{i or ''}" for i in range(len(types) + 1) if f"_tpsviz_file{i or ''}" not in types)
         rows_numbered = ds.fmt == "parquet" and "file_row_number" not in types
-        src = id_source(ds, col, f", filename = {_lit(fcol)}" + (", file_row_number = true" if rows_numbered else ""))
+        src = id_source(ds, col, f", filename = {quote_text(fcol)}" + (", file_row_number = true" if rows_numbered else ""))
         # the drawn runs' stored ids hash to at most the largest drawn hash: that cheap filter leaves
         # the id lookup a few rows in a thousand (measured at 100M rows: 0.5 s against 1.6 s)
         below = (f"hash({raw}, {int(seed)}) <= CAST({int(pc.max(drawn.column('h').slice(0, n_keep)).as_py())} "
