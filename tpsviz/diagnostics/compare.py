@@ -23,7 +23,8 @@ from tpsviz.core.cancel import checkpoint
 from tpsviz.diagnostics.leaderboard import labelled_rows, tps_matrix_for
 from tpsviz.core.inference import bootstrap_sums, paired_difference
 from tpsviz.core.data import TrajectoryData
-from tpsviz.diagnostics.metrics import _point, metric_replicates, paired_metric_difference
+from tpsviz.diagnostics.metric_bootstrap import metric_replicates, paired_metric_difference
+from tpsviz.diagnostics.metrics import metric_point
 from tpsviz.core.tps import ScoreSettings, compute_tps, default_censoring
 
 __all__ = ["compare", "z_matrix", "censoring_shift", "COMPARE_METRICS"]
@@ -56,8 +57,8 @@ def _paired_metric(metric, data, a, b, labelled, y, n_boot, seed, level, n_bins)
         return nan + (0,)
     try:
         if n_boot <= 0 or n < 2:
-            d = (_point(metric, pa[rows], y[rows], n_bins, "uniform")
-                 - _point(metric, pb[rows], y[rows], n_bins, "uniform"))
+            d = (metric_point(metric, pa[rows], y[rows], n_bins, "uniform")
+                 - metric_point(metric, pb[rows], y[rows], n_bins, "uniform"))
             return (float(d), np.nan, np.nan, np.nan, np.nan, n)
         r = paired_metric_difference(metric, pa[rows], pb[rows], y[rows], g, n_boot=n_boot,
                                      seed=seed, level=level, n_bins=n_bins)
@@ -185,7 +186,7 @@ def z_matrix(data: TrajectoryData, settings: ScoreSettings | None = None,
             g = data.steps["traj"].to_numpy()[rows]
             ps = [data.forecasts(name)[rows] for name in names]
             try:
-                points = np.array([_point(metric, p, y[rows], n_bins, "uniform") for p in ps])
+                points = np.array([metric_point(metric, p, y[rows], n_bins, "uniform") for p in ps])
                 reps = metric_replicates(metric, ps, y[rows], g, n_boot, seed, n_bins)
             except ValueError:
                 points = None

@@ -29,9 +29,9 @@ import pandas as pd
 from tpsviz.core.cancel import checkpoint
 from tpsviz.core.inference import bootstrap_sums, group_sums, mean_estimate
 from tpsviz.core.data import TrajectoryData
-from tpsviz.diagnostics.metrics import (
-    MeanStat, auprc, auroc, metric_statistic, replicate_statistics, replicate_summary,
-    scalarised_score, tece)
+from tpsviz.diagnostics.metric_bootstrap import (
+    MeanStat, metric_statistic, replicate_statistics, replicate_summary)
+from tpsviz.diagnostics.metrics import metric_point, scalarised_score
 from tpsviz.core.tps import ScoreSettings, TPSResult, compute_tps, default_censoring
 
 __all__ = ["METRIC_INFO", "LABELS", "metric_table", "BaseRateReference", "base_rate_reference",
@@ -99,12 +99,9 @@ def final_rows(codes: np.ndarray, idx: np.ndarray) -> np.ndarray:
 
 
 def _metric_point(metric: str, p, y, n_bins: int, strategy: str) -> float:
+    """:func:`~tpsviz.diagnostics.metrics.metric_point`, NaN where the metric is undefined."""
     try:
-        if metric == "auroc":
-            return auroc(p, y)
-        if metric == "auprc":
-            return auprc(p, y)
-        return tece(p, y, n_bins, strategy)
+        return metric_point(metric, p, y, n_bins, strategy)
     except ValueError:
         return np.nan
 
