@@ -55,7 +55,7 @@ def monitor_figure(windows: pd.DataFrame, colors: dict, x_title: str) -> go.Figu
 
 def cusum_figure(runs: pd.DataFrame, alarm, color: str, x_title: str) -> go.Figure:
     """The CUSUM statistic S_i of one predictor over the runs, its threshold h, the in-control part
-    and the alarms (:class:`tpsviz.monitoring.monitor.Alarm`)."""
+    and the alarms (:class:`tpsviz.monitoring.cusum.Alarm`)."""
     fig = go.Figure()
     ok = np.isfinite(alarm.statistic)
     x = runs["key"].to_numpy()[ok]
