@@ -284,3 +284,16 @@ def test_artificial_check_bars_keep_the_predictor_order_and_show_an_exact_zero()
     assert list(bar.x) == ["zeta", "alpha"]  # the colours' order, not alphabetical
     assert bar.y[0] == 1e-17 and bar.text[0] == "0" and bar.customdata[0] == "0 (exact)"
     assert bar.y[1] == 3e-15 and bar.text[1] == ""
+
+
+def test_the_figures_namespace_holds_every_public_builder():
+    """Pages draw through ``from tpsviz.report import figures as F``: every public name of the figure
+    modules is there (style's layout helpers apart, which only the builders use)."""
+    import importlib
+
+    helpers = {"color_of", "rgba", "line_width", "apply_layout", "by_predictor", "TEMPLATE", "FONT"}
+    for mod in ("style", "scoring", "comparison", "steps", "censoring", "reliability", "monitoring", "outcomes"):
+        m = importlib.import_module(f"tpsviz.report.figures.{mod}")
+        for name in set(m.__all__) - helpers:
+            assert getattr(F, name) is getattr(m, name), (mod, name)
+            assert name in F.__all__, (mod, name)
