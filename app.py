@@ -16,7 +16,7 @@ if str(HERE) not in sys.path:
 import streamlit as st  # noqa: E402
 
 from pages._ui import sidebar, warmup  # noqa: E402
-from tpsviz.report.figures import use_template_by_default  # noqa: E402
+from tpsviz.report.figures.style import use_template_by_default
 
 use_template_by_default()  # figures get their template at creation, not by a 10 ms copy each
 warmup.skip_repl_check()  # before the first element: Streamlit's REPL check costs 0.9 s (warmup.py)

@@ -38,7 +38,8 @@ from tpsviz import ScoreSettings, compute_tps, from_frame
 from tpsviz.diagnostics.leaderboard import leaderboard
 from tpsviz.core import resample
 from tpsviz.core.inference import paired_difference
-from tpsviz.diagnostics.metrics import auprc, auroc, bootstrap_metric, paired_metric_difference, tece
+from tpsviz.diagnostics.metric_bootstrap import bootstrap_metric, paired_metric_difference
+from tpsviz.diagnostics.metrics import auprc, auroc, tece
 
 
 def timed(fn, repeat: int = 1):

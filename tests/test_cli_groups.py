@@ -8,7 +8,8 @@ import pytest
 
 import tpsviz
 from tpsviz.cli.main import main
-from tpsviz.diagnostics.groups import combine_logs, group_difference, group_table
+from tpsviz.diagnostics.combine import combine_logs
+from tpsviz.diagnostics.groups import group_difference, group_table
 from tpsviz.core.tps import ScoreSettings
 
 TAU = "demo_data/tau2-like.csv"

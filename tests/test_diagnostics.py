@@ -8,7 +8,7 @@ from sklearn.metrics import average_precision_score, roc_auc_score
 from tpsviz import ScoreSettings, from_frame, load
 from tpsviz.diagnostics.leaderboard import (
     METRIC_INFO, base_rate_reference, leaderboard, metric_table, skill_table)
-from tpsviz.diagnostics.metrics import bootstrap_metric
+from tpsviz.diagnostics.metric_bootstrap import bootstrap_metric
 from tpsviz.synthetic.agent import simulate
 
 from pathlib import Path

@@ -6,6 +6,7 @@ import plotly.graph_objects as go
 import pytest
 
 import tpsviz
+from tpsviz.core.scores import score_unit
 from tpsviz.report import figures as F
 from tpsviz.diagnostics.reliability import corp_curve, forecast_histogram, reliability_bins
 
@@ -37,8 +38,8 @@ def test_colors_are_stable_and_reference_is_black():
 
 def test_score_label_has_units_and_direction():
     assert "nats" in F.score_label(0, 0) and "higher is better" in F.score_label(0, 0)
-    assert "half-Brier" in F.score_unit(1, 1)
-    assert "α=2" in F.score_unit(2, 1)
+    assert "half-Brier" in score_unit(1, 1)
+    assert "α=2" in score_unit(2, 1)
 
 
 def test_leaderboard_figure(res, data):
@@ -208,7 +209,7 @@ def test_drill_down_success_is_not_a_cross(data):
 
 
 def test_consistency_band_stays_a_band_with_few_distinct_forecasts():
-    from tpsviz.report.figures import band_steps
+    from tpsviz.report.figures.reliability import band_steps
 
     # one distinct forecast: a box of positive width around it, not a zero-width line
     x, hi, lo = band_steps([0.4], [0.6], [0.2])
@@ -224,7 +225,7 @@ def test_consistency_band_stays_a_band_with_few_distinct_forecasts():
 
 
 def test_step_axes_have_integer_ticks():
-    from tpsviz.report.figures import integer_ticks
+    from tpsviz.report.figures.style import integer_ticks
 
     for top, dtick in ((3, 1), (12, 1), (13, 2), (60, 5), (3000, 500)):
         fig = integer_ticks(go.Figure(go.Scatter(x=np.arange(1, top + 1), y=np.zeros(top))))
@@ -262,7 +263,7 @@ def test_omega_svg_is_the_normalised_weight_curve():
     import xml.etree.ElementTree as ET
 
     import tpsviz
-    from tpsviz.report.figures import omega_svg
+    from tpsviz.report.figures.scoring import omega_svg
 
     c = np.linspace(0.005, 0.995, 199)
     w = tpsviz.omega(c, 0.5, 2.0)
@@ -283,3 +284,16 @@ def test_artificial_check_bars_keep_the_predictor_order_and_show_an_exact_zero()
     assert list(bar.x) == ["zeta", "alpha"]  # the colours' order, not alphabetical
     assert bar.y[0] == 1e-17 and bar.text[0] == "0" and bar.customdata[0] == "0 (exact)"
     assert bar.y[1] == 3e-15 and bar.text[1] == ""
+
+
+def test_the_figures_namespace_holds_every_public_builder():
+    """Pages draw through ``from tpsviz.report import figures as F``: every public name of the figure
+    modules is there (style's layout helpers apart, which only the builders use)."""
+    import importlib
+
+    helpers = {"color_of", "rgba", "line_width", "apply_layout", "by_predictor", "TEMPLATE", "FONT"}
+    for mod in ("style", "scoring", "comparison", "steps", "censoring", "reliability", "monitoring", "outcomes"):
+        m = importlib.import_module(f"tpsviz.report.figures.{mod}")
+        for name in set(m.__all__) - helpers:
+            assert getattr(F, name) is getattr(m, name), (mod, name)
+            assert name in F.__all__, (mod, name)

@@ -11,8 +11,8 @@ from hypothesis import strategies as st
 
 from tpsviz import ScoreSettings, TrajectoryData, compute_tps, from_frame
 from tpsviz.diagnostics.leaderboard import skill_table
-from tpsviz.diagnostics.groups import (
-    MAX_GROUPS, MISSING_LABEL, combine_logs, group_difference, group_labels, group_table)
+from tpsviz.diagnostics.combine import combine_logs
+from tpsviz.diagnostics.groups import MAX_GROUPS, MISSING_LABEL, group_difference, group_labels, group_table
 from tpsviz.core.inference import bootstrap_weights
 from tpsviz.synthetic.agent import simulate
 

@@ -1161,7 +1161,7 @@ def test_adv7_a_jsonl_number_too_long_is_a_clear_message(tmp_path, capsys):
 
 
 def test_adv7_two_logs_together_obey_the_row_cap():
-    from tpsviz.diagnostics.groups import combine_logs
+    from tpsviz.diagnostics.combine import combine_logs
 
     a = load("demo_data/tau2-like.csv")
     with pytest.raises(ValueError, match="step rows together, more than"):

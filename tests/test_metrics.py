@@ -7,11 +7,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from sklearn.metrics import average_precision_score, roc_auc_score
 
-import tpsviz.diagnostics.metrics as M
+import tpsviz.diagnostics.metric_bootstrap as MB
 from tpsviz.core.inference import bootstrap_weights
-from tpsviz.diagnostics.metrics import (
-    auprc, auroc, bootstrap_metric, metric_replicates, paired_metric_difference, scalarised_score,
-    tece)
+from tpsviz.diagnostics.metric_bootstrap import bootstrap_metric, metric_replicates, paired_metric_difference
+from tpsviz.diagnostics.metrics import auprc, auroc, bin_edges, bin_index, scalarised_score, tece
 from tpsviz.core.scores import beta_score
 
 
@@ -91,7 +90,7 @@ def test_tece_matches_brute_force(rows, n_bins, strategy):
 
 def test_round_forecasts_fall_in_their_own_bin():
     p = np.array([0.0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0])
-    np.testing.assert_array_equal(M.bin_index(p, M.bin_edges(p, 10)),
+    np.testing.assert_array_equal(bin_index(p, bin_edges(p, 10)),
                                   [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 9])
 
 
@@ -160,8 +159,8 @@ def _replicate_reference(metric, p, y, g, n_boot, seed):
 @pytest.mark.parametrize("dense", [True, False])
 def test_replicates_equal_weighted_metric_of_resampled_trajectories(kind, metric, dense,
                                                                     monkeypatch):
-    monkeypatch.setattr(M, "_DENSE_CELLS", 10**9 if dense else 0)
-    monkeypatch.setattr(M, "_DENSE_PER_ROW", 10**9 if dense else 0)
+    monkeypatch.setattr(MB, "_DENSE_CELLS", 10**9 if dense else 0)
+    monkeypatch.setattr(MB, "_DENSE_PER_ROW", 10**9 if dense else 0)
     p, y, g = _data(kind, seed=4)
     got = metric_replicates(metric, p, y, g, n_boot=25, seed=11)
     want = _replicate_reference(metric, p, y, g, 25, 11)
@@ -219,7 +218,6 @@ def _clustered_log(n_traj, seed):
 
 def test_linear_auroc_replicates_track_the_exact_ones():
     """Same resampling counts: the first-order replicates follow the exact ones closely."""
-    from tpsviz.diagnostics.metrics import metric_replicates
     p, y, g = _clustered_log(3000, 4)
     exact = metric_replicates("auroc", p, y, g, n_boot=300, seed=1, method="exact")
     lin = metric_replicates("auroc", p, y, g, n_boot=300, seed=1, method="linear")
@@ -231,23 +229,22 @@ def test_linear_auroc_replicates_track_the_exact_ones():
 
 
 def test_linear_auroc_is_used_automatically_for_large_logs(monkeypatch):
-    from tpsviz.diagnostics import metrics
     p, y, g = _clustered_log(400, 5)
-    exact = metrics.metric_replicates("auroc", p, y, g, n_boot=50, seed=2, method="exact")
-    lin = metrics.metric_replicates("auroc", p, y, g, n_boot=50, seed=2, method="linear")
+    exact = MB.metric_replicates("auroc", p, y, g, n_boot=50, seed=2, method="exact")
+    lin = MB.metric_replicates("auroc", p, y, g, n_boot=50, seed=2, method="linear")
     # small: exact replicates
-    np.testing.assert_array_equal(metrics.metric_replicates("auroc", p, y, g, 50, 2), exact)
-    monkeypatch.setattr(metrics, "LINEAR_MIN_CELLS", 100)
+    np.testing.assert_array_equal(MB.metric_replicates("auroc", p, y, g, 50, 2), exact)
+    monkeypatch.setattr(MB, "LINEAR_MIN_CELLS", 100)
     # many rows × replicates but fewer runs than the linear replicates were checked at
-    np.testing.assert_array_equal(metrics.metric_replicates("auroc", p, y, g, 50, 2), exact)
-    monkeypatch.setattr(metrics, "LINEAR_MIN_TRAJECTORIES", 400)
-    np.testing.assert_array_equal(metrics.metric_replicates("auroc", p, y, g, 50, 2), lin)
+    np.testing.assert_array_equal(MB.metric_replicates("auroc", p, y, g, 50, 2), exact)
+    monkeypatch.setattr(MB, "LINEAR_MIN_TRAJECTORIES", 400)
+    np.testing.assert_array_equal(MB.metric_replicates("auroc", p, y, g, 50, 2), lin)
     with pytest.raises(ValueError, match="method"):
-        metrics.metric_replicates("auroc", p, y, g, n_boot=5, method="fast")
+        MB.metric_replicates("auroc", p, y, g, n_boot=5, method="fast")
 
 
 def test_linear_auprc_replicates_track_the_exact_ones():
-    from tpsviz.diagnostics.metrics import _AuprcLinearStat, metric_replicates
+    from tpsviz.diagnostics.metric_bootstrap import _AuprcLinearStat
     p, y, g = _clustered_log(3000, 6)
     stat = _AuprcLinearStat(p, y, g, 3000)
     assert stat.a == pytest.approx(auprc(p, y), rel=1e-12)

@@ -14,8 +14,9 @@ from tpsviz.diagnostics.decomposition import decompose
 from tpsviz.io.longform import from_frame
 from tpsviz.synthetic.agent import known_distortions, simulate
 from tpsviz.core.tps import ScoreSettings
-from tpsviz.diagnostics.verdict import (
-    LABELS, MIN_CLASS, MIN_RUNS, _clustered_bias, _Corp, calibration_slope, verdicts)
+from tpsviz.diagnostics.corp_nulls import _Corp
+from tpsviz.diagnostics.verdict import LABELS, MIN_CLASS, MIN_RUNS, verdicts
+from tpsviz.diagnostics.verdict_checks import _clustered_bias, calibration_slope
 
 
 def sig(x):
@@ -234,8 +235,9 @@ def test_verdict_does_not_depend_on_which_other_predictors_are_shown():
 
 def test_corp_tests_use_a_bounded_seeded_subset_of_runs(monkeypatch):
     import tpsviz.diagnostics.verdict as V
+    import tpsviz.diagnostics.verdict_checks as checks
 
-    monkeypatch.setattr(V, "MAX_TEST_RUNS", 100)
+    monkeypatch.setattr(checks, "MAX_TEST_RUNS", 100)
     data = distorted_log(seed=8, n=300)
     s = ScoreSettings(censoring="complete", n_boot=0)
     a = V.verdict_statistics(data, s, "overconfident")
@@ -272,16 +274,16 @@ def test_stopping_a_null_early_never_changes_a_decision(monkeypatch, level):
     (H_STOP out of reach): a p-value below its threshold is the same number both ways, a p-value
     at or above it stays there, and so every verdict label is the same; the stopped nulls made
     fewer draws on these logs."""
-    from tpsviz.diagnostics import verdict as vmod
+    from tpsviz.diagnostics import corp_nulls as nulls
 
     calls = {"n": 0}
-    dsc = vmod._Corp.dsc
+    dsc = nulls._Corp.dsc
 
     def counting(self, lab):
         calls["n"] += 1
         return dsc(self, lab)
 
-    monkeypatch.setattr(vmod._Corp, "dsc", counting)
+    monkeypatch.setattr(nulls._Corp, "dsc", counting)
     alpha = 1 - level
     for seed in (0, 1):
         data = distorted_log("tau2-like", n=300, seed=40 + seed)
@@ -289,11 +291,11 @@ def test_stopping_a_null_early_never_changes_a_decision(monkeypatch, level):
         calls["n"] = 0
         fast = verdicts(data, st_)
         n_fast = calls["n"]
-        monkeypatch.setattr(vmod, "H_STOP", 10 ** 9)
+        monkeypatch.setattr(nulls, "H_STOP", 10 ** 9)
         calls["n"] = 0
         full = verdicts(data, st_)
         n_full = calls["n"]
-        monkeypatch.setattr(vmod, "H_STOP", 10)
+        monkeypatch.setattr(nulls, "H_STOP", 10)
         assert n_fast < n_full
         for name in full:
             a, b = fast[name], full[name]
@@ -311,7 +313,7 @@ def test_a_stopped_null_gives_a_valid_p_value():
     within Monte-Carlo error (3,000 tests a threshold), at several a; a null stopped early has a
     p-value at or above its threshold; and a null that never stops gives
     (1 + k) / (1 + B) exactly."""
-    from tpsviz.diagnostics.verdict import _SequentialNull
+    from tpsviz.diagnostics.corp_nulls import _SequentialNull
 
     rng = np.random.default_rng(7)
     for threshold in (0.05 / 3, 0.05, 0.1):

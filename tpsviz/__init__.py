@@ -14,7 +14,8 @@ propriety label a :class:`ScheduleVerdict`.
 
 from tpsviz.diagnostics.calibrate import add_all_recalibrated, add_recalibrated
 from tpsviz.diagnostics.decomposition import decompose, decompose_by_step
-from tpsviz.diagnostics.groups import combine_logs, group_difference, group_table
+from tpsviz.diagnostics.combine import combine_logs
+from tpsviz.diagnostics.groups import group_difference, group_table
 from tpsviz.core.inference import Estimate, mean_estimate, paired_difference
 from tpsviz.core.errors import LogFormatError
 from tpsviz.core.data import TrajectoryData

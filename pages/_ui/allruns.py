@@ -72,7 +72,7 @@ def all_runs_table(score, names: list[str], eps: float, baseline: str | None = N
     leaderboard): TPS and its CI, skill ± SE, AUROC, T-ECE, runs, censored runs, where ε > 0 the
     forecasts clipped into [ε, 1 − ε], and with a ``baseline`` the paired Δ TPS against it and
     its Δ/SE (:meth:`tpsviz.engines.runsums.DatasetScore.paired_tps`)."""
-    from tpsviz.report.figures import display_name  # ("truthful (reference)", as the leaderboard names it)
+    from tpsviz.report.figures.style import display_name
 
     s, sk, m = score.summary, score.skill, score.metrics
     shown = list(s.loc[[n for n in names if n in s.index], "tps_mean"].fillna(-np.inf)

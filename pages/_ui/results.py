@@ -347,7 +347,8 @@ def groups(a, x, by: str, base: str | None, pair_on: str):
 
 @memo(max_entries=6, spinner="Reading the candidate log and scoring both…")
 def _two_logs(a: Analysis, cand_key: str, pair_on: str, _src: Source, _cand: Source):
-    from tpsviz.diagnostics.groups import combine_logs, free_column, group_difference, group_table
+    from tpsviz.diagnostics.combine import combine_logs, free_column
+    from tpsviz.diagnostics.groups import group_difference, group_table
 
     from .loading import load_base
 

@@ -12,7 +12,8 @@ from pages._ui.allruns import sample_info
 from pages._ui.text import md
 from tpsviz.report import figures as F
 from tpsviz.report.export import safe_csv
-from tpsviz.monitoring.monitor import MIN_ALARM_RUNS, N_SIM, default_baseline, order_columns
+from tpsviz.monitoring.cusum import MIN_ALARM_RUNS, N_SIM
+from tpsviz.monitoring.monitor import default_baseline, order_columns
 from tpsviz.core.schema import show_id
 
 cfg, data = C.page("Monitoring",

@@ -143,7 +143,8 @@ def test_many_valued_column_gets_a_searchable_filter():
 
 def test_two_logs_loaded_together_are_compared():
     import tpsviz
-    from tpsviz.diagnostics.groups import combine_logs, group_difference
+    from tpsviz.diagnostics.combine import combine_logs
+    from tpsviz.diagnostics.groups import group_difference
 
     at = fresh()
     at.radio(key="grp_mode").set_value("this log with a second log").run()

@@ -694,7 +694,7 @@ def _compare(args) -> int:
 def _group_data(args):
     """(data, settings, q_z, notes, by) of a group comparison: one log split --by a column, or two
     logs combined with a column 'log' (tpsviz.diagnostics.groups.combine_logs)."""
-    from tpsviz.diagnostics.groups import combine_logs, free_column
+    from tpsviz.diagnostics.combine import combine_logs, free_column
 
     if args.baseline is not None:
         raise _Fail("--baseline compares predictors; with --by or a second log every predictor is "

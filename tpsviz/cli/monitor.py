@@ -157,7 +157,7 @@ def _print(res, data, words, notes, name_fn, rows: int) -> None:
     if not len(a.alarms):
         print("no alarm raised")
         return
-    from tpsviz.monitoring.monitor import N_SIM
+    from tpsviz.monitoring.cusum import N_SIM
 
     after = int((~a.alarms["in_control"]).sum())
     print(f"{after} alarm(s) after the in-control part, where chance alone gives {a.chance_alarms:.2f} on average "

@@ -14,6 +14,8 @@ import numpy as np
 
 from tpsviz.core.cancel import checkpoint
 from tpsviz.diagnostics.leaderboard import labelled_rows
+from tpsviz.diagnostics.metric_bootstrap import paired_metric_difference
+from tpsviz.diagnostics.metrics import auroc
 from tpsviz.core.data import TrajectoryData
 from tpsviz.core.tps import ScoreSettings
 
@@ -115,8 +117,6 @@ def recalibration_hint(method: str) -> str:
 
 
 def _recalibration_caveats(data, settings, name, src, n_boot) -> list:
-    from tpsviz.diagnostics.metrics import auroc, paired_metric_difference
-
     labelled, y = labelled_rows(data)
     p, s = data.forecasts(name), _source_values(data, src)
     rows = np.flatnonzero(labelled & np.isfinite(p) & np.isfinite(s))

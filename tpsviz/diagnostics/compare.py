@@ -23,7 +23,8 @@ from tpsviz.core.cancel import checkpoint
 from tpsviz.diagnostics.leaderboard import labelled_rows, tps_matrix_for
 from tpsviz.core.inference import bootstrap_sums, paired_difference
 from tpsviz.core.data import TrajectoryData
-from tpsviz.diagnostics.metrics import _point, metric_replicates, paired_metric_difference
+from tpsviz.diagnostics.metric_bootstrap import metric_replicates, paired_metric_difference
+from tpsviz.diagnostics.metrics import metric_point
 from tpsviz.core.censoring import default_censoring
 from tpsviz.core.tps import ScoreSettings, compute_tps
 
@@ -57,8 +58,8 @@ def _paired_metric(metric, data, a, b, labelled, y, n_boot, seed, level, n_bins)
         return nan + (0,)
     try:
         if n_boot <= 0 or n < 2:
-            d = (_point(metric, pa[rows], y[rows], n_bins, "uniform")
-                 - _point(metric, pb[rows], y[rows], n_bins, "uniform"))
+            d = (metric_point(metric, pa[rows], y[rows], n_bins, "uniform")
+                 - metric_point(metric, pb[rows], y[rows], n_bins, "uniform"))
             return (float(d), np.nan, np.nan, np.nan, np.nan, n)
         r = paired_metric_difference(metric, pa[rows], pb[rows], y[rows], g, n_boot=n_boot,
                                      seed=seed, level=level, n_bins=n_bins)
@@ -186,7 +187,7 @@ def z_matrix(data: TrajectoryData, settings: ScoreSettings | None = None,
             g = data.steps["traj"].to_numpy()[rows]
             ps = [data.forecasts(name)[rows] for name in names]
             try:
-                points = np.array([_point(metric, p, y[rows], n_bins, "uniform") for p in ps])
+                points = np.array([metric_point(metric, p, y[rows], n_bins, "uniform") for p in ps])
                 reps = metric_replicates(metric, ps, y[rows], g, n_boot, seed, n_bins)
             except ValueError:
                 points = None
@@ -226,7 +227,7 @@ def censoring_shift(data: TrajectoryData, settings: ScoreSettings | None = None,
         α, β, schedule, ε, level; its censoring mode is ignored (the two modes are given).
     predictors : list of str, optional
     from_mode, to_mode : str
-        Censoring modes (see :data:`tpsviz.core.censoring.CENSORING_MODES`).
+        Censoring modes (see :data:`tpsviz.core.tps.CENSORING_MODES`).
     q_z : optional
         q_Z for exact mode.
     n_boot, seed : int, optional
@@ -250,43 +251,51 @@ def censoring_shift(data: TrajectoryData, settings: ScoreSettings | None = None,
         # reindexed to every run and every predictor: one that scored no run is all NaN
         res[mode] = tuple(pt.pivot(index="trajectory_id", columns="predictor", values=v)
                           .reindex(index=ids, columns=names) for v in ("tps", "weight_sum"))
-    n = data.n_trajectories
-    a = (1 - settings.level) / 2
     rows = []
     for name in names:
         checkpoint()  # stop here if nobody waits for the result (tpsviz.core.cancel)
         v_f, w_f = (x[name].to_numpy(dtype=float) for x in res[from_mode])
         v_t, w_t = (x[name].to_numpy(dtype=float) for x in res[to_mode])
-        ok_f, ok_t = ~np.isnan(v_f), ~np.isnan(v_t)
-        vf, vt = np.where(ok_f, v_f, 0.0), np.where(ok_t, v_t, 0.0)
-        wf, wt = np.where(ok_f, w_f, 0.0), np.where(ok_t, w_t, 0.0)
-        mf, mt = ok_f.astype(float), ok_t.astype(float)
-        rec = {"predictor": name,
-               "tps_from": vf.sum() / mf.sum() if mf.sum() else np.nan,
-               "tps_to": vt.sum() / mt.sum() if mt.sum() else np.nan,
-               "step_from": vf.sum() / wf.sum() if wf.sum() else np.nan,
-               "step_to": vt.sum() / wt.sum() if wt.sum() else np.nan,
-               "n_from": int(ok_f.sum()), "n_to": int(ok_t.sum())}
-        rec["shift"] = rec["tps_to"] - rec["tps_from"]
-        rec["shift_step"] = rec["step_to"] - rec["step_from"]
-        for key in ("shift", "shift_step"):
-            rec.update({f"{key}_se": np.nan, f"{key}_ci_low": np.nan, f"{key}_ci_high": np.nan})
-        finite = np.isfinite(vf).all() and np.isfinite(vt).all()
-        if n_boot > 0 and n >= 2 and finite and np.isfinite(rec["shift"]):
-            s = bootstrap_sums(np.column_stack([vt, mt, vf, mf, wt, wf]), n_boot, seed)
-            with np.errstate(invalid="ignore", divide="ignore"):
-                r1 = s[:, 0] / s[:, 1] - s[:, 2] / s[:, 3]
-                r2 = s[:, 0] / s[:, 4] - s[:, 2] / s[:, 5]
-            for key, reps in (("shift", r1), ("shift_step", r2)):
-                reps = reps[np.isfinite(reps)]
-                if reps.size >= 2:
-                    lo, hi = np.quantile(reps, [a, 1 - a])
-                    rec.update({f"{key}_se": float(reps.std(ddof=1)), f"{key}_ci_low": float(lo),
-                                f"{key}_ci_high": float(hi)})
-        rows.append(rec)
+        rows.append({"predictor": name} | _shift(v_f, w_f, v_t, w_t, n_boot, seed, settings.level))
     cols = ["tps_from", "tps_to", "shift", "shift_se", "shift_ci_low", "shift_ci_high",
             "step_from", "step_to", "shift_step", "shift_step_se", "shift_step_ci_low",
             "shift_step_ci_high", "n_from", "n_to"]
     out = pd.DataFrame(rows).set_index("predictor")[cols]
     out.attrs.update(from_mode=from_mode, to_mode=to_mode)
     return out
+
+
+def _shift(v_f, w_f, v_t, w_t, n_boot: int, seed: int, level: float) -> dict:
+    """One predictor's shift from one censoring mode to another, per trajectory and per step, with
+    bootstrap SEs and percentile CIs (runs of the whole log resampled; ratio estimators).
+
+    ``v_*`` are TPS_i and ``w_*`` the weight sums Σ_t w_t of every run under each mode (NaN: the mode
+    does not score the run).
+    """
+    ok_f, ok_t = ~np.isnan(v_f), ~np.isnan(v_t)
+    vf, vt = np.where(ok_f, v_f, 0.0), np.where(ok_t, v_t, 0.0)
+    wf, wt = np.where(ok_f, w_f, 0.0), np.where(ok_t, w_t, 0.0)
+    mf, mt = ok_f.astype(float), ok_t.astype(float)
+    rec = {"tps_from": vf.sum() / mf.sum() if mf.sum() else np.nan,
+           "tps_to": vt.sum() / mt.sum() if mt.sum() else np.nan,
+           "step_from": vf.sum() / wf.sum() if wf.sum() else np.nan,
+           "step_to": vt.sum() / wt.sum() if wt.sum() else np.nan,
+           "n_from": int(ok_f.sum()), "n_to": int(ok_t.sum())}
+    rec["shift"] = rec["tps_to"] - rec["tps_from"]
+    rec["shift_step"] = rec["step_to"] - rec["step_from"]
+    for key in ("shift", "shift_step"):
+        rec.update({f"{key}_se": np.nan, f"{key}_ci_low": np.nan, f"{key}_ci_high": np.nan})
+    finite = np.isfinite(vf).all() and np.isfinite(vt).all()
+    if n_boot > 0 and vf.size >= 2 and finite and np.isfinite(rec["shift"]):
+        s = bootstrap_sums(np.column_stack([vt, mt, vf, mf, wt, wf]), n_boot, seed)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            r1 = s[:, 0] / s[:, 1] - s[:, 2] / s[:, 3]
+            r2 = s[:, 0] / s[:, 4] - s[:, 2] / s[:, 5]
+        a = (1 - level) / 2
+        for key, reps in (("shift", r1), ("shift_step", r2)):
+            reps = reps[np.isfinite(reps)]
+            if reps.size >= 2:
+                lo, hi = np.quantile(reps, [a, 1 - a])
+                rec.update({f"{key}_se": float(reps.std(ddof=1)), f"{key}_ci_low": float(lo),
+                            f"{key}_ci_high": float(hi)})
+    return rec

@@ -204,18 +204,7 @@ def bin_mean_forecast(data: TrajectoryData, settings: ScoreSettings | None = Non
     for n in (name, reference):
         if n not in data.predictors:
             raise ValueError(f"unknown predictor {n!r}; the log has {data.predictors}")
-    p = data.forecasts(name)
-    pv, yv, _, _ = _metric_rows(data, name)
-    if pv.size == 0:
-        raise ValueError("the bin-mean forecast needs complete runs (observed outcomes)")
-    edges = bin_edges(pv, n_bins, "uniform")
-    b = bin_index(pv, edges)
-    cnt = np.bincount(b, minlength=n_bins)
-    rate = np.bincount(b, weights=yv, minlength=n_bins)
-    rate = np.where(cnt > 0, rate / np.maximum(cnt, 1), yv.mean())
-    new = np.full(p.shape, np.nan)
-    ok = ~np.isnan(p)
-    new[ok] = rate[bin_index(p[ok], edges)]
+    new = _bin_means(data, name, n_bins)
     new_name = _new_name(data, f"{name} (bin means)")
     d2 = data.with_predictor(new_name, new)
     shown = [name, new_name] + ([reference] if reference != name else [])
@@ -229,6 +218,30 @@ def bin_mean_forecast(data: TrajectoryData, settings: ScoreSettings | None = Non
                      "auroc": _safe(auroc, pv2, yv2),
                      "tps_mean": summary.loc[n, "tps_mean"], "tps_se": summary.loc[n, "tps_se"]})
     table = pd.DataFrame(rows).set_index("predictor")
+    explanation = _bin_mean_words(table, name, new_name, reference, comp)
+    return Demonstration("bin-mean forecast", table, explanation, new, d2, comp)
+
+
+def _bin_means(data: TrajectoryData, name: str, n_bins: int) -> np.ndarray:
+    """Every forecast of ``name`` replaced by the outcome rate of its equal-width bin over the complete
+    runs' rows (the overall rate for a bin without such rows; NaN where there is no forecast)."""
+    p = data.forecasts(name)
+    pv, yv, _, _ = _metric_rows(data, name)
+    if pv.size == 0:
+        raise ValueError("the bin-mean forecast needs complete runs (observed outcomes)")
+    edges = bin_edges(pv, n_bins, "uniform")
+    b = bin_index(pv, edges)
+    cnt = np.bincount(b, minlength=n_bins)
+    rate = np.bincount(b, weights=yv, minlength=n_bins)
+    rate = np.where(cnt > 0, rate / np.maximum(cnt, 1), yv.mean())
+    new = np.full(p.shape, np.nan)
+    ok = ~np.isnan(p)
+    new[ok] = rate[bin_index(p[ok], edges)]
+    return new
+
+
+def _bin_mean_words(table: pd.DataFrame, name: str, new_name: str, reference: str, comp: dict) -> str:
+    """The bin-mean demonstration in one sentence, with its numbers."""
     e_new, e_ref = table.loc[new_name, "tece_pooled"], table.loc[reference, "tece_pooled"]
     t_new, t_ref = table.loc[new_name, "tps_mean"], table.loc[reference, "tps_mean"]
     if is_clear(comp["z"]):
@@ -237,14 +250,13 @@ def bin_mean_forecast(data: TrajectoryData, settings: ScoreSettings | None = Non
         verdict = "and TPS does not separate it clearly from"
     who = f"{reference}'s" if reference != name else "the original's"
     sa, sb = f"{t_new:.3f}", f"{t_ref:.3f}"
-    explanation = (
+    return (
         f"Replacing each {name} forecast by the success rate of its bin gives a trajectory ECE "
         f"of {e_new:.3f} (vs {who} {e_ref:.3f}), a 'perfect' calibration score, {verdict} "
         f"{reference}: mean TPS {sa} vs {sb} (Δ = {comp['delta']:+.3f} ± {comp['se']:.3f} per "
         f"trajectory, {z_text(comp['z'])})"
         + (", because the bins throw away what the forecast knew within a bin and along the run."
            if is_clear(comp["z"]) and comp["delta"] < 0 else "."))
-    return Demonstration("bin-mean forecast", table, explanation, new, d2, comp)
 
 
 def phi_mean_manipulation(data: TrajectoryData, settings: ScoreSettings | None = None,
@@ -282,43 +294,62 @@ def phi_mean_manipulation(data: TrajectoryData, settings: ScoreSettings | None =
     q = data.forecasts(name)
     codes = data.steps["traj"].to_numpy()
     lab, y = labelled_rows(data)
-    ok = lab & ~np.isnan(q)
-    idx = np.flatnonzero(ok)
+    idx = np.flatnonzero(lab & ~np.isnan(q))
     if idx.size == 0:
         raise ValueError("the Φ_mean manipulation needs complete runs")
     last = final_rows(codes, idx)
-    n_t = data.n_trajectories
+    cnt = np.bincount(codes[idx], minlength=data.n_trajectories)
+    new = _gamed_last_reports(q, codes, idx, last, cnt)
+    changed = int(np.sum(~np.isclose(new[last], q[last], rtol=0, atol=1e-12)))
+    new_name = _new_name(data, f"{name} (Φ_mean-gamed)")
+    d2 = data.with_predictor(new_name, new)
+    summary, comp = _tps_pair(d2, settings, name, new_name)
+    w = step_weights(d2, settings.schedule)
+    rows, scal = [], {}
+    for n in (name, new_name):
+        f = d2.forecasts(n)
+        scal[n] = scalarised_score(f[idx], y[idx], codes[idx], "mean", 1.0, 1.0)
+        exp_scal, exp_tps = _expected_scores(f, q, w, codes, idx, last, cnt, settings)
+        rows.append({"predictor": n, "scal_brier_mean": float(scal[n].mean()), "scal_brier_mean_expected": exp_scal,
+                     "tps_mean": summary.loc[n, "tps_mean"], "tps_se": summary.loc[n, "tps_se"],
+                     "tps_expected": exp_tps})
+    table = pd.DataFrame(rows).set_index("predictor")
+    est, _ = paired_difference(scal[new_name], scal[name], n_boot=0)
+    comp.update(n_changed=changed, scal_delta=est.mean, scal_se=est.se)
+    explanation = _phi_mean_words(table, name, comp)
+    return Demonstration("Φ_mean manipulation", table, explanation, new, d2, comp)
+
+
+def _gamed_last_reports(q: np.ndarray, codes: np.ndarray, idx: np.ndarray, last: np.ndarray,
+                        cnt: np.ndarray) -> np.ndarray:
+    """``q`` with the final report of every run (rows ``last`` of the labelled rows ``idx``, ``cnt`` of
+    them per run) moved to F'_T = clip(T·q_T − Σ_{t<T} q_t, 0, 1): the run's mean forecast onto q_T."""
     g = codes[idx]
-    tot = np.bincount(g, weights=q[idx], minlength=n_t)
-    cnt = np.bincount(g, minlength=n_t)
+    tot = np.bincount(g, weights=q[idx], minlength=cnt.size)
     lt = codes[last]
     q_last = q[last]
     target = cnt[lt] * q_last - (tot[lt] - q_last)
     new = q.copy()
     new[last] = np.clip(target, 0.0, 1.0)
-    changed = int(np.sum(~np.isclose(new[last], q_last, rtol=0, atol=1e-12)))
-    new_name = _new_name(data, f"{name} (Φ_mean-gamed)")
-    d2 = data.with_predictor(new_name, new)
-    summary, comp = _tps_pair(d2, settings, name, new_name)
-    w = step_weights(d2, settings.schedule)
+    return new
+
+
+def _expected_scores(f: np.ndarray, q: np.ndarray, w: np.ndarray, codes: np.ndarray, idx: np.ndarray,
+                     last: np.ndarray, cnt: np.ndarray, settings: ScoreSettings) -> tuple[float, float]:
+    """Mean over the complete runs of the expected half-Brier score of Φ_mean(f) and of the expected TPS
+    of ``f``, both under the truth ``q`` (the final q_T for the scalar, q_t at every step for TPS)."""
+    g, lt, n_t = codes[idx], codes[last], cnt.size
     eps = float(settings.eps)
-    rows, scal = [], {}
-    for n in (name, new_name):
-        f = d2.forecasts(n)
-        fc = np.clip(f[idx], eps, 1 - eps) if eps > 0 else f[idx]
-        real = scalarised_score(f[idx], y[idx], g, "mean", 1.0, 1.0)
-        scal[n] = real
-        phi = np.bincount(g, weights=f[idx], minlength=n_t)[lt] / cnt[lt]
-        exp_scal = expected_score(phi, q_last, 1.0, 1.0)
-        exp_steps = w[idx] * expected_score(fc, q[idx], settings.alpha, settings.beta)
-        exp_tps = np.bincount(g, weights=exp_steps, minlength=n_t)[lt]
-        rows.append({"predictor": n, "scal_brier_mean": float(real.mean()),
-                     "scal_brier_mean_expected": float(exp_scal.mean()),
-                     "tps_mean": summary.loc[n, "tps_mean"], "tps_se": summary.loc[n, "tps_se"],
-                     "tps_expected": float(exp_tps.mean())})
-    table = pd.DataFrame(rows).set_index("predictor")
-    est, _ = paired_difference(scal[new_name], scal[name], n_boot=0)
-    comp.update(n_changed=changed, scal_delta=est.mean, scal_se=est.se)
+    fc = np.clip(f[idx], eps, 1 - eps) if eps > 0 else f[idx]
+    phi = np.bincount(g, weights=f[idx], minlength=n_t)[lt] / cnt[lt]
+    exp_scal = expected_score(phi, q[last], 1.0, 1.0)
+    exp_steps = w[idx] * expected_score(fc, q[idx], settings.alpha, settings.beta)
+    exp_tps = np.bincount(g, weights=exp_steps, minlength=n_t)[lt]
+    return float(exp_scal.mean()), float(exp_tps.mean())
+
+
+def _phi_mean_words(table: pd.DataFrame, name: str, comp: dict) -> str:
+    """The Φ_mean demonstration in one sentence (two when the log contradicts its premise)."""
     s0, s1 = table["scal_brier_mean_expected"]
     t0, t1 = table["tps_expected"]
     truth = ("the final truthful probability" if name == "truthful" else
@@ -339,4 +370,4 @@ def phi_mean_manipulation(data: TrajectoryData, settings: ScoreSettings | None =
             f"per run, {z_text(comp['z'])}). Were {name}'s last reports its true probabilities, no change to them "
             f"could gain on average; so they are not: {name} is miscalibrated at the last step, and the "
             "expectations above describe an honest forecaster, not this log.")
-    return Demonstration("Φ_mean manipulation", table, explanation, new, d2, comp)
+    return explanation

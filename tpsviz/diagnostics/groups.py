@@ -9,8 +9,10 @@ agent, prompt, task family) or, after :func:`combine_logs`, the log a run came f
 - :func:`group_difference`: group b − group a (candidate − baseline) of mean TPS and of skill,
   with SE, z = Δ/SE and a CI; unpaired across different runs, or paired by task when the same
   tasks appear in both groups.
-- :func:`combine_logs`: a baseline log and a candidate log as one log with a column naming
-  the log of each run, so that the two functions above compare them.
+- :func:`tpsviz.diagnostics.combine.combine_logs`: a baseline log and a candidate log as one log
+  with a column naming the log of each run, so that the two functions above compare them.
+
+The arithmetic of a difference (unpaired or paired by task) is :mod:`tpsviz.diagnostics.group_inference`.
 
 Scores are rewards (higher is better, 0 is perfect, nats for the log score); a positive Δ means
 group b is better than group a. The unit of inference is the trajectory (or, paired, the task).
@@ -25,14 +27,15 @@ import pandas as pd
 
 from tpsviz.core.cancel import checkpoint
 from tpsviz.core.data import TrajectoryData
-from tpsviz.diagnostics.leaderboard import base_rate_reference, skill_table
-from tpsviz.core.inference import bootstrap_sums
 from tpsviz.core.schema import clean_text, show_id
 from tpsviz.core.censoring import default_censoring
 from tpsviz.core.tps import ScoreSettings, compute_tps, no_predictor_message
+from tpsviz.diagnostics.claims import is_clear, z_text
+from tpsviz.diagnostics.group_inference import DIFF_COLUMNS, difference_by_task, difference_unpaired
+from tpsviz.diagnostics.leaderboard import base_rate_reference, skill_table
 
-__all__ = ["group_columns", "group_labels", "group_table", "group_difference", "combine_logs", "free_column", "default_base",
-           "why_missing", "difference_words", "MISSING_LABEL", "MAX_GROUPS", "AUTO_MIN_TASKS", "TASK_COLUMNS"]
+__all__ = ["group_columns", "group_labels", "group_table", "group_difference", "default_base", "why_missing",
+           "difference_words", "MISSING_LABEL", "MAX_GROUPS", "AUTO_MIN_TASKS", "TASK_COLUMNS"]
 
 #: the group of the runs whose grouping value is missing (NaN, None or blank text)
 MISSING_LABEL = "(missing)"
@@ -195,7 +198,7 @@ def group_table(data: TrajectoryData, by: str, settings: ScoreSettings | None = 
         None, blank text) form their own group ``"(missing)"``, so no run is dropped.
     settings : ScoreSettings, optional
         As in :func:`tpsviz.compute_tps`; the default censoring mode is decided on the whole
-        log (:func:`tpsviz.core.censoring.default_censoring`), the same for every group.
+        log (:func:`tpsviz.core.tps.default_censoring`), the same for every group.
     predictors : list of str, optional
         Default: every predictor.
     q_z : array_like or Series, optional
@@ -290,109 +293,6 @@ def _run_values(data: TrajectoryData, keep: np.ndarray, settings: ScoreSettings,
     return mat, ref.per_trajectory.to_numpy(dtype=float), ref.rate in (0.0, 1.0)
 
 
-def _z(delta: float, se: float) -> float:
-    """Δ/SE; NaN when SE is undefined, 0 or at rounding level (as paired_difference)."""
-    tiny = 1e-12 * max(1.0, abs(delta)) if np.isfinite(delta) else np.inf
-    return float(delta / se) if np.isfinite(se) and se > tiny else np.nan
-
-
-def _spread(reps: np.ndarray, level: float) -> tuple[float, float, float]:
-    """(sd, CI low, CI high) of bootstrap replicates (NaN with fewer than 2 finite ones)."""
-    reps = reps[np.isfinite(reps)]
-    if reps.size < 2:
-        return np.nan, np.nan, np.nan
-    lo, hi = np.quantile(reps, [(1 - level) / 2, (1 + level) / 2])
-    return float(reps.std(ddof=1)), float(lo), float(hi)
-
-
-def _skill(tps_sum: float, ref_sum: float, degenerate: bool) -> float:
-    """skill = 1 − ΣTPS/ΣTPS_ref (NaN when the reference is degenerate or sums to 0)."""
-    return 1.0 - tps_sum / ref_sum if not degenerate and ref_sum != 0 else np.nan
-
-
-def _group_side(v: np.ndarray, r: np.ndarray, degenerate: bool, n_boot: int, seed: int):
-    """Mean TPS, its SE, skill and their bootstrap replicates for one group's runs."""
-    vok = ~np.isnan(v)
-    ok = vok & ~np.isnan(r)
-    n = int(vok.sum())
-    mean = float(v[vok].mean()) if n else np.nan
-    se = float(v[vok].std(ddof=1) / np.sqrt(n)) if n >= 2 else np.nan
-    skill = _skill(float(v[ok].sum()), float(r[ok].sum()), degenerate) if ok.any() else np.nan
-    reps = (np.full(max(n_boot, 0), np.nan),) * 2
-    cols = np.column_stack([np.where(vok, v, 0.0), vok, np.where(ok, v, 0.0), np.where(ok, r, 0.0)])
-    if n_boot > 0 and n >= 2 and np.isfinite(cols).all():
-        s = bootstrap_sums(cols, n_boot, seed)
-        with np.errstate(invalid="ignore", divide="ignore"):
-            reps = (s[:, 0] / s[:, 1],
-                    np.full(n_boot, np.nan) if np.isnan(skill) else 1.0 - s[:, 2] / s[:, 3])
-    return {"tps": mean, "se": se, "skill": skill, "n": n, "reps": reps}
-
-
-def _difference(side_a: dict, side_b: dict, tps_se: float, level: float) -> dict:
-    """Δ = b − a of mean TPS and skill with SE, z and percentile CI from the replicates."""
-    d_tps = side_b["tps"] - side_a["tps"]
-    d_skill = side_b["skill"] - side_a["skill"]
-    _, t_lo, t_hi = _spread(side_b["reps"][0] - side_a["reps"][0], level)
-    s_se, s_lo, s_hi = _spread(side_b["reps"][1] - side_a["reps"][1], level)
-    return {"tps_a": side_a["tps"], "tps_b": side_b["tps"], "tps_delta": d_tps,
-            "tps_se": tps_se, "tps_z": _z(d_tps, tps_se), "tps_ci_low": t_lo,
-            "tps_ci_high": t_hi, "skill_a": side_a["skill"], "skill_b": side_b["skill"],
-            "skill_delta": d_skill, "skill_se": s_se, "skill_z": _z(d_skill, s_se),
-            "skill_ci_low": s_lo, "skill_ci_high": s_hi}
-
-
-def _unpaired(va, ra, deg_a, vb, rb, deg_b, n_boot: int, seeds, level: float) -> dict:
-    """Independent samples: SE = √(se_a² + se_b²); skill by independent bootstraps."""
-    side_a = _group_side(va, ra, deg_a, n_boot, seeds[0])
-    side_b = _group_side(vb, rb, deg_b, n_boot, seeds[1])
-    rec = _difference(side_a, side_b, float(np.hypot(side_a["se"], side_b["se"])), level)
-    return rec | {"paired": False, "n_pairs": 0, "n_a": side_a["n"], "n_b": side_b["n"],
-                  "n_left_out": 0, "n_no_task": 0}
-
-
-def _task_means(v, r, tasks) -> tuple[pd.DataFrame, int]:
-    """Per task: mean TPS_i and mean TPS_ref,i of the scored runs; and runs without a task."""
-    vok = ~np.isnan(v)
-    has = np.array([t is not None for t in tasks], dtype=bool)
-    frame = pd.DataFrame({"task": tasks[vok & has], "v": v[vok & has], "r": r[vok & has],
-                          "runs": 1})
-    means = frame.groupby("task").agg(v=("v", "mean"), r=("r", "mean"), runs=("runs", "sum"))
-    return means, int((vok & ~has).sum())
-
-
-def _paired(va, ra, deg_a, tasks_a, vb, rb, deg_b, tasks_b, n_boot, seed, level) -> dict:
-    """Paired by task: d_k = mean_b,k − mean_a,k over tasks in both; SE = sd(d)/√K."""
-    ma, miss_a = _task_means(va, ra, tasks_a)
-    mb, miss_b = _task_means(vb, rb, tasks_b)
-    common = ma.index.intersection(mb.index).sort_values()
-    ma, mb, k = ma.loc[common], mb.loc[common], len(common)
-    d = (mb["v"] - ma["v"]).to_numpy()
-    se = float(d.std(ddof=1) / np.sqrt(k)) if k >= 2 else np.nan
-    sides = []
-    for m, deg in ((ma, deg_a), (mb, deg_b)):
-        v, r = m["v"].to_numpy(), m["r"].to_numpy()
-        sides.append({"tps": float(v.mean()) if k else np.nan,
-                      "skill": _skill(float(v.sum()), float(r.sum()), deg) if k else np.nan,
-                      "reps": (np.full(max(n_boot, 0), np.nan),) * 2, "v": v, "r": r})
-    cols = np.column_stack([s[x] for s in sides for x in ("v", "r")])
-    if n_boot > 0 and k >= 2 and np.isfinite(cols).all():
-        s = bootstrap_sums(cols, n_boot, seed)  # the same tasks drawn for both groups
-        with np.errstate(invalid="ignore", divide="ignore"):
-            for j, side in enumerate(sides):
-                skill_reps = 1.0 - s[:, 2 * j] / s[:, 2 * j + 1]
-                side["reps"] = (s[:, 2 * j] / k,
-                                skill_reps + (np.nan if np.isnan(side["skill"]) else 0.0))
-    rec = _difference(sides[0], sides[1], se, level)
-    n_a, n_b = int(ma["runs"].sum()), int(mb["runs"].sum())
-    scored = int((~np.isnan(va)).sum() + (~np.isnan(vb)).sum())
-    return rec | {"paired": True, "n_pairs": k, "n_a": n_a, "n_b": n_b,
-                  "n_left_out": scored - n_a - n_b - miss_a - miss_b, "n_no_task": miss_a + miss_b}
-
-
-_DIFF_COLUMNS = ["tps_a", "tps_b", "tps_delta", "tps_se", "tps_z", "tps_ci_low", "tps_ci_high",
-                 "skill_a", "skill_b", "skill_delta", "skill_se", "skill_z", "skill_ci_low",
-                 "skill_ci_high", "paired", "n_pairs", "n_a", "n_b", "n_left_out", "n_no_task"]
-
 
 def _check_group(groups: list[str], label, role: str) -> None:
     if label not in groups:
@@ -467,147 +367,16 @@ def group_difference(data: TrajectoryData, by: str, a: str, b: str,
         checkpoint()  # stop here if nobody waits for the result (tpsviz.core.cancel)
         va, vb = mat_a[name].to_numpy(dtype=float), mat_b[name].to_numpy(dtype=float)
         if column is None:
-            rows[name] = _unpaired(va, ra, deg_a, vb, rb, deg_b, settings.n_boot, seeds,
+            rows[name] = difference_unpaired(va, ra, deg_a, vb, rb, deg_b, settings.n_boot, seeds,
                                    settings.level)
         else:
-            rows[name] = _paired(va, ra, deg_a, tasks_a, vb, rb, deg_b, tasks_b,
+            rows[name] = difference_by_task(va, ra, deg_a, tasks_a, vb, rb, deg_b, tasks_b,
                                  settings.n_boot, settings.seed, settings.level)
-    out = pd.DataFrame.from_dict(rows, orient="index")[_DIFF_COLUMNS]
+    out = pd.DataFrame.from_dict(rows, orient="index")[DIFF_COLUMNS]
     out.index.name = "predictor"
     out.attrs.update(by=by, a=a, b=b, paired=column is not None, pair_on=column,
                      pairing=pairing, settings=settings.describe())
     return out
-
-
-# --------------------------------------------------------------------------- two logs
-_CORE_STEP = ("trajectory_id", "step", "traj", "t")
-_FIXED_TRAJ = ("trajectory_id", "outcome", "censored", "q_z", "length", "last_step", "file_order")
-
-
-def free_column(baseline: TrajectoryData, candidate: TrajectoryData, column: str = "log") -> str:
-    """``column``, or ``column_2``, ``column_3`` … : the first name neither log uses (so that a log
-    with a metadata column called ``log`` can still be compared)."""
-    taken = set(baseline.metadata_columns) | set(candidate.metadata_columns) | \
-        set(baseline.steps.columns) | set(candidate.steps.columns)
-    name, k = column, 1
-    while name in taken:
-        k += 1
-        name = f"{column}_{k}"
-    return name
-
-
-def _check_combine(logs, names, column) -> None:
-    if len(names) != 2 or not all(isinstance(n, str) for n in names):
-        raise ValueError("names must be two texts, e.g. ('baseline', 'candidate')")
-    for n in names:
-        if not n.strip() or "/" in n or clean_text(n) != n or len(n) > 40:
-            raise ValueError(f"log name {show_id(n)} must be a short non-empty text without "
-                             "'/' or control characters")
-    if names[0] == names[1]:
-        raise ValueError("the two logs need different names")
-    reserved = set(_CORE_STEP) | set(_FIXED_TRAJ) | {"weight"}
-    if (not isinstance(column, str) or not column.strip() or column in reserved
-            or column.startswith(("conf_", "raw_", "unc_"))):
-        raise ValueError(f"column {show_id(column)} cannot name the log: it is empty or a name "
-                         "of the log format")
-    for n, d in zip(names, logs):
-        if column in d.metadata_columns or column in d.steps.columns:
-            raise ValueError(f"the {show_id(n)} log already has a column {show_id(column)}; "
-                             "choose another column=")
-
-
-def _log_part(data: TrajectoryData, name: str, keep_cols: list[str], to_steps: set,
-              offset: int, column: str):
-    """One log's steps and trajectories: ids prefixed ``name/``, codes shifted by ``offset``,
-    the trajectory-level columns in ``to_steps`` copied onto the steps."""
-    codes = data.steps["traj"].to_numpy()
-    steps = data.steps[[c for c in keep_cols if c in data.steps.columns]].copy()
-    for c in to_steps & set(data.metadata_columns):
-        steps[c] = data.trajectories[c].to_numpy()[codes]
-    steps["trajectory_id"] = name + "/" + data.steps["trajectory_id"].astype(str)
-    steps["traj"] = codes + offset
-    traj = data.trajectories.drop(columns=list(to_steps & set(data.metadata_columns)))
-    traj = traj.assign(trajectory_id=name + "/" + traj["trajectory_id"].astype(str))
-    traj[column] = name
-    return steps, traj
-
-
-def combine_logs(baseline: TrajectoryData, candidate: TrajectoryData,
-                 names: tuple[str, str] = ("baseline", "candidate"),
-                 column: str = "log", max_rows: int | None = None) -> TrajectoryData:
-    """Two logs as one, with a trajectory-level column naming the log of each run.
-
-    ``group_table(combined, column)`` and ``group_difference(combined, column, names[0],
-    names[1])`` then compare the two logs (candidate − baseline); with a task column in both
-    logs the comparison can be paired by task.
-
-    - Every trajectory id is prefixed with its log's name (``baseline/t1``, ``candidate/t1``),
-      so ids that occur in both logs stay distinct runs; names may not contain "/".
-    - Only the predictors (``conf_<name>``) and signals present in *both* logs are kept: a
-      predictor of one log only could not be compared. The ones left out are named in
-      ``notes``. A ``weight`` column is kept only when both logs have one.
-    - Metadata columns of either log are kept (missing, hence group ``"(missing)"``, for the
-      other log's runs); a column that changes within runs in one log is step-level in both.
-    - ``notes`` holds the notes of both logs prefixed with their names; ``reading`` is
-      ``{"format": "combined", "logs": {name: reading}}``; ``source`` names both sources.
-
-    Parameters
-    ----------
-    baseline, candidate : TrajectoryData
-    names : tuple of str
-        Names of the two logs (the group labels), different, without "/".
-    column : str
-        Name of the new metadata column; not a column of either log.
-    max_rows : int, optional
-        Most step rows of the combined log (default ``TPSVIZ_MAX_ROWS``, the largest log this
-        installation reads: two logs at the cap would make one of twice the cap).
-
-    Returns
-    -------
-    TrajectoryData
-
-    Raises
-    ------
-    ValueError
-        Bad names or column, no predictor or signal common to both logs, or more than
-        ``max_rows`` step rows together.
-    """
-    from tpsviz.io.files import limits_from_env
-
-    logs = (baseline, candidate)
-    _check_combine(logs, names, column)
-    cap = limits_from_env().max_rows if max_rows is None else int(max_rows)
-    if baseline.n_steps + candidate.n_steps > cap:
-        raise ValueError(f"the two logs have {baseline.n_steps + candidate.n_steps:,} step rows together, more "
-                         f"than the {cap:,} of the largest log this installation reads (TPSVIZ_MAX_ROWS); "
-                         "compare smaller logs (filter them first) or raise the limit")
-    preds = [p for p in baseline.predictors if p in candidate.predictors]
-    signals = {s: d for s, d in baseline.signals.items() if s in candidate.signals}
-    if not preds and not signals:
-        raise ValueError("the two logs have no predictor (conf_<name>) or signal in common")
-    notes = [f"{n}: {note}" for n, d in zip(names, logs) for note in d.notes]
-    notes.append(f"two logs combined, column {show_id(column)} names each run's log; trajectory "
-                 f"ids are prefixed with it ({show_id(names[0] + '/…')}, "
-                 f"{show_id(names[1] + '/…')}) so that ids of the two logs stay distinct.")
-    for n, d in zip(names, logs):
-        only = [p for p in d.predictors if p not in preds] + [s for s in d.signals
-                                                              if s not in signals]
-        if only:
-            notes.append(f"left out, in the {show_id(n)} log only: "
-                         f"{', '.join(show_id(p) for p in only)}.")
-    weight = ["weight"] if all("weight" in d.steps.columns for d in logs) else []
-    if not weight and any("weight" in d.steps.columns for d in logs):
-        notes.append("the 'weight' column is in one log only and was left out.")
-    step_meta = list(dict.fromkeys(c for d in logs for c in d.step_metadata_columns))
-    keep_cols = list(_CORE_STEP) + [f"conf_{p}" for p in preds] + list(signals) + weight + step_meta
-    to_steps = set(step_meta)
-    part_b = _log_part(baseline, names[0], keep_cols, to_steps, 0, column)
-    part_c = _log_part(candidate, names[1], keep_cols, to_steps, baseline.n_trajectories, column)
-    steps = pd.concat([part_b[0], part_c[0]], ignore_index=True)
-    traj = pd.concat([part_b[1], part_c[1]], ignore_index=True)
-    source = f"{names[0]}: {baseline.source} + {names[1]}: {candidate.source}"
-    reading = {"format": "combined", "logs": {n: d.reading for n, d in zip(names, logs)}}
-    return TrajectoryData(steps, traj, preds, signals, source, notes, reading)
 
 
 # --------------------------------------------------------------------------- reading the results
@@ -662,8 +431,6 @@ def difference_words(row: pd.Series, a: str, b: str, show_z: bool = True) -> str
     """Group b − group a of one :func:`group_difference` row in words: "TPS clearly lower (Δ/SE =
     −7.2); skill not clearly different (Δ/SE = +0.9)", conditioned on Δ/SE (tpsviz.diagnostics.claims), or
     "n/a (why)" (:func:`why_missing`). ``show_z=False`` leaves the Δ/SE out (a table that shows it)."""
-    from tpsviz.diagnostics.claims import is_clear, z_text
-
     why = why_missing(row, a, b)
     parts = []
     for what, key in (("TPS", "tps"), ("skill", "skill")):

@@ -29,11 +29,11 @@ import pandas as pd
 from tpsviz.core.cancel import checkpoint
 from tpsviz.core.inference import bootstrap_sums, group_sums, mean_estimate
 from tpsviz.core.data import TrajectoryData
-from tpsviz.diagnostics.metrics import (
-    MeanStat, auprc, auroc, metric_statistic, replicate_statistics, replicate_summary,
-    scalarised_score, tece)
-from tpsviz.core.censoring import default_censoring
-from tpsviz.core.tps import ScoreSettings, TPSResult, compute_tps
+from tpsviz.diagnostics.metric_bootstrap import (
+    MeanStat, metric_statistic, replicate_statistics, replicate_summary)
+from tpsviz.diagnostics.metrics import metric_point, scalarised_score
+from tpsviz.core.censoring import default_censoring, qz_per_trajectory
+from tpsviz.core.tps import ScoreSettings, TPSResult, compute_tps, no_predictor_message
 
 __all__ = ["METRIC_INFO", "LABELS", "metric_table", "BaseRateReference", "base_rate_reference",
            "skill_table", "leaderboard", "labelled_rows", "final_rows", "run_labels"]
@@ -100,12 +100,9 @@ def final_rows(codes: np.ndarray, idx: np.ndarray) -> np.ndarray:
 
 
 def _metric_point(metric: str, p, y, n_bins: int, strategy: str) -> float:
+    """:func:`~tpsviz.diagnostics.metrics.metric_point`, NaN where the metric is undefined."""
     try:
-        if metric == "auroc":
-            return auroc(p, y)
-        if metric == "auprc":
-            return auprc(p, y)
-        return tece(p, y, n_bins, strategy)
+        return metric_point(metric, p, y, n_bins, strategy)
     except ValueError:
         return np.nan
 
@@ -150,11 +147,8 @@ def metric_table(data: TrajectoryData, settings: ScoreSettings | None = None,
     settings = settings or ScoreSettings(censoring=default_censoring(data))
     n_boot = int(settings.n_boot if n_boot is None else n_boot)
     seed = settings.seed if seed is None else seed
-    level = settings.level
     names = list(data.predictors if predictors is None else predictors)
     if not data.predictors:
-        from tpsviz.core.tps import no_predictor_message
-
         raise ValueError(no_predictor_message(data))
     unknown = [p for p in names if p not in data.predictors]
     if unknown:
@@ -162,7 +156,6 @@ def metric_table(data: TrajectoryData, settings: ScoreSettings | None = None,
     labelled, y_all = labelled_rows(data, pseudo_labels)
     codes = data.steps["traj"].to_numpy()
     cens = data.trajectories["censored"].to_numpy()
-    eps = float(settings.eps)
     rows = []
     for name in names:
         checkpoint()  # stop here if nobody waits for the result (tpsviz.core.cancel)
@@ -172,58 +165,71 @@ def metric_table(data: TrajectoryData, settings: ScoreSettings | None = None,
         if idx.size == 0:
             rows.append(rec | {"n_trajectories": 0, "n_steps": 0})
             continue
-        p, y, g = p_all[idx], y_all[idx], codes[idx]
-        fin = final_rows(codes, idx)
-        pf, yf, gf = p_all[fin], y_all[fin], codes[fin]
-        specs = [("auroc", "auroc", p, y, g, "uniform"), ("auprc", "auprc", p, y, g, "uniform"),
-                 ("auroc_final", "auroc", pf, yf, gf, "uniform"),
-                 ("tece_pooled", "tece", p, y, g, "uniform"),
-                 ("tece_final", "tece", pf, yf, gf, "uniform"),
-                 ("tece_pooled_mass", "tece", p, y, g, "quantile"),
-                 ("tece_final_mass", "tece", pf, yf, gf, "quantile")]
-        runs = np.unique(g)
-        # every bootstrap of this predictor resamples the same runs: one set of replicates
-        point, se, boot = {}, {}, {}  # boot: column -> statistic to replicate
-        for col, metric, pv, yv, gv, strategy in specs:
-            point[col] = _metric_point(metric, pv, yv, n_bins, strategy)
-            if n_boot > 0 and np.isfinite(point[col]) and runs.size >= 2:
-                boot[col] = metric_statistic(metric, pv, yv, gv, n_boot, n_bins, strategy)[0]
-        pc = np.clip(p, eps, 1.0 - eps) if eps > 0 else p
-        for sname, (a, b) in _SCAL.items():
-            for phi in ("last", "mean", "min"):
-                col = f"scal_{sname}_{phi}"
-                with np.errstate(divide="ignore"):
-                    v = scalarised_score(pc, y, g, phi, a, b)
-                e = mean_estimate(v, n_boot=0, level=level)
-                point[col], se[col] = e.mean, e.se  # SE: sd / sqrt(n) over runs
-                if n_boot > 0 and v.size >= 2 and np.isfinite(v).all():
-                    boot[col] = MeanStat(v)
-        reps = dict(zip(boot, replicate_statistics(list(boot.values()), runs.size, n_boot,
-                                                   seed)))
-        for col in point:
-            sd, lo, hi = replicate_summary(reps[col], level) if col in reps else (np.nan,) * 3
-            rec.update({col: point[col], f"{col}_se": se.get(col, sd), f"{col}_ci_low": lo,
-                        f"{col}_ci_high": hi})
+        runs = np.unique(codes[idx])
+        rec.update(_predictor_metrics(p_all, y_all, codes, idx, runs, settings, n_bins, n_boot, seed))
         rec.update({
             "n_trajectories": int(runs.size), "n_steps": int(idx.size),
             "n_unlabelled": 0 if pseudo_labels else int(cens.sum()),
             "n_pseudo": int(cens[runs].sum()) if pseudo_labels else 0,
         })
         rows.append(rec)
-    out = pd.DataFrame(rows).set_index("predictor")
-    # a predictor (or a log) without labelled runs still has every column, as NaN
-    metric_cols = (["auroc", "auprc", "auroc_final", "tece_pooled", "tece_final",
-                    "tece_pooled_mass", "tece_final_mass"]
-                   + [f"scal_{s}_{phi}" for s in _SCAL for phi in ("last", "mean", "min")])
-    for col in metric_cols:
+    out = _with_every_column(pd.DataFrame(rows).set_index("predictor"))
+    out["labels"] = LABELS[bool(pseudo_labels)]
+    out["n_bins"] = int(n_bins)
+    return out
+
+
+def _with_every_column(out: pd.DataFrame) -> pd.DataFrame:
+    """The metric table with every column even where a predictor (or the log) has no labelled run:
+    metrics NaN, counts 0."""
+    for col in _METRIC_COLUMNS:
         for c in (col, f"{col}_se", f"{col}_ci_low", f"{col}_ci_high"):
             if c not in out:
                 out[c] = np.nan
     for c in ("n_unlabelled", "n_pseudo"):
         out[c] = out[c].fillna(0).astype(int) if c in out else 0
-    out["labels"] = LABELS[bool(pseudo_labels)]
-    out["n_bins"] = int(n_bins)
     return out
+
+
+_METRIC_COLUMNS = (["auroc", "auprc", "auroc_final", "tece_pooled", "tece_final", "tece_pooled_mass",
+                    "tece_final_mass"] + [f"scal_{s}_{phi}" for s in _SCAL for phi in ("last", "mean", "min")])
+
+
+def _predictor_metrics(p_all, y_all, codes, idx, runs, settings: ScoreSettings, n_bins: int, n_boot: int,
+                       seed) -> dict:
+    """Every metric of one predictor on its labelled rows ``idx`` (of the runs ``runs``), with SE and CI
+    (columns ``m``, ``m_se``, ``m_ci_low``, ``m_ci_high``); all bootstraps share one set of replicates."""
+    p, y, g = p_all[idx], y_all[idx], codes[idx]
+    fin = final_rows(codes, idx)
+    pf, yf, gf = p_all[fin], y_all[fin], codes[fin]
+    specs = [("auroc", "auroc", p, y, g, "uniform"), ("auprc", "auprc", p, y, g, "uniform"),
+             ("auroc_final", "auroc", pf, yf, gf, "uniform"),
+             ("tece_pooled", "tece", p, y, g, "uniform"),
+             ("tece_final", "tece", pf, yf, gf, "uniform"),
+             ("tece_pooled_mass", "tece", p, y, g, "quantile"),
+             ("tece_final_mass", "tece", pf, yf, gf, "quantile")]
+    point, se, boot = {}, {}, {}  # boot: column -> statistic to replicate
+    for col, metric, pv, yv, gv, strategy in specs:
+        point[col] = _metric_point(metric, pv, yv, n_bins, strategy)
+        if n_boot > 0 and np.isfinite(point[col]) and runs.size >= 2:
+            boot[col] = metric_statistic(metric, pv, yv, gv, n_boot, n_bins, strategy)[0]
+    eps = float(settings.eps)
+    pc = np.clip(p, eps, 1.0 - eps) if eps > 0 else p
+    for sname, (a, b) in _SCAL.items():
+        for phi in ("last", "mean", "min"):
+            col = f"scal_{sname}_{phi}"
+            with np.errstate(divide="ignore"):
+                v = scalarised_score(pc, y, g, phi, a, b)
+            e = mean_estimate(v, n_boot=0, level=settings.level)
+            point[col], se[col] = e.mean, e.se  # SE: sd / sqrt(n) over runs
+            if n_boot > 0 and v.size >= 2 and np.isfinite(v).all():
+                boot[col] = MeanStat(v)
+    reps = dict(zip(boot, replicate_statistics(list(boot.values()), runs.size, n_boot, seed)))
+    rec = {}
+    for col in point:
+        sd, lo, hi = replicate_summary(reps[col], settings.level) if col in reps else (np.nan,) * 3
+        rec.update({col: point[col], f"{col}_se": se.get(col, sd), f"{col}_ci_low": lo, f"{col}_ci_high": hi})
+    return rec
 
 
 # --------------------------------------------------------------------------- base rate & skill
@@ -284,8 +290,6 @@ def run_labels(data: TrajectoryData, settings: ScoreSettings, q_z=None) -> np.nd
     ndarray
         One float per trajectory, in the order of ``data.trajectories``.
     """
-    from tpsviz.core.censoring import qz_per_trajectory
-
     t = data.trajectories
     cens = t["censored"].to_numpy()
     out = t["outcome"].to_numpy(dtype=float)

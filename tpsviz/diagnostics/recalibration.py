@@ -121,6 +121,68 @@ def _rows_by_step(steps: np.ndarray) -> list:
     return [(t, order[a:b]) for t, a, b in zip(uniq, starts, ends)]
 
 
+def _assign_folds(g: np.ndarray, labelled: np.ndarray, folds: int, seed: int) -> tuple[np.ndarray, int]:
+    """The fold of every row, whole trajectories assigned at random (seeded), and the number of
+    trajectories; a ValueError when fewer trajectories than folds have an outcome."""
+    codes, traj = np.unique(g, return_inverse=True)
+    if np.unique(traj[labelled]).size < folds:
+        raise ValueError(f"{folds} folds need at least {folds} trajectories with an outcome")
+    rng = np.random.default_rng(seed)
+    fold_of_traj = rng.permutation(codes.size) % folds
+    return fold_of_traj[traj], int(codes.size)
+
+
+def _cross_fit(method: str, feats: np.ndarray, y: np.ndarray, labelled: np.ndarray, fold: np.ndarray, folds: int,
+               steps: np.ndarray | None) -> tuple[np.ndarray, dict]:
+    """Every row's probability from the map(s) fitted on the labelled rows of the other folds, and the
+    count of maps fitted and of per-step fallbacks (:func:`_predict_by_step`)."""
+    out = np.full(feats.shape[0], np.nan)
+    fits = {"n_fit": 0, "n_fallback": 0, "fallback_steps": set()}
+    by_step = _rows_by_step(steps) if steps is not None else []
+    for k in range(folds):
+        checkpoint()  # stop here if nobody waits for the result (tpsviz.core.cancel)
+        train, test = labelled & (fold != k), fold == k
+        if not test.any():
+            continue
+        if not (0 < y[train].sum() < train.sum()):
+            raise ValueError(f"fold {k}: the training rows have one class only; "
+                             "use fewer folds or more data")
+        pooled = _fit(method, feats[train], y[train])
+        fits["n_fit"] += 1
+        if steps is None:
+            out[test] = pooled(feats[test])
+        else:
+            _predict_by_step(method, feats, y, train, test, by_step, pooled, out, fits)
+    return out, fits
+
+
+def _predict_by_step(method: str, feats: np.ndarray, y: np.ndarray, train: np.ndarray, test: np.ndarray,
+                     by_step: list, pooled, out: np.ndarray, fits: dict) -> None:
+    """One fold's held-out rows (``test``) predicted by a map per step, written into ``out``.
+
+    Each of the first :data:`MAX_STEP_MAPS` step positions with enough labelled training rows of
+    both classes gets a map fitted on them; the other steps' rows are predicted by the fold's
+    ``pooled`` map (counted in ``fits``: ``n_fit``, ``n_fallback`` and ``fallback_steps``).
+    """
+    pooled_rows = []
+    for i, (t, idx) in enumerate(by_step):
+        if i % 20 == 0:
+            checkpoint()
+        rows, tr = idx[test[idx]], idx[train[idx]]
+        if rows.size == 0:
+            continue
+        if i < MAX_STEP_MAPS and _fittable(y[tr]):
+            out[rows] = _fit(method, feats[tr], y[tr])(feats[rows])
+            fits["n_fit"] += 1
+        else:  # too few rows of one step, or a step beyond the first MAX_STEP_MAPS: the pooled map
+            pooled_rows.append(rows)
+            fits["n_fallback"] += 1
+            fits["fallback_steps"].add(t.item() if hasattr(t, "item") else t)
+    if pooled_rows:  # one call for all of them (a call per step costs ms each)
+        rows = np.concatenate(pooled_rows)
+        out[rows] = pooled(feats[rows])
+
+
 def recalibrate(x, y, groups, method: str = "platt", folds: int = 5, per_step=None,
                 seed: int = DEFAULT_SEED, direction: int = 1,
                 signal: str = "probability") -> RecalibrationResult:
@@ -165,56 +227,18 @@ def recalibrate(x, y, groups, method: str = "platt", folds: int = 5, per_step=No
     x, y, g = _validate(x, y, groups, method, signal, direction, folds)
     if direction == -1:
         x = -x if signal == "raw" else 1.0 - x
-    codes, traj = np.unique(g, return_inverse=True)
     labelled = ~np.isnan(y)
-    if np.unique(traj[labelled]).size < folds:
-        raise ValueError(f"{folds} folds need at least {folds} trajectories with an outcome")
-    rng = np.random.default_rng(seed)
-    fold_of_traj = rng.permutation(codes.size) % folds
-    fold = fold_of_traj[traj]
+    fold, n_traj = _assign_folds(g, labelled, folds, seed)
     feats = _features(x, method, signal)
     steps = None if per_step is None else np.asarray(per_step).ravel()
     if steps is not None and steps.size != x.size:
         raise ValueError(f"per_step has {steps.size} values for {x.size} rows")
-    out = np.full(x.size, np.nan)
-    n_fit = n_fallback = 0
-    fallback_steps: set = set()
-    by_step = _rows_by_step(steps) if steps is not None else []
-    for k in range(folds):
-        checkpoint()  # stop here if nobody waits for the result (tpsviz.core.cancel)
-        train, test = labelled & (fold != k), fold == k
-        if not test.any():
-            continue
-        if not (0 < y[train].sum() < train.sum()):
-            raise ValueError(f"fold {k}: the training rows have one class only; "
-                             "use fewer folds or more data")
-        pooled = _fit(method, feats[train], y[train])
-        n_fit += 1
-        if steps is None:
-            out[test] = pooled(feats[test])
-            continue
-        pooled_rows = []
-        for i, (t, idx) in enumerate(by_step):
-            if i % 20 == 0:
-                checkpoint()
-            rows, tr = idx[test[idx]], idx[train[idx]]
-            if rows.size == 0:
-                continue
-            if i < MAX_STEP_MAPS and _fittable(y[tr]):
-                out[rows] = _fit(method, feats[tr], y[tr])(feats[rows])
-                n_fit += 1
-            else:  # too few rows of one step, or a step beyond the first MAX_STEP_MAPS: the pooled map
-                pooled_rows.append(rows)
-                n_fallback += 1
-                fallback_steps.add(t.item() if hasattr(t, "item") else t)
-        if pooled_rows:  # one call for all of them (a call per step costs ms each)
-            rows = np.concatenate(pooled_rows)
-            out[rows] = pooled(feats[rows])
+    out, fits = _cross_fit(method, feats, y, labelled, fold, folds, steps)
     report = {
         "method": method, "signal": signal, "direction": direction, "folds": int(folds),
         "seed": seed, "per_step": steps is not None, "n_rows": int(x.size),
-        "n_labelled": int(labelled.sum()), "n_trajectories": int(codes.size),
-        "n_fit": n_fit, "n_fallback": n_fallback, "fallback_steps": sorted(fallback_steps),
+        "n_labelled": int(labelled.sum()), "n_trajectories": n_traj,
+        "n_fit": fits["n_fit"], "n_fallback": fits["n_fallback"], "fallback_steps": sorted(fits["fallback_steps"]),
         "unlabelled": "predicted by the map of their own fold (fitted on the other folds)",
     }
     return RecalibrationResult(np.clip(out, 0.0, 1.0), report)

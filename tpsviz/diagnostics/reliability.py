@@ -16,7 +16,8 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from tpsviz.diagnostics.decomposition import _check, pav_unique
+from tpsviz.core.checks import forecasts_and_outcomes
+from tpsviz.diagnostics.decomposition import pav_unique
 from tpsviz.core.inference import DEFAULT_SEED
 from tpsviz.diagnostics.metrics import bin_edges, bin_index
 
@@ -89,7 +90,7 @@ def reliability_bins(p, y, n_bins: int = 10, strategy: str = "uniform",
         ``n``, ``mean_forecast``, ``observed_rate``, ``ci_low``, ``ci_high``. Rows treat
         steps as independent: the intervals are narrower than a trajectory-level analysis.
     """
-    p, y = _check(p, y)
+    p, y = forecasts_and_outcomes(p, y, "to decompose")
     if interval not in ("wilson", "clopper-pearson"):
         raise ValueError(f"interval must be 'wilson' or 'clopper-pearson', got {interval!r}")
     edges = bin_edges(p, n_bins, strategy)
@@ -132,7 +133,7 @@ def corp_curve(p, y, n_boot: int = 500, seed: int = DEFAULT_SEED, level: float =
         fit F̂ at x: draw it as a step function), ``band_low`` and ``band_high`` (pointwise
         quantiles of the simulated fits; NaN if ``n_boot`` is 0).
     """
-    p, y = _check(p, y)
+    p, y = forecasts_and_outcomes(p, y, "to decompose")
     level = _check_level(level)
     xs, inv, counts = np.unique(p, return_inverse=True, return_counts=True)
     w = counts.astype(float)

@@ -31,10 +31,9 @@ Labels ℓ follow the censoring mode of the score, so the verdict judges the for
 rewards: complete runs count Y; censored runs count 0 (simple), 1 (upper), q_Z (exact) or are
 left out (complete-case).
 
-Consistency resampling: if F is truthful, P(ℓ = 1 | F_1, …, F_T) = F_T (the martingale
-property), so drawing one ℓ* ~ Bernoulli(F_T) per run gives the exact null law of the whole
-trace with its outcome; MCB* on these draws is the null distribution of MCB. This keeps the
-dependence of the steps of one run, which a draw per step would ignore.
+The numbers behind the rules are computed in :mod:`tpsviz.diagnostics.verdict_checks` (bias, slope,
+separation) and :mod:`tpsviz.diagnostics.corp_nulls` (the CORP tests: consistency resampling for
+MCB, permutations for DSC); this module decides the label and says it in one sentence.
 """
 
 from __future__ import annotations
@@ -45,10 +44,12 @@ from dataclasses import asdict, dataclass, replace
 import numpy as np
 
 from tpsviz.core.cancel import checkpoint
-from tpsviz.diagnostics.leaderboard import run_labels, skill_table
 from tpsviz.core.data import TrajectoryData
 from tpsviz.core.censoring import default_censoring
 from tpsviz.core.tps import ScoreSettings, TPSResult
+from tpsviz.diagnostics.corp_nulls import N_NULL
+from tpsviz.diagnostics.leaderboard import skill_table
+from tpsviz.diagnostics.verdict_checks import row_statistics, verdict_rows, z_value
 
 __all__ = ["LABELS", "Verdict", "verdicts", "verdict_statistics", "statistics_for", "RULES", "MIN_RUNS",
            "MIN_CLASS"]
@@ -60,13 +61,6 @@ LABELS = ("too little data", "optimistic", "pessimistic", "uninformative", "over
 MIN_RUNS = 20
 #: … and this many of each outcome (expected counts for soft labels)
 MIN_CLASS = 5
-#: null replicates of the MCB (consistency) and DSC (permutation) tests
-N_NULL = 200
-#: the CORP tests (MCB, DSC) of a log with more runs use a seeded random subset of this many runs
-#: (their power is ample there; the bias and the slope always use every run)
-MAX_TEST_RUNS = 20_000
-#: forecasts are kept in [c, 1 − c] for the logit of the calibration slope
-LOGIT_CLIP = 1e-4
 
 #: the rules in words (for the page, the README and the report)
 RULES = (
@@ -134,7 +128,8 @@ class Verdict:
         Permutation p-value of the discrimination of the reversed forecast 1 − F (small: the
         forecasts point the wrong way).
     n_test_runs : int
-        Runs the CORP tests used (all, or a seeded subset of :data:`MAX_TEST_RUNS`).
+        Runs the CORP tests used (all, or a seeded subset of
+        :data:`~tpsviz.diagnostics.verdict_checks.MAX_TEST_RUNS`).
     skill, skill_se, skill_ci_low, skill_ci_high, ref_rate : float
         Skill against the base-rate reference F ≡ ref_rate (:func:`skill_table`).
     level : float
@@ -183,229 +178,10 @@ class Verdict:
                 for k, v in asdict(self).items()}
 
 
-# --------------------------------------------------------------------------- statistics
-def _z(level: float) -> float:
-    from scipy.special import ndtri
-
-    return float(ndtri(0.5 + level / 2))
-
-
-def _clustered_bias(p: np.ndarray, lab: np.ndarray, runs: np.ndarray) -> tuple[float, float]:
-    """mean(p − ℓ) over rows and its SE with run clusters (CR1 small-sample factor)."""
-    d = p - lab
-    n = d.size
-    bias = float(d.mean())
-    g = np.bincount(runs, weights=d - bias)
-    k = g.size
-    if k < 2:
-        return bias, np.nan
-    return bias, float(np.sqrt(k / (k - 1) * np.sum(g ** 2)) / n)
-
-
-def _expit(eta: np.ndarray) -> np.ndarray:
-    """1 / (1 + e^−η) without an overflow warning for a large −η (a separating fit goes there)."""
-    with np.errstate(over="ignore"):
-        return 1 / (1 + np.exp(-eta))
-
-
-def calibration_slope(p, lab, runs) -> tuple[float, float, float]:
-    """Logistic calibration fit logit P(ℓ = 1) = a + b·logit F, by Newton's method.
-
-    Parameters
-    ----------
-    p : ndarray
-        Forecasts F_t (clipped to [LOGIT_CLIP, 1 − LOGIT_CLIP] for the logit).
-    lab : ndarray
-        Labels ℓ in [0, 1] (soft labels are fitted as a quasi-likelihood).
-    runs : ndarray of int
-        Run code of every row, 0 … k−1 (for the clustered sandwich variance).
-
-    Returns
-    -------
-    a, b, se_b : float
-        Intercept, slope and the SE of the slope, clustered by run. NaN when the slope is not
-        identified (a constant forecast) or the fit diverges (forecasts separate outcomes).
-    """
-    x = np.log(np.clip(p, LOGIT_CLIP, 1 - LOGIT_CLIP)) - np.log1p(-np.clip(p, LOGIT_CLIP,
-                                                                          1 - LOGIT_CLIP))
-    if x.size < 3 or np.ptp(x) < 1e-9:
-        return np.nan, np.nan, np.nan
-    X = np.column_stack([np.ones_like(x), x])
-    theta = np.zeros(2)
-    for _ in range(100):
-        eta = X @ theta
-        mu = _expit(eta)
-        grad = X.T @ (lab - mu)
-        H = (X * (mu * (1 - mu))[:, None]).T @ X
-        try:
-            step = np.linalg.solve(H, grad)
-        except np.linalg.LinAlgError:
-            return np.nan, np.nan, np.nan
-        theta = theta + step
-        if not np.all(np.isfinite(theta)) or abs(theta[1]) > 1e3:
-            return np.nan, np.nan, np.nan
-        if np.max(np.abs(step)) < 1e-10:
-            break
-    else:
-        return np.nan, np.nan, np.nan
-    mu = _expit(X @ theta)
-    H = (X * (mu * (1 - mu))[:, None]).T @ X
-    scores = X * (lab - mu)[:, None]
-    per_run = np.column_stack([np.bincount(runs, weights=scores[:, j]) for j in range(2)])
-    k = per_run.shape[0]
-    meat = k / max(k - 1, 1) * per_run.T @ per_run
-    hinv = np.linalg.inv(H)
-    cov = hinv @ meat @ hinv
-    return float(theta[0]), float(theta[1]), float(np.sqrt(max(cov[1, 1], 0.0)))
-
-
-def _pav(means: np.ndarray, weights: np.ndarray, scratch: np.ndarray) -> np.ndarray:
-    """Weighted increasing isotonic fit of ``means`` (in forecast order), written into ``means``
-    (a float64 array of the caller's own, overwritten) and returned; ``scratch``, an array of the
-    same size, is overwritten with the kernel's working weights.
-
-    The null distributions call this hundreds of times per predictor, so it uses scikit-learn's
-    compiled PAV kernel directly (the public :func:`sklearn.isotonic.isotonic_regression` spends
-    ~0.9 ms per call validating its arguments, 5× the fit itself); the public function, used by
-    :func:`tpsviz.diagnostics.decomposition.pav_unique`, is the fallback and the test oracle.
-    """
-    try:
-        from sklearn._isotonic import _inplace_contiguous_isotonic_regression as kernel
-    except ImportError:  # pragma: no cover - a scikit-learn without the private kernel
-        from tpsviz.diagnostics.decomposition import pav_unique
-
-        return pav_unique(means, weights)
-    np.copyto(scratch, weights)  # the kernel works in place on both
-    kernel(means, scratch)
-    return means
-
-
-def _dot(a: np.ndarray, b: np.ndarray) -> float:
-    """Σ a·b without BLAS: OpenBLAS runs a dot product of more than 10,000 values on threads of
-    its own, which then spin on the cores the verdict's two threads need (_fast/blas.py)."""
-    return float(np.einsum("i,i->", a, b))
-
-
-class _Corp:
-    """CORP decomposition of the half Brier score for many label vectors on fixed forecasts.
-
-    With m distinct forecasts x_j, n_j rows and label sum s_j at x_j, and Σℓ² over the rows, the
-    half Brier loss of forecasts c_j (constant at each x_j) is ½ (Σ n_j c_j² − 2 Σ c_j s_j + Σℓ²) / n:
-    one pass over the rows (the label sums) and a few over the m values per label vector, which the
-    null loops draw hundreds of. Σ n_j x_j² does not depend on the labels and is kept.
-    """
-
-    def __init__(self, p: np.ndarray):
-        self.xs, self.inv, counts = np.unique(p, return_inverse=True, return_counts=True)
-        self.counts = counts.astype(float)
-        self.n = float(p.size)
-        self.p = p
-        self._sq_xs = _dot(self.counts, self.xs * self.xs)  # Σ n_j x_j²
-        self._scratch = np.empty_like(self.counts)  # the PAV kernel's weights (one _Corp a thread)
-
-    def _losses(self, lab: np.ndarray, which: str) -> dict:
-        """½ mean (c − ℓ)² for c = the forecasts ("f"), their PAV recalibration ("r") and the mean
-        label ("u"), only those asked for (the null loops need two of the three)."""
-        s1 = np.bincount(self.inv, weights=lab, minlength=self.xs.size)
-        sq = _dot(lab, lab)
-
-        def loss(sq_c: float, c_s: float) -> float:  # from Σ n_j c_j² and Σ c_j s_j
-            return 0.5 * (sq_c - 2.0 * c_s + sq) / self.n
-
-        r = _pav(s1 / self.counts, self.counts, self._scratch)  # (a fresh array of means)
-        out = {"r": loss(_dot(self.counts, r * r), _dot(r, s1))}
-        if "f" in which:
-            out["f"] = loss(self._sq_xs, _dot(self.xs, s1))
-        if "u" in which:
-            total = float(s1.sum())
-            u = total / self.n  # (n·(u·u), as n_j·(r_j·r_j) above: one forecast value gives DSC 0 exactly)
-            out["u"] = loss(self.n * (u * u), u * total)
-        return out
-
-    def mcb_dsc(self, lab: np.ndarray) -> tuple[float, float, float]:
-        """(MCB, DSC, UNC) of the half Brier score."""
-        L = self._losses(lab, "fu")
-        return max(L["f"] - L["r"], 0.0), max(L["u"] - L["r"], 0.0), L["u"]
-
-    def mcb(self, lab: np.ndarray) -> float:
-        """MCB alone (the consistency-resampling null)."""
-        L = self._losses(lab, "f")
-        return max(L["f"] - L["r"], 0.0)
-
-    def dsc(self, lab: np.ndarray) -> float:
-        """DSC alone (the permutation null)."""
-        L = self._losses(lab, "u")
-        return max(L["u"] - L["r"], 0.0)
-
-
-#: a null stops once this many of its draws reach the observed value (and its p-value can no
-#: longer fall below the test's threshold): Besag & Clifford's sequential Monte-Carlo test
-H_STOP = 10
-
-
-class _SequentialNull:
-    """A Monte-Carlo null drawn one value at a time that stops early when the test cannot reject.
-
-    After ``k`` of ``n`` draws reach the observed value, the p-value of all ``n_null`` draws is at
-    least (1 + k) / (1 + n_null). Once that is ≥ ``threshold`` and k ≥ :data:`H_STOP`, no later
-    draw can make the test reject, so the null stops (Besag & Clifford 1991) and its p-value is
-    max(k / n, (1 + k) / (1 + n_null)): each term is a valid p-value, so their maximum is too, and
-    it is never below the threshold, so every decision is the one the full null gives. A null
-    that runs to the end gives the usual (1 + k) / (1 + n_null).
-    """
-
-    def __init__(self, observed: float, threshold: float, n_null: int):
-        self.observed, self.n_null = observed, n_null
-        self.tol = 1e-12 * (1.0 + abs(observed))  # a draw equal to the observed value up to rounding counts
-        need = int(np.ceil(threshold * (1 + n_null) - 1 - 1e-9))  # k with (1 + k)/(1 + n_null) ≥ threshold
-        self.h = max(H_STOP, need)
-        self.k = self.n = 0
-
-    @property
-    def running(self) -> bool:
-        return self.k < self.h and self.n < self.n_null
-
-    def add(self, value: float) -> None:
-        self.n += 1
-        self.k += bool(value >= self.observed - self.tol)
-
-    def p(self) -> float:
-        full = (1 + self.k) / (1 + self.n_null)
-        return full if self.n >= self.n_null else max(self.k / self.n, full)
-
-
-def _tests(p, lab, runs, last_p, run_lab, rng, n_null, level: float = 0.95) -> dict:
-    """MCB with its consistency-resampling p-value; DSC of F, and of the reversed 1 − F, with their
-    permutation p-values (the same permutations). Each null stops once it cannot reject at the
-    threshold :func:`_decide` uses (:class:`_SequentialNull`); while any null runs, every draw is
-    made, so a null that runs to the end sees the same draws as without the stopping."""
-    corp, rev = _Corp(p), _Corp(1.0 - p)
-    mcb, dsc, unc = corp.mcb_dsc(lab)
-    dsc_rev = rev.dsc(lab)
-    alpha = 1 - level
-    mcb_null = _SequentialNull(mcb, alpha / 3, n_null)  # the thresholds of _decide
-    dsc_null, rev_null = _SequentialNull(dsc, alpha, n_null), _SequentialNull(dsc_rev, alpha, n_null)
-    for b in range(n_null):
-        if not (mcb_null.running or dsc_null.running or rev_null.running):
-            break
-        if b % 20 == 0:
-            checkpoint()  # stop here if nobody waits for the result (tpsviz.core.cancel)
-        star = (rng.random(last_p.size) < last_p).astype(float)
-        if mcb_null.running:
-            mcb_null.add(corp.mcb(star[runs]))
-        perm = rng.permutation(run_lab)[runs]
-        if dsc_null.running:
-            dsc_null.add(corp.dsc(perm))
-        if rev_null.running:
-            rev_null.add(rev.dsc(perm))
-    return {"mcb": mcb, "mcb_p": mcb_null.p(), "dsc": dsc, "dsc_p": dsc_null.p(),
-            "unc": unc, "dsc_rev_p": rev_null.p()}
-
-
 # --------------------------------------------------------------------------- rules
 def _z_cal(level: float) -> float:
     """Two-sided critical value of each of the three calibration checks (Bonferroni over 3)."""
-    return _z(1 - (1 - level) / 3)
+    return z_value(1 - (1 - level) / 3)
 
 
 def _decide(s: dict, level: float) -> tuple[str, str]:
@@ -531,67 +307,6 @@ def _sentence(name: str, label: str, rule: str, s: dict, level: float, mode: str
 
 
 # --------------------------------------------------------------------------- entry point
-def _rows(data: TrajectoryData, settings: ScoreSettings, q_z, name: str):
-    """(forecast, label, run code 0…k−1, last forecast and label per run) of the scored rows."""
-    lab_run = run_labels(data, settings, q_z)
-    codes = data.steps["traj"].to_numpy()
-    p = data.forecasts(name)
-    lab = lab_run[codes]
-    keep = np.flatnonzero(~np.isnan(p) & ~np.isnan(lab))
-    p, lab, c = p[keep], lab[keep], codes[keep]
-    uniq, runs = np.unique(c, return_inverse=True)
-    last = np.r_[np.flatnonzero(runs[1:] != runs[:-1]), runs.size - 1] if runs.size else runs
-    observed = data.trajectories["outcome"].to_numpy(dtype=float)[uniq]  # NaN: no outcome seen
-    return p, lab, runs, p[last], lab[last], observed
-
-
-def _separation(p, lab) -> int:
-    """+1 if every success is forecast above every failure, −1 if below, else 0 (0/1 labels only)."""
-    if not np.all((lab == 0) | (lab == 1)):
-        return 0
-    hi, lo = p[lab == 1], p[lab == 0]
-    if hi.size == 0 or lo.size == 0:
-        return 0
-    if hi.min() > lo.max():
-        return 1
-    return -1 if hi.max() < lo.min() else 0
-
-
-def _statistics(p, lab, runs, last_p, run_lab, observed, level, rng, n_null) -> dict:
-    n_runs = int(run_lab.size)
-    seen = observed[~np.isnan(observed)]
-    s = {"n_runs": n_runs, "n_rows": int(p.size), "n_success": float(run_lab.sum()),
-         "n_failure": float(n_runs - run_lab.sum()),
-         "run_rate": float(run_lab.mean()) if n_runs else np.nan,
-         # runs whose outcome was actually observed: a verdict needs evidence, not only q_Z labels
-         "n_observed": int(seen.size), "n_observed_success": int(seen.sum())}
-    nan = np.nan
-    s.update(forecast_min=float(p.min()) if p.size else nan, forecast_max=float(p.max()) if p.size else nan,
-             mean_forecast=float(p.mean()) if p.size else nan,
-             success_rate=float(lab.mean()) if p.size else nan)
-    if n_runs < 2:
-        s.update(bias=nan, bias_se=nan, slope=nan, slope_se=nan, slope_ci_low=nan,
-                 slope_ci_high=nan, separation=0, mcb=nan, mcb_p=nan, dsc=nan, dsc_p=nan, unc=nan, dsc_rev_p=nan,
-                 n_test_runs=n_runs)
-        return s
-    s["bias"], s["bias_se"] = _clustered_bias(p, lab, runs)
-    _, b, se = calibration_slope(p, lab, runs)
-    z = _z(level)
-    s.update(slope=b, slope_se=se, slope_ci_low=b - z * se, slope_ci_high=b + z * se,
-             separation=_separation(p, lab))
-    if n_runs > MAX_TEST_RUNS:  # the CORP tests on a seeded random subset of runs (stated in n_test_runs)
-        keep_runs = np.zeros(n_runs, dtype=bool)
-        keep_runs[rng.choice(n_runs, MAX_TEST_RUNS, replace=False)] = True
-        rows = keep_runs[runs]
-        new_code = np.cumsum(keep_runs) - 1
-        s.update(_tests(p[rows], lab[rows], new_code[runs[rows]], last_p[keep_runs], run_lab[keep_runs],
-                        rng, n_null, level))
-    else:
-        s.update(_tests(p, lab, runs, last_p, run_lab, rng, n_null, level))
-    s["n_test_runs"] = min(n_runs, MAX_TEST_RUNS)
-    return s
-
-
 def verdict_statistics(data: TrajectoryData, settings: ScoreSettings, name: str, q_z=None,
                        n_null: int = N_NULL) -> dict:
     """The statistics behind one predictor's verdict (all but the skill).
@@ -609,7 +324,7 @@ def verdict_statistics(data: TrajectoryData, settings: ScoreSettings, name: str,
     # seeded by the predictor's name: its verdict does not depend on which others are shown
     rng = np.random.default_rng([int(settings.seed) % 2 ** 63,
                                  zlib.crc32(name.encode("utf-8", "replace"))])
-    return _statistics(*_rows(data, settings, q_z, name), settings.level, rng, int(n_null))
+    return row_statistics(*verdict_rows(data, settings, q_z, name), settings.level, rng, int(n_null))
 
 
 STAT_THREADS = 2   # predictors whose statistics are computed at once (the null loops release the GIL in

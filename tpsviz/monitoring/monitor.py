@@ -9,13 +9,8 @@ the order in which runs first appear in the file. Then:
   alone does not read as a change of skill) with a delta-method interval, the success rate and the
   mean forecast. docs/theory.md §11.
 * **Alarm.** A one-sided lower CUSUM on D_i = TPS_i − TPS_ref,i, one predictor's per-run TPS minus
-  that of the in-control success rate r₀ on the same rows, standardised with μ₀, σ₀ of the in-control
-  part (the first runs) and capped at ±3 (``Z_CAP``): S_i = max(0, S_{i−1} − z_i − k), k = shift/2
-  (shift in units of σ₀). The
-  threshold h gives one false alarm per ``target_arl`` runs on streams resampled from the in-control
-  runs that also re-estimate μ₀ and σ₀; the false-alarm rate is then measured on fresh such streams
-  with the same restart-after-alarm rule as the real stream, and reported with the alarms the
-  in-control part itself raised. docs/theory.md §11.
+  that of the in-control success rate r₀ on the same rows (:mod:`tpsviz.monitoring.cusum` sets its
+  threshold and measures its false-alarm rate). docs/theory.md §11.
 """
 
 from __future__ import annotations
@@ -28,93 +23,9 @@ import pandas as pd
 from tpsviz.core.data import TrajectoryData
 from tpsviz.core.scores import beta_score, clip_forecasts
 from tpsviz.core.tps import ScoreSettings, compute_tps
+from tpsviz.monitoring.cusum import MIN_ALARM_RUNS, Alarm, cusum_alarm
 
-__all__ = ["MonitorResult", "Alarm", "monitor", "run_order", "order_columns", "default_baseline", "window_table", "cusum_alarm",
-           "cusum_path", "MIN_ALARM_RUNS"]
-
-MIN_ALARM_RUNS = 40       # fewer in-control runs than this: μ₀ and σ₀ are too rough for an alarm
-#: each run's standardised value z_i is capped at ±Z_CAP before the CUSUM (winsorised CUSUM). The
-#: streams that set h and measure the false-alarm rate are resampled from the in-control runs, so
-#: they never hold a run worse than the worst of those; real runs can be, and with heavy-tailed
-#: per-run scores one such run raised an alarm by itself. Measured on 12 shuffles of the tau2-like
-#: demo (no change in them), 4 predictors: 67 alarms where the measured rate predicted 16.8
-#: without the cap, 22 (against 16.7) with it (docs/theory.md §11; tests/test_monitor.py).
-Z_CAP = 3.0
-N_SIM = 400               # resampled in-control streams for the threshold (and as many to check it)
-
-
-@dataclass
-class Alarm:
-    """A CUSUM alarm on degradation of one predictor's per-run TPS.
-
-    Attributes
-    ----------
-    predictor : str
-    n_baseline : int
-        In-control runs (the first scored runs in monitoring order).
-    mu0, sd0 : float
-        Mean and standard deviation of the monitored D_i = TPS_i − TPS_ref,i over the in-control runs.
-    shift : float
-        The drop the alarm is tuned to, in units of sd0 (k = shift / 2).
-    h : float
-        Threshold on the CUSUM statistic.
-    target_arl : float
-        Asked-for average run length to a false alarm, in runs.
-    false_alarm_rate : float
-        False alarms per run, measured on fresh streams resampled from the in-control runs.
-    false_alarm_se : float
-        Its Monte-Carlo standard error.
-    in_control_alarms : int
-        Alarms raised inside the in-control part itself.
-    statistic : ndarray
-        S_i for every run in monitoring order (NaN: not scored).
-    alarms : DataFrame
-        One row per alarm: ``position`` (0-based among scored runs), ``trajectory_id``, ``key``,
-        ``start_position`` / ``start_key`` (first run of the excursion that led to it: an estimate
-        of where the change began), ``in_control`` (bool).
-    reason : str
-        Why no alarm could be set up ("" when it was).
-    rate0 : float
-        The in-control success rate r₀ of the reference.
-    chance_alarms : float
-        Alarms expected after the in-control part when nothing changes: the mean count over
-        simulated in-control streams as long as that part.
-    count_p : float
-        P(as many alarms or more after the in-control part | nothing changed), from those streams:
-        (1 + #{streams with ≥ the observed count}) / (1 + streams). The streams carry the error of
-        estimating μ₀ and σ₀, which makes alarm counts vary more than a Poisson count of the same
-        mean (on the drift demo's truthful forecast: variance 1.25 for a mean of 0.71).
-    """
-
-    predictor: str
-    n_baseline: int = 0
-    mu0: float = float("nan")
-    sd0: float = float("nan")
-    shift: float = 0.5
-    h: float = float("nan")
-    target_arl: float = 1000.0
-    false_alarm_rate: float = float("nan")
-    false_alarm_se: float = float("nan")
-    in_control_alarms: int = 0
-    statistic: np.ndarray = field(default_factory=lambda: np.zeros(0))
-    alarms: pd.DataFrame = field(default_factory=pd.DataFrame)
-    reason: str = ""
-    rate0: float = float("nan")
-    chance_alarms: float = float("nan")
-    count_p: float = float("nan")
-
-    def words(self) -> str:
-        """One sentence: the alarm's setting and its measured false-alarm rate."""
-        if self.reason:
-            return f"No alarm on {self.predictor}: {self.reason}."
-        return (f"CUSUM on {self.predictor}'s per-run TPS minus that of the in-control success rate "
-                f"{self.rate0:.2f}, tuned to a drop of {self.shift:g} SD from the first {self.n_baseline:,} scored runs "
-                f"(mean {self.mu0:.3g}, SD {self.sd0:.3g}; a run counts at most {Z_CAP:g} SD either way); "
-                f"threshold h = {self.h:.2f} for "
-                f"one false alarm per {self.target_arl:,.0f} in-control runs; measured on {N_SIM} resampled "
-                f"in-control streams: {1000 * self.false_alarm_rate:.2f} ± {1000 * self.false_alarm_se:.2f} false "
-                f"alarms per 1,000 runs; {self.in_control_alarms} alarm(s) inside the in-control part.")
-
+__all__ = ["MonitorResult", "monitor", "run_order", "order_columns", "default_baseline", "window_table"]
 
 @dataclass
 class MonitorResult:
@@ -322,153 +233,6 @@ def _window_starts(n: int, window: int, stride: int) -> np.ndarray:
         starts = np.append(starts, n - window)
     return starts
 
-
-def cusum_path(z: np.ndarray, k: float, h: float | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Lower CUSUM S_i = max(0, S_{i−1} − z_i − k) of a standardised series.
-
-    Parameters
-    ----------
-    z : ndarray
-        Standardised values in order.
-    k : float
-        Reference value (half the shift to detect).
-    h : float, optional
-        Threshold: at S_i > h an alarm is raised and S restarts from 0. None: no restarts.
-
-    Returns
-    -------
-    S : ndarray
-        The statistic after each value (before any restart).
-    alarms : ndarray of int
-        Positions of the alarms.
-    starts : ndarray of int
-        For each alarm, the first position of the excursion of S above 0 that led to it (where the
-        change most likely began).
-    """
-    s = np.empty(z.size)
-    alarms, starts = [], []
-    cur, begin = 0.0, 0
-    for i, v in enumerate(z):
-        if cur == 0.0:
-            begin = i
-        cur = max(0.0, cur - v - k)
-        s[i] = cur
-        if h is not None and cur > h:
-            alarms.append(i)
-            starts.append(begin)
-            cur = 0.0
-    return s, np.array(alarms, dtype=np.int64), np.array(starts, dtype=np.int64)
-
-
-def _alarm_counts(z: np.ndarray, k: float, h: float, state: tuple | None = None) -> np.ndarray:
-    """Alarms per stream (rows of ``z``) of the CUSUM with restarts: :func:`cusum_path` vectorised over streams.
-    ``state`` (S, counts), updated in place, carries the streams on from an earlier chunk of runs."""
-    s, count = state if state is not None else (np.zeros(z.shape[0]), np.zeros(z.shape[0]))
-    for i in range(z.shape[1]):
-        np.maximum(0.0, s - z[:, i] - k, out=s)
-        hit = s > h
-        count += hit
-        s[hit] = 0.0
-    return count
-
-
-def _in_control_streams(base: np.ndarray, n_sim: int, length: int, rng) -> np.ndarray:
-    """Standardised in-control streams that carry the error of estimating μ₀ and σ₀.
-
-    Each stream draws its own in-control sample (a bootstrap resample of ``base``, of the same size)
-    and standardises fresh draws from ``base`` with that sample's mean and SD, as the real stream is
-    standardised with estimates (so h and the false-alarm rate hold on average over what the first
-    runs could have been, not only for the μ₀ and σ₀ seen). Values are capped at ±:data:`Z_CAP`, as
-    the real stream's are.
-    """
-    mu, sd = _stream_scales(base, n_sim, rng)
-    return _standardised_draws(base, mu, sd, length, rng)
-
-
-def _stream_scales(base: np.ndarray, n_sim: int, rng) -> tuple[np.ndarray, np.ndarray]:
-    """Each stream's μ₀ and σ₀, estimated on its own bootstrap resample of ``base`` (column vectors)."""
-    boot = base[rng.integers(0, base.size, size=(n_sim, base.size))]
-    mu, sd = boot.mean(axis=1, keepdims=True), boot.std(axis=1, ddof=1, keepdims=True)
-    return mu, np.where(sd > 0, sd, base.std(ddof=1))
-
-
-def _standardised_draws(base: np.ndarray, mu: np.ndarray, sd: np.ndarray, length: int, rng) -> np.ndarray:
-    """``length`` fresh draws from ``base`` per stream, standardised with the stream's μ₀, σ₀ and capped."""
-    return np.clip((base[rng.integers(0, base.size, size=(mu.shape[0], length))] - mu) / sd, -Z_CAP, Z_CAP)
-
-
-def _null_alarm_counts(base: np.ndarray, n_sim: int, n_runs: int, k: float, h: float, rng,
-                       chunk: int = 4096) -> np.ndarray:
-    """Alarms per simulated in-control stream of ``n_runs`` runs (as :func:`_in_control_streams`
-    followed by :func:`_alarm_counts`, drawn ``chunk`` runs at a time so memory stays bounded)."""
-    mu, sd = _stream_scales(base, n_sim, rng)
-    state = (np.zeros(n_sim), np.zeros(n_sim))
-    for start in range(0, n_runs, chunk):
-        _alarm_counts(_standardised_draws(base, mu, sd, min(chunk, n_runs - start), rng), k, h, state)
-    return state[1]
-
-
-def cusum_alarm(values: np.ndarray, n_baseline: int, shift: float = 0.5, target_arl: float = 1000.0,
-                seed: int = 0) -> dict:
-    """Set up the lower CUSUM on the in-control part and run it over the whole series.
-
-    Parameters
-    ----------
-    values : ndarray
-        The monitored per-run values in monitoring order (finite). Standardised with μ₀ and σ₀,
-        each is capped at ±:data:`Z_CAP` (a winsorised CUSUM: one extreme run cannot raise an
-        alarm by itself).
-    n_baseline : int
-        The first ``n_baseline`` values are in control: μ₀, σ₀ and the resampled streams come from them.
-    shift : float
-        Drop to detect, in units of σ₀ (k = shift / 2).
-    target_arl : float
-        In-control runs per false alarm; h is chosen by bisection so that the CUSUM with restarts raises
-        one false alarm per ``target_arl`` runs on resampled in-control streams that also re-estimate μ₀
-        and σ₀ (:func:`_in_control_streams`); the rate is then measured on other such streams.
-    seed : int
-
-    Returns
-    -------
-    dict
-        ``mu0``, ``sd0``, ``k``, ``h``, ``statistic``, ``alarms`` (positions), ``starts`` (first position
-        of each alarm's excursion), ``false_alarm_rate`` and ``false_alarm_se`` (per run, measured with
-        restarts on fresh resampled streams), ``chance_alarms`` and ``count_p`` (the mean alarm count
-        after the in-control part on :data:`N_SIM` simulated in-control streams of that length, and the
-        share of them with at least the observed count, +1 in numerator and denominator), or
-        ``reason`` when the series cannot carry an alarm.
-    """
-    values = np.asarray(values, dtype=float)
-    if n_baseline < MIN_ALARM_RUNS:
-        return {"reason": f"the in-control part has {n_baseline} scored runs; at least {MIN_ALARM_RUNS} are needed"}
-    base = values[:n_baseline]
-    mu0, sd0 = float(base.mean()), float(base.std(ddof=1))
-    if not np.isfinite(sd0) or sd0 <= 0:
-        return {"reason": "the monitored value does not vary over the in-control part"}
-    k = shift / 2.0
-    rng = np.random.default_rng(seed)
-    length = int(min(max(4 * target_arl, 200), 20_000))
-    tune = _in_control_streams(base, N_SIM, length, rng)
-    lo, hi = 0.0, 4.0 * np.log(target_arl) + 10.0
-    for _ in range(25):  # false alarms per run fall as h grows: bisect for one per target_arl runs
-        mid = (lo + hi) / 2
-        if _alarm_counts(tune, k, mid).sum() / tune.size > 1.0 / target_arl:
-            lo = mid
-        else:
-            hi = mid
-    h = hi
-    # measured false-alarm rate: the same rule (restart after an alarm) on fresh resampled streams
-    counts = _alarm_counts(_in_control_streams(base, N_SIM, length, rng), k, h) / length
-    stat, alarms, starts = cusum_path(np.clip((values - mu0) / sd0, -Z_CAP, Z_CAP), k, h)
-    # how many alarms after the in-control part chance gives, and how often as many as seen
-    n_after = values.size - n_baseline
-    null = _null_alarm_counts(base, N_SIM, n_after, k, h, rng) if n_after > 0 else np.zeros(N_SIM)
-    observed = int((alarms >= n_baseline).sum())
-    return {"mu0": mu0, "sd0": sd0, "k": k, "h": h, "statistic": stat, "alarms": alarms, "starts": starts,
-            "false_alarm_rate": float(counts.mean()), "false_alarm_se": float(counts.std(ddof=1) / np.sqrt(counts.size)),
-            "chance_alarms": float(null.mean()), "count_p": float((1 + np.sum(null >= observed)) / (1 + null.size))}
-
-
 def monitor(data: TrajectoryData, settings: ScoreSettings | None = None, by: str | None = None,
             window: int = 100, stride: int | None = None, predictors: list[str] | None = None,
             alarm_on: str | None = None, baseline: int | None = None, shift: float = 0.5,
@@ -502,20 +266,7 @@ def monitor(data: TrajectoryData, settings: ScoreSettings | None = None, by: str
     MonitorResult
     """
     settings = settings or ScoreSettings()
-    window = int(window)
-    if window < 2:
-        raise ValueError(f"the window must hold at least 2 runs, got {window}")
-    stride = max(1, window // 4) if stride is None else int(stride)
-    if stride < 1:
-        raise ValueError(f"the stride must be at least 1 run, got {stride}")
-    if not (shift > 0 and np.isfinite(shift)):
-        raise ValueError(f"the shift to detect must be a positive number of SDs, got {shift!r}")
-    if not (target_arl >= 10 and np.isfinite(target_arl)):
-        raise ValueError(f"the in-control run length to a false alarm must be at least 10 runs, got {target_arl!r}")
-    names = list(predictors) if predictors else list(data.predictors)
-    unknown = [n for n in names if n not in data.predictors]
-    if unknown:
-        raise ValueError(f"no predictor {', '.join(map(repr, unknown))} in this log")
+    window, stride, names = _checked_arguments(data, window, stride, predictors, shift, target_arl)
     codes, key, words, n_excluded = run_order(data, by)
     res = compute_tps(data, replace(settings, n_boot=0), names, q_z=q_z)
     per = res.per_trajectory
@@ -526,16 +277,10 @@ def monitor(data: TrajectoryData, settings: ScoreSettings | None = None, by: str
                          "label": label[codes]})
     tables, weights = [], {}
     for name in names:
-        p = per[per["predictor"] == name]
-        tps = np.full(data.n_trajectories, np.nan)
-        wsum = np.full(data.n_trajectories, np.nan)
-        tps[p["traj"].to_numpy()] = p["tps"].to_numpy()
-        wsum[p["traj"].to_numpy()] = p["weight_sum"].to_numpy()
-        f = data.forecasts(name)
-        mf = pd.Series(f).groupby(data.steps["traj"].to_numpy()).mean().reindex(range(data.n_trajectories))
-        runs[f"tps_{name}"] = tps[codes]
-        weights[name] = wsum[codes]
-        tab = window_table(tps[codes], wsum[codes], label[codes], mf.to_numpy()[codes], window, stride, settings)
+        tps, wsum, mean_forecast = _runs_in_order(data, per, name, codes)
+        runs[f"tps_{name}"] = tps
+        weights[name] = wsum
+        tab = window_table(tps, wsum, label[codes], mean_forecast, window, stride, settings)
         tab.insert(0, "predictor", name)
         tab["key_first"] = runs["key"].to_numpy()[tab["first"].to_numpy()]
         tab["key_last"] = runs["key"].to_numpy()[tab["last"].to_numpy()]
@@ -553,6 +298,38 @@ def monitor(data: TrajectoryData, settings: ScoreSettings | None = None, by: str
         alarm = _alarm(runs, weights[target], target, baseline, window, shift, target_arl, settings)
     return MonitorResult(words, runs, pd.concat(tables, ignore_index=True), alarm, n_excluded, settings,
                          window, stride, notes)
+
+
+def _checked_arguments(data: TrajectoryData, window, stride, predictors, shift, target_arl):
+    """(window, stride, predictors) of :func:`monitor`, checked; a ValueError says what is wrong."""
+    window = int(window)
+    if window < 2:
+        raise ValueError(f"the window must hold at least 2 runs, got {window}")
+    stride = max(1, window // 4) if stride is None else int(stride)
+    if stride < 1:
+        raise ValueError(f"the stride must be at least 1 run, got {stride}")
+    if not (shift > 0 and np.isfinite(shift)):
+        raise ValueError(f"the shift to detect must be a positive number of SDs, got {shift!r}")
+    if not (target_arl >= 10 and np.isfinite(target_arl)):
+        raise ValueError(f"the in-control run length to a false alarm must be at least 10 runs, got {target_arl!r}")
+    names = list(predictors) if predictors else list(data.predictors)
+    unknown = [n for n in names if n not in data.predictors]
+    if unknown:
+        raise ValueError(f"no predictor {', '.join(map(repr, unknown))} in this log")
+    return window, stride, names
+
+
+def _runs_in_order(data: TrajectoryData, per: pd.DataFrame, name: str, codes: np.ndarray):
+    """One predictor's TPS_i, weight sum W_i and mean forecast of every run, in monitoring order
+    (``codes``; NaN where the run is not scored)."""
+    p = per[per["predictor"] == name]
+    tps = np.full(data.n_trajectories, np.nan)
+    wsum = np.full(data.n_trajectories, np.nan)
+    tps[p["traj"].to_numpy()] = p["tps"].to_numpy()
+    wsum[p["traj"].to_numpy()] = p["weight_sum"].to_numpy()
+    f = data.forecasts(name)
+    mf = pd.Series(f).groupby(data.steps["traj"].to_numpy()).mean().reindex(range(data.n_trajectories))
+    return tps[codes], wsum[codes], mf.to_numpy()[codes]
 
 
 def default_baseline(n_scored: int, window: int) -> int:

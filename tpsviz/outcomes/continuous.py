@@ -218,58 +218,44 @@ def tps_crps(log: ContinuousLog, schedule: Schedule = Schedule(), n_boot: int = 
         log.form(n)
     w = _weights(log, schedule)
     traj = log.trajectories
-    n_traj = len(traj)
-    codes = log.steps["traj"].to_numpy()
     complete_t = ~traj["censored"].to_numpy(dtype=bool)
-    complete_rows = complete_t[codes]
+    complete_rows = complete_t[log.steps["traj"].to_numpy()]
     runs = np.flatnonzero(complete_t)
-    n_cens = int(n_traj - runs.size)
+    n_cens = int(len(traj) - runs.size)
     rows, frames, step_crps = [], [], {}
     values = np.zeros((runs.size, len(names)))
     valid = np.zeros((runs.size, len(names)), dtype=bool)
     for j, name in enumerate(names):
         crps = crps_rows(log, name)
         step_crps[name] = crps
-        scored = ~np.isnan(crps)
-        contrib = np.where(scored & (w != 0), w * np.where(scored, crps, 0.0), 0.0)
-        tps = 0.0 - np.bincount(codes, weights=contrib, minlength=n_traj)  # 0.0 - x: no -0.0
-        n_scored = np.bincount(codes, weights=scored.astype(float), minlength=n_traj).astype(np.int64)
-        wsum = np.bincount(codes, weights=np.where(scored, w, 0.0), minlength=n_traj)
-        # a run is scored when some forecast carries weight (endpoint: the last step has one)
-        ok_t = complete_t & (wsum > 0)
-        values[:, j], valid[:, j] = tps[runs], ok_t[runs]
-        sel = np.flatnonzero(ok_t)
-        with np.errstate(invalid="ignore", divide="ignore"):
-            run_mean = np.where(wsum[sel] > 0, 0.0 - tps[sel] / wsum[sel], np.nan)
-        frames.append(pd.DataFrame({"trajectory_id": traj["trajectory_id"].to_numpy()[sel], "traj": sel,
-                                    "predictor": name, "tps": tps[sel], "crps_mean": run_mean,
-                                    "n_scored": n_scored[sel], "weight_sum": wsum[sel]}))
-        k = sel.size
-        mean = float(tps[sel].mean()) if k else np.nan
-        wtot = float(wsum[sel].sum())
-        rows.append({
-            "predictor": name,
-            "tps_mean": mean,
-            "tps_se": float(tps[sel].std(ddof=1) / np.sqrt(k)) if k >= 2 else np.nan,
-            "tps_ci_low": np.nan, "tps_ci_high": np.nan,
-            "crps_step_mean": float(0.0 - tps[sel].sum() / wtot) if wtot > 0 else np.nan,
-            "form": log.predictors[name],
-            "n_runs": int(k),
+        run = _run_scores(log, crps, w, complete_t)
+        values[:, j], valid[:, j] = run["tps"][runs], run["ok"][runs]
+        sel = np.flatnonzero(run["ok"])
+        frames.append(_per_run_frame(traj, name, sel, run))
+        rows.append(_summary_row(log, name, run["tps"][sel], run["wsum"][sel]) | {
             "n_excluded_censored": n_cens,
-            "n_steps": int(scored.sum()),
+            "n_steps": int((~np.isnan(crps)).sum()),
             "n_missing": int((complete_rows & ~log.present(name)).sum()),
-            "n_no_forecast": int(runs.size - k),
+            "n_no_forecast": int(runs.size - sel.size),
         })
-    summary = pd.DataFrame(rows, columns=["predictor", "tps_mean", "tps_se", "tps_ci_low", "tps_ci_high",
-                                          "crps_step_mean", "form", "n_runs", "n_excluded_censored", "n_steps",
-                                          "n_missing", "n_no_forecast"]).set_index("predictor")
+    summary = pd.DataFrame(rows, columns=_SUMMARY_COLUMNS).set_index("predictor")
     lo, hi = _intervals(values, valid, int(n_boot), level, seed)
     summary["tps_ci_low"], summary["tps_ci_high"] = lo, hi
     per_run = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(
         columns=["trajectory_id", "traj", "predictor", "tps", "crps_mean", "n_scored", "weight_sum"])
     notes = list(log.notes) + _notes(log, summary, n_cens, schedule)
+    settings = _settings(log, schedule, names, n_boot, level, seed)
+    return ContinuousResult(summary, per_run, settings, notes, step_crps, w)
+
+
+_SUMMARY_COLUMNS = ["predictor", "tps_mean", "tps_se", "tps_ci_low", "tps_ci_high", "crps_step_mean", "form",
+                    "n_runs", "n_excluded_censored", "n_steps", "n_missing", "n_no_forecast"]
+
+
+def _settings(log: ContinuousLog, schedule: Schedule, names: list[str], n_boot, level, seed) -> dict:
+    """The settings a :class:`ContinuousResult` states (schedule, bootstrap, censoring, score, estimators)."""
     v = schedule.verdict
-    settings = {
+    return {
         "schedule": schedule.spec, "formula": schedule.formula, "schedule_verdict": v.status,
         "schedule_reason": schedule_reason(schedule), "n_boot": int(n_boot), "level": level, "seed": seed,
         "censoring": "complete-case (censored runs have no outcome and are left out)",
@@ -277,7 +263,40 @@ def tps_crps(log: ContinuousLog, schedule: Schedule = Schedule(), n_boot: int = 
         "unit": "the outcome's units", "direction": "higher is better, 0 is perfect",
         "estimators": {log.predictors[n]: ESTIMATORS[log.predictors[n]] for n in names},
     }
-    return ContinuousResult(summary, per_run, settings, notes, step_crps, w)
+
+
+def _run_scores(log: ContinuousLog, crps: np.ndarray, w: np.ndarray, complete_t: np.ndarray) -> dict:
+    """Per run of the log, from one predictor's step CRPS: ``tps`` = −Σ_t w_t CRPS, ``n_scored`` (rows with
+    a forecast), ``wsum`` (their weights) and ``ok`` (complete and some forecast carries weight)."""
+    codes = log.steps["traj"].to_numpy()
+    n_traj = len(log.trajectories)
+    scored = ~np.isnan(crps)
+    contrib = np.where(scored & (w != 0), w * np.where(scored, crps, 0.0), 0.0)
+    tps = 0.0 - np.bincount(codes, weights=contrib, minlength=n_traj)  # 0.0 - x: no -0.0
+    n_scored = np.bincount(codes, weights=scored.astype(float), minlength=n_traj).astype(np.int64)
+    wsum = np.bincount(codes, weights=np.where(scored, w, 0.0), minlength=n_traj)
+    # a run is scored when some forecast carries weight (endpoint: the last step has one)
+    return {"tps": tps, "n_scored": n_scored, "wsum": wsum, "ok": complete_t & (wsum > 0)}
+
+
+def _per_run_frame(traj: pd.DataFrame, name: str, sel: np.ndarray, run: dict) -> pd.DataFrame:
+    """The per-run rows of one predictor's scored runs ``sel`` (:func:`_run_scores`)."""
+    tps, wsum = run["tps"][sel], run["wsum"][sel]
+    with np.errstate(invalid="ignore", divide="ignore"):
+        run_mean = np.where(wsum > 0, 0.0 - tps / wsum, np.nan)
+    return pd.DataFrame({"trajectory_id": traj["trajectory_id"].to_numpy()[sel], "traj": sel, "predictor": name,
+                         "tps": tps, "crps_mean": run_mean, "n_scored": run["n_scored"][sel], "weight_sum": wsum})
+
+
+def _summary_row(log: ContinuousLog, name: str, tps: np.ndarray, wsum: np.ndarray) -> dict:
+    """Mean TPS with its SE over the scored runs and Σ CRPS / Σ w_t (intervals filled in later)."""
+    k = tps.size
+    wtot = float(wsum.sum())
+    return {"predictor": name, "tps_mean": float(tps.mean()) if k else np.nan,
+            "tps_se": float(tps.std(ddof=1) / np.sqrt(k)) if k >= 2 else np.nan,
+            "tps_ci_low": np.nan, "tps_ci_high": np.nan,
+            "crps_step_mean": float(0.0 - tps.sum() / wtot) if wtot > 0 else np.nan,
+            "form": log.predictors[name], "n_runs": int(k)}
 
 
 def _notes(log: ContinuousLog, summary: pd.DataFrame, n_cens: int, schedule: Schedule) -> list[str]:

@@ -291,8 +291,55 @@ def tps_k(log: MulticlassLog, rule: str = "log", schedule: Schedule | None = Non
     -------
     MulticlassResult
     """
-    _check_rule(rule)
     schedule = schedule or Schedule()
+    names = _checked_arguments(log, rule, schedule, censoring, censored_label, eps, level, n_boot, predictors)
+    in_scope, y_t, q_t, fallback = _targets(log, censoring, censored_label)
+    codes_all = log.steps["traj"].to_numpy()
+    rows_in = in_scope[codes_all]
+    codes = codes_all[rows_in]
+    n_runs = log.n_runs
+    length = log.trajectories["length"].to_numpy()
+    w = schedule.weights(log.steps["t"].to_numpy()[rows_in], length[codes], None)
+    check_weights(schedule, w)
+    y_rows, q_rows = y_t[codes], q_t[codes]
+    cens_t = log.trajectories["censored"].to_numpy(dtype=bool)
+    rows, frames, values, valids = [], [], [], []
+    for name in names:
+        tps, n_scored, wsum, present, n_clipped = _run_scores(log.forecasts(name)[rows_in], w, codes, n_runs,
+                                                              y_rows, q_rows, rule, eps)
+        valid = in_scope & (n_scored > 0)
+        rows.append(_summary_row(name, tps[valid], wsum[valid]) | {
+            "n_censored": int((valid & cens_t).sum()),
+            "n_excluded_censored": int(cens_t.sum()) if censoring == "complete" else 0,
+            "n_no_forecast": int((in_scope & (n_scored == 0)).sum()),
+            "n_q_fallback": int((valid & fallback).sum()),
+            "n_steps": int(present.sum()), "n_missing": int((~present).sum()), "n_clipped": n_clipped,
+        })
+        frames.append(pd.DataFrame({
+            "trajectory_id": log.trajectories["trajectory_id"].to_numpy()[valid], "predictor": name,
+            "tps": tps[valid], "censored": cens_t[valid], "n_scored": n_scored[valid], "weight_sum": wsum[valid]}))
+        values.append(tps)
+        valids.append(valid)
+    summary = pd.DataFrame(rows, columns=_SUMMARY_COLUMNS).set_index("predictor")
+    if names:
+        lo, hi = _intervals(np.column_stack(values), np.column_stack(valids), int(n_boot), seed, level)
+        summary["tps_ci_low"], summary["tps_ci_high"] = lo, hi
+    per_run = (pd.concat(frames, ignore_index=True) if frames else
+               pd.DataFrame(columns=["trajectory_id", "predictor", "tps", "censored", "n_scored", "weight_sum"]))
+    settings = _settings(log, rule, schedule, censoring, censored_label, int(fallback.sum()), eps, n_boot, level,
+                         seed)
+    return MulticlassResult(summary, per_run, settings, list(log.labels))
+
+
+_SUMMARY_COLUMNS = ["predictor", "tps_mean", "tps_se", "tps_ci_low", "tps_ci_high", "tps_step_mean", "n_runs",
+                    "n_censored", "n_excluded_censored", "n_no_forecast", "n_q_fallback", "n_steps", "n_missing",
+                    "n_clipped"]
+
+
+def _checked_arguments(log: MulticlassLog, rule, schedule: Schedule, censoring, censored_label, eps, level,
+                       n_boot, predictors) -> list[str]:
+    """The predictors :func:`tps_k` scores, once its arguments are checked (a ValueError says what is wrong)."""
+    _check_rule(rule)
     if censoring not in CENSORING_MODES:
         raise ValueError(f"censoring must be one of {', '.join(CENSORING_MODES)}, got {censoring!r}")
     if censored_label is not None and censored_label not in log.labels:
@@ -315,69 +362,59 @@ def tps_k(log: MulticlassLog, rule: str = "log", schedule: Schedule | None = Non
     if unknown:
         raise ValueError(f"unknown predictor(s) {', '.join(show_id(p) for p in unknown)}; the log has "
                          f"{', '.join(show_id(p) for p in log.predictors)}")
-    in_scope, y_t, q_t, fallback = _targets(log, censoring, censored_label)
-    codes_all = log.steps["traj"].to_numpy()
-    rows_in = in_scope[codes_all]
-    codes = codes_all[rows_in]
-    n_runs = log.n_runs
-    length = log.trajectories["length"].to_numpy()
-    w = schedule.weights(log.steps["t"].to_numpy()[rows_in], length[codes], None)
-    check_weights(schedule, w)
-    y_rows = y_t[codes]
+    return names
+
+
+def _run_scores(P: np.ndarray, w: np.ndarray, codes: np.ndarray, n_runs: int, y_rows: np.ndarray,
+                q_rows: np.ndarray, rule: str, eps: float):
+    """One predictor's TPS-k per run from its forecasts ``P`` on the rows in scope (run ``codes``,
+    weights ``w``): (TPS, rows with a forecast, their weight sum) per run, which rows have a forecast,
+    and the rows clipped to ε (:func:`_step_scores`)."""
+    present = ~np.isnan(P[:, 0])
+    s, n_clipped = _step_scores(P, present, y_rows, q_rows, rule, eps)
+    with np.errstate(invalid="ignore"):
+        contrib = np.where(present & (w != 0), w * s, 0.0)
+    tps = np.bincount(codes, weights=contrib, minlength=n_runs)
+    n_scored = np.bincount(codes, weights=present.astype(float), minlength=n_runs).astype(int)
+    wsum = np.bincount(codes, weights=np.where(present, w, 0.0), minlength=n_runs)
+    return tps, n_scored, wsum, present, n_clipped
+
+
+def _step_scores(P: np.ndarray, present: np.ndarray, y_rows: np.ndarray, q_rows: np.ndarray, rule: str,
+                 eps: float) -> tuple[np.ndarray, int]:
+    """S(P_t, y) of every row with a forecast (the expected score under q for a censored row, whose label
+    index is −1), NaN elsewhere; and the rows whose scored probabilities the log rule raised to ε."""
     expect = y_rows < 0  # censored rows scored with their q vector
-    cens_t = log.trajectories["censored"].to_numpy(dtype=bool)
-    rows, frames, values, valids = [], [], [], []
-    for name in names:
-        P = log.forecasts(name)[rows_in]
-        present = ~np.isnan(P[:, 0])
-        s = np.full(P.shape[0], np.nan)
-        one = present & ~expect
-        s[one] = score_k(P[one], y_rows[one], rule, eps)
-        ex = present & expect
-        if ex.any():
-            s[ex] = expected_score_k(P[ex], q_t[codes[ex]], rule, eps)
-        n_clipped = 0
-        if rule == "log" and eps > 0:
-            used = np.zeros(P.shape, dtype=bool)
-            used[np.flatnonzero(one), y_rows[one]] = True
-            used[ex] = q_t[codes[ex]] > 0
-            n_clipped = int(((P < eps) & used).any(axis=1).sum())
-        with np.errstate(invalid="ignore"):
-            contrib = np.where(present & (w != 0), w * s, 0.0)
-        tps = np.bincount(codes, weights=contrib, minlength=n_runs)
-        n_scored = np.bincount(codes, weights=present.astype(float), minlength=n_runs).astype(int)
-        wsum = np.bincount(codes, weights=np.where(present, w, 0.0), minlength=n_runs)
-        valid = in_scope & (n_scored > 0)
-        t_valid = tps[valid]
-        n = int(valid.sum())
-        mean = float(t_valid.mean()) if n else np.nan
-        se = float(t_valid.std(ddof=1) / np.sqrt(n)) if n >= 2 and np.isfinite(mean) else np.nan
-        wtot = float(wsum[valid].sum())
-        rows.append({
-            "predictor": name, "tps_mean": mean, "tps_se": se, "tps_ci_low": np.nan, "tps_ci_high": np.nan,
-            "tps_step_mean": float(t_valid.sum() / wtot) if wtot > 0 else np.nan,
-            "n_runs": n, "n_censored": int((valid & cens_t).sum()),
-            "n_excluded_censored": int(cens_t.sum()) if censoring == "complete" else 0,
-            "n_no_forecast": int((in_scope & (n_scored == 0)).sum()),
-            "n_q_fallback": int((valid & fallback).sum()),
-            "n_steps": int(present.sum()), "n_missing": int((~present).sum()), "n_clipped": n_clipped,
-        })
-        frames.append(pd.DataFrame({
-            "trajectory_id": log.trajectories["trajectory_id"].to_numpy()[valid], "predictor": name,
-            "tps": t_valid, "censored": cens_t[valid], "n_scored": n_scored[valid], "weight_sum": wsum[valid]}))
-        values.append(tps)
-        valids.append(valid)
-    summary = pd.DataFrame(rows, columns=["predictor", "tps_mean", "tps_se", "tps_ci_low", "tps_ci_high",
-                                          "tps_step_mean", "n_runs", "n_censored", "n_excluded_censored",
-                                          "n_no_forecast", "n_q_fallback", "n_steps", "n_missing",
-                                          "n_clipped"]).set_index("predictor")
-    if names:
-        lo, hi = _intervals(np.column_stack(values), np.column_stack(valids), int(n_boot), seed, level)
-        summary["tps_ci_low"], summary["tps_ci_high"] = lo, hi
-    per_run = (pd.concat(frames, ignore_index=True) if frames else
-               pd.DataFrame(columns=["trajectory_id", "predictor", "tps", "censored", "n_scored", "weight_sum"]))
+    s = np.full(P.shape[0], np.nan)
+    one = present & ~expect
+    s[one] = score_k(P[one], y_rows[one], rule, eps)
+    ex = present & expect
+    if ex.any():
+        s[ex] = expected_score_k(P[ex], q_rows[ex], rule, eps)
+    n_clipped = 0
+    if rule == "log" and eps > 0:
+        used = np.zeros(P.shape, dtype=bool)
+        used[np.flatnonzero(one), y_rows[one]] = True
+        used[ex] = q_rows[ex] > 0
+        n_clipped = int(((P < eps) & used).any(axis=1).sum())
+    return s, n_clipped
+
+
+def _summary_row(name: str, tps: np.ndarray, wsum: np.ndarray) -> dict:
+    """Mean TPS-k with its SE over the scored runs, and Σ TPS / Σ w_t (intervals filled in later)."""
+    n = tps.size
+    mean = float(tps.mean()) if n else np.nan
+    se = float(tps.std(ddof=1) / np.sqrt(n)) if n >= 2 and np.isfinite(mean) else np.nan
+    wtot = float(wsum.sum())
+    return {"predictor": name, "tps_mean": mean, "tps_se": se, "tps_ci_low": np.nan, "tps_ci_high": np.nan,
+            "tps_step_mean": float(tps.sum() / wtot) if wtot > 0 else np.nan, "n_runs": n}
+
+
+def _settings(log: MulticlassLog, rule: str, schedule: Schedule, censoring: str, censored_label, n_fallback: int,
+              eps, n_boot, level, seed) -> dict:
+    """The settings a :class:`MulticlassResult` states (rule, units, schedule, censoring, ε, bootstrap)."""
     verdict = schedule.verdict
-    settings = {
+    return {
         "rule": rule, "unit": RULE_UNITS[rule], "direction": "higher is better, 0 is perfect",
         "score": ("log score ln P_y (nats)" if rule == "log" else
                   f"Brier: -{BRIER_FACTOR:g} * sum_j (P_j - 1[j=y])^2"),
@@ -385,8 +422,8 @@ def tps_k(log: MulticlassLog, rule: str = "log", schedule: Schedule | None = Non
         "schedule": schedule.spec, "formula": schedule.formula, "schedule_verdict": verdict.status,
         "schedule_reason": verdict.reason.replace("true success probability", "true label distribution"),
         "censoring": censoring, "censored_label": censored_label,
-        "censoring_words": censoring_words(censoring, censored_label, int(fallback.sum())),
+        "censoring_words": censoring_words(censoring, censored_label, n_fallback),
         "eps": float(eps) if rule == "log" else None, "n_boot": int(n_boot), "level": float(level),
         "seed": int(seed), "labels": list(log.labels),
     }
-    return MulticlassResult(summary, per_run, settings, list(log.labels))
+
