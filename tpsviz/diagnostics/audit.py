@@ -22,8 +22,10 @@ from tpsviz.core.inference import paired_difference
 from tpsviz.core.errors import LogFormatError
 from tpsviz.core.data import TrajectoryData
 from tpsviz.core.schema import show_id
-from tpsviz.io.tables import FORMATS
+from tpsviz.io.tables import FORMATS, read_table
 from tpsviz.core.tps import ScoreSettings, compute_tps
+from tpsviz.io.files import limits_from_env
+from tpsviz.io.loading import read_source
 
 __all__ = ["load_rollouts", "qz_from_rollouts", "MCAudit", "mc_audit", "rollout_qz_series",
            "QZ_SOURCES", "qz_for_source"]
@@ -83,9 +85,6 @@ def load_rollouts(source, name: str | None = None, limits=None) -> pd.DataFrame:
         label = name or "<rollouts frame>"
         df = _as_text(source.copy())
     else:
-        from tpsviz.io.files import limits_from_env
-        from tpsviz.io.loading import read_source
-        from tpsviz.io.tables import read_table
 
         limits = limits or limits_from_env()
         label = name or (Path(source).name if isinstance(source, (str, Path)) else "rollouts")

@@ -17,6 +17,7 @@ from __future__ import annotations
 import numpy as np
 
 from tpsviz.core.cancel import checkpoint
+from tpsviz.diagnostics.decomposition import pav_unique
 
 __all__ = ["N_NULL", "H_STOP", "corp_tests"]
 
@@ -37,7 +38,6 @@ def _pav(means: np.ndarray, weights: np.ndarray, scratch: np.ndarray) -> np.ndar
     try:
         from sklearn._isotonic import _inplace_contiguous_isotonic_regression as kernel
     except ImportError:  # pragma: no cover - a scikit-learn without the private kernel
-        from tpsviz.diagnostics.decomposition import pav_unique
 
         return pav_unique(means, weights)
     np.copyto(scratch, weights)  # the kernel works in place on both

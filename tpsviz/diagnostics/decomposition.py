@@ -19,8 +19,9 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from tpsviz.core.scores import beta_score, validate_alpha_beta
+from tpsviz.core.scores import beta_score, clip_forecasts, validate_alpha_beta
 from tpsviz.core.checks import forecasts_and_outcomes
+from tpsviz.diagnostics.selection import scope_rows, scoped_forecasts, steps_with_rows
 
 __all__ = ["pav", "decompose", "decompose_by_step", "decompose_scope"]
 
@@ -173,8 +174,6 @@ def decompose_scope(data, predictors: list[str], alpha: float, beta: float, eps:
         :func:`decompose_by_step` of every predictor with a ``predictor`` column (empty
         without ``by_step``).
     """
-    from tpsviz.core.scores import clip_forecasts
-    from tpsviz.diagnostics.selection import scope_rows, scoped_forecasts, steps_with_rows
 
     keep, y, _ = scope_rows(data, scope, step, pseudo)
     t = data.steps["t"].to_numpy()

@@ -20,6 +20,7 @@ from tpsviz.core.checks import forecasts_and_outcomes
 from tpsviz.diagnostics.decomposition import pav_unique
 from tpsviz.core.inference import DEFAULT_SEED
 from tpsviz.diagnostics.metrics import bin_edges, bin_index
+from tpsviz.diagnostics.selection import scope_rows, scoped_forecasts
 
 __all__ = ["wilson_interval", "clopper_pearson_interval", "reliability_bins", "corp_curve",
            "forecast_histogram", "reliability_panels"]
@@ -206,7 +207,6 @@ def reliability_panels(data, predictors: list[str], scope: str = "all", step: in
     histograms : DataFrame
         :func:`forecast_histogram` (20 bins) of every panel, with a ``predictor`` column.
     """
-    from tpsviz.diagnostics.selection import scope_rows, scoped_forecasts
 
     keep, y, codes = scope_rows(data, scope, step, pseudo)
     panels, hists = [], []

@@ -14,6 +14,8 @@ import numpy as np
 import pandas as pd
 
 from tpsviz.core.data import TrajectoryData
+from tpsviz.diagnostics.leaderboard import labelled_rows
+from tpsviz.core.cancel import checkpoint
 
 __all__ = ["SCOPES", "STEP_MIN_ROWS", "filter_mask", "scope_rows", "steps_with_rows", "scoped_forecasts"]
 
@@ -75,7 +77,6 @@ def scope_rows(data: TrajectoryData, scope: str = "all", step: int | None = None
     codes : ndarray of int
         Run code (``traj``) of every step row.
     """
-    from tpsviz.diagnostics.leaderboard import labelled_rows
 
     if scope not in SCOPES:
         raise ValueError(f"scope must be one of {', '.join(SCOPES)}, got {scope!r}")
@@ -101,7 +102,6 @@ def steps_with_rows(t: np.ndarray, min_rows: int = STEP_MIN_ROWS) -> np.ndarray:
 def scoped_forecasts(data: TrajectoryData, predictors: list[str], keep: np.ndarray, min_rows: int = 2):
     """Yield ``(name, ok)`` for each predictor with at least ``min_rows`` forecasts in the rows
     ``keep`` (``ok``: those rows with a forecast), stopping when nobody waits (tpsviz.core.cancel)."""
-    from tpsviz.core.cancel import checkpoint
 
     for name in predictors:
         checkpoint()

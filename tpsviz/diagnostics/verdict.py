@@ -50,6 +50,8 @@ from tpsviz.core.tps import ScoreSettings, TPSResult
 from tpsviz.diagnostics.corp_nulls import N_NULL
 from tpsviz.diagnostics.leaderboard import skill_table
 from tpsviz.diagnostics.verdict_checks import row_statistics, verdict_rows, z_value
+import contextvars
+from concurrent.futures import ThreadPoolExecutor
 
 __all__ = ["LABELS", "Verdict", "verdicts", "verdict_statistics", "statistics_for", "RULES", "MIN_RUNS",
            "MIN_CLASS"]
@@ -342,8 +344,6 @@ def statistics_for(data: TrajectoryData, settings: ScoreSettings, names: list[st
     names = list(names)
     if threads <= 1 or len(names) <= 1:
         return {n: verdict_statistics(data, settings, n, q_z, n_null) for n in names}
-    import contextvars
-    from concurrent.futures import ThreadPoolExecutor
 
     with ThreadPoolExecutor(min(threads, len(names)), thread_name_prefix="tpsviz-verdict") as ex:
         futures = {n: ex.submit(contextvars.copy_context().run, verdict_statistics, data, settings, n, q_z, n_null)

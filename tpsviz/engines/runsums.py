@@ -26,7 +26,7 @@ import numpy as np
 import pandas as pd
 
 from tpsviz.diagnostics.leaderboard import RATE_RULES, skill_from_runs
-from tpsviz.core.inference import bootstrap_sums, group_sums
+from tpsviz.core.inference import bootstrap_sums, group_sums, paired_difference
 from tpsviz.diagnostics.metrics import auprc, auroc, tece
 from tpsviz.diagnostics.reliability import wilson_interval
 from tpsviz.core.scores import beta_score
@@ -222,7 +222,6 @@ def paired_tps(tps_runs: dict, baseline: str, level: float = 0.95) -> pd.DataFra
     DataFrame
         Index predictor; ``tps_delta``, ``tps_se``, ``tps_z``, ``n_runs``.
     """
-    from tpsviz.core.inference import paired_difference
 
     if baseline not in tps_runs:
         raise ValueError(f"unknown baseline predictor {baseline!r}")

@@ -34,6 +34,8 @@ from tpsviz.io.longform import per_run_constant, run_censoring
 from tpsviz.io.run_ids import code_runs, step_numbers, trajectory_ids
 from tpsviz.core.schema import show_id
 from tpsviz.io.tables import format_of, read_table
+from tpsviz.io.loading import read_source
+import io
 
 __all__ = ["ContinuousLog", "is_continuous", "read_continuous", "continuous_from_frame", "MAX_MEMBERS",
            "FORMS"]
@@ -153,7 +155,6 @@ def read_continuous(source, name: str | None = None, limits: Limits | None = Non
     """
     if isinstance(source, pd.DataFrame):
         return continuous_from_frame(source, name or "<memory>")
-    from tpsviz.io.loading import read_source
 
     limits = limits or limits_from_env()
     raw, name = read_source(source, name, limits)
@@ -170,7 +171,6 @@ def _parquet_samples(raw: bytes, name: str, df: pd.DataFrame) -> pd.DataFrame:
     """Add the ``samples_<name>`` list columns that :func:`tpsviz.io.tables.read_table` leaves out of
     a Parquet file (it drops every nested column). ``read_table`` has already checked the file's
     decoded size against the limit; the member count per row is checked before decoding."""
-    import io
 
     import pyarrow as pa
     import pyarrow.compute as pc

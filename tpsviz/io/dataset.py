@@ -23,6 +23,7 @@ from pathlib import Path
 from tpsviz.core.errors import LogFormatError
 from tpsviz.io.files import DataRoots, FileRefused, PathRefused
 from tpsviz.core.schema import SEPARATORS, refuse_duplicate_columns, show_id, sniff_separator
+import csv
 
 __all__ = ["Dataset", "open_dataset", "is_dataset_spec", "DATASET_FORMATS", "MAX_FILES"]
 
@@ -204,7 +205,6 @@ def _columns(path: Path, fmt: str, label: str) -> tuple[tuple, int | None, tuple
         line = head.decode("utf-8-sig").rstrip("\r\n")
     except UnicodeDecodeError:
         raise LogFormatError(label, ["the header line is not UTF-8 text"]) from None
-    import csv
 
     sep, _ = sniff_separator(line, "\t" if fmt == "tsv" else ",")  # as tpsviz.load reads the file
     cols = tuple(c.strip() for c in next(csv.reader([line], delimiter=sep)))

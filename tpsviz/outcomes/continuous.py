@@ -45,6 +45,7 @@ from tpsviz.io.continuous import ContinuousLog, continuous_from_frame, ensemble_
 from tpsviz.core.inference import DEFAULT_SEED, bootstrap_sums
 from tpsviz.core.schedules import Schedule
 from tpsviz.core.schema import show_id
+from tpsviz.core.tps import check_weights, percentile_intervals
 
 __all__ = ["ContinuousLog", "ContinuousResult", "is_continuous", "read_continuous", "continuous_from_frame",
            "crps_rows", "tps_crps", "schedule_reason", "pit_values", "pit_histogram", "pit_reading", "FORMS", "MAX_MEMBERS",
@@ -145,8 +146,6 @@ def schedule_reason(schedule: Schedule) -> str:
 
 
 def _weights(log: ContinuousLog, schedule: Schedule) -> np.ndarray:
-    from tpsviz.core.tps import check_weights
-
     if schedule.name == "column":
         raise ValueError("schedule 'column' (weights from a 'weight' column) is not available for continuous "
                          "logs; choose uniform, linear, front:G, back:G:H, endpoint or per-length")
@@ -160,7 +159,6 @@ def _weights(log: ContinuousLog, schedule: Schedule) -> np.ndarray:
 def _intervals(values: np.ndarray, valid: np.ndarray, n_boot: int, level: float, seed: int):
     """Percentile bootstrap CIs of each column's mean over its valid rows (runs resampled; the same
     replicates for every column: a paired bootstrap)."""
-    from tpsviz.core.tps import percentile_intervals
 
     n, k = values.shape
     if n_boot <= 0 or n < 2 or k == 0:

@@ -9,6 +9,7 @@ spreadsheet shows as text. Numeric columns are left as numbers, so ``-0.41`` sta
 from __future__ import annotations
 
 import pandas as pd
+import io
 
 __all__ = ["PER_TRAJECTORY_COLUMNS", "binary_outcome", "neutralise_cells", "safe_csv", "write_safe_csv", "parquet_bytes", "figure_png"]
 
@@ -109,7 +110,6 @@ def parquet_bytes(frame: pd.DataFrame, constants: dict | None = None, chunk_rows
     -------
     bytes
     """
-    import io
 
     import pyarrow as pa
     import pyarrow.parquet as pq

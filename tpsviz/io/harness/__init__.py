@@ -16,6 +16,10 @@ from tpsviz.core.schema import no_lone_surrogates
 from tpsviz.io.tables import FORMATS
 from tpsviz.io.harness.runs import (
     TREATMENTS, HarnessLog, ReadOptions, parse_conf, parse_mapping, parse_treat, runs_to_frame)
+from tpsviz.io.harness.inspect_log import read_inspect_eval, read_inspect_json
+from tpsviz.io.harness.tau2 import read_tau2
+from tpsviz.io.harness.taubench import read_taubench
+from tpsviz.io.files import read_file
 
 __all__ = ["ReadOptions", "TREATMENTS", "HARNESS_FORMATS", "TABLE_FORMATS", "FORMAT_CHOICES",
            "detect_format", "read_harness", "read_tau2_dir", "read_tau2_parts", "parse_treat",
@@ -114,9 +118,6 @@ def detect_format(raw: bytes, name: str, max_nodes: int = DEFAULT_MAX_NODES) -> 
 
 def read_harness(raw: bytes, name: str, fmt: str, options: ReadOptions, limits, parsed=None):
     """(long frame, reading record) of a harness log's bytes; see :func:`runs_to_frame`."""
-    from tpsviz.io.harness.inspect_log import read_inspect_eval, read_inspect_json
-    from tpsviz.io.harness.tau2 import read_tau2
-    from tpsviz.io.harness.taubench import read_taubench
 
     if fmt == "inspect" and raw[:4] == b"PK\x03\x04":
         log = read_inspect_eval(raw, name, options, limits)
@@ -160,7 +161,6 @@ def read_tau2_dir(folder: Path, options: ReadOptions, limits, label: str | None 
     ``simulation_index``) and ``simulations/<id>.json``; the byte limit applies to the folder's
     files together. ``read(path, max_bytes, label)`` reads one file (default
     :func:`tpsviz.io.files.read_file`; the dashboard passes one that stays under its data roots)."""
-    from tpsviz.io.files import read_file
 
     read = read or (lambda p, n, label: read_file(p, n, label=label))
     name = label or folder.name or str(folder)
@@ -182,7 +182,6 @@ def read_tau2_parts(index_raw: bytes, parts: list, options: ReadOptions, limits,
     """(long frame, reading record) of a tau2-bench folder layout given as bytes: the index
     ``results.json`` and the simulation files ``[(file name, bytes), …]`` (e.g. uploaded
     together)."""
-    from tpsviz.io.harness.tau2 import read_tau2
 
     nodes = check_nodes(index_raw, f"{name}/results.json", limits.max_json_nodes)
     for label, raw in parts:
