@@ -18,15 +18,15 @@ from pathlib import Path
 
 import numpy as np
 
-from tpsviz.cli.main import (
-    _Fail, _fmt, _name, _name_width, _num, _settings_from, _verdict_numbers, print_tps_table,
-    reading_json)
+from tpsviz.cli.common import Fail as _Fail, fmt as _fmt, name_width as _name_width, num as _num, safe as _name
+from tpsviz.cli.logs import settings_from as _settings_from
+from tpsviz.cli.output import print_paired_tps, print_tps_table, reading_json, verdict_numbers as _verdict_numbers
 from tpsviz.io.dataset import DATASET_FORMATS, Dataset, is_dataset_spec, open_dataset
 from tpsviz.report.export import PER_TRAJECTORY_COLUMNS, write_safe_csv
 from tpsviz.io.files import Limits
 from tpsviz.core.tps import settings_words
 
-__all__ = ["choose_engine", "score_out_of_core", "compare_out_of_core", "ENGINES"]
+__all__ = ["choose_engine", "score_out_of_core", "score_json_out_of_core", "compare_out_of_core", "ENGINES"]
 
 ENGINES = ("auto", "memory", "duckdb", "dask")
 #: bytes of CSV per row assumed when a CSV dataset's row count is unknown before reading
@@ -70,6 +70,11 @@ def choose_engine(args, limits: Limits) -> tuple[str, str, Dataset | None]:
 def score_out_of_core(args, ds: Dataset, why: str, engine: str = "duckdb") -> int:
     """``score`` through :func:`tpsviz.engines.duck.sums_duckdb` (or the Dask engine); prints the report."""
     return _on_engine(args, engine, lambda client: _score_out_of_core(args, ds, why, client))
+
+
+def score_json_out_of_core(args, ds: Dataset, why: str, engine: str = "duckdb") -> dict:
+    """The JSON object ``score --json`` prints out of core (``check`` reads it), nothing printed."""
+    return _on_engine(args, engine, lambda client: _json(*_score_parts(args, ds, why, client)))
 
 
 def compare_out_of_core(args, ds: Dataset, why: str, engine: str = "duckdb") -> int:
@@ -133,18 +138,24 @@ def _scored(args, ds: Dataset, client):
         raise _Fail(str(exc)) from None
 
 
-def _score_out_of_core(args, ds: Dataset, why: str, client) -> int:
+def _score_parts(args, ds: Dataset, why: str, client) -> tuple:
+    """(result, dataset, why, ranks words, verdicts, sample words) of the out-of-core score."""
     res = _scored(args, ds, client)
     sums, settings = res.sums, res.settings
-    if args.per_trajectory:
+    if getattr(args, "per_trajectory", None):
         write_safe_csv(res.per_trajectory[PER_TRAJECTORY_COLUMNS], args.per_trajectory)
     ranks = _ranks_words(res.metrics)
     verdict, sample_words = _sample_verdicts(args, ds, sums, settings)
     res.engine_words = _engine_words(args, sums.engine, why)
+    return res, ds, why, ranks, verdict, sample_words
+
+
+def _score_out_of_core(args, ds: Dataset, why: str, client) -> int:
+    parts = _score_parts(args, ds, why, client)
     if args.json:
-        print(json.dumps(_json(res, ds, why, ranks, verdict, sample_words), indent=2))
+        print(json.dumps(_json(*parts), indent=2))
         return 0
-    _print(res, ds, why, ranks, verdict, sample_words)
+    _print(*parts)
     return 0
 
 
@@ -206,13 +217,7 @@ def _compare_out_of_core(args, ds: Dataset, why: str, client) -> int:
     print()
     print(f"paired comparison with baseline {_name(args.baseline)!r} on all runs: delta = predictor - baseline "
           "(TPS: higher is better; SE = sd/sqrt(n) of the per-run differences)")
-    nw = _name_width(table.index)
-    header = f"{'predictor':<{nw}} {'TPS delta':>10} {'SE':>8} {'delta/SE':>9} {'runs':>10}"
-    print(header)
-    print("-" * len(header))
-    for name, r in table.sort_values("tps_delta", ascending=False).iterrows():
-        print(f"{_name(name, nw):<{nw}} {_fmt(r.tps_delta, 10, 4)} {_fmt(r.tps_se, 8, 4)} "
-              f"{_fmt(r.tps_z, 9, 2)} {int(r.n_runs):>10,}")
+    print_paired_tps(table, count_width=10)
     print(AUROC_LEFT_OUT)
     return 0
 
