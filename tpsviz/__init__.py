@@ -6,6 +6,10 @@ agent with known truth, and diagnostics. It never imports streamlit; scikit-lear
 imported inside the functions that fit models.
 
 Scores are rewards: higher is better, 0 is perfect (nats for the log score).
+
+:func:`evaluate` gives every report of ``python -m tpsviz score`` as one :class:`Evaluation`
+(docs/api.md); a predictor's verdict is a :class:`PredictorVerdict`, a weight schedule's
+propriety label a :class:`ScheduleVerdict`.
 """
 
 from tpsviz.diagnostics.calibrate import add_all_recalibrated, add_recalibrated
@@ -16,23 +20,26 @@ from tpsviz.core.errors import LogFormatError
 from tpsviz.core.data import TrajectoryData
 from tpsviz.io.longform import from_frame
 from tpsviz.io.loading import load
-from tpsviz.core.schedules import Schedule, Verdict, parse_schedule
+from tpsviz.core.schedules import Schedule, ScheduleVerdict, parse_schedule
 from tpsviz.core.scores import (
     PRESETS, ScoreFamily, beta_score, beta_score_pair, clip_forecasts, elementary_loss,
     expected_score, omega)
 from tpsviz.core.tps import (
     CENSORING_MODES, ScoreSettings, TPSResult, artificial_censoring_check, compute_tps,
     default_censoring)
+from tpsviz.diagnostics.verdict import Verdict as PredictorVerdict
+from tpsviz.evaluation import Evaluation, evaluate
 
 __version__ = "0.1.0"
 
 __all__ = [
+    "evaluate", "Evaluation", "PredictorVerdict",
     "add_all_recalibrated", "add_recalibrated",
     "decompose", "decompose_by_step",
     "combine_logs", "group_difference", "group_table",
     "Estimate", "mean_estimate", "paired_difference",
     "LogFormatError", "TrajectoryData", "from_frame", "load",
-    "Schedule", "Verdict", "parse_schedule",
+    "Schedule", "ScheduleVerdict", "parse_schedule",
     "PRESETS", "ScoreFamily", "beta_score", "beta_score_pair", "clip_forecasts",
     "elementary_loss", "expected_score", "omega",
     "CENSORING_MODES", "ScoreSettings", "TPSResult", "artificial_censoring_check",

@@ -13,13 +13,13 @@ from dataclasses import dataclass
 
 import numpy as np
 
-__all__ = ["Schedule", "Verdict", "parse_schedule", "SCHEDULE_NAMES", "schedule_help"]
+__all__ = ["Schedule", "ScheduleVerdict", "parse_schedule", "SCHEDULE_NAMES", "schedule_help"]
 
 SCHEDULE_NAMES = ("uniform", "linear", "front", "back", "endpoint", "per-length", "column")
 
 
 @dataclass(frozen=True)
-class Verdict:
+class ScheduleVerdict:
     """Whether a schedule keeps TPS strictly proper, and why.
 
     Attributes
@@ -97,28 +97,28 @@ class Schedule:
         }[self.name]
 
     @property
-    def verdict(self) -> Verdict:
+    def verdict(self) -> ScheduleVerdict:
         """The propriety verdict of this schedule (docs/theory.md §3)."""
         if self.name in ("uniform", "linear", "front", "back"):
-            return Verdict(
+            return ScheduleVerdict(
                 "strictly proper",
                 "Every weight is positive and fixed by the step index alone, so reporting the "
                 "true success probability q_t at every step maximises the expected score.",
             )
         if self.name == "endpoint":
-            return Verdict(
+            return ScheduleVerdict(
                 "final forecast only",
                 "Only the last forecast is scored, so the score says nothing about the earlier "
                 "steps: any earlier trace scores the same.",
             )
         if self.name == "per-length":
-            return Verdict(
+            return ScheduleVerdict(
                 "not proper",
                 "The weight 1/T depends on the run's realised length, which is not known at step "
                 "t; when length correlates with success the best report is the length-tilted "
                 "E[Y/T | H_t] / E[1/T | H_t], not q_t.",
             )
-        return Verdict(
+        return ScheduleVerdict(
             "your responsibility",
             "Strictly proper only if every weight is positive and fixed before the forecast at "
             "that step is made (a function of t and the history, never of the reports or the "

@@ -9,11 +9,14 @@ from __future__ import annotations
 
 import datetime as _dt
 import html
+from typing import TYPE_CHECKING
 
 import pandas as pd
-import plotly.graph_objects as go
 
-__all__ = ["Section", "build_report"]
+if TYPE_CHECKING:  # figures are only passed through: the report and its tables load without plotly
+    import plotly.graph_objects as go
+
+__all__ = ["Section", "build_report", "html_table"]
 
 _CSS = """
 body{font-family:'Source Sans Pro',Arial,sans-serif;max-width:1200px;margin:2em auto;padding:0 1em;color:#222}
@@ -38,9 +41,20 @@ def _esc(s) -> str:
     return html.escape(str(s), quote=True)
 
 
-def _table(df: pd.DataFrame) -> str:
+def html_table(df: pd.DataFrame) -> str:
     """An HTML table: numbers to 4 significant digits and right-aligned, text left-aligned (a
-    verdict's sentence read badly flush right), a missing value as —; every cell escaped."""
+    verdict's sentence read badly flush right), a missing value as —; every cell escaped.
+
+    Parameters
+    ----------
+    df : DataFrame
+        The columns and rows shown (the index is not).
+
+    Returns
+    -------
+    str
+        A ``<table class='data'>`` element.
+    """
     numeric = [pd.api.types.is_numeric_dtype(df[c]) and not pd.api.types.is_bool_dtype(df[c]) for c in df.columns]
 
     def cell(v, num: bool) -> str:
@@ -96,7 +110,7 @@ def build_report(title: str, settings: dict, sections: list, notes: list | None 
         if sec.get("text"):
             parts.append(f"<p>{_esc(sec['text'])}</p>")
         if sec.get("table") is not None and len(sec["table"]):
-            parts.append(_table(sec["table"]))
+            parts.append(html_table(sec["table"]))
         fig = sec.get("figure")
         if fig is not None:
             parts.append(fig.to_html(full_html=False, include_plotlyjs=True if first else False,

@@ -1,0 +1,95 @@
+"""``tpsviz.evaluate``: what ``python -m tpsviz score`` computes, as one Python object.
+
+:func:`evaluate` reads a log (or takes a :class:`~tpsviz.core.data.TrajectoryData`), applies the
+settings of ``score`` and returns an :class:`~tpsviz.evaluation.record.Evaluation`: the TPS
+summary and per-trajectory scores, the usual metrics, skill against the base rate, the verdict of
+every predictor (docs/theory.md §8), the excess movement of rational updating, warnings and notes;
+``to_json()`` is the object ``score --json`` prints, ``to_html()`` the offline report (docs/api.md).
+
+``settings`` checks the settings and reads the log, ``record`` holds the Evaluation and its JSON,
+``report`` builds its HTML report. Builds on every layer below ``cli``; the command line uses it.
+"""
+
+from __future__ import annotations
+
+from tpsviz.core.data import TrajectoryData
+from tpsviz.core.tps import default_censoring
+from tpsviz.evaluation.record import Evaluation
+from tpsviz.evaluation.settings import (
+    RECALIBRATIONS, check_settings, memory_reason, qz_source, read_log, read_options, score_settings)
+
+__all__ = ["evaluate", "Evaluation"]
+
+
+def evaluate(source_or_data, *, alpha: float | None = None, beta: float | None = None,
+             score: str | None = None, schedule="uniform", censoring: str | None = None,
+             eps: float = 1e-6, n_boot: int = 2000, seed: int | None = None, level: float = 0.95,
+             q_z=None, rollouts=None, recalibrate: str | None = None, folds: int = 5,
+             fmt: str | None = None, success_threshold: float | None = None, treat=(),
+             scorer: str | None = None, conf=(), mapping=(), percent=(), forecasts=None) -> Evaluation:
+    """Score every predictor of a log and decide every report of ``python -m tpsviz score``.
+
+    Parameters
+    ----------
+    source_or_data : str, PathLike or TrajectoryData
+        A log :func:`tpsviz.load` reads (a table, a dataset folder or pattern, a harness log), or a
+        log already read.
+    alpha, beta : float, optional
+        Beta-family parameters > −1 (default 0, 0: the log score; 1, 1: half the Brier score).
+    score : str, optional
+        A preset instead of α and β: ``log``, ``brier``, ``boosting``, ``asym-high``, ``asym-low``.
+    schedule : str or Schedule
+        Weight schedule (default ``uniform``; :func:`tpsviz.parse_schedule`).
+    censoring : {"complete", "simple", "exact", "upper"}, optional
+        Default: ``exact`` when the log has q_z values or another q_Z source is given, else ``simple``.
+    eps : float
+        Forecasts are clipped to [ε, 1 − ε] (default 1e-6; 0 = off).
+    n_boot : int
+        Bootstrap replicates: 0 (no CI) or 50 to 20,000 (default 2000).
+    seed : int, optional
+        Bootstrap (and recalibration) seed (default fixed).
+    level : float
+        Confidence level of intervals and verdict tests (default 0.95).
+    q_z : {"column", "rollouts"} or float, optional
+        q_Z of censored runs in exact mode: the log's ``q_z`` column (default), the Monte-Carlo
+        mean of ``rollouts`` (default when they are given), or one probability for every run.
+    rollouts : str, Path or DataFrame, optional
+        A rollouts table ``trajectory_id, outcome``.
+    recalibrate : {"platt", "isotonic", "beta"}, optional
+        Add a cross-fitted recalibration ``<name>@<method>`` of every predictor and raw signal.
+    folds : int
+        Cross-fitting folds of ``recalibrate`` (2 to 50, default 5).
+    fmt, success_threshold, treat, scorer, conf, mapping, percent, forecasts
+        Reading options of a path, as ``score``'s (docs/harness.md):
+        :func:`tpsviz.evaluation.settings.read_options`; ``forecasts`` is a sidecar table
+        ``trajectory_id, step, conf_*`` joined on (trajectory_id, step).
+
+    Returns
+    -------
+    Evaluation
+
+    Raises
+    ------
+    ValueError
+        For a setting out of range or that does not fit the log (tpsviz.LogFormatError, a
+        ValueError, for a log that cannot be read).
+    """
+    check_settings(n_boot, seed, eps, folds, level)
+    if recalibrate is not None and recalibrate not in RECALIBRATIONS:
+        raise ValueError(f"recalibrate must be one of {', '.join(RECALIBRATIONS)}, got {recalibrate!r}")
+    score_settings(False, alpha, beta, score, schedule, censoring, eps, n_boot, seed, level)  # fail before reading
+    reading = dict(fmt=fmt, success_threshold=success_threshold, treat=treat, scorer=scorer, conf=conf,
+                   mapping=mapping, percent=percent)
+    if isinstance(source_or_data, TrajectoryData):
+        given = [k for k, v in reading.items() if v not in (None, (), [], {}, "auto")]
+        if given or forecasts is not None:
+            raise ValueError(f"{', '.join(given + (['forecasts'] if forecasts is not None else []))}: reading "
+                             "options apply to a file; this log is already read (a TrajectoryData)")
+        options = None
+    else:
+        options = read_options(**reading)
+    data, notes = read_log(source_or_data, options, forecasts, recalibrate, folds, seed, schedule)
+    q, censoring, qz_notes = qz_source(data, q_z, rollouts, censoring)
+    settings = score_settings(default_censoring(data) == "exact", alpha, beta, score, schedule, censoring,
+                              eps, n_boot, seed, level)
+    return Evaluation.compute(data, settings, q, notes + qz_notes, memory_reason(source_or_data, fmt))

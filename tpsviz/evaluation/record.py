@@ -1,0 +1,346 @@
+"""The :class:`Evaluation`: every report of ``python -m tpsviz score`` on one log, with its JSON
+(``to_json()``, the object ``score --json`` prints), its offline HTML report (``to_html()``) and a
+compact notebook view (``_repr_html_``). Texts in the JSON are the command line's, word for word.
+"""
+
+from __future__ import annotations
+
+import html
+import math
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from tpsviz.core import formatting as Fm
+from tpsviz.core.data import TrajectoryData
+from tpsviz.core.tps import ScoreSettings, TPSResult, compute_tps, settings_words
+from tpsviz.diagnostics.caveats import Caveats, caveats
+from tpsviz.diagnostics.leaderboard import metric_table, skill_table
+from tpsviz.diagnostics.updating import excess_movement
+from tpsviz.diagnostics.verdict import RULES, Verdict, verdicts
+from tpsviz.evaluation.report import report_sections, report_settings
+from tpsviz.evaluation.settings import memory_reason, plain_text
+from tpsviz.report.export import PER_TRAJECTORY_COLUMNS
+from tpsviz.report.html import build_report, html_table
+
+__all__ = ["Evaluation", "json_value", "verdict_numbers", "reading_json", "LEADERBOARD_COLUMNS"]
+
+
+def json_value(v):
+    """A number for JSON: a finite float, ``"inf"``/``"-inf"``, or None for NaN and None.
+
+    Parameters
+    ----------
+    v : float or None
+
+    Returns
+    -------
+    float, str or None
+    """
+    if v is None:
+        return None
+    v = float(v)
+    return v if math.isfinite(v) else (None if math.isnan(v) else ("-inf" if v < 0 else "inf"))
+
+
+def verdict_numbers(v: Verdict) -> dict:
+    """The statistics behind a verdict, for JSON (a missing or infinite value is None).
+
+    Parameters
+    ----------
+    v : tpsviz.diagnostics.verdict.Verdict
+
+    Returns
+    -------
+    dict
+    """
+    d = v.to_dict()
+    return {k: d[k] for k in ("n_runs", "n_success", "n_failure", "mean_forecast",
+                              "success_rate", "run_rate", "bias", "bias_se", "slope",
+                              "slope_se", "mcb", "mcb_p", "dsc", "dsc_p", "skill", "skill_se",
+                              "ref_rate", "rule")}
+
+
+def reading_json(reading: dict) -> dict:
+    """How the log was read (``TrajectoryData.reading``) as plain values for JSON.
+
+    Parameters
+    ----------
+    reading : dict
+
+    Returns
+    -------
+    dict
+        ``reading`` without its ``notes`` and ``dropped_ids``.
+    """
+    return {k: v for k, v in reading.items() if k not in ("notes", "dropped_ids")}
+
+
+# ----------------------------------------------------------------------------- the evaluation
+_UNITS = "TPS per trajectory in the score's units (nats for the log score); higher is better, 0 is perfect"
+_METRICS = ("auroc/auprc/tece_pooled pooled over (trajectory, step) pairs of complete runs; *_final use each "
+            "run's final forecast; T-ECE with 10 equal-width bins; skill = 1 - TPS/TPS_ref against the "
+            "constant reference rate")
+_MOVEMENT = ("mean over runs of sum (F_t+1 - F_t)^2 minus the uncertainty resolved, F_1(1-F_1) - F_end(1-F_end) "
+             "(a finished run ends at Y); 0 for a truthful forecast, > 0 over-reacts, < 0 under-reacts; "
+             "z = value / se across runs (docs/theory.md, Rational updating)")
+_METRIC_KEYS = ("auroc", "auprc", "auroc_final", "tece_pooled", "tece_final")
+#: the columns of :attr:`Evaluation.leaderboard`
+LEADERBOARD_COLUMNS = ("tps_mean", "tps_se", "tps_ci_low", "tps_ci_high", "tps_step_mean", "tps_ref", "skill",
+                       "skill_se", "skill_ci_low", "skill_ci_high") + _METRIC_KEYS + (
+                      "verdict", "excess_movement", "n_trajectories", "n_censored", "n_steps", "n_missing",
+                      "n_clipped", "n_qz_fallback")
+
+
+@dataclass(frozen=True, eq=False, repr=False)
+class Evaluation:
+    """Every report of ``python -m tpsviz score`` on one log, as Python objects.
+
+    Attributes
+    ----------
+    data : TrajectoryData
+        The log scored (with its recalibrated predictors).
+    settings : ScoreSettings
+    result : TPSResult
+        TPS of every predictor (:attr:`summary`, :attr:`per_trajectory`, per-step contributions).
+    metrics : DataFrame
+        The usual metrics per predictor (:func:`tpsviz.diagnostics.leaderboard.metric_table`:
+        AUROC, AUPRC, T-ECE, pooled and final; point estimates).
+    skill : DataFrame
+        Skill against the base-rate reference per predictor (``tps_ref``, ``skill``, its SE and
+        CI, ``ref_rate``, ``ref_rule``).
+    verdicts : dict of str to tpsviz.diagnostics.verdict.Verdict
+        The verdict of every predictor (docs/theory.md §8).
+    excess_movement : DataFrame
+        Rational updating per predictor: ``value``, ``se``, ``z``, ``n_runs``.
+    warnings : tpsviz.diagnostics.caveats.Caveats
+        Warnings about the log (``log``) and per predictor (``predictors``).
+    notes : tuple of str
+        What to know about the reading, the recalibration and the q_Z source.
+    q_z : Series, ndarray or None
+        The q_Z of censored runs used in exact mode (None: the log's ``q_z`` column).
+    engine_reason : str
+        Why the log was scored in memory (``settings.engine_reason`` of the JSON).
+    """
+
+    data: TrajectoryData
+    settings: ScoreSettings
+    result: TPSResult
+    metrics: pd.DataFrame
+    skill: pd.DataFrame
+    verdicts: dict
+    excess_movement: pd.DataFrame
+    warnings: Caveats
+    notes: tuple = ()
+    q_z: object = None
+    engine_reason: str = "a TrajectoryData given in memory"
+
+    @classmethod
+    def compute(cls, data: TrajectoryData, settings: ScoreSettings, q_z=None, notes=(),
+                engine_reason: str | None = None) -> "Evaluation":
+        """Score ``data`` under ``settings`` and decide every report (what ``score`` computes).
+
+        Parameters
+        ----------
+        data : TrajectoryData
+        settings : ScoreSettings
+        q_z : Series or ndarray, optional
+            q_Z of censored runs in exact mode (:func:`qz_source`).
+        notes : sequence of str
+            Notes of the reading, after ``data.notes``.
+        engine_reason : str, optional
+            Default :func:`memory_reason` of ``data``.
+
+        Returns
+        -------
+        Evaluation
+        """
+        result = compute_tps(data, settings, q_z=q_z)
+        metrics = metric_table(data, settings, n_bins=10, n_boot=0)
+        skill = skill_table(data, settings, q_z=q_z, n_boot=max(settings.n_boot, 200), result=result)
+        verdict = verdicts(data, settings, q_z=q_z, skill=skill)
+        warn = caveats(data, settings, result.summary, skill)
+        moves = excess_movement(data, list(result.summary.index))
+        return cls(data, settings, result, metrics, skill, verdict, moves, warn,
+                   tuple(data.notes) + tuple(notes), q_z, engine_reason or memory_reason(data))
+
+    def __repr__(self) -> str:
+        d = self.data
+        return (f"<Evaluation of {plain_text(d.source, 60)!r}: {d.n_trajectories} runs, "
+                f"{len(self.summary)} predictors, best first {self.order[:3]}{'…' if len(self.order) > 3 else ''}>")
+
+    # ---------------------------------------------------------------- the numbers
+    @property
+    def summary(self) -> pd.DataFrame:
+        """TPS per predictor (``TPSResult.summary``), in the log's order of predictors."""
+        return self.result.summary
+
+    @property
+    def per_trajectory(self) -> pd.DataFrame:
+        """TPS per (run, predictor) (``TPSResult.per_trajectory``)."""
+        return self.result.per_trajectory
+
+    @property
+    def order(self) -> list:
+        """The predictors, best mean TPS first (a missing mean last; ties in the log's order)."""
+        s = self.summary["tps_mean"].fillna(-np.inf)
+        return list(s.sort_values(ascending=False, kind="stable").index)
+
+    @property
+    def reference_rate(self) -> float | None:
+        """The constant forecast skill is measured against (None without a predictor)."""
+        return float(self.skill["ref_rate"].iloc[0]) if len(self.skill) else None
+
+    @property
+    def reference_rule(self) -> str | None:
+        """How :attr:`reference_rate` was chosen, in words."""
+        return str(self.skill["ref_rule"].iloc[0]) if len(self.skill) else None
+
+    @property
+    def leaderboard(self) -> pd.DataFrame:
+        """One row per predictor, best first (:attr:`order`), columns :data:`LEADERBOARD_COLUMNS`:
+        the TPS summary, the reference's TPS and skill, the usual metrics, the verdict's label and
+        the excess movement, then the counts (every column: :attr:`summary`, :attr:`skill`,
+        :attr:`metrics`)."""
+        out = self.summary.join(self.skill.drop(columns=["tps_mean", "n_trajectories"], errors="ignore"))
+        out = out.join(self.metrics[[k for k in _METRIC_KEYS if k in self.metrics]])
+        out["verdict"] = pd.Series({n: v.label for n, v in self.verdicts.items()}, dtype=object)
+        out["excess_movement"] = self.excess_movement["value"]
+        return out.reindex(index=self.order, columns=list(LEADERBOARD_COLUMNS))
+
+    def verdict_sentences(self) -> list[str]:
+        """The verdict of every predictor in one plain sentence each, in the log's order."""
+        return [self.verdicts[name].text for name in self.summary.index]
+
+    def why_null(self, name: str) -> dict:
+        """Why a value of predictor ``name`` is not a finite number: field → reason.
+
+        Parameters
+        ----------
+        name : str
+
+        Returns
+        -------
+        dict
+            E.g. ``{"auroc": "AUROC needs complete runs with both outcomes …"}``; empty when
+            every value is a number.
+        """
+        r, k, m = self.summary.loc[name], self.skill.loc[name], self.metrics.loc[name]
+        out = {}
+        n, mean = int(r.n_trajectories), float(r.tps_mean)
+        if n == 0:
+            out["tps"] = ("no run was scored (the predictor has no forecast on the runs in scope)"
+                          if int(r.n_no_forecast) else "no run is in scope")
+        elif math.isinf(mean):
+            out["tps"] = ("-inf: a forecast of exactly 0 or 1 was wrong under an unbounded score "
+                          "with eps = 0; raise --eps or use a bounded score (--alpha 1 --beta 1)")
+        elif n < 2:
+            out["tps_se"] = "the SE and CI need at least 2 runs; only 1 was scored"
+        elif self.settings.n_boot == 0:
+            out["tps_ci"] = "no CI: the bootstrap is off (--n-boot 0); mean ± 1.96 SE is an alternative"
+        elif not (math.isfinite(float(r.tps_ci_low)) and math.isfinite(float(r.tps_ci_high))):
+            out["tps_ci"] = "no CI could be formed from the bootstrap replicates"
+        if n and not math.isfinite(float(k.skill)):
+            out["skill"] = (str(k.get("skill_note", "")) or
+                            "skill is undefined when TPS or the reference's TPS is not finite")
+        if not math.isfinite(float(m.get("auroc", math.nan))):
+            out["auroc"] = ("AUROC needs complete runs with both outcomes (a success and a failure) "
+                            "and a forecast")
+        return out
+
+    def per_trajectory_table(self) -> pd.DataFrame:
+        """Each run's TPS per predictor with its outcome (``score --per-trajectory``): columns
+        ``trajectory_id, predictor, tps, censored, outcome`` (NaN outcome when censored)."""
+        pt = self.per_trajectory
+        y = self.data.trajectories["outcome"].to_numpy(dtype=float)[pt["traj"].to_numpy()]
+        return pt.assign(outcome=y)[PER_TRAJECTORY_COLUMNS]
+
+    def censoring_words(self) -> str:
+        """The censoring mode in words, with the q_Z source used in exact mode."""
+        if self.settings.censoring == "exact" and isinstance(self.q_z, pd.Series):
+            return "exact (q_Z = Monte-Carlo mean of the rollouts, simple where a run has none)"
+        if self.settings.censoring == "exact" and self.q_z is not None and len(self.q_z):
+            return f"exact (q_Z = {float(np.asarray(self.q_z)[0]):g} for every censored run)"
+        return settings_words(self.settings)["censoring"]
+
+    # ---------------------------------------------------------------- JSON
+    def to_json(self) -> dict:
+        """The object ``python -m tpsviz score LOG --json`` prints: plain values, ``"inf"``/``"-inf"``
+        for an infinite score, None where a value is missing (``why_null`` says why).
+
+        Returns
+        -------
+        dict
+        """
+        data = self.data
+        settings = {
+            **self.settings.describe(), "file": data.source, "engine": "memory",
+            "engine_reason": self.engine_reason, "n_trajectories": data.n_trajectories,
+            "n_steps": data.n_steps, "n_censored": data.n_censored, "notes": list(self.notes),
+            "reading": reading_json(data.reading), "units": _UNITS,
+            "reference_rate": json_value(self.reference_rate), "reference_rule": self.reference_rule,
+            "metrics": _METRICS, "missing": "a null value is explained in the predictor's 'why_null'",
+            "excess_movement": _MOVEMENT, "verdict_rules": [f"{label}: {rule}" for label, rule in RULES]}
+        return {"settings": settings, "warnings": [plain_text(w) for w in self.warnings.all()],
+                "predictors": {name: self._predictor_json(name) for name in self.summary.index}}
+
+    def _predictor_json(self, name: str) -> dict:
+        r, v, mv = self.summary.loc[name], self.verdicts[name], self.excess_movement.loc[name]
+        return {
+            "tps_mean": json_value(r.tps_mean), "tps_se": json_value(r.tps_se),
+            "tps_ci_low": json_value(r.tps_ci_low), "tps_ci_high": json_value(r.tps_ci_high),
+            "tps_step_mean": json_value(r.tps_step_mean),
+            "n_trajectories": int(r.n_trajectories), "n_censored": int(r.n_censored),
+            "n_clipped": int(r.n_clipped), "n_steps": int(r.n_steps),
+            "n_missing": int(r.n_missing), "n_qz_fallback": int(r.n_qz_fallback),
+            "tps_ref": json_value(self.skill.loc[name, "tps_ref"]),
+            "skill": json_value(self.skill.loc[name, "skill"]),
+            **{k: json_value(self.metrics.loc[name, k]) if k in self.metrics else None for k in _METRIC_KEYS},
+            "why_null": self.why_null(name),
+            "verdict": {"label": v.label, "text": plain_text(v.text), "numbers": verdict_numbers(v)},
+            "excess_movement": {k: json_value(mv[k]) for k in ("value", "se", "z")} | {"n_runs": int(mv["n_runs"])},
+            "warnings": [plain_text(w) for w in self.warnings.predictors[name]],
+        }
+
+    # ---------------------------------------------------------------- HTML
+    def display_table(self) -> pd.DataFrame:
+        """The leaderboard as text cells, best first (the report's and the notebook's table)."""
+        rows = []
+        for name in self.order:
+            r, k, m = self.summary.loc[name], self.skill.loc[name], self.metrics.loc[name]
+            rows.append({"predictor": name, "verdict": self.verdicts[name].label, "TPS": Fm.num(r.tps_mean),
+                         "± SE": Fm.num(r.tps_se), f"{self.settings.level:.0%} CI": Fm.interval(r.tps_ci_low, r.tps_ci_high),
+                         "skill": Fm.pm(k.skill, k.get("skill_se", np.nan)),
+                         "AUROC": Fm.num(m.get("auroc", np.nan), ".3f"), "AUPRC": Fm.num(m.get("auprc", np.nan), ".3f"),
+                         "T-ECE": Fm.num(m.get("tece_pooled", np.nan), ".3f"), "runs": int(r.n_trajectories),
+                         "censored": int(r.n_censored), "clipped": int(r.n_clipped)})
+        return pd.DataFrame(rows)
+
+    def _repr_html_(self) -> str:
+        """A compact notebook view: the log, the settings, the verdicts and the leaderboard."""
+        esc, d = html.escape, self.data
+        w = settings_words(self.settings, self.censoring_words())
+        head = (f"<p><b>tpsviz evaluation</b> of {esc(plain_text(d.source))}: {d.n_trajectories:,} runs, "
+                f"{d.n_steps:,} steps, {d.n_censored:,} censored · score {esc(w['score'])} · schedule "
+                f"{esc(w['schedule'])} ({esc(w['schedule_status'])}) · censoring {esc(w['censoring'])}</p>")
+        items = "".join(f"<li>{esc(plain_text(s))}</li>" for s in self.verdict_sentences())
+        warn = "".join(f"<p>warning: {esc(plain_text(x))}</p>" for x in self.warnings.log)
+        return f"<div class='tpsviz-evaluation'>{head}<ul>{items}</ul>{html_table(self.display_table())}{warn}</div>"
+
+    def to_html(self, title: str | None = None) -> str:
+        """The offline HTML report (plotly.js embedded): settings, verdicts, warnings, leaderboard,
+        reliability diagrams, mean contribution by step and rational updating.
+
+        Parameters
+        ----------
+        title : str, optional
+            Default ``"tpsviz report — <file>"``.
+
+        Returns
+        -------
+        str
+            A complete HTML document (:func:`tpsviz.report.html.build_report`).
+        """
+        return build_report(title or f"tpsviz report — {plain_text(self.data.source)}", report_settings(self),
+                            report_sections(self), notes=[f"Loader note: {n}" for n in self.notes])

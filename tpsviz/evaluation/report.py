@@ -1,0 +1,110 @@
+"""The offline HTML report of an :class:`~tpsviz.evaluation.record.Evaluation`: the sections the
+dashboard's Export page writes for the same numbers (settings, verdicts, warnings, leaderboard,
+reliability diagrams, mean contribution by step) and the excess movement of rational updating.
+
+Figures are drawn by :mod:`tpsviz.report.figures`, imported when a report is built: plotly stays out
+of ``import tpsviz``.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from tpsviz.core import formatting as Fm
+from tpsviz.core.inference import summary_interval
+from tpsviz.core.tps import settings_words
+from tpsviz.diagnostics.reliability import reliability_panels
+from tpsviz.diagnostics.verdict import RULES
+from tpsviz.report.html import Section
+
+__all__ = ["report_settings", "report_sections", "REPORT_PANELS"]
+
+#: reliability diagrams of the report: at most this many predictors (as on the Export page)
+REPORT_PANELS = 6
+
+
+def report_settings(ev) -> dict:
+    """The settings block at the top of the report (label → value).
+
+    Parameters
+    ----------
+    ev : Evaluation
+
+    Returns
+    -------
+    dict
+    """
+    d, s = ev.data, ev.settings
+    w = settings_words(s, ev.censoring_words())
+    return {
+        "Data": f"{d.source} ({d.n_trajectories} runs, {d.n_steps} steps, {d.n_censored} censored)",
+        "Score family": f"{w['score']}; units: {w['unit']}",
+        "Weight schedule": w["schedule"],
+        "Verdict of the schedule": f"{w['schedule_status']} — {w['schedule_reason']}",
+        "Censoring": w["censoring"],
+        "ε (clipping)": w["eps"],
+        "Bootstrap": f"TPS: {w['bootstrap']}; usual metrics: point estimates",
+        "Predictors": ", ".join(ev.summary.index),
+    }
+
+
+def report_sections(ev) -> list:
+    """The report's sections (:class:`tpsviz.report.html.Section`), in the Export page's order.
+
+    Parameters
+    ----------
+    ev : Evaluation
+
+    Returns
+    -------
+    list of Section
+    """
+    from tpsviz.report import figures as F  # plotly: only when a report is built
+
+    s, settings = ev.summary, ev.settings
+    colors = {n: c for n, c in F.predictor_colors(list(ev.data.predictors)).items() if n in s.index}
+    verdict_table = pd.DataFrame([{"predictor": F.display_name(n), "verdict": v.label,
+                                   "why": v.text.split(" — ", 1)[-1]} for n, v in ev.verdicts.items()])
+    secs = [Section("Verdict: which predictor to trust", "First rule that holds: " + "; ".join(
+        f"{label}: {rule}" for label, rule in RULES) + ".", table=verdict_table)]
+    if ev.warnings.all():
+        secs.append(Section("Warnings", " ".join(ev.warnings.all())))
+    secs.append(_leaderboard(ev, F, colors))
+    names = ev.order[:REPORT_PANELS]
+    panels, _ = reliability_panels(ev.data, names, "all", None, False, n_bins=10, n_boot=200, seed=settings.seed)
+    if panels:
+        secs.append(Section("Reliability (all steps, complete runs)", "", F.reliability_figure(
+            panels, colors, "Reliability diagrams with CORP curves and consistency bands")))
+    means = F.prepare_step_means(ev.result.step_contributions(list(s.index)))
+    secs.append(Section("Mean contribution by step", "", F.step_means_figure(means, colors, settings.alpha,
+                                                                             settings.beta)))
+    mv = ev.excess_movement.loc[ev.order]
+    moves = pd.DataFrame({"predictor": [F.display_name(n) for n in mv.index],
+                          "excess movement": [Fm.num(v, "+.4f") for v in mv["value"]],
+                          "± SE": [Fm.num(v) for v in mv["se"]], "z": [Fm.num(v, "+.1f") for v in mv["z"]],
+                          "runs": mv["n_runs"].astype(int).to_numpy()})
+    secs.append(Section("Rational updating", "Excess movement per run = Σ (F_t+1 − F_t)² − [F_1(1−F_1) − "
+                        "F_end(1−F_end)]: 0 if truthful, > 0 over-reacts, < 0 under-reacts (docs/theory.md, "
+                        "Rational updating).", table=moves))
+    return secs
+
+
+def _leaderboard(ev, F, colors: dict) -> Section:
+    """The leaderboard figure (TPS with its interval) and table."""
+    s, sk, settings = ev.summary, ev.skill, ev.settings
+    intervals = {n: summary_interval(s.loc[n], settings.level)[:2] for n in s.index}
+    boot = settings.n_boot > 0
+    widest = sk["n_trajectories"].idxmax() if len(sk) else None  # the reference over the most runs
+    ref_mean = float(sk.loc[widest, "tps_ref"]) if widest is not None else np.nan
+    fig = F.leaderboard_figure(s, colors, settings.alpha, settings.beta, ref_mean, level=settings.level,
+                               intervals=intervals,
+                               ci_label="bootstrap CI" if boot else "± 1.96 SE (bootstrap off)")
+    unit = settings_words(settings)["unit"]
+    rate = ev.reference_rate
+    text = (f"TPS in {unit} per trajectory (higher is better, 0 is perfect), {settings.level:.0%} "
+            f"{'bootstrap CI over trajectories' if boot else 'interval ± 1.96 SE'}; skill against the "
+            f"constant forecast F ≡ {Fm.num(rate, '.3f')} ({ev.reference_rule or 'no reference'}); usual metrics "
+            "on complete runs, pooled over steps.")
+    table = ev.display_table().assign(predictor=lambda t: t["predictor"].map(F.display_name))
+    return Section("Leaderboard", text, fig, table)
