@@ -116,4 +116,4 @@ def test_score_takes_a_level(capsys):
     wide = json.loads(capsys.readouterr().out)["predictors"]["truthful"]
     assert wide["tps_ci_low"] < rec["tps_ci_low"] < rec["tps_ci_high"] < wide["tps_ci_high"]
     assert main(["score", str(DEMO / "tau2-like.csv"), "--level", "1.5"]) == 2
-    assert "--level must be between 0 and 1" in capsys.readouterr().err
+    assert "--level must be in (0, 1)" in capsys.readouterr().err

@@ -30,7 +30,7 @@ from tpsviz.cli.engine import score_json_out_of_core
 from tpsviz.cli.kinds import KIND_WORDS
 from tpsviz.cli.logs import log_kind, prepare
 from tpsviz.cli.options import add_engine_options, add_scoring_options, check_args
-from tpsviz.cli.score import engine_for, score_in_memory, score_json
+from tpsviz.cli.score import engine_for, score_in_memory
 
 __all__ = ["add_arguments", "run", "EXIT_FAILED", "SETTINGS_COMPARED", "evaluate_checks"]
 
@@ -116,8 +116,7 @@ def _score_object(args) -> dict:
     engine, why, ds = engine_for(args)
     if engine in ("duckdb", "dask"):
         return score_json_out_of_core(args, ds, why, engine)
-    data, settings, q_z, notes = prepare(args)
-    return score_json(score_in_memory(data, settings, q_z), notes, why)
+    return score_in_memory(*prepare(args), why).to_json()
 
 
 def _value(x) -> float:

@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import math
 
-from tpsviz.core.schema import clean_text
+from tpsviz.evaluation.record import json_value
+from tpsviz.evaluation.settings import plain_text
 
 __all__ = ["EXIT_BAD_INPUT", "Fail", "safe", "name_width", "num", "fmt", "short", "interval"]
 
@@ -21,22 +22,9 @@ class Fail(Exception):
     """Bad input: the message is printed on stderr and the command exits with code 2."""
 
 
-def safe(s, limit: int | None = None) -> str:
-    """Text from a log (an id, a column or file name) for the terminal.
-
-    Parameters
-    ----------
-    s : object
-        The text (converted with ``str``).
-    limit : int, optional
-        Most characters kept (the rest is cut with an ellipsis).
-
-    Returns
-    -------
-    str
-        The text without control characters, tabs or line breaks.
-    """
-    return clean_text(s, limit).replace("\n", " ").replace("\t", " ")
+#: text from a log (an id, a column or file name) for the terminal: no control characters, tabs or line
+#: breaks (the same text the JSON of ``tpsviz.evaluate`` holds)
+safe = plain_text
 
 
 def name_width(names) -> int:
@@ -55,23 +43,8 @@ def name_width(names) -> int:
     return max(20, min(48, max((len(safe(n)) for n in names), default=0)))
 
 
-def num(v):
-    """A number for JSON.
-
-    Parameters
-    ----------
-    v : float or None
-
-    Returns
-    -------
-    float, str or None
-        The float; None for NaN or None; ``"-inf"``/``"inf"`` for an infinite value (an
-        unbounded score of a forecast of exactly 0 or 1 that was wrong).
-    """
-    if v is None:
-        return None
-    v = float(v)
-    return v if math.isfinite(v) else (None if math.isnan(v) else ("-inf" if v < 0 else "inf"))
+#: a number for JSON: the float, None for NaN, "-inf"/"inf" for an infinite score
+num = json_value
 
 
 def short(v: float, digits: int) -> str:

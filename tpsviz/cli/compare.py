@@ -18,7 +18,8 @@ from tpsviz.cli.kinds import check_options_for, compare_other
 from tpsviz.cli.logs import load_log, log_kind, prepare, settings_for
 from tpsviz.cli.multiclass import add_label_options
 from tpsviz.cli.options import add_engine_options, add_scoring_options, check_args
-from tpsviz.cli.output import print_header, reading_json
+from tpsviz.cli.output import print_header
+from tpsviz.evaluation.record import reading_json
 from tpsviz.cli.score import engine_for
 
 __all__ = ["add_arguments", "run"]
@@ -83,7 +84,7 @@ def run(args) -> int:
     if args.json:
         print(json.dumps(_baseline_json(args, data, settings, notes, table), indent=2))
         return 0
-    print_header(data, settings, notes)
+    print_header(data, settings, data.notes + notes)
     print()
     print(f"paired comparison with baseline {args.baseline!r}: delta = predictor - baseline "
           "(TPS: higher is better; AUROC: complete runs, paired trajectory bootstrap with "
@@ -162,7 +163,7 @@ def _compare_groups(args) -> int:
     if args.json:
         print(json.dumps(_groups_json(data, settings, notes, by, base, table, diffs), indent=2))
         return 0
-    print_header(data, settings, notes)
+    print_header(data, settings, data.notes + notes)
     print()
     _print_groups(table, groups, by)
     _print_differences(diffs, base, name_width(table.index.get_level_values("predictor")))

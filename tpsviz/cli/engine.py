@@ -20,7 +20,8 @@ import numpy as np
 
 from tpsviz.cli.common import Fail as _Fail, fmt as _fmt, name_width as _name_width, num as _num, safe as _name
 from tpsviz.cli.logs import settings_from as _settings_from
-from tpsviz.cli.output import print_paired_tps, print_tps_table, reading_json, verdict_numbers as _verdict_numbers
+from tpsviz.cli.output import print_paired_tps, print_tps_table
+from tpsviz.evaluation.record import reading_json, verdict_numbers as _verdict_numbers
 from tpsviz.io.dataset import DATASET_FORMATS, Dataset, is_dataset_spec, open_dataset
 from tpsviz.report.export import PER_TRAJECTORY_COLUMNS, write_safe_csv
 from tpsviz.io.files import Limits

@@ -1,5 +1,6 @@
 """A command's log: which kind of outcome it holds, how it is read (reading options, recalibrated
-predictors, rollouts) and the score settings its options give.
+predictors, rollouts) and the score settings its options give: the steps of
+:mod:`tpsviz.evaluation.settings` under the command line's option names.
 
 The kind (binary, multi-class, continuous: :func:`tpsviz.io.kinds.outcome_kind`) is decided from
 the header alone (a table's first line or Parquet footer, a dataset's columns), so ``score`` and
@@ -11,17 +12,15 @@ from __future__ import annotations
 import math
 from pathlib import Path
 
-from tpsviz.cli.common import Fail, safe
+from tpsviz.cli.common import Fail
+from tpsviz.cli.options import flag
 from tpsviz.core.errors import LogFormatError
-from tpsviz.core.inference import DEFAULT_SEED
-from tpsviz.core.schedules import parse_schedule
-from tpsviz.core.schema import show_id
 from tpsviz.core.tps import ScoreSettings, default_censoring
+from tpsviz.evaluation import settings as evaluation_settings
 from tpsviz.io.dataset import DATASET_FORMATS, is_dataset_spec, open_dataset
 from tpsviz.io.files import limits_from_env, read_file
-from tpsviz.io.harness.runs import ReadOptions, parse_conf, parse_mapping, parse_treat
+from tpsviz.io.harness.runs import ReadOptions
 from tpsviz.io.kinds import outcome_kind
-from tpsviz.io.loading import load
 from tpsviz.io.tables import FORMATS, table_columns
 
 __all__ = ["log_kind", "read_options", "settings_from", "settings_for", "load_log", "prepare"]
@@ -68,28 +67,25 @@ def log_kind(args) -> str:
 
 
 def read_options(args) -> ReadOptions:
-    """The reading options (``--format``, ``--treat``, ``--map`` …) as a :class:`ReadOptions`.
+    """The reading options (``--format``, ``--treat``, ``--map`` …) as a :class:`ReadOptions`
+    (:func:`tpsviz.evaluation.settings.read_options`).
 
     Raises
     ------
     Fail
         For an option value that cannot be parsed.
     """
+    if args.success_threshold is not None and not math.isfinite(args.success_threshold):
+        raise Fail("--success-threshold must be a finite number")
     try:
-        mapping = parse_mapping(args.map)
-        percent = tuple(p.strip() for item in args.percent for p in str(item).split(",") if p.strip())
-        if args.success_threshold is not None and not math.isfinite(args.success_threshold):
-            raise ValueError("--success-threshold must be a finite number")
-        return ReadOptions(fmt=None if args.format == "auto" else args.format,
-                           success_threshold=args.success_threshold, treat=parse_treat(args.treat),
-                           scorer=args.scorer, conf=parse_conf(args.conf), mapping=tuple(mapping),
-                           percent=percent)
+        return evaluation_settings.read_options(args.format, args.success_threshold, args.treat, args.scorer,
+                                                args.conf, args.map, args.percent)
     except ValueError as exc:
         raise Fail(str(exc)) from None
 
 
 def settings_from(args, has_qz: bool) -> ScoreSettings:
-    """The score settings of the options.
+    """The score settings of the options (:func:`tpsviz.evaluation.settings.score_settings`).
 
     Parameters
     ----------
@@ -108,13 +104,8 @@ def settings_from(args, has_qz: bool) -> ScoreSettings:
         For settings the core refuses (the core's message).
     """
     try:
-        schedule = parse_schedule(args.schedule)
-        kwargs = dict(alpha=args.alpha, beta=args.beta, schedule=schedule,
-                      censoring=args.censoring or ("exact" if has_qz else "simple"), eps=args.eps,
-                      n_boot=args.n_boot, level=args.level)
-        if args.seed is not None:
-            kwargs["seed"] = args.seed
-        return ScoreSettings(**kwargs)
+        return evaluation_settings.score_settings(has_qz, args.alpha, args.beta, None, args.schedule, args.censoring,
+                                                  args.eps, args.n_boot, args.seed, args.level, spell=flag)
     except ValueError as exc:
         raise Fail(str(exc)) from None
 
@@ -124,55 +115,15 @@ def settings_for(args, data) -> ScoreSettings:
     return settings_from(args, default_censoring(data) == "exact")
 
 
-def prepare(args):
-    """Load the log, add recalibrated predictors, read rollouts, build the settings.
-
-    Returns
-    -------
-    data : TrajectoryData
-    settings : ScoreSettings
-    q_z : Series or None
-        q_Z of the censored runs from ``--rollouts``.
-    notes : list of str
-        What the loading did (recalibration, rollouts).
-    """
-    data, notes = load_log(args, args.path)
-    q_z = None
-    if getattr(args, "rollouts", None):
-        q_z = _rollouts(args, data, notes)
-    settings = settings_for(args, data)
-    return data, settings, q_z, notes
-
-
-def _rollouts(args, data, notes: list):
-    """q_Z of the censored runs from --rollouts (exact mode by default); notes say what was used."""
-    from tpsviz.diagnostics.audit import rollout_qz_series
-
-    q_z, info = rollout_qz_series(data, args.rollouts)
-    if args.censoring is None:
-        args.censoring = "exact"
-    notes.append(f"rollouts: q_Z estimated for {info['n_with_rollouts']} of "
-                 f"{info['n_censored']} censored runs")
-    if info["censored_without"]:
-        notes.append(f"rollouts: {len(info['censored_without'])} censored runs have no "
-                     "rollouts and are scored with q_Z = 0")
-    if info["unknown_ids"]:
-        notes.append(f"rollouts: {len(info['unknown_ids'])} trajectory id(s) not in the log "
-                     f"were ignored (e.g. {', '.join(show_id(i) for i in info['unknown_ids'][:3])})")
-    if args.censoring != "exact":
-        notes.append(f"rollouts: not used, censoring is {args.censoring} (use --censoring "
-                     "exact)")
-    return q_z
-
-
 def load_log(args, path):
-    """One log with its recalibrated predictors (``--recalibrate``), and the notes of the loading.
+    """One log with its recalibrated predictors (``--recalibrate``), and the notes of the loading
+    (:func:`tpsviz.evaluation.settings.read_log`).
 
     Parameters
     ----------
     args : Namespace
-        The reading options, ``recalibrate``, ``folds``, ``seed`` and, where the command has it,
-        ``schedule``.
+        The reading options, ``forecasts``, ``recalibrate``, ``folds``, ``seed`` and, where the
+        command has it, ``schedule``.
     path : str
         The log.
 
@@ -186,39 +137,37 @@ def load_log(args, path):
     Fail
         For a log with nothing to score, or a recalibration that gives no predictor.
     """
-    data = load(path, options=read_options(args), forecasts=args.forecasts)
-    if not data.predictors and not args.recalibrate:
-        raise Fail(f"{safe(data.source)} has no probability column, only raw signals "
-                   f"({', '.join(safe(s, 40) for s in data.signals)}): add --recalibrate platt (or "
-                   "isotonic) to score them as cross-fitted probabilities <name>@<method>")
-    if getattr(args, "schedule", "").strip().lower() == "column" and "weight" not in data.steps:
-        raise Fail("schedule 'column' needs a 'weight' column in the log; this file has none")
-    notes = []
-    if args.recalibrate:
-        data = _recalibrated(args, data, notes)
-    return data, notes
-
-
-def _recalibrated(args, data, notes: list):
-    """``data`` with every predictor and signal recalibrated (``<name>@<method>``) by cross-fitting."""
-    from tpsviz.diagnostics.calibrate import add_all_recalibrated
-
-    before = list(data.notes)
+    options = read_options(args)
     try:
-        data, reports = add_all_recalibrated(data, args.recalibrate, folds=args.folds,
-                                             seed=args.seed if args.seed is not None else DEFAULT_SEED)
+        return evaluation_settings.read_log(path, options, args.forecasts, args.recalibrate, args.folds, args.seed,
+                                            getattr(args, "schedule", "uniform"), spell=flag)
+    except LogFormatError:
+        raise
     except ValueError as exc:
         raise Fail(str(exc)) from None
-    added = [p for p in data.predictors if p.endswith(f"@{args.recalibrate}")]
-    if not data.predictors:
-        why = "; ".join(f"{safe(s, 40)}: {safe(r, 200)}" for s, r in reports.items() if isinstance(r, str))
-        raise Fail(f"--recalibrate {args.recalibrate} gave no predictor to score"
-                   + (f" ({why})" if why else "") + "; try another method or fewer --folds")
-    data.notes = before + [  # one line instead of one note per recalibrated predictor
-        f"added {len(added)} predictors by cross-fitted {args.recalibrate} recalibration "
-        f"({args.folds} folds by trajectory, fitted on complete runs): {', '.join(added)}"]
-    for src, rep in reports.items():
-        if isinstance(rep, str):
-            notes.append(f"recalibration of {src} {rep}")
-    return data
 
+
+def prepare(args):
+    """Load the log, add recalibrated predictors, read rollouts, build the settings.
+
+    Returns
+    -------
+    data : TrajectoryData
+    settings : ScoreSettings
+    q_z : Series or None
+        q_Z of the censored runs from ``--rollouts``.
+    notes : list of str
+        What the loading did (recalibration, rollouts).
+
+    Raises
+    ------
+    Fail
+    """
+    data, notes = load_log(args, args.path)
+    try:
+        q_z, args.censoring, more = evaluation_settings.qz_source(data, None, args.rollouts, args.censoring, spell=flag)
+    except LogFormatError:
+        raise
+    except ValueError as exc:
+        raise Fail(str(exc)) from None
+    return data, settings_for(args, data), q_z, notes + more

@@ -11,23 +11,20 @@ that never entered its result is refused by name (:func:`refuse_options`).
 from __future__ import annotations
 
 import argparse
-import math
 import os
 from pathlib import Path
 
 from tpsviz.cli.common import Fail, safe
 from tpsviz.core.schedules import schedule_help
 from tpsviz.diagnostics.verdict import RULES as VERDICT_RULES
+from tpsviz.evaluation.settings import MAX_N_BOOT, MIN_N_BOOT, check_settings
 from tpsviz.io.harness import FORMAT_CHOICES
 
-__all__ = ["DESCRIPTION", "LOG_FORMAT", "VERDICT_HELP", "MIN_N_BOOT", "MAX_N_BOOT", "MAX_SEED", "ENGINES", "BINARY_CENSORING", "hidden_alias",
+__all__ = ["DESCRIPTION", "LOG_FORMAT", "VERDICT_HELP", "ENGINES", "BINARY_CENSORING", "hidden_alias",
            "add_n_boot", "add_seed", "add_level", "add_schedule", "add_censoring", "add_json",
            "add_engine_options", "add_reading_options", "add_log_options", "add_rule_options",
-           "add_scoring_options", "refuse_options", "refused_given", "check_numbers", "check_args"]
+           "add_scoring_options", "refuse_options", "refused_given", "flag", "check_numbers", "check_args"]
 
-MAX_N_BOOT = 20_000      # bootstrap replicates accepted by --n-boot
-MIN_N_BOOT = 50          # fewer replicates make no 95% percentile interval (adversarial pass 7)
-MAX_SEED = 2 ** 63 - 1
 ENGINES = ("auto", "memory", "duckdb", "dask")
 #: censoring modes of a binary log (a multi-class log takes the first three, docs/multiclass.md)
 BINARY_CENSORING = ("complete", "simple", "exact", "upper")
@@ -225,31 +222,43 @@ def refused_given(args, options) -> list[str]:
     return [flag for flag, dest in options if hasattr(args, f"refused_{dest}")]
 
 
+def flag(name: str, value=None) -> str:
+    """How a message names a setting on the command line (the ``spell`` of :mod:`tpsviz.evaluation.settings`).
+
+    Parameters
+    ----------
+    name : str
+        The setting, e.g. ``n_boot``.
+    value : optional
+        A value to suggest.
+
+    Returns
+    -------
+    str
+        ``--n-boot``, or ``--recalibrate platt`` with a value.
+    """
+    option = "--" + name.replace("_", "-")
+    return option if value is None else f"{option} {value}"
+
+
 def check_numbers(args) -> None:
-    """Refuse values of the shared numeric options a command has, naming the option.
+    """Refuse values of the shared numeric options a command has, naming the option
+    (:func:`tpsviz.evaluation.settings.check_settings`).
 
     Parameters
     ----------
     args : Namespace
-        ``n_boot``, ``seed``, ``level`` and ``eps`` are checked where present.
+        ``n_boot``, ``seed``, ``eps``, ``folds`` and ``level`` are checked where present.
 
     Raises
     ------
     Fail
     """
-    n_boot = getattr(args, "n_boot", 0)
-    if not (n_boot == 0 or MIN_N_BOOT <= n_boot <= MAX_N_BOOT):
-        raise Fail(f"--n-boot must be 0 (no bootstrap) or between {MIN_N_BOOT} and {MAX_N_BOOT:,}, got "
-                   f"{n_boot}: the 2.5% and 97.5% percentiles of fewer replicates are not a 95% interval")
-    seed = getattr(args, "seed", None)
-    if seed is not None and not 0 <= seed <= MAX_SEED:
-        raise Fail(f"--seed must be an integer between 0 and 2^63 - 1, got {seed}")
-    level = getattr(args, "level", 0.95)
-    if not (math.isfinite(level) and 0 < level < 1):
-        raise Fail(f"--level must be between 0 and 1 (e.g. 0.95), got {level:g}")
-    eps = getattr(args, "eps", 0.0)
-    if not (math.isfinite(eps) and 0 <= eps < 0.5):
-        raise Fail(f"--eps must be in [0, 0.5), got {eps:g}")
+    try:
+        check_settings(getattr(args, "n_boot", 0), getattr(args, "seed", None), getattr(args, "eps", 0.0),
+                       getattr(args, "folds", 5), getattr(args, "level", 0.95), spell=flag)
+    except ValueError as exc:
+        raise Fail(str(exc)) from None
 
 
 def check_args(args) -> None:
@@ -266,8 +275,6 @@ def check_args(args) -> None:
     Fail
     """
     check_numbers(args)
-    if not 2 <= args.folds <= 50:
-        raise Fail(f"--folds must be between 2 and 50, got {args.folds}")
     out = getattr(args, "per_trajectory", None)
     if out:
         _check_output(args, out)

@@ -1,6 +1,6 @@
 """The blocks of a binary log's report that several commands print: the header (the log, how it was
-read, the score's settings in words), the TPS table, and the reading and verdict records of the
-JSON output. Used by ``score`` and ``compare`` in memory and by the out-of-core engine."""
+read, the score's settings in words), the TPS table and the paired differences. Used by ``score`` and
+``compare`` in memory and by the out-of-core engine (the JSON records: :mod:`tpsviz.evaluation.record`)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import numpy as np
 from tpsviz.cli.common import fmt, interval, name_width, safe
 from tpsviz.core.tps import settings_words
 
-__all__ = ["print_header", "print_reading", "reading_json", "print_tps_table", "print_paired_tps", "verdict_numbers"]
+__all__ = ["print_header", "print_reading", "print_tps_table", "print_paired_tps"]
 
 
 def print_header(data, settings, notes, engine: str | None = None) -> None:
@@ -19,8 +19,8 @@ def print_header(data, settings, notes, engine: str | None = None) -> None:
     ----------
     data : TrajectoryData
     settings : ScoreSettings
-    notes : list of str
-        The command's own notes (after the log's).
+    notes : sequence of str
+        Every note: the log's (``data.notes``) and the command's.
     engine : str, optional
         Why the memory engine scored it (``score``).
     """
@@ -36,7 +36,7 @@ def print_header(data, settings, notes, engine: str | None = None) -> None:
     if not v.is_strictly_proper:
         print(f"  note: {w['schedule_reason']}")
     print(f"censoring: {w['censoring']}; eps = {w['eps']}")
-    for note in data.notes + notes:
+    for note in notes:
         print(f"note: {safe(note)}")
 
 
@@ -57,22 +57,6 @@ def print_reading(reading: dict) -> None:
         print(f"  {safe(row['reason'], 26):<26} {row['treatment']:<10} {row['runs']:>6}{mark}")
     for col, src in reading.get("forecasts", {}).items():
         print(f"  forecast {safe(col)}: {safe(src)}")
-
-
-def reading_json(reading: dict) -> dict:
-    """The reading record for ``--json`` (plain values).
-
-    Parameters
-    ----------
-    reading : dict
-        ``TrajectoryData.reading``.
-
-    Returns
-    -------
-    dict
-        Without the notes and the ids of dropped runs.
-    """
-    return {k: v for k, v in reading.items() if k not in ("notes", "dropped_ids")}
 
 
 def print_tps_table(s, pct: int, nw: int, count_width: int = 6):
@@ -126,21 +110,3 @@ def print_paired_tps(table, count_width: int = 6) -> None:
     for pred, r in table.sort_values("tps_delta", ascending=False).iterrows():
         print(f"{safe(pred, nw):<{nw}} {fmt(r.tps_delta, 10, 4)} {fmt(r.tps_se, 8, 4)} "
               f"{fmt(r.tps_z, 9, 2)} {int(r.n_runs):>{count_width},}")
-
-
-def verdict_numbers(v) -> dict:
-    """The statistics behind a verdict, for JSON (NaN -> null).
-
-    Parameters
-    ----------
-    v : tpsviz.diagnostics.verdict.Verdict
-
-    Returns
-    -------
-    dict
-    """
-    d = v.to_dict()
-    return {k: d[k] for k in ("n_runs", "n_success", "n_failure", "mean_forecast",
-                              "success_rate", "run_rate", "bias", "bias_se", "slope",
-                              "slope_se", "mcb", "mcb_p", "dsc", "dsc_p", "skill", "skill_se",
-                              "ref_rate", "rule")}
