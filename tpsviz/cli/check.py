@@ -54,7 +54,7 @@ def add_arguments(p) -> None:
     """The options of ``score`` (the log is scored the same way) and the rules."""
     add_scoring_options(p)
     add_engine_options(p, "check")
-    g = p.add_argument_group("rules (docs: python -m tpsviz check --help)")
+    g = p.add_argument_group("rules (all given must hold for every predictor)")
     g.add_argument("--require", choices=(TRUSTWORTHY,), default=None,
                    help="every predictor's verdict must be 'trustworthy'")
     g.add_argument("--min-skill", type=float, default=None, metavar="X",

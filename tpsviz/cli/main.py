@@ -27,7 +27,10 @@ COMMANDS = (
     ("compare", compare, dict(help="compare every predictor with a baseline: delta, SE, delta/SE",
                               description=compare.DESCRIPTION, epilog=LOG_FORMAT)),
     ("check", check, dict(help="exit 1 unless every predictor meets the rules (a CI gate on the agent's confidence)",
-                          description=check.__doc__.split("\n\n")[0].replace("``", "") + " " + DESCRIPTION,
+                          description="Gate a release on the agent's confidence (for CI pipelines): the log is scored "
+                                      "as `score` scores it, then every predictor must meet every rule given. Exit 0 "
+                                      "when all pass, 1 with one line per failing predictor saying why, 2 for bad "
+                                      "input.",
                           epilog=check.EPILOG + "\n\n" + VERDICT_HELP)),
     ("defer", defer, dict(help="what handing off below a confidence threshold is worth: best tau, utility, "
                                "risk-coverage",

@@ -85,7 +85,7 @@ def add_seed(p, what: str = "bootstrap seed") -> None:
 
 def add_level(p) -> None:
     """``--level L``, the confidence level of every interval (default 0.95)."""
-    p.add_argument("--level", type=float, default=0.95, help="confidence level of the intervals (default 0.95)")
+    p.add_argument("--level", type=float, default=0.95, help="confidence level of intervals and tests (default 0.95)")
 
 
 def add_schedule(p, extra: str = "") -> None:
