@@ -132,3 +132,17 @@ def test_a_baseline_scored_otherwise_is_refused(capsys, scored, tmp_path):
 def test_other_kinds_of_log_are_refused(capsys):
     assert main(["check", str(DEMO / "multiclass-like.csv"), "--min-skill", "0"]) == 2
     assert "check gates binary logs" in capsys.readouterr().err
+
+
+def test_out_of_core_checks_read_the_same_numbers(capsys, tmp_path):
+    import pandas as pd
+
+    df = pd.read_csv(LOG)
+    cut = len(df) // 2 + 5  # a run spans the two files
+    df.iloc[:cut].to_parquet(tmp_path / "part-0.parquet")
+    df.iloc[cut:].to_parquet(tmp_path / "part-1.parquet")
+    rules = ["--min-skill", "0.05", "--require", "trustworthy", *FAST]
+    assert main(["check", LOG, *rules]) == 1
+    memory = capsys.readouterr().out
+    assert main(["check", str(tmp_path), "--engine", "duckdb", *rules]) == 1
+    assert capsys.readouterr().out == memory
