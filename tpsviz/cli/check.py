@@ -31,6 +31,7 @@ from tpsviz.cli.kinds import KIND_WORDS
 from tpsviz.cli.logs import log_kind, prepare
 from tpsviz.cli.options import add_engine_options, add_scoring_options, check_args
 from tpsviz.cli.score import engine_for, score_in_memory
+from tpsviz.io.files import read_file
 
 __all__ = ["add_arguments", "run", "EXIT_FAILED", "SETTINGS_COMPARED", "evaluate_checks"]
 
@@ -82,8 +83,6 @@ def _check_rules(args) -> None:
 
 def _read_baseline(path: str) -> dict:
     """The baseline ``score --json`` object, checked to have what --max-drop reads."""
-    from tpsviz.io.files import read_file
-
     raw = read_file(path, label=f"--baseline {safe(path)}")
     try:
         obj = json.loads(raw.decode("utf-8-sig"))

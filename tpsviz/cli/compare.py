@@ -19,8 +19,11 @@ from tpsviz.cli.logs import load_log, log_kind, prepare, settings_for
 from tpsviz.cli.multiclass import add_label_options
 from tpsviz.cli.options import add_engine_options, add_scoring_options, check_args
 from tpsviz.cli.output import print_header
-from tpsviz.evaluation.record import reading_json
 from tpsviz.cli.score import engine_for
+from tpsviz.diagnostics.compare import compare
+from tpsviz.diagnostics.groups import (combine_logs, default_base, difference_words, free_column, group_difference,
+                                      group_table, why_missing)
+from tpsviz.evaluation.record import reading_json
 
 __all__ = ["add_arguments", "run"]
 
@@ -54,8 +57,6 @@ def add_arguments(p) -> None:
 
 def run(args) -> int:
     """``compare``: returns the exit code."""
-    from tpsviz.diagnostics.compare import compare
-
     check_args(args)
     kind = log_kind(args)
     if kind != "binary":
@@ -123,8 +124,6 @@ def _baseline_json(args, data, settings, notes, table) -> dict:
 def _group_data(args):
     """(data, settings, q_z, notes, by) of a group comparison: one log split --by a column, or two
     logs combined with a column 'log' (tpsviz.diagnostics.groups.combine_logs)."""
-    from tpsviz.diagnostics.groups import combine_logs, free_column
-
     if args.baseline is not None:
         raise Fail("--baseline compares predictors; with --by or a second log every predictor is "
                    "compared between groups of runs")
@@ -147,8 +146,6 @@ def _group_data(args):
 
 
 def _compare_groups(args) -> int:
-    from tpsviz.diagnostics.groups import default_base, group_difference, group_table
-
     data, settings, q_z, notes, by = _group_data(args)
     pair_on = args.pair_on  # "none": unpaired (tpsviz.diagnostics.groups)
     try:
@@ -191,8 +188,6 @@ def _print_groups(table, groups, by) -> None:
 
 def _print_differences(diffs, base, nw: int) -> None:
     """Each group minus the base group: TPS and skill deltas with SE, and the words for each."""
-    from tpsviz.diagnostics.groups import difference_words
-
     nw = max(nw, 12)
     for g, d in diffs.items():
         print()
@@ -210,8 +205,6 @@ def _print_differences(diffs, base, nw: int) -> None:
 
 
 def _groups_json(data, settings, notes, by, base, table, diffs) -> dict:
-    from tpsviz.diagnostics.groups import why_missing
-
     def rec(r, keys):
         return {k: (num(r[k]) if not isinstance(r[k], (str, bool, np.bool_)) else
                     (bool(r[k]) if isinstance(r[k], (bool, np.bool_)) else safe(r[k])))

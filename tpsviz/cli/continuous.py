@@ -16,6 +16,11 @@ import math
 from tpsviz.cli.common import Fail, safe
 from tpsviz.cli.options import add_json, add_level, add_n_boot, add_schedule, add_seed, check_numbers, hidden_alias
 from tpsviz.core.errors import LogFormatError
+from tpsviz.core.inference import DEFAULT_SEED, normal_quantile
+from tpsviz.core.schedules import parse_schedule
+from tpsviz.io.continuous import read_continuous
+from tpsviz.outcomes.continuous import tps_crps
+from tpsviz.outcomes.continuous_pit import pit_histogram
 
 __all__ = ["add_arguments", "add_bins", "compute", "score_log", "print_header", "run", "EPILOG"]
 
@@ -65,9 +70,6 @@ def _g(x, width: int = 0) -> str:
 
 
 def _check(args):
-    from tpsviz.core.inference import DEFAULT_SEED
-    from tpsviz.core.schedules import parse_schedule
-
     check_numbers(args)
     seed = DEFAULT_SEED if args.seed is None else args.seed
     bins = getattr(args, "bins", 10)  # (compare has no --bins: it draws no PIT)
@@ -99,9 +101,6 @@ def score_log(args) -> tuple:
     ------
     Fail
     """
-    from tpsviz.io.continuous import read_continuous
-    from tpsviz.outcomes.continuous import tps_crps
-
     schedule, seed = _check(args)
     log = read_continuous(args.path)
     try:
@@ -116,8 +115,6 @@ def score_log(args) -> tuple:
 def compute(args) -> tuple:
     """(log, result, PIT per predictor, seed) for the command line's options (:func:`score_log`
     and the PIT histograms of every predictor)."""
-    from tpsviz.outcomes.continuous_pit import pit_histogram
-
     log, result, seed = score_log(args)
     pits = {}
     try:
@@ -181,8 +178,6 @@ def print_header(log, result) -> None:
 
 def run(args) -> int:
     """Read the log, score it and print the text report (or JSON)."""
-    from tpsviz.core.inference import normal_quantile
-
     log, result, pits, seed = compute(args)
     if args.json:
         print(json.dumps(as_json(log, result, pits, args.bins), indent=2, allow_nan=False))

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from tpsviz.synthetic.demo import write_demo
+
 __all__ = ["add_arguments", "run"]
 
 
@@ -12,8 +14,6 @@ def add_arguments(p) -> None:
 
 def run(args) -> int:
     """Write the demo files and print their paths."""
-    from tpsviz.synthetic.demo import write_demo
-
     for path in write_demo(args.out):
         print(path)
     return 0

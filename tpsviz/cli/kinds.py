@@ -17,6 +17,7 @@ from tpsviz.cli import continuous, multiclass
 from tpsviz.cli.common import Fail, num, safe
 from tpsviz.cli.output import print_paired_tps
 from tpsviz.core.formatting import json_number
+from tpsviz.engines.runsums import paired_tps
 from tpsviz.io.dataset import is_dataset_spec
 
 __all__ = ["KIND_WORDS", "KIND_OPTIONS", "check_options_for", "score_other", "compare_other"]
@@ -98,8 +99,6 @@ def _per_run(per_run, names) -> dict:
 def compare_other(args, kind: str) -> int:
     """``compare --baseline NAME`` on a multi-class (``kind="multiclass"``) or continuous-outcome log
     (``"continuous"``): Δ of the TPS per run against the baseline's; returns the exit code."""
-    from tpsviz.engines.runsums import paired_tps
-
     _check_one_file(args, kind)
     if args.by is not None or args.candidate is not None:
         raise Fail(f"compare --by and compare of two logs read binary logs; a {KIND_WORDS[kind]} log is compared "

@@ -16,6 +16,8 @@ from tpsviz.cli.common import Fail, safe
 from tpsviz.cli.logs import prepare
 from tpsviz.cli.options import add_scoring_options, check_args, hidden_alias
 from tpsviz.core.formatting import json_number
+from tpsviz.core.tps import settings_words
+from tpsviz.monitoring.monitor import N_SIM, monitor
 
 __all__ = ["add_arguments", "run"]
 
@@ -63,9 +65,6 @@ def _key(v) -> str | float | None:
 
 def run(args) -> int:
     """Read the log, monitor it and print the windows and the alarm (or one JSON object)."""
-    from tpsviz.monitoring.monitor import monitor
-    from tpsviz.core.tps import settings_words
-
     check_args(args)
     if args.window < 2:
         raise Fail(f"--window must be at least 2 runs, got {args.window}")
@@ -158,8 +157,6 @@ def _print(res, data, words, notes, rows: int) -> None:
     if not len(a.alarms):
         print("no alarm raised")
         return
-    from tpsviz.monitoring.monitor import N_SIM
-
     after = int((~a.alarms["in_control"]).sum())
     print(f"{after} alarm(s) after the in-control part, where chance alone gives {a.chance_alarms:.2f} on average "
           f"(as many or more by chance: p = {a.count_p:.2g}, from {N_SIM} simulated in-control streams)")

@@ -16,7 +16,13 @@ from tpsviz.cli.options import (add_censoring, add_json, add_level, add_n_boot, 
                                 check_numbers, hidden_alias)
 from tpsviz.core.formatting import json_number
 from tpsviz.core.inference import DEFAULT_SEED, summary_interval
-from tpsviz.outcomes.multiclass import CENSORING_MODES, RULES
+from tpsviz.core.schedules import parse_schedule
+from tpsviz.io.files import limits_from_env
+from tpsviz.io.loading import read_source
+from tpsviz.io.multiclass import is_multiclass, read_multiclass
+from tpsviz.io.tables import format_of, table_columns
+from tpsviz.outcomes.multiclass import CENSORING_MODES, RULES, tps_k
+from tpsviz.outcomes.multiclass_reliability import ovr_summary, reliability_ovr
 
 __all__ = ["add_arguments", "add_label_options", "add_eps", "compute", "order", "print_header", "run", "EPILOG"]
 
@@ -90,11 +96,6 @@ def _check(args) -> None:
 
 def _read(path: str):
     """The validated log; a binary log is refused with a pointer to ``score``."""
-    from tpsviz.io.files import limits_from_env
-    from tpsviz.io.loading import read_source
-    from tpsviz.io.multiclass import is_multiclass, read_multiclass
-    from tpsviz.io.tables import format_of, table_columns
-
     limits = limits_from_env()
     raw, source = read_source(path, None, limits)
     fmt = format_of(source, "a multi-class log")
@@ -128,9 +129,6 @@ def compute(args):
     ------
     Fail
     """
-    from tpsviz.core.schedules import parse_schedule
-    from tpsviz.outcomes.multiclass import tps_k
-
     _check(args)
     try:
         schedule = parse_schedule(args.schedule)
@@ -171,8 +169,6 @@ def order(summary) -> list:
 
 def run(args) -> int:
     """Score the log and print text or JSON."""
-    from tpsviz.outcomes.multiclass_reliability import ovr_summary, reliability_ovr
-
     log, res, censoring = compute(args)
     tables = {n: reliability_ovr(log, n, n_bins=args.bins, n_boot=min(args.n_boot, 1000), level=args.level,
                                  seed=args.seed) for n in log.predictors}
