@@ -54,7 +54,7 @@ def test_text_report(demo_csv, capsys):
 
 
 def test_json_equals_the_core(demo_csv, capsys):
-    assert main(["crps", str(demo_csv), "--json", "--bootstrap", "300", "--seed", "7",
+    assert main(["crps", str(demo_csv), "--json", "--n-boot", "300", "--seed", "7",
                  "--schedule", "front:0.9", "--level", "0.9", "--bins", "5"]) == 0
     got = _strict_json(capsys.readouterr().out)
     log = read_continuous(demo_csv)
@@ -85,7 +85,7 @@ def test_json_has_null_not_nan(tmp_path, capsys):
                        "mu_none": [np.nan] * 3, "sigma_none": [np.nan] * 3})
     path = tmp_path / "tiny.csv"
     df.to_csv(path, index=False)
-    assert main(["crps", str(path), "--json", "--bootstrap", "0"]) == 0
+    assert main(["crps", str(path), "--json", "--n-boot", "0"]) == 0
     got = _strict_json(capsys.readouterr().out)
     assert got["predictors"]["none"]["tps_mean"] is None
     assert got["predictors"]["x"]["tps_se"] is None  # one run: no SE
@@ -114,7 +114,8 @@ def test_wrong_kind_of_log(tmp_path, capsys):
 
 
 def test_bad_options_and_files(demo_csv, tmp_path, capsys):
-    assert "--bootstrap" in _err(["crps", str(demo_csv), "--bootstrap", "3"], capsys)
+    assert "--n-boot must be 0" in _err(["crps", str(demo_csv), "--bootstrap", "3"], capsys)  # (old spelling)
+    assert "--n-boot must be 0" in _err(["crps", str(demo_csv), "--n-boot", "3"], capsys)
     assert "--level" in _err(["crps", str(demo_csv), "--level", "1.5"], capsys)
     assert "--seed" in _err(["crps", str(demo_csv), "--seed", "-1"], capsys)
     assert "--bins" in _err(["crps", str(demo_csv), "--bins", "1"], capsys)
@@ -129,7 +130,7 @@ def test_bad_options_and_files(demo_csv, tmp_path, capsys):
 
 
 def test_per_length_schedule_is_labelled(demo_csv, capsys):
-    assert main(["crps", str(demo_csv), "--schedule", "per-length", "--bootstrap", "0"]) == 0
+    assert main(["crps", str(demo_csv), "--schedule", "per-length", "--n-boot", "0"]) == 0
     out = capsys.readouterr().out
     assert "(not proper)" in out and "note: schedule per-length: not proper" in out
     assert "± 1.96 SE" in out

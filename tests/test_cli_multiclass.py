@@ -55,10 +55,10 @@ def test_text_output(demo, capsys):
     assert names[0] == "truthful" and names[-1] == "binary_view"  # best first
     assert "one-vs-rest reliability" in out and "success" in out.split("one-vs-rest")[1]
     rc, out, _ = _run(capsys, path, "--rule", "brier", "--schedule", "per-length", "--censoring", "simple",
-                      "--censored-label", "failure", "--bootstrap", "0")
+                      "--censored-label", "failure", "--n-boot", "0")
     assert rc == 0
     assert "not proper" in out and "counts as label 'failure'" in out and "mean ± z·SE" in out
-    rc, out, _ = _run(capsys, path, "--censoring", "complete", "--bootstrap", "0")
+    rc, out, _ = _run(capsys, path, "--censoring", "complete", "--n-boot", "0")
     assert f"{n_cens:>8}" in out and "complete-case" in out  # excluded runs shown
 
 
@@ -70,7 +70,7 @@ def test_text_output(demo, capsys):
 ])
 def test_json_equals_the_core(demo, capsys, args, kw):
     path, _ = demo
-    rc, out, err = _run(capsys, path, "--json", "--bootstrap", "300", *args)
+    rc, out, err = _run(capsys, path, "--json", "--n-boot", "300", *args)
     assert rc == 0, err
     obj = _strict_json(out)
     log = read_multiclass(str(path))
@@ -95,7 +95,7 @@ def test_json_equals_the_core(demo, capsys, args, kw):
 def test_json_never_holds_nan(demo, capsys):
     path, _ = demo
     # no bootstrap (no CI) and no clipping (binary_view scores ln 0 = -inf on 'partial' runs)
-    rc, out, _ = _run(capsys, path, "--json", "--bootstrap", "0", "--eps", "0", "--censoring", "complete")
+    rc, out, _ = _run(capsys, path, "--json", "--n-boot", "0", "--eps", "0", "--censoring", "complete")
     assert rc == 0
     obj = _strict_json(out)
     rec = obj["predictors"]["binary_view"]
@@ -108,7 +108,7 @@ def test_default_censoring_without_q_is_complete(demo, capsys, tmp_path):
     df = pd.read_csv(path).drop(columns=["q_z__success", "q_z__partial", "q_z__failure"])
     p = tmp_path / "noq.csv"
     df.to_csv(p, index=False)
-    rc, out, _ = _run(capsys, p, "--json", "--bootstrap", "0")
+    rc, out, _ = _run(capsys, p, "--json", "--n-boot", "0")
     obj = _strict_json(out)
     assert rc == 0 and obj["censoring"] == "complete"
     assert obj["predictors"]["truthful"]["n_excluded_censored"] == obj["n_censored"] > 0
@@ -125,7 +125,8 @@ def test_a_binary_log_is_sent_to_score(capsys, tmp_path):
 
 
 @pytest.mark.parametrize("args,needle", [
-    (("--bootstrap", "10"), "--bootstrap must be 0"),
+    (("--n-boot", "10"), "--n-boot must be 0"),
+    (("--bootstrap", "10"), "--n-boot must be 0"),  # the old spelling, a hidden alias
     (("--level", "1.5"), "--level"),
     (("--seed", "-1"), "--seed"),
     (("--eps", "0.7"), "--eps"),
@@ -161,6 +162,7 @@ def test_help_lists_the_options(capsys):
     with pytest.raises(SystemExit):
         main(["multiclass", "--help"])
     out = capsys.readouterr().out
-    for opt in ("--rule", "--schedule", "--censoring", "--censored-label", "--bootstrap", "--seed", "--level",
+    for opt in ("--rule", "--schedule", "--censoring", "--censored-label", "--n-boot", "--seed", "--level",
                 "--json", "conf_<name>__<label>", "q_z__<label>"):
         assert opt in out, opt
+    assert "--bootstrap" not in out  # (a hidden alias of --n-boot)

@@ -19,16 +19,17 @@ from pathlib import Path
 
 import numpy as np
 
-from tpsviz.cli.main import (
-    _Fail, _fmt, _name, _name_width, _num, _settings_from, _verdict_numbers, print_tps_table,
-    reading_json)
+from tpsviz.cli.common import Fail, fmt, name_width, num, safe
+from tpsviz.cli.logs import settings_from
+from tpsviz.cli.output import print_paired_tps, print_tps_table
 from tpsviz.engines import ENGINE_NAMES, OUT_OF_CORE, get_engine
+from tpsviz.evaluation.record import reading_json, verdict_numbers
 from tpsviz.io.dataset import DATASET_FORMATS, Dataset, is_dataset_spec, open_dataset
 from tpsviz.report.export import PER_TRAJECTORY_COLUMNS, write_safe_csv
 from tpsviz.io.files import Limits
 from tpsviz.core.tps import settings_words
 
-__all__ = ["choose_engine", "score_out_of_core", "compare_out_of_core", "ENGINES"]
+__all__ = ["choose_engine", "score_out_of_core", "score_json_out_of_core", "compare_out_of_core", "ENGINES"]
 
 ENGINES = ("auto", *ENGINE_NAMES)
 #: bytes of CSV per row assumed when a CSV dataset's row count is unknown before reading
@@ -54,7 +55,7 @@ def choose_engine(args, limits: Limits) -> tuple[str, str, Dataset | None]:
         return "memory", "asked for with --engine memory", None
     if not table_like or args.format not in ("auto", "csv", "tsv", "parquet"):
         if engine in OUT_OF_CORE:
-            raise _Fail(f"--engine {engine} reads Parquet, CSV and TSV tables (a file, a folder or a glob "
+            raise Fail(f"--engine {engine} reads Parquet, CSV and TSV tables (a file, a folder or a glob "
                         "pattern of them); read harness logs and JSON Lines with --engine memory")
         return "memory", "a harness log or JSON Lines file is read in memory", None
     ds = open_dataset(path)
@@ -74,6 +75,11 @@ def score_out_of_core(args, ds: Dataset, why: str, engine: str = "duckdb") -> in
     return _on_engine(args, engine, lambda eng: _score_out_of_core(args, ds, why, eng))
 
 
+def score_json_out_of_core(args, ds: Dataset, why: str, engine: str = "duckdb") -> dict:
+    """The JSON object ``score --json`` prints out of core (``check`` reads it), nothing printed."""
+    return _on_engine(args, engine, lambda eng: _json(*_score_parts(args, ds, why, eng)))
+
+
 def compare_out_of_core(args, ds: Dataset, why: str, engine: str = "duckdb") -> int:
     """``compare --baseline NAME`` out of core: the paired TPS differences on all runs
     (:func:`tpsviz.engines.runsums.paired_tps`, the TPS columns of
@@ -88,7 +94,7 @@ def _on_engine(args, engine: str, work):
         try:
             eng = stack.enter_context(get_engine(engine, scheduler=args.scheduler))
         except OSError as exc:  # no scheduler at that address
-            raise _Fail(f"--scheduler {_name(args.scheduler)}: cannot connect ({_name(exc, 200)})") from None
+            raise Fail(f"--scheduler {safe(args.scheduler)}: cannot connect ({safe(exc, 200)})") from None
         return work(eng)
 
 
@@ -99,15 +105,15 @@ def _sums(args, ds: Dataset, engine, counts: bool = True):
     bad = _unsupported(args)
     if bad:
         one = len(bad) == 1
-        raise _Fail(f"{', '.join(bad)} {'is' if one else 'are'} not available with the out-of-core engine "
+        raise Fail(f"{', '.join(bad)} {'is' if one else 'are'} not available with the out-of-core engine "
                     f"({'it needs' if one else 'they need'} the step rows in memory); drop "
                     f"{'it' if one else 'them'} or use --engine memory on a log within TPSVIZ_MAX_ROWS")
-    probe = _settings_from(args, has_qz=False)
+    probe = settings_from(args, has_qz=False)
     mapping = [(t, c) for t, c in args.map_pairs]
     percent = args.percent_names
     sums = engine.runsums(ds, probe, mapping=mapping, percent=percent, counts=counts)
     has_qz = bool((sums.runs["censored"] & sums.runs["q_z"].notna()).any())
-    return sums, _settings_from(args, has_qz=has_qz), engine.intervals
+    return sums, settings_from(args, has_qz=has_qz), engine.intervals
 
 
 def _scored(args, ds: Dataset, engine):
@@ -118,21 +124,27 @@ def _scored(args, ds: Dataset, engine):
     try:
         return score_from_sums(sums, settings, intervals=intervals)
     except ValueError as exc:
-        raise _Fail(str(exc)) from None
+        raise Fail(str(exc)) from None
 
 
-def _score_out_of_core(args, ds: Dataset, why: str, engine) -> int:
+def _score_parts(args, ds: Dataset, why: str, engine) -> tuple:
+    """(result, dataset, why, ranks words, verdicts, sample words) of the out-of-core score."""
     res = _scored(args, ds, engine)
     sums, settings = res.sums, res.settings
-    if args.per_trajectory:
+    if getattr(args, "per_trajectory", None):
         write_safe_csv(res.per_trajectory[PER_TRAJECTORY_COLUMNS], args.per_trajectory)
     ranks = _ranks_words(res.metrics)
     verdict, sample_words = _sample_verdicts(args, ds, sums, settings, engine)
     res.engine_words = engine.describe(why)
+    return res, ds, why, ranks, verdict, sample_words
+
+
+def _score_out_of_core(args, ds: Dataset, why: str, engine) -> int:
+    parts = _score_parts(args, ds, why, engine)
     if args.json:
-        print(json.dumps(_json(res, ds, why, ranks, verdict, sample_words), indent=2))
+        print(json.dumps(_json(*parts), indent=2))
         return 0
-    _print(res, ds, why, ranks, verdict, sample_words)
+    _print(*parts)
     return 0
 
 
@@ -146,8 +158,8 @@ def _compare_out_of_core(args, ds: Dataset, why: str, engine) -> int:
 
     names = predictor_names(ds, args.map_pairs, args.percent_names)  # (an unknown baseline is named before the pass)
     if args.baseline not in names:
-        raise _Fail(f"unknown baseline {_name(args.baseline)!r}: the log's predictors are "
-                    f"{', '.join(_name(p, 40) for p in names)}")
+        raise Fail(f"unknown baseline {safe(args.baseline)!r}: the log's predictors are "
+                    f"{', '.join(safe(p, 40) for p in names)}")
     from tpsviz.engines.runsums import paired_tps, tps_of_runs
 
     # (per-run TPS alone: no pooled counts, summaries or bootstrap; the paired TPS SE is sd/sqrt(n)
@@ -157,44 +169,38 @@ def _compare_out_of_core(args, ds: Dataset, why: str, engine) -> int:
     try:
         table = paired_tps(tps_of_runs(sums, settings), args.baseline, settings.level)
     except ValueError as exc:
-        raise _Fail(str(exc)) from None
+        raise Fail(str(exc)) from None
     words = engine.describe(why, intervals=False)
     if args.json:
         obj = {
             "baseline": args.baseline,
             "settings": {**settings.describe(), "file": ds.label, "engine": sums.engine, "engine_reason": why,
                          "engine_words": words, "n_trajectories": sums.n_trajectories,
-                         "n_censored": sums.n_censored, "notes": [_name(n) for n in sums.notes],
+                         "n_censored": sums.n_censored, "notes": [safe(n) for n in sums.notes],
                          "reading": reading_json({"format": ds.fmt}),
                          "definition": "delta = predictor - baseline on the same runs; TPS: mean of per-run "
                                        "differences, SE = sd/sqrt(n); z = delta/SE; " + AUROC_LEFT_OUT},
             "predictors": {
-                name: {k: _num(r[k]) for k in ("tps_delta", "tps_se", "tps_z")}
+                name: {k: num(r[k]) for k in ("tps_delta", "tps_se", "tps_z")}
                 | {"auroc_delta": None, "auroc_se": None, "auroc_z": None, "n_runs": int(r["n_runs"])}
                 for name, r in table.iterrows()
             },
         }
         print(json.dumps(obj, indent=2))
         return 0
-    print(f"{_name(ds.label)}: {sums.n_trajectories:,} trajectories, {sums.n_steps:,} steps, "
+    print(f"{safe(ds.label)}: {sums.n_trajectories:,} trajectories, {sums.n_steps:,} steps, "
           f"{sums.n_censored:,} censored ({ds.n_files} {ds.fmt} file{'s' if ds.n_files != 1 else ''})")
-    print(f"engine: {_name(words)}")
+    print(f"engine: {safe(words)}")
     w = settings_words(settings)
     print(f"score: {w['score']}, {w['unit']}; {w['direction']}")
     print(f"schedule: {w['schedule']} -> {w['schedule_status']}")
     print(f"censoring: {w['censoring']}; eps = {w['eps']}")
     for note in sums.notes:
-        print(f"note: {_name(note)}")
+        print(f"note: {safe(note)}")
     print()
-    print(f"paired comparison with baseline {_name(args.baseline)!r} on all runs: delta = predictor - baseline "
+    print(f"paired comparison with baseline {safe(args.baseline)!r} on all runs: delta = predictor - baseline "
           "(TPS: higher is better; SE = sd/sqrt(n) of the per-run differences)")
-    nw = _name_width(table.index)
-    header = f"{'predictor':<{nw}} {'TPS delta':>10} {'SE':>8} {'delta/SE':>9} {'runs':>10}"
-    print(header)
-    print("-" * len(header))
-    for name, r in table.sort_values("tps_delta", ascending=False).iterrows():
-        print(f"{_name(name, nw):<{nw}} {_fmt(r.tps_delta, 10, 4)} {_fmt(r.tps_se, 8, 4)} "
-              f"{_fmt(r.tps_z, 9, 2)} {int(r.n_runs):>10,}")
+    print_paired_tps(table, count_width=10)
     print(AUROC_LEFT_OUT)
     return 0
 
@@ -245,11 +251,11 @@ def _json(res, ds: Dataset, why: str, ranks: str, verdict, sample_words: str) ->
                      "engine_words": res.engine_words,
                      "dataset": {"files": ds.n_files, "bytes": ds.n_bytes, "skipped": ds.skipped},
                      "n_trajectories": sums.n_trajectories, "n_steps": sums.n_steps,
-                     "n_censored": sums.n_censored, "notes": [_name(n) for n in sums.notes],
+                     "n_censored": sums.n_censored, "notes": [safe(n) for n in sums.notes],
                      "reading": reading_json({"format": ds.fmt}),
                      "units": "TPS per trajectory in the score's units (nats for the log score); "
                               "higher is better, 0 is perfect",
-                     "reference_rate": _num(ref_rate),
+                     "reference_rate": num(ref_rate),
                      "reference_rule": str(sk["ref_rule"].iloc[0]) if len(sk) else None,
                      "metrics": "auroc/auprc/tece_pooled pooled over (trajectory, step) pairs of complete "
                                 "runs; *_final use each run's final forecast; T-ECE with 10 equal-width "
@@ -257,22 +263,22 @@ def _json(res, ds: Dataset, why: str, ranks: str, verdict, sample_words: str) ->
                      "verdicts": sample_words, "intervals": res.ci_words},
         "predictors": {
             name: {
-                "tps_mean": _num(r.tps_mean), "tps_se": _num(r.tps_se),
-                "tps_ci_low": _num(r.tps_ci_low), "tps_ci_high": _num(r.tps_ci_high),
-                "tps_step_mean": _num(r.tps_step_mean), "n_trajectories": int(r.n_trajectories),
+                "tps_mean": num(r.tps_mean), "tps_se": num(r.tps_se),
+                "tps_ci_low": num(r.tps_ci_low), "tps_ci_high": num(r.tps_ci_high),
+                "tps_step_mean": num(r.tps_step_mean), "n_trajectories": int(r.n_trajectories),
                 "n_censored": int(r.n_censored), "n_clipped": int(r.n_clipped), "n_steps": int(r.n_steps),
                 "n_missing": int(r.n_missing), "n_qz_fallback": int(r.n_qz_fallback),
-                "tps_ref": _num(sk.loc[name, "tps_ref"]), "skill": _num(sk.loc[name, "skill"]),
-                "skill_ci_low": _num(sk.loc[name, "skill_ci_low"]),
-                "skill_ci_high": _num(sk.loc[name, "skill_ci_high"]),
-                **{k: _num(m.loc[name, k]) for k in ("auroc", "auprc", "auroc_final", "tece_pooled",
+                "tps_ref": num(sk.loc[name, "tps_ref"]), "skill": num(sk.loc[name, "skill"]),
+                "skill_ci_low": num(sk.loc[name, "skill_ci_low"]),
+                "skill_ci_high": num(sk.loc[name, "skill_ci_high"]),
+                **{k: num(m.loc[name, k]) for k in ("auroc", "auprc", "auroc_final", "tece_pooled",
                                                       "tece_final", "auroc_bound", "auprc_bound")},
                 "ranks_exact": bool(m.loc[name, "ranks_exact"]) if m.loc[name, "ranks_exact"] == m.loc[
                     name, "ranks_exact"] else None,
-                "reliability": [{k: _num(v) for k, v in b.items()}
+                "reliability": [{k: num(v) for k, v in b.items()}
                                 for b in res.reliability[name].to_dict("records")] if name in res.reliability else None,
-                "verdict": ({"label": verdict[name].label, "text": _name(verdict[name].text),
-                             "numbers": _verdict_numbers(verdict[name]), "sample": sample_words}
+                "verdict": ({"label": verdict[name].label, "text": safe(verdict[name].text),
+                             "numbers": verdict_numbers(verdict[name]), "sample": sample_words}
                             if verdict and name in verdict else None),
             }
             for name, r in s.iterrows()
@@ -282,9 +288,9 @@ def _json(res, ds: Dataset, why: str, ranks: str, verdict, sample_words: str) ->
 
 def _print(res, ds: Dataset, why: str, ranks: str, verdict, sample_words: str) -> None:
     sums, s, sk, m, settings = res.sums, res.summary, res.skill, res.metrics, res.settings
-    print(f"{_name(ds.label)}: {sums.n_trajectories:,} trajectories, {sums.n_steps:,} steps, "
+    print(f"{safe(ds.label)}: {sums.n_trajectories:,} trajectories, {sums.n_steps:,} steps, "
           f"{sums.n_censored:,} censored ({ds.n_files} {ds.fmt} file{'s' if ds.n_files != 1 else ''})")
-    print(f"engine: {_name(res.engine_words)}")
+    print(f"engine: {safe(res.engine_words)}")
     w = settings_words(settings)
     print(f"score: {w['score']}, {w['unit']}; {w['direction']}")
     print(f"schedule: {w['schedule']} -> {w['schedule_status']}")
@@ -292,21 +298,21 @@ def _print(res, ds: Dataset, why: str, ranks: str, verdict, sample_words: str) -
         print(f"  note: {w['schedule_reason']}")
     print(f"censoring: {w['censoring']}; eps = {w['eps']}")
     for note in sums.notes:
-        print(f"note: {_name(note)}")
+        print(f"note: {safe(note)}")
     print()
     print(f"verdicts {sample_words}")
     for name in s.index:
         if verdict and name in verdict:
-            print(f"  {_name(verdict[name].text)}")
+            print(f"  {safe(verdict[name].text)}")
     pct = int(round(settings.level * 100))
-    nw = _name_width(s.index)
+    nw = name_width(s.index)
     print()
     order = print_tps_table(s, pct, nw, count_width=9)
     print(f"per step = sum of TPS / sum of weights (a display normalisation); CIs: {res.ci_words}")
     print()
     if len(sk):
         print(f"base-rate reference: constant forecast {float(sk['ref_rate'].iloc[0]):.4f} "
-              f"({_name(sk['ref_rule'].iloc[0])}); skill = 1 - TPS/TPS_ref (> 0 beats the reference, 1 is "
+              f"({safe(sk['ref_rule'].iloc[0])}); skill = 1 - TPS/TPS_ref (> 0 beats the reference, 1 is "
               "perfect)")
     n_lab = int(m["n_trajectories"].max()) if len(m) else 0
     print(f"usual metrics on {n_lab:,} complete runs, pooled over steps unless 'final' (T-ECE: 10 equal-"
@@ -317,6 +323,6 @@ def _print(res, ds: Dataset, why: str, ranks: str, verdict, sample_words: str) -
     print("-" * len(header))
     for name in order:
         k, mm = sk.loc[name], m.loc[name]
-        print(f"{_name(name, nw):<{nw}} {_fmt(k.tps_ref, 9, 3)} {_fmt(k.skill, 8, 3)} {_fmt(mm.auroc, 7, 3)} "
-              f"{_fmt(mm.auprc, 7, 3)} {_fmt(mm.auroc_final, 9, 3)} {_fmt(mm.tece_pooled, 7, 3)} "
-              f"{_fmt(mm.tece_final, 9, 3)}")
+        print(f"{safe(name, nw):<{nw}} {fmt(k.tps_ref, 9, 3)} {fmt(k.skill, 8, 3)} {fmt(mm.auroc, 7, 3)} "
+              f"{fmt(mm.auprc, 7, 3)} {fmt(mm.auroc_final, 9, 3)} {fmt(mm.tece_pooled, 7, 3)} "
+              f"{fmt(mm.tece_final, 9, 3)}")

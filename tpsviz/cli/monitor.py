@@ -12,19 +12,23 @@ import math
 
 import numpy as np
 
+from tpsviz.cli.common import Fail, safe
+from tpsviz.cli.logs import prepare
+from tpsviz.cli.options import add_scoring_options, check_args, hidden_alias
 from tpsviz.core.formatting import json_number
+from tpsviz.core.tps import settings_words
+from tpsviz.monitoring.cusum import N_SIM
+from tpsviz.monitoring.monitor import monitor
 
 __all__ = ["add_arguments", "run"]
 
 
 def add_arguments(p) -> None:
     """The log and scoring options of ``score``, and the monitoring options."""
-    from tpsviz.cli.main import _add_scoring_options
-
     p.description = ("TPS and skill over run order or a timestamp column, in sliding windows with intervals, and a "
                      "one-sided CUSUM alarm on degradation whose threshold is set for a false-alarm rate and whose "
                      "false-alarm rate is measured on the in-control runs (docs/theory.md section 11).")
-    _add_scoring_options(p)
+    add_scoring_options(p)
     g = p.add_argument_group("monitoring (docs/theory.md section 11)")
     g.add_argument("--by", metavar="COLUMN", default=None,
                    help="run-level column to order runs by: a timestamp (ISO 8601 or any date-time pandas reads) or a "
@@ -36,8 +40,9 @@ def add_arguments(p) -> None:
                    help="only this predictor (repeatable; default all)")
     g.add_argument("--alarm-on", metavar="NAME", default=None,
                    help="the predictor the alarm watches (default the first; 'none' for no alarm)")
-    g.add_argument("--baseline", type=int, default=None, metavar="N",
+    g.add_argument("--baseline-runs", type=int, default=None, metavar="N",
                    help="in-control runs at the start (default a quarter of the runs, at least one window)")
+    hidden_alias(g, "--baseline", "baseline_runs", int)  # (its name before compare's --baseline NAME)
     g.add_argument("--shift", type=float, default=0.5, metavar="D",
                    help="the drop the alarm is tuned to, in SDs of the in-control runs (default 0.5)")
     g.add_argument("--arl", type=float, default=1000.0, metavar="RUNS",
@@ -59,45 +64,41 @@ def _key(v) -> str | float | None:
     return int(x) if x is not None and x.is_integer() and abs(x) < 2**53 else x
 
 
-def run(args, name_fn, fail) -> int:
+def run(args) -> int:
     """Read the log, monitor it and print the windows and the alarm (or one JSON object)."""
-    from tpsviz.cli.main import _check_args, _prepare
-    from tpsviz.monitoring.monitor import monitor
-    from tpsviz.core.tps import settings_words
-
-    _check_args(args)
+    check_args(args)
     if args.window < 2:
-        raise fail(f"--window must be at least 2 runs, got {args.window}")
+        raise Fail(f"--window must be at least 2 runs, got {args.window}")
     if args.stride is not None and args.stride < 1:
-        raise fail(f"--stride must be at least 1 run, got {args.stride}")
+        raise Fail(f"--stride must be at least 1 run, got {args.stride}")
     if args.rows < 1:
-        raise fail(f"--rows must be at least 1, got {args.rows}")
-    data, settings, q_z, notes = _prepare(args)
+        raise Fail(f"--rows must be at least 1, got {args.rows}")
+    data, settings, q_z, notes = prepare(args)
     names = args.predictor or list(data.predictors)
     unknown = [n for n in names if n not in data.predictors]
     if unknown:
-        raise fail(f"no predictor {', '.join(name_fn(n, 40) for n in unknown)} in this log "
-                   f"(it has {', '.join(name_fn(n, 40) for n in data.predictors) or 'none'})")
+        raise Fail(f"no predictor {', '.join(safe(n, 40) for n in unknown)} in this log "
+                   f"(it has {', '.join(safe(n, 40) for n in data.predictors) or 'none'})")
     alarm_on = None if args.alarm_on is None else ("" if args.alarm_on.lower() == "none" else args.alarm_on)
     if alarm_on and alarm_on not in names:
-        raise fail(f"--alarm-on {name_fn(alarm_on, 40)}: not one of the monitored predictors")
+        raise Fail(f"--alarm-on {safe(alarm_on, 40)}: not one of the monitored predictors")
     try:
         res = monitor(data, settings, by=args.by, window=args.window, stride=args.stride, predictors=names,
-                      alarm_on=alarm_on, baseline=args.baseline, shift=args.shift, target_arl=args.arl, q_z=q_z)
+                      alarm_on=alarm_on, baseline=args.baseline_runs, shift=args.shift, target_arl=args.arl, q_z=q_z)
     except ValueError as exc:
-        raise fail(name_fn(str(exc), 400)) from None
+        raise Fail(safe(str(exc), 400)) from None
     words = settings_words(settings)
     if args.json:
-        print(json.dumps(_json(res, data, words, name_fn), indent=2))
+        print(json.dumps(_json(res, data, words), indent=2))
         return 0
-    _print(res, data, words, notes, name_fn, args.rows)
+    _print(res, data, words, notes, args.rows)
     return 0
 
 
-def _json(res, data, words, name_fn) -> dict:
+def _json(res, data, words) -> dict:
     windows = {}
     for name, tab in res.windows.groupby("predictor", sort=False):
-        windows[name_fn(name)] = [
+        windows[safe(name)] = [
             {"window": int(r.window), "first": int(r.first), "last": int(r.last), "from": _key(r.key_first),
              "to": _key(r.key_last), "n_runs": int(r.n_runs),
              **{c: _num(getattr(r, c)) for c in ("tps_mean", "tps_se", "tps_ci_low", "tps_ci_high", "skill",
@@ -107,18 +108,18 @@ def _json(res, data, words, name_fn) -> dict:
     a = res.alarm
     alarm = None
     if a is not None:
-        alarm = {"predictor": name_fn(a.predictor), "reason": a.reason or None, "statistic": "lower CUSUM of "
+        alarm = {"predictor": safe(a.predictor), "reason": a.reason or None, "statistic": "lower CUSUM of "
                  "TPS_i - TPS_ref,i (reference: the in-control success rate)", "n_baseline": a.n_baseline,
                  "rate0": _num(a.rate0), "mu0": _num(a.mu0), "sd0": _num(a.sd0), "shift_sd": a.shift,
                  "k": _num(a.shift / 2), "h": _num(a.h), "target_arl": a.target_arl,
                  "false_alarm_rate": _num(a.false_alarm_rate), "false_alarm_se": _num(a.false_alarm_se),
                  "in_control_alarms": a.in_control_alarms, "chance_alarms": _num(a.chance_alarms),
                  "count_p": _num(a.count_p),
-                 "alarms": [{"position": int(r.position), "trajectory_id": name_fn(r.trajectory_id),
+                 "alarms": [{"position": int(r.position), "trajectory_id": safe(r.trajectory_id),
                              "at": _key(r.key), "start_position": int(r.start_position), "start": _key(r.start_key),
                              "in_control": bool(r.in_control)} for r in a.alarms.itertuples()]
                  if len(a.alarms) else []}
-    return {"settings": {"file": name_fn(data.source), "order": name_fn(res.order), "window": res.window,
+    return {"settings": {"file": safe(data.source), "order": safe(res.order), "window": res.window,
                          "stride": res.stride, "level": res.settings.level, "score": words["score"],
                          "schedule": words["schedule"], "censoring": words["censoring"],
                          "intervals": "window TPS: mean ± z·SE over the window's runs; skill: against the "
@@ -127,15 +128,15 @@ def _json(res, data, words, name_fn) -> dict:
             "windows": windows, "alarm": alarm}
 
 
-def _print(res, data, words, notes, name_fn, rows: int) -> None:
+def _print(res, data, words, notes, rows: int) -> None:
     pct = int(round(res.settings.level * 100))
-    print(f"{name_fn(data.source)}: {len(res.runs):,} runs in {name_fn(res.order)}; windows of {res.window} runs "
+    print(f"{safe(data.source)}: {len(res.runs):,} runs in {safe(res.order)}; windows of {res.window} runs "
           f"every {res.stride}; {words['score']}, {words['schedule']}, censoring {words['censoring']}")
     for note in list(notes) + res.notes:
-        print(f"note: {name_fn(note, 300)}")
+        print(f"note: {safe(note, 300)}")
     for name, tab in res.windows.groupby("predictor", sort=False):
         print()
-        print(f"{name_fn(name, 60)}  (TPS per run with {pct}% CI; skill against each window's success rate)")
+        print(f"{safe(name, 60)}  (TPS per run with {pct}% CI; skill against each window's success rate)")
         header = f"{'from':>20} {'to':>20} {'runs':>5} {'TPS':>8} {f'{pct}% CI':>18} {'skill':>7} {f'{pct}% CI':>16} " \
                  f"{'rate':>5} {'mean F':>6}"
         print(header)
@@ -151,21 +152,19 @@ def _print(res, data, words, notes, name_fn, rows: int) -> None:
     if a is None:
         return
     print()
-    print(name_fn(a.words(), 600))
+    print(safe(a.words(), 600))
     if a.reason:
         return
     if not len(a.alarms):
         print("no alarm raised")
         return
-    from tpsviz.monitoring.cusum import N_SIM
-
     after = int((~a.alarms["in_control"]).sum())
     print(f"{after} alarm(s) after the in-control part, where chance alone gives {a.chance_alarms:.2f} on average "
           f"(as many or more by chance: p = {a.count_p:.2g}, from {N_SIM} simulated in-control streams)")
     print(f"{len(a.alarms)} alarm(s); the excursion start estimates where the change began:")
     for r in a.alarms.head(10).itertuples():
         where = " (inside the in-control part: a false alarm)" if r.in_control else ""
-        print(f"  alarm at run {r.position + 1:,} ({_short(r.key)}, {name_fn(r.trajectory_id, 40)}); excursion from run "
+        print(f"  alarm at run {r.position + 1:,} ({_short(r.key)}, {safe(r.trajectory_id, 40)}); excursion from run "
               f"{r.start_position + 1:,} ({_short(r.start_key)}){where}")
     if len(a.alarms) > 10:
         print(f"  … and {len(a.alarms) - 10} more (--json gives all)")

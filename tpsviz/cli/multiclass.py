@@ -11,17 +11,25 @@ from __future__ import annotations
 import json
 import math
 
+from tpsviz.cli.common import Fail, safe
+from tpsviz.cli.options import (add_censoring, add_json, add_level, add_n_boot, add_schedule, add_seed,
+                                check_numbers, hidden_alias)
 from tpsviz.core.formatting import json_number
 from tpsviz.core.inference import DEFAULT_SEED, summary_interval
-from tpsviz.outcomes.multiclass import CENSORING_MODES, RULES
+from tpsviz.core.schedules import parse_schedule
+from tpsviz.io.files import limits_from_env
+from tpsviz.io.loading import read_source
+from tpsviz.io.kinds import is_multiclass
+from tpsviz.io.multiclass import read_multiclass
+from tpsviz.io.tables import format_of, table_columns
+from tpsviz.outcomes.multiclass import CENSORING_MODES, RULES, tps_k
+from tpsviz.outcomes.multiclass_reliability import ovr_summary, reliability_ovr
 
-__all__ = ["add_arguments", "run"]
+__all__ = ["add_arguments", "add_label_options", "add_eps", "compute", "order", "print_header", "run", "EPILOG"]
 
-MIN_BOOT, MAX_BOOT = 50, 20_000
-MAX_SEED = 2 ** 63 - 1
 MIN_BIN_ROWS = 20  # a bin's gap is reported in the text output from this many step rows on
 
-_EPILOG = """\
+EPILOG = """\
 multi-class log (CSV, TSV, Parquet or JSON Lines; one row per (run, step)):
   trajectory_id            required  run id
   step                     required  whole number, unique within a run
@@ -33,153 +41,199 @@ multi-class log (CSV, TSV, Parquet or JSON Lines; one row per (run, step)):
 Scores are rewards: higher is better, 0 is perfect. See docs/multiclass.md.
 """
 
+CENSORING_HELP = ("complete: leave censored runs out; simple: a censored run counts as "
+                  "--censored-label; exact: score it with its q_z__<label> vector (default: exact "
+                  "when the log has q vectors, else complete)")
+
+
+def add_label_options(p) -> None:
+    """``--rule`` and ``--censored-label``: the multi-class score and the label of a censored run."""
+    p.add_argument("--rule", choices=RULES, default="log",
+                   help="multi-class score: log = ln P_y in nats (default); brier = -1/4 sum_j (P_j - 1[j=y])^2 "
+                        "(two labels: exactly the binary half-Brier score)")
+    p.add_argument("--censored-label", default=None, metavar="LABEL",
+                   help="multi-class: the label a censored run counts as (simple mode; exact mode for runs "
+                        "without q)")
+
+
+def add_eps(p) -> None:
+    """``--eps`` of the multi-class log rule."""
+    p.add_argument("--eps", type=float, default=1e-6,
+                   help="log rule: probabilities are clipped to [eps, 1] (default 1e-6; 0 = no clipping)")
+
 
 def add_arguments(p) -> None:
     """The options of ``multiclass``."""
     p.description = ("TPS-k = sum_t w_t S(P_t, Y) for a log whose runs end with one of k labels "
                      "(e.g. success / partial / failure): multi-class log or Brier score, weight "
-                     "schedules and censoring as for binary logs. Binary logs: use `tpsviz score`.")
-    p.epilog = _EPILOG
+                     "schedules and censoring as for binary logs. `tpsviz score` reads such a log too.")
+    p.epilog = EPILOG
     p.add_argument("path", help="the log (.csv, .tsv, .parquet, .jsonl)")
-    p.add_argument("--rule", choices=RULES, default="log",
-                   help="log: ln P_y in nats (default); brier: -1/4 sum_j (P_j - 1[j=y])^2 (two labels: "
-                        "exactly the binary half-Brier score)")
-    p.add_argument("--schedule", default="uniform", metavar="SPEC",
-                   help="weights w_t: uniform, linear, front:G, back:G:H, endpoint, per-length (default uniform)")
-    p.add_argument("--censoring", choices=CENSORING_MODES, default=None,
-                   help="complete: leave censored runs out; simple: a censored run counts as "
-                        "--censored-label; exact: score it with its q_z__<label> vector (default: exact "
-                        "when the log has q vectors, else complete)")
-    p.add_argument("--censored-label", default=None, metavar="LABEL",
-                   help="the label a censored run counts as (simple mode; exact mode for runs without q)")
-    p.add_argument("--bootstrap", type=int, default=2000, metavar="N",
-                   help=f"bootstrap replicates over runs (default 2000; 0 = none, else {MIN_BOOT} to {MAX_BOOT:,})")
-    p.add_argument("--seed", type=int, default=DEFAULT_SEED, help=f"bootstrap seed (default {DEFAULT_SEED})")
-    p.add_argument("--level", type=float, default=0.95, help="confidence level (default 0.95)")
+    add_label_options(p)
+    add_schedule(p)
+    add_censoring(p, CENSORING_MODES, CENSORING_HELP)
+    add_n_boot(p)
+    hidden_alias(p, "--bootstrap", "n_boot", int)
+    add_seed(p)
+    add_level(p)
     p.add_argument("--bins", type=int, default=10, help="bins of the one-vs-rest reliability (default 10)")
-    p.add_argument("--eps", type=float, default=1e-6,
-                   help="log rule: probabilities are clipped to [eps, 1] (default 1e-6; 0 = no clipping)")
-    p.add_argument("--json", action="store_true", help="print JSON instead of text")
+    add_eps(p)
+    add_json(p)
 
 
 _num = json_number  # a finite float, else None (JSON has no NaN)
 
 
-def _check(args, fail) -> None:
-    if not (args.bootstrap == 0 or MIN_BOOT <= args.bootstrap <= MAX_BOOT):
-        raise fail(f"--bootstrap must be 0 (none) or between {MIN_BOOT} and {MAX_BOOT:,}, got {args.bootstrap}")
-    if not 0 <= args.seed <= MAX_SEED:
-        raise fail(f"--seed must be an integer between 0 and 2^63 - 1, got {args.seed}")
-    if not (math.isfinite(args.level) and 0 < args.level < 1):
-        raise fail(f"--level must be between 0 and 1 (e.g. 0.95), got {args.level:g}")
-    if not (math.isfinite(args.eps) and 0 <= args.eps < 0.5):
-        raise fail(f"--eps must be in [0, 0.5), got {args.eps:g}")
-    if not 1 <= args.bins <= 100:
-        raise fail(f"--bins must be between 1 and 100, got {args.bins}")
+def _check(args) -> None:
+    check_numbers(args)
+    bins = getattr(args, "bins", 10)  # (compare has no --bins: it prints no reliability)
+    if not 1 <= bins <= 100:
+        raise Fail(f"--bins must be between 1 and 100, got {bins}")
+    if args.censoring is not None and args.censoring not in CENSORING_MODES:
+        raise Fail(f"--censoring {args.censoring}: a multi-class log takes {', '.join(CENSORING_MODES)}")
+    if args.seed is None:
+        args.seed = DEFAULT_SEED
 
 
-def _read(path: str, name_fn, fail):
+def _read(path: str):
     """The validated log; a binary log is refused with a pointer to ``score``."""
-    from tpsviz.io.files import limits_from_env
-    from tpsviz.io.loading import read_source
-    from tpsviz.io.kinds import is_multiclass
-    from tpsviz.io.multiclass import read_multiclass
-    from tpsviz.io.tables import format_of, table_columns
-
     limits = limits_from_env()
-    raw, name = read_source(path, None, limits)
-    fmt = format_of(name, "a multi-class log")
-    header = table_columns(raw, name, fmt)
+    raw, source = read_source(path, None, limits)
+    fmt = format_of(source, "a multi-class log")
+    header = table_columns(raw, source, fmt)
     if header and not is_multiclass(header):
         binary = any(str(c).lower().startswith("conf_") for c in header)
-        raise fail(f"{name_fn(name)}: no multi-class forecast column (conf_<name>__<label>)"
+        raise Fail(f"{safe(source)}: no multi-class forecast column (conf_<name>__<label>)"
                    + ("; this is a binary log (conf_<name> = probability of success): use "
-                      f"`python -m tpsviz score {name_fn(path)}`" if binary else
+                      f"`python -m tpsviz score {safe(path)}`" if binary else
                       "; a binary log (conf_<name>) is scored with `python -m tpsviz score`"))
-    return read_multiclass((raw, name), name, limits, fmt=fmt)
+    return read_multiclass((raw, source), source, limits, fmt=fmt)
 
 
-def run(args, name_fn, fail) -> int:
-    """Score the log and print text or JSON."""
-    from tpsviz.outcomes.multiclass_reliability import ovr_summary, reliability_ovr
-    from tpsviz.outcomes.multiclass import tps_k
-    from tpsviz.core.schedules import parse_schedule
+def compute(args):
+    """TPS-k of the command line's log under its options.
 
-    _check(args, fail)
+    Parameters
+    ----------
+    args : Namespace
+        ``path``, ``rule``, ``schedule``, ``censoring``, ``censored_label``, ``n_boot``, ``seed``,
+        ``level``, ``eps``, ``bins``.
+
+    Returns
+    -------
+    log : MulticlassLog
+    result : MulticlassResult
+    censoring : str
+        The censoring mode used (the default decided from the log).
+
+    Raises
+    ------
+    Fail
+    """
+    _check(args)
     try:
         schedule = parse_schedule(args.schedule)
     except ValueError as exc:
-        raise fail(f"--schedule: {exc}") from None
-    log = _read(args.path, name_fn, fail)
+        raise Fail(f"--schedule: {exc}") from None
+    log = _read(args.path)
     if args.censored_label is not None and args.censored_label not in log.labels:
-        raise fail(f"--censored-label must be one of the log's labels: "
-                   f"{', '.join(name_fn(lab, 40) for lab in log.labels)}")
+        raise Fail(f"--censored-label must be one of the log's labels: "
+                   f"{', '.join(safe(lab, 40) for lab in log.labels)}")
     censoring = args.censoring
     if censoring is None:
         censoring = "exact" if (log.has_q and bool(log.trajectories["censored"].any())) else "complete"
     try:
         res = tps_k(log, rule=args.rule, schedule=schedule, censoring=censoring,
-                    censored_label=args.censored_label, n_boot=args.bootstrap, level=args.level,
+                    censored_label=args.censored_label, n_boot=args.n_boot, level=args.level,
                     seed=args.seed, eps=args.eps)
     except ValueError as exc:
         msg = str(exc).replace("censored_label", "--censored-label")
-        raise fail(f"{name_fn(log.source)}: {msg}") from None
-    tables = {n: reliability_ovr(log, n, n_bins=args.bins, n_boot=min(args.bootstrap, 1000), level=args.level,
+        raise Fail(f"{safe(log.source)}: {msg}") from None
+    return log, res, censoring
+
+
+def order(summary) -> list:
+    """The predictors best first (highest TPS-k; unscored last).
+
+    Parameters
+    ----------
+    summary : DataFrame
+        ``MulticlassResult.summary``.
+
+    Returns
+    -------
+    list of str
+    """
+    return sorted(summary.index, key=lambda n: (-summary.loc[n, "tps_mean"]
+                                                 if math.isfinite(summary.loc[n, "tps_mean"]) else math.inf))
+
+
+def run(args) -> int:
+    """Score the log and print text or JSON."""
+    log, res, censoring = compute(args)
+    tables = {n: reliability_ovr(log, n, n_bins=args.bins, n_boot=min(args.n_boot, 1000), level=args.level,
                                  seed=args.seed) for n in log.predictors}
     gaps = {n: ovr_summary(t, MIN_BIN_ROWS) for n, t in tables.items()}
-    order = sorted(res.summary.index, key=lambda n: (-res.summary.loc[n, "tps_mean"]
-                                                      if math.isfinite(res.summary.loc[n, "tps_mean"])
-                                                      else math.inf))
+    ranked = order(res.summary)
     if args.json:
-        print(json.dumps(_as_json(log, res, tables, gaps, order, censoring, name_fn), indent=2, allow_nan=False))
+        print(json.dumps(_as_json(log, res, tables, gaps, ranked, censoring), indent=2, allow_nan=False))
         return 0
-    _print_text(log, res, gaps, order, censoring, args, name_fn)
+    _print_text(log, res, gaps, ranked, args)
     return 0
 
 
-def _table_row(r: dict, name_fn) -> dict:
+def _table_row(r: dict) -> dict:
     """A row of a one-vs-rest table for JSON: the label as text, counts as int, numbers or null."""
-    return {k: (name_fn(v) if k == "label" else int(v) if k in ("bin", "n", "n_runs") else _num(v))
+    return {k: (safe(v) if k == "label" else int(v) if k in ("bin", "n", "n_runs") else _num(v))
             for k, v in r.items()}
 
 
-def _as_json(log, res, tables, gaps, order, censoring, name_fn) -> dict:
+def _as_json(log, res, tables, gaps, ranked, censoring) -> dict:
     keys = ["tps_mean", "tps_se", "tps_ci_low", "tps_ci_high", "tps_step_mean", "n_runs", "n_censored",
             "n_excluded_censored", "n_no_forecast", "n_q_fallback", "n_steps", "n_missing", "n_clipped"]
     settings = {k: (_num(v) if isinstance(v, float) else v) for k, v in res.settings.items()}
-    settings["labels"] = [name_fn(lab) for lab in log.labels]
+    settings["labels"] = [safe(lab) for lab in log.labels]
     if settings.get("censored_label") is not None:
-        settings["censored_label"] = name_fn(settings["censored_label"])
-    settings["censoring_words"] = name_fn(settings["censoring_words"])
+        settings["censored_label"] = safe(settings["censored_label"])
+    settings["censoring_words"] = safe(settings["censoring_words"])
     settings["reliability"] = ("one-vs-rest, complete runs only, step rows binned by P_t[label]; interval: "
                                "percentile run bootstrap")
     out = {
-        "file": name_fn(log.source),
-        "labels": [name_fn(lab) for lab in log.labels],
+        "file": safe(log.source),
+        "labels": [safe(lab) for lab in log.labels],
         "n_runs": log.n_runs,
         "n_censored": log.n_censored,
         "censoring": censoring,
         "settings": settings,
-        "ranking": [name_fn(n) for n in order],
-        "notes": [name_fn(s) for s in log.notes],
+        "ranking": [safe(n) for n in ranked],
+        "notes": [safe(s) for s in log.notes],
         "predictors": {},
     }
     for n in log.predictors:
         row = res.summary.loc[n]
         rec = {k: (int(row[k]) if k.startswith("n_") else _num(row[k])) for k in keys}
-        rec["reliability"] = [_table_row(r, name_fn) for r in tables[n].to_dict("records")]
-        rec["ovr"] = {name_fn(lab): {"ece": _num(g["ece"]), "max_gap": _num(g["max_gap"]),
-                                     "max_gap_bin": None if _num(g["max_gap_bin"]) is None else int(g["max_gap_bin"]),
-                                     "n": int(g["n"])}
+        rec["reliability"] = [_table_row(r) for r in tables[n].to_dict("records")]
+        rec["ovr"] = {safe(lab): {"ece": _num(g["ece"]), "max_gap": _num(g["max_gap"]),
+                                  "max_gap_bin": None if _num(g["max_gap_bin"]) is None else int(g["max_gap_bin"]),
+                                  "n": int(g["n"])}
                       for lab, g in gaps[n].iterrows()}
-        out["predictors"][name_fn(n)] = rec
+        out["predictors"][safe(n)] = rec
     return out
 
 
-def _print_text(log, res, gaps, order, censoring, args, name_fn) -> None:
+def print_header(log, res, args) -> None:
+    """The log (labels, runs, censored), the score, the schedule and the censoring in words.
+
+    Parameters
+    ----------
+    log : MulticlassLog
+    res : MulticlassResult
+    args : Namespace
+        ``rule`` and ``eps``.
+    """
     s = res.settings
-    labels = ", ".join(name_fn(lab, 30) for lab in log.labels)
-    print(f"{name_fn(log.source)}: {len(log.labels)} labels ({labels}); {log.n_runs} runs, "
+    labels = ", ".join(safe(lab, 30) for lab in log.labels)
+    print(f"{safe(log.source)}: {len(log.labels)} labels ({labels}); {log.n_runs} runs, "
           f"{log.n_censored} censored")
     score = ("log score ln P_y" if args.rule == "log" else "Brier -1/4 sum_j (P_j - 1[j=y])^2")
     eps = f"; probabilities clipped to [{args.eps:g}, 1]" if args.rule == "log" else ""
@@ -187,38 +241,42 @@ def _print_text(log, res, gaps, order, censoring, args, name_fn) -> None:
     print(f"schedule: {s['schedule']}: {s['formula']} ({s['schedule_verdict']})")
     if s["schedule_verdict"] != "strictly proper":
         print(f"  {s['schedule_reason']}")
-    print(f"censoring: {name_fn(s['censoring_words'])}")
+    print(f"censoring: {safe(s['censoring_words'])}")
+
+
+def _print_text(log, res, gaps, ranked, args) -> None:
+    print_header(log, res, args)
     pct = f"{args.level * 100:g}%"
-    boot = (f"percentile bootstrap over runs, {args.bootstrap} replicates, seed {args.seed}" if args.bootstrap
+    boot = (f"percentile bootstrap over runs, {args.n_boot} replicates, seed {args.seed}" if args.n_boot
             else "bootstrap off: mean ± z·SE")
-    nw = max([len(name_fn(n, 40)) for n in order] + [9])
+    nw = max([len(safe(n, 40)) for n in ranked] + [9])
     head = (f"{'predictor':<{nw}} {'TPS-k':>10} {pct + ' CI':>22} {'runs':>6} {'steps':>7} {'missing':>7} "
             f"{'excluded':>8}" + (f" {'clipped':>7}" if args.rule == "log" else ""))
     print()
     print(head)
     print("-" * len(head))
-    for n in order:
+    for n in ranked:
         r = res.summary.loc[n]
         lo, hi, _ = summary_interval(r, args.level)
         ci = f"[{lo:.4f}, {hi:.4f}]" if math.isfinite(lo) and math.isfinite(hi) else "n/a"
         excluded = int(r["n_excluded_censored"]) + int(r["n_no_forecast"])
         mean = f"{r['tps_mean']:.4f}" if math.isfinite(r["tps_mean"]) else str(r["tps_mean"])
-        print(f"{name_fn(n, 40):<{nw}} {mean:>10} {ci:>22} {int(r['n_runs']):>6} {int(r['n_steps']):>7} "
+        print(f"{safe(n, 40):<{nw}} {mean:>10} {ci:>22} {int(r['n_runs']):>6} {int(r['n_steps']):>7} "
               f"{int(r['n_missing']):>7} {excluded:>8}" + (f" {int(r['n_clipped']):>7}" if args.rule == "log" else ""))
     print(f"TPS-k: mean per run; CI: {boot}; excluded: runs left out (censored in complete-case mode, or "
           "without any forecast)" + ("; clipped: step rows whose scored probability was raised to eps"
                                      if args.rule == "log" else ""))
     fb = int(res.summary["n_q_fallback"].max()) if len(res.summary) else 0
     if fb:
-        print(f"{fb} censored run(s) had no q vector and were scored as label {name_fn(args.censored_label)}")
+        print(f"{fb} censored run(s) had no q vector and were scored as label {safe(args.censored_label)}")
     print()
     print(f"one-vs-rest reliability (complete runs; per label the largest |observed - forecast| over bins "
           f"with >= {MIN_BIN_ROWS} step rows, and the ECE):")
-    for n in order:
+    for n in ranked:
         parts = []
         for lab, g in gaps[n].iterrows():
             gap = f"{g['max_gap']:.3f}" if math.isfinite(g["max_gap"]) else "n/a"
-            parts.append(f"{name_fn(lab, 30)} {gap} (ECE {g['ece']:.3f})")
-        print(f"  {name_fn(n, 40):<{nw}} " + ("; ".join(parts) if parts else "no complete run with a forecast"))
+            parts.append(f"{safe(lab, 30)} {gap} (ECE {g['ece']:.3f})")
+        print(f"  {safe(n, 40):<{nw}} " + ("; ".join(parts) if parts else "no complete run with a forecast"))
     for note in log.notes:
-        print(f"note: {name_fn(note)}")
+        print(f"note: {safe(note)}")

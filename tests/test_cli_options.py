@@ -1,0 +1,119 @@
+"""Every command spells a shared option the same way, with one type and one default (argparse
+internals: the parsers are walked); older spellings are hidden aliases; options that would not
+enter a command's result are refused by name."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+import pytest
+
+from tpsviz.cli.main import build_parser, main
+
+DEMO = Path(__file__).resolve().parents[1] / "demo_data"
+
+#: the shared concepts: attribute -> (the one spelling, type, default)
+SHARED = {
+    "n_boot": ("--n-boot", int, 2000),
+    "seed": ("--seed", int, None),
+    "level": ("--level", float, 0.95),
+    "schedule": ("--schedule", None, "uniform"),
+    "censoring": ("--censoring", None, None),
+    "json": ("--json", None, False),
+    "engine": ("--engine", None, "auto"),
+}
+#: the commands that have each concept
+HAVE = {
+    "n_boot": {"score", "compare", "check", "defer", "multiclass", "crps", "monitor"},
+    "seed": {"score", "compare", "check", "defer", "multiclass", "crps", "monitor"},
+    "level": {"score", "compare", "check", "defer", "multiclass", "crps", "monitor"},
+    "json": {"score", "compare", "check", "defer", "multiclass", "crps", "monitor"},
+    "schedule": {"score", "compare", "check", "multiclass", "crps", "monitor"},
+    "censoring": {"score", "compare", "check", "multiclass", "monitor"},
+    "engine": {"score", "compare", "check"},
+}
+
+
+def _commands() -> dict:
+    parser = build_parser()
+    sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    return dict(sub.choices)
+
+
+def _visible(sp):
+    return [a for a in sp._actions if a.option_strings and a.help != argparse.SUPPRESS]
+
+
+def test_every_shared_option_has_one_spelling_type_and_default():
+    for command, sp in _commands().items():
+        for a in _visible(sp):
+            if a.dest in SHARED:
+                flag, type_, default = SHARED[a.dest]
+                assert a.option_strings == [flag], (command, a.option_strings)
+                assert a.type is type_ and a.default == default, (command, flag, a.type, a.default)
+        have = {a.dest for a in _visible(sp)}
+        for dest, commands in HAVE.items():
+            assert (dest in have) == (command in commands), (command, dest)
+
+
+def test_a_flag_means_one_thing_on_every_command():
+    seen: dict = {}
+    for command, sp in _commands().items():
+        for a in _visible(sp):
+            for flag in a.option_strings:
+                if flag in ("-h", "--help"):
+                    continue
+                meaning = (a.dest, a.type, repr(a.default), type(a).__name__)
+                seen.setdefault(flag, {}).setdefault(meaning, []).append(command)
+    mixed = {flag: m for flag, m in seen.items() if len(m) > 1}
+    assert not mixed, mixed
+
+
+@pytest.mark.parametrize("argv, dest, value", [
+    (["multiclass", "x.csv", "--bootstrap", "300"], "n_boot", 300),
+    (["crps", "x.csv", "--bootstrap", "300"], "n_boot", 300),
+    (["monitor", "x.csv", "--baseline", "120"], "baseline_runs", 120),
+    (["monitor", "x.csv", "--baseline-runs", "120"], "baseline_runs", 120),
+])
+def test_old_spellings_are_hidden_aliases(argv, dest, value):
+    assert getattr(build_parser().parse_args(argv), dest) == value
+
+
+def test_hidden_aliases_are_left_out_of_help():
+    commands = _commands()
+    for command, flag in [("multiclass", "--bootstrap"), ("crps", "--bootstrap"), ("monitor", "--baseline")]:
+        assert flag not in {f for a in _visible(commands[command]) for f in a.option_strings}
+        assert flag in commands[command]._option_string_actions
+
+
+@pytest.mark.parametrize("options", [["--alpha", "1"], ["--schedule", "linear"], ["--beta", "2", "--eps", "0.1"],
+                                     ["--censoring", "complete"], ["--rollouts", "r.csv"]])
+def test_defer_refuses_the_score_s_rule_options(options, capsys):
+    assert main(["defer", str(DEMO / "tau2-like.csv"), *options]) == 2
+    err = capsys.readouterr().err
+    assert all(o in err for o in options if o.startswith("--")) and "does not take" in err
+    assert "Traceback" not in err
+
+
+def test_defer_help_has_no_rule_options(capsys):
+    with pytest.raises(SystemExit):
+        main(["defer", "--help"])
+    out = capsys.readouterr().out
+    assert "--n-boot" in out and "--level" in out
+    for flag in ("--alpha", "--beta", "--schedule", "--rollouts", "--eps"):
+        assert flag not in out, flag
+
+
+def test_score_takes_a_level(capsys):
+    import json
+
+    assert main(["score", str(DEMO / "tau2-like.csv"), "--json", "--n-boot", "200", "--level", "0.8"]) == 0
+    obj = json.loads(capsys.readouterr().out)
+    assert obj["settings"]["level"] == 0.8
+    rec = obj["predictors"]["truthful"]
+    assert main(["score", str(DEMO / "tau2-like.csv"), "--json", "--n-boot", "200"]) == 0
+    wide = json.loads(capsys.readouterr().out)["predictors"]["truthful"]
+    assert wide["tps_ci_low"] < rec["tps_ci_low"] < rec["tps_ci_high"] < wide["tps_ci_high"]
+    assert main(["score", str(DEMO / "tau2-like.csv"), "--level", "1.5"]) == 2
+    assert "--level must be in (0, 1)" in capsys.readouterr().err

@@ -1,0 +1,239 @@
+"""``tpsviz compare``: predictors against a baseline predictor on the same runs (``--baseline NAME``),
+groups of runs against a base group (``--by COLUMN``) or two logs (``compare BASELINE CANDIDATE``).
+
+Every delta comes with its SE and delta/SE, computed by the core (:func:`tpsviz.diagnostics.compare.compare`,
+:mod:`tpsviz.diagnostics.groups`); ``--baseline`` runs out of core too (:mod:`tpsviz.cli.engine`), and on a
+multi-class or continuous-outcome log (:mod:`tpsviz.cli.kinds`).
+"""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+
+from tpsviz.cli.common import Fail, fmt, name_width, num, safe
+from tpsviz.cli.engine import compare_out_of_core
+from tpsviz.cli.kinds import check_options_for, compare_other
+from tpsviz.cli.logs import load_log, log_kind, prepare, settings_for
+from tpsviz.cli.multiclass import add_label_options
+from tpsviz.cli.options import add_engine_options, add_scoring_options, check_args
+from tpsviz.cli.output import print_header
+from tpsviz.cli.score import engine_for
+from tpsviz.diagnostics.compare import compare
+from tpsviz.diagnostics.combine import combine_logs, free_column
+from tpsviz.diagnostics.groups import (
+    default_base, difference_words, group_difference, group_table, why_missing)
+from tpsviz.evaluation.record import reading_json
+
+__all__ = ["add_arguments", "run"]
+
+DESCRIPTION = ("Paired comparison on the same runs, delta = predictor - baseline. TPS: "
+               "mean of per-run differences, SE = sd/sqrt(n); AUROC: paired trajectory "
+               "bootstrap over complete runs (pooled over steps).")
+
+
+def add_arguments(p) -> None:
+    """The options of ``compare``."""
+    add_scoring_options(p)
+    p.add_argument("candidate", nargs="?", default=None, metavar="CANDIDATE",
+                   help="a second log: compare the two logs (candidate - baseline log, PATH "
+                        "being the baseline) on their common predictors")
+    p.add_argument("--baseline", metavar="NAME", default=None,
+                   help="predictor every other one is compared with (may be <name>@<method> "
+                        "with --recalibrate); not with --by or a second log")
+    p.add_argument("--by", metavar="COLUMN", default=None,
+                   help="compare groups of runs given by a metadata column (model, agent, "
+                        "prompt, task family): the leaderboard per group and each group minus "
+                        "the base group, with SE")
+    p.add_argument("--base-group", metavar="GROUP", default=None,
+                   help="with --by: the group the others are compared with (default: the first)")
+    add_engine_options(p, "compare")
+    p.add_argument("--pair-on", metavar="COLUMN", default="auto",
+                   help="pair runs by this task column where both groups ran the same tasks "
+                        "(default auto: a column named task/task_id/task_name with at least 10 "
+                        "common tasks; 'none' = unpaired)")
+    add_label_options(p.add_argument_group("multi-class logs (docs/multiclass.md)"))
+
+
+def run(args) -> int:
+    """``compare``: returns the exit code."""
+    check_args(args)
+    kind = log_kind(args)
+    if kind != "binary":
+        return compare_other(args, kind)
+    check_options_for(args, kind)
+    if args.by is not None or args.candidate is not None:
+        if args.engine in ("duckdb", "dask"):
+            raise Fail(f"--engine {args.engine}: out of core, compare takes --baseline NAME (predictors on the "
+                       "same runs); groups of runs (--by) and a second log are compared in memory "
+                       "(--engine memory, on logs within TPSVIZ_MAX_ROWS)")
+        return _compare_groups(args)
+    if args.baseline is None:
+        raise Fail("compare needs --baseline NAME (a predictor), --by COLUMN (groups of runs) or "
+                   "a second log (compare BASELINE.csv CANDIDATE.csv)")
+    engine, why, ds = engine_for(args)
+    if engine in ("duckdb", "dask"):
+        return compare_out_of_core(args, ds, why, engine)
+    data, settings, q_z, notes = prepare(args)
+    if args.baseline not in data.predictors:
+        raise Fail(f"unknown baseline {safe(args.baseline)!r}: the log's predictors are "
+                   f"{', '.join(safe(p, 40) for p in data.predictors)}")
+    try:
+        table = compare(data, settings, baseline=args.baseline, q_z=q_z, metrics=("auroc",))
+    except ValueError as exc:
+        raise Fail(str(exc)) from None
+    if args.json:
+        print(json.dumps(_baseline_json(args, data, settings, notes, table), indent=2))
+        return 0
+    print_header(data, settings, data.notes + notes)
+    print()
+    print(f"paired comparison with baseline {args.baseline!r}: delta = predictor - baseline "
+          "(TPS: higher is better; AUROC: complete runs, paired trajectory bootstrap with "
+          f"{settings.n_boot} replicates)")
+    nw = name_width(table.index)
+    header = (f"{'predictor':<{nw}} {'TPS delta':>10} {'SE':>8} {'delta/SE':>9}   "
+              f"{'AUROC delta':>11} {'SE':>8} {'delta/SE':>9} {'runs':>6}")
+    print(header)
+    print("-" * len(header))
+    for pred, r in table.sort_values("tps_delta", ascending=False).iterrows():
+        print(f"{safe(pred, nw):<{nw}} {fmt(r.tps_delta, 10, 4)} {fmt(r.tps_se, 8, 4)} "
+              f"{fmt(r.tps_z, 9, 2)}   {fmt(r.auroc_delta, 11, 4)} {fmt(r.auroc_se, 8, 4)} "
+              f"{fmt(r.auroc_z, 9, 2)} {int(r.n_runs):>6}")
+    return 0
+
+
+def _baseline_json(args, data, settings, notes, table) -> dict:
+    return {
+        "baseline": args.baseline,
+        "settings": {**settings.describe(), "file": data.source,
+                     "n_trajectories": data.n_trajectories, "n_censored": data.n_censored,
+                     "notes": data.notes + notes, "reading": reading_json(data.reading),
+                     "definition": "delta = predictor - baseline on the same runs; TPS: "
+                                   "mean of per-run differences, SE = sd/sqrt(n); AUROC "
+                                   "pooled over steps of complete runs, SE from a paired "
+                                   "trajectory bootstrap; z = delta/SE"},
+        "predictors": {
+            pred: {k: num(r[k]) for k in ("tps_delta", "tps_se", "tps_z", "auroc_delta",
+                                          "auroc_se", "auroc_z")}
+            | {"n_runs": int(r["n_runs"])}
+            for pred, r in table.iterrows()
+        },
+    }
+
+
+def _group_data(args):
+    """(data, settings, q_z, notes, by) of a group comparison: one log split --by a column, or two
+    logs combined with a column 'log' (tpsviz.diagnostics.groups.combine_logs)."""
+    if args.baseline is not None:
+        raise Fail("--baseline compares predictors; with --by or a second log every predictor is "
+                   "compared between groups of runs")
+    if args.candidate is None:
+        data, settings, q_z, notes = prepare(args)
+        return data, settings, q_z, notes, args.by
+    if args.by is not None:
+        raise Fail("give either --by COLUMN or a second log, not both")
+    if args.rollouts:
+        raise Fail("--rollouts refers to the runs of one log; it cannot be used with two logs")
+    a, notes_a = load_log(args, args.path)
+    b, notes_b = load_log(args, args.candidate)
+    column = free_column(a, b)  # "log", or "log_2" … when a log has a column of that name
+    try:
+        data = combine_logs(a, b, column=column)
+    except ValueError as exc:
+        raise Fail(str(exc)) from None
+    notes = [f"baseline: {n}" for n in notes_a] + [f"candidate: {n}" for n in notes_b]
+    return data, settings_for(args, data), None, notes, column
+
+
+def _compare_groups(args) -> int:
+    data, settings, q_z, notes, by = _group_data(args)
+    pair_on = args.pair_on  # "none": unpaired (tpsviz.diagnostics.groups)
+    try:
+        table = group_table(data, by, settings, q_z=q_z)
+        groups = list(dict.fromkeys(table.index.get_level_values("group")))
+        base = (args.base_group if args.base_group is not None else
+                "baseline" if args.candidate is not None else default_base(table))
+        diffs = {g: group_difference(data, by, base, g, settings, q_z=q_z, pair_on=pair_on)
+                 for g in groups if g != base}
+    except ValueError as exc:
+        raise Fail(str(exc)) from None
+    if args.json:
+        print(json.dumps(_groups_json(data, settings, notes, by, base, table, diffs), indent=2))
+        return 0
+    print_header(data, settings, data.notes + notes)
+    print()
+    _print_groups(table, groups, by)
+    _print_differences(diffs, base, name_width(table.index.get_level_values("predictor")))
+    return 0
+
+
+def _print_groups(table, groups, by) -> None:
+    """The leaderboard of each group: TPS, skill against the group's own success rate, runs."""
+    print(f"groups of {safe(by, 40)}: TPS per trajectory (higher is better) and skill against each "
+          "group's own success rate")
+    nw = max(name_width(table.index.get_level_values("predictor")), 12)
+    gw = min(max(len(safe(g, 30)) for g in groups), 30)
+    header = (f"{'group':<{gw}} {'predictor':<{nw}} {'TPS':>10} {'± SE':>8} {'skill':>8} "
+              f"{'± SE':>7} {'runs':>6} {'success':>8}")
+    print(header)
+    print("-" * len(header))
+    for (g, pred), r in table.iterrows():
+        print(f"{safe(g, gw):<{gw}} {safe(pred, nw):<{nw}} {fmt(r.tps_mean, 10, 4)} "
+              f"{fmt(r.tps_se, 8, 4)} {fmt(r.skill, 8, 3)} {fmt(r.skill_se, 7, 3)} "
+              f"{int(r.n_scored):>6} {fmt(r.success_rate, 8, 3)}")
+    small = table.attrs.get("small_groups") or {}
+    if small:
+        print(f"left out (fewer than 2 runs): {', '.join(f'{safe(g, 30)} ({n})' for g, n in small.items())}")
+
+
+def _print_differences(diffs, base, nw: int) -> None:
+    """Each group minus the base group: TPS and skill deltas with SE, and the words for each."""
+    nw = max(nw, 12)
+    for g, d in diffs.items():
+        print()
+        print(f"{safe(g, 40)} - {safe(base, 40)}: {safe(d.attrs['pairing'], 300)}")
+        header = (f"{'predictor':<{nw}} {'TPS delta':>10} {'SE':>8} {'delta/SE':>9}   "
+                  f"{'skill delta':>11} {'SE':>7} {'delta/SE':>9}")
+        print(header)
+        print("-" * len(header))
+        for pred, r in d.iterrows():
+            print(f"{safe(pred, nw):<{nw}} {fmt(r.tps_delta, 10, 4)} {fmt(r.tps_se, 8, 4)} "
+                  f"{fmt(r.tps_z, 9, 2)}   {fmt(r.skill_delta, 11, 3)} {fmt(r.skill_se, 7, 3)} "
+                  f"{fmt(r.skill_z, 9, 2)}")
+        for pred, r in d.iterrows():
+            print(f"  {safe(pred, nw)}: {safe(difference_words(r, base, g))}")
+
+
+def _groups_json(data, settings, notes, by, base, table, diffs) -> dict:
+    def rec(r, keys):
+        return {k: (num(r[k]) if not isinstance(r[k], (str, bool, np.bool_)) else
+                    (bool(r[k]) if isinstance(r[k], (bool, np.bool_)) else safe(r[k])))
+                for k in keys}
+
+    tkeys = ("n_runs", "n_complete", "n_censored", "success_rate", "n_scored", "tps_mean",
+             "tps_se", "tps_ci_low", "tps_ci_high", "skill", "skill_se", "skill_ci_low",
+             "skill_ci_high", "ref_rate")
+    dkeys = ("tps_a", "tps_b", "tps_delta", "tps_se", "tps_z", "tps_ci_low", "tps_ci_high",
+             "skill_a", "skill_b", "skill_delta", "skill_se", "skill_z", "skill_ci_low",
+             "skill_ci_high", "paired", "n_pairs", "n_a", "n_b", "n_left_out", "n_no_task")
+    groups: dict = {}
+    for (g, pred), r in table.iterrows():
+        groups.setdefault(safe(g), {})[safe(pred)] = rec(r, tkeys)
+    return {
+        "settings": {**settings.describe(), "file": safe(data.source),
+                     "n_trajectories": data.n_trajectories, "notes": [safe(n) for n in data.notes + notes],
+                     "by": safe(by), "base_group": safe(base),
+                     "definition": "per group: mean TPS per run (SE = sd/sqrt(n)) and skill = 1 - "
+                                   "TPS/TPS_ref against the group's own success rate; delta = group "
+                                   "- base group, unpaired (SE = sqrt(se_a^2 + se_b^2)) or paired by "
+                                   "task (SE = sd of task differences / sqrt(K))"},
+        "groups": groups,
+        "left_out_groups": {safe(g): int(n) for g, n in (table.attrs.get("small_groups") or {}).items()},
+        "differences": {
+            safe(g): {"pairing": safe(d.attrs["pairing"]),
+                      "predictors": {safe(pred): rec(r, dkeys) | {"why_null": {
+                          k: safe(v) for k, v in why_missing(r, base, g).items()}}
+                                     for pred, r in d.iterrows()}}
+            for g, d in diffs.items()},
+    }

@@ -1,0 +1,174 @@
+"""A command's log: which kind of outcome it holds, how it is read (reading options, recalibrated
+predictors, rollouts) and the score settings its options give: the steps of
+:mod:`tpsviz.evaluation.settings` under the command line's option names.
+
+The kind (binary, multi-class, continuous: :func:`tpsviz.io.kinds.outcome_kind`) is decided from
+the header alone (a table's first line or Parquet footer, a dataset's columns), so ``score`` and
+``compare`` can hand a log to the command that reads its kind before any row is read.
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+from tpsviz.cli.common import Fail
+from tpsviz.cli.options import flag
+from tpsviz.core.errors import LogFormatError
+from tpsviz.core.censoring import default_censoring
+from tpsviz.core.tps import ScoreSettings
+from tpsviz.evaluation import settings as evaluation_settings
+from tpsviz.io.dataset import DATASET_FORMATS, is_dataset_spec, open_dataset
+from tpsviz.io.files import limits_from_env, read_file
+from tpsviz.io.harness.runs import ReadOptions
+from tpsviz.io.kinds import outcome_kind
+from tpsviz.io.tables import FORMATS, table_columns
+
+__all__ = ["log_kind", "read_options", "settings_from", "settings_for", "load_log", "prepare"]
+
+
+def _header(path: str) -> list[str]:
+    """The column names of a table file or dataset, or [] when there is none to read (a harness log,
+    a folder of harness files, a file that is not there: the reader then says what is wrong)."""
+    if is_dataset_spec(path):
+        return list(open_dataset(path).columns)
+    p = Path(path)
+    if not p.is_file():  # (a FIFO or a device is no file: never opened here)
+        return []
+    suffix = p.suffix.lower()
+    if suffix in DATASET_FORMATS:
+        return list(open_dataset(path).columns)  # (the first line or the footer only)
+    if suffix in FORMATS:
+        raw = read_file(path, limits_from_env().max_bytes, label=p.name)
+        return table_columns(raw, p.name, FORMATS[suffix])
+    return []
+
+
+def log_kind(args) -> str:
+    """The kind of outcome the command's log holds.
+
+    Parameters
+    ----------
+    args : Namespace
+        ``path`` and, where the command has them, ``format`` and ``map`` (a forced harness format
+        or a column mapping makes a binary log: those options read binary logs only).
+
+    Returns
+    -------
+    str
+        ``"binary"``, ``"multiclass"`` or ``"continuous"``; ``"binary"`` whenever the header
+        cannot be read (the binary reader then names the problem as it always has).
+    """
+    if getattr(args, "format", "auto") not in ("auto", "csv", "tsv", "parquet", "jsonl") or getattr(args, "map", None):
+        return "binary"
+    try:
+        return outcome_kind(_header(args.path))
+    except (LogFormatError, OSError, ValueError):
+        return "binary"
+
+
+def read_options(args) -> ReadOptions:
+    """The reading options (``--format``, ``--treat``, ``--map`` …) as a :class:`ReadOptions`
+    (:func:`tpsviz.evaluation.settings.read_options`).
+
+    Raises
+    ------
+    Fail
+        For an option value that cannot be parsed.
+    """
+    if args.success_threshold is not None and not math.isfinite(args.success_threshold):
+        raise Fail("--success-threshold must be a finite number")
+    try:
+        return evaluation_settings.read_options(args.format, args.success_threshold, args.treat, args.scorer,
+                                                args.conf, args.map, args.percent)
+    except ValueError as exc:
+        raise Fail(str(exc)) from None
+
+
+def settings_from(args, has_qz: bool) -> ScoreSettings:
+    """The score settings of the options (:func:`tpsviz.evaluation.settings.score_settings`).
+
+    Parameters
+    ----------
+    args : Namespace
+        ``alpha``, ``beta``, ``schedule``, ``censoring``, ``eps``, ``n_boot``, ``level``, ``seed``.
+    has_qz : bool
+        Whether the log has q_z: the default censoring is then exact, else simple.
+
+    Returns
+    -------
+    ScoreSettings
+
+    Raises
+    ------
+    Fail
+        For settings the core refuses (the core's message).
+    """
+    try:
+        return evaluation_settings.score_settings(has_qz, args.alpha, args.beta, None, args.schedule, args.censoring,
+                                                  args.eps, args.n_boot, args.seed, args.level, spell=flag)
+    except ValueError as exc:
+        raise Fail(str(exc)) from None
+
+
+def settings_for(args, data) -> ScoreSettings:
+    """:func:`settings_from` for a loaded log (exact censoring by default when it has q_z)."""
+    return settings_from(args, default_censoring(data) == "exact")
+
+
+def load_log(args, path):
+    """One log with its recalibrated predictors (``--recalibrate``), and the notes of the loading
+    (:func:`tpsviz.evaluation.settings.read_log`).
+
+    Parameters
+    ----------
+    args : Namespace
+        The reading options, ``forecasts``, ``recalibrate``, ``folds``, ``seed`` and, where the
+        command has it, ``schedule``.
+    path : str
+        The log.
+
+    Returns
+    -------
+    data : TrajectoryData
+    notes : list of str
+
+    Raises
+    ------
+    Fail
+        For a log with nothing to score, or a recalibration that gives no predictor.
+    """
+    options = read_options(args)
+    try:
+        return evaluation_settings.read_log(path, options, args.forecasts, args.recalibrate, args.folds, args.seed,
+                                            getattr(args, "schedule", "uniform"), spell=flag)
+    except LogFormatError:
+        raise
+    except ValueError as exc:
+        raise Fail(str(exc)) from None
+
+
+def prepare(args):
+    """Load the log, add recalibrated predictors, read rollouts, build the settings.
+
+    Returns
+    -------
+    data : TrajectoryData
+    settings : ScoreSettings
+    q_z : Series or None
+        q_Z of the censored runs from ``--rollouts``.
+    notes : list of str
+        What the loading did (recalibration, rollouts).
+
+    Raises
+    ------
+    Fail
+    """
+    data, notes = load_log(args, args.path)
+    try:
+        q_z, args.censoring, more = evaluation_settings.qz_source(data, None, args.rollouts, args.censoring, spell=flag)
+    except LogFormatError:
+        raise
+    except ValueError as exc:
+        raise Fail(str(exc)) from None
+    return data, settings_for(args, data), q_z, notes + more
