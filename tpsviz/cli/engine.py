@@ -24,6 +24,7 @@ from tpsviz.cli.logs import settings_from
 from tpsviz.cli.output import print_paired_tps, print_tps_table
 from tpsviz.engines import ENGINE_NAMES, OUT_OF_CORE, get_engine
 from tpsviz.evaluation.record import reading_json, verdict_numbers
+from tpsviz.evaluation.settings import dataset_size
 from tpsviz.io.dataset import DATASET_FORMATS, Dataset, is_dataset_spec, open_dataset
 from tpsviz.report.export import PER_TRAJECTORY_COLUMNS, write_safe_csv
 from tpsviz.io.files import Limits
@@ -32,8 +33,6 @@ from tpsviz.core.tps import settings_words
 __all__ = ["choose_engine", "score_out_of_core", "score_json_out_of_core", "compare_out_of_core", "ENGINES"]
 
 ENGINES = ("auto", *ENGINE_NAMES)
-#: bytes of CSV per row assumed when a CSV dataset's row count is unknown before reading
-_CSV_BYTES_PER_ROW = 40
 
 
 def _unsupported(args) -> list[str]:
@@ -59,9 +58,7 @@ def choose_engine(args, limits: Limits) -> tuple[str, str, Dataset | None]:
                         "pattern of them); read harness logs and JSON Lines with --engine memory")
         return "memory", "a harness log or JSON Lines file is read in memory", None
     ds = open_dataset(path)
-    rows = ds.n_rows if ds.n_rows is not None else ds.n_bytes // _CSV_BYTES_PER_ROW
-    what = (f"{ds.n_rows:,} rows" if ds.n_rows is not None else f"about {rows:,} rows ({ds.n_bytes / 2**20:,.0f} MB "
-            "of text)") + f" in {ds.n_files} file{'s' if ds.n_files != 1 else ''}"
+    rows, what = dataset_size(ds)
     if engine in OUT_OF_CORE:
         return engine, f"asked for with --engine {engine}; {what}", ds
     if rows > limits.max_rows or ds.n_bytes > limits.max_bytes * max(ds.n_files, 1):
