@@ -28,7 +28,11 @@ from tpsviz.evaluation.settings import dataset_size
 from tpsviz.io.dataset import DATASET_FORMATS, Dataset, is_dataset_spec, open_dataset
 from tpsviz.report.export import PER_TRAJECTORY_COLUMNS, write_safe_csv
 from tpsviz.io.files import Limits
+from tpsviz.core.inference import DEFAULT_SEED
 from tpsviz.core.tps import settings_words
+from tpsviz.diagnostics.verdict import verdicts
+from tpsviz.io.loading import apply_mapping
+from tpsviz.io.longform import from_frame
 
 __all__ = ["choose_engine", "score_out_of_core", "score_json_out_of_core", "compare_out_of_core", "ENGINES"]
 
@@ -115,6 +119,7 @@ def _sums(args, ds: Dataset, engine, counts: bool = True):
 
 def _scored(args, ds: Dataset, engine):
     """The out-of-core :class:`~tpsviz.engines.runsums.DatasetScore` of ``ds``."""
+    # (the engines load duckdb: imported when an engine is asked for)
     from tpsviz.engines.runsums import score_from_sums
 
     sums, settings, intervals = _sums(args, ds, engine)
@@ -157,6 +162,7 @@ def _compare_out_of_core(args, ds: Dataset, why: str, engine) -> int:
     if args.baseline not in names:
         raise Fail(f"unknown baseline {safe(args.baseline)!r}: the log's predictors are "
                     f"{', '.join(safe(p, 40) for p in names)}")
+    # (the engines load duckdb: imported when an engine is asked for)
     from tpsviz.engines.runsums import paired_tps, tps_of_runs
 
     # (per-run TPS alone: no pooled counts, summaries or bootstrap; the paired TPS SE is sd/sqrt(n)
@@ -205,11 +211,6 @@ def _compare_out_of_core(args, ds: Dataset, why: str, engine) -> int:
 def _sample_verdicts(args, ds: Dataset, sums, settings, engine):
     """Verdicts on a seeded random sample of the runs (they need the step rows), and the words
     that say so; (None, reason) when the sample is off."""
-    from tpsviz.core.inference import DEFAULT_SEED
-    from tpsviz.io.loading import apply_mapping
-    from tpsviz.io.longform import from_frame
-    from tpsviz.diagnostics.verdict import verdicts
-
     n_runs = sums.n_trajectories
     k = min(int(args.verdict_sample), n_runs)
     if k <= 0:
@@ -234,7 +235,7 @@ def _ranks_words(metrics) -> str:
         return "AUROC/AUPRC from exact counts on the distinct forecast values"
     au = float(np.nanmax(metrics["auroc_bound"].to_numpy(float)))
     ap = float(np.nanmax(metrics["auprc_bound"].to_numpy(float)))
-    from tpsviz.engines.pooled import GRID
+    from tpsviz.engines.pooled import GRID  # (the engines load duckdb: imported when an engine is asked for)
 
     return (f"AUROC/AUPRC from counts on a grid of {GRID:,} equal cells of [0, 1] (too many distinct "
             f"forecasts to count exactly): error at most {au:.1e} (AUROC) and {ap:.1e} (AUPRC)")

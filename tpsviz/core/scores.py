@@ -226,7 +226,7 @@ def exact_branch(p: np.ndarray, q: np.ndarray, branch: int, alpha: float, beta: 
 
 def _edge_values(alpha: float, beta: float) -> tuple[float, float, float, float]:
     """(S(0,1), S(1,1), S(0,0), S(1,0)): the limits at the ends of [0, 1]."""
-    from scipy import special
+    from scipy import special  # (scipy: imported when needed, never at `import tpsviz`)
 
     s01 = -special.beta(beta + 1.0, alpha) if alpha > 0 else -np.inf
     s10 = -special.beta(alpha + 1.0, beta) if beta > 0 else -np.inf

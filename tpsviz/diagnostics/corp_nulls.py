@@ -36,6 +36,7 @@ def _pav(means: np.ndarray, weights: np.ndarray, scratch: np.ndarray) -> np.ndar
     :func:`tpsviz.diagnostics.decomposition.pav_unique`, is the fallback and the test oracle.
     """
     try:
+        # (scikit-learn: ~2.5 s to import, only when a model is fitted)
         from sklearn._isotonic import _inplace_contiguous_isotonic_regression as kernel
     except ImportError:  # pragma: no cover - a scikit-learn without the private kernel
 

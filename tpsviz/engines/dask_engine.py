@@ -57,7 +57,7 @@ class cluster:
         self._cluster = self.client = None
 
     def __enter__(self):
-        from dask.distributed import Client, LocalCluster
+        from dask.distributed import Client, LocalCluster  # (dask: only for the cluster engine)
 
         if self.scheduler:
             self.client = Client(self.scheduler)

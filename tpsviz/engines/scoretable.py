@@ -26,6 +26,7 @@ import numpy as np
 from tpsviz.core._fast import kernels
 from tpsviz.core.scores import beta_score, exact_branch
 from tpsviz.io.duckdb_source import sql_double
+import pyarrow as pa
 
 __all__ = ["Lookup", "register", "register_udf"]
 
@@ -80,7 +81,6 @@ class Lookup:
 def register(con, alpha: float, beta: float) -> Lookup | None:
     """Register the verified table of (α, β) on ``con`` as ``tpsviz_coefs``; None when no grid
     reaches the table's accuracy (every row then goes to the UDF, as in memory)."""
-    import pyarrow as pa
 
     table = kernels.table_for(exact_branch, alpha, beta)
     if table is None:
@@ -109,7 +109,6 @@ def register_udf(con, alpha: float, beta: float, table: bool) -> None:
         gives it.
     """
     import duckdb  # (here, not at the top: the core's start-up stays without DuckDB)
-    import pyarrow as pa
 
     def make(branch: int):
         def f(p):

@@ -36,6 +36,9 @@ from tpsviz.core.schema import show_id
 from tpsviz.io.tables import format_of, read_table
 from tpsviz.io.loading import read_source
 import io
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
 
 __all__ = ["ContinuousLog", "is_continuous", "read_continuous", "continuous_from_frame", "MAX_MEMBERS",
            "FORMS"]
@@ -172,9 +175,6 @@ def _parquet_samples(raw: bytes, name: str, df: pd.DataFrame) -> pd.DataFrame:
     a Parquet file (it drops every nested column). ``read_table`` has already checked the file's
     decoded size against the limit; the member count per row is checked before decoding."""
 
-    import pyarrow as pa
-    import pyarrow.compute as pc
-    import pyarrow.parquet as pq
 
     pf = pq.ParquetFile(io.BytesIO(raw))
     nested = [f for f in pf.schema_arrow if pa.types.is_nested(f.type)]

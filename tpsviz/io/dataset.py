@@ -24,6 +24,7 @@ from tpsviz.core.errors import LogFormatError
 from tpsviz.io.files import DataRoots, FileRefused, PathRefused
 from tpsviz.core.schema import SEPARATORS, refuse_duplicate_columns, show_id, sniff_separator
 import csv
+import pyarrow.parquet as pq
 
 __all__ = ["Dataset", "open_dataset", "is_dataset_spec", "DATASET_FORMATS", "MAX_FILES"]
 
@@ -183,7 +184,6 @@ def _columns(path: Path, fmt: str, label: str) -> tuple[tuple, int | None, tuple
     """Column names, rows (Parquet; None for text) and the layout: the column types (Parquet) or
     the separator (CSV/TSV), read from a file's footer or first line."""
     if fmt == "parquet":
-        import pyarrow.parquet as pq
 
         try:
             meta = pq.read_metadata(path)

@@ -109,7 +109,7 @@ def parquet_problem(message: str, ds: Dataset) -> str | None:
 def reading(ds: Dataset):
     """Turn DuckDB's errors reading the files inside the block into a :class:`LogFormatError`
     (:func:`csv_problem`, :func:`parquet_problem`); other errors pass unchanged."""
-    import duckdb
+    import duckdb  # (duckdb: only for datasets read out of core)
 
     try:
         yield

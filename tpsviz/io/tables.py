@@ -22,6 +22,9 @@ from tpsviz.core.errors import LogFormatError
 from tpsviz.core.schema import (
     MAX_META_CHARS, PREFIXES, canonical_name, is_log_column, nested_column, no_lone_surrogates,
     refuse_duplicate_columns, show_id, sniff_separator)
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pyarrow.compute as pc
 
 __all__ = ["FORMATS", "read_table", "table_columns", "MISSING"]
 
@@ -161,7 +164,6 @@ def _read_delimited(raw: bytes, name: str, sep: str, max_rows: int, max_cells: i
 def _fixed_bytes(t) -> int:
     """Bytes per value once decoded, for an Arrow type whose values all have one width (numbers,
     dates, fixed_size_binary …, also behind a dictionary); 0 for strings, binaries and nested types."""
-    import pyarrow as pa
 
     if pa.types.is_dictionary(t):
         t = t.value_type
@@ -178,7 +180,6 @@ def _log_bytes_as_text(table, name: str):
     fixed-size bytes) decoded as UTF-8 text, as the DuckDB engine decodes an id
     (:func:`tpsviz.engines.duck.id_text`). Bytes that are not UTF-8 are refused, naming the
     column: read some other way, two ids could become one, or a value could not be shown."""
-    import pyarrow as pa
 
     problems = []
     for i, field in enumerate(table.schema):
@@ -291,7 +292,6 @@ def _parquet_frame(raw: bytes, pf, header: list, texts: list, name: str, max_byt
     """The Parquet file's columns as a frame: nested columns left out (with a note), text columns
     decoded only once their decoded size is known to fit ``max_bytes``."""
     import pyarrow as pa  # (pyarrow: imported when a Parquet file is read)
-    import pyarrow.parquet as pq
 
     nested = [f.name for f in pf.schema_arrow if pa.types.is_nested(f.type)]
     needed = [f for f in pf.schema_arrow if f.name in nested and is_log_column(f.name)]
@@ -322,7 +322,6 @@ def _decoded_text_bytes(table) -> int:
     """An upper bound on the bytes the text columns of an Arrow table take once decoded: per chunk,
     its rows times its longest value."""
     import pyarrow as pa  # (pyarrow: imported when a Parquet file is read)
-    import pyarrow.compute as pc
 
     dense = 0
     for col in [f.name for f in table.schema
@@ -570,7 +569,6 @@ def table_columns(raw: bytes, name: str, fmt: str) -> list[str]:
     first JSON lines) — for offering a column mapping. Empty when they cannot be read."""
     try:
         if fmt == "parquet":
-            import pyarrow.parquet as pq
 
             return [str(c) for c in pq.ParquetFile(_io.BytesIO(raw)).schema_arrow.names]
         if fmt == "jsonl":

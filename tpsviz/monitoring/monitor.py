@@ -187,7 +187,7 @@ def window_table(tps: np.ndarray, ref_weight: np.ndarray, label: np.ndarray, mea
         W_i [a_i S(r, 1) + (1 − a_i) S(r, 0)], ``skill_se`` (delta method, r taken as known),
         ``skill_ci_low``, ``skill_ci_high``, ``mean_forecast``.
     """
-    from scipy.stats import norm
+    from scipy.stats import norm  # (scipy: imported when needed, never at `import tpsviz`)
 
     n = tps.size
     z = float(norm.ppf(0.5 + settings.level / 2))

@@ -76,7 +76,7 @@ def crps_rows(log: ContinuousLog, name: str) -> np.ndarray:
         One value per row of ``log.steps``, in the outcome's units; NaN for rows without a
         forecast and for every row of a censored run.
     """
-    import scoringrules as sr
+    import scoringrules as sr  # (only for continuous outcomes)
 
     form = log.form(name)
     y = log.row_outcome()

@@ -60,7 +60,7 @@ def pit_values(log, name: str, seed: int = DEFAULT_SEED) -> np.ndarray:
     if not ok.any():
         return out
     if form == "gaussian":
-        from scipy.special import ndtr
+        from scipy.special import ndtr  # (scipy: imported when needed, never at `import tpsviz`)
 
         mu, sigma = log.gaussian(name)
         out[ok] = ndtr((y[ok] - mu[ok]) / sigma[ok])
@@ -171,7 +171,7 @@ def pit_histogram(log, name: str, n_bins: int = 10, seed: int = DEFAULT_SEED,
         with a PIT), ``on`` (what was tested), ``alpha``, ``reading``, ``bias_z``, ``spread_z``
         (:func:`pit_reading`) and ``approximate`` (True when fewer than 5 runs per bin are expected).
     """
-    from scipy.stats import chi2
+    from scipy.stats import chi2  # (scipy: imported when needed, never at `import tpsviz`)
 
     n_bins = int(n_bins)
     if not 2 <= n_bins <= 100:

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import pandas as pd
 import io
+import pyarrow as pa
+import pyarrow.parquet as pq
 
 __all__ = ["PER_TRAJECTORY_COLUMNS", "binary_outcome", "neutralise_cells", "safe_csv", "write_safe_csv", "parquet_bytes", "figure_png"]
 
@@ -111,8 +113,6 @@ def parquet_bytes(frame: pd.DataFrame, constants: dict | None = None, chunk_rows
     bytes
     """
 
-    import pyarrow as pa
-    import pyarrow.parquet as pq
 
     constants = dict(constants or {})
     frame = binary_outcome(frame)
@@ -143,7 +143,7 @@ def figure_png(fig, width: int = 1100, height: int | None = None, scale: float =
     cdnjs.cloudflare.com and text between ``$`` signs was typeset as LaTeX (adversarial
     pass 7). Here MathJax is off and plotly.js is the copy installed with plotly.
     """
-    import kaleido
+    import kaleido  # (kaleido starts a browser: only when a PNG is asked for)
 
     height = int(height or fig.layout.height or 500)
     opts = {"format": "png", "width": int(width), "height": height, "scale": scale}

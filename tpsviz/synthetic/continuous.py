@@ -72,7 +72,7 @@ def simulate_continuous(n_runs: int = 400, seed: int = DEFAULT_SEED) -> tuple[pd
         ``planned_steps``, ``true_mu``, ``true_sigma`` (the exact predictive), ``outcome_full`` (Y,
         also for censored runs) and ``censored``.
     """
-    from scipy.special import ndtri
+    from scipy.special import ndtri  # (scipy: imported when needed, never at `import tpsviz`)
 
     if int(n_runs) < 1:
         raise ValueError("n_runs must be >= 1")

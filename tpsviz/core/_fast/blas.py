@@ -33,7 +33,7 @@ def _limit():
     """A threadpoolctl limiter holding at one thread every BLAS library loaded now (numpy's, and
     scipy's own once scipy is imported; 1.3 ms to find them), or None without threadpoolctl."""
     try:
-        from threadpoolctl import ThreadpoolController
+        from threadpoolctl import ThreadpoolController  # (only when the bootstrap limits BLAS threads)
     except ImportError:  # pragma: no cover - installed with scikit-learn
         return None
     return ThreadpoolController().limit(limits=1, user_api="blas")

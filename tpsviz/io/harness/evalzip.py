@@ -103,7 +103,7 @@ class EvalZip:
         return data
 
     def _zstd(self, info: zipfile.ZipInfo) -> bytes:
-        import zstandard
+        import zstandard  # (only for Inspect logs with zstd members)
 
         off = info.header_offset
         head = self.raw[off:off + 30]
