@@ -72,8 +72,7 @@ import streamlit.runtime.scriptrunner.script_runner as SR
 import streamlit as st
 from streamlit.delta_generator import DeltaGenerator
 from streamlit.runtime.app_session import AppSession
-import pages._ui.sidebar, pages._ui.common, pages._ui.compute, pages._ui.results, pages._ui.charts, pages._ui.allruns
-from pages._ui import sidebar, common, compute, results, charts, allruns
+import importlib
 
 LOG = open(os.environ["TPSVIZ_PROFILE_LOG"], "a", buffering=1)
 RUN = {"rec": None}
@@ -98,11 +97,17 @@ def timed(name, fn):
     wrapper.__wrapped__ = fn
     return wrapper
 
-SECTIONS = [(sidebar, "render"), (common, "page"), (compute, "leaderboard"), (compute, "compare"),
-            (compute, "verdict_rows"), (compute, "disagreements"), (compute, "group_view"), (results, "caveats"),
-            (allruns, "all_runs_section"), (charts, "plot")]
-for mod, name in SECTIONS:
-    setattr(mod, name, timed(mod.__name__.rsplit(".", 1)[-1] + "." + name, getattr(mod, name)))
+SECTIONS = ["sidebar.render", "common.page", "compute.leaderboard", "compute.compare", "compute.verdict_rows",
+            "compute.disagreements", "compute.group_view", "results.caveats", "allruns.all_runs_section",
+            "charts.plot", "common.plot"]
+for section in SECTIONS:  # (those the checkout has: --repo may name an older one)
+    module, name = section.split(".")
+    try:
+        mod = importlib.import_module("pages._ui." + module)
+    except ImportError:
+        continue
+    if hasattr(mod, name):
+        setattr(mod, name, timed(section, getattr(mod, name)))
 for name in ("plotly_chart", "dataframe", "markdown", "caption", "metric", "slider", "selectbox", "multiselect",
              "select_slider", "number_input", "radio", "image", "expander", "container", "columns"):
     setattr(DeltaGenerator, name, timed("st." + name, getattr(DeltaGenerator, name)))
@@ -137,6 +142,8 @@ def enqueue(self, msg):
             if kind == "new_element":
                 kind = d.new_element.WhichOneof("type")
         n = msg.ByteSize()
+        if kind in ("plotly_chart", "dataframe"):
+            rec.setdefault("paths", []).append(kind + str(list(msg.metadata.delta_path)))
         rec["msgs"] += 1
         rec["bytes"] += n
         c, b = rec["by_type"].get(kind, (0, 0))
@@ -347,7 +354,13 @@ def big_log(repo: Path, n: int, browser) -> dict:
 #: in the page before it loads: when each websocket message arrives (performance.now(), bytes)
 _WS_HOOK = """(() => {
   window.__ws = [];
+  window.__sent = [];
   const Orig = window.WebSocket;
+  const send = Orig.prototype.send;
+  Orig.prototype.send = function (data) {
+    window.__sent.push([performance.now(), data.byteLength ?? data.size ?? data.length ?? 0]);
+    return send.call(this, data);
+  };
   window.WebSocket = function (...args) {
     const ws = new Orig(...args);
     ws.addEventListener('message', (ev) => {
@@ -376,6 +389,7 @@ _PLOT_HOOK = """() => {
     window.__obs.observe(document.body, {subtree: true, childList: true, attributes: true, characterData: true});
   }
   window.__ws.length = 0;
+  window.__sent.length = 0;
   return performance.now();
 }"""
 
@@ -403,6 +417,7 @@ def _print_runs(runs: list) -> None:
         kinds = sorted(r["by_type"].items(), key=lambda kv: -kv[1][1])
         print(f"  messages sent {r['msgs']} ({r['bytes'] / 1024:.1f} KiB): "
               + ", ".join(f"{k} {c}×{b / 1024:.1f}K" for k, (c, b) in kinds[:12]))
+        print("  where the charts and tables went (delta paths): " + " ".join(r.get("paths", [])))
 
 
 def _print_cpu(cpu: dict) -> None:
@@ -461,16 +476,19 @@ def profile_nudges(repo: Path, browser, nudges: int) -> None:
             pg.wait_for_timeout(60)
             _wait_complete(pg, f"α={0.05 * i:g}")
             wall = time.perf_counter() - t
+            done = pg.evaluate("() => performance.now()")
             cpu = _cpu_by_script(cdp.send("Profiler.stop")["profile"])
-            ws, ap = pg.evaluate("() => [window.__ws, window.__ap]")
+            ws, ap, sent = pg.evaluate("() => [window.__ws, window.__ap, window.__sent]")
+            start = sent[0][0] if sent else start  # (from here on, times count from the rerun request)
             pg.wait_for_timeout(800)  # the server's record of the run is written 0.5 s after it
             runs = [json.loads(x) for x in log.read_text().splitlines()[n_runs:]]
             print(f"nudge {i}: {wall:.2f} s to complete in the browser")
             _print_runs(runs)
             if ws:
                 print(f"  browser received {len(ws)} websocket messages ({sum(n for _, n in ws) / 1024:.1f} KiB), "
-                      f"the first {ws[0][0] - start:.0f} ms and the last {ws[-1][0] - start:.0f} ms after the key press")
-            print("  plotly figures changed (index on the page @ ms after the key press of its last change): "
+                      f"the first {ws[0][0] - start:.0f} ms and the last {ws[-1][0] - start:.0f} ms after it asked for the "
+                      f"rerun; the page complete after {done - start:.0f} ms")
+            print("  plotly figures changed (index on the page @ ms after the rerun request of its last change): "
                   + (", ".join(f"#{k} @ {ms - start:.0f}" for k, ms in sorted(ap.items())) or "none"))
             _print_cpu(cpu)
             pg.wait_for_timeout(500)
