@@ -2,6 +2,7 @@
 against numerical quadrature."""
 
 import numpy as np
+import pandas as pd
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -80,3 +81,46 @@ def test_bad_input():
         murphy_curve([0.1], [2])
     with pytest.raises(ValueError):
         murphy_curve([0.1], [1], thresholds=[0.0, 0.5])
+
+
+def test_murphy_diagram_against_a_loop_over_runs():
+    """Each predictor's curve and check on a log, from the complete runs' steps collected by hand."""
+    import tpsviz
+    from tpsviz.diagnostics.murphy import murphy_diagram
+
+    log = tpsviz.load("demo_data/webshop-like.csv")
+    names = ["verbal", "truthful"]
+    cs = np.linspace(0.05, 0.95, 19)
+    got = murphy_diagram(log, names, 1.0, 0.5, thresholds=cs)
+    assert list(got.checks["predictor"]) == names
+    done = log.trajectories.set_index("trajectory_id")
+    for name in names:
+        p, y = [], []
+        for tid, g in log.steps.groupby("trajectory_id"):
+            if done.loc[tid, "censored"]:
+                continue
+            f = g[f"conf_{name}"].to_numpy(float)
+            p += list(f[np.isfinite(f)])
+            y += [float(done.loc[tid, "outcome"])] * int(np.isfinite(f).sum())
+        curve = got.curves[got.curves["predictor"] == name]
+        np.testing.assert_allclose(curve["c"], cs)
+        np.testing.assert_allclose(curve["loss"], _loop(p, y, cs), atol=1e-12)
+        row = got.checks.set_index("predictor").loc[name]
+        assert row["n_steps"] == len(p)
+        assert row["mean_score"] == pytest.approx(np.mean(beta_score(np.array(p), np.array(y), 1.0, 0.5)))
+        assert row["integral"] == pytest.approx(-row["mean_score"], rel=1e-9)
+    assert murphy_diagram(log, names).curves["c"].nunique() == 250  # the default grid
+
+
+def test_murphy_diagram_leaves_out_a_predictor_without_two_labelled_steps():
+    from tpsviz import from_frame
+    from tpsviz.diagnostics.murphy import murphy_diagram
+
+    steps = pd.DataFrame({"trajectory_id": ["a", "a", "b"], "step": [1, 2, 1], "outcome": [1, 1, 0],
+                          "conf_x": [0.2, 0.9, 0.4], "conf_y": [0.5, np.nan, np.nan]})
+    got = murphy_diagram(from_frame(steps), ["x", "y"], 0.0, 0.0)
+    assert list(got.checks["predictor"]) == ["x"] and set(got.curves["predictor"]) == {"x"}
+    none = murphy_diagram(from_frame(steps), ["y"])
+    assert none.checks.empty and none.curves.empty and list(none.curves.columns) == ["predictor", "c", "loss"]
+    with pytest.raises(ValueError):
+        murphy_diagram(from_frame(steps), ["x"], -1.5, 0.0)

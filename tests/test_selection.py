@@ -159,6 +159,24 @@ def test_censoring_summary_against_a_loop(web):
     assert got["mean_length_complete"] == pytest.approx(sum(r.length for r in comp) / len(comp))
     assert got["success_rate"] == pytest.approx(sum(r.outcome for r in comp) / len(comp))
     assert got["n_censored_with_qz"] == sum(1 for r in cens if r.q_z == r.q_z)
+    assert got["n_complete"] == len(comp)
+    assert got["mean_length"] == pytest.approx(sum(r.length for r in runs) / len(runs))
+
+
+def test_differs_beyond_ci_against_a_loop():
+    from tpsviz.diagnostics.populations import differs_beyond_ci
+
+    lo = [0.1, -0.2, -0.3, 0.0, np.nan, -np.inf, -0.5, 0.2]
+    hi = [0.4, 0.3, -0.1, 0.2, 0.5, -0.1, np.nan, np.inf]
+    want = []
+    for a, b in zip(lo, hi):
+        clear = False
+        if a == a and abs(a) != float("inf"):  # a finite lower end
+            if a > 0 or b < 0:
+                clear = True
+        want.append(clear)
+    got = differs_beyond_ci(pd.Series(lo), pd.Series(hi))
+    assert got.dtype == bool and got.tolist() == want == [True, False, True, False, False, False, False, True]
 
 
 def test_forecasts_by_population_against_a_loop(web):

@@ -1,25 +1,25 @@
-"""Rendering helpers shared by the pages: the settings/verdict banner, designed empty and error
-states, estimate formatting, and figure display (SVG only, registered for the Export page)."""
+"""Rendering helpers shared by the pages: the common top of a page (title, data or a designed empty
+or error state, the settings/verdict banner), metric tiles and column help. Figures are drawn by
+``charts.plot``."""
 
 from __future__ import annotations
 
 import logging
 from dataclasses import replace
+from pathlib import Path
 
 import streamlit as st
 
+from tpsviz.core.schema import REQUIRED, canonical_name
 from tpsviz.io.files import CANNOT_OPEN
+from tpsviz.io.tables import FORMATS, table_columns
 
 from . import results as Rs
-from .allruns import sample_info, sample_words
 from . import loading as L
 from . import state as S
-from .sidebar import VERDICT_ICON
+from .reading import mapping_form
+from .sample import sample_info, sample_words
 from .text import md
-
-PLOT_CONFIG = {"displaylogo": False, "toImageButtonOptions": {"format": "png", "scale": 2},
-               "modeBarButtonsToRemove": ["lasso2d", "select2d"]}
-
 
 def tiles(items: list) -> None:
     """Metric tiles in a row that wraps: each tile is as wide as its label and value, so no tile is cut
@@ -62,10 +62,6 @@ def mappable_columns(src, failure) -> list[str]:
         return []
     if not any("missing required column" in p for p in failure.problems):
         return []
-    from pathlib import Path
-
-    from tpsviz.io.tables import FORMATS, table_columns
-
     fmt = FORMATS.get(Path(src.name).suffix.lower())
     if fmt is None:
         return []
@@ -78,8 +74,6 @@ def mappable_columns(src, failure) -> list[str]:
             raw = b""
     columns = table_columns(raw, src.name, fmt) if raw else []
     # offer a mapping only when other columns could stand for the missing required ones
-    from tpsviz.core.schema import REQUIRED, canonical_name
-
     present = sum(1 for c in REQUIRED if c in {canonical_name(x) for x in columns})
     return columns if len(columns) - present >= len(REQUIRED) - present > 0 else []
 
@@ -152,8 +146,6 @@ def require_data():
     if L.is_failure(data):
         columns = mappable_columns(src, data)
         if columns:  # a table with other column names: offer the mapping, keep the problems at hand
-            from .reading import mapping_form
-
             st.info("**This table's columns have other names than tpsviz expects.** Say which is which below "
                     "(the file is not modified).", icon=":material/table_view:")
             with st.expander("What tpsviz could not find"):
@@ -200,7 +192,7 @@ def banner(cfg: S.Config, data, extra: str | None = None, all_runs_below: bool =
         c = st.columns([1.25, 1.5, 1.6, 1.0])
         c[0].markdown(f"**Score** {w['score']}  \n{w['unit']}; {w['direction']}",
                       help="Beta-family proper scoring rule S(p, y) applied at every step.")
-        c[1].markdown(f"**Weights** `{w['formula']}`  \n{VERDICT_ICON.get(v.status, '')} {w['schedule_status']}",
+        c[1].markdown(f"**Weights** `{w['formula']}`  \n{S.VERDICT_ICON.get(v.status, '')} {w['schedule_status']}",
                       help=w["schedule_reason"])
         c[2].markdown(f"**Censoring** {w['censoring']}",
                       help="How runs stopped before their outcome are scored (see the Censoring page).")
@@ -209,22 +201,12 @@ def banner(cfg: S.Config, data, extra: str | None = None, all_runs_below: bool =
         if extra:
             st.caption(extra)
     info = sample_info(data)
-    if info:  # a dataset larger than memory: every number on the page covers the sample (allruns.py)
+    if info:  # a dataset larger than memory: every number on the page covers the sample (sample.py)
         st.info(sample_words(info, all_runs_below), icon=":material/casino:")
     if not v.is_strictly_proper:  # a page-level warning on every page, not only the icon above
         st.warning(f"**The weight schedule {md(s.spec)} is {md(v.status)}.** {md(v.reason)} Scores under it do not "
                    "reward reporting the true probability at every step: use it to explore, not to rank.",
                    icon=":material/warning:")
-
-
-def plot(fig, key: str, caption: str | None = None, name: str | None = None, height: int | None = None) -> None:
-    """Show a figure (theme off so the app matches exports) and register it for Export."""
-    if height:
-        fig.update_layout(height=height)
-    st.plotly_chart(fig, theme=None, config=PLOT_CONFIG, key=key)
-    if caption:
-        st.caption(caption)
-    S.register_figure(name or key, fig, caption or "")
 
 
 def column_help() -> dict:

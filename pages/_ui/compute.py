@@ -13,12 +13,14 @@ import tpsviz
 from tpsviz.report import figures as F
 from tpsviz.diagnostics.claims import z_text
 from tpsviz.diagnostics.groups import group_columns
+from tpsviz.diagnostics.murphy import murphy_diagram
 from tpsviz.core.inference import normal_quantile, summary_interval
 from tpsviz.core import formatting as Fm
 
 from . import results as Rs
 from . import state as S
-from .common import md as _md
+from .sample import sample_info
+from .text import md as _md
 
 
 def exact_01_counts(data, predictors) -> dict:
@@ -157,9 +159,11 @@ def group_tables(table: pd.DataFrame, base: str, diffs: dict) -> dict:
             "small": table.attrs.get("small_groups") or {}}
 
 
-def compare(cfg: S.Config, data, baseline: str, metrics: bool = True) -> dict:
+def compare(cfg: S.Config, data, baseline: str, metrics: bool = True, figure: bool = True) -> dict:
     """compare.compare against ``baseline``: TPS Δ, SE, Δ/SE (analytic, paired by run) and, with
-    ``metrics``, AUROC and T-ECE Δ by paired bootstrap; compare.z_matrix for the heatmap."""
+    ``metrics``, AUROC and T-ECE Δ by paired bootstrap; compare.z_matrix for the heatmap (its figure
+    only with ``figure``: the Overview draws it once, from the first call, and fills in the metrics
+    of the table later)."""
     tps, z = Rs.compare_tps(baseline, a=Rs.analysis(cfg))
     t = tps
     if metrics:
@@ -176,7 +180,8 @@ def compare(cfg: S.Config, data, baseline: str, metrics: bool = True) -> dict:
                         "Δ T-ECE": Fm.num(r["tece_delta"], "+.4f"),
                         "Δ/SE (T-ECE)": _z_text(r["tece_delta"], r["tece_se"], r["tece_z"])})
         rows.append(row)
-    fig = F.delta_matrix_figure(z, "Paired Δ/SE of per-trajectory TPS (row − column); |Δ/SE| > 2 ≈ significant")
+    fig = (F.delta_matrix_figure(z, "Paired Δ/SE of per-trajectory TPS (row − column); |Δ/SE| > 2 ≈ significant")
+           if figure else None)
     return {"table": pd.DataFrame(rows), "raw": t, "z": z, "figure": fig}
 
 
@@ -210,33 +215,16 @@ def score_curves(cfg: S.Config):
 
 
 def murphy(cfg: S.Config, data):
-    from tpsviz.diagnostics.leaderboard import labelled_rows
-    from tpsviz.diagnostics.murphy import murphy_curve, murphy_integral
-    from tpsviz.core.scores import beta_score
-
-    comp, y = labelled_rows(data)
-    c = np.linspace(0.002, 0.998, 250)
-    frames, checks = [], []
-    for name in cfg.predictors:
-        p = data.forecasts(name)
-        ok = comp & np.isfinite(p)
-        if ok.sum() < 2:
-            continue
-        cur = murphy_curve(p[ok], y[ok], thresholds=c)
-        frames.append(pd.DataFrame({"predictor": name, "c": c, "loss": cur.mean_loss}))
-        try:
-            integral = murphy_integral(murphy_curve(p[ok], y[ok]), cfg.alpha, cfg.beta)
-        except Exception:
-            integral = np.nan
-        mean_s = float(np.mean(beta_score(p[ok], y[ok], cfg.alpha, cfg.beta)))
-        checks.append({"predictor": F.display_name(name), "ω-weighted area": integral, "mean score": mean_s,
-                       "n steps": int(ok.sum())})
-    curves = (pd.concat(frames, ignore_index=True) if frames
-              else pd.DataFrame({"predictor": pd.Series(dtype=object), "c": pd.Series(dtype=float),
-                                 "loss": pd.Series(dtype=float)}))
-    fig = F.murphy_figure(curves, Rs.selected_colors(cfg, data), c, tpsviz.omega(c, cfg.alpha, cfg.beta),
+    """The Murphy diagram of the selected predictors (tpsviz.diagnostics.murphy.murphy_diagram) and
+    its check table: each ω-weighted area against minus the mean score."""
+    d = murphy_diagram(data, cfg.predictors, cfg.alpha, cfg.beta)
+    c = d.thresholds
+    fig = F.murphy_figure(d.curves, Rs.selected_colors(cfg, data), c, tpsviz.omega(c, cfg.alpha, cfg.beta),
                           cfg.alpha, cfg.beta)
-    return fig, pd.DataFrame(checks)
+    checks = pd.DataFrame({"predictor": [F.display_name(n) for n in d.checks["predictor"]],
+                           "ω-weighted area": d.checks["integral"], "mean score": d.checks["mean_score"],
+                           "n steps": d.checks["n_steps"]})
+    return fig, checks
 
 
 def schedule_plot(cfg: S.Config, data):
@@ -311,8 +299,6 @@ def demo_views(demos: dict, cfg: S.Config, colors: dict) -> list[dict]:
 # ----------------------------------------------------------------------------- report / export
 def settings_dict(cfg: S.Config, data, src) -> dict:
     """The settings for the report (tpsviz.core.tps.settings_words, with the data and the selection)."""
-    from .allruns import sample_info
-
     w = cfg.words(Rs.censoring_label(cfg))
     info = sample_info(data)
     sample = (f"; a random sample of {info['runs_sampled']:,} of {info['runs_total']:,} runs ({info['rows_sampled']:,} "

@@ -22,8 +22,8 @@ from tpsviz.core.cancel import Cancelled
 from tpsviz.io.files import CANNOT_OPEN, PathRefused
 from tpsviz.diagnostics.selection import filter_mask
 
-from .allruns import sample_size
 from .memo import give_back, memo
+from .sample import sample_size
 from .state import SEED, Config, Source, current, current_source, data_roots, parse_recal
 from .text import md
 
@@ -61,7 +61,7 @@ def _load(key: str, _src: Source):
             if _src.raw is not None:
                 return tpsviz.load(_src.raw, name=_src.name, options=_src.options, forecasts=forecasts)
             if _src.kind == "path":  # every file read stays under the data roots
-                # a dataset larger than memory opens on a stated sample of its runs (allruns.py)
+                # a dataset larger than memory opens on a stated sample of its runs (sample.py)
                 return tpsviz.load(Path(_src.path), name=_src.name, options=_src.options,
                                    forecasts=forecasts, read=_rooted_read, roots=data_roots(),
                                    sample=(sample_size(), SEED))

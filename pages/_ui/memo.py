@@ -152,13 +152,17 @@ def approx_bytes(obj, _seen: set | None = None, _depth: int = 0) -> int:
     """An estimate of the memory an object holds: arrays exactly, frames from their shape (8 bytes
     a cell, 64 more a text cell), containers and dataclasses by their parts. A
     :class:`tpsviz.core.data.TrajectoryData` is counted once: by the first entry holding it at the top
-    level or in a top-level tuple; inside deeper results it is shared, not counted again."""
+    level or in a top-level tuple; inside deeper results it is shared, not counted again. An object
+    with an ``approx_bytes()`` method is counted as it says."""
     from tpsviz.core.data import TrajectoryData
 
     seen = _seen if _seen is not None else set()
     if id(obj) in seen or _depth > 6:
         return 0
     seen.add(id(obj))
+    own = getattr(type(obj), "approx_bytes", None)
+    if callable(own):  # an object that states its own share (results.JointPart)
+        return int(obj.approx_bytes())
     if isinstance(obj, np.ndarray):
         return int(obj.nbytes)
     if isinstance(obj, pd.Series):
@@ -292,6 +296,10 @@ def stats() -> dict:
 def memo(max_entries: int = 16, spinner: str | None = None):
     """Decorator: cache a function's results in the shared, bounded cache.
 
+    The decorated function also has ``has(*args)`` (is the result cached?), ``store(value, *args)``
+    (keep a value computed elsewhere), ``hold(calls)`` (hold the locks of several keys) and
+    ``clear()`` (forget this function's results).
+
     Parameters
     ----------
     max_entries : int
@@ -301,46 +309,25 @@ def memo(max_entries: int = 16, spinner: str | None = None):
     """
 
     def wrap(fn):
-        sig = inspect.signature(fn)
-        keyed = [p for p in sig.parameters if not p.startswith("_")]
+        key_of = _key_maker(fn)
         qual = f"{fn.__module__}.{fn.__qualname__}"
-
-        def key_of(*args, **kwargs) -> tuple:
-            bound = sig.bind(*args, **kwargs)
-            bound.apply_defaults()
-            return (qual,) + tuple(bound.arguments[p] for p in keyed)
-
-        def lookup(key: tuple):
-            """The cached entry of a key (marked as used), or None."""
-            with _LOCK:
-                e = _ENTRIES.get(key)
-                if e is not None:
-                    _touch_locked(key, e)
-                return e
 
         @functools.wraps(fn)
         def cached(*args, **kwargs):
             key = key_of(*args, **kwargs)
             _ensure_sweeper()
-            e = lookup(key)
+            e = _lookup(key)
             if e is not None:
                 return e.value
             with _key_lock(key):  # one computation per key; released on every exit path
-                e = lookup(key)   # computed by another session while this one waited?
+                e = _lookup(key)   # computed by another session while this one waited?
                 if e is not None:
                     return e.value
-                if spinner:
-                    import streamlit as st
-
-                    with st.spinner(spinner):
-                        value = fn(*args, **kwargs)
-                else:
-                    value = fn(*args, **kwargs)
+                value = _compute(fn, args, kwargs, spinner)
                 # only a value is kept: an exception has left the block above (never cached)
-                size = approx_bytes(value)
-                budget = budget_bytes()
+                entry = _Entry(value, approx_bytes(value), qual)
                 with _LOCK:
-                    _keep_locked(key, _Entry(value, size, qual), max_entries, budget)
+                    _keep_locked(key, entry, max_entries, budget_bytes())
                 return value
 
         def has(*args, **kwargs) -> bool:
@@ -356,32 +343,69 @@ def memo(max_entries: int = 16, spinner: str | None = None):
             with _LOCK:
                 _keep_locked(key, entry, max_entries, budget_bytes())
 
-        @contextmanager
-        def hold(calls):
-            """Hold the locks of several keys, e.g. to compute them together and ``store`` them
-            one by one (results.py). Locks are taken in the order given, so every caller must
-            give the same order (results.py: by predictor name): then two threads holding
-            overlapping sets cannot wait for each other. Do not call ``cached`` for a held key
-            in the same thread (the lock is not re-entrant); re-check with ``has`` after
-            acquiring, another thread may have computed a key meanwhile.
-
-            Parameters
-            ----------
-            calls : iterable of tuple
-                The positional arguments of each call whose key is held (each key once).
-            """
-            with ExitStack() as stack:
-                for call_args in calls:
-                    stack.enter_context(_key_lock(key_of(*call_args)))
-                yield
-
         cached.clear = lambda: _clear_func(qual)
         cached.has = has
         cached.store = store
-        cached.hold = hold
+        cached.hold = functools.partial(_hold, key_of)
         return cached
 
     return wrap
+
+
+def _key_maker(fn):
+    """``key_of(*args, **kwargs)``: the cache key of a call of ``fn`` (its qualified name and the
+    arguments whose name does not start with ``_``)."""
+    sig = inspect.signature(fn)
+    keyed = [p for p in sig.parameters if not p.startswith("_")]
+    qual = f"{fn.__module__}.{fn.__qualname__}"
+
+    def key_of(*args, **kwargs) -> tuple:
+        bound = sig.bind(*args, **kwargs)
+        bound.apply_defaults()
+        return (qual,) + tuple(bound.arguments[p] for p in keyed)
+
+    return key_of
+
+
+def _lookup(key: tuple):
+    """The cached entry of a key (marked as used), or None."""
+    with _LOCK:
+        e = _ENTRIES.get(key)
+        if e is not None:
+            _touch_locked(key, e)
+        return e
+
+
+def _compute(fn, args: tuple, kwargs: dict, spinner: str | None):
+    """``fn(*args, **kwargs)``, under ``st.spinner(spinner)`` when a text is given."""
+    if not spinner:
+        return fn(*args, **kwargs)
+    import streamlit as st  # (the cache itself runs without Streamlit: tests and benchmarks)
+
+    with st.spinner(spinner):
+        return fn(*args, **kwargs)
+
+
+@contextmanager
+def _hold(key_of, calls):
+    """Hold the locks of several keys, e.g. to compute them together and ``store`` them one by
+    one (results.py). Locks are taken in the order given, so every caller must give the same order
+    (results.py: by predictor name): then two threads holding overlapping sets cannot wait for each
+    other. Do not call the cached function for a held key in the same thread (the lock is not
+    re-entrant); re-check with ``has`` after acquiring, another thread may have computed a key
+    meanwhile.
+
+    Parameters
+    ----------
+    key_of : callable
+        The cached function's key maker (:func:`_key_maker`).
+    calls : iterable of tuple
+        The positional arguments of each call whose key is held (each key once).
+    """
+    with ExitStack() as stack:
+        for call_args in calls:
+            stack.enter_context(_key_lock(key_of(*call_args)))
+        yield
 
 
 def _clear_func(qual: str) -> None:

@@ -30,8 +30,6 @@ BIND = "query-params"
 # out is the widget's own (a slider's minimum, no option): helper-24 saw Back set α = β = −0.95,
 # empty the predictors and pick complete-case censoring. (Streamlit then logs that the value was
 # also set through Session State: switched off in .streamlit/config.toml.)
-VERDICT_ICON = {"strictly proper": ":green[:material/check_circle:]", "final forecast only": ":orange[:material/warning:]",
-                "not proper": ":red[:material/cancel:]", "your responsibility": ":gray[:material/help:]"}
 CENSORING_HELP = ("How runs stopped by an administrative limit (censored: outcome unknown) are scored. "
                   "complete-case drops them (changes the population); simple scores them as failures "
                   "(q_Z = 0); exact uses q_Z, an honest estimate of P(success | history at the stop); "
@@ -389,7 +387,7 @@ def _schedule(sb, base):
     try:
         sobj = S.Config(schedule=sched, gamma=gamma, horizon=int(horizon)).schedule_obj
         v = sobj.verdict
-        sb.markdown(f"{VERDICT_ICON.get(v.status, '')} **{v.status}** — `{sobj.formula}`",
+        sb.markdown(f"{S.VERDICT_ICON.get(v.status, '')} **{v.status}** — `{sobj.formula}`",
                     help=v.reason)
     except ValueError as e:
         sb.error(f"Schedule: {md(e)}")

@@ -64,6 +64,9 @@ SCHEDULE_HELP = {
     "per-length": "w_t = 1/T: normalised by the realised length (NOT proper).",
     "column": "w_t from the log's 'weight' column (your responsibility).",
 }
+#: the icon beside a weight schedule's propriety verdict (sidebar, settings banner, Scoring rule lab)
+VERDICT_ICON = {"strictly proper": ":green[:material/check_circle:]", "final forecast only": ":orange[:material/warning:]",
+                "not proper": ":red[:material/cancel:]", "your responsibility": ":gray[:material/help:]"}
 SEED = tpsviz.core.inference.DEFAULT_SEED
 
 

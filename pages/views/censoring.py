@@ -7,10 +7,11 @@ import streamlit as st
 
 import tpsviz
 from pages._ui import common as C
+from pages._ui.charts import plot
 from pages._ui import results as Rs
 from pages._ui import loading as L
 from tpsviz.report import figures as F
-from tpsviz.diagnostics.populations import censoring_summary, forecasts_by_population, qz_band
+from tpsviz.diagnostics.populations import censoring_summary, differs_beyond_ci, forecasts_by_population, qz_band
 from tpsviz.core import formatting as Fm
 from tpsviz.core.inference import summary_interval
 
@@ -46,7 +47,7 @@ C.tiles([
 ])
 cc = st.columns([4, 5])  # (the table's five columns were cut in half the width)
 with cc[0]:
-    C.plot(F.length_histogram_figure(t), "cens_lengths", name="Run lengths")
+    plot(F.length_histogram_figure(t), "cens_lengths", name="Run lengths")
 with cc[1]:
     pop = forecasts_by_population(data, preds)
     rows = pd.DataFrame({"predictor": [F.display_name(p) for p in pop["predictor"]], "runs": pop["runs"],
@@ -95,7 +96,7 @@ def _show_treatments(results: dict, boot: bool) -> None:
     fb = int(results["exact"].summary["n_qz_fallback"].max()) if len(preds) else 0
     cur = results[cfg.censoring].summary
     with treatments_box.container():
-        C.plot(F.censoring_modes_figure(table, colors, cfg.alpha, cfg.beta, current=Rs.censoring_label(cfg)),
+        plot(F.censoring_modes_figure(table, colors, cfg.alpha, cfg.beta, current=Rs.censoring_label(cfg)),
                _key("cens_modes", boot), name="TPS by censoring treatment")
         st.caption(f"{cfg.unit} per run, higher is better, {how}; {qnote}"
                    + (f"; {fb} censored run(s) had no q_Z and were scored with q_Z = 0" if fb else "") +
@@ -153,7 +154,7 @@ else:
 st.subheader("q_Z sensitivity band")
 sweep = qz_band(points["simple"].summary["tps_mean"], points["upper"].summary["tps_mean"])  # means: no CIs needed
 marks = {"current q_Z": cfg.qz_const} if cfg.censoring == "exact" and cfg.qz_source == "constant" else None
-C.plot(F.qz_band_figure(sweep, colors, cfg.alpha, cfg.beta, marks), "cens_band",
+plot(F.qz_band_figure(sweep, colors, cfg.alpha, cfg.beta, marks), "cens_band",
        caption="Each line gives every censored run the same q_Z. TPS_cen is linear in q_Z, so the lines at q_Z = 0 "
                "(simple) and 1 (upper) bound every possible exact score: if the ranking does not change across the "
                "band, no model of q_Z can change it.", name="q_Z sensitivity band")
@@ -187,7 +188,7 @@ with st.expander("Advanced checks: artificial censoring, a self-check of the cen
                             f"Σ_(t≤B) w_t·Y·[S(F_t,1) − S(F_t,0)] + Σ_(t>B) w_t·S(F_t,Y) with max |error| = **{mx:.1e}** "
                             + (":green[:material/check_circle: floating-point precision]" if mx < 1e-8 else ":orange[:material/warning:]"),
                             help="docs/theory.md, censoring: the decomposition of the simple censored score.")
-                C.plot(F.artificial_check_figure(chk, colors), "cens_check", name="Artificial censoring check")
+                plot(F.artificial_check_figure(chk, colors), "cens_check", name="Artificial censoring check")
         except ValueError as e:
             st.warning(f"The check is not available with these settings: {C.md(e)}", icon=":material/warning:")
 
@@ -211,7 +212,7 @@ else:
     for note in au.notes:
         st.caption(C.md(note))
     if covered.any():
-        C.plot(F.mc_audit_figure(audit[covered]), "cens_mc", name="Monte-Carlo audit",
+        plot(F.mc_audit_figure(audit[covered]), "cens_mc", name="Monte-Carlo audit",
                caption="Blue dots: q̂_Z, the mean of the rollouts (bars: 95% Wilson interval, which stays inside [0, 1] and is not zero where every rollout agrees). Orange rings: the q_Z written "
                        "in the log, where there is one.")
         tab = au.table
@@ -222,8 +223,7 @@ else:
             f"exact − simple ({cfg.unit})": [Fm.num(v, "+.4f") for v in tab["delta"]],
             "95% CI": [Fm.interval(lo, hi, "+.4f") for lo, hi in zip(tab["delta_ci_low"], tab["delta_ci_high"])],
             "of which MC noise (SE)": [Fm.num(v) for v in tab["mc_se"]],
-            "differs beyond CI": [bool(np.isfinite(lo) and (lo > 0 or hi < 0))
-                                  for lo, hi in zip(tab["delta_ci_low"], tab["delta_ci_high"])],
+            "differs beyond CI": differs_beyond_ci(tab["delta_ci_low"], tab["delta_ci_high"]),
         }), hide_index=True, width="stretch", key="cens_mc_table", column_config={
             "of which MC noise (SE)": st.column_config.TextColumn(
                 help="The part of the SE of the difference due to the rollouts' own binomial noise (Monte-Carlo audit)."),

@@ -9,7 +9,7 @@ from tpsviz.report import figures as F
 from pages._ui import common as C
 from pages._ui import results as Rs
 from pages._ui import state as S
-from pages._ui.allruns import sample_info
+from pages._ui.sample import sample_info
 from pages._ui import compute as V
 from tpsviz.report.export import figure_png, parquet_bytes, safe_csv
 from tpsviz.report.html import build_report

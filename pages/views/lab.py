@@ -7,8 +7,10 @@ import pandas as pd
 import streamlit as st
 
 from pages._ui import common as C
+from pages._ui.charts import plot
 from pages._ui import results as Rs
 from pages._ui import compute as V
+from pages._ui import state as S
 from tpsviz.report import figures as F
 
 cfg, data = C.page("Scoring rule lab",
@@ -23,18 +25,18 @@ st.markdown("An agent says *\"I'm p sure this will succeed\"*. If it succeeds it
 curves, omega = V.score_curves(cfg)
 c = st.columns(2)
 with c[0]:
-    C.plot(curves, "lab_curves", name="Score curves",
+    plot(curves, "lab_curves", name="Score curves",
            caption=f"Current family: α = {cfg.alpha:g}, β = {cfg.beta:g} ({cfg.family_name}); forecasts clipped to "
                    f"[ε, 1−ε] with ε = {cfg.eps:g}.")
 with c[1]:
-    C.plot(omega, "lab_omega", name="Threshold weight",
+    plot(omega, "lab_omega", name="Threshold weight",
            caption="ω(c): how much the score cares about each decision threshold c (\"act as if it will succeed when "
                    "p ≥ c\"). The α/β sliders move this weight: log weighs the extremes, Brier all thresholds "
                    "equally, asymmetric presets one side.")
 
 st.subheader("Murphy diagram")
 fig, checks = V.murphy(cfg, data)
-C.plot(fig, "lab_murphy", name="Murphy diagram",
+plot(fig, "lab_murphy", name="Murphy diagram",
        caption="For each threshold c, the mean cost of deciding by 'F ≥ c' (lower is better), pooled over the steps of "
                "complete runs. A predictor whose curve is lower everywhere is better for every user; the shaded ω "
                "says which thresholds the current score counts.")
@@ -67,7 +69,7 @@ AURC_HELP = ("AURC: the area under the risk–coverage curve, that is the failur
              "when the forecast puts failures below successes. Lower is better.")
 dfr = Rs.deferral_curves((u_succ, u_fail, u_hand, u_step),
                          "failure" if cens_choice == "count as failures" else "exclude", a=Rs.analysis(cfg))
-C.plot(F.deferral_figure(dfr, Rs.selected_colors(cfg, data)), "lab_deferral", name="Deferral",
+plot(F.deferral_figure(dfr, Rs.selected_colors(cfg, data)), "lab_deferral", name="Deferral",
        caption="Left: mean utility per run of the policy 'hand off at the first step with F < τ' (τ = 0: never hand "
                "off), with a pointwise 95% bootstrap band over runs when three or fewer predictors are selected; star: the best τ "
                "(two stars when the curve is flat at its maximum: every τ between them is equally good). Right: "
@@ -99,9 +101,8 @@ if first is not None:
 # ----------------------------------------------------------------- schedule
 st.subheader("The weight schedule")
 s = cfg.schedule_obj
-C.plot(V.schedule_plot(cfg, data), "lab_schedule", name="Weight schedule")
-from pages._ui.sidebar import VERDICT_ICON
-icon = VERDICT_ICON.get(s.verdict.status, "")
+plot(V.schedule_plot(cfg, data), "lab_schedule", name="Weight schedule")
+icon = S.VERDICT_ICON.get(s.verdict.status, "")
 st.markdown(f"{icon} **{s.verdict.status}.** {s.verdict.reason}")
 
 # ----------------------------------------------------------------- why not AUROC
@@ -142,4 +143,4 @@ for i, v in enumerate(views):
         if v["difference"]:
             st.caption(C.md(v["difference"]))
     with c2:
-        C.plot(v["figure"], f"lab_demo_{i}", name=title)
+        plot(v["figure"], f"lab_demo_{i}", name=title)

@@ -5,10 +5,11 @@ import numpy as np
 import streamlit as st
 
 from pages._ui import common as C
+from pages._ui.charts import plot
 from pages._ui import reading as R
 from pages._ui import results as Rs
 from pages._ui import state as S
-from pages._ui.allruns import sample_info
+from pages._ui.sample import sample_info
 from pages._ui.text import md
 from tpsviz.report import figures as F
 from tpsviz.report.export import safe_csv
@@ -148,7 +149,7 @@ if alarm is not None and not alarm.reason:
         st.success(f"**No degradation of {name} detected** in the {n_after:,} runs after the in-control part "
                    f"({alarm.n_baseline:,} runs).", icon=":material/check_circle:")
 
-C.plot(F.monitor_figure(res.windows, colors, x_title), "mon_windows", name="Monitoring windows",
+plot(F.monitor_figure(res.windows, colors, x_title), "mon_windows", name="Monitoring windows",
        caption=f"Windows of {res.window} runs every {res.stride}, in {res.order}; each point at the window's last run. "
                "Bands: 95% intervals (TPS: mean ± 1.96·SE over the window's runs; skill: delta method, against the "
                "window's own success rate, so a change in the success rate alone does not move it). A dashed mean "
@@ -178,7 +179,7 @@ else:
          "After an alarm the CUSUM restarts, so a lasting drop raises one alarm after another."),
         ("Threshold h", f"{alarm.h:.2f}", f"k = {alarm.shift / 2:g}: tuned to a drop of {alarm.shift:g} SD."),
     ])
-    C.plot(F.cusum_figure(res.runs, alarm, colors.get(alarm_on, "#1f77b4"),
+    plot(F.cusum_figure(res.runs, alarm, colors.get(alarm_on, "#1f77b4"),
                           x_title if by == FILE_ORDER else show_id(by)), "mon_cusum",
            name="Degradation alarm", caption=md(alarm.words(), 600))
     if len(alarm.alarms):

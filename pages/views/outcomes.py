@@ -4,6 +4,7 @@ one-vs-rest reliability) or a number (TPS-CRPS, PIT histograms); docs/multiclass
 import streamlit as st
 
 from pages._ui import common as C
+from pages._ui.charts import plot
 from pages._ui import state as S
 from pages._ui.loading import is_failure
 from pages._ui.memo import memo
@@ -140,7 +141,7 @@ if other.kind == "multiclass":
         "n_clipped": st.column_config.NumberColumn("clipped", help="Steps whose probability of the label that "
                                                    "happened was raised to 1e-6 (log score)."),
     })
-    C.plot(F.ovr_reliability_figure(rel, log.labels, colors), "oc_ovr", name="One-vs-rest reliability",
+    plot(F.ovr_reliability_figure(rel, log.labels, colors), "oc_ovr", name="One-vs-rest reliability",
            caption="For each label, the forecast probability of that label against how often it happened (complete "
                    "runs, every step; bars: 95% intervals from resampling whole runs). On the diagonal: calibrated "
                    "for that label.")
@@ -189,7 +190,7 @@ else:
         "n_runs": st.column_config.NumberColumn("runs"), "n_steps": st.column_config.NumberColumn("steps"),
         "n_missing": st.column_config.NumberColumn("missing", help="Steps without a forecast (left out, counted)."),
     })
-    C.plot(F.pit_figure({n: t for n, (t, _) in pits.items()}, {n: r for n, (_, r) in pits.items()}, colors), "oc_pit_fig",
+    plot(F.pit_figure({n: t for n, (t, _) in pits.items()}, {n: r for n, (_, r) in pits.items()}, colors), "oc_pit_fig",
            name="PIT histograms", caption="Bars: the share of outcomes in each PIT bin relative to a uniform PIT (1). "
                                           "p: χ² test on the last step of each run.")
     st.markdown("#### PIT test per predictor")

@@ -9,6 +9,7 @@ fills in the metric CIs and the paired AUROC/T-ECE comparison.
 import streamlit as st
 
 from pages._ui import common as C
+from pages._ui.charts import plot
 from pages._ui.allruns import all_runs_section
 from pages._ui import reading as R
 from pages._ui import compute as V
@@ -20,6 +21,7 @@ from tpsviz.report import figures as F
 from tpsviz.diagnostics.caveats import schedule_caveat
 from tpsviz.diagnostics.leaderboard import METRIC_INFO
 from tpsviz.diagnostics.groups import group_columns
+from tpsviz.diagnostics.populations import censoring_summary
 from tpsviz.core.schema import clean_text
 from tpsviz.core import formatting as Fm
 
@@ -31,8 +33,7 @@ large = L.is_large(data)
 verdict_box = st.container()  # filled last: the verdict's tests run after the leaderboard is drawn
 
 # ----------------------------------------------------------------- dataset summary
-t = data.trajectories
-comp = t[~t["censored"]]
+summ = censoring_summary(data)
 lb = V.leaderboard(cfg, data, ci=not large)
 C.tiles([
     ("Trajectories", f"{data.n_trajectories:,}", "Runs after metadata filters."),
@@ -43,11 +44,10 @@ C.tiles([
      f"The constant forecast skill is measured against: the {lb['ref_rule']}. It follows the censoring "
      f"mode, so it is the constant the current score rewards."),
 ])
-rate_cc = comp["outcome"].mean() if len(comp) else float("nan")
-length = (f"mean length {comp['length'].mean():.1f} steps (complete runs) and "
-          f"{t.loc[t['censored'], 'length'].mean():.1f} (censored runs)" if data.n_censored and len(comp)
-          else f"mean length {t['length'].mean():.1f} steps")
-st.caption(f"Success rate of the {len(comp):,} complete runs: {Fm.fmt(rate_cc, 3)}"
+length = (f"mean length {summ['mean_length_complete']:.1f} steps (complete runs) and "
+          f"{summ['mean_length_censored']:.1f} (censored runs)" if summ["n_censored"] and summ["n_complete"]
+          else f"mean length {summ['mean_length']:.1f} steps")
+st.caption(f"Success rate of the {summ['n_complete']:,} complete runs: {Fm.fmt(summ['success_rate'], 3)}"
            + (f" (the {data.n_censored:,} censored runs have no outcome)" if data.n_censored else "")
            + f"; {length}.")
 auto = st.session_state.get("_auto_recal_note")
@@ -132,9 +132,9 @@ details = st.expander("All columns: SE, per-step TPS, skill CI, AUPRC, metric CI
 if large:  # the points first: their figure is replaced once the CIs are in
     board_figure = st.empty()
     with board_figure:
-        C.plot(lb["figure"], "overview_leaderboard_points", name="Leaderboard")
+        plot(lb["figure"], "overview_leaderboard_points", name="Leaderboard")
 else:
-    C.plot(lb["figure"], "overview_leaderboard", name="Leaderboard")
+    plot(lb["figure"], "overview_leaderboard", name="Leaderboard")
 
 all_runs_section(cfg, data)  # a dataset read as a sample: the headline table on every run, on request
 
@@ -168,7 +168,7 @@ if len(preds) >= 2:
     if large:
         cmp_table.dataframe(cmp_tps["table"], hide_index=True, width="stretch", column_config=cmp_cols)
         cmp_caption.caption("Computing the paired AUROC / T-ECE bootstrap (large log)…")
-    C.plot(cmp_tps["figure"], "overview_delta", name="Δ/SE matrix")
+    plot(cmp_tps["figure"], "overview_delta", name="Δ/SE matrix")
 else:
     cmp_box.info("Select at least two predictors in the sidebar to compare them.")
 
@@ -180,16 +180,16 @@ if large:
     _show_board(lb)
     _show_caption(lb)
     with board_figure:
-        C.plot(lb["figure"], "overview_leaderboard", name="Leaderboard")
+        plot(lb["figure"], "overview_leaderboard", name="Leaderboard")
 with details:
     st.dataframe(lb["details"], hide_index=True, width="stretch")
     st.caption(f"TPS interval as above; {Rs.metric_boot_note(cfg)}; metric CIs resample trajectories. "
                "'per weighted step' = Σ TPS_i / Σ w_t, a display normalisation, not the score.")
 if len(preds) >= 2:
-    cmp = V.compare(cfg, data, baseline, metrics=True)
+    cmp = V.compare(cfg, data, baseline, metrics=True, figure=False)  # (its figure is drawn above)
     cmp_table.dataframe(cmp["table"], hide_index=True, width="stretch", column_config=cmp_cols)
     cmp_caption.caption(f"TPS on {int(cmp['raw']['n_runs'].max()) if len(cmp['raw']) else 0:,} runs, paired by "
-                        f"trajectory; AUROC and T-ECE on the {len(comp):,} complete runs ({Rs.metric_boot_note(cfg)}).")
+                        f"trajectory; AUROC and T-ECE on the {summ['n_complete']:,} complete runs ({Rs.metric_boot_note(cfg)}).")
     msgs = V.disagreements(cfg, cmp["raw"], baseline)
     with callout:
         if msgs:

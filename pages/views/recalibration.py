@@ -4,6 +4,7 @@ import pandas as pd
 import streamlit as st
 
 from pages._ui import common as C
+from pages._ui.charts import plot
 from pages._ui import results as Rs
 from pages._ui import loading as L
 from pages._ui import state as S
@@ -142,7 +143,7 @@ def _show_table(boot: bool) -> None:
 
 _show_table(boot=not large)
 panels, _ = Rs.reliability("all", None, False, 10, a=Rs.analysis(cfg, predictors=pair))
-C.plot(F.reliability_figure(panels, colors, "Reliability before and after (all steps, complete runs)"), "recal_rel",
+plot(F.reliability_figure(panels, colors, "Reliability before and after (all steps, complete runs)"), "recal_rel",
        name="Recalibration: reliability before/after")
 
 # ----------------------------------------------------------------- slow parts last (the bootstraps)

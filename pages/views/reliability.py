@@ -6,6 +6,7 @@ import numpy as np
 import streamlit as st
 
 from pages._ui import common as C
+from pages._ui.charts import plot
 from pages._ui import results as Rs
 from tpsviz.report import figures as F
 from tpsviz.core import formatting as Fm
@@ -45,17 +46,17 @@ if data.n_censored and not pseudo:
             "the **Censoring** page.", icon=":material/filter_alt:")
 n_pairs = max(p["n"] for p in panels)
 n_traj = max(p["n_traj"] for p in panels)
-C.plot(F.reliability_figure(panels, colors, f"Reliability, {label}, {lab_y}"), "rel_diagrams", name="Reliability diagrams",
+plot(F.reliability_figure(panels, colors, f"Reliability, {label}, {lab_y}"), "rel_diagrams", name="Reliability diagrams",
        caption=f"Dots: observed success rate per bin with a 95% Wilson interval (size ∝ count; hover for n). Line: CORP "
                f"isotonic recalibration of the forecasts; grey: 90% consistency band — where the line would fall if the "
                f"forecasts were calibrated. n = {n_pairs:,} (trajectory, step) pairs from {n_traj:,} runs; intervals treat "
                f"steps as independent, so they are optimistic.")
 dec, by_step = Rs.decomposition(scope, int(step) if scope == "step" else None, pseudo, by_step=scope == "all",
                                  a=Rs.analysis(cfg, predictors=shown))
-C.plot(F.histogram_figure(hists, {k: v for k, v in colors.items() if k in shown}), "rel_hist",
+plot(F.histogram_figure(hists, {k: v for k, v in colors.items() if k in shown}), "rel_hist",
        name="Forecast histograms", caption="Sharpness: where the forecasts sit. A spike near 1 = saturated confidence.")
 if len(dec):
-    C.plot(F.decomposition_figure(dec, colors, cfg.alpha, cfg.beta), "rel_decomp", name="CORP decomposition")
+    plot(F.decomposition_figure(dec, colors, cfg.alpha, cfg.beta), "rel_decomp", name="CORP decomposition")
 if len(dec):
     t = dec.assign(predictor=[F.display_name(p) for p in dec["predictor"]])
     st.dataframe(t, hide_index=True, width="stretch", column_config={
@@ -71,7 +72,7 @@ if len(dec):
     st.caption(f"Per-step score S with the current α = {cfg.alpha:g}, β = {cfg.beta:g} and ε = {cfg.eps:g}; "
                "no weights (the decomposition is of the mean per-step loss).")
 if scope == "all" and len(by_step):
-    C.plot(F.decomposition_by_step_figure(by_step, colors, cfg.alpha, cfg.beta), "rel_by_step",
+    plot(F.decomposition_by_step_figure(by_step, colors, cfg.alpha, cfg.beta), "rel_by_step",
            name="Decomposition by step", caption="Per step t (steps with ≥ 30 pairs): where miscalibration and "
                                                  "discrimination live along the run.")
 
@@ -116,7 +117,7 @@ tables = Rs.drift("bin" if drift_by == "forecast bin" else "step", a=Rs.analysis
 MIN_MOVES = 20
 few = sum(int((t["n"] < MIN_MOVES).sum()) for t in tables.values())
 tables = {n: t[t["n"] >= MIN_MOVES] for n, t in tables.items()}
-C.plot(F.drift_figure(tables, colors, "bin" if drift_by == "forecast bin" else "step"), "rel_drift", name="Drift",
+plot(F.drift_figure(tables, colors, "bin" if drift_by == "forecast bin" else "step"), "rel_drift", name="Drift",
        caption="Mean next move Fₜ₊₁ − Fₜ (a finished run's last move is to its outcome) with 95% intervals across "
                "moves. An honest forecast has no drift: where it is, on average it stays. A curve below 0 at high F "
                "and above 0 at low F is an over-confident forecast being pulled back."

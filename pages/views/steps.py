@@ -5,6 +5,7 @@ import pandas as pd
 import streamlit as st
 
 from pages._ui import common as C
+from pages._ui.charts import plot
 from pages._ui import results as Rs
 from tpsviz.report import figures as F
 
@@ -24,14 +25,14 @@ pred = st.selectbox("Predictor for the heatmap", preds, index=preds.index(defaul
 h = Rs.heatmap(pred, a=Rs.analysis(cfg))
 note = (f"{h['n_trajectories']} runs shown as {len(h['band_size'])} rows (each row averages consecutive runs "
         f"in this order)." if h["aggregated"] else f"{h['n_trajectories']} runs, one per row.")
-C.plot(F.contribution_heatmap_figure(h, pred, cfg.alpha, cfg.beta), "steps_heatmap",
+plot(F.contribution_heatmap_figure(h, pred, cfg.alpha, cfg.beta), "steps_heatmap",
        caption=note + " White lines separate successes | failures | censored runs. Hover a cell for its group.",
        name="Contribution heatmap")
 
 # ----------------------------------------------------------------- mean by step
 st.subheader("Mean contribution by step")
 means = Rs.step_means(a=Rs.analysis(cfg))
-C.plot(F.step_means_figure(means, colors, cfg.alpha, cfg.beta), "steps_means",
+plot(F.step_means_figure(means, colors, cfg.alpha, cfg.beta), "steps_means",
        caption=f"Mean of w_t·S over the runs that reach step t (band ±1 SE; n per step on hover). "
                f"{cfg.unit}, higher is better.", name="Mean contribution by step")
 
@@ -57,7 +58,7 @@ fig = F.trajectory_figure(steps, preds, colors, row["outcome"], bool(row["censor
                           f"Run {F.plot_label(tid)}: {len(steps)} steps, " +
                           ("censored at Z = %d" % steps["step"].max() if row["censored"] else
                            ("success" if row["outcome"] == 1 else "failure")))
-C.plot(fig, "steps_run", name="One run")
+plot(fig, "steps_run", name="One run")
 if row["censored"]:
     st.caption("Censored run: the outcome is unknown. q_Z (star) is the evaluator's estimate of P(success | history "
                f"at Z) used by the current censoring mode ({cfg.censoring}); "

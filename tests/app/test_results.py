@@ -91,3 +91,49 @@ def test_analysis_key_keeps_only_what_a_result_depends_on():
     simple = Analysis(data="demo:x", qz=("constant", 0.3), settings=ScoreSettings(censoring="simple"))
     assert simple.key(SETTINGS).qz == ()  # q_Z plays no part in simple mode
     assert simple.key(SETTINGS + ("qz",)).qz == ("constant", 0.3)
+
+
+def _same(a, b) -> None:
+    """Two results are the same: frames equal to the last bit, dicts and TPSResults part by part."""
+    import pandas as pd
+
+    if isinstance(a, pd.DataFrame):
+        pd.testing.assert_frame_equal(a, b, check_exact=True)
+    elif isinstance(a, dict):
+        assert list(a) == list(b)
+        for k in a:
+            assert repr(a[k]) == repr(b[k])
+    else:
+        assert a.settings == b.settings and list(a._runs) == list(b._runs)
+        _same(a.summary, b.summary)
+        _same(a.per_trajectory, b.per_trajectory)
+
+
+def test_a_joint_result_is_what_its_parts_combine_to():
+    """The cache keeps a result computed for several predictors as parts of it (results.JointPart); a page
+    asking for them all again gets the joint result itself, which must equal the parts cut out one by one and
+    put together again, for every result cached per predictor."""
+    from dataclasses import replace
+
+    import pandas as pd
+
+    from pages._ui.results import JointPart, assemble
+    from tpsviz.diagnostics.updating import excess_movement
+
+    log = tpsviz.load("demo_data/webshop-like.csv")
+    names = list(log.predictors)
+    s = ScoreSettings(alpha=0.35, n_boot=200)
+    points = tpsviz.compute_tps(log, replace(s, n_boot=0), names)
+    frames = [diagnostics.skill_table(log, s, names, n_boot=200, result=points.with_intervals(200)),
+              diagnostics.metric_table(log, s, names, n_bins=10, n_boot=200), excess_movement(log, names)]
+    cases = [(points, tps.TPSResult.combine, lambda r, n: r.only([n])),
+             (points.with_intervals(200), tps.TPSResult.combine, lambda r, n: r.only([n])),
+             (verdict.statistics_for(log, replace(s, n_boot=0), names), lambda ps: {k: v for p in ps for k, v in p.items()},
+              lambda d, n: {n: d[n]})]
+    cases += [(f, pd.concat, lambda f, n: f.loc[[n]]) for f in frames]
+    for joint, combine, split in cases:
+        parts = [JointPart(joint, n, tuple(names), split, 1) for n in names]
+        assert assemble(parts, combine, split) is joint
+        _same(joint, combine([split(joint, n) for n in names]))
+        # a subset, or another order: cut out and combined as before
+        _same(assemble(parts[:2][::-1], combine, split), combine([split(joint, n) for n in names[:2][::-1]]))

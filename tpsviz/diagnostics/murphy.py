@@ -5,6 +5,10 @@ For a decision "act iff F >= c" with cost ratio c, the elementary loss is
 Every beta-family score is a mixture of them (Schervish 1989):
 −S_{α,β}(F, Y) = ∫_0^1 ℓ_c(F, Y) ω_{α,β}(c) dc, so the ω-weighted area under the Murphy
 curve is the mean loss: the α/β sliders choose which thresholds count.
+
+:func:`murphy_diagram` gives what the Scoring rule lab draws for a log: every predictor's curve
+over the steps of complete runs, and the check that each ω-weighted area equals minus the mean
+score.
 """
 
 from __future__ import annotations
@@ -14,10 +18,12 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from tpsviz.core.scores import beta_score_pair, validate_alpha_beta
 from tpsviz.core.checks import forecasts_and_outcomes
+from tpsviz.core.data import TrajectoryData
+from tpsviz.core.scores import beta_score, beta_score_pair, validate_alpha_beta
+from tpsviz.diagnostics.leaderboard import labelled_rows
 
-__all__ = ["MurphyCurve", "murphy_curve", "murphy_integral"]
+__all__ = ["MurphyCurve", "MurphyDiagram", "murphy_curve", "murphy_diagram", "murphy_integral"]
 
 
 @dataclass(frozen=True)
@@ -115,3 +121,71 @@ def murphy_integral(curve: MurphyCurve, alpha: float = 0.0, beta: float = 0.0) -
         part_a = np.where(a > 0, a * (g1[:-1] - g1[1:]), 0.0)
         part_b = np.where(b > 0, b * (g0[1:] - g0[:-1]), 0.0)
     return float((part_a.sum() + part_b.sum()) / curve.n)
+
+
+@dataclass(frozen=True)
+class MurphyDiagram:
+    """The Murphy curves of several predictors on one log, and their integral check.
+
+    Attributes
+    ----------
+    thresholds : ndarray
+        The grid the curves are drawn on.
+    curves : DataFrame
+        ``predictor``, ``c`` (threshold), ``loss`` (mean elementary loss): one row per predictor
+        and grid point.
+    checks : DataFrame
+        One row per predictor: ``predictor``, ``integral`` (the exact ω-weighted area under its
+        curve, :func:`murphy_integral`), ``mean_score`` (mean S_{α,β}(F, Y) per step; equals
+        −``integral``), ``n_steps`` (labelled steps with a forecast).
+    """
+
+    thresholds: np.ndarray
+    curves: pd.DataFrame
+    checks: pd.DataFrame
+
+
+def murphy_diagram(data: TrajectoryData, predictors, alpha: float = 0.0, beta: float = 0.0,
+                   thresholds=None) -> MurphyDiagram:
+    """Murphy curves of each predictor over the steps of complete runs, with the integral check.
+
+    The forecasts are taken as logged (not clipped to [ε, 1 − ε]). A predictor with fewer than
+    two labelled steps with a forecast is left out of both tables.
+
+    Parameters
+    ----------
+    data : TrajectoryData
+    predictors : iterable of str
+    alpha, beta : float
+        Beta-family parameters of the score and of its threshold weight ω.
+    thresholds : array_like, optional
+        The grid of the curves in (0, 1); default 250 points from 0.002 to 0.998.
+
+    Returns
+    -------
+    MurphyDiagram
+
+    Raises
+    ------
+    ValueError
+        If α or β lies outside the beta family (:func:`tpsviz.core.scores.validate_alpha_beta`).
+        Nothing else is raised for valid parameters: the integral of an unbounded score is +inf
+        (and the mean score −inf) when a forecast of exactly 0 or 1 was wrong.
+    """
+    alpha, beta = validate_alpha_beta(alpha, beta)
+    c = np.linspace(0.002, 0.998, 250) if thresholds is None else np.asarray(thresholds, float)
+    labelled, y = labelled_rows(data)
+    frames, checks = [], []
+    for name in predictors:
+        p = data.forecasts(name)
+        ok = labelled & np.isfinite(p)
+        if ok.sum() < 2:
+            continue
+        frames.append(pd.DataFrame({"predictor": name, "c": c, "loss": murphy_curve(p[ok], y[ok], c).mean_loss}))
+        checks.append({"predictor": name, "integral": murphy_integral(murphy_curve(p[ok], y[ok]), alpha, beta),
+                       "mean_score": float(np.mean(beta_score(p[ok], y[ok], alpha, beta))),
+                       "n_steps": int(ok.sum())})
+    curves = (pd.concat(frames, ignore_index=True) if frames
+              else pd.DataFrame({"predictor": pd.Series(dtype=object), "c": pd.Series(dtype=float),
+                                 "loss": pd.Series(dtype=float)}))
+    return MurphyDiagram(c, curves, pd.DataFrame(checks, columns=["predictor", "integral", "mean_score", "n_steps"]))

@@ -3,7 +3,8 @@
 What the Censoring page shows and the CLI can print: how the runs a step budget cut off differ
 from the runs that finished (:func:`censoring_summary`, :func:`forecasts_by_population`), and how
 far any model of q_Z could move the score (:func:`qz_band`: the censored score is linear in q_Z,
-so its values at q_Z = 0 and 1 bound every exact score).
+so its values at q_Z = 0 and 1 bound every exact score), and whether the exact and the simple
+score of the Monte-Carlo audit differ beyond their interval (:func:`differs_beyond_ci`).
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ import pandas as pd
 
 from tpsviz.core.data import TrajectoryData
 
-__all__ = ["censoring_summary", "forecasts_by_population", "qz_band"]
+__all__ = ["censoring_summary", "differs_beyond_ci", "forecasts_by_population", "qz_band"]
 
 
 def censoring_summary(data: TrajectoryData) -> dict:
@@ -22,9 +23,10 @@ def censoring_summary(data: TrajectoryData) -> dict:
     Returns
     -------
     dict
-        ``n_runs``, ``n_censored``, ``mean_length_censored``, ``mean_length_complete`` (observed
-        steps; NaN without such runs), ``length_ratio`` (censored / complete), ``success_rate``
-        (of the complete runs), ``n_censored_with_qz`` (censored runs with a q_z value).
+        ``n_runs``, ``n_censored``, ``n_complete``, ``mean_length`` (observed steps of every run),
+        ``mean_length_censored``, ``mean_length_complete`` (observed steps; NaN without such
+        runs), ``length_ratio`` (censored / complete), ``success_rate`` (of the complete runs),
+        ``n_censored_with_qz`` (censored runs with a q_z value).
     """
     t = data.trajectories
     cens = t["censored"].to_numpy(dtype=bool)
@@ -35,8 +37,8 @@ def censoring_summary(data: TrajectoryData) -> dict:
         return float(v.mean()) if v.size else np.nan
 
     lc, lk = mean(length[cens]), mean(length[~cens])
-    return {"n_runs": int(cens.size), "n_censored": int(cens.sum()),
-            "mean_length_censored": lc, "mean_length_complete": lk,
+    return {"n_runs": int(cens.size), "n_censored": int(cens.sum()), "n_complete": int((~cens).sum()),
+            "mean_length": mean(length), "mean_length_censored": lc, "mean_length_complete": lk,
             "length_ratio": lc / lk if np.isfinite(lc) and np.isfinite(lk) and lk > 0 else np.nan,
             "success_rate": mean(outcome[~cens]),
             "n_censored_with_qz": int((cens & t["q_z"].notna().to_numpy()).sum())}
@@ -98,3 +100,25 @@ def qz_band(at_zero: pd.Series, at_one: pd.Series, grid: int = 11) -> pd.DataFra
                 v = lo if q == 0.0 else hi if q == 1.0 else (1 - q) * lo + q * hi
             rows.append({"predictor": name, "q_z": float(q), "tps_mean": float(v)})
     return pd.DataFrame(rows, columns=["predictor", "q_z", "tps_mean"])
+
+
+def differs_beyond_ci(ci_low, ci_high) -> np.ndarray:
+    """Whether each difference is clear of zero: its interval lies wholly above or below 0.
+
+    The Censoring page's audit table asks this of the exact − simple difference of each
+    predictor (``tpsviz.diagnostics.audit.mc_audit``: ``delta_ci_low``, ``delta_ci_high``). An
+    interval with an undefined (NaN) or infinite lower end never counts as clear.
+
+    Parameters
+    ----------
+    ci_low, ci_high : array_like
+        The ends of each interval.
+
+    Returns
+    -------
+    ndarray of bool
+        True where ``ci_low`` is finite and ``ci_low > 0`` or ``ci_high < 0``.
+    """
+    lo, hi = np.asarray(ci_low, dtype=float), np.asarray(ci_high, dtype=float)
+    with np.errstate(invalid="ignore"):
+        return np.isfinite(lo) & ((lo > 0) | (hi < 0))
