@@ -10,12 +10,16 @@ import numpy as np
 import pandas as pd
 
 import tpsviz
-from tpsviz.report import figures as F
-from tpsviz.diagnostics.claims import z_text
-from tpsviz.diagnostics.groups import group_columns
-from tpsviz.diagnostics.murphy import murphy_diagram
-from tpsviz.core.inference import normal_quantile, summary_interval
 from tpsviz.core import formatting as Fm
+from tpsviz.core.inference import normal_quantile, summary_interval
+from tpsviz.core.scores import beta_score_pair, clip_forecasts
+from tpsviz.diagnostics import claims
+from tpsviz.diagnostics.claims import z_text
+from tpsviz.diagnostics.groups import difference_words, group_columns
+from tpsviz.diagnostics.murphy import murphy_diagram
+from tpsviz.diagnostics.verdict import RULES
+from tpsviz.report import figures as F
+from tpsviz.report.html import Section
 
 from . import results as Rs
 from . import state as S
@@ -142,8 +146,6 @@ def group_view(cfg: S.Config, by: str, base: str | None, pair_on: str) -> dict:
 
 def group_tables(table: pd.DataFrame, base: str, diffs: dict) -> dict:
     """Display tables of a group_table frame and its group_difference frames (see group_view)."""
-    from tpsviz.diagnostics.groups import difference_words
-
     rows = [{"group": g, "predictor": F.display_name(p), "TPS": Fm.pm(r["tps_mean"], r["tps_se"], ".3f"),
              "skill": Fm.pm(r["skill"], r["skill_se"], ".3f"), "n runs": int(r["n_scored"]),
              "success rate": Fm.num(r["success_rate"], ".3f")} for (g, p), r in table.iterrows()]
@@ -196,15 +198,11 @@ def _z_text(delta, se, z) -> str:
 
 def disagreements(cfg: S.Config, raw: pd.DataFrame, baseline: str) -> list[str]:
     """tpsviz.diagnostics.claims.disagreements of a compare.compare frame, names in bold (Markdown-escaped)."""
-    from tpsviz.diagnostics.claims import disagreements as _disagreements
-
-    return _disagreements(raw, baseline, cfg.unit, name=lambda n: f"**{_md(n)}**")
+    return claims.disagreements(raw, baseline, cfg.unit, name=lambda n: f"**{_md(n)}**")
 
 
 # ----------------------------------------------------------------------------- scoring lab
 def score_curves(cfg: S.Config):
-    from tpsviz.core.scores import beta_score_pair, clip_forecasts
-
     p = np.linspace(0.001, 0.999, 400)
     pc, _ = clip_forecasts(p, cfg.eps)
     s1, s0 = beta_score_pair(pc, cfg.alpha, cfg.beta)
@@ -326,14 +324,10 @@ def settings_line(cfg: S.Config, data, src) -> str:
 
 
 def report_sections(cfg: S.Config, data) -> list:
-    from tpsviz.report.html import Section
-
     colors = Rs.selected_colors(cfg, data)
     lb = leaderboard(cfg, data)
     table = lb["table"].merge(lb["details"][["predictor", "± SE", "AUPRC", "AUROC 95% CI", "T-ECE 95% CI"]],
                               on="predictor")
-    from tpsviz.diagnostics.verdict import RULES
-
     secs = [Section("Verdict: which predictor to trust", "First rule that holds: " + "; ".join(
         f"{label}: {rule}" for label, rule in RULES) + ".", table=verdict_table(cfg))]
     warn = Rs.caveats(a=Rs.analysis(cfg))

@@ -19,8 +19,10 @@ import streamlit as st
 
 import tpsviz
 from tpsviz.core.cancel import Cancelled
-from tpsviz.io.files import CANNOT_OPEN, PathRefused
+from tpsviz.diagnostics.audit import load_rollouts
+from tpsviz.diagnostics.calibrate import add_recalibrated
 from tpsviz.diagnostics.selection import filter_mask
+from tpsviz.io.files import CANNOT_OPEN, PathRefused
 
 from .memo import give_back, memo
 from .sample import sample_size
@@ -98,8 +100,6 @@ def load_base(src: Source):
 
 @memo(max_entries=6, spinner="Applying filters and recalibration…")
 def _prepared(key: str, filters: tuple, recal: tuple, _src: Source):
-    from tpsviz.diagnostics.calibrate import add_recalibrated
-
     base = load_base(_src)
     if isinstance(base, LoadFailure):
         return base, []
@@ -153,8 +153,6 @@ def is_large(data) -> bool:
 @memo(max_entries=6)
 def _rollouts(key: str, _src: Source):
     """The validated rollouts table (tpsviz.diagnostics.audit.load_rollouts), or a LoadFailure."""
-    from tpsviz.diagnostics.audit import load_rollouts
-
     name = _src.rollouts_name or "rollouts"
     if _src.rollouts_raw is None and _src.rollouts_path is None:
         return LoadFailure(name, [CANNOT_OPEN])  # a refused server path

@@ -39,7 +39,9 @@ from dataclasses import fields, is_dataclass
 import numpy as np
 import pandas as pd
 
+from tpsviz.core import resample
 from tpsviz.core.cancel import checkpoint
+from tpsviz.core.data import TrajectoryData
 
 __all__ = ["memo", "clear_all", "stats", "approx_bytes", "configure"]
 
@@ -154,8 +156,6 @@ def approx_bytes(obj, _seen: set | None = None, _depth: int = 0) -> int:
     :class:`tpsviz.core.data.TrajectoryData` is counted once: by the first entry holding it at the top
     level or in a top-level tuple; inside deeper results it is shared, not counted again. An object
     with an ``approx_bytes()`` method is counted as it says."""
-    from tpsviz.core.data import TrajectoryData
-
     seen = _seen if _seen is not None else set()
     if id(obj) in seen or _depth > 6:
         return 0
@@ -236,8 +236,6 @@ def _evict_locked(budget: int) -> None:
 
 def sweep(now: float | None = None) -> int:
     """Drop entries idle for longer than the lifetime; returns how many were dropped."""
-    from tpsviz.core import resample
-
     now = time.monotonic() if now is None else now
     ttl = ttl_seconds()
     with _LOCK:
@@ -277,8 +275,6 @@ def _ensure_sweeper() -> None:
 
 def clear_all() -> None:
     """Forget every cached result (and the bootstrap's kept counts)."""
-    from tpsviz.core import resample
-
     with _LOCK:
         _ENTRIES.clear()
         _BY_FUNC.clear()

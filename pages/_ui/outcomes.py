@@ -9,7 +9,12 @@ from pathlib import Path
 
 import tpsviz
 from tpsviz.core.cancel import Cancelled
+from tpsviz.io.continuous import read_continuous
+from tpsviz.io.dataset import is_dataset_spec, open_dataset
 from tpsviz.io.files import CANNOT_OPEN, PathRefused, limits_from_env
+from tpsviz.io.kinds import outcome_kind
+from tpsviz.io.multiclass import read_multiclass
+from tpsviz.io.tables import FORMATS, table_columns
 
 from .loading import LoadFailure
 from .memo import memo
@@ -47,12 +52,6 @@ def _raw(src: Source) -> tuple[bytes, str]:
 @memo(max_entries=6, spinner="Reading the log…")
 def _read(key: str, _src: Source):
     """OtherLog of the source, or a LoadFailure (what is wrong and where; never the file's content)."""
-    from tpsviz.io.continuous import read_continuous
-    from tpsviz.io.dataset import is_dataset_spec, open_dataset
-    from tpsviz.io.kinds import outcome_kind
-    from tpsviz.io.multiclass import read_multiclass
-    from tpsviz.io.tables import FORMATS, table_columns
-
     def other_kind(columns) -> str | None:
         kind = outcome_kind(columns)
         return None if kind == "binary" else kind

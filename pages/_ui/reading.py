@@ -11,6 +11,7 @@ import re
 
 import pandas as pd
 import streamlit as st
+from streamlit.errors import StreamlitAPIException
 
 from tpsviz.io.harness import FORMAT_CHOICES
 from tpsviz.io.harness.runs import TREATMENTS, ReadOptions, parse_conf, parse_mapping
@@ -125,8 +126,6 @@ def options_follow_file(identity: str | None) -> bool:
 def drop_param(key: str) -> None:
     """Remove ``key`` from the URL unless a widget is bound to it (Streamlit then removes it when
     the widget is not drawn, or its value is the default)."""
-    from streamlit.errors import StreamlitAPIException
-
     try:
         del st.query_params[key]
     except (KeyError, StreamlitAPIException):

@@ -28,11 +28,24 @@ import pandas as pd
 import streamlit as st
 
 import tpsviz
-from tpsviz.report import figures as F
 from tpsviz.core.censoring import CENSORING_LABELS
 from tpsviz.core.tps import ScoreSettings, TPSResult
+from tpsviz.diagnostics import audit as AU
+from tpsviz.diagnostics import caveats as CV
+from tpsviz.diagnostics import combine as CB
+from tpsviz.diagnostics import compare as CP
+from tpsviz.diagnostics import decomposition as DC
+from tpsviz.diagnostics import demonstrators as D
+from tpsviz.diagnostics import groups as GR
+from tpsviz.diagnostics import leaderboard as LB
+from tpsviz.diagnostics import reliability as RL
+from tpsviz.diagnostics import updating as UP
+from tpsviz.diagnostics import verdict as VD
+from tpsviz.monitoring import deferral as DF
+from tpsviz.monitoring import monitor as MO
+from tpsviz.report import figures as F
 
-from .loading import get_data, get_rollouts, is_failure, prepared, result_key
+from .loading import get_data, get_rollouts, is_failure, load_base, prepared, result_key
 from .memo import approx_bytes, memo
 from .state import SEED, Config, Source, current, current_source
 
@@ -102,11 +115,9 @@ class Inputs:
 
 def qz_choice(data, src: Source, qz: tuple):
     """(q_z, note) of tpsviz.diagnostics.audit.qz_for_source with the source's rollouts."""
-    from tpsviz.diagnostics.audit import qz_for_source
-
     source, const = qz
     ro = get_rollouts(src) if source == "rollouts" else None
-    return qz_for_source(data, source, const, None if ro is None or is_failure(ro) else ro)
+    return AU.qz_for_source(data, source, const, None if ro is None or is_failure(ro) else ro)
 
 
 _NESTING = threading.local()   # results being computed by this thread (only the outermost shows a spinner)
@@ -315,9 +326,7 @@ def tps(a, x):
 def reference(a, x):
     """diagnostics.base_rate_reference: the constant success-rate forecast, scored once for every
     predictor (no bootstrap)."""
-    from tpsviz.diagnostics.leaderboard import base_rate_reference
-
-    ref = base_rate_reference(x.data, replace(a.settings, n_boot=0), x.q_z(settings=a.settings))
+    ref = LB.base_rate_reference(x.data, replace(a.settings, n_boot=0), x.q_z(settings=a.settings))
     return replace(ref, result=None)  # its full result holds a copy of the log: not kept
 
 
@@ -325,9 +334,7 @@ def reference(a, x):
 def skill(a, x):
     """diagnostics.skill_table: ``ref_rate``, ``ref_rule`` and ``tps_ref`` = the reference's mean
     TPS on each predictor's own (run, step) rows, and the skill with its bootstrap."""
-    from tpsviz.diagnostics.leaderboard import skill_table
-
-    return skill_table(x.data, a.settings, list(a.predictors), q_z=x.q_z(settings=a.settings),
+    return LB.skill_table(x.data, a.settings, list(a.predictors), q_z=x.q_z(settings=a.settings),
                        n_boot=a.settings.n_boot, result=tps(a=a, src=x.src),
                        reference=reference(a=replace(a, predictors=()), src=x.src))
 
@@ -336,37 +343,29 @@ def skill(a, x):
 def updating(a, x):
     """updating.excess_movement: how far each forecast moves against the uncertainty it resolves
     (needs no score setting: keyed on the log, filters and predictors only)."""
-    from tpsviz.diagnostics.updating import excess_movement
-
-    return excess_movement(x.data, list(a.predictors))
+    return UP.excess_movement(x.data, list(a.predictors))
 
 
 @result("Drift of the forecasts…", keep=())
 def drift(a, x, by: str):
     """updating.drift_table of each predictor, by forecast bin or by step (steps above 30 pooled)."""
-    from tpsviz.diagnostics.updating import drift_table
-
-    return {n: drift_table(x.data, n, by=by, max_step=30) for n in a.predictors}
+    return {n: UP.drift_table(x.data, n, by=by, max_step=30) for n in a.predictors}
 
 
 @result("Deferral curves…", keep=("n_boot", "level", "seed"))
 def deferral_curves(a, x, utility: tuple, censored: str):
     """deferral.deferral of each predictor under one utility table (success, failure, hand-off,
     per step); the bootstrap is capped at 1,000 replicates (the best τ's CI)."""
-    from tpsviz.monitoring.deferral import Utility, deferral
-
-    u = Utility(*utility)
+    u = DF.Utility(*utility)
     n_boot = min(a.settings.n_boot, 1000)
-    return {n: deferral(x.data, n, u, censored=censored, n_boot=n_boot, level=a.settings.level,
+    return {n: DF.deferral(x.data, n, u, censored=censored, n_boot=n_boot, level=a.settings.level,
                         seed=a.settings.seed) for n in a.predictors}
 
 
 @result("Monitoring over time…", keep=("alpha", "beta", "schedule", "censoring", "eps", "level", "seed"))
 def monitoring(a, x, by, window: int, alarm_on: str, baseline, shift: float, target_arl: float):
     """monitor.monitor of the analysis's predictors: windows and the CUSUM alarm (no bootstrap)."""
-    from tpsviz.monitoring.monitor import monitor
-
-    return monitor(x.data, a.settings, by=by, window=window, predictors=list(a.predictors), alarm_on=alarm_on,
+    return MO.monitor(x.data, a.settings, by=by, window=window, predictors=list(a.predictors), alarm_on=alarm_on,
                    baseline=baseline, shift=shift, target_arl=target_arl, q_z=x.q_z(settings=a.settings))
 
 
@@ -375,22 +374,18 @@ def monitoring(a, x, by, window: int, alarm_on: str, baseline, shift: float, tar
 def verdict_statistics(a, x):
     """verdict.verdict_statistics per predictor: keyed on the labels (censoring, q_Z), not on α/β,
     the schedule or ε, so moving a slider or deselecting a predictor recomputes nothing."""
-    from tpsviz.diagnostics.verdict import statistics_for
-
     q = x.q_z(settings=a.settings)
-    return statistics_for(x.data, replace(a.settings, n_boot=0), list(a.predictors), q_z=q)
+    return VD.statistics_for(x.data, replace(a.settings, n_boot=0), list(a.predictors), q_z=q)
 
 
 def verdicts(a: Analysis | None = None) -> dict:
     """verdict.verdicts of the analysis's predictors (the skill only with ≥ 200 replicates)."""
-    from tpsviz.diagnostics.verdict import verdicts as decide
-
     a = a or analysis()
     src = current_source()
     data, _ = prepared(src, a.filters, a.recal)
     sk = skill(a=a) if a.settings.n_boot >= 200 else None
     q = Inputs(data, src, a.qz).q_z(settings=a.settings)
-    return decide(data, a.settings, list(a.predictors), q_z=q, skill=sk, statistics=verdict_statistics(a=a),
+    return VD.verdicts(data, a.settings, list(a.predictors), q_z=q, skill=sk, statistics=verdict_statistics(a=a),
                   result=tps(a=a))
 
 
@@ -398,9 +393,7 @@ def verdicts(a: Analysis | None = None) -> dict:
 def caveats(a, x):
     """caveats.caveats of the predictors. No warning depends on a bootstrap: an analysis with
     ``n_boot=0`` gives the same warnings from point estimates alone (what a large log shows first)."""
-    from tpsviz.diagnostics.caveats import caveats as find
-
-    return find(x.data, a.settings, tps_points(a=a, src=x.src).summary, skill(a=a, src=x.src),
+    return CV.caveats(x.data, a.settings, tps_points(a=a, src=x.src).summary, skill(a=a, src=x.src),
                 list(a.predictors))
 
 
@@ -409,36 +402,29 @@ def caveats(a, x):
 def groups(a, x, by: str, base: str | None, pair_on: str):
     """groups.group_table split by ``by`` and group_difference of every group against ``base``
     (default: groups.default_base)."""
-    from tpsviz.diagnostics.groups import default_base, group_difference, group_table
-
     q = x.q_z(settings=a.settings)
-    table = group_table(x.data, by, a.settings, list(a.predictors), q_z=q)
+    table = GR.group_table(x.data, by, a.settings, list(a.predictors), q_z=q)
     names = list(dict.fromkeys(table.index.get_level_values("group")))
-    base = base if base in names else default_base(table)
-    diffs = {g: group_difference(x.data, by, base, g, a.settings, list(a.predictors), q_z=q, pair_on=pair_on)
+    base = base if base in names else GR.default_base(table)
+    diffs = {g: GR.group_difference(x.data, by, base, g, a.settings, list(a.predictors), q_z=q, pair_on=pair_on)
              for g in names if g != base}
     return table, base, diffs
 
 
 @memo(max_entries=6, spinner="Reading the candidate log and scoring both…")
 def _two_logs(a: Analysis, cand_key: str, pair_on: str, _src: Source, _cand: Source):
-    from tpsviz.diagnostics.combine import combine_logs, free_column
-    from tpsviz.diagnostics.groups import group_difference, group_table
-
-    from .loading import load_base
-
     cand = load_base(_cand)
     if is_failure(cand):
         return cand
     base, _ = prepared(_src, a.filters, a.recal)
-    column = free_column(base, cand)  # "log", or "log_2" … when a log has a column of that name
-    both = combine_logs(base, cand, column=column)
+    column = CB.free_column(base, cand)  # "log", or "log_2" … when a log has a column of that name
+    both = CB.combine_logs(base, cand, column=column)
     names = [p for p in a.predictors if p in both.predictors]
     if not names:
         raise ValueError("the two logs share none of the selected predictors (a predictor is compared "
                          "only when both logs have it)")
-    table = group_table(both, column, a.settings, names)
-    diff = group_difference(both, column, "baseline", "candidate", a.settings, names, pair_on=pair_on)
+    table = GR.group_table(both, column, a.settings, names)
+    diff = GR.group_difference(both, column, "baseline", "candidate", a.settings, names, pair_on=pair_on)
     return table, "baseline", {"candidate": diff}, [p for p in a.predictors if p not in names]
 
 
@@ -454,39 +440,31 @@ def two_logs(cand: Source, pair_on: str = "auto", a: Analysis | None = None):
 def compare_tps(a, x, baseline: str):
     """(compare.compare of TPS alone, compare.z_matrix of TPS) against ``baseline``; n_boot=0: the
     table shows Δ, the analytic SE and Δ/SE."""
-    from tpsviz.diagnostics.compare import compare, z_matrix
-
     names = tuple(dict.fromkeys(list(a.predictors) + [baseline]))
     res = tps(a=replace(a, predictors=names), src=x.src)
     q = x.q_z(settings=a.settings)
-    table = compare(x.data, a.settings, baseline=baseline, predictors=list(a.predictors), q_z=q, metrics=(),
+    table = CP.compare(x.data, a.settings, baseline=baseline, predictors=list(a.predictors), q_z=q, metrics=(),
                     n_boot=0, result=res)
-    return table, z_matrix(x.data, a.settings, list(a.predictors), metric="tps", q_z=q, result=res)
+    return table, CP.z_matrix(x.data, a.settings, list(a.predictors), metric="tps", q_z=q, result=res)
 
 
 @result("Paired bootstrap of AUROC and T-ECE against the baseline…", keep=("n_boot", "seed"), max_entries=12)
 def compare_metrics(a, x, baseline: str):
     """The rank/binned metric part of compare.compare (no α, β, schedule, censoring or ε)."""
-    from tpsviz.diagnostics.compare import compare
-
-    t = compare(x.data, a.settings, baseline=baseline, predictors=list(a.predictors), metrics=("auroc", "tece"))
+    t = CP.compare(x.data, a.settings, baseline=baseline, predictors=list(a.predictors), metrics=("auroc", "tece"))
     return t[[c for c in t.columns if c.startswith(("auroc_", "tece_"))]]
 
 
 @result("Shift between censoring treatments…", keep=ALL)  # q_Z of exact mode whatever the current mode
 def shift(a, x, from_mode: str, to_mode: str):
     """compare.censoring_shift between two modes (q_Z of exact mode from the chosen source)."""
-    from tpsviz.diagnostics.compare import censoring_shift
-
-    return censoring_shift(x.data, a.settings, list(a.predictors), from_mode, to_mode, q_z=x.q_z("exact"))
+    return CP.censoring_shift(x.data, a.settings, list(a.predictors), from_mode, to_mode, q_z=x.q_z("exact"))
 
 
 @result("Monte-Carlo audit…", max_entries=12)
 def mc_audit(a, x):
     """audit.mc_audit of the source's rollouts (call only when loading.get_rollouts() is a table)."""
-    from tpsviz.diagnostics.audit import mc_audit as audit
-
-    return audit(x.data, get_rollouts(x.src), a.settings, list(a.predictors))
+    return AU.mc_audit(x.data, get_rollouts(x.src), a.settings, list(a.predictors))
 
 
 # ----------------------------------------------------------------------------- rank metrics
@@ -494,9 +472,7 @@ def mc_audit(a, x):
         max_entries=192)
 def metrics(a, x):
     """diagnostics.metric_table (10 bins)."""
-    from tpsviz.diagnostics.leaderboard import metric_table
-
-    return metric_table(x.data, a.settings, list(a.predictors), n_bins=10, n_boot=a.settings.n_boot)
+    return LB.metric_table(x.data, a.settings, list(a.predictors), n_bins=10, n_boot=a.settings.n_boot)
 
 
 def metric_boot(cfg: Config | None = None) -> int:
@@ -525,8 +501,6 @@ def compare_metrics_now(baseline: str, predictors=None):
 @result("Building the why-not-AUROC demonstrations…", keep=_NO_BOOT, max_entries=12)
 def demos(a, x):
     """tpsviz.diagnostics.demonstrators on the log; a failing demonstration gives its message instead."""
-    from tpsviz.diagnostics import demonstrators as D
-
     out = {}
     for k, fn in (("distortion", D.monotone_distortion), ("binmean", D.bin_mean_forecast),
                   ("phimean", D.phi_mean_manipulation)):
@@ -554,19 +528,15 @@ def heatmap(a, x, pred: str):
 @result("Reliability diagrams (CORP curves and consistency bands)…", keep=("seed",), max_entries=12)
 def reliability(a, x, scope: str, step, pseudo: bool, n_bins: int = 10):
     """reliability.reliability_panels (200 consistency-band replicates)."""
-    from tpsviz.diagnostics.reliability import reliability_panels
-
-    return reliability_panels(x.data, list(a.predictors), scope, step, pseudo, n_bins=n_bins, n_boot=200,
+    return RL.reliability_panels(x.data, list(a.predictors), scope, step, pseudo, n_bins=n_bins, n_boot=200,
                               seed=SEED)
 
 
 @result("CORP decomposition…", keep=("alpha", "beta", "eps"))
 def decomposition(a, x, scope: str, step, pseudo: bool, by_step: bool = True):
     """decomposition.decompose_scope under the analysis's α, β and ε."""
-    from tpsviz.diagnostics.decomposition import decompose_scope
-
     s = a.settings
-    return decompose_scope(x.data, list(a.predictors), s.alpha, s.beta, s.eps, scope, step, pseudo, by_step)
+    return DC.decompose_scope(x.data, list(a.predictors), s.alpha, s.beta, s.eps, scope, step, pseudo, by_step)
 
 
 # ----------------------------------------------------------------------------- words and colours

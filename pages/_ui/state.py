@@ -271,7 +271,7 @@ def demo_source(name: str) -> Source:
 # ----------------------------------------------------------------------------- abandoned work
 def _session_gone(session_id: str) -> Callable[[], bool]:
     """A cheap, thread-safe test: has this browser session ended (tab closed, disconnected)?"""
-    from streamlit.runtime import Runtime
+    from streamlit.runtime import Runtime  # (Streamlit's runtime internals: looked up when a run starts)
 
     def gone() -> bool:
         try:
@@ -311,7 +311,7 @@ def _rerun_pending(requests) -> Callable[[], bool]:
 def cancel_when_unneeded():
     """A context in which the core's long loops stop once nobody will see their result: the session
     has ended, or a widget change has asked for a new run (the page starts over at once)."""
-    from streamlit.runtime.scriptrunner import get_script_run_ctx
+    from streamlit.runtime.scriptrunner import get_script_run_ctx  # (looked up per run: tests replace it)
 
     ctx = get_script_run_ctx()
     if ctx is None:  # not in a script run (bare mode, some tests)

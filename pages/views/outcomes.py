@@ -10,6 +10,10 @@ from pages._ui.loading import is_failure
 from pages._ui.memo import memo
 from pages._ui.outcomes import labelled_censored_runs, read_other
 from pages._ui.text import md
+from tpsviz.outcomes.continuous import tps_crps
+from tpsviz.outcomes.continuous_pit import pit_histogram
+from tpsviz.outcomes.multiclass import tps_k
+from tpsviz.outcomes.multiclass_reliability import ovr_summary, reliability_ovr
 from tpsviz.report import figures as F
 from tpsviz.report.export import safe_csv
 
@@ -48,9 +52,6 @@ for note in log.notes[:6]:
 @memo(max_entries=12, spinner="Scoring the labels…")
 def _multiclass(key: tuple, _log):
     """TPS-k and the one-vs-rest reliability; key[0] is the log's file (``_log`` is not in the cache key)."""
-    from tpsviz.outcomes.multiclass_reliability import ovr_summary, reliability_ovr
-    from tpsviz.outcomes.multiclass import tps_k
-
     rule, censoring, label, n_boot, spec, bins = key[1:]
     res = tps_k(_log, rule=rule, schedule=schedule, censoring=censoring, censored_label=label, n_boot=n_boot,
                 seed=S.SEED)
@@ -62,9 +63,6 @@ def _multiclass(key: tuple, _log):
 @memo(max_entries=12, spinner="Scoring the distributions…")
 def _continuous(key: tuple, _log):
     """TPS-CRPS and the PIT histograms; key[0] is the log's file (``_log`` is not in the cache key)."""
-    from tpsviz.outcomes.continuous_pit import pit_histogram
-    from tpsviz.outcomes.continuous import tps_crps
-
     n_boot, spec, which, bins = key[1:]
     res = tps_crps(_log, schedule=schedule, n_boot=n_boot, seed=S.SEED)
     pits = {n: pit_histogram(_log, n, n_bins=bins, seed=S.SEED, which=which) for n in _log.predictors}
