@@ -25,6 +25,7 @@ LAYERS = {
     "tpsviz.outcomes": 4,
     "tpsviz.monitoring": 4,
     "tpsviz.engines": 4,
+    "tpsviz.forecasts": 4,  # forecasts for a log without any: references, elicitation, replay
     "tpsviz.report": 5,
     "tpsviz.evaluation": 6,  # tpsviz.evaluate(): what the CLI prints, as one Python object
     "tpsviz.cli": 7,
