@@ -97,7 +97,7 @@ def timed(name, fn):
     wrapper.__wrapped__ = fn
     return wrapper
 
-SECTIONS = ["sidebar.render", "common.page", "compute.leaderboard", "compute.compare", "compute.verdict_rows",
+SECTIONS = ["sidebar.render", "common.page", "evaluation.evaluation", "compute.compare", "compute.delta_matrix_table",
             "compute.disagreements", "compute.group_view", "results.caveats", "allruns.all_runs_section",
             "charts.plot", "common.plot"]
 for section in SECTIONS:  # (those the checkout has: --repo may name an older one)

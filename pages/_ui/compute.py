@@ -11,131 +11,38 @@ import pandas as pd
 
 import tpsviz
 from tpsviz.core import formatting as Fm
-from tpsviz.core.inference import normal_quantile, summary_interval
+from tpsviz.core.inference import normal_quantile
 from tpsviz.core.scores import beta_score_pair, clip_forecasts
 from tpsviz.diagnostics import claims
 from tpsviz.diagnostics.claims import z_text
 from tpsviz.diagnostics.groups import difference_words, group_columns
 from tpsviz.diagnostics.murphy import murphy_diagram
 from tpsviz.diagnostics.verdict import RULES
+from tpsviz.evaluation.report import leaderboard_figure
+from tpsviz.evaluation.tables import exact_01_counts, interval_kind, report_table, verdict_table
 from tpsviz.report import figures as F
 from tpsviz.report.html import Section
 
 from . import results as Rs
 from . import state as S
+from .evaluation import evaluation
 from .sample import sample_info
 from .text import md as _md
 
 
-def exact_01_counts(data, predictors) -> dict:
-    """Forecasts exactly 0 or 1 per predictor (they score −∞ under an unbounded rule when ε = 0)."""
-    out = {}
-    for name in predictors:
-        p = data.forecasts(name)
-        out[name] = int(np.sum((p == 0) | (p == 1)))
-    return out
-
-
-def infinite_note(cfg: S.Config, data, summary: pd.DataFrame) -> str | None:
-    """One sentence when some TPS is −∞: which predictors, how many forecasts are exactly 0/1, what to do."""
-    bad = [n for n in summary.index if np.isinf(summary.loc[n, "tps_mean"])]
+def infinite_note(ev) -> str | None:
+    """One sentence when some TPS of an Evaluation is −∞: which predictors, how many forecasts are
+    exactly 0/1, what to change in the sidebar."""
+    s, st_ = ev.summary, ev.settings
+    bad = [n for n in s.index if np.isinf(s.loc[n, "tps_mean"])]
     if not bad:
         return None
-    counts = exact_01_counts(data, bad)
+    counts = exact_01_counts(ev.data, bad)
     who = "; ".join(f"{_md(n)}: {counts[n]:,} forecast{'s' if counts[n] != 1 else ''} exactly 0 or 1" for n in bad)
-    return (f"**TPS is −∞** for {', '.join(_md(n) for n in bad)} ({who}). With ε = {cfg.eps:g} and this score "
-            f"(α = {cfg.alpha:g}, β = {cfg.beta:g}), a forecast of exactly 0 for a success (or 1 for a failure) costs "
+    return (f"**TPS is −∞** for {', '.join(_md(n) for n in bad)} ({who}). With ε = {st_.eps:g} and this score "
+            f"(α = {st_.alpha:g}, β = {st_.beta:g}), a forecast of exactly 0 for a success (or 1 for a failure) costs "
             f"an infinite penalty, so the mean, its CI and the skill are −∞ or undefined (—). Raise ε in the sidebar "
             f"to clip forecasts to [ε, 1−ε], or use a bounded score such as Brier.")
-
-
-def leaderboard(cfg: S.Config, data, ci: bool = True) -> dict:
-    """TPS summary (tps.compute_tps), skill against the base-rate reference (diagnostics.skill_table,
-    diagnostics.base_rate_reference) and the usual metrics (diagnostics.metric_table).
-
-    ``ci=False``: point estimates only (no bootstrap: TPS ± z·SE, skill, metric points), what a
-    large log shows first. Returns the visible table (few columns), a details table, the figure and
-    the raw frames.
-    """
-    if ci:
-        res, sk = Rs.tps(a=Rs.analysis(cfg)), Rs.skill(a=Rs.analysis(cfg))
-    else:
-        res, sk = Rs.tps_points(a=Rs.analysis(cfg)), Rs.skill(a=Rs.analysis(cfg, n_boot=0))
-    met = Rs.metrics_now(ci)
-    s = res.summary
-    order = s["tps_mean"].fillna(-np.inf).sort_values(ascending=False, kind="stable").index
-    zeros = exact_01_counts(data, s.index) if cfg.eps == 0 else {}
-    rows, details = [], []
-    how = "bootstrap"
-    for name in order:
-        r = s.loc[name]
-        m = met.loc[name] if name in met.index else pd.Series(dtype=float)
-        k = sk.loc[name] if name in sk.index else pd.Series(dtype=float)
-        lo, hi, how_ = summary_interval(r, res.settings.level)
-        how = how_ if how_ != "none" else how
-        label = F.display_name(name)
-        rows.append({
-            "predictor": label,
-            "TPS": Fm.num(r["tps_mean"]),
-            "95% CI": Fm.interval(lo, hi),
-            "skill": Fm.pm(k.get("skill", np.nan), k.get("skill_se", np.nan)),
-            "AUROC": Fm.num(m.get("auroc", np.nan), ".3f"),
-            "T-ECE": Fm.num(m.get("tece_pooled", np.nan), ".3f"),
-            "n runs": int(r["n_trajectories"]),
-            "censored": int(r["n_censored"]),
-            "clipped": int(r["n_clipped"]) if cfg.eps > 0 else zeros.get(name, 0),
-        })
-        details.append({
-            "predictor": label,
-            "TPS mean": Fm.num(r["tps_mean"]), "± SE": Fm.num(r["tps_se"]),
-            "TPS 95% CI": Fm.interval(lo, hi), "per weighted step": Fm.num(r["tps_step_mean"]),
-            "TPS_ref (same runs)": Fm.num(k.get("tps_ref", np.nan)),
-            "skill": Fm.num(k.get("skill", np.nan), ".3f"),
-            "skill 95% CI": Fm.interval(k.get("skill_ci_low", np.nan), k.get("skill_ci_high", np.nan), ".3f"),
-            "AUROC": Fm.num(m.get("auroc", np.nan), ".3f"),
-            "AUROC 95% CI": Fm.interval(m.get("auroc_ci_low", np.nan), m.get("auroc_ci_high", np.nan), ".3f"),
-            "AUPRC": Fm.num(m.get("auprc", np.nan), ".3f"),
-            "AUPRC 95% CI": Fm.interval(m.get("auprc_ci_low", np.nan), m.get("auprc_ci_high", np.nan), ".3f"),
-            "T-ECE": Fm.num(m.get("tece_pooled", np.nan), ".3f"),
-            "T-ECE 95% CI": Fm.interval(m.get("tece_pooled_ci_low", np.nan), m.get("tece_pooled_ci_high", np.nan), ".3f"),
-            "AUROC (final step)": Fm.num(m.get("auroc_final", np.nan), ".3f"),
-            "T-ECE (final step)": Fm.num(m.get("tece_final", np.nan), ".3f"),
-            "n steps": int(r["n_steps"]), "q_Z fallback": int(r["n_qz_fallback"]),
-        })
-    table = pd.DataFrame(rows)
-    # the reference's mean TPS over the runs of the predictor scored on the most runs (all runs, usually)
-    widest = sk["n_trajectories"].idxmax() if len(sk) else None
-    ref_mean = float(sk.loc[widest, "tps_ref"]) if widest is not None else np.nan
-    ref_rate = float(sk["ref_rate"].iloc[0]) if len(sk) else np.nan
-    ref_rule = str(sk["ref_rule"].iloc[0]) if len(sk) else ""
-    fig = F.leaderboard_figure(s, Rs.selected_colors(cfg, data), cfg.alpha, cfg.beta, ref_mean,
-                               intervals={n: summary_interval(s.loc[n], res.settings.level)[:2] for n in s.index},
-                               ci_label="bootstrap CI" if how == "bootstrap" else "± 1.96 SE (bootstrap off)")
-    return {"res": res, "table": table, "details": pd.DataFrame(details), "ref_rate": ref_rate,
-            "ref_rule": ref_rule, "ref_mean": ref_mean, "figure": fig, "metrics": met, "skill": sk,
-            "ci_how": how, "infinite_note": infinite_note(cfg, data, s)}
-
-
-VERDICT_COLORS = {"trustworthy": "green", "optimistic": "orange", "pessimistic": "orange",
-                  "overconfident": "orange", "underconfident": "orange", "uninformative": "gray",
-                  "too little data": "gray"}
-
-
-def verdict_rows(cfg: S.Config) -> list[dict]:
-    """One entry per selected predictor: ``name``, ``label``, ``color`` and ``rest`` (the sentence after
-    "name: label — "), from tpsviz.diagnostics.verdict.verdicts."""
-    rows = []
-    for name, v in Rs.verdicts(Rs.analysis(cfg)).items():
-        rest = v.text.split(" — ", 1)[1] if " — " in v.text else v.text
-        rows.append({"name": name, "label": v.label, "color": VERDICT_COLORS[v.label], "rest": rest,
-                     "text": v.text})
-    return rows
-
-
-def verdict_table(cfg: S.Config) -> pd.DataFrame:
-    """The verdicts as a table (HTML report, exports)."""
-    return pd.DataFrame([{"predictor": F.display_name(r["name"]), "verdict": r["label"], "why": r["rest"]}
-                         for r in verdict_rows(cfg)])
 
 
 def group_view(cfg: S.Config, by: str, base: str | None, pair_on: str) -> dict:
@@ -185,6 +92,35 @@ def compare(cfg: S.Config, data, baseline: str, metrics: bool = True, figure: bo
     fig = (F.delta_matrix_figure(z, "Paired Δ/SE of per-trajectory TPS (row − column); |Δ/SE| > 2 ≈ significant")
            if figure else None)
     return {"table": pd.DataFrame(rows), "raw": t, "z": z, "figure": fig}
+
+
+#: the ends and the middle of the Δ/SE colours (plotly's RdBu, as the exported heatmap): row worse, equal, row better
+_WORSE, _EVEN, _BETTER = (178, 24, 43), (247, 247, 247), (33, 102, 172)
+
+
+def _z_style(v: float, lim: float) -> str:
+    """CSS of one Δ/SE cell: a diverging colour centred on 0 (saturated at ±``lim``), white text on
+    the dark end, bold where |Δ/SE| ≥ 2 (called clear on this page)."""
+    if not np.isfinite(v):
+        return ""
+    t = max(-1.0, min(1.0, v / lim))
+    end = _BETTER if t > 0 else _WORSE
+    rgb = tuple(round(m + abs(t) * (e - m)) for m, e in zip(_EVEN, end))
+    ink = "white" if abs(t) > 0.55 else "#262730"
+    return f"background-color: rgb{rgb}; color: {ink}" + ("; font-weight: bold" if abs(v) >= 2 else "")
+
+
+def delta_matrix_table(z: pd.DataFrame):
+    """The Δ/SE matrix of compare.z_matrix (entry [row, column] for row − column) as a table coloured
+    like a heatmap (a pandas Styler for st.dataframe): drawn in the page at the cost of a table,
+    where a plotly heatmap is a second chart the browser draws again after every change of α.
+    The heatmap itself stays in the report and on the Export page (report_sections)."""
+    vals = z.to_numpy(dtype=float)
+    lim = max(float(np.nanmax(np.abs(vals))) if np.isfinite(vals).any() else 1.0, 2.0)
+    rows, cols = [F.display_name(n) for n in z.index], [F.display_name(n) for n in z.columns]
+    text = pd.DataFrame([[f"{v:+.1f}" if np.isfinite(v) else "" for v in row] for row in vals], index=rows, columns=cols)
+    css = pd.DataFrame([[_z_style(v, lim) for v in row] for row in vals], index=rows, columns=cols)
+    return text.style.apply(lambda _: css, axis=None)
 
 
 def _z_text(delta, se, z) -> str:
@@ -325,12 +261,10 @@ def settings_line(cfg: S.Config, data, src) -> str:
 
 def report_sections(cfg: S.Config, data) -> list:
     colors = Rs.selected_colors(cfg, data)
-    lb = leaderboard(cfg, data)
-    table = lb["table"].merge(lb["details"][["predictor", "± SE", "AUPRC", "AUROC 95% CI", "T-ECE 95% CI"]],
-                              on="predictor")
+    ev = evaluation(cfg)
     secs = [Section("Verdict: which predictor to trust", "First rule that holds: " + "; ".join(
-        f"{label}: {rule}" for label, rule in RULES) + ".", table=verdict_table(cfg))]
-    warn = Rs.caveats(a=Rs.analysis(cfg))
+        f"{label}: {rule}" for label, rule in RULES) + ".", table=verdict_table(ev, F.display_name))]
+    warn = ev.warnings
     if warn.all():
         secs.append(Section("Warnings", " ".join(warn.all())))
     by, base, pair_on = S.group_choice()
@@ -345,9 +279,10 @@ def report_sections(cfg: S.Config, data) -> list:
             secs.append(Section(f"Each group minus {gv['base']}", " ".join(gv["pairing"].values()),
                                 table=gv["diff"]))
     secs += [Section("Leaderboard", f"TPS in {cfg.unit} per trajectory (higher is better, 0 is perfect), 95% "
-                    f"{'bootstrap CI over trajectories' if lb['ci_how'] == 'bootstrap' else 'interval ± 1.96 SE'}; "
-                    f"skill against the constant forecast F ≡ {lb['ref_rate']:.3f} ({lb['ref_rule']}); "
-                    f"{Rs.metric_boot_note(cfg)}.", lb["figure"], table)]
+                    f"{'bootstrap CI over trajectories' if interval_kind(ev) == 'bootstrap' else 'interval ± 1.96 SE'}; "
+                    f"skill against the constant forecast F ≡ {ev.reference_rate:.3f} ({ev.reference_rule}); "
+                    f"{Rs.metric_boot_note(cfg)}.", leaderboard_figure(ev),
+                     report_table(ev, F.display_name))]
     preds = list(cfg.predictors)
     if len(preds) >= 2:
         base = F.default_baseline(preds)

@@ -168,7 +168,14 @@ def result(spinner: str, keep: tuple = SETTINGS, max_entries: int = 24, per_pred
                     parts = [joint[x] if x in joint else cached(x, args, kw, src) for x in keys]
             finally:
                 _NESTING.depth = depth
-            return parts[0] if per_predictor is None or not names else assemble(parts, per_predictor, split)
+            if per_predictor is None or not names:
+                return parts[0]
+            uncut = [(x, p) for x, p in zip(keys, parts) if isinstance(p, JointPart) and not p.cut]
+            out = assemble(parts, per_predictor, split)
+            for x, p in uncut:  # measured again: the copy cut out of the joint result counts from now on
+                if p.cut:
+                    cached.store(p, x, args, kw, src)
+            return out
 
         return call
 
@@ -182,7 +189,10 @@ class JointPart:
     A page that asks again for the same predictors gets the joint result itself
     (:func:`assemble`), with no copy of each predictor's rows and no concatenation of them back
     (on the demo, 40% of the time of scoring a new α went to that). Its cache size is its share of
-    the joint result, so that the parts together count the joint result once.
+    the joint result, so that the parts together count the joint result once, plus the part cut
+    out of it once it has been (:attr:`cut`; the cache measures the entry again then: ``result``).
+    While any part is cached the whole joint result stays in memory, so after some of its parts
+    have been evicted the survivors count less than they hold (at most the joint result).
 
     Parameters
     ----------
@@ -210,9 +220,15 @@ class JointPart:
             self._value = self.split(self.joint, self.name)
         return self._value
 
+    @property
+    def cut(self) -> bool:
+        """Has the part been cut out of the joint result (and kept)?"""
+        return self._value is not None
+
     def approx_bytes(self) -> int:
-        """The memory this part accounts for in the cache (``memo.approx_bytes``)."""
-        return self.share
+        """The memory this part accounts for in the cache (``memo.approx_bytes``): its share of
+        the joint result, and the part cut out of it once it has been."""
+        return self.share + (approx_bytes(self._value) if self._value is not None else 0)
 
 
 def assemble(parts: list, per_predictor, split):

@@ -1,9 +1,11 @@
 """Overview / Compare: dataset summary, leaderboard, Δ/SE against a baseline, where metrics disagree.
 
-Every number comes from the core (tps.compute_tps, diagnostics.skill_table / base_rate_reference /
-metric_table, compare.compare / z_matrix), the same functions the CLI prints. On a large log the
-slow metric bootstraps run last: the page first shows TPS, skill and metric point estimates, then
-fills in the metric CIs and the paired AUROC/T-ECE comparison.
+The verdicts, the leaderboard and the warnings are read from the Evaluation of the sidebar's
+settings (``pages/_ui/evaluation.py``: ``tpsviz.evaluate``'s object, from the dashboard's cached
+parts) and its tables (``tpsviz.evaluation.tables``), the object and the cells the CLI and the
+report use; the comparisons come from compare.compare / z_matrix. On a large log the slow
+bootstraps run last: the page first shows TPS, skill and metric point estimates, then fills in the
+CIs and the paired AUROC/T-ECE comparison.
 """
 
 import streamlit as st
@@ -13,6 +15,7 @@ from pages._ui.charts import plot
 from pages._ui.allruns import all_runs_section
 from pages._ui import reading as R
 from pages._ui import compute as V
+from pages._ui.evaluation import evaluation
 from pages._ui import results as Rs
 from pages._ui import loading as L
 from pages._ui import state as S
@@ -20,6 +23,9 @@ from pages._ui.text import code
 from tpsviz.report import figures as F
 from tpsviz.diagnostics.caveats import schedule_caveat
 from tpsviz.diagnostics.leaderboard import METRIC_INFO
+from tpsviz.diagnostics.verdict import RULES
+from tpsviz.evaluation import tables as T
+from tpsviz.evaluation.report import leaderboard_figure
 from tpsviz.diagnostics.groups import group_columns
 from tpsviz.diagnostics.populations import censoring_summary
 from tpsviz.core.schema import clean_text
@@ -34,14 +40,14 @@ verdict_box = st.container()  # filled last: the verdict's tests run after the l
 
 # ----------------------------------------------------------------- dataset summary
 summ = censoring_summary(data)
-lb = V.leaderboard(cfg, data, ci=not large)
+ev = evaluation(cfg, ci=not large, verdicts=False)  # the verdicts last (their tests), the CIs last on a large log
 C.tiles([
     ("Trajectories", f"{data.n_trajectories:,}", "Runs after metadata filters."),
     ("Steps", f"{data.n_steps:,}", "(trajectory, step) rows with forecasts."),
     ("Censored", f"{data.n_censored:,} ({Fm.pct(data.n_censored, data.n_trajectories)})",
      "Runs stopped by an administrative limit before their outcome was observed."),
-    ("Base-rate reference", f"F ≡ {lb['ref_rate']:.3f}",
-     f"The constant forecast skill is measured against: the {lb['ref_rule']}. It follows the censoring "
+    ("Base-rate reference", f"F ≡ {Fm.num(ev.reference_rate, '.3f')}",
+     f"The constant forecast skill is measured against: the {ev.reference_rule}. It follows the censoring "
      f"mode, so it is the constant the current score rewards."),
 ])
 length = (f"mean length {summ['mean_length_complete']:.1f} steps (complete runs) and "
@@ -64,35 +70,35 @@ else:
 
 # ----------------------------------------------------------------- leaderboard
 st.subheader("Leaderboard")
-warn = Rs.caveats(a=Rs.analysis(cfg, n_boot=0 if large else None))  # a large log: from point estimates
+warn = ev.warnings  # a large log: from point estimates
 shown_above = schedule_caveat(cfg.score_settings())  # (at the top of every page: common.py)
 for w in warn.log:
     if w != shown_above:
         st.warning(C.md(w), icon=":material/warning:")
-if lb["infinite_note"]:
-    st.warning(lb["infinite_note"], icon=":material/all_inclusive:")
+if (note := V.infinite_note(ev)) is not None:
+    st.warning(note, icon=":material/all_inclusive:")
 h = C.column_help()
 board = st.empty()
 
 
-def _ci_help(lb) -> str:
-    if lb["ci_how"] == "bootstrap":
+def _ci_help(ev) -> str:
+    if T.interval_kind(ev) == "bootstrap":
         return h["CI"]
     if large and cfg.n_boot:
         return "Mean ± 1.96 SE while the bootstrap CI is computed (large log)."
     return "Bootstrap off (0 replicates): mean ± 1.96 SE, a normal approximation."
 
 
-def _ci_text(lb) -> str:
-    if lb["ci_how"] == "bootstrap":
+def _ci_text(ev) -> str:
+    if T.interval_kind(ev) == "bootstrap":
         return f"95% percentile bootstrap CI over trajectories ({cfg.n_boot} replicates)"
     if large and cfg.n_boot:
         return "95% interval = mean ± 1.96 SE for now: the bootstrap CI is being computed (large log)"
     return "95% interval = mean ± 1.96 SE (bootstrap off; raise it in the sidebar's Uncertainty box)"
 
 
-def _show_board(lb):
-    tab, ci_help = lb["table"], _ci_help(lb)
+def _show_board(ev):
+    tab, ci_help = T.leaderboard_table(ev, F.display_name), _ci_help(ev)
     board.dataframe(
         tab, hide_index=True, width="stretch",
         column_config={
@@ -114,17 +120,18 @@ def _show_board(lb):
 board_caption = st.empty()
 
 
-def _show_caption(lb):
+def _show_caption(ev):
+    rate = Fm.num(ev.reference_rate, ".3f")
     board_caption.caption(
-        f"TPS in {cfg.unit} per trajectory, higher is better, 0 is perfect; {_ci_text(lb)}. **Skill** = 1 − "
-        f"TPS/TPS_ref against the constant forecast **F ≡ {lb['ref_rate']:.3f}**, the {lb['ref_rule']} — under "
+        f"TPS in {cfg.unit} per trajectory, higher is better, 0 is perfect; {_ci_text(ev)}. **Skill** = 1 − "
+        f"TPS/TPS_ref against the constant forecast **F ≡ {rate}**, the {ev.reference_rule} — under "
         f"{Rs.censoring_label(cfg)} this is the constant the score itself rewards, so a predictor that always says "
-        f"{lb['ref_rate']:.3f} has skill 0 (mean TPS_ref {Fm.fmt(lb['ref_mean'])} over all scored runs). "
+        f"{rate} has skill 0 (mean TPS_ref {Fm.fmt(ev.reference_mean)} over all scored runs). "
         f"AUROC and T-ECE use the steps of complete runs only (they need an outcome).")
 
 
-_show_board(lb)
-_show_caption(lb)
+_show_board(ev)
+_show_caption(ev)
 pred_warn = [w for n in cfg.predictors for w in warn.predictors.get(n, [])]
 if pred_warn:
     st.warning("\n".join("- " + C.md(w) for w in pred_warn), icon=":material/warning:")
@@ -132,9 +139,9 @@ details = st.expander("All columns: SE, per-step TPS, skill CI, AUPRC, metric CI
 if large:  # the points first: their figure is replaced once the CIs are in
     board_figure = st.empty()
     with board_figure:
-        plot(lb["figure"], "overview_leaderboard_points", name="Leaderboard")
+        plot(leaderboard_figure(ev), "overview_leaderboard_points", name="Leaderboard")
 else:
-    plot(lb["figure"], "overview_leaderboard", name="Leaderboard")
+    plot(leaderboard_figure(ev), "overview_leaderboard", name="Leaderboard")
 
 all_runs_section(cfg, data)  # a dataset read as a sample: the headline table on every run, on request
 
@@ -164,11 +171,16 @@ if len(preds) >= 2:
         "Δ T-ECE": st.column_config.TextColumn("Δ T-ECE", help="T-ECE difference; > 0 = predictor worse calibrated (binned)."),
         "Δ/SE (T-ECE)": st.column_config.TextColumn("Δ/SE (T-ECE)", help="Paired trajectory bootstrap."),
     }
-    cmp_tps = V.compare(cfg, data, baseline, metrics=False)
+    cmp_tps = V.compare(cfg, data, baseline, metrics=False, figure=False)
     if large:
         cmp_table.dataframe(cmp_tps["table"], hide_index=True, width="stretch", column_config=cmp_cols)
         cmp_caption.caption("Computing the paired AUROC / T-ECE bootstrap (large log)…")
-    plot(cmp_tps["figure"], "overview_delta", name="Δ/SE matrix")
+    st.markdown("**Every pair:** paired Δ/SE of per-trajectory TPS, row − column",
+                     help="Each cell compares the row's predictor with the column's on the runs both scored: "
+                          "the mean TPS difference over its standard error. Blue: the row scores better; red: "
+                          "worse; bold where |Δ/SE| ≥ 2 (called clear on this page). The heatmap of the same "
+                          "numbers is on the Export page (PNG) and in the HTML report.")
+    st.dataframe(V.delta_matrix_table(cmp_tps["z"]), width="content")
 else:
     cmp_box.info("Select at least two predictors in the sidebar to compare them.")
 
@@ -176,13 +188,13 @@ else:
 if large:
     with st.spinner(f"Bootstrap CIs ({cfg.n_boot} replicates of TPS and skill, {Rs.metric_boot(cfg)} of the metrics "
                     f"over {data.n_steps:,} rows)…"):
-        lb = V.leaderboard(cfg, data, ci=True)
-    _show_board(lb)
-    _show_caption(lb)
+        ev = evaluation(cfg, verdicts=False)
+    _show_board(ev)
+    _show_caption(ev)
     with board_figure:
-        plot(lb["figure"], "overview_leaderboard", name="Leaderboard")
+        plot(leaderboard_figure(ev), "overview_leaderboard", name="Leaderboard")
 with details:
-    st.dataframe(lb["details"], hide_index=True, width="stretch")
+    st.dataframe(T.leaderboard_details(ev, F.display_name), hide_index=True, width="stretch")
     st.caption(f"TPS interval as above; {Rs.metric_boot_note(cfg)}; metric CIs resample trajectories. "
                "'per weighted step' = Σ TPS_i / Σ w_t, a display normalisation, not the score.")
 if len(preds) >= 2:
@@ -293,12 +305,14 @@ else:
                     st.caption("Not in the candidate log, so not compared: " + ", ".join(code(p) for p in left))
 
 # ----------------------------------------------------------------- verdict (top of the page, filled last)
+VERDICT_COLORS = {"trustworthy": "green", "optimistic": "orange", "pessimistic": "orange",
+                  "overconfident": "orange", "underconfident": "orange", "uninformative": "gray",
+                  "too little data": "gray"}
 with verdict_box:
-    from tpsviz.diagnostics.verdict import RULES
-
     st.subheader("Can I trust it?")
-    for r in V.verdict_rows(cfg):
-        st.markdown(f":{r['color']}-badge[{r['label']}] **{C.md(F.display_name(r['name']))}** — {C.md(r['rest'])}")
+    for r in T.verdict_rows(evaluation(cfg)):
+        st.markdown(f":{VERDICT_COLORS[r['label']]}-badge[{r['label']}] **{C.md(F.display_name(r['name']))}** — "
+                    f"{C.md(r['reason'])}")
     for w in warn.log:  # what qualifies every verdict (few runs, an improper schedule) sits beside them too
         st.caption(f":orange[:material/warning:] {C.md(w)}")
     with st.expander("How the verdict is decided"):

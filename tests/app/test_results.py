@@ -137,3 +137,28 @@ def test_a_joint_result_is_what_its_parts_combine_to():
         _same(joint, combine([split(joint, n) for n in names]))
         # a subset, or another order: cut out and combined as before
         _same(assemble(parts[:2][::-1], combine, split), combine([split(joint, n) for n in names[:2][::-1]]))
+
+
+def test_a_part_cut_out_of_a_joint_result_is_counted_in_the_cache():
+    """A page asking for one predictor of a jointly computed result gets a copy cut out of it and kept
+    with the part (results.JointPart); the cache's byte count grows by that copy's size, which it did
+    not before (the part counted only its share of the joint result)."""
+    from dataclasses import replace
+
+    from pages._ui import memo as M
+    from pages._ui import results as R
+    from pages._ui.loading import result_key
+    from pages._ui.state import demo_source
+
+    src = demo_source("webshop-like")
+    a = Analysis(data=result_key(src), predictors=("verbal", "noisy", "truthful"), settings=ScoreSettings(n_boot=0))
+    M.clear_all()
+    joint = R.tps_points(a=a, src=src)
+    before = M.stats()["bytes"]
+    one = R.tps_points(a=replace(a, predictors=("noisy",)), src=src)
+    assert one is not joint and list(one.summary.index) == ["noisy"]
+    grown = M.stats()["bytes"] - before
+    assert grown == M.approx_bytes(one) > 0
+    R.tps_points(a=replace(a, predictors=("noisy",)), src=src)  # cut once: counted once
+    assert M.stats()["bytes"] - before == grown
+    M.clear_all()

@@ -7,7 +7,8 @@ every predictor (docs/theory.md §8), the excess movement of rational updating, 
 ``to_json()`` is the object ``score --json`` prints, ``to_html()`` the offline report (docs/api.md).
 
 ``settings`` checks the settings and reads the log, ``record`` holds the Evaluation and its JSON,
-``report`` builds its HTML report. Builds on every layer below ``cli``; the command line uses it.
+``tables`` writes it as tables of text cells (the dashboard's Overview, the reports), ``report``
+builds its HTML report. Builds on every layer below ``cli``; the command line uses it.
 """
 
 from __future__ import annotations

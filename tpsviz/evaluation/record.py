@@ -21,6 +21,7 @@ from tpsviz.diagnostics.updating import excess_movement
 from tpsviz.diagnostics.verdict import RULES, Verdict, verdicts
 from tpsviz.evaluation.report import report_sections, report_settings
 from tpsviz.evaluation.settings import memory_reason, plain_text
+from tpsviz.evaluation.tables import report_table
 from tpsviz.report.export import PER_TRAJECTORY_COLUMNS
 from tpsviz.report.html import build_report, html_table
 
@@ -165,6 +166,60 @@ class Evaluation:
         return cls(data, settings, result, metrics, skill, verdict, moves, warn,
                    tuple(data.notes) + tuple(notes), q_z, engine_reason or memory_reason(data))
 
+    @classmethod
+    def from_parts(cls, data: TrajectoryData, settings: ScoreSettings, result: TPSResult, metrics: pd.DataFrame,
+                   skill: pd.DataFrame, warnings: Caveats, verdicts: dict | None = None,
+                   excess_movement: pd.DataFrame | None = None, *, q_z=None, notes=(),
+                   engine_reason: str | None = None) -> "Evaluation":
+        """An Evaluation of parts computed elsewhere, each by the function :meth:`compute` calls.
+
+        The dashboard keeps every part in its cache under only the settings it depends on (an α
+        nudge recomputes TPS and skill, not the metrics or the verdict tests) and shows the
+        Evaluation they make. A part may also differ from :meth:`compute`'s as the caller chose:
+        ``result`` without intervals (points first on a large log), ``metrics`` with bootstrap
+        CIs.
+
+        Parameters
+        ----------
+        data : TrajectoryData
+        settings : ScoreSettings
+        result : TPSResult
+            :func:`tpsviz.core.tps.compute_tps` of ``data`` under ``settings`` (with or without
+            the bootstrap).
+        metrics, skill : DataFrame
+            :func:`tpsviz.diagnostics.leaderboard.metric_table` and ``skill_table``, one row for
+            every predictor of ``result``.
+        warnings : tpsviz.diagnostics.caveats.Caveats
+        verdicts : dict, optional
+            :func:`tpsviz.diagnostics.verdict.verdicts`; None: not decided yet (an empty dict:
+            the leaderboard's ``verdict`` column is empty and :meth:`to_json` needs them).
+        excess_movement : DataFrame, optional
+            :func:`tpsviz.diagnostics.updating.excess_movement`; None: not computed (NaN
+            values on 0 runs).
+        q_z, notes, engine_reason
+            As in :meth:`compute`.
+
+        Returns
+        -------
+        Evaluation
+
+        Raises
+        ------
+        ValueError
+            When ``metrics`` or ``skill`` lacks a predictor of ``result``.
+        """
+        names = list(result.summary.index)
+        for what, frame in (("metrics", metrics), ("skill", skill)):
+            lacking = [n for n in names if n not in frame.index]
+            if lacking:
+                raise ValueError(f"{what} has no row for {', '.join(map(repr, lacking[:5]))}: every part of an "
+                                 "Evaluation must cover the predictors of its TPS result")
+        if excess_movement is None:
+            excess_movement = pd.DataFrame({"value": np.nan, "se": np.nan, "z": np.nan, "n_runs": 0},
+                                           index=pd.Index(names, name="predictor"))
+        return cls(data, settings, result, metrics, skill, dict(verdicts or {}), excess_movement, warnings,
+                   tuple(data.notes) + tuple(notes), q_z, engine_reason or memory_reason(data))
+
     def __repr__(self) -> str:
         d = self.data
         return (f"<Evaluation of {plain_text(d.source, 60)!r}: {d.n_trajectories} runs, "
@@ -196,6 +251,14 @@ class Evaluation:
     def reference_rule(self) -> str | None:
         """How :attr:`reference_rate` was chosen, in words."""
         return str(self.skill["ref_rule"].iloc[0]) if len(self.skill) else None
+
+    @property
+    def reference_mean(self) -> float:
+        """The reference's mean TPS over the runs of the predictor scored on the most runs (all
+        runs, usually): the line the leaderboard figure draws (NaN without a predictor)."""
+        if not len(self.skill):
+            return np.nan
+        return float(self.skill.loc[self.skill["n_trajectories"].idxmax(), "tps_ref"])
 
     @property
     def leaderboard(self) -> pd.DataFrame:
@@ -305,17 +368,9 @@ class Evaluation:
 
     # ---------------------------------------------------------------- HTML
     def display_table(self) -> pd.DataFrame:
-        """The leaderboard as text cells, best first (the report's and the notebook's table)."""
-        rows = []
-        for name in self.order:
-            r, k, m = self.summary.loc[name], self.skill.loc[name], self.metrics.loc[name]
-            rows.append({"predictor": name, "verdict": self.verdicts[name].label, "TPS": Fm.num(r.tps_mean),
-                         "± SE": Fm.num(r.tps_se), f"{self.settings.level:.0%} CI": Fm.interval(r.tps_ci_low, r.tps_ci_high),
-                         "skill": Fm.pm(k.skill, k.get("skill_se", np.nan)),
-                         "AUROC": Fm.num(m.get("auroc", np.nan), ".3f"), "AUPRC": Fm.num(m.get("auprc", np.nan), ".3f"),
-                         "T-ECE": Fm.num(m.get("tece_pooled", np.nan), ".3f"), "runs": int(r.n_trajectories),
-                         "censored": int(r.n_censored), "clipped": int(r.n_clipped)})
-        return pd.DataFrame(rows)
+        """The leaderboard as text cells, best first, with the verdicts (the report's and the
+        notebook's table: :func:`tpsviz.evaluation.tables.report_table`)."""
+        return report_table(self)
 
     def _repr_html_(self) -> str:
         """A compact notebook view: the log, the settings, the verdicts and the leaderboard."""

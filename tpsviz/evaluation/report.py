@@ -8,17 +8,16 @@ of ``import tpsviz``.
 
 from __future__ import annotations
 
-import numpy as np
 import pandas as pd
 
 from tpsviz.core import formatting as Fm
-from tpsviz.core.inference import summary_interval
 from tpsviz.core.tps import settings_words
 from tpsviz.diagnostics.reliability import reliability_panels
 from tpsviz.diagnostics.verdict import RULES
+from tpsviz.evaluation.tables import interval_kind, intervals, report_table, verdict_table
 from tpsviz.report.html import Section
 
-__all__ = ["report_settings", "report_sections", "REPORT_PANELS"]
+__all__ = ["report_settings", "report_sections", "leaderboard_figure", "REPORT_PANELS"]
 
 #: reliability diagrams of the report: at most this many predictors (as on the Export page)
 REPORT_PANELS = 6
@@ -64,13 +63,11 @@ def report_sections(ev) -> list:
 
     s, settings = ev.summary, ev.settings
     colors = {n: c for n, c in F.predictor_colors(list(ev.data.predictors)).items() if n in s.index}
-    verdict_table = pd.DataFrame([{"predictor": F.display_name(n), "verdict": v.label,
-                                   "why": v.text.split(" — ", 1)[-1]} for n, v in ev.verdicts.items()])
     secs = [Section("Verdict: which predictor to trust", "First rule that holds: " + "; ".join(
-        f"{label}: {rule}" for label, rule in RULES) + ".", table=verdict_table)]
+        f"{label}: {rule}" for label, rule in RULES) + ".", table=verdict_table(ev, F.display_name))]
     if ev.warnings.all():
         secs.append(Section("Warnings", " ".join(ev.warnings.all())))
-    secs.append(_leaderboard(ev, F, colors))
+    secs.append(_leaderboard(ev, F))
     names = ev.order[:REPORT_PANELS]
     panels, _ = reliability_panels(ev.data, names, "all", None, False, n_bins=10, n_boot=200, seed=settings.seed)
     if panels:
@@ -90,21 +87,37 @@ def report_sections(ev) -> list:
     return secs
 
 
-def _leaderboard(ev, F, colors: dict) -> Section:
+def leaderboard_figure(ev):
+    """The leaderboard figure of an Evaluation: each predictor's mean TPS with its interval
+    (:func:`tpsviz.evaluation.tables.intervals`, said in the title) and the reference's mean TPS
+    (:attr:`~tpsviz.evaluation.record.Evaluation.reference_mean`), in the predictors' colours.
+
+    Parameters
+    ----------
+    ev : Evaluation
+
+    Returns
+    -------
+    plotly.graph_objects.Figure
+    """
+    from tpsviz.report import figures as F  # plotly: only when a figure is drawn
+
+    s, settings, iv = ev.summary, ev.settings, intervals(ev)
+    colors = {n: c for n, c in F.predictor_colors(list(ev.data.predictors)).items() if n in s.index}
+    boot = interval_kind(ev) == "bootstrap"
+    return F.leaderboard_figure(s, colors, settings.alpha, settings.beta, ev.reference_mean, level=settings.level,
+                                intervals={n: (iv.at[n, "low"], iv.at[n, "high"]) for n in s.index},
+                                ci_label="bootstrap CI" if boot else "± 1.96 SE (bootstrap off)")
+
+
+def _leaderboard(ev, F) -> Section:
     """The leaderboard figure (TPS with its interval) and table."""
-    s, sk, settings = ev.summary, ev.skill, ev.settings
-    intervals = {n: summary_interval(s.loc[n], settings.level)[:2] for n in s.index}
-    boot = settings.n_boot > 0
-    widest = sk["n_trajectories"].idxmax() if len(sk) else None  # the reference over the most runs
-    ref_mean = float(sk.loc[widest, "tps_ref"]) if widest is not None else np.nan
-    fig = F.leaderboard_figure(s, colors, settings.alpha, settings.beta, ref_mean, level=settings.level,
-                               intervals=intervals,
-                               ci_label="bootstrap CI" if boot else "± 1.96 SE (bootstrap off)")
+    settings = ev.settings
+    boot = interval_kind(ev) == "bootstrap"
     unit = settings_words(settings)["unit"]
     rate = ev.reference_rate
     text = (f"TPS in {unit} per trajectory (higher is better, 0 is perfect), {settings.level:.0%} "
             f"{'bootstrap CI over trajectories' if boot else 'interval ± 1.96 SE'}; skill against the "
             f"constant forecast F ≡ {Fm.num(rate, '.3f')} ({ev.reference_rule or 'no reference'}); usual metrics "
             "on complete runs, pooled over steps.")
-    table = ev.display_table().assign(predictor=lambda t: t["predictor"].map(F.display_name))
-    return Section("Leaderboard", text, fig, table)
+    return Section("Leaderboard", text, leaderboard_figure(ev), report_table(ev, F.display_name))

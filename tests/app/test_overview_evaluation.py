@@ -1,0 +1,63 @@
+"""The Overview is a thin user of ``tpsviz.evaluate``: its leaderboard, details and verdicts are the
+Evaluation's, cell for cell, for the same log and settings (issue 35, point 4), also after α moves
+(the dashboard's parts are cached one by one; the CLI's Evaluation computes them at once)."""
+
+import numpy as np
+import pandas as pd
+import pytest
+
+import tpsviz
+from apptest_helpers import DEMO, texts
+from pages._ui.text import md
+from tpsviz.core.inference import DEFAULT_SEED
+from tpsviz.evaluation import tables as T
+from tpsviz.report.figures import display_name
+
+#: the details' metric CIs: the dashboard bootstraps the metrics, the CLI's Evaluation gives points
+METRIC_CIS = ["AUROC 95% CI", "AUPRC 95% CI", "T-ECE 95% CI"]
+
+
+def _evaluate(**settings):
+    return tpsviz.evaluate(DEMO / "tau2-like.csv", n_boot=2000, seed=DEFAULT_SEED, **settings)
+
+
+def _check(at, ev):
+    board, details = at.dataframe[0].value, at.dataframe[1].value
+    want = T.leaderboard_table(ev, display_name)
+    pd.testing.assert_frame_equal(board.reset_index(drop=True), want, check_dtype=False)
+    got = details.drop(columns=METRIC_CIS)
+    pd.testing.assert_frame_equal(got.reset_index(drop=True),
+                                  T.leaderboard_details(ev, display_name).drop(columns=METRIC_CIS), check_dtype=False)
+    assert list(board["predictor"]) == [display_name(n) for n in ev.order]
+    t = texts(at)
+    for r in T.verdict_rows(ev):  # every verdict, word for word
+        assert f"-badge[{r['label']}] **{md(display_name(r['name']))}** — {md(r['reason'])}" in t
+    assert f"F ≡ {ev.reference_rate:.3f}" in {m.label: m.value for m in at.metric}["Base-rate reference"]
+
+
+def test_overview_shows_what_tpsviz_evaluate_returns(app):
+    ev = _evaluate()
+    assert ev.settings.censoring == "simple" and ev.settings.n_boot == 2000
+    _check(app, ev)
+    # the figures are an independent check of the cells: the TPS column is the summary's mean
+    tps = [float(v) for v in app.dataframe[0].value["TPS"]]
+    np.testing.assert_allclose(tps, ev.summary.loc[ev.order, "tps_mean"], atol=6e-5)
+
+
+@pytest.mark.parametrize("alpha", [1.0])
+def test_after_alpha_moves_the_overview_is_still_the_evaluation(app, alpha):
+    app.slider(key="a").set_value(alpha).run()
+    assert not app.exception
+    _check(app, _evaluate(alpha=alpha, beta=0.0))
+
+
+def test_a_large_log_ends_with_the_evaluation_too(monkeypatch):
+    """Points first (an Evaluation without the bootstrap), then the CIs: the page ends with the
+    same cells as tpsviz.evaluate's, and nothing of the points is left on it."""
+    from apptest_helpers import fresh
+    from pages._ui import loading as L
+
+    monkeypatch.setattr(L, "LARGE_ROWS", 1000)  # the demo counts as large
+    at = fresh()
+    _check(at, _evaluate())
+    assert "(large log)" not in texts(at) and "mean ± 1.96 SE for now" not in texts(at)
