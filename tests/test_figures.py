@@ -291,7 +291,7 @@ def test_the_figures_namespace_holds_every_public_builder():
     modules is there (style's layout helpers apart, which only the builders use)."""
     import importlib
 
-    helpers = {"color_of", "rgba", "line_width", "apply_layout", "by_predictor", "TEMPLATE", "FONT"}
+    helpers = {"color_of", "rgba", "line_width", "apply_layout", "layout_dict", "by_predictor", "TEMPLATE", "FONT"}
     for mod in ("style", "scoring", "comparison", "steps", "censoring", "reliability", "monitoring", "outcomes"):
         m = importlib.import_module(f"tpsviz.report.figures.{mod}")
         for name in set(m.__all__) - helpers:

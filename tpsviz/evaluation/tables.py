@@ -38,17 +38,17 @@ def intervals(ev) -> pd.DataFrame:
         Columns ``low``, ``high``, ``how``, indexed by predictor.
     """
     s = ev.summary
-    nan = pd.Series(np.nan, index=s.index)
-    lo, hi = s.get("tps_ci_low", nan).astype(float), s.get("tps_ci_high", nan).astype(float)
+    nan = np.full(len(s), np.nan)
+    lo, hi = (s[c].to_numpy(dtype=float) if c in s else nan for c in ("tps_ci_low", "tps_ci_high"))
+    m, se = s["tps_mean"].to_numpy(dtype=float), s["tps_se"].to_numpy(dtype=float)
     boot = np.isfinite(lo) & np.isfinite(hi)
-    z = normal_quantile(ev.settings.level)
-    m, se = s["tps_mean"].astype(float), s["tps_se"].astype(float)
     normal = ~boot & np.isfinite(m) & np.isfinite(se)
+    z = normal_quantile(ev.settings.level)
     with np.errstate(invalid="ignore"):
         low = np.where(boot, lo, np.where(normal, m - z * se, np.nan))
         high = np.where(boot, hi, np.where(normal, m + z * se, np.nan))
-    how = np.where(boot, "bootstrap", np.where(normal, "se", "none"))
-    return pd.DataFrame({"low": low, "high": high, "how": how}, index=s.index)
+    how = np.where(boot, "bootstrap", np.where(normal, "se", "none")).astype(object)
+    return pd.DataFrame({"low": low, "high": high, "how": pd.Series(how, index=s.index, dtype=object)}, index=s.index)
 
 
 def interval_kind(ev) -> str:

@@ -25,7 +25,7 @@ from tpsviz.core.scores import score_unit
 __all__ = [
     "PALETTE", "REFERENCE_COLOR", "REFERENCE_NAMES", "TEMPLATE", "FONT", "use_template_by_default",
     "is_reference", "default_baseline", "predictor_colors", "by_predictor", "display_name", "plot_label",
-    "color_of", "rgba", "line_width", "score_label", "apply_layout", "empty_figure", "with_caption",
+    "color_of", "rgba", "line_width", "score_label", "apply_layout", "layout_dict", "empty_figure", "with_caption",
     "integer_ticks",
 ]
 
@@ -206,15 +206,30 @@ def apply_layout(fig: go.Figure, title: str | None = None, height: int = 380, le
     plotly.graph_objects.Figure
         ``fig``.
     """
+    fig.update_layout(**layout_dict(title, height, legend_bottom, **kw))
+    return fig
+
+
+def layout_dict(title: str | None = None, height: int = 380, legend_bottom: bool = False, **kw) -> dict:
+    """The layout :func:`apply_layout` gives, as a dict: for a figure made in one constructor
+    (``go.Figure(data=…, layout=layout_dict(…))``, validated once).
+
+    Parameters
+    ----------
+    title, height, legend_bottom, **kw
+        As in :func:`apply_layout`.
+
+    Returns
+    -------
+    dict
+    """
     top = 30 + (30 if title else 0) + (0 if legend_bottom else 28)
     legend = (dict(orientation="h", yanchor="top", y=-0.18, xanchor="left", x=0) if legend_bottom else
               dict(orientation="h", yanchor="bottom", y=1.01, xanchor="left", x=0))
-    fig.update_layout(**_template_kw(), font=FONT, height=height,
-                      margin=dict(l=60, r=20, t=top, b=90 if legend_bottom else 50),
-                      title=dict(text=title, x=0, xanchor="left", y=0.995, yanchor="top", yref="container",
-                                 pad=dict(t=8), font=dict(size=15)) if title else None,
-                      legend=legend, **kw)
-    return fig
+    return dict(**_template_kw(), font=FONT, height=height, margin=dict(l=60, r=20, t=top, b=90 if legend_bottom else 50),
+                title=dict(text=title, x=0, xanchor="left", y=0.995, yanchor="top", yref="container",
+                           pad=dict(t=8), font=dict(size=15)) if title else None,
+                legend=legend, **kw)
 
 
 def empty_figure(message: str, height: int = 240) -> go.Figure:
