@@ -310,11 +310,11 @@ VERDICT_COLORS = {"trustworthy": "green", "optimistic": "orange", "pessimistic":
                   "too little data": "gray"}
 with verdict_box:
     st.subheader("Can I trust it?")
-    for r in T.verdict_rows(evaluation(cfg)):
-        st.markdown(f":{VERDICT_COLORS[r['label']]}-badge[{r['label']}] **{C.md(F.display_name(r['name']))}** — "
-                    f"{C.md(r['reason'])}")
-    for w in warn.log:  # what qualifies every verdict (few runs, an improper schedule) sits beside them too
-        st.caption(f":orange[:material/warning:] {C.md(w)}")
+    # one element for all (paragraphs): the browser redraws every element after each change of α
+    st.markdown("\n\n".join(f":{VERDICT_COLORS[r['label']]}-badge[{r['label']}] **{C.md(F.display_name(r['name']))}**"
+                              f" — {C.md(r['reason'])}" for r in T.verdict_rows(evaluation(cfg))))
+    if warn.log:  # what qualifies every verdict (few runs, an improper schedule) sits beside them too
+        st.caption("  \n".join(f":orange[:material/warning:] {C.md(w)}" for w in warn.log))
     with st.expander("How the verdict is decided"):
         st.markdown("The first rule that holds gives the label. Every test uses the trajectory as its unit "
                     "(steps of one run are not independent), and the three calibration checks together "

@@ -10,8 +10,9 @@ BAD = re.compile(r"\b(nan|inf)\b|\+nan", re.IGNORECASE)
 
 
 def _verdict_lines(at) -> list[str]:
-    """The verdict lines as a reader sees them (Markdown escapes removed)."""
-    return [m.value.replace("\\", "") for m in at.markdown if "-badge[" in m.value]
+    """The verdict lines as a reader sees them (Markdown escapes removed): one paragraph each, all in one
+    element (the page draws them at once)."""
+    return [p.replace("\\", "") for m in at.markdown for p in m.value.split("\n\n") if "-badge[" in p]
 
 
 def test_overview_opens_with_a_verdict_per_predictor():
