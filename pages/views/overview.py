@@ -135,7 +135,9 @@ _show_caption(ev)
 pred_warn = [w for n in cfg.predictors for w in warn.predictors.get(n, [])]
 if pred_warn:
     st.warning("\n".join("- " + C.md(w) for w in pred_warn), icon=":material/warning:")
-details = st.expander("All columns: SE, per-step TPS, skill CI, AUPRC, metric CIs, final-step metrics")
+# drawn only when open (a rerun on opening): the browser redraws every element after each change of α
+details = st.expander("All columns: SE, per-step TPS, skill CI, AUPRC, metric CIs, final-step metrics",
+                      key="ov_details", on_change="rerun")
 if large:  # the points first: their figure is replaced once the CIs are in
     board_figure = st.empty()
     with board_figure:
@@ -175,12 +177,14 @@ if len(preds) >= 2:
     if large:
         cmp_table.dataframe(cmp_tps["table"], hide_index=True, width="stretch", column_config=cmp_cols)
         cmp_caption.caption("Computing the paired AUROC / T-ECE bootstrap (large log)…")
-    st.markdown("**Every pair:** paired Δ/SE of per-trajectory TPS, row − column",
-                     help="Each cell compares the row's predictor with the column's on the runs both scored: "
-                          "the mean TPS difference over its standard error. Blue: the row scores better; red: "
-                          "worse; bold where |Δ/SE| ≥ 2 (called clear on this page). The heatmap of the same "
-                          "numbers is on the Export page (PNG) and in the HTML report.")
-    st.dataframe(V.delta_matrix_table(cmp_tps["z"]), width="content")
+    pairs = st.expander("Every pair: paired Δ/SE of per-trajectory TPS (row − column)", key="ov_pairs",
+                        on_change="rerun")
+    if pairs.open:
+        pairs.caption("Each cell compares the row's predictor with the column's on the runs both scored: the mean "
+                      "TPS difference over its standard error. Blue: the row scores better; red: worse; bold where "
+                      "|Δ/SE| ≥ 2 (called clear on this page). The same numbers as a heatmap: Export page (PNG) and "
+                      "the HTML report.")
+        pairs.dataframe(V.delta_matrix_table(cmp_tps["z"]), width="content")
 else:
     cmp_box.info("Select at least two predictors in the sidebar to compare them.")
 
@@ -193,10 +197,11 @@ if large:
     _show_caption(ev)
     with board_figure:
         plot(leaderboard_figure(ev), "overview_leaderboard", name="Leaderboard")
-with details:
-    st.dataframe(T.leaderboard_details(ev, F.display_name), hide_index=True, width="stretch")
-    st.caption(f"TPS interval as above; {Rs.metric_boot_note(cfg)}; metric CIs resample trajectories. "
-               "'per weighted step' = Σ TPS_i / Σ w_t, a display normalisation, not the score.")
+if details.open:
+    with details:
+        st.dataframe(T.leaderboard_details(ev, F.display_name), hide_index=True, width="stretch")
+        st.caption(f"TPS interval as above; {Rs.metric_boot_note(cfg)}; metric CIs resample trajectories. "
+                   "'per weighted step' = Σ TPS_i / Σ w_t, a display normalisation, not the score.")
 if len(preds) >= 2:
     cmp = V.compare(cfg, data, baseline, metrics=True, figure=False)  # (its figure is drawn above)
     cmp_table.dataframe(cmp["table"], hide_index=True, width="stretch", column_config=cmp_cols)
@@ -315,10 +320,11 @@ with verdict_box:
                               f" — {C.md(r['reason'])}" for r in T.verdict_rows(evaluation(cfg))))
     if warn.log:  # what qualifies every verdict (few runs, an improper schedule) sits beside them too
         st.caption("  \n".join(f":orange[:material/warning:] {C.md(w)}" for w in warn.log))
-    with st.expander("How the verdict is decided"):
-        st.markdown("The first rule that holds gives the label. Every test uses the trajectory as its unit "
-                    "(steps of one run are not independent), and the three calibration checks together "
-                    "wrongly fail a truthful predictor in about 5% of logs.\n\n"
-                    + "\n".join(f"1. **{C.md(label)}**: {C.md(rule)}" for label, rule in RULES)
-                    + "\n\nSuccess is counted as the score counts it: under the current censoring mode, "
-                    + C.md(Rs.censoring_label(cfg)) + ". Details: docs/theory.md §8.")
+    rules = st.expander("How the verdict is decided", key="ov_rules", on_change="rerun")
+    if rules.open:
+        rules.markdown("The first rule that holds gives the label. Every test uses the trajectory as its unit "
+                       "(steps of one run are not independent), and the three calibration checks together "
+                       "wrongly fail a truthful predictor in about 5% of logs.\n\n"
+                       + "\n".join(f"1. **{C.md(label)}**: {C.md(rule)}" for label, rule in RULES)
+                       + "\n\nSuccess is counted as the score counts it: under the current censoring mode, "
+                       + C.md(Rs.censoring_label(cfg)) + ". Details: docs/theory.md §8.")

@@ -22,6 +22,9 @@ def _evaluate(**settings):
 
 
 def _check(at, ev):
+    at.session_state["ov_details"] = True  # "All columns" is drawn only when open
+    at.run()
+    assert not at.exception, [e.value for e in at.exception]
     board, details = at.dataframe[0].value, at.dataframe[1].value
     want = T.leaderboard_table(ev, display_name)
     pd.testing.assert_frame_equal(board.reset_index(drop=True), want, check_dtype=False)
@@ -61,3 +64,23 @@ def test_a_large_log_ends_with_the_evaluation_too(monkeypatch):
     at = fresh()
     _check(at, _evaluate())
     assert "(large log)" not in texts(at) and "mean ± 1.96 SE for now" not in texts(at)
+
+
+def test_every_pair_is_drawn_on_request_with_the_cores_numbers(app):
+    """The Δ/SE matrix of every pair is a table in an expander drawn only when open: each cell is
+    compare.z_matrix's entry (row − column), the diagonal empty, antisymmetric."""
+    from tpsviz.diagnostics.compare import z_matrix
+
+    n = len(app.dataframe)
+    app.session_state["ov_pairs"] = True
+    app.run()
+    assert not app.exception and len(app.dataframe) == n + 1
+    shown = next(d.value for d in app.dataframe if "verbal" in d.value.columns)
+    data = tpsviz.load(DEMO / "tau2-like.csv")
+    z = z_matrix(data, tpsviz.ScoreSettings(censoring="simple", n_boot=0))
+    assert list(shown.columns) == [display_name(c) for c in z.columns]
+    for i, row in enumerate(z.index):
+        for j, col in enumerate(z.columns):
+            cell = shown.iloc[i, j]
+            assert cell == ("" if i == j else f"{z.loc[row, col]:+.1f}"), (row, col, cell)
+    assert shown.iloc[0, 1] == f"{-float(shown.iloc[1, 0]):+.1f}"

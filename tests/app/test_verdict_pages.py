@@ -26,7 +26,10 @@ def test_overview_opens_with_a_verdict_per_predictor():
     assert "noisy" in by_name and "overconfident" in by_name["noisy"]
     assert not any(BAD.search(x) for x in lines)
     exp = [e for e in at.expander if e.label == "How the verdict is decided"]
-    assert exp and "optimistic / pessimistic" in texts(at)
+    assert exp and "optimistic / pessimistic" not in texts(at)  # drawn only when open
+    at.session_state["ov_rules"] = True
+    at.run()
+    assert "optimistic / pessimistic" in texts(at)
 
 
 def test_verdict_follows_the_selection_and_the_censoring_mode():
