@@ -10,6 +10,9 @@ members ``samples/<id>_epoch_<n>.json`` or the chunked per-sample folders
 - A sample stopped by a limit (``sample.limit``) is censored by default; the limit's type is
   kept as metadata (reason ``<type>_limit``). Errored samples (``sample.error``) are dropped,
   and so are samples without any score; both are counted.
+- A confidence elicited during the run (:mod:`tpsviz.forecasts.elicit`, message metadata
+  ``tpsviz_confidence``) is found without options: the predictor ``conf_elicited``, with the
+  replies that held no usable probability counted by problem.
 """
 
 from __future__ import annotations
@@ -20,9 +23,9 @@ import re
 
 from tpsviz.core.cancel import checkpoint
 from tpsviz.core.errors import MAX_PROBLEMS, LogFormatError
-from tpsviz.core.schema import show_id
+from tpsviz.core.schema import ELICITED_KEY, ELICITED_PROBLEM_KEY, show_id
 from tpsviz.io.harness.evalzip import EvalZip
-from tpsviz.io.harness.runs import HarnessLog, ReadOptions, Run, is_key
+from tpsviz.io.harness.runs import FoundForecast, HarnessLog, ReadOptions, Run, is_key
 
 __all__ = ["read_inspect_json", "read_inspect_eval", "DEFAULT_TREATMENT"]
 
@@ -40,6 +43,9 @@ _MONOLITH = re.compile(r"^samples/[^/]+\.json$")
 _SHELL = re.compile(r"^(samples/[^/]+)/sample\.json$")
 _CHUNK = re.compile(r"^(samples/[^/]+)/(messages|events)/(\d{1,9})\.json$")
 _REASON = re.compile(r"^[A-Za-z][A-Za-z0-9_-]{0,30}$")
+#: the confidence elicited during a run, when any agent message carries it
+ELICITED = FoundForecast("elicited", f"metadata.{ELICITED_KEY}", f"metadata.{ELICITED_PROBLEM_KEY}",
+                         f"elicited during the run (message metadata {ELICITED_KEY})")
 
 
 def _dict(v) -> dict:
@@ -152,7 +158,10 @@ def _finish(runs, problems, name, notes) -> HarnessLog:
         if r.trajectory_id in seen:
             raise LogFormatError(name, [f"{r.where}: the same sample and epoch appear twice"])
         seen[r.trajectory_id] = r
-    return HarnessLog("inspect", runs, dict(DEFAULT_TREATMENT), notes, dict(REASON_HELP))
+    elicited = any(isinstance(m.get("metadata"), dict) and ELICITED_KEY in m["metadata"]
+                   for r in runs for m in r.steps)
+    return HarnessLog("inspect", runs, dict(DEFAULT_TREATMENT), notes, dict(REASON_HELP),
+                      [ELICITED] if elicited else [])
 
 
 def read_inspect_json(obj: dict, name: str, options: ReadOptions) -> HarnessLog:
