@@ -45,6 +45,18 @@ N_STEPS = 10
 PROBLEMS = {"no number": 2, "empty reply": 1, "out of range": 1, "several numbers": 1}
 
 
+def example_module():
+    """examples/inspect_elicit.py, loaded as a module."""
+    import importlib.util
+    from pathlib import Path
+
+    spec = importlib.util.spec_from_file_location(
+        "inspect_elicit", Path(__file__).resolve().parents[1] / "examples" / "inspect_elicit.py")
+    example = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(example)
+    return example
+
+
 def _sample_of(text: str) -> str:
     return re.search(r"sample (\w)\b", text).group(1)
 
@@ -57,23 +69,10 @@ def _write_logs(folder) -> dict:
     from inspect_ai.model import ModelOutput, ModelUsage, get_model
     from inspect_ai.scorer import includes
     from inspect_ai.solver import generate, use_tools
-    from inspect_ai.tool import tool
 
     from tpsviz.forecasts.elicit import confidence_model, elicit_confidence
 
-    @tool
-    def add():
-        async def execute(x: int, y: int):
-            """Add two numbers.
-
-            Args:
-                x: The first number.
-                y: The second number.
-            """
-            return x + y
-
-        return execute
-
+    calculator = example_module().calculator
     def out(o):
         o.usage = ModelUsage(input_tokens=10, output_tokens=5, total_tokens=15)
         return o
@@ -81,9 +80,9 @@ def _write_logs(folder) -> dict:
     def agent_turn(input, tools):
         sample = _sample_of(next(m.text for m in input if m.role == "user"))
         n_tools, _, answer = SCRIPT[sample]
-        done = sum(m.role == "tool" and m.function == "add" for m in input)
+        done = sum(m.role == "tool" and m.function == "calculator" for m in input)
         if done < n_tools:
-            return out(ModelOutput.for_tool_call("mock", "add", {"x": 3, "y": 5}))
+            return out(ModelOutput.for_tool_call("mock", "calculator", {"expression": "3 + 5"}))
         if any(t.name == "submit" for t in tools):
             return out(ModelOutput.for_tool_call("mock", "submit", {"answer": answer}))
         return out(ModelOutput.from_content("mock", answer))
@@ -115,9 +114,9 @@ def _write_logs(folder) -> dict:
         model = get_model("mockllm/model", custom_outputs=actor, memoize=False)
         judge = get_model("mockllm/model", custom_outputs=judge_fn, memoize=False) if "judge" in mode else None
         if mode == "react_self":
-            solver = react(tools=[add()], model=confidence_model())
+            solver = react(tools=[calculator()], model=confidence_model())
         else:
-            solver = elicit_confidence([use_tools([add()]), generate()], judge=judge)
+            solver = elicit_confidence([use_tools([calculator()]), generate()], judge=judge)
         task = Task(dataset=dataset, solver=solver, scorer=includes(), name=mode)
         log = eval(task, model=model, log_dir=str(folder / mode), display="none")[0]
         assert log.status == "success" and all(s.error is None for s in log.samples), mode
@@ -151,7 +150,7 @@ def test_values_and_counts_round_trip(elicit_logs, mode):
     counts = data.reading["found_forecasts"]["conf_elicited"]
     assert counts == {"steps": N_STEPS, "not_asked": 0, "no_value": 5,
                       "problems": {"no number": 2, "empty reply": 1, "out of range": 1, "several numbers": 1}}
-    assert ("conf_elicited (elicited during the run (message metadata tpsviz_confidence)): 5 of 10 steps: "
+    assert ("conf_elicited: 5 of 10 steps: "
             "the reply held no usable probability (2 no number, 1 empty reply, 1 out of range, "
             "1 several numbers)") in " ".join(data.notes)
     assert data.reading["forecasts"]["conf_elicited"].startswith("elicited during the run")
@@ -181,7 +180,8 @@ def test_the_log_holds_the_values_problems_and_store_counts(elicit_logs, mode):
                 problems[e] = problems.get(e, 0) + 1
         counts = s.store[COUNTS_KEY]
         assert counts["asked"] == len(expected) and counts["missing"] == sum(problems.values())
-        assert counts["problems"] == problems and counts["mode"] == ("judge" if "judge" in mode else "self_report")
+        assert counts["problems"] == problems
+        assert (counts["mode"], counts["judge"]) == (("judge", "mockllm/model") if "judge" in mode else ("self_report", None))
 
 
 @pytest.mark.parametrize("mode", MODES)
@@ -237,7 +237,7 @@ def test_the_judge_sees_the_transcript_up_to_step_t(elicit_logs):
         blocks = transcript.split("\n\n[")
         assert len(blocks) == k + 1  # every message up to the t-th assistant message, nothing after
         assert transcript.rstrip().endswith(
-            "-> call add({\"x\": 3, \"y\": 5})" if msgs[k].tool_calls else msgs[k].text)
+            "-> call calculator({\"expression\": \"3 + 5\"})" if msgs[k].tool_calls else msgs[k].text)
         assert "probability" not in transcript.lower()
     assert len(seen) == N_STEPS
 
@@ -269,3 +269,33 @@ def test_score_reads_the_elicited_predictor_without_options(elicit_logs, capsys)
     out = capsys.readouterr().out
     assert code == 0
     assert "elicited" in out and "5 of 10 steps: the reply held no usable probability" in out
+
+
+@pytest.mark.parametrize("agent", ("react", "generate"))
+def test_the_example_task_runs_and_is_read(tmp_path, agent):
+    """examples/inspect_elicit.py with the mock model as the acting model: every turn elicited."""
+    from inspect_ai import eval
+    from inspect_ai.model import ModelOutput, ModelUsage, get_model
+
+    example = example_module()
+    answers = dict(example.QUESTIONS)
+
+    def actor(input, tools, tool_choice, config):
+        if input[-1].role == "user" and input[-1].text == PROMPTS.self_report:
+            o = ModelOutput.from_content("mock", "probability: 0.6")
+        elif not any(m.role == "tool" for m in input):
+            o = ModelOutput.for_tool_call("mock", "calculator", {"expression": "6 * 7"})
+        else:
+            answer = answers[next(m.text for m in input if m.role == "user")]
+            o = (ModelOutput.for_tool_call("mock", "submit", {"answer": answer})
+                 if any(t.name == "submit" for t in tools) else ModelOutput.from_content("mock", answer))
+        o.usage = ModelUsage(input_tokens=10, output_tokens=5, total_tokens=15)
+        return o
+
+    model = get_model("mockllm/model", custom_outputs=actor, memoize=False)
+    log = eval(example.inspect_elicit(agent=agent), model=model, log_dir=str(tmp_path), display="none")[0]
+    assert log.status == "success" and all(s.error is None for s in log.samples)
+    assert all(any(m.role == "tool" and m.text == "42" for m in s.messages) for s in log.samples)
+    data = tpsviz.load(log.location)
+    assert np.array_equal(data.steps["conf_elicited"].to_numpy(), np.full(2 * len(answers), 0.6))
+    assert data.trajectories["outcome"].tolist() == [1.0] * len(answers)

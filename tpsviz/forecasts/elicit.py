@@ -228,10 +228,9 @@ def elicit_confidence(inner: Solver | list[Solver], *, judge: str | Model | None
     ----------
     inner : Solver or list of Solver
         The solver(s) to run (a list is chained).
-    judge : str or Model, optional
-        A separate judge model; None asks the acting model.
-    prompts : Prompts, str or Path, optional
-        The prompt text or its TOML file (default ``tpsviz/forecasts/prompts.toml``).
+    judge, prompts
+        As for :func:`confidence_model`: the judge model (None: the acting model is asked) and
+        the prompt text or its file.
 
     Returns
     -------

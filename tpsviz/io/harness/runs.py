@@ -459,8 +459,8 @@ def _found_notes(col: str, found: FoundForecast, counts: dict) -> list[str]:
     notes, n = [], counts["steps"]
     if counts["no_value"]:
         why = ", ".join(f"{v} {k}" for k, v in counts["problems"].items())
-        notes.append(f"{col} ({found.source}): {counts['no_value']} of {n} steps: the reply held no "
-                     f"usable probability ({why}); missing values, left out of its score")
+        notes.append(f"{col}: {counts['no_value']} of {n} steps: the reply held no usable probability "
+                     f"({why}); missing values, left out of its score")
     if counts["not_asked"]:
         notes.append(f"{col}: {counts['not_asked']} of {n} steps were not asked (their message has no "
                      f"{found.path})")
