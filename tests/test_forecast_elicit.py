@@ -299,3 +299,93 @@ def test_the_example_task_runs_and_is_read(tmp_path, agent):
     data = tpsviz.load(log.location)
     assert np.array_equal(data.steps["conf_elicited"].to_numpy(), np.full(2 * len(answers), 0.6))
     assert data.trajectories["outcome"].tolist() == [1.0] * len(answers)
+
+
+def test_an_own_prompt_file_is_what_the_models_are_asked(tmp_path):
+    """Elicitor(prompts=PATH): the self-report, the pending tool result and the judge prompt come
+    from the file; without ``pending_tool`` the shipped text is used; an empty one is refused."""
+    from inspect_ai.model import ChatMessageAssistant, ChatMessageUser
+    from inspect_ai.tool import ToolCall
+
+    from tpsviz.forecasts.elicit import Elicitor
+    from tpsviz.forecasts.prompts import PENDING_TOOL
+
+    f = tmp_path / "mine.toml"
+    f.write_text('self_report = "Odds?"\njudge = "T: {transcript} P?"\npending_tool = "later"\n')
+    h = [ChatMessageUser(content="go"),
+         ChatMessageAssistant(content="", tool_calls=[ToolCall(id="c1", function="f", arguments={}),
+                                                      ToolCall(id="c2", function="g", arguments={"a": 1})])]
+    asked = Elicitor(prompts=f).self_report_input(h)
+    assert [m.role for m in asked] == ["user", "assistant", "tool", "tool", "user"]
+    assert [(m.tool_call_id, m.function, m.text) for m in asked[2:4]] == [("c1", "f", "later"), ("c2", "g", "later")]
+    assert asked[-1].text == "Odds?\n" and h[-1].metadata is None and len(h) == 2
+    judged = Elicitor(judge="mockllm/model", prompts=f).judge_input(h)
+    assert judged[0].text == 'T: [user]\ngo\n\n[assistant]\n-> call f({})\n-> call g({"a": 1}) P?\n'
+    f.write_text('self_report = "Odds?"\njudge = "{transcript}"\n')
+    assert load_prompts(f).pending_tool == PENDING_TOOL
+    f.write_text('self_report = "Odds?"\njudge = "{transcript}"\npending_tool = " "\n')
+    with pytest.raises(ValueError, match="mine.toml: key 'pending_tool'"):
+        load_prompts(f)
+
+
+def test_the_transcript_reads_inspect_and_openai_messages():
+    from tpsviz.forecasts.transcript import render_transcript
+
+    inspect_shape = [
+        {"role": "system", "content": "Be brief."},
+        {"role": "assistant", "content": [{"type": "reasoning", "reasoning": "think", "redacted": False},
+                                          {"type": "reasoning", "reasoning": "xx", "redacted": True},
+                                          {"type": "image", "image": "data:..."}, {"type": "text", "text": "ok"}],
+         "tool_calls": [{"id": "1", "function": "search", "arguments": {"q": "é"}}]},
+        {"role": "tool", "function": "search", "content": "", "error": {"type": "timeout", "message": "slow"}},
+    ]
+    assert render_transcript(inspect_shape) == (
+        "[system]\nBe brief.\n\n[assistant]\n(reasoning) think\n(reasoning withheld)\n(image)\nok\n"
+        '-> call search({"q": "é"})\n\n[tool search]\n(tool error: slow)')
+    openai_shape = [{"role": "assistant", "content": None,
+                     "tool_calls": [{"id": "1", "function": {"name": "book", "arguments": '{"d": 3}'}}]},
+                    {"role": "tool", "name": "book", "content": "done"}, "not a message"]
+    assert render_transcript(openai_shape) == '[assistant]\n-> call book({"d": 3})\n\n[tool book]\ndone'
+
+
+def test_a_forced_tool_choice_applies_to_the_first_turn_only(tmp_path):
+    """elicit_confidence keeps Inspect's rule: a forced tool_choice, then "auto"; the state's own
+    tool_choice is as it was after the solver."""
+    from inspect_ai import Task, eval
+    from inspect_ai.dataset import Sample
+    from inspect_ai.model import ModelOutput, ModelUsage, get_model
+    from inspect_ai.solver import TaskState, generate, solver, use_tools
+    from inspect_ai.tool import ToolFunction
+
+    from tpsviz.forecasts.elicit import elicit_confidence
+
+    seen, after = [], []
+
+    def actor(input, tools, tool_choice, config):
+        if input[-1].role == "user" and input[-1].text == PROMPTS.self_report:
+            o = ModelOutput.from_content("mock", "probability: 0.5")
+        else:
+            seen.append(tool_choice)
+            o = (ModelOutput.for_tool_call("mock", "calculator", {"expression": "1 + 1"})
+                 if len(seen) < 3 else ModelOutput.from_content("mock", "2"))
+        o.usage = ModelUsage(input_tokens=10, output_tokens=5, total_tokens=15)
+        return o
+
+    @solver
+    def remember():
+        async def solve(state: TaskState, generate) -> TaskState:
+            after.append(state.tool_choice)
+            return state
+
+        return solve
+
+    calc = example_module().calculator()
+    task = Task(dataset=[Sample(input="1 + 1?", target="2")], scorer=None, solver=elicit_confidence(
+        [use_tools([calc], tool_choice=ToolFunction(name="calculator")), generate(), remember()]))
+    log = eval(task, model=get_model("mockllm/model", custom_outputs=actor, memoize=False),
+               log_dir=str(tmp_path), display="none")[0]
+    assert log.status == "success" and log.samples[0].error is None
+    assert seen == [ToolFunction(name="calculator"), "auto", "auto"]
+    assert after == [ToolFunction(name="calculator")]
+    steps = [m for m in log.samples[0].messages if m.role == "assistant"]
+    assert [m.metadata[ELICITED_KEY] for m in steps] == [0.5, 0.5, 0.5]
