@@ -148,8 +148,8 @@ def _print_plan(args, reading, transcripts, runs, questions, distinct, todo) -> 
 
 
 def _progress(done: int, total: int) -> None:
-    step = max(1, total // 10)
-    if done % step == 0 or done == total:
+    step = max(10, total // 10)
+    if done % step == 0 or (done == total and total >= 10):
         print(f"  asked {done:,}/{total:,}", file=sys.stderr, flush=True)
 
 

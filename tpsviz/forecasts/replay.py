@@ -32,7 +32,7 @@ from tpsviz.forecasts.replies import parse_probability
 from tpsviz.io.harness.transcripts import DEFAULT_MAX_CHARS, Transcript, render_prefix
 
 __all__ = ["Question", "Replay", "CHARS_PER_TOKEN", "MAX_RETRIES", "select_runs", "build_questions",
-           "estimate_tokens", "column_name", "check_name", "redact", "open_model", "ask_model",
+           "estimate_tokens", "column_name", "check_name", "redact", "describe_error", "open_model", "ask_model",
            "forecast_table", "write_table"]
 
 #: the estimate of input tokens counts this many characters a token
@@ -199,7 +199,7 @@ def open_model(model: str, base_url: str | None = None, concurrency: int = 4, **
         raise ValueError(f"--model {model!r}: write it as PROVIDER/MODEL, e.g. openai/gpt-4o-mini")
     config = GenerateConfig(max_connections=concurrency, max_retries=MAX_RETRIES)
     try:
-        return get_model(model, base_url=base_url, config=config, **model_args)
+        return get_model(model, base_url=base_url, config=config, memoize=False, **model_args)
     except Exception as exc:  # unknown provider, missing package or API key: inspect_ai says which
         raise ValueError(f"--model {redact(model)}: cannot be used ({type(exc).__name__}: {redact(exc)})") from None
 
@@ -249,14 +249,36 @@ async def _ask_all(model, todo: list[Question], cache: AnswerCache, concurrency:
                 cache.put(q.key, out.completion or "")
                 result.answered += 1
             except Exception as exc:  # a provider error: counted, the prompt left for the next run
+                exc = _last_attempt(exc)
                 result.errors[type(exc).__name__] += 1
                 if result.first_error is None:
-                    result.first_error = f"{type(exc).__name__}: {redact(exc)}"
+                    result.first_error = describe_error(exc)
             finished += 1
             if progress:
                 progress(finished, len(todo))
 
     await asyncio.gather(*(one(q) for q in todo))
+
+
+def describe_error(exc: BaseException) -> str:
+    """A provider error for a message: its type, the HTTP status and the provider's own message
+    when the error carries them (inspect_ai's ``ModelGenerateError`` does; its text would repeat
+    the request, so the text of such an error is never shown), :func:`redact`-ed."""
+    status, said = getattr(exc, "status_code", None), getattr(exc, "provider_message", None)
+    if status is not None or said:
+        text = f"HTTP {status}: {said or '(no message)'}"
+    elif type(exc).__name__ == "ModelGenerateError":
+        text = "(no provider message)"
+    else:
+        text = str(exc)
+    return f"{type(exc).__name__}: {redact(text)}"
+
+
+def _last_attempt(exc: BaseException) -> BaseException:
+    """The error of the last try behind a retry library's wrapper (tenacity's ``RetryError``)."""
+    last = getattr(exc, "last_attempt", None)
+    inner = last.exception() if last is not None and hasattr(last, "exception") else None
+    return inner if isinstance(inner, BaseException) else exc
 
 
 def forecast_table(questions: list[Question], cache: AnswerCache, column: str
