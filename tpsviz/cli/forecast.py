@@ -37,7 +37,6 @@ with the provider's usual environment variables (OPENAI_API_KEY, OPENAI_BASE_URL
 
 def add_arguments(p) -> None:
     """The options of ``forecast``."""
-    p.description = DESCRIPTION
     p.add_argument("path", help="harness log: tau-bench .json, tau2-bench results .json, Inspect AI .eval/.json")
     p.add_argument("--model", required=True, metavar="PROVIDER/MODEL",
                    help="the model asked, as inspect_ai names it (openai/gpt-4o-mini, anthropic/..., "
