@@ -12,7 +12,7 @@ import argparse
 import os
 import sys
 
-from tpsviz.cli import check, compare, continuous, defer, demo, monitor, multiclass, score
+from tpsviz.cli import check, compare, continuous, defer, demo, forecast, monitor, multiclass, score
 from tpsviz.cli.common import EXIT_BAD_INPUT, Fail
 from tpsviz.cli.options import DESCRIPTION, LOG_FORMAT, VERDICT_HELP
 from tpsviz.core.errors import LogFormatError
@@ -45,6 +45,9 @@ COMMANDS = (
     ("crps", continuous, dict(help="score a log whose outcome is a number (final reward, cost) with the CRPS "
                                    "(`score` reads such a log too)")),
     ("monitor", monitor, dict(help="TPS and skill over time in sliding windows, with a degradation alarm")),
+    ("forecast", forecast, dict(help="forecasts for a log that has none: a model replays each transcript prefix "
+                                     "and gives P(success) per step (writes a table for --forecasts)",
+                                description=forecast.DESCRIPTION)),
     ("demo-data", demo, dict(help="regenerate the synthetic demo logs (byte-identical)")),
 )
 

@@ -22,7 +22,7 @@ from tpsviz.io.harness import FORMAT_CHOICES
 
 __all__ = ["DESCRIPTION", "LOG_FORMAT", "VERDICT_HELP", "ENGINES", "BINARY_CENSORING", "hidden_alias",
            "add_n_boot", "add_seed", "add_level", "add_schedule", "add_censoring", "add_json",
-           "add_engine_options", "add_reading_options", "add_log_options", "add_rule_options",
+           "add_engine_options", "add_harness_options", "add_reading_options", "add_log_options", "add_rule_options",
            "add_scoring_options", "refuse_options", "refused_given", "flag", "check_numbers", "check_args"]
 
 ENGINES = ("auto", "memory", "duckdb", "dask")
@@ -123,9 +123,9 @@ def add_engine_options(p, command: str) -> None:
                             "random sample of N runs (default 20,000; 0 = no verdicts)")
 
 
-def add_reading_options(p: argparse.ArgumentParser) -> None:
-    """How a log is read: format, harness treatments, forecast sources, column mapping, percent."""
-    g = p.add_argument_group("reading logs (docs/harness.md)")
+def add_harness_options(g) -> None:
+    """How a harness log is read (an argument group or a parser): ``--format``,
+    ``--success-threshold``, ``--treat``, ``--scorer``."""
     g.add_argument("--format", choices=FORMAT_CHOICES, default="auto",
                    help="force the log's format (default: detected from the content)")
     g.add_argument("--success-threshold", type=float, default=None, metavar="T",
@@ -135,6 +135,12 @@ def add_reading_options(p: argparse.ArgumentParser) -> None:
                         "(e.g. --treat max_steps=failure); repeatable")
     g.add_argument("--scorer", default=None, help="Inspect AI: the scorer whose value is the outcome "
                                                   "(default: the first)")
+
+
+def add_reading_options(p: argparse.ArgumentParser) -> None:
+    """How a log is read: format, harness treatments, forecast sources, column mapping, percent."""
+    g = p.add_argument_group("reading logs (docs/harness.md)")
+    add_harness_options(g)
     g.add_argument("--conf", action="append", default=[], metavar="NAME=FIELD",
                    help="a per-step forecast from a field of the agent's messages, e.g. "
                         "verbal=metadata.confidence (NAME may be raw_<x>/unc_<x> for a raw "

@@ -30,7 +30,7 @@ from tpsviz.core.schema import canonical_name, show_id
 from tpsviz.io.tables import FORMATS, format_of, read_table
 
 __all__ = ["TrajectoryData", "LogFormatError", "load", "from_frame", "FORMATS", "read_source",
-           "ReadOptions", "read_forecasts_table"]
+           "ReadOptions", "read_forecasts_table", "guarded"]
 
 
 def read_source(source, name: str | None = None, limits: Limits | None = None,
@@ -106,7 +106,7 @@ def read_forecasts_table(source, name: str | None, limits: Limits, read=None):
                       max_nodes=limits.max_json_nodes), name
 
 
-def _guarded(reader, name: str, kind: str, *args, **kwargs):
+def guarded(reader, name: str, kind: str, *args, **kwargs):
     """Run a harness reader; a field of an unexpected type deep in a damaged or hostile file
     becomes a clear LogFormatError (never a traceback or "unexpected failure")."""
     try:
@@ -282,11 +282,11 @@ def _read_frame(source, name: str | None, options: ReadOptions, limits: Limits, 
         if kind not in (None, "tau2") or not (Path(source) / "results.json").is_file():
             raise LogFormatError(name, ["is a folder; the only folder tpsviz reads is a tau2-bench "
                                         "results folder (results.json with simulations/)"])
-        frame, reading = _guarded(read_tau2_dir, name, "tau2", Path(source), options, limits, label=name,
+        frame, reading = guarded(read_tau2_dir, name, "tau2", Path(source), options, limits, label=name,
                                   read=read)
         return frame, reading, name
     if isinstance(source, list):
-        return _guarded(_tau2_files, name or "tau2-bench results", "tau2", source, name, options, limits)
+        return guarded(_tau2_files, name or "tau2-bench results", "tau2", source, name, options, limits)
     raw, name = read_source(source, name, limits, read)
     parsed = None
     if kind is None:
@@ -294,7 +294,7 @@ def _read_frame(source, name: str | None, options: ReadOptions, limits: Limits, 
     if kind in TABLE_FORMATS:
         frame, reading = _read_table_log(raw, name, kind, options, limits)
     elif kind in HARNESS_FORMATS or kind == "tau2-index":
-        frame, reading = _guarded(read_harness, name, kind, raw, name, kind, options, limits, parsed)
+        frame, reading = guarded(read_harness, name, kind, raw, name, kind, options, limits, parsed)
     else:
         raise LogFormatError(name, [f"unknown format {kind!r}"])
     return frame, reading, name

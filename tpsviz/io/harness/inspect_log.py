@@ -147,7 +147,8 @@ def _run(sample: dict, where: str, header: dict, options: ReadOptions, events=No
     meta = {"sample_id": str(sid), "epoch": epoch, "model": model if isinstance(model, str) else None,
             "task": task if isinstance(task, str) else None,
             "limit": limit_type or "", "scorer": scorer or "", "termination_reason": reason}
-    return Run(tid, reason, outcome, steps, lps, meta, label), None
+    return Run(tid, reason, outcome, steps, lps, meta, label,
+               messages if options.transcripts else None), None
 
 
 def _finish(runs, problems, name, notes) -> HarnessLog:

@@ -51,6 +51,10 @@ class Run:
         Run-level metadata (task, trial, model, domain, termination reason, …).
     where : str
         How to locate the run in the file for messages ("simulation 3").
+    messages : list or None
+        Every message of the run in order (the agent's, the user's, tool results), kept only
+        when :attr:`ReadOptions.transcripts` asks for them (the replay's transcripts); ``steps``
+        are the assistant messages of this list, the same objects.
     """
 
     trajectory_id: str
@@ -60,6 +64,7 @@ class Run:
     logprobs: list
     metadata: dict
     where: str
+    messages: list | None = None
 
 
 @dataclass(frozen=True)
@@ -122,6 +127,9 @@ class ReadOptions:
         Tables: columns of other names, e.g. ``("trajectory_id", "run")``.
     percent : tuple of str
         Tables and harness fields: predictors given in percent (0–100), divided by 100.
+    transcripts : bool
+        Harness logs: keep every run's whole message list (:attr:`Run.messages`) for the replay
+        of transcripts (:mod:`tpsviz.io.harness.transcripts`); off for scoring.
     """
 
     fmt: str | None = None
@@ -132,6 +140,7 @@ class ReadOptions:
     logprob_signals: bool = True
     mapping: tuple = ()
     percent: tuple = ()
+    transcripts: bool = False
 
     def __post_init__(self) -> None:
         if self.success_threshold is not None and not math.isfinite(float(self.success_threshold)):
