@@ -100,7 +100,7 @@ def _write_logs(folder) -> dict:
 
         def judge(input, tools, tool_choice, config):
             text = input[0].text
-            sample, t = _sample_of(text), text.count("[assistant]")
+            sample, t = _sample_of(text), text.count("### AGENT")
             calls.append(("judge", sample, t, list(input), tool_choice))
             return out(ModelOutput.from_content("mock", SCRIPT[sample][1][t - 1]))
 
@@ -234,10 +234,10 @@ def test_the_judge_sees_the_transcript_up_to_step_t(elicit_logs):
         transcript = re.search(r"<transcript>\n(.*)\n</transcript>", inp[0].text, re.S).group(1)
         msgs = final[sample]
         k = [i for i, m in enumerate(msgs) if m.role == "assistant"][t - 1]
-        blocks = transcript.split("\n\n[")
+        blocks = transcript.split("\n\n### ")
         assert len(blocks) == k + 1  # every message up to the t-th assistant message, nothing after
         assert transcript.rstrip().endswith(
-            "-> call calculator({\"expression\": \"3 + 5\"})" if msgs[k].tool_calls else msgs[k].text)
+            "[tool call] calculator({\"expression\": \"3 + 5\"})" if msgs[k].tool_calls else msgs[k].text)
         assert "probability" not in transcript.lower()
     assert len(seen) == N_STEPS
 
@@ -320,7 +320,7 @@ def test_an_own_prompt_file_is_what_the_models_are_asked(tmp_path):
     assert [(m.tool_call_id, m.function, m.text) for m in asked[2:4]] == [("c1", "f", "later"), ("c2", "g", "later")]
     assert asked[-1].text == "Odds?\n" and h[-1].metadata is None and len(h) == 2
     judged = Elicitor(judge="mockllm/model", prompts=f).judge_input(h)
-    assert judged[0].text == 'T: [user]\ngo\n\n[assistant]\n-> call f({})\n-> call g({"a": 1}) P?\n'
+    assert judged[0].text == 'T: ### USER\ngo\n\n### AGENT\n[tool call] f({})\n[tool call] g({"a": 1}) P?\n'
     f.write_text('self_report = "Odds?"\njudge = "{transcript}"\n')
     assert load_prompts(f).pending_tool == PENDING_TOOL
     f.write_text('self_report = "Odds?"\njudge = "{transcript}"\npending_tool = " "\n')
@@ -329,7 +329,8 @@ def test_an_own_prompt_file_is_what_the_models_are_asked(tmp_path):
 
 
 def test_the_transcript_reads_inspect_and_openai_messages():
-    from tpsviz.forecasts.transcript import render_transcript
+    """The judge renders H_t with the replay's renderer (tpsviz.io.harness.transcripts)."""
+    from tpsviz.io.harness.transcripts import render_messages
 
     inspect_shape = [
         {"role": "system", "content": "Be brief."},
@@ -339,13 +340,14 @@ def test_the_transcript_reads_inspect_and_openai_messages():
          "tool_calls": [{"id": "1", "function": "search", "arguments": {"q": "é"}}]},
         {"role": "tool", "function": "search", "content": "", "error": {"type": "timeout", "message": "slow"}},
     ]
-    assert render_transcript(inspect_shape) == (
-        "[system]\nBe brief.\n\n[assistant]\n(reasoning) think\n(reasoning withheld)\n(image)\nok\n"
-        '-> call search({"q": "é"})\n\n[tool search]\n(tool error: slow)')
+    assert render_messages(inspect_shape) == (
+        "### SYSTEM\nBe brief.\n\n### AGENT\n(reasoning) think\n(reasoning withheld)\n[image]\nok\n"
+        '[tool call] search({"q": "é"})\n\n### TOOL RESULT (search) [error]\n(tool error: slow)', False)
     openai_shape = [{"role": "assistant", "content": None,
                      "tool_calls": [{"id": "1", "function": {"name": "book", "arguments": '{"d": 3}'}}]},
-                    {"role": "tool", "name": "book", "content": "done"}, "not a message"]
-    assert render_transcript(openai_shape) == '[assistant]\n-> call book({"d": 3})\n\n[tool book]\ndone'
+                    {"role": "tool", "tool_call_id": "1", "content": "done"}, "not a message"]
+    assert render_messages(openai_shape) == (
+        '### AGENT\n[tool call] book({"d": 3})\n\n### TOOL RESULT (book)\ndone', False)
 
 
 def test_a_forced_tool_choice_applies_to_the_first_turn_only(tmp_path):

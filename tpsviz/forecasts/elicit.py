@@ -5,7 +5,7 @@ After each assistant turn of the agent, P(eventual success) is asked of
 - the acting model itself (``judge=None``): the self-report prompt as one more user turn, on a copy
   of the conversation, so neither the question nor the answer is left in the agent's conversation;
 - or a separate judge model (``judge="provider/model"`` or a ``Model``): the judge prompt with the
-  transcript so far, H_t, rendered as text (:mod:`tpsviz.forecasts.transcript`).
+  transcript so far, H_t, rendered as text (:func:`tpsviz.io.harness.transcripts.render_messages`, the replay's renderer).
 
 The number goes into that assistant message's metadata under
 :data:`tpsviz.core.schema.ELICITED_KEY` (None when the reply held no usable probability, the
@@ -39,7 +39,7 @@ from inspect_ai.util import store
 from tpsviz.core.schema import ELICITED_KEY, ELICITED_PROBLEM_KEY
 from tpsviz.forecasts.prompts import Prompts, load_prompts
 from tpsviz.forecasts.replies import Reply, parse_probability
-from tpsviz.forecasts.transcript import render_transcript
+from tpsviz.io.harness.transcripts import render_messages
 
 __all__ = ["COUNTS_KEY", "Elicitor", "confidence_model", "elicit_confidence"]
 
@@ -81,7 +81,7 @@ class Elicitor:
 
     def judge_input(self, messages: list[ChatMessage]) -> list[ChatMessage]:
         """The judge's question: the judge prompt with H_t rendered as text."""
-        transcript = render_transcript([m.model_dump(exclude_none=True) for m in messages])
+        transcript, _ = render_messages([m.model_dump(exclude_none=True) for m in messages])
         return [ChatMessageUser(content=self.prompts.judge_prompt(transcript))]
 
     async def ask(self, messages: list[ChatMessage], tools: list, model: str | Model | None = None) -> Reply:

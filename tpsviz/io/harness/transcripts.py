@@ -21,7 +21,7 @@ from tpsviz.io.harness import HARNESS_FORMATS, detect_format, read_harness_log
 from tpsviz.io.harness.runs import ReadOptions, runs_to_frame
 from tpsviz.io.loading import guarded
 
-__all__ = ["Transcript", "read_transcripts", "render_prefix", "render_message", "DEFAULT_MAX_CHARS"]
+__all__ = ["Transcript", "read_transcripts", "render_prefix", "render_message", "render_messages", "DEFAULT_MAX_CHARS"]
 
 #: the default bound of a rendered prefix, in characters (~6,000 tokens at 4 characters a token)
 DEFAULT_MAX_CHARS = 24_000
@@ -114,23 +114,30 @@ def read_transcripts(path, options: ReadOptions | None = None, limits: Limits | 
     return out, reading
 
 
+def _part(part) -> str:
+    """One part of a list content: its text; reasoning marked as such (``(reasoning) …``, or
+    ``(reasoning withheld)`` when redacted); any other part named by its type (``[image]``), never
+    its bytes."""
+    if isinstance(part, str):
+        return part
+    if not isinstance(part, dict):
+        return "[part]"
+    kind = part.get("type")
+    if kind == "reasoning":
+        text = part.get("summary") if part.get("redacted") else part.get("reasoning")
+        return "(reasoning) " + text if isinstance(text, str) and text else "(reasoning withheld)"
+    text = part.get("text") if kind in ("text", "output_text", "input_text", None) else None
+    return text if isinstance(text, str) else f"[{kind if isinstance(kind, str) else 'part'}]"
+
+
 def _text(content) -> str:
-    """A message's content as text: a string, or the text parts of a list of parts (other parts
-    named by their type, e.g. ``[image]``)."""
+    """A message's content as text: a string, or its parts one per line (:func:`_part`)."""
     if content is None:
         return ""
     if isinstance(content, str):
         return content
     if isinstance(content, list):
-        parts = []
-        for part in content:
-            if isinstance(part, str):
-                parts.append(part)
-            elif isinstance(part, dict):
-                kind = part.get("type")
-                text = part.get("text") if kind in ("text", "output_text", "input_text", None) else None
-                parts.append(text if isinstance(text, str) else f"[{kind if isinstance(kind, str) else 'part'}]")
-        return "\n".join(parts)
+        return "\n".join(p for p in map(_part, content) if p)
     return json.dumps(content, ensure_ascii=False, sort_keys=True, default=str)
 
 
@@ -180,6 +187,9 @@ def render_message(m, calls: dict | None = None) -> str:
     text = _text(m.get("content"))
     if text.strip():
         lines.append(text.strip())
+    error = m.get("error")
+    if role == "tool" and isinstance(error, dict) and isinstance(error.get("message"), str):
+        lines.append(f"(tool error: {error['message']})")
     for tc in m.get("tool_calls") or []:
         call_id, name, args = _call(tc)
         calls[call_id] = name
@@ -208,8 +218,28 @@ def render_prefix(transcript: Transcript, step: int, max_chars: int = DEFAULT_MA
     """
     if not 1 <= step <= transcript.steps:
         raise ValueError(f"step {step} is not an agent step of run {transcript.trajectory_id!r} (1..{transcript.steps})")
+    return render_messages(transcript.messages[:transcript.ends[step - 1]], max_chars)
+
+
+def render_messages(messages, max_chars: int = DEFAULT_MAX_CHARS) -> tuple[str, bool]:
+    """Messages as role-labelled text (:func:`render_message`, a blank line between them), bounded to
+    about ``max_chars`` characters as :func:`render_prefix` says. The replay and the judge of the
+    elicitation (tpsviz.forecasts.elicit) both render H_t with it, so a judge reads one format.
+
+    Parameters
+    ----------
+    messages : sequence of dict
+        Every message of the prefix, in order (non-dict items are skipped).
+    max_chars : int
+        The bound.
+
+    Returns
+    -------
+    text : str
+    truncated : bool
+    """
+    messages = [m for m in messages if isinstance(m, dict)]
     calls: dict = {}
-    messages = transcript.messages[:transcript.ends[step - 1]]
     parts = [render_message(m, calls) for m in messages]
     text = "\n\n".join(parts)
     if len(text) <= max_chars:
