@@ -16,7 +16,8 @@ from tpsviz.core.data import TrajectoryData
 from tpsviz.core.censoring import default_censoring
 from tpsviz.evaluation.record import Evaluation
 from tpsviz.evaluation.settings import (
-    RECALIBRATIONS, check_settings, memory_reason, qz_source, read_log, read_options, score_settings)
+    RECALIBRATIONS, check_settings, memory_reason, qz_source, read_log, read_options, score_settings,
+    with_references)
 
 __all__ = ["evaluate", "Evaluation"]
 
@@ -26,7 +27,8 @@ def evaluate(source_or_data, *, alpha: float | None = None, beta: float | None =
              eps: float = 1e-6, n_boot: int = 2000, seed: int | None = None, level: float = 0.95,
              q_z=None, rollouts=None, recalibrate: str | None = None, folds: int = 5,
              fmt: str | None = None, success_threshold: float | None = None, treat=(),
-             scorer: str | None = None, conf=(), mapping=(), percent=(), forecasts=None) -> Evaluation:
+             scorer: str | None = None, conf=(), mapping=(), percent=(), forecasts=None,
+             references: bool = False) -> Evaluation:
     """Score every predictor of a log and decide every report of ``python -m tpsviz score``.
 
     Parameters
@@ -63,6 +65,11 @@ def evaluate(source_or_data, *, alpha: float | None = None, beta: float | None =
         Reading options of a path, as ``score``'s (docs/harness.md):
         :func:`tpsviz.evaluation.settings.read_options`; ``forecasts`` is a sidecar table
         ``trajectory_id, step, conf_*`` joined on (trajectory_id, step).
+    references : bool
+        Add the reference forecasters ``ref:step``, ``ref:task``, ``ref:task+step`` computed from
+        the log's outcomes alone (docs/forecasts.md §1; ``folds`` and ``seed`` set their folds):
+        every other predictor's verdict then says whether it beats the best of them. A log
+        without any forecast always gets them.
 
     Returns
     -------
@@ -88,8 +95,10 @@ def evaluate(source_or_data, *, alpha: float | None = None, beta: float | None =
         options = None
     else:
         options = read_options(**reading)
-    data, notes = read_log(source_or_data, options, forecasts, recalibrate, folds, seed, schedule)
+    data, notes = read_log(source_or_data, options, forecasts, recalibrate, folds, seed, schedule,
+                           allow_empty=True)
     q, censoring, qz_notes = qz_source(data, q_z, rollouts, censoring)
     settings = score_settings(default_censoring(data) == "exact", alpha, beta, score, schedule, censoring,
                               eps, n_boot, seed, level)
-    return Evaluation.compute(data, settings, q, notes + qz_notes, memory_reason(source_or_data, fmt))
+    data, ref_notes = with_references(data, settings, q, bool(references), folds, seed)
+    return Evaluation.compute(data, settings, q, notes + qz_notes + ref_notes, memory_reason(source_or_data, fmt))

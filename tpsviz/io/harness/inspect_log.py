@@ -152,7 +152,7 @@ def _finish(runs, problems, name, notes) -> HarnessLog:
         if r.trajectory_id in seen:
             raise LogFormatError(name, [f"{r.where}: the same sample and epoch appear twice"])
         seen[r.trajectory_id] = r
-    return HarnessLog("inspect", runs, dict(DEFAULT_TREATMENT), notes, dict(REASON_HELP))
+    return HarnessLog("inspect", runs, dict(DEFAULT_TREATMENT), notes, dict(REASON_HELP), task_column="sample_id")
 
 
 def read_inspect_json(obj: dict, name: str, options: ReadOptions) -> HarnessLog:

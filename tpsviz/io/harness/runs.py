@@ -62,13 +62,16 @@ class Run:
 
 @dataclass
 class HarnessLog:
-    """The runs of one harness file, with the reader's defaults."""
+    """The runs of one harness file, with the reader's defaults; ``task_column`` names the metadata
+    that identifies the task across trials or epochs (``reading["task_column"]``: the references'
+    ``ref:task``, docs/forecasts.md)."""
 
     format: str
     runs: list
     default_treatment: dict
     notes: list = field(default_factory=list)
     reason_help: dict = field(default_factory=dict)
+    task_column: str | None = None
 
 
 @dataclass(frozen=True)
@@ -263,6 +266,7 @@ def runs_to_frame(log: HarnessLog, options: ReadOptions, name: str, max_rows: in
         "runs_read": len(log.runs),
         "runs_kept": kept,
         "forecasts": sources,
+        "task_column": log.task_column,
         "options": options.describe(),
         "notes": notes,
     }
