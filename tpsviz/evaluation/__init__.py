@@ -16,8 +16,8 @@ from tpsviz.core.data import TrajectoryData
 from tpsviz.core.censoring import default_censoring
 from tpsviz.evaluation.record import Evaluation
 from tpsviz.evaluation.settings import (
-    RECALIBRATIONS, check_settings, memory_reason, qz_source, read_log, read_options, score_settings,
-    with_references)
+    RECALIBRATIONS, check_settings, memory_reason, no_forecast_reason, qz_source, read_log, read_options,
+    score_settings, with_references)
 
 __all__ = ["evaluate", "Evaluation"]
 
@@ -101,4 +101,6 @@ def evaluate(source_or_data, *, alpha: float | None = None, beta: float | None =
     settings = score_settings(default_censoring(data) == "exact", alpha, beta, score, schedule, censoring,
                               eps, n_boot, seed, level)
     data, ref_notes = with_references(data, settings, q, bool(references), folds, seed)
+    if not data.predictors:
+        raise ValueError(no_forecast_reason(data))
     return Evaluation.compute(data, settings, q, notes + qz_notes + ref_notes, memory_reason(source_or_data, fmt))

@@ -20,7 +20,7 @@ from tpsviz.diagnostics.leaderboard import metric_table, skill_table
 from tpsviz.diagnostics.updating import excess_movement
 from tpsviz.diagnostics.verdict import RULES, Verdict, verdicts
 from tpsviz.evaluation.report import report_sections, report_settings
-from tpsviz.forecasts.references import is_reference, real_predictors
+from tpsviz.forecasts.references import how_to_add_forecast, is_reference, real_predictors
 from tpsviz.forecasts.versus import best_reference, versus_best_reference
 from tpsviz.evaluation.settings import memory_reason, plain_text
 from tpsviz.report.export import PER_TRAJECTORY_COLUMNS
@@ -94,8 +94,8 @@ LEADERBOARD_COLUMNS = ("tps_mean", "tps_se", "tps_ci_low", "tps_ci_high", "tps_s
                       "verdict", "excess_movement", "n_trajectories", "n_censored", "n_steps", "n_missing",
                       "n_clipped", "n_qz_fallback", "reference")
 #: what the JSON and the text say of the references (docs/forecasts.md §1)
-REFERENCE_WORDS = ("ref:* predictors are reference forecasters computed from the other runs' outcomes "
-                   "(docs/forecasts.md section 1), not the agent's forecasts")
+REFERENCE_WORDS = ("reference forecasters computed from the other runs' outcomes (docs/forecasts.md "
+                   "section 1), not the agent's forecasts")
 
 
 @dataclass(frozen=True, eq=False, repr=False)
@@ -317,7 +317,9 @@ class Evaluation:
         vs = {n: {k: (json_value(x) if k in ("delta", "se", "z") else x) for k, x in rec.items() if k != "words"}
               for n, rec in self.versus.items()}
         return {"references": {"names": self.references, "best": best_reference(self.result),
-                               "words": REFERENCE_WORDS, "no_forecast": not self.has_forecasts,
+                               "words": f"ref:* predictors are {REFERENCE_WORDS}", "no_forecast": not self.has_forecasts,
+                               "how_to_add_forecast": None if self.has_forecasts else how_to_add_forecast(
+                                   plain_text(self.data.source)),
                                "versus_best_reference": vs}}
 
     def _predictor_json(self, name: str) -> dict:

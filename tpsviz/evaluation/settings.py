@@ -31,7 +31,7 @@ from tpsviz.io.files import Limits, limits_from_env
 from tpsviz.io.harness.runs import ReadOptions, parse_conf, parse_mapping, parse_treat
 from tpsviz.io.loading import load
 
-__all__ = ["check_settings", "read_options", "read_log", "with_references", "qz_source", "score_settings", "python_spelling",
+__all__ = ["check_settings", "read_options", "read_log", "with_references", "no_forecast_reason", "qz_source", "score_settings", "python_spelling",
            "plain_text", "memory_reason", "dataset_size", "MIN_N_BOOT", "MAX_N_BOOT", "MAX_SEED",
            "CSV_BYTES_PER_ROW", "RECALIBRATIONS", "Spell"]
 
@@ -257,25 +257,27 @@ def with_references(data: TrajectoryData, settings: ScoreSettings, q_z=None, req
     notes : list of str
         On raw signals left unscored (the references' own notes are the log's).
 
-    Raises
-    ------
-    ValueError
-        For a log without any forecast whose references cannot be formed (the reason).
+    A log without any forecast whose references cannot be formed (fewer than two runs with an
+    outcome) is returned without predictors; its notes say why (:func:`no_forecast_reason`).
     """
     automatic = not real_predictors(data.predictors)
     if not (requested or automatic):
         return data, []
     out = add_references(data, settings, q_z, folds=folds, seed=seed, automatic=automatic)
-    if not out.predictors:
-        why = "; ".join(sorted(set(out.reading["references"]["not_offered"].values())))
-        raise ValueError(f"{plain_text(data.source)} holds no forecast, and its reference forecasters cannot "
-                         f"be formed: {why}")
     notes = []
     if automatic and data.signals:
         notes.append(f"raw signals {', '.join(plain_text(s, 40) for s in data.signals)} are not scored as they "
                      "are: a cross-fitted recalibration (recalibrate='platt', --recalibrate platt) makes them "
                      "probabilities")
     return out, notes
+
+
+def no_forecast_reason(data: TrajectoryData) -> str:
+    """Why a log without any forecast has no reference either (after :func:`with_references`)."""
+    info = data.reading.get("references") or {}
+    why = "; ".join(sorted(set((info.get("not_offered") or {}).values()))) or "no reference was added"
+    return (f"{plain_text(data.source)} holds no forecast, and its reference forecasters cannot be formed: "
+            f"{why}")
 
 
 def _recalibrated(data: TrajectoryData, method: str, folds: int, seed, spell: Spell):

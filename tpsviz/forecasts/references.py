@@ -39,7 +39,8 @@ from tpsviz.forecasts.betabinomial import fit_beta_binomial, shrunk_rate
 
 __all__ = ["REFERENCES", "REF_STEP", "REF_TASK", "REF_TASK_STEP", "REFERENCE_PREFIX", "TASK_COLUMNS",
            "PSEUDO_RUNS", "DEFAULT_FOLDS", "is_reference", "real_predictors", "task_column", "run_labels",
-           "run_folds", "exclusive_group_sums", "step_curve", "reference_forecasts", "add_references"]
+           "run_folds", "exclusive_group_sums", "step_curve", "reference_forecasts", "add_references",
+           "without_references", "reference_notes", "how_to_add_forecast"]
 
 REFERENCE_PREFIX = "ref:"
 REF_STEP, REF_TASK, REF_TASK_STEP = "ref:step", "ref:task", "ref:task+step"
@@ -296,6 +297,23 @@ def reference_forecasts(data: TrajectoryData, censoring: str, q_z=None, folds: i
     return values, info
 
 
+def how_to_add_forecast(log: str = "LOG") -> str:
+    """The line a log without forecasts gets: the three ways to a real signal (docs/forecasts.md).
+
+    Parameters
+    ----------
+    log : str
+        The log's path as the user typed it (already quoted for a shell where needed).
+
+    Returns
+    -------
+    str
+    """
+    return ("to add a real signal, elicit one while the agent runs (docs/forecasts.md section 2) or replay the log to a model: python -m tpsviz forecast "
+            f"{log} --model PROVIDER/MODEL --out FORECASTS.parquet, then python -m tpsviz score {log} --forecasts "
+            "FORECASTS.parquet")
+
+
 def without_references(data: TrajectoryData) -> TrajectoryData:
     """A copy without its ``ref:*`` predictors (the log itself if it has none)."""
     refs = [p for p in data.predictors if is_reference(p)]
@@ -328,7 +346,8 @@ def reference_notes(info: dict) -> list[str]:
     seen = {}
     for name, why in info["not_offered"].items():
         seen.setdefault(why, []).append(name)
-    out += [f"{' and '.join(ns)} not offered: {why}" for why, ns in seen.items()]
+    out += [f"{', '.join(ns[:-1]) + ' and ' if len(ns) > 1 else ''}{ns[-1]} not offered: {why}"
+            for why, ns in seen.items()]
     return out
 
 
