@@ -85,16 +85,9 @@ def evaluate(source_or_data, *, alpha: float | None = None, beta: float | None =
     if recalibrate is not None and recalibrate not in RECALIBRATIONS:
         raise ValueError(f"recalibrate must be one of {', '.join(RECALIBRATIONS)}, got {recalibrate!r}")
     score_settings(False, alpha, beta, score, schedule, censoring, eps, n_boot, seed, level)  # fail before reading
-    reading = dict(fmt=fmt, success_threshold=success_threshold, treat=treat, scorer=scorer, conf=conf,
-                   mapping=mapping, percent=percent)
-    if isinstance(source_or_data, TrajectoryData):
-        given = [k for k, v in reading.items() if v not in (None, (), [], {}, "auto")]
-        if given or forecasts is not None:
-            raise ValueError(f"{', '.join(given + (['forecasts'] if forecasts is not None else []))}: reading "
-                             "options apply to a file; this log is already read (a TrajectoryData)")
-        options = None
-    else:
-        options = read_options(**reading)
+    options = _reading_options(source_or_data, forecasts, dict(
+        fmt=fmt, success_threshold=success_threshold, treat=treat, scorer=scorer, conf=conf, mapping=mapping,
+        percent=percent))
     data, notes = read_log(source_or_data, options, forecasts, recalibrate, folds, seed, schedule,
                            allow_empty=True)
     q, censoring, qz_notes = qz_source(data, q_z, rollouts, censoring)
@@ -104,3 +97,14 @@ def evaluate(source_or_data, *, alpha: float | None = None, beta: float | None =
     if not data.predictors:
         raise ValueError(no_forecast_reason(data))
     return Evaluation.compute(data, settings, q, notes + qz_notes + ref_notes, memory_reason(source_or_data, fmt))
+
+
+def _reading_options(source_or_data, forecasts, reading: dict):
+    """The reading options of a path (None for a TrajectoryData, which refuses them)."""
+    if isinstance(source_or_data, TrajectoryData):
+        given = [k for k, v in reading.items() if v not in (None, (), [], {}, "auto")]
+        if given or forecasts is not None:
+            raise ValueError(f"{', '.join(given + (['forecasts'] if forecasts is not None else []))}: reading "
+                             "options apply to a file; this log is already read (a TrajectoryData)")
+        return None
+    return read_options(**reading)
