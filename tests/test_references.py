@@ -287,3 +287,12 @@ def test_ref_step_is_the_budget_aware_target_within_binomial_noise():
     f0 = fold[traj] == 0
     curve0 = step_curve(lengths[fold != 0], labels[fold != 0])
     assert np.array_equal(ref[f0], curve0[np.minimum(tt[f0], curve0.size) - 1])
+
+
+def test_the_docstring_example_runs():
+    import doctest
+
+    from tpsviz.forecasts import references
+
+    result = doctest.testmod(references, optionflags=doctest.ELLIPSIS)
+    assert result.attempted >= 2 and result.failed == 0
