@@ -381,7 +381,7 @@ def add_references(data: TrajectoryData, settings: ScoreSettings | None = None, 
     Examples
     --------
     >>> from tpsviz.synthetic.agent import simulate
-    >>> data = add_references(simulate("tau2-like", n_trajectories=60, seed=1).to_data())
+    >>> data = add_references(simulate("tau2-like", n_trajectories=300, seed=1).to_data())
     >>> [p for p in data.predictors if is_reference(p)]
     ['ref:step', 'ref:task', 'ref:task+step']
     """
