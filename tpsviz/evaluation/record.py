@@ -350,7 +350,7 @@ class Evaluation:
         rows = []
         for name in self.order:
             r, k, m = self.summary.loc[name], self.skill.loc[name], self.metrics.loc[name]
-            rows.append({"predictor": name + (" (reference)" if is_reference(name) else ""), "verdict": self.verdicts[name].label, "TPS": Fm.num(r.tps_mean),
+            rows.append({"predictor": name, "verdict": self.verdicts[name].label, "TPS": Fm.num(r.tps_mean),
                          "± SE": Fm.num(r.tps_se), f"{self.settings.level:.0%} CI": Fm.interval(r.tps_ci_low, r.tps_ci_high),
                          "skill": Fm.pm(k.skill, k.get("skill_se", np.nan)),
                          "AUROC": Fm.num(m.get("auroc", np.nan), ".3f"), "AUPRC": Fm.num(m.get("auprc", np.nan), ".3f"),
