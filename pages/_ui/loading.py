@@ -23,6 +23,7 @@ from tpsviz.diagnostics.audit import load_rollouts
 from tpsviz.diagnostics.calibrate import add_recalibrated
 from tpsviz.diagnostics.selection import filter_mask
 from tpsviz.io.files import CANNOT_OPEN, PathRefused
+from tpsviz.io.loading import no_forecast_note
 
 from .memo import give_back, memo
 from .sample import sample_size
@@ -59,18 +60,26 @@ def _load(key: str, _src: Source):
         try:
             forecasts = _src.forecasts_raw or _src.forecasts_path
             if _src.parts:
-                return tpsviz.load(list(_src.parts), options=_src.options, forecasts=forecasts)
+                return _with_forecasts(tpsviz.load(list(_src.parts), options=_src.options, forecasts=forecasts))
             if _src.raw is not None:
-                return tpsviz.load(_src.raw, name=_src.name, options=_src.options, forecasts=forecasts)
+                return _with_forecasts(tpsviz.load(_src.raw, name=_src.name, options=_src.options, forecasts=forecasts))
             if _src.kind == "path":  # every file read stays under the data roots
                 # a dataset larger than memory opens on a stated sample of its runs (sample.py)
-                return tpsviz.load(Path(_src.path), name=_src.name, options=_src.options,
-                                   forecasts=forecasts, read=_rooted_read, roots=data_roots(),
-                                   sample=(sample_size(), SEED))
-            return tpsviz.load(_src.path, name=_src.name)
+                return _with_forecasts(tpsviz.load(Path(_src.path), name=_src.name, options=_src.options,
+                                                   forecasts=forecasts, read=_rooted_read, roots=data_roots(),
+                                                   sample=(sample_size(), SEED)))
+            return _with_forecasts(tpsviz.load(_src.path, name=_src.name))
         except tpsviz.LogFormatError as e:
             give_back()  # a refused file may have been parsed half-way: return that memory
             return LoadFailure(e.source, e.problems)
+
+
+def _with_forecasts(data):
+    """The log, or a LoadFailure for a log without any forecast: the pages do not score the
+    references yet (issue 34, point 4), so such a log is refused with where a forecast comes from."""
+    if data.predictors or data.signals:
+        return data
+    return LoadFailure(data.source, [no_forecast_note(data.reading.get("format", "table"), references=False)])
 
 
 def _rooted_read(path, max_bytes: int, label: str) -> bytes:

@@ -29,8 +29,8 @@ from tpsviz.cli.common import Fail, safe
 from tpsviz.cli.engine import score_json_out_of_core
 from tpsviz.cli.kinds import KIND_WORDS
 from tpsviz.cli.logs import log_kind, prepare
-from tpsviz.cli.options import add_engine_options, add_scoring_options, check_args
-from tpsviz.cli.score import engine_for, score_in_memory
+from tpsviz.cli.options import add_engine_options, add_references_option, add_scoring_options, check_args
+from tpsviz.cli.score import engine_for, refuse_references_out_of_core, score_in_memory
 from tpsviz.io.files import read_file
 
 __all__ = ["add_arguments", "run", "EXIT_FAILED", "SETTINGS_COMPARED", "evaluate_checks"]
@@ -54,6 +54,7 @@ EPILOG = ("rules (all given must hold for every predictor):\n"
 def add_arguments(p) -> None:
     """The options of ``score`` (the log is scored the same way) and the rules."""
     add_scoring_options(p)
+    add_references_option(p)
     add_engine_options(p, "check")
     g = p.add_argument_group("rules (all given must hold for every predictor)")
     g.add_argument("--require", choices=(TRUSTWORTHY,), default=None,
@@ -65,7 +66,8 @@ def add_arguments(p) -> None:
     g.add_argument("--baseline", metavar="FILE", default=None,
                    help="an earlier `python -m tpsviz score --json` output, for --max-drop")
     g.add_argument("--predictor", action="append", default=None, metavar="NAME",
-                   help="check only this predictor (repeatable; default every predictor of the log)")
+                   help="check only this predictor (repeatable; default every predictor of the log but the "
+                        "references ref:*, which are yardsticks, not the agent's)")
 
 
 def _check_rules(args) -> None:
@@ -114,6 +116,7 @@ def _score_object(args) -> dict:
                    "TPS of success probabilities)")
     engine, why, ds = engine_for(args)
     if engine in ("duckdb", "dask"):
+        refuse_references_out_of_core(args, engine)
         return score_json_out_of_core(args, ds, why, engine)
     return score_in_memory(*prepare(args), why).to_json()
 
@@ -209,8 +212,13 @@ def _names(args, now: dict, base: dict | None) -> list[str]:
             raise Fail(f"no predictor {', '.join(safe(n, 40) for n in unknown)} in this log "
                        f"(it has {', '.join(safe(n, 40) for n in have) or 'none'})")
         return list(dict.fromkeys(args.predictor))
-    gone = [n for n in (base or {}).get("predictors", {}) if n not in have]
-    return have + gone
+    own = [n for n in have if not now["predictors"][n].get("reference")]
+    gone = [n for n, rec in (base or {}).get("predictors", {}).items() if n not in have and not rec.get("reference")]
+    if not own + gone:
+        raise Fail(f"{safe(args.path)} holds no forecast of its own, only the reference forecasters "
+                   f"({', '.join(safe(n, 40) for n in have)}): nothing to check (name one with --predictor to "
+                   "gate it; docs/forecasts.md says how to get a forecast)")
+    return own + gone
 
 
 def run(args) -> int:

@@ -17,9 +17,9 @@ from tpsviz.cli.engine import compare_out_of_core
 from tpsviz.cli.kinds import check_options_for, compare_other
 from tpsviz.cli.logs import load_log, log_kind, prepare, settings_for
 from tpsviz.cli.multiclass import add_label_options
-from tpsviz.cli.options import add_engine_options, add_scoring_options, check_args
+from tpsviz.cli.options import add_engine_options, add_references_option, add_scoring_options, check_args
 from tpsviz.cli.output import print_header
-from tpsviz.cli.score import engine_for
+from tpsviz.cli.score import engine_for, refuse_references_out_of_core
 from tpsviz.diagnostics.compare import compare
 from tpsviz.diagnostics.combine import combine_logs, free_column
 from tpsviz.diagnostics.groups import (
@@ -36,6 +36,7 @@ DESCRIPTION = ("Paired comparison on the same runs, delta = predictor - baseline
 def add_arguments(p) -> None:
     """The options of ``compare``."""
     add_scoring_options(p)
+    add_references_option(p)
     p.add_argument("candidate", nargs="?", default=None, metavar="CANDIDATE",
                    help="a second log: compare the two logs (candidate - baseline log, PATH "
                         "being the baseline) on their common predictors")
@@ -74,6 +75,7 @@ def run(args) -> int:
                    "a second log (compare BASELINE.csv CANDIDATE.csv)")
     engine, why, ds = engine_for(args)
     if engine in ("duckdb", "dask"):
+        refuse_references_out_of_core(args, engine)
         return compare_out_of_core(args, ds, why, engine)
     data, settings, q_z, notes = prepare(args)
     if args.baseline not in data.predictors:

@@ -23,7 +23,8 @@ from tpsviz.io.harness import FORMAT_CHOICES
 __all__ = ["DESCRIPTION", "LOG_FORMAT", "VERDICT_HELP", "ENGINES", "BINARY_CENSORING", "hidden_alias",
            "add_n_boot", "add_seed", "add_level", "add_schedule", "add_censoring", "add_json",
            "add_engine_options", "add_harness_options", "add_reading_options", "add_log_options", "add_rule_options",
-           "add_scoring_options", "refuse_options", "refused_given", "flag", "check_numbers", "check_args"]
+           "add_scoring_options", "refuse_options", "refused_given", "flag", "check_numbers", "check_args",
+           "add_references_option"]
 
 ENGINES = ("auto", "memory", "duckdb", "dask")
 #: censoring modes of a binary log (a multi-class log takes the first three, docs/multiclass.md)
@@ -121,6 +122,15 @@ def add_engine_options(p, command: str) -> None:
         p.add_argument("--verdict-sample", type=int, default=20_000, metavar="N",
                        help="out of core: the verdicts need the step rows, so they are decided on a seeded "
                             "random sample of N runs (default 20,000; 0 = no verdicts)")
+
+
+def add_references_option(p) -> None:
+    """``--references``: add the reference forecasters computed from the log's outcomes alone."""
+    p.add_argument("--references", action="store_true",
+                   help="add the reference forecasters ref:step, ref:task and ref:task+step, computed from the "
+                        "other runs' outcomes alone (docs/forecasts.md section 1; --folds and --seed set their "
+                        "folds); every verdict then says whether the predictor beats the best of them. A log "
+                        "without any forecast always gets them")
 
 
 def add_harness_options(g) -> None:

@@ -363,8 +363,12 @@ def percentile_intervals(reps: np.ndarray, finite: np.ndarray, n_valid: np.ndarr
 
 
 def no_predictor_message(data) -> str:
-    """What to do with a log that has raw signals but no probability column."""
-    sig = ", ".join(data.signals) or "none"
+    """What to do with a log that has no probability column: raw signals, or no forecast at all."""
+    if not data.signals:
+        return ("the log has no forecast to score (no conf_<name> column, no raw signal): add its reference "
+                "forecasters first, tpsviz.forecasts.references.add_references(data, settings), or join a "
+                "forecasts table (docs/forecasts.md)")
+    sig = ", ".join(data.signals)
     return ("the log has no probability column (conf_<name>) to score, only raw signals "
             f"({sig}): turn them into probabilities first, e.g. "
             "tpsviz.add_all_recalibrated(data, 'platt') (cross-fitted by trajectory)")

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import html
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 import pandas as pd
@@ -20,6 +20,8 @@ from tpsviz.diagnostics.leaderboard import metric_table, skill_table
 from tpsviz.diagnostics.updating import excess_movement
 from tpsviz.diagnostics.verdict import RULES, Verdict, verdicts
 from tpsviz.evaluation.report import report_sections, report_settings
+from tpsviz.forecasts.references import how_to_add_forecast, is_reference, real_predictors
+from tpsviz.forecasts.versus import best_reference, versus_best_reference
 from tpsviz.evaluation.settings import memory_reason, plain_text
 from tpsviz.report.export import PER_TRAJECTORY_COLUMNS
 from tpsviz.report.html import build_report, html_table
@@ -90,7 +92,10 @@ _METRIC_KEYS = ("auroc", "auprc", "auroc_final", "tece_pooled", "tece_final")
 LEADERBOARD_COLUMNS = ("tps_mean", "tps_se", "tps_ci_low", "tps_ci_high", "tps_step_mean", "tps_ref", "skill",
                        "skill_se", "skill_ci_low", "skill_ci_high") + _METRIC_KEYS + (
                       "verdict", "excess_movement", "n_trajectories", "n_censored", "n_steps", "n_missing",
-                      "n_clipped", "n_qz_fallback")
+                      "n_clipped", "n_qz_fallback", "reference")
+#: what the JSON and the text say of the references (docs/forecasts.md §1)
+REFERENCE_WORDS = ("reference forecasters computed from the other runs' outcomes (docs/forecasts.md "
+                   "section 1), not the agent's forecasts")
 
 
 @dataclass(frozen=True, eq=False, repr=False)
@@ -122,6 +127,10 @@ class Evaluation:
         The q_Z of censored runs used in exact mode (None: the log's ``q_z`` column).
     engine_reason : str
         Why the log was scored in memory (``settings.engine_reason`` of the JSON).
+    versus : dict
+        Each real predictor against the best reference (``ref:*``), when the log has references:
+        ``{name: {"reference", "delta", "se", "z", "n_runs", "outcome", "words"}}``
+        (:func:`tpsviz.forecasts.versus.versus_best_reference`); the verdict's text ends with its words.
     """
 
     data: TrajectoryData
@@ -135,6 +144,7 @@ class Evaluation:
     notes: tuple = ()
     q_z: object = None
     engine_reason: str = "a TrajectoryData given in memory"
+    versus: dict = field(default_factory=dict)
 
     @classmethod
     def compute(cls, data: TrajectoryData, settings: ScoreSettings, q_z=None, notes=(),
@@ -160,10 +170,13 @@ class Evaluation:
         metrics = metric_table(data, settings, n_bins=10, n_boot=0)
         skill = skill_table(data, settings, q_z=q_z, n_boot=max(settings.n_boot, 200), result=result)
         verdict = verdicts(data, settings, q_z=q_z, skill=skill)
+        versus = versus_best_reference(data, settings, q_z, result)
+        verdict = {n: replace(v, text=f"{v.text}; {versus[n]['words']}") if n in versus else v
+                   for n, v in verdict.items()}
         warn = caveats(data, settings, result.summary, skill)
         moves = excess_movement(data, list(result.summary.index))
         return cls(data, settings, result, metrics, skill, verdict, moves, warn,
-                   tuple(data.notes) + tuple(notes), q_z, engine_reason or memory_reason(data))
+                   tuple(data.notes) + tuple(notes), q_z, engine_reason or memory_reason(data), versus)
 
     def __repr__(self) -> str:
         d = self.data
@@ -193,6 +206,16 @@ class Evaluation:
         return float(self.skill["ref_rate"].iloc[0]) if len(self.skill) else None
 
     @property
+    def references(self) -> list:
+        """The reference forecasters scored (``ref:*``), in the log's order."""
+        return [n for n in self.summary.index if is_reference(n)]
+
+    @property
+    def has_forecasts(self) -> bool:
+        """Whether the log has a predictor of its own (not only references)."""
+        return bool(real_predictors(self.summary.index))
+
+    @property
     def reference_rule(self) -> str | None:
         """How :attr:`reference_rate` was chosen, in words."""
         return str(self.skill["ref_rule"].iloc[0]) if len(self.skill) else None
@@ -207,6 +230,7 @@ class Evaluation:
         out = out.join(self.metrics[[k for k in _METRIC_KEYS if k in self.metrics]])
         out["verdict"] = pd.Series({n: v.label for n, v in self.verdicts.items()}, dtype=object)
         out["excess_movement"] = self.excess_movement["value"]
+        out["reference"] = [is_reference(n) for n in out.index]
         return out.reindex(index=self.order, columns=list(LEADERBOARD_COLUMNS))
 
     def verdict_sentences(self) -> list[str]:
@@ -281,13 +305,30 @@ class Evaluation:
             "reading": reading_json(data.reading), "units": _UNITS,
             "reference_rate": json_value(self.reference_rate), "reference_rule": self.reference_rule,
             "metrics": _METRICS, "missing": "a null value is explained in the predictor's 'why_null'",
-            "excess_movement": _MOVEMENT, "verdict_rules": [f"{label}: {rule}" for label, rule in RULES]}
+            "excess_movement": _MOVEMENT, "verdict_rules": [f"{label}: {rule}" for label, rule in RULES],
+            **self._references_json()}
         return {"settings": settings, "warnings": [plain_text(w) for w in self.warnings.all()],
                 "predictors": {name: self._predictor_json(name) for name in self.summary.index}}
 
+    def _references_json(self) -> dict:
+        """The settings' entries on the references (none without them)."""
+        if not self.references:
+            return {}
+        vs = {n: {k: (json_value(x) if k in ("delta", "se", "z") else x) for k, x in rec.items() if k != "words"}
+              for n, rec in self.versus.items()}
+        return {"references": {"names": self.references, "best": best_reference(self.result),
+                               "words": f"ref:* predictors are {REFERENCE_WORDS}", "no_forecast": not self.has_forecasts,
+                               "how_to_add_forecast": None if self.has_forecasts else how_to_add_forecast(
+                                   plain_text(self.data.source)),
+                               "versus_best_reference": vs}}
+
     def _predictor_json(self, name: str) -> dict:
         r, v, mv = self.summary.loc[name], self.verdicts[name], self.excess_movement.loc[name]
-        return {
+        rec = self.versus.get(name)
+        versus = None if rec is None else {
+            "reference": rec["reference"], "delta": json_value(rec["delta"]), "se": json_value(rec["se"]),
+            "z": json_value(rec["z"]), "n_runs": rec["n_runs"], "outcome": rec["outcome"]}
+        return {"reference": is_reference(name), "versus_best_reference": versus,
             "tps_mean": json_value(r.tps_mean), "tps_se": json_value(r.tps_se),
             "tps_ci_low": json_value(r.tps_ci_low), "tps_ci_high": json_value(r.tps_ci_high),
             "tps_step_mean": json_value(r.tps_step_mean),

@@ -99,7 +99,7 @@ def _other_outcome_kind(cols: list[str]) -> str:
     return ""
 
 
-def check_header(cols: list[str], percent, source: str):
+def check_header(cols: list[str], percent, source: str, require_forecast: bool = True):
     """The forecast columns a header offers.
 
     Parameters
@@ -110,6 +110,9 @@ def check_header(cols: list[str], percent, source: str):
         Predictors given in percent (``--percent``).
     source : str
         The file's name, for messages.
+    require_forecast : bool
+        Refuse a header without any ``conf_``/``raw_``/``unc_`` column (the out-of-core engines);
+        False lets such a log load with zero predictors (its references are scored).
 
     Returns
     -------
@@ -149,7 +152,7 @@ def check_header(cols: list[str], percent, source: str):
     if len(conf_cols) + len(sig_cols) > MAX_PREDICTORS:  # each is scored, bootstrapped and tested
         problems.append(f"{len(conf_cols) + len(sig_cols):,} predictor and signal columns, more than the "
                         f"{MAX_PREDICTORS} tpsviz scores at once; split the log or drop columns")
-    if not conf_cols and not sig_cols:
+    if require_forecast and not conf_cols and not sig_cols:
         problems.append("no forecast column: at least one column named conf_<name> (probability "
                         "of success) or raw_<name>/unc_<name> (a signal to recalibrate) is required")
     percent_cols = {p if p.startswith("conf_") else f"conf_{p}" for p in percent}

@@ -30,7 +30,7 @@ from tpsviz.core.schema import canonical_name, show_id
 from tpsviz.io.tables import FORMATS, format_of, read_table
 
 __all__ = ["TrajectoryData", "LogFormatError", "load", "from_frame", "FORMATS", "read_source",
-           "ReadOptions", "read_forecasts_table", "guarded"]
+           "ReadOptions", "read_forecasts_table", "guarded", "no_forecast_note"]
 
 
 def read_source(source, name: str | None = None, limits: Limits | None = None,
@@ -253,15 +253,10 @@ def load(source, name: str | None = None, fmt: str | None = None, limits: Limits
     frame, reading, name = _read_frame(source, name, options, limits, read, roots, sample)
     if forecasts is not None:
         frame, reading = _join_forecasts(frame, reading, forecasts, limits, read)
-    if "treatment" in reading and not any(
-            str(c).startswith(("conf_", "raw_", "unc_")) for c in frame.columns):
-        raise LogFormatError(name, [
-            f"this {reading['format']} log holds no per-step forecast: name a numeric field of the "
-            "agent's messages as one (e.g. verbal=metadata.confidence: --conf NAME=FIELD, or the dashboard's "
-            "Reading options, \"Forecast fields of agent messages\"), or join a table trajectory_id, step, "
-            "conf_<name> (--forecasts FILE, or the Reading options' \"Forecasts table (optional)\" for an upload, "
-            "\"Forecasts table path (optional)\" for a server path); token log-probabilities, when the log has "
-            "them, are used as raw signals automatically"])
+    if not any(str(c).startswith(("conf_", "raw_", "unc_")) for c in frame.columns):
+        # a log without any forecast loads with zero predictors: the references give it a yardstick
+        # (tpsviz.forecasts.references; docs/forecasts.md)
+        reading = {**reading, "notes": list(reading.get("notes", [])) + [no_forecast_note(reading["format"])]}
     notes = list(reading.get("notes", []))
     frame.attrs["notes"] = notes + list(frame.attrs.get("notes", []))
     try:
@@ -270,6 +265,30 @@ def load(source, name: str | None = None, fmt: str | None = None, limits: Limits
         raise _named_as_given(e, options.mapping) from None
     data.reading = reading
     return data
+
+
+def no_forecast_note(fmt: str, references: bool = True) -> str:
+    """The note of a log that holds no per-step forecast: where one comes from.
+
+    Parameters
+    ----------
+    fmt : str
+        The log's format (``tau-bench``, ``csv`` …).
+    references : bool
+        Say that the references are scored instead (False: for a view that does not score them).
+
+    Returns
+    -------
+    str
+    """
+    return (f"this {fmt} log holds no per-step forecast" + (
+        ", so only reference forecasters computed from its outcomes can be scored" if references else "")
+            + "; a forecast comes from a numeric field of the agent's messages (--conf "
+            "NAME=FIELD, e.g. verbal=metadata.confidence; the dashboard's Reading options, \"Forecast fields of "
+            "agent messages\"), a table trajectory_id, step, conf_<name> (--forecasts FILE; the Reading options' "
+            "\"Forecasts table (optional)\" for an upload, \"Forecasts table path (optional)\" for a server path), "
+            "or a column conf_<name> of a table; token log-probabilities, when the log has them, are used as raw "
+            "signals automatically (docs/forecasts.md)")
 
 
 def _read_frame(source, name: str | None, options: ReadOptions, limits: Limits, read, roots, sample):

@@ -51,7 +51,7 @@ def from_frame(df: pd.DataFrame, source: str = "<frame>", percent=()) -> Traject
     notes: list[str] = list(df.attrs.get("notes", []))
     df, where = prepared_frame(df, source, notes)
     cols = [c for c in df.columns if c != "_where"]
-    conf_cols, sig_cols, percent_cols = check_header(cols, percent, source)
+    conf_cols, sig_cols, percent_cols = check_header(cols, percent, source, require_forecast=False)
     problems: list[str] = []
     tid, tid_missing = trajectory_ids(df, where, notes, problems)
     step = step_numbers(df, tid, tid_missing, where, problems)

@@ -162,7 +162,7 @@ def _finish(runs, problems, name, notes) -> HarnessLog:
     elicited = any(isinstance(m.get("metadata"), dict) and ELICITED_KEY in m["metadata"]
                    for r in runs for m in r.steps)
     return HarnessLog("inspect", runs, dict(DEFAULT_TREATMENT), notes, dict(REASON_HELP),
-                      [ELICITED] if elicited else [])
+                      [ELICITED] if elicited else [], task_column="sample_id")
 
 
 def read_inspect_json(obj: dict, name: str, options: ReadOptions) -> HarnessLog:

@@ -92,7 +92,9 @@ class FoundForecast:
 
 @dataclass
 class HarnessLog:
-    """The runs of one harness file, with the reader's defaults and the forecast fields it found."""
+    """The runs of one harness file, with the reader's defaults and the forecast fields it found;
+    ``task_column`` names the metadata that identifies the task across trials or epochs
+    (``reading["task_column"]``: the references' ``ref:task``, docs/forecasts.md)."""
 
     format: str
     runs: list
@@ -100,6 +102,7 @@ class HarnessLog:
     notes: list = field(default_factory=list)
     reason_help: dict = field(default_factory=dict)
     found: list = field(default_factory=list)
+    task_column: str | None = None
 
 
 @dataclass(frozen=True)
@@ -306,6 +309,7 @@ def runs_to_frame(log: HarnessLog, options: ReadOptions, name: str, max_rows: in
         "runs_kept": kept,
         "forecasts": sources,
         "found_forecasts": found_counts,
+        "task_column": log.task_column,
         "options": options.describe(),
         "notes": notes,
     }

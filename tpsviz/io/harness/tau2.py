@@ -106,7 +106,7 @@ def read_tau2(obj: dict, name: str, options: ReadOptions, simulations: list | No
     if voice:
         notes.append(f"{voice} full-duplex voice simulation(s) store audio ticks, not messages, and "
                      "were left out")
-    return HarnessLog("tau2-bench", runs, dict(DEFAULT_TREATMENT), notes, dict(REASON_HELP))
+    return HarnessLog("tau2-bench", runs, dict(DEFAULT_TREATMENT), notes, dict(REASON_HELP), task_column="task_id")
 
 
 def _run_of(where: str, sim, seen: dict, thr: float, context: dict) -> tuple[Run | None, str | None]:

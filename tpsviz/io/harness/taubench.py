@@ -103,4 +103,4 @@ def read_taubench(obj: list, name: str, options: ReadOptions) -> HarnessLog:
     if problems:
         raise LogFormatError(name, problems)
     notes = [] if model else ["the model is not recorded in a tau-bench file (nor in this file's name)"]
-    return HarnessLog("tau-bench", runs, dict(DEFAULT_TREATMENT), notes, dict(REASON_HELP))
+    return HarnessLog("tau-bench", runs, dict(DEFAULT_TREATMENT), notes, dict(REASON_HELP), task_column="task_id")
