@@ -109,9 +109,27 @@ def bootstrap_sums(x, n_boot: int, seed: int) -> np.ndarray:
     Returns
     -------
     ndarray
-        Shape (n_boot,) or (n_boot, k).
+        Shape (n_boot,) or (n_boot, k). The sums of a column of integers (counts, 0/1
+        indicators of the runs a statistic covers) are exact integers.
+
+    Notes
+    -----
+    The product centres each column (:func:`tpsviz.core.resample.counts_times`), which leaves
+    rounding noise of order n·mean·2^-52 on every sum. For a column of integers the sum is an
+    integer and is rounded to it: otherwise a replicate that draws none of a column's runs sums
+    their count to ±1e-16 instead of 0, and a mean over them divides by it (a replicate of any
+    size, where it should have been left out: the intervals of a predictor valid on a few runs
+    went outside the range of its values).
     """
-    return resample.counts_times(x, n_boot, seed)
+    x = np.asarray(x, dtype=np.float64)
+    out = resample.counts_times(x, n_boot, seed)
+    if x.size and out.size:
+        whole = np.all(x == np.rint(x), axis=0)  # (NaN/inf: counts_times refuses them)
+        if np.all(whole):
+            np.rint(out, out=out)
+        elif np.any(whole):
+            out[..., whole] = np.rint(out[..., whole])
+    return out
 
 
 def column_mean_intervals(values: np.ndarray, valid: np.ndarray, n_boot: int, level: float,
