@@ -2,7 +2,8 @@
 safe for a terminal, and numbers written for tables and for JSON.
 
 Bad input raises :class:`Fail`; :func:`tpsviz.cli.main.main` prints its message on stderr and exits
-with :data:`EXIT_BAD_INPUT`, never with a traceback.
+with :data:`EXIT_BAD_INPUT`, never with a traceback; an unexpected failure (a bug) exits with
+:data:`EXIT_BUG`. Exit 1 is left to ``check``: a predictor failed a rule.
 """
 
 from __future__ import annotations
@@ -12,10 +13,12 @@ import math
 from tpsviz.evaluation.record import json_value
 from tpsviz.evaluation.settings import plain_text
 
-__all__ = ["EXIT_BAD_INPUT", "Fail", "safe", "name_width", "num", "fmt", "short", "interval"]
+__all__ = ["EXIT_BAD_INPUT", "EXIT_BUG", "Fail", "safe", "name_width", "num", "fmt", "short", "interval"]
 
 #: the exit code of bad input (a file, an option value or a combination of options)
 EXIT_BAD_INPUT = 2
+#: the exit code of an unexpected failure (a bug): never 1, which ``check`` gives a predictor that fails
+EXIT_BUG = 3
 
 
 class Fail(Exception):

@@ -34,7 +34,8 @@ from tpsviz.diagnostics.verdict import verdicts
 from tpsviz.io.loading import apply_mapping
 from tpsviz.io.longform import from_frame
 
-__all__ = ["choose_engine", "score_out_of_core", "score_json_out_of_core", "compare_out_of_core", "ENGINES"]
+__all__ = ["choose_engine", "score_out_of_core", "score_json_out_of_core", "compare_out_of_core", "print_header",
+           "ENGINES"]
 
 ENGINES = ("auto", *ENGINE_NAMES)
 
@@ -191,21 +192,38 @@ def _compare_out_of_core(args, ds: Dataset, why: str, engine) -> int:
         }
         print(json.dumps(obj, indent=2))
         return 0
-    print(f"{safe(ds.label)}: {sums.n_trajectories:,} trajectories, {sums.n_steps:,} steps, "
-          f"{sums.n_censored:,} censored ({ds.n_files} {ds.fmt} file{'s' if ds.n_files != 1 else ''})")
-    print(f"engine: {safe(words)}")
-    w = settings_words(settings)
-    print(f"score: {w['score']}, {w['unit']}; {w['direction']}")
-    print(f"schedule: {w['schedule']} -> {w['schedule_status']}")
-    print(f"censoring: {w['censoring']}; eps = {w['eps']}")
-    for note in sums.notes:
-        print(f"note: {safe(note)}")
+    print_header(ds, sums, settings, words)
     print()
     print(f"paired comparison with baseline {safe(args.baseline)!r} on all runs: delta = predictor - baseline "
           "(TPS: higher is better; SE = sd/sqrt(n) of the per-run differences)")
     print_paired_tps(table, count_width=10)
     print(AUROC_LEFT_OUT)
     return 0
+
+
+def print_header(ds: Dataset, sums, settings, words: str) -> None:
+    """The head of an out-of-core report: the dataset once (runs, steps, censored runs), the engine
+    with why it ran (its files and rows: said there only), the settings in words and the notes.
+
+    Parameters
+    ----------
+    ds : Dataset
+    sums : RunSums
+    settings : ScoreSettings
+    words : str
+        The engine's words (:meth:`tpsviz.engines.interface.Engine.describe`).
+    """
+    print(f"{safe(ds.label)}: {sums.n_trajectories:,} trajectories, {sums.n_steps:,} steps, "
+          f"{sums.n_censored:,} censored")
+    print(f"engine: {safe(words)}")
+    w = settings_words(settings)
+    print(f"score: {w['score']}, {w['unit']}; {w['direction']}")
+    print(f"schedule: {w['schedule']} -> {w['schedule_status']}")
+    if not settings.schedule.verdict.is_strictly_proper:
+        print(f"  note: {w['schedule_reason']}")
+    print(f"censoring: {w['censoring']}; eps = {w['eps']}")
+    for note in sums.notes:
+        print(f"note: {safe(note)}")
 
 
 def _sample_verdicts(args, ds: Dataset, sums, settings, engine):
@@ -286,17 +304,7 @@ def _json(res, ds: Dataset, why: str, ranks: str, verdict, sample_words: str) ->
 
 def _print(res, ds: Dataset, why: str, ranks: str, verdict, sample_words: str) -> None:
     sums, s, sk, m, settings = res.sums, res.summary, res.skill, res.metrics, res.settings
-    print(f"{safe(ds.label)}: {sums.n_trajectories:,} trajectories, {sums.n_steps:,} steps, "
-          f"{sums.n_censored:,} censored ({ds.n_files} {ds.fmt} file{'s' if ds.n_files != 1 else ''})")
-    print(f"engine: {safe(res.engine_words)}")
-    w = settings_words(settings)
-    print(f"score: {w['score']}, {w['unit']}; {w['direction']}")
-    print(f"schedule: {w['schedule']} -> {w['schedule_status']}")
-    if not settings.schedule.verdict.is_strictly_proper:
-        print(f"  note: {w['schedule_reason']}")
-    print(f"censoring: {w['censoring']}; eps = {w['eps']}")
-    for note in sums.notes:
-        print(f"note: {safe(note)}")
+    print_header(ds, sums, settings, res.engine_words)
     print()
     print(f"verdicts {sample_words}")
     for name in s.index:

@@ -74,6 +74,7 @@ def run(args) -> int:
     if args.rows < 1:
         raise Fail(f"--rows must be at least 1, got {args.rows}")
     data, settings, q_z, notes = prepare(args)
+    notes = list(data.notes) + list(notes)  # the log's (a dataset's skipped files …) and the loading's
     names = args.predictor or list(data.predictors)
     unknown = [n for n in names if n not in data.predictors]
     if unknown:
@@ -89,13 +90,13 @@ def run(args) -> int:
         raise Fail(safe(str(exc), 400)) from None
     words = settings_words(settings)
     if args.json:
-        print(json.dumps(_json(res, data, words), indent=2))
+        print(json.dumps(_json(res, data, words, notes), indent=2))
         return 0
     _print(res, data, words, notes, args.rows)
     return 0
 
 
-def _json(res, data, words) -> dict:
+def _json(res, data, words, notes) -> dict:
     windows = {}
     for name, tab in res.windows.groupby("predictor", sort=False):
         windows[safe(name)] = [
@@ -124,7 +125,8 @@ def _json(res, data, words) -> dict:
                          "schedule": words["schedule"], "censoring": words["censoring"],
                          "intervals": "window TPS: mean ± z·SE over the window's runs; skill: against the "
                                       "window's own success rate, delta method"},
-            "n_runs": int(len(res.runs)), "n_excluded": res.n_excluded, "notes": res.notes,
+            "n_runs": int(len(res.runs)), "n_excluded": res.n_excluded,
+            "notes": [safe(n) for n in notes] + res.notes,
             "windows": windows, "alarm": alarm}
 
 
