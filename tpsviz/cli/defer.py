@@ -12,7 +12,7 @@ import json
 
 import numpy as np
 
-from tpsviz.cli.common import Fail, safe
+from tpsviz.cli.common import Fail, safe, say
 from tpsviz.cli.logs import load_log
 from tpsviz.cli.options import RULE_OPTIONS, add_log_options, check_args, refuse_options, refused_given
 from tpsviz.core.inference import DEFAULT_SEED
@@ -49,7 +49,7 @@ def run(args) -> int:
     try:
         utility = Utility(args.success, args.failure, args.handoff, args.step_cost)
     except ValueError as exc:
-        raise Fail(str(exc)) from None
+        raise Fail(say(exc)) from None
     data, _ = load_log(args, args.path)
     seed = DEFAULT_SEED if args.seed is None else args.seed
     names = args.predictor or list(data.predictors)

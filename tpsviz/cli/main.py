@@ -13,7 +13,7 @@ import os
 import sys
 
 from tpsviz.cli import check, compare, continuous, defer, demo, monitor, multiclass, score
-from tpsviz.cli.common import EXIT_BAD_INPUT, Fail
+from tpsviz.cli.common import EXIT_BAD_INPUT, Fail, say
 from tpsviz.cli.options import DESCRIPTION, LOG_FORMAT, VERDICT_HELP
 from tpsviz.core.errors import LogFormatError
 from tpsviz.core.schema import clean_text
@@ -90,7 +90,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return args.run(args)
     except (LogFormatError, Fail, OSError) as exc:
-        print(f"error: {clean_text(exc)}", file=sys.stderr)
+        print(f"error: {clean_text(say(exc))}", file=sys.stderr)
         return EXIT_BAD_INPUT
     except MemoryError:
         print("error: not enough memory for this log; lower TPSVIZ_MAX_ROWS or split the log",

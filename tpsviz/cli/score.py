@@ -14,7 +14,7 @@ import json
 
 import numpy as np
 
-from tpsviz.cli.common import Fail, fmt, name_width, safe
+from tpsviz.cli.common import CLI, Fail, fmt, name_width, safe, say
 from tpsviz.cli.continuous import add_bins
 from tpsviz.cli.engine import choose_engine, score_out_of_core
 from tpsviz.cli.kinds import check_options_for, score_other
@@ -69,7 +69,7 @@ def run(args) -> int:
     if args.per_trajectory:
         write_safe_csv(ev.per_trajectory_table(), args.per_trajectory)
     if args.json:
-        print(json.dumps(ev.to_json(), indent=2))
+        print(json.dumps(ev.to_json(CLI), indent=2))
         return 0
     print_score(ev)
     return 0
@@ -103,7 +103,7 @@ def score_in_memory(data, settings, q_z, notes, why: str) -> Evaluation:
     except LogFormatError:
         raise
     except ValueError as exc:
-        raise Fail(str(exc)) from None
+        raise Fail(say(exc)) from None
 
 
 def print_score(ev: Evaluation) -> None:
@@ -163,7 +163,7 @@ def _print_metrics(ev: Evaluation, nw: int) -> None:
               f"{fmt(m.tece_pooled, 7, 3)} {fmt(m.tece_final, 9, 3)}")
     grouped: dict = {}
     for pred in ev.order:
-        for field_, reason in ev.why_null(pred).items():
+        for field_, reason in ev.why_null(pred, CLI).items():
             grouped.setdefault((field_, reason), []).append(pred)
     if grouped:
         print()

@@ -29,6 +29,7 @@ import pyarrow as pa
 from tpsviz.core.errors import LogFormatError
 from tpsviz.core.schema import show_id
 from tpsviz.core.tps import MAX_WEIGHT, ScoreSettings
+from tpsviz.core.wording import setting, text
 from tpsviz.engines import onepass, pages
 from tpsviz.engines.interface import EngineBase
 from tpsviz.engines.plan import Plan, is_float, is_integer
@@ -397,8 +398,9 @@ def to_sums(ds, plan, settings, runs: Runs, notes, pooled, engine: str) -> RunSu
         qz = np.where(censored, qz, np.nan)
     a1, a0, wsum, n_present, n_clipped, last = _predictor_sums(plan, settings, runs, n, notes)
     if plan.signals:
-        notes.append("raw signals (" + ", ".join(show_id(s, 40) for s in plan.signals[:5]) + ") were not scored: "
-                     "their recalibration needs the step rows (use --engine memory --recalibrate).")
+        notes.append(text("raw signals (" + ", ".join(show_id(s, 40) for s in plan.signals[:5]) + ") were not "
+                          f"scored: their recalibration needs the step rows (use {setting('in_memory')} with "
+                          f"{setting('recalibrate')})."))
     # a1 and a0 hold S(p, 1) and S(p, 0) of the rows without an outcome too (the pass's CASE): a run
     # whose outcome is given on some rows only is scored whole; its unlabelled rows join the
     # pooled counts by their run's outcome

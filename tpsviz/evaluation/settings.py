@@ -23,6 +23,7 @@ from tpsviz.core.schedules import Schedule, parse_schedule
 from tpsviz.core.schema import clean_text, show_id
 from tpsviz.core.scores import PRESETS
 from tpsviz.core.tps import ScoreSettings
+from tpsviz.core.wording import setting, text
 from tpsviz.diagnostics.audit import qz_for_source, rollout_qz_series
 from tpsviz.diagnostics.calibrate import add_all_recalibrated
 from tpsviz.io.dataset import DATASET_FORMATS, Dataset, is_dataset_spec, open_dataset
@@ -406,6 +407,7 @@ def memory_reason(source, fmt: str | None = None, limits: Limits | None = None) 
     ds = open_dataset(source)
     rows, what = dataset_size(ds)
     if rows > limits.max_rows or ds.n_bytes > limits.max_bytes * max(ds.n_files, 1):
-        return f"{what}, read into memory (the command line would use --engine duckdb above TPSVIZ_MAX_ROWS)"
+        return text(f"{what}, read into memory (above TPSVIZ_MAX_ROWS, score it out of core with "
+                    f"{setting('out_of_core')})")
     return f"auto: {what}, within the {limits.max_rows:,} rows read into memory"
 
