@@ -392,8 +392,10 @@ def test_column_mapping(tmp_path, capsys):
 def test_percent_forecasts_are_offered_and_converted(tmp_path, capsys):
     f = tmp_path / "pct.csv"
     f.write_text("trajectory_id,step,outcome,conf_v\nr1,1,1,60\nr1,2,1,85\nr2,1,0,40\n", encoding="utf-8")
-    with pytest.raises(LogFormatError, match="look like percentages .*--percent v"):
+    with pytest.raises(LogFormatError, match="look like percentages .*percent='v'"):
         load(f)
+    code, out, err = run_cli(["score", f, "--n-boot", "0"], capsys)
+    assert code == 2 and "look like percentages (0–100): say so with --percent v)" in err
     data = load(f, options=ReadOptions(percent=("v",)))
     assert data.forecasts("v").tolist() == [0.6, 0.85, 0.4]
     code, out, err = run_cli(["score", f, "--percent", "v", "--n-boot", "0"], capsys)

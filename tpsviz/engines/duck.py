@@ -319,12 +319,12 @@ def check_rows(ds: Dataset, plan: Plan, runs: Runs, diag: dict | None) -> list[s
                       for k, name in enumerate(plan.conf)})
         hints = {f"bad_p{k}": percent_hint(name) for k, name in enumerate(plan.conf)
                  if not int(diag.get(f"over{k}") or 0)}  # (a value outside [0, 1], none outside [0, 100])
-        for flag, text in texts.items():
+        for flag, problem in texts.items():
             count = int(diag.get(flag) or 0)
             if count:
                 ex = diag.get(f"ex_{flag}") if flag != "bad_tid" else None  # (a blank id names no run)
                 at = f", e.g. in trajectory {show_id(ex, 40)}" if ex else ""
-                problems.append(f"{text}; not so on {count:,} row(s){at}{hints.get(flag, '')}")
+                problems.append(f"{problem}; not so on {count:,} row(s){at}{hints.get(flag, '')}")
         if problems:
             return problems
     n = runs.num("n")
