@@ -21,7 +21,7 @@ from . import results as Rs
 from . import loading as L
 from . import state as S
 from .text import code, md
-from .wording import LABELS, UNCERTAINTY
+from .wording import LABELS, UNCERTAINTY, say
 
 UPLOAD_TYPES = ["csv", "tsv", "txt", "parquet", "pq", "jsonl", "ndjson", "json", "eval"]
 
@@ -391,7 +391,7 @@ def _schedule(sb, base):
         sb.markdown(f"{S.VERDICT_ICON.get(v.status, '')} **{v.status}** — `{sobj.formula}`",
                     help=v.reason)
     except ValueError as e:
-        sb.error(f"Schedule: {md(e)}")
+        sb.error(f"Schedule: {md(say(e))}")
     return sched, gamma, horizon
 
 
