@@ -13,6 +13,7 @@ import pandas as pd
 import pytest
 
 import tpsviz
+from tpsviz.cli.common import CLI
 from tpsviz.cli.main import main
 from tpsviz.evaluation.record import LEADERBOARD_COLUMNS
 from tpsviz.evaluation.settings import qz_source
@@ -43,7 +44,11 @@ def test_to_json_is_the_score_commands_json(capsys, monkeypatch, log, settings, 
     monkeypatch.chdir(ROOT)
     ev = tpsviz.evaluate(f"demo_data/{log}", **settings)
     printed = cli_json(capsys, f"demo_data/{log}", *options)
-    assert json.dumps(ev.to_json(), indent=2) + "\n" == printed  # key for key, value for value, in order
+    assert json.dumps(ev.to_json(CLI), indent=2) + "\n" == printed  # key for key, value for value, in order
+    if settings.get("n_boot") == 0:  # from Python, a setting is named by its keyword (tpsviz.core.wording)
+        why = ev.to_json()["predictors"]["truthful"]["why_null"]["tps_ci"]
+        assert "(n_boot=0)" in why and "--n-boot" not in why
+        assert "(--n-boot 0)" in json.loads(printed)["predictors"]["truthful"]["why_null"]["tps_ci"]
 
 
 def test_per_trajectory_table_is_the_commands_file(tmp_path):

@@ -371,7 +371,7 @@ def test_column_names():
     assert column_name("openai/gpt-4o-mini") == "conf_gpt-4o-mini"
     assert column_name("openai-api/deepseek/deepseek-chat") == "conf_deepseek-chat"
     assert column_name("openai/x", "judge") == "conf_judge"
-    with pytest.raises(ValueError, match="--name"):
+    with pytest.raises(ValueError, match="name="):
         column_name("openai/x", "a__b")
 
 

@@ -20,6 +20,7 @@ from . import state as S
 from .reading import mapping_form
 from .sample import sample_info, sample_words
 from .text import md
+from .wording import say
 
 def tiles(items: list) -> None:
     """Metric tiles in a row that wraps: each tile is as wide as its label and value, so no tile is cut
@@ -87,7 +88,7 @@ def show_page_error(e: Exception) -> None:
     errors quote the line they stopped at) or a path on the server, and goes to the server's log
     with the traceback.
     """
-    msg = str(e) or type(e).__name__
+    msg = say(e) or type(e).__name__
     if not isinstance(e, ValueError):  # a bug: the traceback goes to the server log, not the page
         logging.getLogger("tpsviz").error("page failed", exc_info=e)
     if isinstance(e, ValueError):
@@ -151,8 +152,8 @@ def require_data():
             with st.expander("What tpsviz could not find"):
                 st.code("\n".join(f"• {p}" for p in data.problems), language=None, wrap_lines=True)
             mapping_form(columns)
-        elif any("Other outcomes page" in p for p in data.problems):  # not binary: scored on its own page
-            kind = "a multi-class" if any("multi-class" in p for p in data.problems) else "a continuous-outcome"
+        elif data.named & {"multiclass", "continuous"}:  # not binary: scored on its own page
+            kind = "a multi-class" if "multiclass" in data.named else "a continuous-outcome"
             st.info(f"**This is {kind} log.** Its outcome is not success or failure, so this page does not apply; "
                     "the Other outcomes page scores it and offers its per-run scores as CSV.",
                     icon=":material/category:")

@@ -19,6 +19,7 @@ import streamlit as st
 
 import tpsviz
 from tpsviz.core.cancel import Cancelled
+from tpsviz.core.wording import named
 from tpsviz.diagnostics.audit import load_rollouts
 from tpsviz.diagnostics.calibrate import add_recalibrated
 from tpsviz.diagnostics.selection import filter_mask
@@ -29,17 +30,22 @@ from .memo import give_back, memo
 from .sample import sample_size
 from .state import SEED, Config, Source, current, current_source, data_roots, parse_recal
 from .text import md
+from .wording import say
 
 __all__ = ["LoadFailure", "is_failure", "load_base", "prepared", "get_data", "result_key",
            "get_rollouts", "LARGE_ROWS", "is_large"]
 
 
 class LoadFailure:
-    """A file that cannot be used, with the problems found (cached: the bytes decide it)."""
+    """A file that cannot be used, with the problems found (cached: the bytes decide it).
+
+    ``problems`` are in the dashboard's words (:func:`wording.say`); ``named`` holds the settings
+    they name (e.g. ``"multiclass"``: a log the Other outcomes page scores)."""
 
     def __init__(self, source: str, problems: list[str]):
         self.source = source
-        self.problems = problems
+        self.named = set().union(*(named(p) for p in problems))
+        self.problems = [say(p) for p in problems]
 
 
 def is_failure(obj) -> bool:
@@ -125,7 +131,7 @@ def _prepared(key: str, filters: tuple, recal: tuple, _src: Source):
         except Cancelled:  # nobody waits: not a failed recalibration, and nothing is kept
             raise
         except Exception as e:
-            problems.append(f"recalibration of {md(r['source'], 60)} by {r['method']} failed: {md(e, 300)}")
+            problems.append(f"recalibration of {md(r['source'], 60)} by {r['method']} failed: {md(say(e), 300)}")
     return data, problems
 
 

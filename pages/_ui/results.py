@@ -48,6 +48,7 @@ from tpsviz.report import figures as F
 from .loading import get_data, get_rollouts, is_failure, load_base, prepared, result_key
 from .memo import approx_bytes, memo
 from .state import SEED, Config, Source, current, current_source
+from .wording import say
 
 SETTINGS = tuple(f.name for f in fields(ScoreSettings))   # alpha, beta, schedule, censoring, eps, n_boot, level, seed
 ALL = SETTINGS + ("qz",)   # "qz": the q_Z source counts even when the censoring mode is not exact
@@ -507,7 +508,7 @@ def demos(a, x):
         try:
             out[k] = fn(x.data, replace(a.settings, n_boot=0))
         except ValueError as e:
-            out[k] = str(e)
+            out[k] = say(e)
     return out
 
 

@@ -21,6 +21,7 @@ from . import results as Rs
 from . import loading as L
 from . import state as S
 from .text import code, md
+from .wording import LABELS, UNCERTAINTY, say
 
 UPLOAD_TYPES = ["csv", "tsv", "txt", "parquet", "pq", "jsonl", "ndjson", "json", "eval"]
 
@@ -252,7 +253,7 @@ def render() -> S.Config:
     recal, changed = _remember_base(src, base)
     if base is None:
         sb.info("No log yet: upload a file or give a server path (or switch back to Demo).")
-    elif not ok and any("Other outcomes page" in p for p in base.problems):  # multi-class or continuous
+    elif not ok and base.named & {"multiclass", "continuous"}:  # multi-class or continuous
         sb.caption(":material/category: Not a success/failure log: the Other outcomes page scores it, with the "
                    "weight schedule and bootstrap below and its own score and censoring choices.")
     elif not ok:  # the page shows the problems (once); here only where to look
@@ -343,10 +344,10 @@ def _score_family(sb) -> tuple[float, float]:
                       "Brier score, bounded. boosting (−½,−½): harsher than log at the extremes. asym-high/"
                       "asym-low: emphasise high/low decision thresholds.")
     c1, c2 = sb.columns(2)
-    alpha = c1.slider("α", -0.95, 4.0, step=0.05, key="a", bind=BIND, on_change=_on_ab, value=0.0,
+    alpha = c1.slider(LABELS["alpha"], -0.95, 4.0, step=0.05, key="a", bind=BIND, on_change=_on_ab, value=0.0,
                       help="α > −1. ω(c) = c^(α−1)(1−c)^(β−1) weighs decision thresholds c; larger α moves weight "
                            "to high thresholds. α ≤ 0 makes S(p,1) unbounded as p → 0.")
-    beta = c2.slider("β", -0.95, 4.0, step=0.05, key="b", bind=BIND, on_change=_on_ab, value=0.0,
+    beta = c2.slider(LABELS["beta"], -0.95, 4.0, step=0.05, key="b", bind=BIND, on_change=_on_ab, value=0.0,
                      help="β > −1. Larger β moves weight to low thresholds. β ≤ 0 makes S(p,0) unbounded as p → 1.")
     # a number entry beside each slider for an exact value; it always shows the slider's value. Its
     # key carries that value, and only a value other than it is taken as typed: one entry kept in
@@ -390,7 +391,7 @@ def _schedule(sb, base):
         sb.markdown(f"{S.VERDICT_ICON.get(v.status, '')} **{v.status}** — `{sobj.formula}`",
                     help=v.reason)
     except ValueError as e:
-        sb.error(f"Schedule: {md(e)}")
+        sb.error(f"Schedule: {md(say(e))}")
     return sched, gamma, horizon
 
 
@@ -412,7 +413,7 @@ def _censoring(sb, base):
                          disabled=not (exact and qzs == "constant"), value=0.5,
                          help="Used when the q_Z source is 'one value'. 0 = simple (censoring as failure), 1 = upper.")
     cens_caption.caption(Rs.censoring_label(S.Config(censoring=cens, qz_source=qzs, qz_const=float(qz_const))))
-    eps_txt = sb.select_slider("ε (forecast clipping)", S.EPS_TEXT, key="eps", bind=BIND,
+    eps_txt = sb.select_slider(LABELS["eps"], S.EPS_TEXT, key="eps", bind=BIND,
                                value="1e-06",
                                help="Forecasts are clipped to [ε, 1−ε] before scoring so unbounded scores stay finite; "
                                     "ε = 0 turns clipping off and shows −∞ honestly. The leaderboard's 'clipped' column "
@@ -467,8 +468,8 @@ def _filters(sb, base) -> list[tuple]:
 
 def _uncertainty(sb) -> tuple[int, int]:
     """Bootstrap replicates of TPS and of the metrics (−1 = auto)."""
-    with sb.expander("Uncertainty", expanded=False):
-        n_boot = st.select_slider("Bootstrap replicates", S.BOOT_CHOICES, key="boot", bind=BIND,
+    with sb.expander(UNCERTAINTY, expanded=False):
+        n_boot = st.select_slider(LABELS["n_boot"], S.BOOT_CHOICES, key="boot", bind=BIND,
                                   value=2000,
                                   help="Percentile bootstrap over trajectories (the unit; steps within a run are "
                                        "dependent), seeded so numbers are reproducible. 0 = mean ± 1.96 SE.")

@@ -17,6 +17,7 @@ from pages._ui import results as Rs
 from pages._ui import loading as L
 from pages._ui import state as S
 from pages._ui.text import code
+from pages._ui.wording import say
 from tpsviz.report import figures as F
 from tpsviz.diagnostics.caveats import schedule_caveat
 from tpsviz.diagnostics.leaderboard import METRIC_INFO
@@ -247,7 +248,7 @@ if mode == "groups of this log":
         try:
             gv = V.group_view(cfg, by, st.session_state.get("grp_base"), pair_on) if by is not None else None
         except ValueError as e:
-            st.info(f"These runs cannot be compared by {code(by)}: {C.md(e)}")
+            st.info(f"These runs cannot be compared by {code(by)}: {C.md(say(e))}")
         if gv is None:
             st.caption("Each value of the column becomes a group scored on its own runs; every group is then "
                        "compared with a base group (Δ TPS and Δ skill with their SE, paired by task where the groups "
@@ -280,7 +281,7 @@ else:
         try:
             out = Rs.two_logs(cand, pair_on, a=Rs.analysis(cfg))
         except ValueError as e:
-            st.info(f"These two logs cannot be compared: {C.md(e)}")
+            st.info(f"These two logs cannot be compared: {C.md(say(e))}")
         else:
             if L.is_failure(out):  # about the candidate only: this log is fine
                 st.error(f"**The candidate log {code(up.name, 60)} cannot be used** (this log is fine): "

@@ -186,7 +186,9 @@ def test_percent_forecasts_from_the_sidebar():
     csv = b"trajectory_id,step,outcome,conf_v\nr1,1,1,60\nr1,2,1,85\nr2,1,0,40\n"
     at = _fresh()
     _upload(at, [("pct.csv", csv, "text/csv")])
-    assert "percentages" in "\n".join(c.value for c in at.code)
+    shown = "\n".join(c.value for c in at.code)
+    assert "percentages" in shown  # the setting named by its widget (pages/_ui/wording.py), not by an option
+    assert 'say so with Reading options › "Predictors given in percent" set to v)' in shown and "--percent" not in shown
     at.text_input(key="pct").set_value("v").run()
     assert _metrics(at)["Trajectories"] == "2"
 

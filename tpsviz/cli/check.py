@@ -26,7 +26,7 @@ from __future__ import annotations
 import json
 import math
 
-from tpsviz.cli.common import Fail, safe
+from tpsviz.cli.common import CLI, Fail, safe
 from tpsviz.cli.engine import score_json_out_of_core
 from tpsviz.cli.kinds import KIND_WORDS
 from tpsviz.cli.logs import log_kind, prepare
@@ -123,7 +123,7 @@ def _score_object(args) -> dict:
     if engine in ("duckdb", "dask"):
         refuse_references_out_of_core(args, engine)
         return score_json_out_of_core(args, ds, why, engine)
-    return score_in_memory(*prepare(args), why).to_json()
+    return score_in_memory(*prepare(args), why).to_json(CLI)
 
 
 def _value(x) -> float:

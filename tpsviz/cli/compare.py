@@ -12,7 +12,7 @@ import json
 
 import numpy as np
 
-from tpsviz.cli.common import Fail, fmt, name_width, num, safe
+from tpsviz.cli.common import Fail, fmt, name_width, num, safe, say, say_all
 from tpsviz.cli.engine import compare_out_of_core
 from tpsviz.cli.kinds import check_options_for, compare_other
 from tpsviz.cli.logs import load_log, log_kind, prepare, settings_for
@@ -84,7 +84,7 @@ def run(args) -> int:
     try:
         table = compare(data, settings, baseline=args.baseline, q_z=q_z, metrics=("auroc",))
     except ValueError as exc:
-        raise Fail(str(exc)) from None
+        raise Fail(say(exc)) from None
     if args.json:
         print(json.dumps(_baseline_json(args, data, settings, notes, table), indent=2))
         return 0
@@ -110,7 +110,7 @@ def _baseline_json(args, data, settings, notes, table) -> dict:
         "baseline": args.baseline,
         "settings": {**settings.describe(), "file": data.source,
                      "n_trajectories": data.n_trajectories, "n_censored": data.n_censored,
-                     "notes": data.notes + notes, "reading": reading_json(data.reading),
+                     "notes": [say(n) for n in data.notes + notes], "reading": reading_json(data.reading),
                      "definition": "delta = predictor - baseline on the same runs; TPS: "
                                    "mean of per-run differences, SE = sd/sqrt(n); AUROC "
                                    "pooled over steps of complete runs, SE from a paired "
@@ -143,8 +143,8 @@ def _group_data(args):
     try:
         data = combine_logs(a, b, column=column)
     except ValueError as exc:
-        raise Fail(str(exc)) from None
-    notes = [f"baseline: {n}" for n in notes_a] + [f"candidate: {n}" for n in notes_b]
+        raise Fail(say(exc)) from None
+    notes = [f"baseline: {say(n)}" for n in notes_a] + [f"candidate: {say(n)}" for n in notes_b]
     return data, settings_for(args, data), None, notes, column
 
 
@@ -159,7 +159,7 @@ def _compare_groups(args) -> int:
         diffs = {g: group_difference(data, by, base, g, settings, q_z=q_z, pair_on=pair_on)
                  for g in groups if g != base}
     except ValueError as exc:
-        raise Fail(str(exc)) from None
+        raise Fail(say(exc)) from None
     if args.json:
         print(json.dumps(_groups_json(data, settings, notes, by, base, table, diffs), indent=2))
         return 0
@@ -224,7 +224,7 @@ def _groups_json(data, settings, notes, by, base, table, diffs) -> dict:
         groups.setdefault(safe(g), {})[safe(pred)] = rec(r, tkeys)
     return {
         "settings": {**settings.describe(), "file": safe(data.source),
-                     "n_trajectories": data.n_trajectories, "notes": [safe(n) for n in data.notes + notes],
+                     "n_trajectories": data.n_trajectories, "notes": say_all(data.notes + notes),
                      "by": safe(by), "base_group": safe(base),
                      "definition": "per group: mean TPS per run (SE = sd/sqrt(n)) and skill = 1 - "
                                    "TPS/TPS_ref against the group's own success rate; delta = group "

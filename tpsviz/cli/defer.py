@@ -12,7 +12,7 @@ import json
 
 import numpy as np
 
-from tpsviz.cli.common import Fail, safe
+from tpsviz.cli.common import Fail, safe, say
 from tpsviz.cli.logs import load_log
 from tpsviz.cli.options import RULE_OPTIONS, add_log_options, check_args, refuse_options, refused_given
 from tpsviz.core.inference import DEFAULT_SEED
@@ -49,7 +49,7 @@ def run(args) -> int:
     try:
         utility = Utility(args.success, args.failure, args.handoff, args.step_cost)
     except ValueError as exc:
-        raise Fail(str(exc)) from None
+        raise Fail(say(exc)) from None
     data, notes = load_log(args, args.path)
     notes = list(data.notes) + list(notes)  # the log's (a dataset's skipped files …) and the loading's
     seed = DEFAULT_SEED if args.seed is None else args.seed
@@ -77,7 +77,7 @@ def _as_json(data, utility, res, args, n_boot: int, notes) -> dict:
     return {
         "settings": {"file": safe(data.source), "utility": vars(utility), "censored_runs": args.censored_runs,
                      "n_boot": n_boot, "level": args.level, "policy": "hand off at the first step with F < tau",
-                     "notes": [safe(n) for n in notes]},
+                     "notes": [safe(say(n)) for n in notes]},
         "predictors": {safe(n): {
             "best_tau": _num(r.best_tau), "best_tau_low": _num(r.best_tau_low),
             "best_tau_high": _num(r.best_tau_high), "best_tau_label": r.best_tau_label(),
@@ -96,7 +96,7 @@ def _print(data, utility, res, names, args, n_boot: int, notes) -> None:
           f"failure -{u.failure:g}, hand-off -{u.handoff:g}, per step -{u.per_step:g}; censored runs not handed "
           f"off: {'failures' if args.censored_runs == 'failure' else 'left out'}")
     for note in notes:
-        print(f"note: {safe(note, 300)}")
+        print(f"note: {safe(say(note), 300)}")
     nw = max([len(safe(n, 40)) for n in names] + [9])
     labels = {n: r.best_tau_label() for n, r in res.items()}
     bw = max([len(x) for x in labels.values()] + [8])

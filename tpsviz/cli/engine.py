@@ -19,7 +19,7 @@ from pathlib import Path
 
 import numpy as np
 
-from tpsviz.cli.common import Fail, fmt, name_width, num, safe
+from tpsviz.cli.common import Fail, fmt, name_width, num, safe, say, say_all
 from tpsviz.cli.logs import settings_from
 from tpsviz.cli.output import print_paired_tps, print_tps_table
 from tpsviz.engines import ENGINE_NAMES, OUT_OF_CORE, get_engine
@@ -127,7 +127,7 @@ def _scored(args, ds: Dataset, engine):
     try:
         return score_from_sums(sums, settings, intervals=intervals)
     except ValueError as exc:
-        raise Fail(str(exc)) from None
+        raise Fail(say(exc)) from None
 
 
 def _score_parts(args, ds: Dataset, why: str, engine) -> tuple:
@@ -173,14 +173,14 @@ def _compare_out_of_core(args, ds: Dataset, why: str, engine) -> int:
     try:
         table = paired_tps(tps_of_runs(sums, settings), args.baseline, settings.level)
     except ValueError as exc:
-        raise Fail(str(exc)) from None
+        raise Fail(say(exc)) from None
     words = engine.describe(why, intervals=False)
     if args.json:
         obj = {
             "baseline": args.baseline,
             "settings": {**settings.describe(), "file": ds.label, "engine": sums.engine, "engine_reason": why,
                          "engine_words": words, "n_trajectories": sums.n_trajectories,
-                         "n_censored": sums.n_censored, "notes": [safe(n) for n in sums.notes],
+                         "n_censored": sums.n_censored, "notes": say_all(sums.notes),
                          "reading": reading_json({"format": ds.fmt}),
                          "definition": "delta = predictor - baseline on the same runs; TPS: mean of per-run "
                                        "differences, SE = sd/sqrt(n); z = delta/SE; " + AUROC_LEFT_OUT},
@@ -223,7 +223,7 @@ def print_header(ds: Dataset, sums, settings, words: str) -> None:
         print(f"  note: {w['schedule_reason']}")
     print(f"censoring: {w['censoring']}; eps = {w['eps']}")
     for note in sums.notes:
-        print(f"note: {safe(note)}")
+        print(f"note: {safe(say(note))}")
 
 
 def _sample_verdicts(args, ds: Dataset, sums, settings, engine):
@@ -241,7 +241,7 @@ def _sample_verdicts(args, ds: Dataset, sums, settings, engine):
     try:
         out = verdicts(data, settings)
     except ValueError as exc:
-        return None, f"not computed on the sample: {exc}"
+        return None, f"not computed on the sample: {say(exc)}"
     if k == n_runs:
         return out, f"on all {n_runs:,} runs"
     return out, (f"on a random sample of {k:,} of {n_runs:,} runs (seed {seed}; --verdict-sample sets the size): "
@@ -267,7 +267,7 @@ def _json(res, ds: Dataset, why: str, ranks: str, verdict, sample_words: str) ->
                      "engine_words": res.engine_words,
                      "dataset": {"files": ds.n_files, "bytes": ds.n_bytes, "skipped": ds.skipped},
                      "n_trajectories": sums.n_trajectories, "n_steps": sums.n_steps,
-                     "n_censored": sums.n_censored, "notes": [safe(n) for n in sums.notes],
+                     "n_censored": sums.n_censored, "notes": say_all(sums.notes),
                      "reading": reading_json({"format": ds.fmt}),
                      "units": "TPS per trajectory in the score's units (nats for the log score); "
                               "higher is better, 0 is perfect",

@@ -13,7 +13,7 @@ import os
 import sys
 from pathlib import Path
 
-from tpsviz.cli.common import Fail, safe
+from tpsviz.cli.common import Fail, safe, say
 from tpsviz.cli.options import add_harness_options, add_seed, check_numbers
 from tpsviz.evaluation import settings as evaluation_settings
 from tpsviz.forecasts.cache import AnswerCache
@@ -84,7 +84,7 @@ def _check(args) -> tuple[Path, Path, str]:
     try:
         column = column_name(args.model, args.name)
     except ValueError as exc:
-        raise Fail(str(exc)) from None
+        raise Fail(say(exc)) from None
     cache = Path(args.cache) if args.cache else out.with_name(out.name + ".cache")
     if cache.exists() and not cache.is_dir():
         raise Fail(f"--cache {safe(cache)} is not a folder")
@@ -98,7 +98,7 @@ def run(args) -> int:
         prompts = load_prompts(args.prompts)
         options = evaluation_settings.read_options(args.format, args.success_threshold, args.treat, args.scorer)
     except ValueError as exc:
-        raise Fail(str(exc)) from None
+        raise Fail(say(exc)) from None
     transcripts, reading = read_transcripts(args.path, options)
     runs = select_runs(transcripts, args.max_runs, args.sample, args.seed)
     questions = build_questions(runs, prompts, args.model, args.max_chars)
@@ -112,7 +112,7 @@ def run(args) -> int:
         try:
             model = open_model(args.model, args.model_base_url, args.concurrency)
         except ValueError as exc:
-            raise Fail(str(exc)) from None
+            raise Fail(say(exc)) from None
         result = ask_model(model, todo, cache, args.concurrency, _progress)
         if result.errors:
             print(f"provider errors on {sum(result.errors.values())} of {result.asked} prompts ("

@@ -12,7 +12,7 @@ from __future__ import annotations
 import math
 from pathlib import Path
 
-from tpsviz.cli.common import Fail
+from tpsviz.cli.common import Fail, say
 from tpsviz.cli.options import flag
 from tpsviz.core.errors import LogFormatError
 from tpsviz.core.censoring import default_censoring
@@ -82,7 +82,7 @@ def read_options(args) -> ReadOptions:
         return evaluation_settings.read_options(args.format, args.success_threshold, args.treat, args.scorer,
                                                 args.conf, args.map, args.percent)
     except ValueError as exc:
-        raise Fail(str(exc)) from None
+        raise Fail(say(exc)) from None
 
 
 def settings_from(args, has_qz: bool) -> ScoreSettings:
@@ -108,7 +108,7 @@ def settings_from(args, has_qz: bool) -> ScoreSettings:
         return evaluation_settings.score_settings(has_qz, args.alpha, args.beta, None, args.schedule, args.censoring,
                                                   args.eps, args.n_boot, args.seed, args.level, spell=flag)
     except ValueError as exc:
-        raise Fail(str(exc)) from None
+        raise Fail(say(exc)) from None
 
 
 def settings_for(args, data) -> ScoreSettings:
@@ -148,7 +148,7 @@ def load_log(args, path, allow_empty: bool = False):
     except LogFormatError:
         raise
     except ValueError as exc:
-        raise Fail(str(exc)) from None
+        raise Fail(say(exc)) from None
 
 
 def prepare(args):
@@ -177,5 +177,5 @@ def prepare(args):
     except LogFormatError:
         raise
     except ValueError as exc:
-        raise Fail(str(exc)) from None
+        raise Fail(say(exc)) from None
     return data, settings, q_z, notes + more + refs

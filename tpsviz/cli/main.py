@@ -14,7 +14,7 @@ import os
 import sys
 
 from tpsviz.cli import check, compare, continuous, defer, demo, forecast, monitor, multiclass, score
-from tpsviz.cli.common import EXIT_BAD_INPUT, EXIT_BUG, Fail
+from tpsviz.cli.common import EXIT_BAD_INPUT, EXIT_BUG, Fail, say
 from tpsviz.cli.options import DESCRIPTION, LOG_FORMAT, VERDICT_HELP
 from tpsviz.core.errors import LogFormatError
 from tpsviz.core.schema import clean_text
@@ -94,7 +94,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return args.run(args)
     except (LogFormatError, Fail, OSError) as exc:
-        print(f"error: {clean_text(exc)}", file=sys.stderr)
+        print(f"error: {clean_text(say(exc))}", file=sys.stderr)
         return EXIT_BAD_INPUT
     except MemoryError:
         print("error: not enough memory for this log; lower TPSVIZ_MAX_ROWS or split the log",

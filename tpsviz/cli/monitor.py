@@ -12,7 +12,7 @@ import math
 
 import numpy as np
 
-from tpsviz.cli.common import Fail, safe
+from tpsviz.cli.common import Fail, safe, say
 from tpsviz.cli.logs import prepare
 from tpsviz.cli.options import add_scoring_options, check_args, hidden_alias
 from tpsviz.core.formatting import json_number
@@ -87,7 +87,7 @@ def run(args) -> int:
         res = monitor(data, settings, by=args.by, window=args.window, stride=args.stride, predictors=names,
                       alarm_on=alarm_on, baseline=args.baseline_runs, shift=args.shift, target_arl=args.arl, q_z=q_z)
     except ValueError as exc:
-        raise Fail(safe(str(exc), 400)) from None
+        raise Fail(safe(say(exc), 400)) from None
     words = settings_words(settings)
     if args.json:
         print(json.dumps(_json(res, data, words, notes), indent=2))
@@ -126,7 +126,7 @@ def _json(res, data, words, notes) -> dict:
                          "intervals": "window TPS: mean ± z·SE over the window's runs; skill: against the "
                                       "window's own success rate, delta method"},
             "n_runs": int(len(res.runs)), "n_excluded": res.n_excluded,
-            "notes": [safe(n) for n in notes] + res.notes,
+            "notes": [safe(say(n)) for n in notes] + [say(n) for n in res.notes],
             "windows": windows, "alarm": alarm}
 
 
@@ -135,7 +135,7 @@ def _print(res, data, words, notes, rows: int) -> None:
     print(f"{safe(data.source)}: {len(res.runs):,} runs in {safe(res.order)}; windows of {res.window} runs "
           f"every {res.stride}; {words['score']}, {words['schedule']}, censoring {words['censoring']}")
     for note in list(notes) + res.notes:
-        print(f"note: {safe(note, 300)}")
+        print(f"note: {safe(say(note), 300)}")
     for name, tab in res.windows.groupby("predictor", sort=False):
         print()
         print(f"{safe(name, 60)}  (TPS per run with {pct}% CI; skill against each window's success rate)")

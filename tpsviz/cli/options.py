@@ -14,7 +14,7 @@ import argparse
 import os
 from pathlib import Path
 
-from tpsviz.cli.common import Fail, safe
+from tpsviz.cli.common import CLI, Fail, safe, say
 from tpsviz.core.schedules import schedule_help
 from tpsviz.diagnostics.verdict import RULES as VERDICT_RULES
 from tpsviz.evaluation.settings import MAX_N_BOOT, MIN_N_BOOT, check_settings
@@ -253,8 +253,7 @@ def flag(name: str, value=None) -> str:
     str
         ``--n-boot``, or ``--recalibrate platt`` with a value.
     """
-    option = "--" + name.replace("_", "-")
-    return option if value is None else f"{option} {value}"
+    return CLI.name(name, None if value is None else str(value))
 
 
 def check_numbers(args) -> None:
@@ -274,7 +273,7 @@ def check_numbers(args) -> None:
         check_settings(getattr(args, "n_boot", 0), getattr(args, "seed", None), getattr(args, "eps", 0.0),
                        getattr(args, "folds", 5), getattr(args, "level", 0.95), spell=flag)
     except ValueError as exc:
-        raise Fail(str(exc)) from None
+        raise Fail(say(exc)) from None
 
 
 def check_args(args) -> None:

@@ -15,7 +15,7 @@ import shlex
 
 import numpy as np
 
-from tpsviz.cli.common import Fail, fmt, name_width, safe
+from tpsviz.cli.common import CLI, Fail, fmt, name_width, safe, say
 from tpsviz.cli.continuous import add_bins
 from tpsviz.cli.engine import choose_engine, score_out_of_core
 from tpsviz.cli.kinds import check_options_for, score_other
@@ -78,7 +78,7 @@ def run(args) -> int:
     if args.per_trajectory:
         write_safe_csv(ev.per_trajectory_table(), args.per_trajectory)
     if args.json:
-        print(json.dumps(ev.to_json(), indent=2))
+        print(json.dumps(ev.to_json(CLI), indent=2))
         return 0
     print_score(ev, args.path)
     return 0
@@ -88,12 +88,12 @@ def print_nothing_scored(args, data, settings, notes, why: str) -> int:
     """The report of a log without any forecast whose references cannot be formed: how it was read,
     why nothing is scored and how to add a forecast (text, or JSON with no predictor); exit 0."""
     reason = no_forecast_reason(data)
-    how = how_to_add_forecast(shlex.quote(args.path))
+    how = say(how_to_add_forecast(shlex.quote(args.path)))
     if args.json:
         print(json.dumps({"settings": {**settings.describe(), "file": data.source, "engine": "memory",
                                        "engine_reason": why, "n_trajectories": data.n_trajectories,
                                        "n_steps": data.n_steps, "n_censored": data.n_censored,
-                                       "notes": list(data.notes) + list(notes), "reading": reading_json(data.reading),
+                                       "notes": [say(n) for n in list(data.notes) + list(notes)], "reading": reading_json(data.reading),
                                        "references": {"names": [], "no_forecast": True, "why_none": reason,
                                                       "how_to_add_forecast": how}},
                           "warnings": [], "predictors": {}}, indent=2))
@@ -145,7 +145,7 @@ def score_in_memory(data, settings, q_z, notes, why: str) -> Evaluation:
     except LogFormatError:
         raise
     except ValueError as exc:
-        raise Fail(str(exc)) from None
+        raise Fail(say(exc)) from None
 
 
 def print_score(ev: Evaluation, path: str | None = None) -> None:
@@ -169,9 +169,9 @@ def print_score(ev: Evaluation, path: str | None = None) -> None:
         print(f"{', '.join(ev.references)} {'are' if len(ev.references) > 1 else 'is'} {REFERENCE_WORDS}")
     if not ev.has_forecasts:
         print("no forecast in this log, so only the references are scored; "
-              + safe(how_to_add_forecast(shlex.quote(path or ev.data.source))))
+              + safe(say(how_to_add_forecast(shlex.quote(path or ev.data.source)))))
     for w in ev.warnings.log:
-        print(f"warning: {safe(w)}")
+        print(f"warning: {safe(say(w))}")
     print()
     print_tps_table(s, int(round(ev.settings.level * 100)), nw)
     extra = s[(s.n_qz_fallback > 0) | (s.n_no_forecast > 0) | (s.n_missing > 0)]
@@ -212,7 +212,7 @@ def _print_metrics(ev: Evaluation, nw: int) -> None:
               f"{fmt(m.tece_pooled, 7, 3)} {fmt(m.tece_final, 9, 3)}")
     grouped: dict = {}
     for pred in ev.order:
-        for field_, reason in ev.why_null(pred).items():
+        for field_, reason in ev.why_null(pred, CLI).items():
             grouped.setdefault((field_, reason), []).append(pred)
     if grouped:
         print()

@@ -1,6 +1,8 @@
 """The :class:`Evaluation`: every report of ``python -m tpsviz score`` on one log, with its JSON
 (``to_json()``, the object ``score --json`` prints), its offline HTML report (``to_html()``) and a
-compact notebook view (``_repr_html_``). Texts in the JSON are the command line's, word for word.
+compact notebook view (``_repr_html_``). Texts in the JSON are the command line's, word for word,
+except the names of settings: ``to_json()`` names them as Python does (``n_boot``), ``to_json(CLI)``
+as the command line does (``--n-boot``; :mod:`tpsviz.core.wording`).
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ import pandas as pd
 from tpsviz.core import formatting as Fm
 from tpsviz.core.data import TrajectoryData
 from tpsviz.core.tps import ScoreSettings, TPSResult, compute_tps, settings_words
+from tpsviz.core.wording import PYTHON, Wording, setting, word
 from tpsviz.diagnostics.caveats import Caveats, caveats
 from tpsviz.diagnostics.leaderboard import metric_table, skill_table
 from tpsviz.diagnostics.updating import excess_movement
@@ -237,12 +240,14 @@ class Evaluation:
         """The verdict of every predictor in one plain sentence each, in the log's order."""
         return [self.verdicts[name].text for name in self.summary.index]
 
-    def why_null(self, name: str) -> dict:
+    def why_null(self, name: str, wording: Wording = PYTHON) -> dict:
         """Why a value of predictor ``name`` is not a finite number: field → reason.
 
         Parameters
         ----------
         name : str
+        wording : tpsviz.core.wording.Wording
+            How a reason names a setting (default: as :func:`tpsviz.evaluate` does).
 
         Returns
         -------
@@ -258,11 +263,12 @@ class Evaluation:
                           if int(r.n_no_forecast) else "no run is in scope")
         elif math.isinf(mean):
             out["tps"] = ("-inf: a forecast of exactly 0 or 1 was wrong under an unbounded score "
-                          "with eps = 0; raise --eps or use a bounded score (--alpha 1 --beta 1)")
+                          f"with eps = 0; raise {setting('eps')} or use a bounded score ({setting('alpha', 1)} "
+                          f"{setting('beta', 1)})")
         elif n < 2:
             out["tps_se"] = "the SE and CI need at least 2 runs; only 1 was scored"
         elif self.settings.n_boot == 0:
-            out["tps_ci"] = "no CI: the bootstrap is off (--n-boot 0); mean ± 1.96 SE is an alternative"
+            out["tps_ci"] = f"no CI: the bootstrap is off ({setting('n_boot', 0)}); mean ± 1.96 SE is an alternative"
         elif not (math.isfinite(float(r.tps_ci_low)) and math.isfinite(float(r.tps_ci_high))):
             out["tps_ci"] = "no CI could be formed from the bootstrap replicates"
         if n and not math.isfinite(float(k.skill)):
@@ -271,7 +277,7 @@ class Evaluation:
         if not math.isfinite(float(m.get("auroc", math.nan))):
             out["auroc"] = ("AUROC needs complete runs with both outcomes (a success and a failure) "
                             "and a forecast")
-        return out
+        return {k: word(v, wording) for k, v in out.items()}
 
     def per_trajectory_table(self) -> pd.DataFrame:
         """Each run's TPS per predictor with its outcome (``score --per-trajectory``): columns
@@ -289,9 +295,15 @@ class Evaluation:
         return settings_words(self.settings)["censoring"]
 
     # ---------------------------------------------------------------- JSON
-    def to_json(self) -> dict:
+    def to_json(self, wording: Wording = PYTHON) -> dict:
         """The object ``python -m tpsviz score LOG --json`` prints: plain values, ``"inf"``/``"-inf"``
         for an infinite score, None where a value is missing (``why_null`` says why).
+
+        Parameters
+        ----------
+        wording : tpsviz.core.wording.Wording
+            How a text names a setting (default: as :func:`tpsviz.evaluate` does; the command line
+            passes its own).
 
         Returns
         -------
@@ -300,17 +312,17 @@ class Evaluation:
         data = self.data
         settings = {
             **self.settings.describe(), "file": data.source, "engine": "memory",
-            "engine_reason": self.engine_reason, "n_trajectories": data.n_trajectories,
-            "n_steps": data.n_steps, "n_censored": data.n_censored, "notes": list(self.notes),
+            "engine_reason": word(self.engine_reason, wording), "n_trajectories": data.n_trajectories,
+            "n_steps": data.n_steps, "n_censored": data.n_censored, "notes": [word(n, wording) for n in self.notes],
             "reading": reading_json(data.reading), "units": _UNITS,
             "reference_rate": json_value(self.reference_rate), "reference_rule": self.reference_rule,
             "metrics": _METRICS, "missing": "a null value is explained in the predictor's 'why_null'",
             "excess_movement": _MOVEMENT, "verdict_rules": [f"{label}: {rule}" for label, rule in RULES],
-            **self._references_json()}
-        return {"settings": settings, "warnings": [plain_text(w) for w in self.warnings.all()],
-                "predictors": {name: self._predictor_json(name) for name in self.summary.index}}
+            **self._references_json(wording)}
+        return {"settings": settings, "warnings": [plain_text(word(w, wording)) for w in self.warnings.all()],
+                "predictors": {name: self._predictor_json(name, wording) for name in self.summary.index}}
 
-    def _references_json(self) -> dict:
+    def _references_json(self, wording: Wording) -> dict:
         """The settings' entries on the references (none without them)."""
         if not self.references:
             return {}
@@ -318,11 +330,11 @@ class Evaluation:
               for n, rec in self.versus.items()}
         return {"references": {"names": self.references, "best": best_reference(self.result),
                                "words": f"ref:* predictors are {REFERENCE_WORDS}", "no_forecast": not self.has_forecasts,
-                               "how_to_add_forecast": None if self.has_forecasts else how_to_add_forecast(
-                                   plain_text(self.data.source)),
+                               "how_to_add_forecast": None if self.has_forecasts else word(how_to_add_forecast(
+                                   plain_text(self.data.source)), wording),
                                "versus_best_reference": vs}}
 
-    def _predictor_json(self, name: str) -> dict:
+    def _predictor_json(self, name: str, wording: Wording) -> dict:
         r, v, mv = self.summary.loc[name], self.verdicts[name], self.excess_movement.loc[name]
         rec = self.versus.get(name)
         versus = None if rec is None else {
@@ -338,10 +350,10 @@ class Evaluation:
             "tps_ref": json_value(self.skill.loc[name, "tps_ref"]),
             "skill": json_value(self.skill.loc[name, "skill"]),
             **{k: json_value(self.metrics.loc[name, k]) if k in self.metrics else None for k in _METRIC_KEYS},
-            "why_null": self.why_null(name),
+            "why_null": self.why_null(name, wording),
             "verdict": {"label": v.label, "text": plain_text(v.text), "numbers": verdict_numbers(v)},
             "excess_movement": {k: json_value(mv[k]) for k in ("value", "se", "z")} | {"n_runs": int(mv["n_runs"])},
-            "warnings": [plain_text(w) for w in self.warnings.predictors[name]],
+            "warnings": [plain_text(word(w, wording)) for w in self.warnings.predictors[name]],
         }
 
     # ---------------------------------------------------------------- HTML

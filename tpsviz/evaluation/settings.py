@@ -23,6 +23,7 @@ from tpsviz.core.schedules import Schedule, parse_schedule
 from tpsviz.core.schema import clean_text, show_id
 from tpsviz.core.scores import PRESETS
 from tpsviz.core.tps import ScoreSettings
+from tpsviz.core.wording import setting, text
 from tpsviz.diagnostics.audit import qz_for_source, rollout_qz_series
 from tpsviz.diagnostics.calibrate import add_all_recalibrated
 from tpsviz.forecasts.references import add_references, real_predictors
@@ -230,7 +231,7 @@ def _no_predictor(data: TrajectoryData, spell: Spell) -> str:
                 f"{spell('recalibrate', 'platt')} (or isotonic) to score them as cross-fitted "
                 "probabilities <name>@<method>")
     return (f"{plain_text(data.source)} holds no forecast: score it with its reference forecasters "
-            "(tpsviz.evaluate, python -m tpsviz score; docs/forecasts.md)")
+            "(docs/forecasts.md, section 1)")
 
 
 def with_references(data: TrajectoryData, settings: ScoreSettings, q_z=None, requested: bool = False,
@@ -266,9 +267,9 @@ def with_references(data: TrajectoryData, settings: ScoreSettings, q_z=None, req
     out = add_references(data, settings, q_z, folds=folds, seed=seed, automatic=automatic)
     notes = []
     if automatic and data.signals:
-        notes.append(f"raw signals {', '.join(plain_text(s, 40) for s in data.signals)} are not scored as they "
-                     "are: a cross-fitted recalibration (recalibrate='platt', --recalibrate platt) makes them "
-                     "probabilities")
+        notes.append(text(f"raw signals {', '.join(plain_text(s, 40) for s in data.signals)} are not scored as "
+                          f"they are: a cross-fitted recalibration ({setting('recalibrate', 'platt')}) makes them "
+                          "probabilities"))
     return out, notes
 
 
@@ -465,6 +466,7 @@ def memory_reason(source, fmt: str | None = None, limits: Limits | None = None) 
     ds = open_dataset(source)
     rows, what = dataset_size(ds)
     if rows > limits.max_rows or ds.n_bytes > limits.max_bytes * max(ds.n_files, 1):
-        return f"{what}, read into memory (the command line would use --engine duckdb above TPSVIZ_MAX_ROWS)"
+        return text(f"{what}, read into memory (above TPSVIZ_MAX_ROWS, score it out of core with "
+                    f"{setting('out_of_core')})")
     return f"auto: {what}, within the {limits.max_rows:,} rows read into memory"
 

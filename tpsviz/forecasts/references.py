@@ -31,6 +31,7 @@ from dataclasses import replace
 import numpy as np
 import pandas as pd
 
+from tpsviz.core.wording import setting, text
 from tpsviz.core._fast.blas import one_blas_thread
 from tpsviz.core.censoring import default_censoring, qz_per_trajectory
 from tpsviz.core.data import TrajectoryData
@@ -310,9 +311,9 @@ def how_to_add_forecast(log: str = "LOG") -> str:
     -------
     str
     """
-    return ("to add a real signal, elicit one while the agent runs (docs/forecasts.md section 2) or replay the log to a model: python -m tpsviz forecast "
-            f"{log} --model PROVIDER/MODEL --out FORECASTS.parquet, then python -m tpsviz score {log} --forecasts "
-            "FORECASTS.parquet")
+    return text("to add a real signal, elicit one while the agent runs (docs/forecasts.md section 2) or replay "
+                f"the log to a model: {setting('replay', log)}, then score the log with "
+                f"{setting('forecasts', 'FORECASTS.parquet')}")
 
 
 def without_references(data: TrajectoryData) -> TrajectoryData:

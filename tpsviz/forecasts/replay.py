@@ -25,6 +25,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from tpsviz.core.errors import SettingError
+from tpsviz.core.wording import setting
 from tpsviz.core.inference import DEFAULT_SEED
 from tpsviz.forecasts.cache import AnswerCache, answer_key, write_atomic
 from tpsviz.forecasts.prompts import Prompts
@@ -148,8 +150,8 @@ def estimate_tokens(questions) -> int:
 def check_name(name: str) -> str:
     """``name`` if it can be a predictor's name (``conf_<name>``), else ValueError."""
     if not _NAME.match(name) or "__" in name:
-        raise ValueError(f"--name {name!r}: a predictor name is 1 to 64 letters, digits and . _ : - "
-                         "(starting with a letter or digit, without '__')")
+        raise SettingError(f"{setting('name', repr(name))}: a predictor name is 1 to 64 letters, digits and "
+                           ". _ : - (starting with a letter or digit, without '__')")
     return name
 
 
@@ -196,12 +198,13 @@ def open_model(model: str, base_url: str | None = None, concurrency: int = 4, **
     from inspect_ai.model import GenerateConfig, get_model
 
     if "/" not in model:
-        raise ValueError(f"--model {model!r}: write it as PROVIDER/MODEL, e.g. openai/gpt-4o-mini")
+        raise SettingError(f"{setting('model', repr(model))}: write it as PROVIDER/MODEL, e.g. openai/gpt-4o-mini")
     config = GenerateConfig(max_connections=concurrency, max_retries=MAX_RETRIES)
     try:
         return get_model(model, base_url=base_url, config=config, memoize=False, **model_args)
     except Exception as exc:  # unknown provider, missing package or API key: inspect_ai says which
-        raise ValueError(f"--model {redact(model)}: cannot be used ({type(exc).__name__}: {redact(exc)})") from None
+        raise SettingError(f"{setting('model', redact(model))}: cannot be used ({type(exc).__name__}: "
+                           f"{redact(exc)})") from None
 
 
 def ask_model(model, questions: list[Question], cache: AnswerCache, concurrency: int = 4,

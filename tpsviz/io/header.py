@@ -13,6 +13,7 @@ import pandas as pd
 
 from tpsviz.core.errors import LogFormatError
 from tpsviz.core.schema import REQUIRED, canonical_name, looks_like_ours, show_id
+from tpsviz.core.wording import setting
 from tpsviz.io.cells import RowLocations
 from tpsviz.io.kinds import outcome_kind
 from tpsviz.io.tables import MAX_PREDICTORS
@@ -92,10 +93,10 @@ def _other_outcome_kind(cols: list[str]) -> str:
     kind = outcome_kind(cols)
     if kind == "multiclass":
         return ("this is a multi-class log (forecast columns conf_<name>__<label>): score it with "
-                "'python -m tpsviz multiclass' or on the dashboard's Other outcomes page")
+                f"{setting('multiclass')}")
     if kind == "continuous":
         return ("this is a continuous-outcome log (mu_/sigma_, q<level>_ or samples_ forecast columns): score it "
-                "with 'python -m tpsviz crps' or on the dashboard's Other outcomes page")
+                f"with {setting('continuous')}")
     return ""
 
 

@@ -24,6 +24,7 @@ import re
 from tpsviz.core.cancel import checkpoint
 from tpsviz.core.errors import MAX_PROBLEMS, LogFormatError
 from tpsviz.core.schema import ELICITED_KEY, ELICITED_PROBLEM_KEY, show_id
+from tpsviz.core.wording import setting
 from tpsviz.io.harness.evalzip import EvalZip
 from tpsviz.io.harness.runs import FoundForecast, HarnessLog, ReadOptions, Run, is_key
 
@@ -132,7 +133,7 @@ def _run(sample: dict, where: str, header: dict, options: ReadOptions, events=No
         outcome = _score_value(val, options.threshold)
         if outcome is None and reason == "scored":
             return None, (f"{label}: the value of scorer {show_id(scorer)} is not a single score "
-                          "(C/I, true/false or a number); name another with --scorer (dashboard: Reading options, \"Scorer\")")
+                          f"(C/I, true/false or a number); name another with {setting('scorer')}")
     steps = [m for m in messages if isinstance(m, dict) and m.get("role") == "assistant"]
     lp_map = _logprob_map(events if events is not None else sample.get("events"))
     lps = [lp_map.get(m.get("id")) if isinstance(m.get("id"), (str, int)) else None for m in steps]

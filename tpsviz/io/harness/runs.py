@@ -19,8 +19,9 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
-from tpsviz.core.errors import LogFormatError
+from tpsviz.core.errors import LogFormatError, SettingError
 from tpsviz.core.schema import MAX_ID_CHARS, MAX_META_CHARS, show_id
+from tpsviz.core.wording import setting
 from tpsviz.io.harness.forecasts import logprob_signals, message_value
 
 __all__ = ["Run", "HarnessLog", "FoundForecast", "ReadOptions", "TREATMENTS", "runs_to_frame", "parse_treat",
@@ -167,9 +168,9 @@ def parse_treat(items) -> tuple:
         reason, sep, treatment = str(item).partition("=")
         reason, treatment = reason.strip(), treatment.strip().lower()
         if not sep or not reason:
-            raise ValueError(f"--treat {item!r}: write it as REASON=TREATMENT, e.g. max_steps=failure")
+            raise SettingError(f"{setting('treat')} {item!r}: write it as REASON=TREATMENT, e.g. max_steps=failure")
         if treatment not in TREATMENTS:
-            raise ValueError(f"--treat {item!r}: the treatment must be one of {', '.join(TREATMENTS)}")
+            raise SettingError(f"{setting('treat')} {item!r}: the treatment must be one of {', '.join(TREATMENTS)}")
         out.append((reason, treatment))
     return tuple(out)
 
@@ -184,14 +185,15 @@ def _pairs(items, problem) -> tuple:
                 continue
             a, sep, b = part.partition("=")
             if not sep or not a.strip() or not b.strip():
-                raise ValueError(problem(part))
+                raise SettingError(problem(part))
             out.append((a.strip(), b.strip()))
     return tuple(out)
 
 
 def parse_mapping(items) -> tuple:
     """``["trajectory_id=run,step=turn", …]`` → ``(("trajectory_id", "run"), ("step", "turn"), …)``."""
-    return _pairs(items, lambda part: f"--map {part.strip()!r}: write it as TARGET=COLUMN, e.g. trajectory_id=run")
+    return _pairs(items, lambda part: f"{setting('map')} {part.strip()!r}: write it as TARGET=COLUMN, "
+                                      "e.g. trajectory_id=run")
 
 
 #: forecast fields read from a harness log at once (each becomes a column on every step row)
@@ -201,9 +203,9 @@ MAX_CONF = 32
 def parse_conf(items) -> tuple:
     """``["verbal=metadata.confidence"]`` → ``(("verbal", "metadata.confidence"),)``; at most
     :data:`MAX_CONF` pairs."""
-    out = _pairs(items, lambda part: f"--conf {part!r}: write it as NAME=FIELD, e.g. verbal=metadata.confidence")
+    out = _pairs(items, lambda part: f"{setting('conf')} {part!r}: write it as NAME=FIELD, e.g. verbal=metadata.confidence")
     if len(out) > MAX_CONF:
-        raise ValueError(f"--conf names {len(out)} fields; at most {MAX_CONF} are read at once")
+        raise SettingError(f"{setting('conf')} names {len(out)} fields; at most {MAX_CONF} are read at once")
     return out
 
 
