@@ -19,6 +19,7 @@ from tpsviz.core.censoring import CENSORING_MODES
 from . import reading as R
 from . import results as Rs
 from . import loading as L
+from . import references as Ref
 from . import state as S
 from .text import code, md
 from .wording import LABELS, UNCERTAINTY, say
@@ -88,14 +89,16 @@ def filter_key(col: str) -> str:
 def _source() -> S.Source | None:
     sb = st.sidebar
     label = sb.radio("Data source", list(SOURCES), key="src", bind=BIND, horizontal=True,
-                    help="Demo: synthetic logs whose true success probabilities are known. Upload: a table "
+                    help="Demo: synthetic logs whose true success probabilities are known, and one real public log "
+                         "(tau-bench) without forecasts. Upload: a table "
                          "(CSV, TSV, Parquet, JSON Lines) or a harness log (tau2-bench, tau-bench, Inspect AI). "
                          "Server path: a file under the folders this server may read.")
     kind = SOURCES[label]
     if kind == "demo":
         name = sb.selectbox("Demo scenario", list(S.DEMOS), key="demo", bind=BIND,
-                            help=S.DEMOS_HELP + " ""Synthetic benchmarks made by tpsviz.synthetic.agent; 'truthful' reports the true "
-                                 "q_t and is drawn in black as the reference.")
+                            help=S.DEMOS_HELP + " The others than tau-bench-airline are synthetic benchmarks made by "
+                                 "tpsviz.synthetic.agent; 'truthful' reports the true q_t and is drawn in black as "
+                                 "the reference.")
         for k in ("path", "rpath", *R.OPTION_KEYS):  # a link to the demo carries no file's path or options
             R.drop_param(k)
         return S.demo_source(name)
@@ -258,7 +261,8 @@ def render() -> S.Config:
                    "weight schedule and bootstrap below and its own score and censoring choices.")
     elif not ok:  # the page shows the problems (once); here only where to look
         sb.caption(":red[:material/block:] This log cannot be used: the problems are listed on the page.")
-    preds = _predictors(sb, base, recal, changed) if ok else []
+    refs = _references(sb, base) if ok else False
+    preds = _predictors(sb, base, recal, changed, refs) if ok else []
     alpha, beta = _score_family(sb)
     sched, gamma, horizon = _schedule(sb, base if ok else None)
     cens, qzs, qz_const, eps = _censoring(sb, base if ok else None)
@@ -267,8 +271,8 @@ def render() -> S.Config:
     cfg = S.Config(source=src.kind if src else "none", demo=src.name if src else "", path=src.path or "" if src else "",
                    alpha=float(alpha), beta=float(beta), schedule=sched, gamma=float(gamma), horizon=int(horizon),
                    censoring=cens, qz_source=qzs, qz_const=float(qz_const), eps=float(eps), n_boot=int(n_boot),
-                   metric_boot=metric_boot,
-                   predictors=tuple(preds), filters=tuple(filters), recal=recal)
+                   metric_boot=metric_boot, predictors=tuple(preds), references=refs, filters=tuple(filters),
+                   recal=recal)
     st.session_state["_cfg"] = cfg
     _mirror_recal(recal)
     sb.caption("Settings are kept across pages and in the URL: copy the link to share this view.")
@@ -308,10 +312,22 @@ def _remember_base(src, base) -> tuple[tuple, bool]:
     return recal, changed
 
 
-def _predictors(sb, base, recal: tuple, changed: bool) -> list[str]:
-    """The predictor multiselect (the log's and the recalibrated ones)."""
+def _references(sb, base) -> bool:
+    """Whether the reference forecasters are added (references.py): the switch, or a note in its place
+    on a log without any forecast (they are always added there)."""
+    if not Ref.has_own_forecasts(base):
+        sb.caption(f":material/straighten: **No forecast in this log**: the pages score its reference forecasters "
+                   f"({', '.join(Ref.offered(base))}), yardsticks from the other runs' outcomes, not the agent's. "
+                   "The Overview says how to get a real signal.")
+        return True
+    return bool(sb.toggle(Ref.SWITCH, key="refs", bind=BIND, value=False, help=Ref.SWITCH_HELP))
+
+
+def _predictors(sb, base, recal: tuple, changed: bool, refs: bool = False) -> list[str]:
+    """The predictor multiselect (the log's, the recalibrated ones and, when added, the references)."""
     rnames = [r["name"] for r in map(S.parse_recal, recal) if r]
     options = list(base.predictors) + [n for n in rnames if n not in base.predictors]
+    options += [n for n in Ref.offered(base) if refs and n not in options]
     if changed and "pred" in st.session_state:
         st.session_state["pred"] = options
     elif "pred" in st.session_state and st.session_state.get("_pred_opts") not in (None, options):
@@ -329,8 +345,9 @@ def _predictors(sb, base, recal: tuple, changed: bool) -> list[str]:
         st.session_state["cens"] = default
     st.session_state["_cens_default"] = default
     preds = sb.multiselect("Predictors", options, key="pred", bind=BIND, default=options,
-                           help="conf_<name> columns of the log (and recalibrated predictors). Each has one "
-                                "colour on every page; the truthful/oracle predictor is black, the reference.")
+                           help="conf_<name> columns of the log (and recalibrated predictors; ref:… are the reference "
+                                "forecasters, yardsticks from the log itself). Each has one colour on every page; the "
+                                "truthful/oracle predictor is black, the reference.")
     preds = [p for p in preds if p in options]
     return preds
 

@@ -11,6 +11,7 @@ import streamlit as st
 from pages._ui import common as C
 from pages._ui.charts import plot
 from pages._ui.allruns import all_runs_section
+from pages._ui.get_forecasts import forecasts_panel, reference_bar
 from pages._ui import reading as R
 from pages._ui import compute as V
 from pages._ui import results as Rs
@@ -62,6 +63,8 @@ if data.reading.get("treatment"):
 else:
     for note in data.notes:
         st.caption("Note from the loader: " + C.md(note))
+reference_bar(cfg, data)  # a log scored on its references only: the bar a real signal has to clear
+forecasts_panel(cfg, data)
 
 # ----------------------------------------------------------------- leaderboard
 st.subheader("Leaderboard")
@@ -97,7 +100,9 @@ def _show_board(lb):
     board.dataframe(
         tab, hide_index=True, width="stretch",
         column_config={
-            "predictor": st.column_config.TextColumn("predictor", help="conf_<name> column; (reference) = truthful/oracle."),
+            "predictor": st.column_config.TextColumn("predictor", help="conf_<name> column; (reference) = truthful/oracle; (reference "
+                                                          "forecaster) = ref:…, fitted on this log's other runs, "
+                                                          "not the agent's."),
             "TPS": st.column_config.TextColumn(f"TPS ({cfg.unit}/run)", help=h["TPS"]),
             "95% CI": st.column_config.TextColumn("95% CI", help=ci_help),
             "skill": st.column_config.TextColumn("skill ± SE", help=h["skill"]),
