@@ -43,12 +43,14 @@ class LoadFailure:
     """A file that cannot be used, with the problems found (cached: the bytes decide it).
 
     ``problems`` are in the dashboard's words (:func:`wording.say`); ``named`` holds the settings
-    they name (e.g. ``"multiclass"``: a log the Other outcomes page scores)."""
+    they name (e.g. ``"multiclass"``: a log the Other outcomes page scores); ``forecasts``: the
+    problems are the forecasts table's (it cannot be joined), not the log's."""
 
-    def __init__(self, source: str, problems: list[str]):
+    def __init__(self, source: str, problems: list[str], forecasts: bool = False):
         self.source = source
         self.named = set().union(*(named(p) for p in problems))
         self.problems = [say(p) for p in problems]
+        self.forecasts = forecasts  # the forecasts table joined to the log is at fault, not the log
 
 
 def is_failure(obj) -> bool:
@@ -79,7 +81,14 @@ def _load(key: str, _src: Source):
             return tpsviz.load(_src.path, name=_src.name)
         except tpsviz.LogFormatError as e:
             give_back()  # a refused file may have been parsed half-way: return that memory
-            return LoadFailure(e.source, e.problems)
+            return LoadFailure(e.source, e.problems, forecasts=e.source in _forecasts_names(_src))
+
+
+def _forecasts_names(src: Source) -> set:
+    """The names the reader may give the source's forecasts table in its messages (its file name or path)."""
+    if src.forecasts_raw:
+        return {src.forecasts_raw[1]}
+    return {src.forecasts_path, Path(src.forecasts_path).name} if src.forecasts_path else set()
 
 
 def _rooted_read(path, max_bytes: int, label: str) -> bytes:

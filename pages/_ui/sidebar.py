@@ -260,7 +260,8 @@ def render() -> S.Config:
         sb.caption(":material/category: Not a success/failure log: the Other outcomes page scores it, with the "
                    "weight schedule and bootstrap below and its own score and censoring choices.")
     elif not ok:  # the page shows the problems (once); here only where to look
-        sb.caption(":red[:material/block:] This log cannot be used: the problems are listed on the page.")
+        what = "The forecasts table cannot be joined" if base.forecasts else "This log cannot be used"
+        sb.caption(f":red[:material/block:] {what}: the problems are listed on the page.")
     refs = _references(sb, base) if ok else False
     preds = _predictors(sb, base, recal, changed, refs) if ok else []
     alpha, beta = _score_family(sb)

@@ -109,15 +109,17 @@ def test_tau2_upload_with_a_forecasts_table(tmp_path):
     _every_page(at)
 
 
-def test_a_harness_log_without_forecasts_says_where_in_the_dashboard_to_name_them():
+def test_a_harness_log_without_forecasts_opens_with_references_and_says_where_in_the_dashboard_to_name_them():
     """The message named only the command line's flags (--conf, --forecasts) and said to fix the
-    file; the dashboard's reading options are where a user names them."""
+    file; the dashboard's reading options are where a user names them. Such a log now opens with its
+    reference forecasters (issue 34; tests/app/test_references_pages.py)."""
     at = _fresh()
     _upload(at, [(TAU2[0].name, TAU2[0].read_bytes(), "application/json")])
-    shown = texts(at) + "\n".join(c.value for c in at.code)
-    assert "holds no per-step forecast" in shown
-    assert '"Forecast fields of agent messages"' in shown and '"Forecasts table (optional)" for an upload' in shown
-    assert "change how it is read (sidebar: Reading options)" in shown
+    assert list(at.sidebar.multiselect(key="pred").value) == ["ref:step"]  # one trial per task: no ref:task
+    notes = "\n".join(t.value for t in at.text)
+    assert "holds no per-step forecast" in notes
+    assert '"Forecast fields of agent messages"' in notes and '"Forecasts table (optional)"' in notes
+    assert not at.error
 
 
 def test_tau2_folder_layout_uploaded_as_several_files():

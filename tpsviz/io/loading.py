@@ -269,26 +269,23 @@ def load(source, name: str | None = None, fmt: str | None = None, limits: Limits
     return data
 
 
-def no_forecast_note(fmt: str, references: bool = True) -> str:
+def no_forecast_note(fmt: str) -> str:
     """The note of a log that holds no per-step forecast: where one comes from.
 
     Parameters
     ----------
     fmt : str
         The log's format (``tau-bench``, ``csv`` …).
-    references : bool
-        Say that the references are scored instead (False: for a view that does not score them).
 
     Returns
     -------
     str
     """
-    return text(f"this {fmt} log holds no per-step forecast" + (
-        ", so only reference forecasters computed from its outcomes can be scored" if references else "")
-            + f"; a forecast comes from a numeric field of the agent's messages "
-            f"({setting('conf', 'verbal=metadata.confidence')}), a table trajectory_id, step, conf_<name> "
-            f"({setting('forecasts')}), or a column conf_<name> of a table; token log-probabilities, when the log "
-            "has them, are used as raw signals automatically (docs/forecasts.md)")
+    return text(f"this {fmt} log holds no per-step forecast, so only reference forecasters computed from its "
+                f"outcomes can be scored; a forecast comes from a numeric field of the agent's messages "
+                f"({setting('conf', 'verbal=metadata.confidence')}), a table trajectory_id, step, conf_<name> "
+                f"({setting('forecasts')}), or a column conf_<name> of a table; token log-probabilities, when the log "
+                "has them, are used as raw signals automatically (docs/forecasts.md)")
 
 
 def _read_frame(source, name: str | None, options: ReadOptions, limits: Limits, read, roots, sample):
