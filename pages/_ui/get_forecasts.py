@@ -64,7 +64,9 @@ def replay_commands(src: S.Source, model: str = EXAMPLE_MODEL, out: str = OUT) -
     call), the run, and the score of the log with the table it writes."""
     log = replay_log(src)
     run = f"python -m tpsviz forecast {log} --model {model} --out {out}"
-    return "\n".join([f"{run} --dry-run", run, f"python -m tpsviz score {log} --forecasts {out}"])
+    return "\n".join(["# how many prompts, and an estimate of the input tokens (no call)", f"{run} --dry-run",
+                      "# the replay (answers are cached: a stopped run resumes)", run,
+                      "# the log scored with its new forecasts", f"python -m tpsviz score {log} --forecasts {out}"])
 
 
 def join_words(src: S.Source, out: str = OUT) -> str:
@@ -115,7 +117,7 @@ def _replay_step(src: S.Source, data) -> None:
                 "P(success). Run this where the log is, with the provider's key in its usual environment "
                 "variable (`OPENAI_API_KEY`, …); `--dry-run` prints the prompts and an estimate of input "
                 "tokens before any call, and answers are cached, so a stopped run resumes.")
-    st.code(replay_commands(src), language="bash")
+    st.code(replay_commands(src), language="bash", wrap_lines=True)
     st.caption(f"`{EXAMPLE_MODEL}` is an example: any PROVIDER/MODEL inspect_ai reaches (openai, anthropic, "
                "google, vllm, ollama, an OpenAI-compatible server). Needs `pip install \"tpsviz[replay]\"`."
                + (" RESULTS\\_FOLDER: the folder holding results.json and simulations/." if src.parts else ""))
@@ -159,8 +161,8 @@ def reference_bar(cfg: S.Config, data) -> None:
             f"(± {Fm.num(r['tps_se'], '.3f')}, {int(r['n_trajectories']):,} runs) and {skill}. "
             f"It never reads the agent's words: it knows only {_knows(best)}. A confidence signal from the agent, "
             f"elicited during a run or replayed by a judge, earns its place only if it scores clearly above "
-            f"that on the same runs: its verdict then says \"beats {md(best)} by … (Δ/SE …)\". One that does not "
-            f"tells you nothing the outcome record did not"
+            f"that on the same runs: its verdict then says \"beats {md(best)} by … (Δ/SE …)\". A signal that "
+            f"does not beat it tells you nothing that the other runs' outcomes did not already"
             + (f" (for scale: {md(worst)} scores {Fm.num(res.summary.loc[worst, 'tps_mean'], '.3f')})."
                if worst != best else "."))
 

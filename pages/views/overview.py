@@ -52,6 +52,8 @@ length = (f"mean length {summ['mean_length_complete']:.1f} steps (complete runs)
 st.caption(f"Success rate of the {summ['n_complete']:,} complete runs: {Fm.fmt(summ['success_rate'], 3)}"
            + (f" (the {data.n_censored:,} censored runs have no outcome)" if data.n_censored else "")
            + f"; {length}.")
+reference_bar(cfg, data)  # a log scored on its references only: the bar a real signal has to clear
+forecasts_panel(cfg, data)
 auto = st.session_state.get("_auto_recal_note")
 if auto and any(n in cfg.predictors for n in auto):
     st.info("**This log has raw signals only** (no probability column), so each signal was turned into a "
@@ -63,8 +65,6 @@ if data.reading.get("treatment"):
 else:
     for note in data.notes:
         st.caption("Note from the loader: " + C.md(note))
-reference_bar(cfg, data)  # a log scored on its references only: the bar a real signal has to clear
-forecasts_panel(cfg, data)
 
 # ----------------------------------------------------------------- leaderboard
 st.subheader("Leaderboard")
