@@ -12,7 +12,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from apptest_helpers import fresh, texts
+from apptest_helpers import fresh, texts, upload
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "tests"))
@@ -32,12 +32,6 @@ def _shown(at) -> str:
     return texts(at) + "\n" + "\n".join(c.value for c in at.code)
 
 
-def _upload(at, files, forecasts=None):
-    at.radio(key="src").set_value("Upload").run()
-    if forecasts is not None:
-        at.file_uploader(key="upload_forecasts").set_value(forecasts)
-    at.file_uploader(key="upload").set_value(files).run()
-    assert not at.exception, [e.value for e in at.exception]
 
 
 @pytest.fixture(scope="module")
@@ -116,7 +110,7 @@ def _tau_log_and_table():
 def test_the_panel_names_an_uploaded_file_and_an_uploaded_table_is_joined():
     truth, side = _tau_log_and_table()
     at = fresh({"boot": "0"})
-    _upload(at, [("my log (1).json", TAUBENCH.read_bytes(), "application/json")])
+    upload(at, [("my log (1).json", TAUBENCH.read_bytes(), "application/json")])
     shown = _shown(at)
     assert "python -m tpsviz forecast 'my log (1).json' --model openai/gpt-4o-mini --out forecasts.parquet" in shown
     assert 'Reading options › "Forecasts table (optional)"' in shown
@@ -138,7 +132,7 @@ def test_a_table_whose_ids_match_no_run_lists_them():
     bad.loc[bad["trajectory_id"] == ids[0], "trajectory_id"] = "not-a-run"
     bad.loc[bad["trajectory_id"] == ids[1], "trajectory_id"] = "**also_not**"
     at = fresh({"boot": "0"})
-    _upload(at, [("log.json", TAUBENCH.read_bytes(), "application/json")],
+    upload(at, [("log.json", TAUBENCH.read_bytes(), "application/json")],
             forecasts=("fc.csv", bad.to_csv(index=False).encode(), "text/csv"))
     err = "\n".join(e.value for e in at.error)
     assert "forecasts table" in err and "cannot be joined" in err
@@ -164,6 +158,6 @@ def test_a_table_log_without_forecasts_is_told_the_replay_needs_a_harness_log():
     rows = [(f"r{i}", t, int(i % 3 == 0), f"task{i % 7}") for i in range(60) for t in range(1, 2 + i % 4)]
     csv = pd.DataFrame(rows, columns=["trajectory_id", "step", "outcome", "task"]).to_csv(index=False).encode()
     at = fresh({"boot": "0"})
-    _upload(at, [("plain.csv", csv, "text/csv")])
+    upload(at, [("plain.csv", csv, "text/csv")])
     assert list(at.sidebar.multiselect(key="pred").value) == list(REFERENCES)
     assert "holds no transcript" in _shown(at)
