@@ -34,6 +34,17 @@ def _shown(at) -> str:
 
 
 
+def test_the_references_are_in_a_results_key_only_where_a_reference_is_scored():
+    """Moving the censoring mode refits the references: results that score one are keyed on it; the
+    log's own predictors' results are not (they score the same with or without references)."""
+    from pages._ui.results import SETTINGS, Analysis
+
+    refs = ("upper", 7)
+    assert Analysis("log", predictors=("truthful",), refs=refs).key(("seed",)).refs == ()
+    assert Analysis("log", predictors=("truthful", "ref:step"), refs=refs).key(("seed",)).refs == refs
+    assert Analysis("log", predictors=(), refs=refs).key(SETTINGS).refs == refs  # the whole log
+
+
 @pytest.fixture(scope="module")
 def tau_demo_opened():
     """The demo scenario of the real tau-bench log, opened once (its references are fitted once)."""
