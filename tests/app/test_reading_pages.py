@@ -116,7 +116,7 @@ def test_a_harness_log_without_forecasts_says_where_in_the_dashboard_to_name_the
     _upload(at, [(TAU2[0].name, TAU2[0].read_bytes(), "application/json")])
     shown = texts(at) + "\n".join(c.value for c in at.code)
     assert "holds no per-step forecast" in shown
-    assert '"Forecast fields of agent messages"' in shown and '"Forecasts table (optional)" for an upload' in shown
+    assert '"Forecast fields of agent messages"' in shown and '"Forecasts table (optional)"' in shown
     assert "change how it is read (sidebar: Reading options)" in shown
 
 
