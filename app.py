@@ -42,8 +42,9 @@ try:
     sidebar.render()
 except Exception as e:  # the sidebar must never leave the user with a traceback
     from pages._ui.text import md
+    from pages._ui.wording import say
 
-    st.sidebar.error(f"A setting could not be applied: {md(e, 300)}")
+    st.sidebar.error(f"A setting could not be applied: {md(say(e), 300)}")
 st.session_state["_shell"] = True
 try:
     # a computation nobody waits for (the session ended, a slider moved) stops at its next checkpoint

@@ -110,9 +110,23 @@ def test_import_is_light():
 
 
 def test_demo_data_command(tmp_path):
+    """demo_data/ is the writer's output byte for byte, plus the files it leaves alone (the data card and
+    a real log copied as published, pinned by its git blob hash): `diff -r -x ... OUT demo_data` passes."""
+    import hashlib
+
+    from tpsviz.synthetic.demo import NOT_GENERATED
+
     out = run("demo-data", "--out", tmp_path, check_rc=0).stdout
     assert "tau2-like.csv" in out
-    assert (tmp_path / "webshop-like.csv").read_bytes() == (DEMO / "webshop-like.csv").read_bytes()
+    written = {p.name for p in tmp_path.iterdir()}
+    assert not written & set(NOT_GENERATED)
+    assert {p.name for p in DEMO.iterdir()} == written | set(NOT_GENERATED)
+    for name in written:
+        assert (tmp_path / name).read_bytes() == (DEMO / name).read_bytes(), name
+    for name, blob in NOT_GENERATED.items():
+        raw = (DEMO / name).read_bytes()
+        if blob is not None:  # git's blob hash: sha1 of "blob <size>\0" + the bytes
+            assert hashlib.sha1(b"blob %d\0" % len(raw) + raw).hexdigest() == blob, name
 
 
 # ------------------------------------------------------------------ metrics, recalibration, compare

@@ -63,27 +63,27 @@ def test_require_trustworthy(capsys, scored):
 
 def test_max_drop_against_a_baseline(capsys, scored, tmp_path):
     same = _baseline(tmp_path, scored, "same.json")
-    code, out, _ = _run(capsys, "--baseline", same, "--max-drop", 0)
+    code, out, _ = _run(capsys, "--baseline-score", same, "--max-drop", 0)
     assert code == 0 and out.startswith("ok: ")
     better = json.loads(json.dumps(scored))
     t = better["predictors"]["verbal"]["tps_mean"]
     better["predictors"]["verbal"]["tps_mean"] = t + 0.1
     path = _baseline(tmp_path, better, "better.json")
-    code, out, _ = _run(capsys, "--baseline", path, "--max-drop", 0.05)
+    code, out, _ = _run(capsys, "--baseline-score", path, "--max-drop", 0.05)
     assert code == 1 and out.splitlines() == [f"verbal: TPS per run {t:.4g} is {0.1:.4g} below the baseline's "
                                               f"{t + 0.1:.4g} (at most 0.05)"]
-    code, out, _ = _run(capsys, "--baseline", path, "--max-drop", 0.2)
+    code, out, _ = _run(capsys, "--baseline-score", path, "--max-drop", 0.2)
     assert code == 0
 
 
 def test_a_predictor_missing_from_the_log_fails_a_new_one_is_not_checked(capsys, scored, tmp_path):
     ghost = json.loads(json.dumps(scored))
     ghost["predictors"]["ghost"] = dict(ghost["predictors"]["verbal"])
-    code, out, _ = _run(capsys, "--baseline", _baseline(tmp_path, ghost), "--max-drop", 0)
+    code, out, _ = _run(capsys, "--baseline-score", _baseline(tmp_path, ghost), "--max-drop", 0)
     assert code == 1 and out.splitlines() == ["ghost: in the baseline but not in this log"]
     fewer = json.loads(json.dumps(scored))
     del fewer["predictors"]["noisy"]
-    code, out, _ = _run(capsys, "--baseline", _baseline(tmp_path, fewer, "fewer.json"), "--max-drop", 0)
+    code, out, _ = _run(capsys, "--baseline-score", _baseline(tmp_path, fewer, "fewer.json"), "--max-drop", 0)
     assert code == 0 and "note: noisy: not in the baseline, --max-drop not checked" in out
 
 
@@ -91,11 +91,11 @@ def test_rules_combine_and_json_prints_the_checks(capsys, scored, tmp_path):
     worse = json.loads(json.dumps(scored))
     worse["predictors"]["verbal"]["tps_mean"] += 1.0
     path = _baseline(tmp_path, worse)
-    code, out, _ = _run(capsys, "--baseline", path, "--max-drop", 0.5, "--min-skill", 0)
+    code, out, _ = _run(capsys, "--baseline-score", path, "--max-drop", 0.5, "--min-skill", 0)
     lines = out.splitlines()
     verbal = [x for x in lines if x.startswith("verbal: ")]
     assert code == 1 and len(verbal) == 1 and "skill" in verbal[0] and "below the baseline" in verbal[0]
-    code, out, _ = _run(capsys, "--baseline", path, "--max-drop", 0.5, "--min-skill", 0, "--require", "trustworthy",
+    code, out, _ = _run(capsys, "--baseline-score", path, "--max-drop", 0.5, "--min-skill", 0, "--require", "trustworthy",
                         "--json")
     obj = json.loads(out)
     assert code == 1 and obj["exit_code"] == 1 and obj["passed"] is False
@@ -111,11 +111,16 @@ def test_rules_combine_and_json_prints_the_checks(capsys, scored, tmp_path):
     ([], "check needs at least one rule"),
     (["--max-drop", "0.1"], "go together"),
     (["--min-skill", "nan"], "--min-skill must be a finite number"),
-    (["--max-drop", "-1", "--baseline", LOG], "--max-drop must be a number >= 0"),
-    (["--max-drop", "0.1", "--baseline", LOG], "is not the output of `python -m tpsviz score --json`"),
-    (["--max-drop", "0.1", "--baseline", "nope.json"], "no such file"),
+    (["--max-drop", "-1", "--baseline-score", LOG], "--max-drop must be a number >= 0"),
+    (["--max-drop", "0.1", "--baseline-score", LOG], "is not the output of `python -m tpsviz score --json`"),
+    (["--max-drop", "0.1", "--baseline-score", "nope.json"], "no such file"),
     (["--min-skill", "0", "--predictor", "nobody"], "no predictor nobody"),
     (["--require", "trustworthy", "--verdict-sample", "0"], "--verdict-sample must be at least 1"),
+    # the score's own options: bad input too, never exit 1 (which says a predictor failed)
+    (["--min-skill", "0", "--alpha", "-2"], "outside the beta family"),
+    (["--min-skill", "0", "--schedule", "bogus"], "unknown schedule"),
+    (["--min-skill", "0", "--level", "1.5"], "--level must be in (0, 1)"),
+    (["--min-skill", "0", "--forecasts", "nope.csv"], "no such file"),
 ])
 def test_bad_input_exits_2(capsys, argv, needle):
     code, out, err = _run(capsys, *argv)
@@ -125,7 +130,7 @@ def test_bad_input_exits_2(capsys, argv, needle):
 def test_a_baseline_scored_otherwise_is_refused(capsys, scored, tmp_path):
     other = json.loads(json.dumps(scored))
     other["settings"]["alpha"] = 1.0
-    code, _, err = _run(capsys, "--baseline", _baseline(tmp_path, other), "--max-drop", 0)
+    code, _, err = _run(capsys, "--baseline-score", _baseline(tmp_path, other), "--max-drop", 0)
     assert code == 2 and "other settings (alpha 1.0 there, 0.0 here)" in err
 
 
@@ -146,3 +151,44 @@ def test_out_of_core_checks_read_the_same_numbers(capsys, tmp_path):
     memory = capsys.readouterr().out
     assert main(["check", str(tmp_path), "--engine", "duckdb", *rules]) == 1
     assert capsys.readouterr().out == memory
+
+
+def test_the_first_spelling_of_the_baseline_file_still_reads(capsys, scored, tmp_path):
+    same = _baseline(tmp_path, scored, "same.json")
+    code, out, _ = _run(capsys, "--baseline", same, "--max-drop", 0, "--json")
+    assert code == 0 and json.loads(out)["rules"]["baseline"] == same
+
+
+def test_a_log_that_is_not_one_exits_2(capsys, tmp_path):
+    bad = tmp_path / "bad.csv"
+    bad.write_text("trajectory_id,step,outcome,conf_a\nr1,1,2,0.5\n")
+    assert main(["check", str(bad), "--min-skill", "0", *FAST]) == 2
+    assert main(["check", str(tmp_path / "none.csv"), "--min-skill", "0", *FAST]) == 2
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    assert main(["check", str(empty), "--min-skill", "0", *FAST]) == 2
+    err = capsys.readouterr().err
+    assert err.count("error: ") == 3 and "Traceback" not in err
+
+
+def test_a_usage_error_exits_2(capsys):
+    with pytest.raises(SystemExit) as exc:
+        main(["check", LOG, "--min-skill"])
+    assert exc.value.code == 2
+    with pytest.raises(SystemExit) as exc:
+        main(["check", LOG, "--require", "calibrated"])
+    assert exc.value.code == 2
+
+
+@pytest.mark.parametrize("error", [RuntimeError("boom"), ValueError("a bad shape"), KeyError("tps_mean")])
+def test_a_bug_exits_3_never_1(capsys, monkeypatch, error):
+    import tpsviz.cli.check as check
+
+    def broken(*a, **k):
+        raise error
+
+    monkeypatch.delenv("TPSVIZ_DEBUG", raising=False)
+    monkeypatch.setattr(check, "evaluate_checks", broken)
+    code, out, err = _run(capsys, "--min-skill", "0")
+    assert code == 3 and out == ""
+    assert err.startswith("error: unexpected failure") and "bug in tpsviz" in err and len(err.splitlines()) == 1

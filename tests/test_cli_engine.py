@@ -177,3 +177,36 @@ def test_compare_out_of_core_report_and_refusals(dataset):
     out = run("compare", dataset, "--baseline", "truthful", "--engine", "memory", env={"TPSVIZ_MAX_ROWS": "1000"})
     assert out.returncode == 2 and "--engine duckdb (score, or compare --baseline)" in out.stderr
     assert "Traceback" not in out.stderr
+
+
+@pytest.mark.parametrize("engine", ["memory", "duckdb"])
+@pytest.mark.parametrize("command", [["score"], ["compare", "--baseline", "truthful"]])
+def test_a_dataset_and_its_files_are_named_once(dataset, capsys, engine, command):
+    """Issue 35: the out-of-core head named the dataset's files twice, "(2 parquet files)" after the
+    runs and "6,441 rows in 2 files" in the engine's line; it says them once, as the memory path does."""
+    from tpsviz.cli.main import main
+
+    assert main([command[0], str(dataset), *command[1:], "--n-boot", "0", "--engine", engine]) == 0
+    out = capsys.readouterr().out
+    head = out.split("\n\n")[0]
+    assert out.count(str(dataset)) == 1 and head.startswith(f"{dataset}: ")
+    assert head.count(" files") == (engine == "duckdb") and "parquet file" not in head
+
+
+@pytest.mark.parametrize("command", [["score"], ["compare", "--baseline", "truthful"], ["monitor"], ["defer"]])
+def test_every_command_says_what_reading_a_dataset_left_out_once(dataset, tmp_path, capsys, command):
+    """A file of the folder that is not read (here ``_SUCCESS``) is said once, in text and in JSON:
+    ``monitor`` and ``defer`` used to drop the dataset's notes."""
+    import shutil
+
+    from tpsviz.cli.main import main
+
+    folder = tmp_path / "ds"
+    shutil.copytree(dataset, folder)
+    (folder / "_SUCCESS").write_text("")
+    argv = [command[0], str(folder), *command[1:], "--n-boot", "0"]
+    assert main(argv) == 0
+    out = capsys.readouterr().out
+    assert out.count("note: 1 file(s) in the dataset's folders were skipped") == 1, out[:2000]
+    assert main([*argv, "--json"]) == 0
+    assert capsys.readouterr().out.count("1 file(s) in the dataset's folders were skipped") == 1

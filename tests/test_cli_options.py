@@ -26,13 +26,18 @@ SHARED = {
 #: the commands that have each concept
 HAVE = {
     "n_boot": {"score", "compare", "check", "defer", "multiclass", "crps", "monitor"},
-    "seed": {"score", "compare", "check", "defer", "multiclass", "crps", "monitor"},
+    "seed": {"score", "compare", "check", "defer", "multiclass", "crps", "monitor", "forecast"},
     "level": {"score", "compare", "check", "defer", "multiclass", "crps", "monitor"},
     "json": {"score", "compare", "check", "defer", "multiclass", "crps", "monitor"},
     "schedule": {"score", "compare", "check", "multiclass", "crps", "monitor"},
     "censoring": {"score", "compare", "check", "multiclass", "monitor"},
     "engine": {"score", "compare", "check"},
 }
+
+
+#: flags whose default is each command's own: what a command writes (demo-data: a folder, default
+#: demo_data; forecast: the forecasts table, required)
+OWN_DEFAULT = {"--out"}
 
 
 def _commands() -> dict:
@@ -58,16 +63,51 @@ def test_every_shared_option_has_one_spelling_type_and_default():
 
 
 def test_a_flag_means_one_thing_on_every_command():
+    """The same flag has the same attribute, type, default, action and kind of value (its metavar:
+    a predictor NAME is not a FILE) wherever it is listed."""
     seen: dict = {}
     for command, sp in _commands().items():
         for a in _visible(sp):
             for flag in a.option_strings:
                 if flag in ("-h", "--help"):
                     continue
-                meaning = (a.dest, a.type, repr(a.default), type(a).__name__)
+                own = flag in OWN_DEFAULT  # the output path: a file or a folder, by command
+                meaning = (a.dest, a.type, "per command" if own else repr(a.default), type(a).__name__,
+                           "per command" if own else a.metavar)
                 seen.setdefault(flag, {}).setdefault(meaning, []).append(command)
     mixed = {flag: m for flag, m in seen.items() if len(m) > 1}
     assert not mixed, mixed
+
+
+def test_baseline_is_a_predictor_wherever_it_is_listed():
+    """Issue 35: ``monitor --baseline`` was a number of runs and ``check --baseline`` a file, where
+    ``compare --baseline`` is a predictor; they are ``--baseline-runs N`` and ``--baseline-score FILE``."""
+    listed = {command: a for command, sp in _commands().items() for a in _visible(sp)
+              if "--baseline" in a.option_strings}
+    assert set(listed) == {"compare"} and listed["compare"].metavar == "NAME"
+    names = {command: {f for a in _visible(sp) for f in a.option_strings} for command, sp in _commands().items()}
+    assert "--baseline-runs" in names["monitor"] and "--baseline-score" in names["check"]
+
+
+#: every hidden option: (command, flag) -> what it is (an older spelling of a listed option, or
+#: an option refused by name)
+HIDDEN = {("multiclass", "--bootstrap"): "n_boot", ("crps", "--bootstrap"): "n_boot",
+          ("monitor", "--baseline"): "baseline_runs", ("check", "--baseline"): "baseline_score",
+          **{("defer", f): "refused" for f in ("--alpha", "--beta", "--schedule", "--censoring", "--eps",
+                                                "--rollouts")}}
+
+
+def test_every_hidden_option_is_an_old_spelling_or_refused():
+    hidden = {}
+    for command, sp in _commands().items():
+        listed = {a.dest for a in _visible(sp)}
+        for a in sp._actions:
+            if a.option_strings and a.help == argparse.SUPPRESS:
+                for flag in a.option_strings:
+                    refused = a.dest.startswith("refused_") and a.dest not in listed
+                    hidden[(command, flag)] = "refused" if refused else a.dest
+                    assert refused or a.dest in listed, (command, flag, a.dest)
+    assert hidden == HIDDEN
 
 
 @pytest.mark.parametrize("argv, dest, value", [
@@ -75,6 +115,8 @@ def test_a_flag_means_one_thing_on_every_command():
     (["crps", "x.csv", "--bootstrap", "300"], "n_boot", 300),
     (["monitor", "x.csv", "--baseline", "120"], "baseline_runs", 120),
     (["monitor", "x.csv", "--baseline-runs", "120"], "baseline_runs", 120),
+    (["check", "x.csv", "--baseline", "b.json"], "baseline_score", "b.json"),
+    (["check", "x.csv", "--baseline-score", "b.json"], "baseline_score", "b.json"),
 ])
 def test_old_spellings_are_hidden_aliases(argv, dest, value):
     assert getattr(build_parser().parse_args(argv), dest) == value
@@ -82,7 +124,8 @@ def test_old_spellings_are_hidden_aliases(argv, dest, value):
 
 def test_hidden_aliases_are_left_out_of_help():
     commands = _commands()
-    for command, flag in [("multiclass", "--bootstrap"), ("crps", "--bootstrap"), ("monitor", "--baseline")]:
+    for command, flag in [("multiclass", "--bootstrap"), ("crps", "--bootstrap"), ("monitor", "--baseline"),
+                          ("check", "--baseline")]:
         assert flag not in {f for a in _visible(commands[command]) for f in a.option_strings}
         assert flag in commands[command]._option_string_actions
 

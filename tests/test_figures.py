@@ -34,6 +34,7 @@ def test_colors_are_stable_and_reference_is_black():
     assert c1["verbal"] == c2["verbal"] and c1["noisy"] == c2["noisy"]
     assert len(set(c2.values())) == 4
     assert F.display_name("truthful") == "truthful (reference)" and F.display_name("x") == "x"
+    assert F.display_name("ref:task+step") == "ref:task+step (reference forecaster)"  # never the agent's
 
 
 def test_score_label_has_units_and_direction():

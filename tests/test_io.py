@@ -110,9 +110,17 @@ def test_missing_required_column(tmp_path):
     assert "missing required column 'step'" in msg
 
 
-def test_no_forecast_column(tmp_path):
-    msg = problems(tmp_path, "m.csv", "trajectory_id,step,outcome,task\nt1,1,1,a\n")
-    assert "no forecast column" in msg and "conf_<name>" in msg and "raw_" in msg
+def test_no_forecast_column_loads_with_zero_predictors(tmp_path):
+    """A table without forecasts loads (its references are scored: docs/forecasts.md); the note says
+    where a forecast comes from. The out-of-core engines still need a forecast column."""
+    from tpsviz.io.header import check_header
+
+    data = load(write(tmp_path, "m.csv", "trajectory_id,step,outcome,task\nt1,1,1,a\n"))
+    assert data.predictors == [] and data.signals == {} and data.metadata_columns == ["task"]
+    assert any("holds no per-step forecast" in n and "conf_<name>" in n for n in data.notes)
+    with pytest.raises(LogFormatError) as e:
+        check_header(["trajectory_id", "step", "outcome", "task"], (), "m.csv")
+    assert "no forecast column" in str(e.value) and "raw_" in str(e.value)
 
 
 def test_raw_signal_only_log_loads(tmp_path):

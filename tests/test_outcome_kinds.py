@@ -10,17 +10,25 @@ import pandas as pd
 import pytest
 
 import tpsviz
+from pages._ui.wording import DASHBOARD
+from tpsviz.cli.common import CLI
+from tpsviz.core.wording import word
 
 DEMO = Path(__file__).resolve().parents[1] / "demo_data"
 
 
-@pytest.mark.parametrize("name, words, command", [
-    ("multiclass-like.csv", "this is a multi-class log", "tpsviz multiclass"),
-    ("continuous-like.csv", "this is a continuous-outcome log", "tpsviz crps")])
-def test_binary_reader_names_the_command(name, words, command):
+@pytest.mark.parametrize("name, words, function, command", [
+    ("multiclass-like.csv", "this is a multi-class log", "tpsviz.outcomes.multiclass.tps_k", "tpsviz multiclass"),
+    ("continuous-like.csv", "this is a continuous-outcome log", "tpsviz.outcomes.continuous.tps_crps",
+     "tpsviz crps")])
+def test_binary_reader_names_the_command(name, words, function, command):
+    """From Python the message names the functions that score the log; the command line words the
+    same error with its command, the dashboard with its page (tests/test_wording.py)."""
     with pytest.raises(tpsviz.LogFormatError) as err:
         tpsviz.load(DEMO / name)
-    assert words in str(err.value) and command in str(err.value) and "Other outcomes page" in str(err.value)
+    assert words in str(err.value) and function in str(err.value) and "python -m" not in str(err.value)
+    assert command in word(err.value, CLI)
+    assert "Other outcomes page" in word(err.value, DASHBOARD)
 
 
 def test_double_underscore_in_a_binary_predictor_name_stays_binary():

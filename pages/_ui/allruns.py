@@ -20,6 +20,7 @@ from .charts import plot
 from .memo import memo
 from .sample import sample_info
 from .text import md
+from .wording import say
 
 #: bootstrap replicates of the all-runs table (millions of runs: each replicate costs a pass over them)
 ALL_RUNS_BOOT = 200
@@ -107,9 +108,9 @@ def all_runs_section(cfg: S.Config, data) -> None:
     _downloads(cfg, score, settings, src)
     _reliability(cfg, data, score, info)
     for note in score.sums.notes:
-        if note.startswith("raw signals"):  # the engine's CLI advice; here the sample is the answer
+        if note.startswith("raw signals"):  # (here the sample above is the answer)
             note = "raw signals are not scored on all runs (their recalibration needs the step rows): see them on the sample."
-        st.caption("Note from the out-of-core engine: " + md(note, 400))
+        st.caption("Note from the out-of-core engine: " + md(say(note), 400))
 
 
 def _score_on_request(info: dict, src: S.Source, skey: tuple, settings):
@@ -133,7 +134,7 @@ def _score_on_request(info: dict, src: S.Source, skey: tuple, settings):
     except S.Cancelled:
         raise
     except Exception as e:  # a defect the sample did not contain, memory, a vanished file: say so
-        st.error(f"All runs could not be scored: {md(e, 600)}", icon=":material/error:")
+        st.error(f"All runs could not be scored: {md(say(e), 600)}", icon=":material/error:")
         return None
     scored[src.key] = skey
     return score

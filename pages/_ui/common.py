@@ -20,6 +20,7 @@ from . import state as S
 from .reading import mapping_form
 from .sample import sample_info, sample_words
 from .text import md
+from .wording import say
 
 def tiles(items: list) -> None:
     """Metric tiles in a row that wraps: each tile is as wide as its label and value, so no tile is cut
@@ -41,7 +42,12 @@ DAMAGE_WORDS = ("damaged", "not valid UTF-8")
 def show_failure(f: L.LoadFailure) -> None:
     """A bad file: what and where, as a list; the text comes from the log, so shown as text."""
     n = len(f.problems)
-    if f.problems == [CANNOT_OPEN]:  # (one message for every refused path: no oracle on the server's files)
+    if getattr(f, "forecasts", False):  # the log is fine: the table joined to it is not
+        st.error(f"**This forecasts table cannot be joined to the log.** {n} problem{'s' if n != 1 else ''} found "
+                 "(the log itself was read). The table needs trajectory_id, step and conf_<name> columns whose "
+                 "(trajectory_id, step) pairs are the log's agent steps, as the replay command writes them: fix the "
+                 "table, or remove it from the sidebar's Reading options.", icon=":material/link_off:")
+    elif f.problems == [CANNOT_OPEN]:  # (one message for every refused path: no oracle on the server's files)
         st.error("**This path cannot be opened.** Check it: it must name a log file (or a folder of them) under "
                  "the readable folders listed in the sidebar; a relative path starts at the first one.",
                  icon=":material/block:")
@@ -52,7 +58,7 @@ def show_failure(f: L.LoadFailure) -> None:
         st.error(f"**This log cannot be used.** {n} problem{'s' if n != 1 else ''} found. The file was not modified: "
                  f"fix {'them' if n != 1 else 'it'} in the file{' (save or export it again)' if damaged else ''}{how} "
                  "and load it again; or switch the data source back to Demo.", icon=":material/block:")
-    st.caption(f"File: {md(f.source, 120)}")
+    st.caption(f"{'Forecasts table' if getattr(f, 'forecasts', False) else 'File'}: {md(f.source, 120)}")
     st.code("\n".join(f"• {p}" for p in f.problems), language=None, wrap_lines=True)
 
 
@@ -87,7 +93,7 @@ def show_page_error(e: Exception) -> None:
     errors quote the line they stopped at) or a path on the server, and goes to the server's log
     with the traceback.
     """
-    msg = str(e) or type(e).__name__
+    msg = say(e) or type(e).__name__
     if not isinstance(e, ValueError):  # a bug: the traceback goes to the server log, not the page
         logging.getLogger("tpsviz").error("page failed", exc_info=e)
     if isinstance(e, ValueError):
@@ -151,8 +157,8 @@ def require_data():
             with st.expander("What tpsviz could not find"):
                 st.code("\n".join(f"• {p}" for p in data.problems), language=None, wrap_lines=True)
             mapping_form(columns)
-        elif any("Other outcomes page" in p for p in data.problems):  # not binary: scored on its own page
-            kind = "a multi-class" if any("multi-class" in p for p in data.problems) else "a continuous-outcome"
+        elif data.named & {"multiclass", "continuous"}:  # not binary: scored on its own page
+            kind = "a multi-class" if "multiclass" in data.named else "a continuous-outcome"
             st.info(f"**This is {kind} log.** Its outcome is not success or failure, so this page does not apply; "
                     "the Other outcomes page scores it and offers its per-run scores as CSV.",
                     icon=":material/category:")

@@ -1,7 +1,8 @@
 """Loading a source into a validated log, cached in the shared result cache (docs/architecture.md).
 
 - :func:`load_base`: the log of a :class:`state.Source` as read (or a :class:`LoadFailure`).
-- :func:`prepared`: that log after the metadata filters and the recalibrations.
+- :func:`prepared`: that log after the metadata filters and the recalibrations, with the reference
+  forecasters when the settings ask for them (``references.py``).
 - :func:`get_rollouts`: the source's rollouts table, if any.
 
 A log is keyed on ``Source.key`` alone (the bytes or file stamp and the reading options); what
@@ -19,26 +20,37 @@ import streamlit as st
 
 import tpsviz
 from tpsviz.core.cancel import Cancelled
+from tpsviz.core.wording import named
 from tpsviz.diagnostics.audit import load_rollouts
 from tpsviz.diagnostics.calibrate import add_recalibrated
 from tpsviz.diagnostics.selection import filter_mask
 from tpsviz.io.files import CANNOT_OPEN, PathRefused
+from tpsviz.diagnostics.audit import qz_for_source
+from tpsviz.forecasts.references import add_references
 
 from .memo import give_back, memo
+from .references import refs_key, refs_settings
 from .sample import sample_size
 from .state import SEED, Config, Source, current, current_source, data_roots, parse_recal
 from .text import md
+from .wording import say
 
-__all__ = ["LoadFailure", "is_failure", "load_base", "prepared", "get_data", "result_key",
+__all__ = ["LoadFailure", "is_failure", "load_base", "prepared", "get_data", "cfg_refs", "result_key",
            "get_rollouts", "LARGE_ROWS", "is_large"]
 
 
 class LoadFailure:
-    """A file that cannot be used, with the problems found (cached: the bytes decide it)."""
+    """A file that cannot be used, with the problems found (cached: the bytes decide it).
 
-    def __init__(self, source: str, problems: list[str]):
+    ``problems`` are in the dashboard's words (:func:`wording.say`); ``named`` holds the settings
+    they name (e.g. ``"multiclass"``: a log the Other outcomes page scores); ``forecasts``: the
+    problems are the forecasts table's (it cannot be joined), not the log's."""
+
+    def __init__(self, source: str, problems: list[str], forecasts: bool = False):
         self.source = source
-        self.problems = problems
+        self.named = set().union(*(named(p) for p in problems))
+        self.problems = [say(p) for p in problems]
+        self.forecasts = forecasts  # the forecasts table joined to the log is at fault, not the log
 
 
 def is_failure(obj) -> bool:
@@ -64,13 +76,19 @@ def _load(key: str, _src: Source):
                 return tpsviz.load(_src.raw, name=_src.name, options=_src.options, forecasts=forecasts)
             if _src.kind == "path":  # every file read stays under the data roots
                 # a dataset larger than memory opens on a stated sample of its runs (sample.py)
-                return tpsviz.load(Path(_src.path), name=_src.name, options=_src.options,
-                                   forecasts=forecasts, read=_rooted_read, roots=data_roots(),
-                                   sample=(sample_size(), SEED))
+                return tpsviz.load(Path(_src.path), name=_src.name, options=_src.options, forecasts=forecasts,
+                                   read=_rooted_read, roots=data_roots(), sample=(sample_size(), SEED))
             return tpsviz.load(_src.path, name=_src.name)
         except tpsviz.LogFormatError as e:
             give_back()  # a refused file may have been parsed half-way: return that memory
-            return LoadFailure(e.source, e.problems)
+            return LoadFailure(e.source, e.problems, forecasts=e.source in _forecasts_names(_src))
+
+
+def _forecasts_names(src: Source) -> set:
+    """The names the reader may give the source's forecasts table in its messages (its file name or path)."""
+    if src.forecasts_raw:
+        return {src.forecasts_raw[1]}
+    return {src.forecasts_path, Path(src.forecasts_path).name} if src.forecasts_path else set()
 
 
 def _rooted_read(path, max_bytes: int, label: str) -> bytes:
@@ -116,13 +134,32 @@ def _prepared(key: str, filters: tuple, recal: tuple, _src: Source):
         except Cancelled:  # nobody waits: not a failed recalibration, and nothing is kept
             raise
         except Exception as e:
-            problems.append(f"recalibration of {md(r['source'], 60)} by {r['method']} failed: {md(e, 300)}")
+            problems.append(f"recalibration of {md(r['source'], 60)} by {r['method']} failed: {md(say(e), 300)}")
     return data, problems
 
 
-def prepared(src: Source, filters: tuple, recal: tuple):
-    """(TrajectoryData | LoadFailure, problems): the source's log, filtered and recalibrated."""
+def prepared(src: Source, filters: tuple, recal: tuple, refs: tuple = ()):
+    """(TrajectoryData | LoadFailure, problems): the source's log, filtered and recalibrated, with
+    the reference forecasters ``refs`` describes (``references.refs_key``; () = none)."""
+    if refs:
+        return _referenced(result_key(src), filters, recal, refs, src)
     return _prepared(src.key, filters, recal, src)
+
+
+@memo(max_entries=6, spinner="Fitting the reference forecasters…")
+def _referenced(key: str, filters: tuple, recal: tuple, refs: tuple, _src: Source):
+    """The prepared log with ``ref:step``, ``ref:task``, ``ref:task+step`` fitted on its runs under the
+    censoring mode, seed and (exact mode) q_Z source of ``refs``. Keyed on the log with its rollouts
+    (``result_key``): q_Z may come from them."""
+    data, problems = _prepared(_src.key, filters, recal, _src)
+    if isinstance(data, LoadFailure) or data.n_trajectories == 0:
+        return data, problems
+    settings, (source, const) = refs_settings(refs)
+    q_z = None
+    if settings.censoring == "exact":
+        ro = get_rollouts(_src) if source == "rollouts" else None
+        q_z, _ = qz_for_source(data, source, const, None if ro is None or is_failure(ro) else ro)
+    return add_references(data, settings, q_z=q_z, automatic=not data.predictors and not data.signals), problems
 
 
 def result_key(src: Source) -> str:
@@ -139,7 +176,12 @@ def get_data(cfg: Config | None = None, src: Source | None = None):
     seen = st.session_state.get("_base")  # what the sidebar loaded in this run
     if seen is not None and seen[0] == src.key and is_failure(seen[1]):
         return seen[1], []  # one answer per run, also for a failure that is not cached
-    return prepared(src, cfg.filters, cfg.recal)
+    return prepared(src, cfg.filters, cfg.recal, cfg_refs(cfg))
+
+
+def cfg_refs(cfg: Config) -> tuple:
+    """The references' part of the analysis of these settings (``references.refs_key``)."""
+    return refs_key(cfg.references, cfg.score_settings(), (cfg.qz_source, float(cfg.qz_const)))
 
 
 LARGE_ROWS = 200_000          # above this many step rows, the Overview shows point estimates before CIs

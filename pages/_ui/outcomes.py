@@ -19,6 +19,7 @@ from tpsviz.io.tables import FORMATS, table_columns
 from .loading import LoadFailure
 from .memo import memo
 from .state import Source, data_roots
+from .wording import say
 
 __all__ = ["OtherLog", "read_other", "labelled_censored_runs"]
 
@@ -79,7 +80,7 @@ def _read(key: str, _src: Source):
     except PathRefused:
         return LoadFailure("server path", [CANNOT_OPEN])
     except (OSError, ValueError) as e:  # too large (the message names the limit) or several files
-        return LoadFailure(_src.name, [str(e)])
+        return LoadFailure(_src.name, [say(e)])
     except Cancelled:
         raise
     except Exception as e:  # never a traceback in the page: what failed, not the file's content

@@ -18,6 +18,7 @@ from tpsviz.io.harness.runs import TREATMENTS, ReadOptions, parse_conf, parse_ma
 from tpsviz.io.harness.runs import DEFAULT_SUCCESS_THRESHOLD
 
 from .text import md
+from .wording import LABELS, READING, say
 
 BIND = "query-params"
 _GUESS = {
@@ -71,11 +72,11 @@ def options_from_state(last_reading: dict | None) -> tuple[ReadOptions, list[str
     try:
         conf = parse_conf([_value("conf")]) if str(_value("conf")).strip() else ()
     except ValueError as e:
-        problems.append(md(e))
+        problems.append(md(say(e)))
     try:
         mapping = parse_mapping([_value("map")])
     except ValueError as e:
-        problems.append(md(e))
+        problems.append(md(say(e)))
     percent = tuple(p.strip() for p in str(_value("pct") or "").split(",") if p.strip())
     defaults = {treat_key(r["reason"]): (r["reason"], r.get("default_treatment"))
                 for r in (last_reading or {}).get("treatment", [])}
@@ -138,38 +139,38 @@ def sidebar_options(kind: str):
     if kind == "demo":
         return None
     side = None
-    with st.sidebar.expander("Reading options", expanded=False):
+    with st.sidebar.expander(READING, expanded=False):
         st.selectbox("Format", FORMAT_CHOICES, key="fmt", bind=BIND,
                      help="auto: recognised from the content (tables by extension; tau2-bench, tau-bench "
                           "and Inspect AI logs by their structure).")
-        st.text_input("Forecast fields of agent messages", key="conf", bind=BIND,
+        st.text_input(LABELS["conf"], key="conf", bind=BIND,
                       placeholder="verbal=metadata.confidence",
                       help="Harness logs: NAME=FIELD pairs, comma-separated; FIELD is a dotted path in each "
                            "assistant message. A NAME starting raw_ or unc_ is a raw signal (higher = more / "
                            "less confident). Token log-probabilities, when the log has them, become raw "
                            "signals on their own.")
         if kind == "upload":
-            up = st.file_uploader("Forecasts table (optional)", type=["csv", "tsv", "parquet", "pq", "jsonl"],
+            up = st.file_uploader(LABELS["forecasts"], type=["csv", "tsv", "parquet", "pq", "jsonl"],
                                   key="upload_forecasts",
                                   help="trajectory_id, step and conf_<name> / raw_<name> / unc_<name> columns, "
                                        "joined to the log's agent steps.")
             side = (up.getvalue(), up.name) if up is not None else None
         else:
-            st.text_input("Forecasts table path (optional)", key="fpath",
+            st.text_input(LABELS["forecasts_path"], key="fpath",
                           help="A table trajectory_id, step, conf_*/raw_*/unc_* under the data roots.")
-        st.text_input("Success threshold", key="thr", bind=BIND, placeholder=f"{DEFAULT_SUCCESS_THRESHOLD:.6f}",
+        st.text_input(LABELS["success_threshold"], key="thr", bind=BIND, placeholder=f"{DEFAULT_SUCCESS_THRESHOLD:.6f}",
                       help="A recorded reward or numeric score counts as success when ≥ this "
                            "(default 1 − 1e-6: reward 1).")
-        st.text_input("Scorer (Inspect AI)", key="scorer", bind=BIND, placeholder="first scorer",
+        st.text_input(LABELS["scorer"], key="scorer", bind=BIND, placeholder="first scorer",
                       help="The scorer whose value is the outcome.")
-        st.text_input("Column mapping (tables)", key="map", bind=BIND,
+        st.text_input(LABELS["map"], key="map", bind=BIND,
                       placeholder="trajectory_id=run, step=turn, outcome=success, conf_verbal=p",
                       help="Long-format name = your column, comma-separated.")
-        st.text_input("Predictors given in percent", key="pct", bind=BIND, placeholder="verbal",
+        st.text_input(LABELS["percent"], key="pct", bind=BIND, placeholder="verbal",
                       help="Names of predictors whose values are 0–100: divided by 100.")
         rows = (st.session_state.get("_reading") or {}).get("treatment", [])
         if rows:
-            st.markdown("**Termination reasons**", help="How runs are scored by why they ended: outcome (the "
+            st.markdown(f"**{LABELS['treat']}**", help="How runs are scored by why they ended: outcome (the "
                         "harness's judgement), censored (stopped by a limit: outcome unknown), failure, "
                         "dropped (left out, counted).")
             for row in rows:
@@ -256,4 +257,4 @@ def reading_panel(data) -> None:
             st.dataframe(pd.DataFrame([{"column": k, "comes from": v} for k, v in r["forecasts"].items()]),
                          hide_index=True, width="stretch")
         for note in data.notes:
-            st.text(f"• {note}")
+            st.text(f"• {say(note)}")

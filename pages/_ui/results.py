@@ -45,9 +45,11 @@ from tpsviz.monitoring import deferral as DF
 from tpsviz.monitoring import monitor as MO
 from tpsviz.report import figures as F
 
-from .loading import get_data, get_rollouts, is_failure, load_base, prepared, result_key
+from .loading import cfg_refs, get_data, get_rollouts, is_failure, load_base, prepared, result_key
 from .memo import approx_bytes, memo
+from .references import keep_refs, with_versus
 from .state import SEED, Config, Source, current, current_source
+from .wording import say
 
 SETTINGS = tuple(f.name for f in fields(ScoreSettings))   # alpha, beta, schedule, censoring, eps, n_boot, level, seed
 ALL = SETTINGS + ("qz",)   # "qz": the q_Z source counts even when the censoring mode is not exact
@@ -70,6 +72,8 @@ class Analysis:
         α, β, schedule, censoring, ε, bootstrap replicates, level, seed.
     qz : tuple
         (source, constant) of q_Z in exact mode (``tpsviz.diagnostics.audit.qz_for_source``).
+    refs : tuple
+        The reference forecasters added to the log (``references.refs_key``; () = none).
     """
 
     data: str
@@ -78,13 +82,15 @@ class Analysis:
     predictors: tuple = ()
     settings: ScoreSettings = _DEFAULT
     qz: tuple = ("log", 0.5)
+    refs: tuple = ()
 
     def key(self, keep: tuple) -> "Analysis":
         """This analysis reduced to the parts in ``keep`` (the others at their defaults). q_Z
         counts only in exact mode unless ``"qz"`` is kept explicitly."""
         s = ScoreSettings(**{f: getattr(self.settings if f in keep else _DEFAULT, f) for f in SETTINGS})
         exact = "censoring" in keep and s.censoring == "exact"
-        return replace(self, settings=s, qz=self.qz if ("qz" in keep or exact) else ())
+        return replace(self, settings=s, qz=self.qz if ("qz" in keep or exact) else (),
+                       refs=keep_refs(self.refs, self.predictors))
 
 
 def analysis(cfg: Config | None = None, src: Source | None = None, *, predictors=None,
@@ -95,7 +101,7 @@ def analysis(cfg: Config | None = None, src: Source | None = None, *, predictors
     return Analysis(data=result_key(src), filters=cfg.filters, recal=cfg.recal,
                     predictors=tuple(cfg.predictors if predictors is None else predictors),
                     settings=cfg.score_settings(censoring=censoring, n_boot=n_boot),
-                    qz=(cfg.qz_source, float(cfg.qz_const)))
+                    qz=(cfg.qz_source, float(cfg.qz_const)), refs=cfg_refs(cfg))
 
 
 @dataclass(frozen=True)
@@ -145,7 +151,7 @@ def result(spinner: str, keep: tuple = SETTINGS, max_entries: int = 24, per_pred
 
     def wrap(fn):
         def compute(key: Analysis, args: tuple, kw: tuple, _src: Source):
-            data, _ = prepared(_src, key.filters, key.recal)
+            data, _ = prepared(_src, key.filters, key.recal, key.refs)
             return fn(key, Inputs(data, _src, key.qz), *args, **dict(kw))
 
         compute.__module__, compute.__qualname__ = fn.__module__, fn.__qualname__
@@ -398,11 +404,12 @@ def verdicts(a: Analysis | None = None) -> dict:
     """verdict.verdicts of the analysis's predictors (the skill only with ≥ 200 replicates)."""
     a = a or analysis()
     src = current_source()
-    data, _ = prepared(src, a.filters, a.recal)
+    data, _ = prepared(src, a.filters, a.recal, a.refs)
     sk = skill(a=a) if a.settings.n_boot >= 200 else None
     q = Inputs(data, src, a.qz).q_z(settings=a.settings)
-    return VD.verdicts(data, a.settings, list(a.predictors), q_z=q, skill=sk, statistics=verdict_statistics(a=a),
-                  result=tps(a=a))
+    res = tps(a=a)
+    return with_versus(VD.verdicts(data, a.settings, list(a.predictors), q_z=q, skill=sk,
+                                   statistics=verdict_statistics(a=a), result=res), data, a.settings, q, res)
 
 
 @result("Checking for warnings…")
@@ -432,7 +439,7 @@ def _two_logs(a: Analysis, cand_key: str, pair_on: str, _src: Source, _cand: Sou
     cand = load_base(_cand)
     if is_failure(cand):
         return cand
-    base, _ = prepared(_src, a.filters, a.recal)
+    base, _ = prepared(_src, a.filters, a.recal, a.refs)
     column = CB.free_column(base, cand)  # "log", or "log_2" … when a log has a column of that name
     both = CB.combine_logs(base, cand, column=column)
     names = [p for p in a.predictors if p in both.predictors]
@@ -523,7 +530,7 @@ def demos(a, x):
         try:
             out[k] = fn(x.data, replace(a.settings, n_boot=0))
         except ValueError as e:
-            out[k] = str(e)
+            out[k] = say(e)
     return out
 
 

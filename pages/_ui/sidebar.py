@@ -19,8 +19,10 @@ from tpsviz.core.censoring import CENSORING_MODES
 from . import reading as R
 from . import results as Rs
 from . import loading as L
+from . import references as Ref
 from . import state as S
 from .text import code, md
+from .wording import LABELS, UNCERTAINTY, say
 
 UPLOAD_TYPES = ["csv", "tsv", "txt", "parquet", "pq", "jsonl", "ndjson", "json", "eval"]
 
@@ -87,14 +89,16 @@ def filter_key(col: str) -> str:
 def _source() -> S.Source | None:
     sb = st.sidebar
     label = sb.radio("Data source", list(SOURCES), key="src", bind=BIND, horizontal=True,
-                    help="Demo: synthetic logs whose true success probabilities are known. Upload: a table "
+                    help="Demo: synthetic logs whose true success probabilities are known, and one real public log "
+                         "(tau-bench) without forecasts. Upload: a table "
                          "(CSV, TSV, Parquet, JSON Lines) or a harness log (tau2-bench, tau-bench, Inspect AI). "
                          "Server path: a file under the folders this server may read.")
     kind = SOURCES[label]
     if kind == "demo":
         name = sb.selectbox("Demo scenario", list(S.DEMOS), key="demo", bind=BIND,
-                            help=S.DEMOS_HELP + " ""Synthetic benchmarks made by tpsviz.synthetic.agent; 'truthful' reports the true "
-                                 "q_t and is drawn in black as the reference.")
+                            help=S.DEMOS_HELP + " The others than tau-bench-airline are synthetic benchmarks made by "
+                                 "tpsviz.synthetic.agent; 'truthful' reports the true q_t and is drawn in black as "
+                                 "the reference.")
         for k in ("path", "rpath", *R.OPTION_KEYS):  # a link to the demo carries no file's path or options
             R.drop_param(k)
         return S.demo_source(name)
@@ -252,12 +256,14 @@ def render() -> S.Config:
     recal, changed = _remember_base(src, base)
     if base is None:
         sb.info("No log yet: upload a file or give a server path (or switch back to Demo).")
-    elif not ok and any("Other outcomes page" in p for p in base.problems):  # multi-class or continuous
+    elif not ok and base.named & {"multiclass", "continuous"}:  # multi-class or continuous
         sb.caption(":material/category: Not a success/failure log: the Other outcomes page scores it, with the "
                    "weight schedule and bootstrap below and its own score and censoring choices.")
     elif not ok:  # the page shows the problems (once); here only where to look
-        sb.caption(":red[:material/block:] This log cannot be used: the problems are listed on the page.")
-    preds = _predictors(sb, base, recal, changed) if ok else []
+        what = "The forecasts table cannot be joined" if base.forecasts else "This log cannot be used"
+        sb.caption(f":red[:material/block:] {what}: the problems are listed on the page.")
+    refs = _references(sb, base) if ok else False
+    preds = _predictors(sb, base, recal, changed, refs) if ok else []
     alpha, beta = _score_family(sb)
     sched, gamma, horizon = _schedule(sb, base if ok else None)
     cens, qzs, qz_const, eps = _censoring(sb, base if ok else None)
@@ -266,8 +272,8 @@ def render() -> S.Config:
     cfg = S.Config(source=src.kind if src else "none", demo=src.name if src else "", path=src.path or "" if src else "",
                    alpha=float(alpha), beta=float(beta), schedule=sched, gamma=float(gamma), horizon=int(horizon),
                    censoring=cens, qz_source=qzs, qz_const=float(qz_const), eps=float(eps), n_boot=int(n_boot),
-                   metric_boot=metric_boot,
-                   predictors=tuple(preds), filters=tuple(filters), recal=recal)
+                   metric_boot=metric_boot, predictors=tuple(preds), references=refs, filters=tuple(filters),
+                   recal=recal)
     st.session_state["_cfg"] = cfg
     _mirror_recal(recal)
     sb.caption("Settings are kept across pages and in the URL: copy the link to share this view.")
@@ -307,10 +313,22 @@ def _remember_base(src, base) -> tuple[tuple, bool]:
     return recal, changed
 
 
-def _predictors(sb, base, recal: tuple, changed: bool) -> list[str]:
-    """The predictor multiselect (the log's and the recalibrated ones)."""
+def _references(sb, base) -> bool:
+    """Whether the reference forecasters are added (references.py): the switch, or a note in its place
+    on a log without any forecast (they are always added there)."""
+    if not Ref.has_own_forecasts(base):
+        sb.caption(f":material/straighten: **No forecast in this log**: the pages score its reference forecasters "
+                   f"({', '.join(Ref.offered(base))}), yardsticks from the other runs' outcomes, not the agent's. "
+                   "The Overview says how to get a real signal.")
+        return True
+    return bool(sb.toggle(Ref.SWITCH, key="refs", bind=BIND, value=False, help=Ref.SWITCH_HELP))
+
+
+def _predictors(sb, base, recal: tuple, changed: bool, refs: bool = False) -> list[str]:
+    """The predictor multiselect (the log's, the recalibrated ones and, when added, the references)."""
     rnames = [r["name"] for r in map(S.parse_recal, recal) if r]
     options = list(base.predictors) + [n for n in rnames if n not in base.predictors]
+    options += [n for n in Ref.offered(base) if refs and n not in options]
     if changed and "pred" in st.session_state:
         st.session_state["pred"] = options
     elif "pred" in st.session_state and st.session_state.get("_pred_opts") not in (None, options):
@@ -328,8 +346,9 @@ def _predictors(sb, base, recal: tuple, changed: bool) -> list[str]:
         st.session_state["cens"] = default
     st.session_state["_cens_default"] = default
     preds = sb.multiselect("Predictors", options, key="pred", bind=BIND, default=options,
-                           help="conf_<name> columns of the log (and recalibrated predictors). Each has one "
-                                "colour on every page; the truthful/oracle predictor is black, the reference.")
+                           help="conf_<name> columns of the log (and recalibrated predictors; ref:… are the reference "
+                                "forecasters, yardsticks from the log itself). Each has one colour on every page; the "
+                                "truthful/oracle predictor is black, the reference.")
     preds = [p for p in preds if p in options]
     return preds
 
@@ -343,10 +362,10 @@ def _score_family(sb) -> tuple[float, float]:
                       "Brier score, bounded. boosting (−½,−½): harsher than log at the extremes. asym-high/"
                       "asym-low: emphasise high/low decision thresholds.")
     c1, c2 = sb.columns(2)
-    alpha = c1.slider("α", -0.95, 4.0, step=0.05, key="a", bind=BIND, on_change=_on_ab, value=0.0,
+    alpha = c1.slider(LABELS["alpha"], -0.95, 4.0, step=0.05, key="a", bind=BIND, on_change=_on_ab, value=0.0,
                       help="α > −1. ω(c) = c^(α−1)(1−c)^(β−1) weighs decision thresholds c; larger α moves weight "
                            "to high thresholds. α ≤ 0 makes S(p,1) unbounded as p → 0.")
-    beta = c2.slider("β", -0.95, 4.0, step=0.05, key="b", bind=BIND, on_change=_on_ab, value=0.0,
+    beta = c2.slider(LABELS["beta"], -0.95, 4.0, step=0.05, key="b", bind=BIND, on_change=_on_ab, value=0.0,
                      help="β > −1. Larger β moves weight to low thresholds. β ≤ 0 makes S(p,0) unbounded as p → 1.")
     # a number entry beside each slider for an exact value; it always shows the slider's value. Its
     # key carries that value, and only a value other than it is taken as typed: one entry kept in
@@ -390,7 +409,7 @@ def _schedule(sb, base):
         sb.markdown(f"{S.VERDICT_ICON.get(v.status, '')} **{v.status}** — `{sobj.formula}`",
                     help=v.reason)
     except ValueError as e:
-        sb.error(f"Schedule: {md(e)}")
+        sb.error(f"Schedule: {md(say(e))}")
     return sched, gamma, horizon
 
 
@@ -412,7 +431,7 @@ def _censoring(sb, base):
                          disabled=not (exact and qzs == "constant"), value=0.5,
                          help="Used when the q_Z source is 'one value'. 0 = simple (censoring as failure), 1 = upper.")
     cens_caption.caption(Rs.censoring_label(S.Config(censoring=cens, qz_source=qzs, qz_const=float(qz_const))))
-    eps_txt = sb.select_slider("ε (forecast clipping)", S.EPS_TEXT, key="eps", bind=BIND,
+    eps_txt = sb.select_slider(LABELS["eps"], S.EPS_TEXT, key="eps", bind=BIND,
                                value="1e-06",
                                help="Forecasts are clipped to [ε, 1−ε] before scoring so unbounded scores stay finite; "
                                     "ε = 0 turns clipping off and shows −∞ honestly. The leaderboard's 'clipped' column "
@@ -467,8 +486,8 @@ def _filters(sb, base) -> list[tuple]:
 
 def _uncertainty(sb) -> tuple[int, int]:
     """Bootstrap replicates of TPS and of the metrics (−1 = auto)."""
-    with sb.expander("Uncertainty", expanded=False):
-        n_boot = st.select_slider("Bootstrap replicates", S.BOOT_CHOICES, key="boot", bind=BIND,
+    with sb.expander(UNCERTAINTY, expanded=False):
+        n_boot = st.select_slider(LABELS["n_boot"], S.BOOT_CHOICES, key="boot", bind=BIND,
                                   value=2000,
                                   help="Percentile bootstrap over trajectories (the unit; steps within a run are "
                                        "dependent), seeded so numbers are reproducible. 0 = mean ± 1.96 SE.")

@@ -42,7 +42,11 @@ DEMOS = {
                        "vectors (see Other outcomes).",
     "continuous-like": "Continuous-like: 200 runs whose outcome is a final reward, forecast as Gaussians, quantiles "
                        "and samples (see Other outcomes).",
+    "tau-bench-airline": "tau-bench airline, gpt-4o: a real public log (200 runs = 50 tasks x 4 trials) without any "
+                         "forecast: it opens with the reference forecasters, the bar a real signal has to clear.",
 }
+#: the file of a demo whose log is not ``<name>.csv`` (a real log, copied as published: demo_data/README.md)
+DEMO_FILES = {"tau-bench-airline": "tau-bench-airline-gpt-4o.json"}
 DEMOS_HELP = " ".join(f"{k}: {v}" for k, v in DEMOS.items())
 DEFAULT_DEMO = "tau2-like"  # the gentler landing: few censored runs; webshop-like is one click away
 EPS_CHOICES = [0.0, 1e-9, 1e-6, 1e-4, 1e-3, 1e-2]
@@ -90,6 +94,7 @@ class Config:
     n_boot: int = 2000
     metric_boot: int = -1                # −1 = auto (see metric_boot)
     predictors: tuple = ()
+    references: bool = False             # the log's reference forecasters ref:* are added (references.py)
     filters: tuple = ()                  # ((column, kind, values), ...)
     recal: tuple = ()                    # recalibration specs, see parse_recal
 
@@ -260,9 +265,9 @@ def path_source(path: str, rpath: str | None, options: ReadOptions = ReadOptions
 
 
 def demo_source(name: str) -> Source:
-    path = DEMO_DIR / f"{name}.csv"
+    path = DEMO_DIR / DEMO_FILES.get(name, f"{name}.csv")
     roll = DEMO_DIR / f"{name}_rollouts.csv"
-    return Source(key=f"demo:{name}", kind="demo", name=f"{name}.csv", path=str(path),
+    return Source(key=f"demo:{name}", kind="demo", name=path.name, path=str(path),
                   rollouts_key=f"demo:{name}:rollouts" if roll.exists() else None,
                   rollouts_path=str(roll) if roll.exists() else None,
                   rollouts_name=roll.name if roll.exists() else None)

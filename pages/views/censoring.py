@@ -10,6 +10,7 @@ from pages._ui import common as C
 from pages._ui.charts import plot
 from pages._ui import results as Rs
 from pages._ui import loading as L
+from pages._ui.wording import say
 from tpsviz.report import figures as F
 from tpsviz.diagnostics.populations import censoring_summary, differs_beyond_ci, forecasts_by_population, qz_band
 from tpsviz.core import formatting as Fm
@@ -190,7 +191,7 @@ with st.expander("Advanced checks: artificial censoring, a self-check of the cen
                             help="docs/theory.md, censoring: the decomposition of the simple censored score.")
                 plot(F.artificial_check_figure(chk, colors), "cens_check", name="Artificial censoring check")
         except ValueError as e:
-            st.warning(f"The check is not available with these settings: {C.md(e)}", icon=":material/warning:")
+            st.warning(f"The check is not available with these settings: {C.md(say(e))}", icon=":material/warning:")
 
 # ----------------------------------------------------------------- MC audit
 st.subheader("Monte-Carlo audit")

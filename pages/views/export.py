@@ -11,6 +11,7 @@ from pages._ui import results as Rs
 from pages._ui import state as S
 from pages._ui.sample import sample_info
 from pages._ui import compute as V
+from pages._ui.wording import say
 from tpsviz.report.export import figure_png, parquet_bytes, safe_csv
 from tpsviz.report.html import build_report
 
@@ -92,7 +93,7 @@ if st.button("Build the HTML report", key="build_report", type="primary"):
     with st.spinner("Building the report…"):
         sections = V.report_sections(cfg, data)
         html = build_report(f"tpsviz report — {src.name}", V.settings_dict(cfg, data, src), sections,
-                            notes=[f"Loader note: {n}" for n in data.notes])
+                            notes=[f"Loader note: {say(n)}" for n in data.notes])
         st.session_state["_report"] = (key, html.encode("utf-8"))
 rep = st.session_state.get("_report")
 if rep and rep[0] == key:

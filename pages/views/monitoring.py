@@ -11,6 +11,7 @@ from pages._ui import results as Rs
 from pages._ui import state as S
 from pages._ui.sample import sample_info
 from pages._ui.text import md
+from pages._ui.wording import say
 from tpsviz.report import figures as F
 from tpsviz.report.export import safe_csv
 from tpsviz.monitoring.cusum import MIN_ALARM_RUNS, N_SIM
@@ -86,7 +87,7 @@ with st.expander("Alarm settings"):
 try:
     res = Rs.monitoring(None if by == FILE_ORDER else by, window, alarm_on, baseline, shift, arl, a=Rs.analysis(cfg))
 except ValueError as exc:  # an order column without times or numbers: say so here, with what to do
-    st.warning(f"**Runs cannot be ordered this way:** {md(str(exc).rstrip('.'), 400)}. Choose another column under "
+    st.warning(f"**Runs cannot be ordered this way:** {md(say(exc).rstrip('.'), 400)}. Choose another column under "
                "\"Order runs by\", or the order in the file.", icon=":material/sort:")
     st.stop()
 sample = sample_info(data)  # a dataset opened on a sample: runs are counted among the sampled ones
@@ -98,7 +99,7 @@ if sample:
                f"{window * sample['runs_total'] / max(sample['runs_sampled'], 1):,.0f} of the dataset's "
                f"{sample['runs_total']:,} runs. Ids and order values name the runs themselves.")
 for note in res.notes:
-    st.info(md(note, 300), icon=":material/info:")
+    st.info(md(say(note), 300), icon=":material/info:")
 
 # ----------------------------------------------------------------- the answer first
 alarm = res.alarm

@@ -10,6 +10,7 @@ from pages._ui.loading import is_failure
 from pages._ui.memo import memo
 from pages._ui.outcomes import labelled_censored_runs, read_other
 from pages._ui.text import md
+from pages._ui.wording import say
 from tpsviz.outcomes.continuous import tps_crps
 from tpsviz.outcomes.continuous_pit import pit_histogram
 from tpsviz.outcomes.multiclass import tps_k
@@ -45,7 +46,7 @@ log = other.log
 verdict = schedule.verdict
 st.markdown(f"**File** {md(log.source, 80)} · **weights** `{schedule.formula}` "
             f"({verdict.status}) · **bootstrap** {cfg.n_boot:,} replicates over runs, seed {S.SEED}")
-for note in log.notes[:6]:
+for note in (say(n) for n in log.notes[:6]):
     st.caption(md(note[:1].upper() + note[1:], 300))
 
 
@@ -115,7 +116,7 @@ if other.kind == "multiclass":
         res, rel, summ = _multiclass((src.file_key, rule, censoring, used_label, int(cfg.n_boot), schedule.spec,
                                       int(bins)), _log=log)
     except ValueError as exc:
-        st.warning(f"**These settings cannot be applied:** {md(str(exc).rstrip('.'), 400)}.", icon=":material/tune:")
+        st.warning(f"**These settings cannot be applied:** {md(say(exc).rstrip('.'), 400)}.", icon=":material/tune:")
         st.stop()
     st.caption(f"Censoring: {md(censoring_words(censoring, used_label, n_labelled), 200)}. "
                f"{log.n_runs:,} runs, {log.n_censored:,} censored.")
@@ -168,7 +169,7 @@ else:
     try:
         res, pits = _continuous((src.file_key, int(cfg.n_boot), schedule.spec, which, int(bins)), _log=log)
     except ValueError as exc:
-        st.warning(f"**These settings cannot be applied:** {md(str(exc).rstrip('.'), 400)}.", icon=":material/tune:")
+        st.warning(f"**These settings cannot be applied:** {md(say(exc).rstrip('.'), 400)}.", icon=":material/tune:")
         st.stop()
     for note in res.notes:
         st.caption(md(note[:1].upper() + note[1:], 300))

@@ -13,6 +13,7 @@ import streamlit as st
 from pages._ui import common as C
 from pages._ui.charts import plot
 from pages._ui.allruns import all_runs_section
+from pages._ui.get_forecasts import forecasts_panel, reference_bar
 from pages._ui import reading as R
 from pages._ui import compute as V
 from pages._ui.evaluation import evaluation
@@ -20,6 +21,7 @@ from pages._ui import results as Rs
 from pages._ui import loading as L
 from pages._ui import state as S
 from pages._ui.text import code
+from pages._ui.wording import say
 from tpsviz.report import figures as F
 from tpsviz.diagnostics.caveats import schedule_caveat
 from tpsviz.diagnostics.leaderboard import METRIC_INFO
@@ -56,6 +58,8 @@ length = (f"mean length {summ['mean_length_complete']:.1f} steps (complete runs)
 st.caption(f"Success rate of the {summ['n_complete']:,} complete runs: {Fm.fmt(summ['success_rate'], 3)}"
            + (f" (the {data.n_censored:,} censored runs have no outcome)" if data.n_censored else "")
            + f"; {length}.")
+reference_bar(cfg, data)  # a log scored on its references only: the bar a real signal has to clear
+forecasts_panel(cfg, data)
 auto = st.session_state.get("_auto_recal_note")
 if auto and any(n in cfg.predictors for n in auto):
     st.info("**This log has raw signals only** (no probability column), so each signal was turned into a "
@@ -102,7 +106,9 @@ def _show_board(ev):
     board.dataframe(
         tab, hide_index=True, width="stretch",
         column_config={
-            "predictor": st.column_config.TextColumn("predictor", help="conf_<name> column; (reference) = truthful/oracle."),
+            "predictor": st.column_config.TextColumn("predictor", help="conf_<name> column; (reference) = truthful/oracle; (reference "
+                                                          "forecaster) = ref:…, fitted on this log's other runs, "
+                                                          "not the agent's."),
             "TPS": st.column_config.TextColumn(f"TPS ({cfg.unit}/run)", help=h["TPS"]),
             "95% CI": st.column_config.TextColumn("95% CI", help=ci_help),
             "skill": st.column_config.TextColumn("skill ± SE", help=h["skill"]),
@@ -264,7 +270,7 @@ if mode == "groups of this log":
         try:
             gv = V.group_view(cfg, by, st.session_state.get("grp_base"), pair_on) if by is not None else None
         except ValueError as e:
-            st.info(f"These runs cannot be compared by {code(by)}: {C.md(e)}")
+            st.info(f"These runs cannot be compared by {code(by)}: {C.md(say(e))}")
         if gv is None:
             st.caption("Each value of the column becomes a group scored on its own runs; every group is then "
                        "compared with a base group (Δ TPS and Δ skill with their SE, paired by task where the groups "
@@ -297,7 +303,7 @@ else:
         try:
             out = Rs.two_logs(cand, pair_on, a=Rs.analysis(cfg))
         except ValueError as e:
-            st.info(f"These two logs cannot be compared: {C.md(e)}")
+            st.info(f"These two logs cannot be compared: {C.md(say(e))}")
         else:
             if L.is_failure(out):  # about the candidate only: this log is fine
                 st.error(f"**The candidate log {code(up.name, 60)} cannot be used** (this log is fine): "

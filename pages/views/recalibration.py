@@ -13,6 +13,7 @@ from tpsviz.diagnostics.caveats import recalibration_hint
 from tpsviz.diagnostics.claims import is_clear, z_text
 from tpsviz.core import formatting as Fm
 from tpsviz.core.inference import summary_interval
+from tpsviz.forecasts.references import is_reference
 
 cfg, data = C.page("Recalibration",
                    "Fit a map from a signal to calibrated probabilities, cross-fitted by trajectory: every run is "
@@ -23,10 +24,13 @@ if not [p for p in data.predictors if "@" not in p] and data.signals:
             "for a small log; pooled over steps) of each signal, so that it can be scored; add another method "
             "below, or remove one.",
             icon=":material/info:")
-base_preds = [p for p in data.predictors if "@" not in p]
+# a reference forecaster (ref:…) is fitted on the other runs already: it is not recalibrated
+base_preds = [p for p in data.predictors if "@" not in p and not is_reference(p)]
 sources = base_preds + list(data.signals)
 if not sources:
-    st.info("This log has no predictor or raw/unc signal to recalibrate.")
+    st.info("This log has no predictor or raw/unc signal to recalibrate"
+            + (" (its reference forecasters are fitted on the other runs already)."
+               if any(is_reference(p) for p in data.predictors) else "."))
     st.stop()
 
 

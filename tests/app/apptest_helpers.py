@@ -26,3 +26,13 @@ def fresh(qp=None, timeout: int = 180):
     at.run()
     assert not at.exception, [e.value for e in at.exception]
     return at
+
+
+def upload(at, files, forecasts=None):
+    """Switch the data source to Upload and upload ``files`` ((name, bytes, type) tuples), with an
+    optional forecasts table in the reading options; the app runs without an exception."""
+    at.radio(key="src").set_value("Upload").run()
+    if forecasts is not None:
+        at.file_uploader(key="upload_forecasts").set_value(forecasts)
+    at.file_uploader(key="upload").set_value(files).run()
+    assert not at.exception, [e.value for e in at.exception]

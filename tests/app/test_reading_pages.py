@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from apptest_helpers import fresh, texts
+from apptest_helpers import fresh, texts, upload
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "tests"))
@@ -25,12 +25,6 @@ def _fresh(qp=None) -> AppTest:
     return fresh(qp)
 
 
-def _upload(at, files, forecasts=None):
-    at.radio(key="src").set_value("Upload").run()
-    if forecasts is not None:
-        at.file_uploader(key="upload_forecasts").set_value(forecasts)
-    at.file_uploader(key="upload").set_value(files).run()
-    assert not at.exception, [e.value for e in at.exception]
 
 
 def _metrics(at) -> dict:
@@ -54,7 +48,7 @@ def inspect_eval(tmp_path_factory):
 
 def test_inspect_upload_opens_with_recalibrated_signals_and_a_reading_panel(inspect_eval):
     at = _fresh()
-    _upload(at, [("run.eval", inspect_eval.read_bytes(), "application/zip")])
+    upload(at, [("run.eval", inspect_eval.read_bytes(), "application/zip")])
     preds = at.sidebar.multiselect(key="pred").value
     assert set(preds) == {"mean_logprob@platt", "min_logprob@platt", "entropy@platt"}
     t = texts(at)
@@ -70,7 +64,7 @@ def test_inspect_upload_opens_with_recalibrated_signals_and_a_reading_panel(insp
 
 def test_forecast_field_and_treatment_from_the_sidebar(inspect_eval):
     at = _fresh()
-    _upload(at, [("run.eval", inspect_eval.read_bytes(), "application/zip")])
+    upload(at, [("run.eval", inspect_eval.read_bytes(), "application/zip")])
     at.text_input(key="conf").set_value("verbal=metadata.confidence").run()
     assert "verbal" in at.sidebar.multiselect(key="pred").options
     assert _metrics(at)["Censored"].startswith("2 ")
@@ -101,7 +95,7 @@ def test_tau2_upload_with_a_forecasts_table(tmp_path):
     truth = tau2_truth(obj)
     side = truth["long"][["trajectory_id", "step", "conf_fake"]].to_csv(index=False).encode()
     at = _fresh()
-    _upload(at, [(TAU2[0].name, TAU2[0].read_bytes(), "application/json")],
+    upload(at, [(TAU2[0].name, TAU2[0].read_bytes(), "application/json")],
             forecasts=("fc.csv", side, "text/csv"))
     m = _metrics(at)
     assert m["Trajectories"] == str(truth["counts"]["runs"])
@@ -109,15 +103,17 @@ def test_tau2_upload_with_a_forecasts_table(tmp_path):
     _every_page(at)
 
 
-def test_a_harness_log_without_forecasts_says_where_in_the_dashboard_to_name_them():
+def test_a_harness_log_without_forecasts_opens_with_references_and_says_where_in_the_dashboard_to_name_them():
     """The message named only the command line's flags (--conf, --forecasts) and said to fix the
-    file; the dashboard's reading options are where a user names them."""
+    file; the dashboard's reading options are where a user names them. Such a log now opens with its
+    reference forecasters (issue 34; tests/app/test_references_pages.py)."""
     at = _fresh()
-    _upload(at, [(TAU2[0].name, TAU2[0].read_bytes(), "application/json")])
-    shown = texts(at) + "\n".join(c.value for c in at.code)
-    assert "holds no per-step forecast" in shown
-    assert '"Forecast fields of agent messages"' in shown and '"Forecasts table (optional)" for an upload' in shown
-    assert "change how it is read (sidebar: Reading options)" in shown
+    upload(at, [(TAU2[0].name, TAU2[0].read_bytes(), "application/json")])
+    assert list(at.sidebar.multiselect(key="pred").value) == ["ref:step"]  # one trial per task: no ref:task
+    notes = "\n".join(t.value for t in at.text)
+    assert "holds no per-step forecast" in notes
+    assert '"Forecast fields of agent messages"' in notes and '"Forecasts table (optional)"' in notes
+    assert not at.error
 
 
 def test_tau2_folder_layout_uploaded_as_several_files():
@@ -127,14 +123,14 @@ def test_tau2_folder_layout_uploaded_as_several_files():
     files = [("results.json", (TAU2_DIR / "results.json").read_bytes(), "application/json")] + [
         (p.name, p.read_bytes(), "application/json") for p in sorted((TAU2_DIR / "simulations").glob("*.json"))]
     at = _fresh()
-    _upload(at, files, forecasts=("fc.csv", side, "text/csv"))
+    upload(at, files, forecasts=("fc.csv", side, "text/csv"))
     assert _metrics(at)["Trajectories"] == "5"
 
 
 def test_mapping_form_then_a_link_reproduces_it():
     csv = b"run,turn,success,p_success\nr1,1,1,0.6\nr1,2,1,0.7\nr2,1,0,0.4\nr3,1,,0.5\nr4,1,0,0.2\n"
     at = _fresh()
-    _upload(at, [("other.csv", csv, "text/csv")])
+    upload(at, [("other.csv", csv, "text/csv")])
     assert at.main.selectbox(key="mapf_trajectory_id").value == "run"
     assert at.main.selectbox(key="mapf_step").value == "turn"
     assert at.main.selectbox(key="mapf_outcome").value == "success"
@@ -185,16 +181,18 @@ def test_a_mapped_file_opened_after_the_demo_is_not_filtered_by_the_demos_filter
 def test_percent_forecasts_from_the_sidebar():
     csv = b"trajectory_id,step,outcome,conf_v\nr1,1,1,60\nr1,2,1,85\nr2,1,0,40\n"
     at = _fresh()
-    _upload(at, [("pct.csv", csv, "text/csv")])
-    assert "percentages" in "\n".join(c.value for c in at.code)
+    upload(at, [("pct.csv", csv, "text/csv")])
+    shown = "\n".join(c.value for c in at.code)
+    assert "percentages" in shown  # the setting named by its widget (pages/_ui/wording.py), not by an option
+    assert 'say so with Reading options › "Predictors given in percent" set to v)' in shown and "--percent" not in shown
     at.text_input(key="pct").set_value("v").run()
     assert _metrics(at)["Trajectories"] == "2"
 
 
-def test_raw_only_hotpotqa_like_upload(tmp_path):
+def test_raw_only_hotpotqa_likeupload(tmp_path):
     f = hotpotqa_like(tmp_path / "hotpotqa.csv")
     at = _fresh()
-    _upload(at, [("hotpotqa.csv", f.read_bytes(), "text/csv")])
+    upload(at, [("hotpotqa.csv", f.read_bytes(), "text/csv")])
     assert at.sidebar.multiselect(key="pred").value == ["entropy@platt"]
     assert _metrics(at)["Censored"].startswith("29 ")
     _every_page(at)
@@ -224,7 +222,7 @@ def test_taubench_upload_with_a_forecasts_table():
     truth = taubench_truth(json.loads(TAUBENCH.read_text(encoding="utf-8")))
     side = truth["long"][["trajectory_id", "step", "conf_fake"]].to_csv(index=False).encode()
     at = _fresh()
-    _upload(at, [(TAUBENCH.name, TAUBENCH.read_bytes(), "application/json")], forecasts=("fc.csv", side, "text/csv"))
+    upload(at, [(TAUBENCH.name, TAUBENCH.read_bytes(), "application/json")], forecasts=("fc.csv", side, "text/csv"))
     m = _metrics(at)
     assert m["Trajectories"] == str(truth["counts"]["runs"]) and m["Censored"].startswith("5 ")
     table = next(d.value for d in at.dataframe if "termination reason" in d.value.columns)
@@ -283,7 +281,7 @@ def test_the_censoring_mode_chosen_is_kept_and_a_default_follows_the_log():
 def test_several_unrelated_uploads_are_told_to_remove_the_others():
     csv = (ROOT / "demo_data" / "tau2-like.csv").read_bytes()
     at = _fresh()
-    _upload(at, [("a.csv", b"", "text/csv"), ("tau2-like.csv", csv, "text/csv")])
+    upload(at, [("a.csv", b"", "text/csv"), ("tau2-like.csv", csv, "text/csv")])
     shown = texts(at) + "\n".join(c.value for c in at.code)
     assert "2 files are in the upload box" in shown and "remove the others" in shown
     assert "give that file alone" in shown and "tau2-bench results" not in shown

@@ -9,14 +9,15 @@ The log is scored as ``score`` scores it (same options, same numbers: the checks
   ``--verdict-sample 0``, which is refused up front);
 - ``--min-skill X``: its skill against the base-rate reference is >= X (a skill that cannot be
   computed fails);
-- ``--max-drop X`` with ``--baseline FILE`` (an earlier ``score --json`` output under the same
+- ``--max-drop X`` with ``--baseline-score FILE`` (an earlier ``score --json`` output under the same
   alpha, beta, schedule, censoring and eps, else exit 2): its TPS per run is at least the
   baseline's minus X. A predictor of the baseline that is missing from the log fails; a predictor
   new in the log has nothing to drop from and is not checked by this rule (a note says so).
 
 The predictors are every predictor of the log (its ``conf_<name>`` columns, and ``<name>@<method>``
 with ``--recalibrate``; the base-rate reference is not one), or those named with ``--predictor``.
-Exit 0 when all pass; exit 1 with one line per failing predictor saying why; exit 2 for bad input.
+Exit 0 when all pass; exit 1 with one line per failing predictor saying why, and for nothing else;
+exit 2 for bad input or usage; exit 3 for an unexpected failure (a bug: :data:`tpsviz.cli.common.EXIT_BUG`).
 ``--json`` prints the checks as one object (same exit codes).
 """
 
@@ -25,12 +26,12 @@ from __future__ import annotations
 import json
 import math
 
-from tpsviz.cli.common import Fail, safe
+from tpsviz.cli.common import CLI, Fail, safe
 from tpsviz.cli.engine import score_json_out_of_core
 from tpsviz.cli.kinds import KIND_WORDS
 from tpsviz.cli.logs import log_kind, prepare
-from tpsviz.cli.options import add_engine_options, add_scoring_options, check_args
-from tpsviz.cli.score import engine_for, score_in_memory
+from tpsviz.cli.options import add_engine_options, add_references_option, add_scoring_options, check_args, hidden_alias
+from tpsviz.cli.score import engine_for, refuse_references_out_of_core, score_in_memory
 from tpsviz.io.files import read_file
 
 __all__ = ["add_arguments", "run", "EXIT_FAILED", "SETTINGS_COMPARED", "evaluate_checks"]
@@ -45,15 +46,18 @@ EPILOG = ("rules (all given must hold for every predictor):\n"
           "  --require trustworthy  the verdict is exactly 'trustworthy' (none of the rules of `score --help` holds;\n"
           "                         'too little data' fails)\n"
           "  --min-skill X          skill against the base-rate reference >= X (n/a fails)\n"
-          "  --max-drop X           TPS per run >= the baseline's - X (--baseline FILE: an earlier `score --json`\n"
-          "                         output with the same alpha, beta, schedule, censoring and eps); a predictor of\n"
-          "                         the baseline missing from the log fails, a new one is not checked by this rule\n"
-          "exit codes: 0 every predictor passes; 1 some fail (one line each, saying why); 2 bad input")
+          "  --max-drop X           TPS per run >= the baseline's - X (--baseline-score FILE: an earlier\n"
+          "                         `score --json` output with the same alpha, beta, schedule, censoring and eps);\n"
+          "                         a predictor of the baseline missing from the log fails, a new one is not\n"
+          "                         checked by this rule\n"
+          "exit codes: 0 every predictor passes; 1 some fail (one line each, saying why); 2 bad input or usage\n"
+          "  (a file, an option, a baseline scored otherwise); 3 an unexpected failure (a bug in tpsviz)")
 
 
 def add_arguments(p) -> None:
     """The options of ``score`` (the log is scored the same way) and the rules."""
     add_scoring_options(p)
+    add_references_option(p)
     add_engine_options(p, "check")
     g = p.add_argument_group("rules (all given must hold for every predictor)")
     g.add_argument("--require", choices=(TRUSTWORTHY,), default=None,
@@ -61,11 +65,14 @@ def add_arguments(p) -> None:
     g.add_argument("--min-skill", type=float, default=None, metavar="X",
                    help="every predictor's skill must be >= X (1 - TPS/TPS_ref; > 0 beats the base rate)")
     g.add_argument("--max-drop", type=float, default=None, metavar="X",
-                   help="with --baseline: TPS per run may drop at most X (>= 0) below the baseline's")
-    g.add_argument("--baseline", metavar="FILE", default=None,
+                   help="with --baseline-score: TPS per run may drop at most X (>= 0) below the baseline's")
+    g.add_argument("--baseline-score", metavar="FILE", default=None,
                    help="an earlier `python -m tpsviz score --json` output, for --max-drop")
+    # (its first name: compare's --baseline is a predictor, so this file was renamed apart from it)
+    hidden_alias(g, "--baseline", "baseline_score")
     g.add_argument("--predictor", action="append", default=None, metavar="NAME",
-                   help="check only this predictor (repeatable; default every predictor of the log)")
+                   help="check only this predictor (repeatable; default every predictor of the log but the "
+                        "references ref:*, which are yardsticks, not the agent's)")
 
 
 def _check_rules(args) -> None:
@@ -75,15 +82,15 @@ def _check_rules(args) -> None:
         raise Fail(f"--min-skill must be a finite number, got {args.min_skill:g}")
     if args.max_drop is not None and not (math.isfinite(args.max_drop) and args.max_drop >= 0):
         raise Fail(f"--max-drop must be a number >= 0, got {args.max_drop:g}")
-    if (args.max_drop is None) != (args.baseline is None):
-        raise Fail("--max-drop X and --baseline FILE go together: the drop is measured from the baseline's TPS")
+    if (args.max_drop is None) != (args.baseline_score is None):
+        raise Fail("--max-drop X and --baseline-score FILE go together: the drop is measured from the baseline's TPS")
     if args.require and getattr(args, "verdict_sample", 1) <= 0:
         raise Fail("--require trustworthy needs the verdicts: --verdict-sample must be at least 1")
 
 
 def _read_baseline(path: str) -> dict:
     """The baseline ``score --json`` object, checked to have what --max-drop reads."""
-    raw = read_file(path, label=f"--baseline {safe(path)}")
+    raw = read_file(path, label=f"--baseline-score {safe(path)}")
     try:
         obj = json.loads(raw.decode("utf-8-sig"))
     except (UnicodeDecodeError, json.JSONDecodeError, RecursionError):
@@ -92,7 +99,7 @@ def _read_baseline(path: str) -> dict:
           and all(k in obj["settings"] for k in SETTINGS_COMPARED)
           and all(isinstance(r, dict) and "tps_mean" in r for r in obj["predictors"].values()))
     if not ok:
-        raise Fail(f"--baseline {safe(path)} is not the output of `python -m tpsviz score --json` on a binary log "
+        raise Fail(f"--baseline-score {safe(path)} is not the output of `python -m tpsviz score --json` on a binary log "
                    "(an object with 'settings' and per-predictor 'tps_mean')")
     return obj
 
@@ -102,7 +109,7 @@ def _comparable(base: dict, now: dict, path: str) -> None:
     differ = [f"{k} {safe(base[k], 40)} there, {safe(now[k], 40)} here" for k in SETTINGS_COMPARED
               if base.get(k) != now.get(k)]
     if differ:
-        raise Fail(f"--baseline {safe(path)} was scored under other settings ({'; '.join(differ)}): TPS values "
+        raise Fail(f"--baseline-score {safe(path)} was scored under other settings ({'; '.join(differ)}): TPS values "
                    "are not comparable; score the log with the baseline's settings")
 
 
@@ -114,8 +121,9 @@ def _score_object(args) -> dict:
                    "TPS of success probabilities)")
     engine, why, ds = engine_for(args)
     if engine in ("duckdb", "dask"):
+        refuse_references_out_of_core(args, engine)
         return score_json_out_of_core(args, ds, why, engine)
-    return score_in_memory(*prepare(args), why).to_json()
+    return score_in_memory(*prepare(args), why).to_json(CLI)
 
 
 def _value(x) -> float:
@@ -209,18 +217,23 @@ def _names(args, now: dict, base: dict | None) -> list[str]:
             raise Fail(f"no predictor {', '.join(safe(n, 40) for n in unknown)} in this log "
                        f"(it has {', '.join(safe(n, 40) for n in have) or 'none'})")
         return list(dict.fromkeys(args.predictor))
-    gone = [n for n in (base or {}).get("predictors", {}) if n not in have]
-    return have + gone
+    own = [n for n in have if not now["predictors"][n].get("reference")]
+    gone = [n for n, rec in (base or {}).get("predictors", {}).items() if n not in have and not rec.get("reference")]
+    if not own + gone:
+        raise Fail(f"{safe(args.path)} holds no forecast of its own, only the reference forecasters "
+                   f"({', '.join(safe(n, 40) for n in have)}): nothing to check (name one with --predictor to "
+                   "gate it; docs/forecasts.md says how to get a forecast)")
+    return own + gone
 
 
 def run(args) -> int:
-    """``check``: 0 when every predictor passes, 1 when some fail, 2 for bad input."""
+    """``check``: 0 when every predictor passes, 1 when some fail (bad input raises :class:`Fail`: 2)."""
     check_args(args)
     _check_rules(args)
-    base = _read_baseline(args.baseline) if args.baseline else None
+    base = _read_baseline(args.baseline_score) if args.baseline_score else None
     now = _score_object(args)
     if base is not None:
-        _comparable(base["settings"], now["settings"], args.baseline)
+        _comparable(base["settings"], now["settings"], args.baseline_score)
     checks, notes = evaluate_checks(now, base, _names(args, now, base), args.require, args.min_skill, args.max_drop)
     failures = [f"{safe(p)}: " + "; ".join(c["why"] for c in cs if not c["passed"])
                 for p, cs in checks.items() if not all(c["passed"] for c in cs)]
@@ -242,7 +255,7 @@ def run(args) -> int:
 def _rule_words(args) -> list[str]:
     return ([f"--require {args.require}"] if args.require else []) + (
         [f"--min-skill {args.min_skill:g}"] if args.min_skill is not None else []) + (
-        [f"--max-drop {args.max_drop:g} from {safe(args.baseline)}"] if args.max_drop is not None else [])
+        [f"--max-drop {args.max_drop:g} from {safe(args.baseline_score)}"] if args.max_drop is not None else [])
 
 
 def _as_json(args, now: dict, checks: dict, failures: list, notes: list, code: int) -> dict:
@@ -250,7 +263,7 @@ def _as_json(args, now: dict, checks: dict, failures: list, notes: list, code: i
     return {
         "passed": not failures, "exit_code": code,
         "rules": {"require": args.require, "min_skill": args.min_skill, "max_drop": args.max_drop,
-                  "baseline": args.baseline},
+                  "baseline": args.baseline_score},
         "settings": {k: s.get(k) for k in ("file", "engine", *SETTINGS_COMPARED, "n_boot", "level", "seed",
                                            "n_trajectories")},
         "predictors": {safe(p): {"passed": all(c["passed"] for c in cs), "checks": cs} for p, cs in checks.items()},

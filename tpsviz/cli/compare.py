@@ -12,14 +12,14 @@ import json
 
 import numpy as np
 
-from tpsviz.cli.common import Fail, fmt, name_width, num, safe
+from tpsviz.cli.common import Fail, fmt, name_width, num, safe, say, say_all
 from tpsviz.cli.engine import compare_out_of_core
 from tpsviz.cli.kinds import check_options_for, compare_other
 from tpsviz.cli.logs import load_log, log_kind, prepare, settings_for
 from tpsviz.cli.multiclass import add_label_options
-from tpsviz.cli.options import add_engine_options, add_scoring_options, check_args
+from tpsviz.cli.options import add_engine_options, add_references_option, add_scoring_options, check_args
 from tpsviz.cli.output import print_header
-from tpsviz.cli.score import engine_for
+from tpsviz.cli.score import engine_for, refuse_references_out_of_core
 from tpsviz.diagnostics.compare import compare
 from tpsviz.diagnostics.combine import combine_logs, free_column
 from tpsviz.diagnostics.groups import (
@@ -36,6 +36,7 @@ DESCRIPTION = ("Paired comparison on the same runs, delta = predictor - baseline
 def add_arguments(p) -> None:
     """The options of ``compare``."""
     add_scoring_options(p)
+    add_references_option(p)
     p.add_argument("candidate", nargs="?", default=None, metavar="CANDIDATE",
                    help="a second log: compare the two logs (candidate - baseline log, PATH "
                         "being the baseline) on their common predictors")
@@ -74,6 +75,7 @@ def run(args) -> int:
                    "a second log (compare BASELINE.csv CANDIDATE.csv)")
     engine, why, ds = engine_for(args)
     if engine in ("duckdb", "dask"):
+        refuse_references_out_of_core(args, engine)
         return compare_out_of_core(args, ds, why, engine)
     data, settings, q_z, notes = prepare(args)
     if args.baseline not in data.predictors:
@@ -82,7 +84,7 @@ def run(args) -> int:
     try:
         table = compare(data, settings, baseline=args.baseline, q_z=q_z, metrics=("auroc",))
     except ValueError as exc:
-        raise Fail(str(exc)) from None
+        raise Fail(say(exc)) from None
     if args.json:
         print(json.dumps(_baseline_json(args, data, settings, notes, table), indent=2))
         return 0
@@ -108,7 +110,7 @@ def _baseline_json(args, data, settings, notes, table) -> dict:
         "baseline": args.baseline,
         "settings": {**settings.describe(), "file": data.source,
                      "n_trajectories": data.n_trajectories, "n_censored": data.n_censored,
-                     "notes": data.notes + notes, "reading": reading_json(data.reading),
+                     "notes": [say(n) for n in data.notes + notes], "reading": reading_json(data.reading),
                      "definition": "delta = predictor - baseline on the same runs; TPS: "
                                    "mean of per-run differences, SE = sd/sqrt(n); AUROC "
                                    "pooled over steps of complete runs, SE from a paired "
@@ -141,8 +143,8 @@ def _group_data(args):
     try:
         data = combine_logs(a, b, column=column)
     except ValueError as exc:
-        raise Fail(str(exc)) from None
-    notes = [f"baseline: {n}" for n in notes_a] + [f"candidate: {n}" for n in notes_b]
+        raise Fail(say(exc)) from None
+    notes = [f"baseline: {say(n)}" for n in notes_a] + [f"candidate: {say(n)}" for n in notes_b]
     return data, settings_for(args, data), None, notes, column
 
 
@@ -157,7 +159,7 @@ def _compare_groups(args) -> int:
         diffs = {g: group_difference(data, by, base, g, settings, q_z=q_z, pair_on=pair_on)
                  for g in groups if g != base}
     except ValueError as exc:
-        raise Fail(str(exc)) from None
+        raise Fail(say(exc)) from None
     if args.json:
         print(json.dumps(_groups_json(data, settings, notes, by, base, table, diffs), indent=2))
         return 0
@@ -222,7 +224,7 @@ def _groups_json(data, settings, notes, by, base, table, diffs) -> dict:
         groups.setdefault(safe(g), {})[safe(pred)] = rec(r, tkeys)
     return {
         "settings": {**settings.describe(), "file": safe(data.source),
-                     "n_trajectories": data.n_trajectories, "notes": [safe(n) for n in data.notes + notes],
+                     "n_trajectories": data.n_trajectories, "notes": say_all(data.notes + notes),
                      "by": safe(by), "base_group": safe(base),
                      "definition": "per group: mean TPS per run (SE = sd/sqrt(n)) and skill = 1 - "
                                    "TPS/TPS_ref against the group's own success rate; delta = group "

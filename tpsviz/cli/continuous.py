@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 import math
 
-from tpsviz.cli.common import Fail, safe
+from tpsviz.cli.common import Fail, safe, say, say_all
 from tpsviz.cli.options import add_json, add_level, add_n_boot, add_schedule, add_seed, check_numbers, hidden_alias
 from tpsviz.core.errors import LogFormatError
 from tpsviz.core.inference import DEFAULT_SEED, normal_quantile
@@ -78,7 +78,7 @@ def _check(args):
     try:
         schedule = parse_schedule(args.schedule)
     except ValueError as exc:
-        raise Fail(str(exc)) from None
+        raise Fail(say(exc)) from None
     return schedule, seed
 
 
@@ -108,7 +108,7 @@ def score_log(args) -> tuple:
     except LogFormatError:
         raise
     except ValueError as exc:  # a schedule whose weights underflow, …
-        raise Fail(str(exc)) from None
+        raise Fail(say(exc)) from None
     return log, result, seed
 
 
@@ -125,7 +125,7 @@ def compute(args) -> tuple:
     except LogFormatError:
         raise
     except ValueError as exc:
-        raise Fail(str(exc)) from None
+        raise Fail(say(exc)) from None
     return log, result, pits, seed
 
 
@@ -158,7 +158,7 @@ def as_json(log, result, pits, bins: int) -> dict:
     settings = {k: v for k, v in result.settings.items()}
     settings.update({"file": safe(log.source), "n_runs": log.n_runs, "n_censored": log.n_censored,
                      "n_step_rows": len(log.steps), "pit_bins": bins})
-    return {"settings": settings, "notes": [safe(t) for t in result.notes], "predictors": predictors}
+    return {"settings": settings, "notes": say_all(result.notes), "predictors": predictors}
 
 
 def print_header(log, result) -> None:
@@ -207,7 +207,7 @@ def run(args) -> int:
     for f in forms:
         print(f"  {f}: {st['estimators'][f]}")
     for note in result.notes:
-        print(f"note: {safe(note)}")
+        print(f"note: {safe(say(note))}")
     print()
     print(f"PIT (uniform when calibrated): chi-square test on the last scored step of each run ({args.bins} bins; "
           f"runs are independent, steps of a run are not)")

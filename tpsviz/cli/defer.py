@@ -12,7 +12,7 @@ import json
 
 import numpy as np
 
-from tpsviz.cli.common import Fail, safe
+from tpsviz.cli.common import Fail, safe, say
 from tpsviz.cli.logs import load_log
 from tpsviz.cli.options import RULE_OPTIONS, add_log_options, check_args, refuse_options, refused_given
 from tpsviz.core.inference import DEFAULT_SEED
@@ -49,8 +49,9 @@ def run(args) -> int:
     try:
         utility = Utility(args.success, args.failure, args.handoff, args.step_cost)
     except ValueError as exc:
-        raise Fail(str(exc)) from None
-    data, _ = load_log(args, args.path)
+        raise Fail(say(exc)) from None
+    data, notes = load_log(args, args.path)
+    notes = list(data.notes) + list(notes)  # the log's (a dataset's skipped files …) and the loading's
     seed = DEFAULT_SEED if args.seed is None else args.seed
     names = args.predictor or list(data.predictors)
     unknown = [n for n in names if n not in data.predictors]
@@ -61,9 +62,9 @@ def run(args) -> int:
     res = {n: deferral(data, n, utility, censored=args.censored_runs, n_boot=n_boot, level=args.level,
                        seed=seed) for n in names}
     if args.json:
-        print(json.dumps(_as_json(data, utility, res, args, n_boot), indent=2))
+        print(json.dumps(_as_json(data, utility, res, args, n_boot, notes), indent=2))
         return 0
-    _print(data, utility, res, names, args, n_boot)
+    _print(data, utility, res, names, args, n_boot, notes)
     return 0
 
 
@@ -72,10 +73,11 @@ def _num(x):
     return x if np.isfinite(x) else None
 
 
-def _as_json(data, utility, res, args, n_boot: int) -> dict:
+def _as_json(data, utility, res, args, n_boot: int, notes) -> dict:
     return {
         "settings": {"file": safe(data.source), "utility": vars(utility), "censored_runs": args.censored_runs,
-                     "n_boot": n_boot, "level": args.level, "policy": "hand off at the first step with F < tau"},
+                     "n_boot": n_boot, "level": args.level, "policy": "hand off at the first step with F < tau",
+                     "notes": [safe(say(n)) for n in notes]},
         "predictors": {safe(n): {
             "best_tau": _num(r.best_tau), "best_tau_low": _num(r.best_tau_low),
             "best_tau_high": _num(r.best_tau_high), "best_tau_label": r.best_tau_label(),
@@ -88,11 +90,13 @@ def _as_json(data, utility, res, args, n_boot: int) -> dict:
             for n, r in res.items()}}
 
 
-def _print(data, utility, res, names, args, n_boot: int) -> None:
+def _print(data, utility, res, names, args, n_boot: int, notes) -> None:
     u = utility
     print(f"{safe(data.source)}: hand off at the first step with F < tau; utility per run: success +{u.success:g}, "
           f"failure -{u.failure:g}, hand-off -{u.handoff:g}, per step -{u.per_step:g}; censored runs not handed "
           f"off: {'failures' if args.censored_runs == 'failure' else 'left out'}")
+    for note in notes:
+        print(f"note: {safe(say(note), 300)}")
     nw = max([len(safe(n, 40)) for n in names] + [9])
     labels = {n: r.best_tau_label() for n, r in res.items()}
     bw = max([len(x) for x in labels.values()] + [8])

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import numpy as np
 
-from tpsviz.cli.common import Fail, fmt, name_width, num, safe
+from tpsviz.cli.common import Fail, fmt, name_width, num, safe, say, say_all
 from tpsviz.cli.logs import settings_from
 from tpsviz.cli.output import print_paired_tps, print_tps_table
 from tpsviz.engines import ENGINE_NAMES, OUT_OF_CORE, get_engine
@@ -34,7 +34,8 @@ from tpsviz.diagnostics.verdict import verdicts
 from tpsviz.io.loading import apply_mapping
 from tpsviz.io.longform import from_frame
 
-__all__ = ["choose_engine", "score_out_of_core", "score_json_out_of_core", "compare_out_of_core", "ENGINES"]
+__all__ = ["choose_engine", "score_out_of_core", "score_json_out_of_core", "compare_out_of_core", "print_header",
+           "ENGINES"]
 
 ENGINES = ("auto", *ENGINE_NAMES)
 
@@ -126,7 +127,7 @@ def _scored(args, ds: Dataset, engine):
     try:
         return score_from_sums(sums, settings, intervals=intervals)
     except ValueError as exc:
-        raise Fail(str(exc)) from None
+        raise Fail(say(exc)) from None
 
 
 def _score_parts(args, ds: Dataset, why: str, engine) -> tuple:
@@ -172,14 +173,14 @@ def _compare_out_of_core(args, ds: Dataset, why: str, engine) -> int:
     try:
         table = paired_tps(tps_of_runs(sums, settings), args.baseline, settings.level)
     except ValueError as exc:
-        raise Fail(str(exc)) from None
+        raise Fail(say(exc)) from None
     words = engine.describe(why, intervals=False)
     if args.json:
         obj = {
             "baseline": args.baseline,
             "settings": {**settings.describe(), "file": ds.label, "engine": sums.engine, "engine_reason": why,
                          "engine_words": words, "n_trajectories": sums.n_trajectories,
-                         "n_censored": sums.n_censored, "notes": [safe(n) for n in sums.notes],
+                         "n_censored": sums.n_censored, "notes": say_all(sums.notes),
                          "reading": reading_json({"format": ds.fmt}),
                          "definition": "delta = predictor - baseline on the same runs; TPS: mean of per-run "
                                        "differences, SE = sd/sqrt(n); z = delta/SE; " + AUROC_LEFT_OUT},
@@ -191,21 +192,38 @@ def _compare_out_of_core(args, ds: Dataset, why: str, engine) -> int:
         }
         print(json.dumps(obj, indent=2))
         return 0
-    print(f"{safe(ds.label)}: {sums.n_trajectories:,} trajectories, {sums.n_steps:,} steps, "
-          f"{sums.n_censored:,} censored ({ds.n_files} {ds.fmt} file{'s' if ds.n_files != 1 else ''})")
-    print(f"engine: {safe(words)}")
-    w = settings_words(settings)
-    print(f"score: {w['score']}, {w['unit']}; {w['direction']}")
-    print(f"schedule: {w['schedule']} -> {w['schedule_status']}")
-    print(f"censoring: {w['censoring']}; eps = {w['eps']}")
-    for note in sums.notes:
-        print(f"note: {safe(note)}")
+    print_header(ds, sums, settings, words)
     print()
     print(f"paired comparison with baseline {safe(args.baseline)!r} on all runs: delta = predictor - baseline "
           "(TPS: higher is better; SE = sd/sqrt(n) of the per-run differences)")
     print_paired_tps(table, count_width=10)
     print(AUROC_LEFT_OUT)
     return 0
+
+
+def print_header(ds: Dataset, sums, settings, words: str) -> None:
+    """The head of an out-of-core report: the dataset once (runs, steps, censored runs), the engine
+    with why it ran (its files and rows: said there only), the settings in words and the notes.
+
+    Parameters
+    ----------
+    ds : Dataset
+    sums : RunSums
+    settings : ScoreSettings
+    words : str
+        The engine's words (:meth:`tpsviz.engines.interface.Engine.describe`).
+    """
+    print(f"{safe(ds.label)}: {sums.n_trajectories:,} trajectories, {sums.n_steps:,} steps, "
+          f"{sums.n_censored:,} censored")
+    print(f"engine: {safe(words)}")
+    w = settings_words(settings)
+    print(f"score: {w['score']}, {w['unit']}; {w['direction']}")
+    print(f"schedule: {w['schedule']} -> {w['schedule_status']}")
+    if not settings.schedule.verdict.is_strictly_proper:
+        print(f"  note: {w['schedule_reason']}")
+    print(f"censoring: {w['censoring']}; eps = {w['eps']}")
+    for note in sums.notes:
+        print(f"note: {safe(say(note))}")
 
 
 def _sample_verdicts(args, ds: Dataset, sums, settings, engine):
@@ -223,7 +241,7 @@ def _sample_verdicts(args, ds: Dataset, sums, settings, engine):
     try:
         out = verdicts(data, settings)
     except ValueError as exc:
-        return None, f"not computed on the sample: {exc}"
+        return None, f"not computed on the sample: {say(exc)}"
     if k == n_runs:
         return out, f"on all {n_runs:,} runs"
     return out, (f"on a random sample of {k:,} of {n_runs:,} runs (seed {seed}; --verdict-sample sets the size): "
@@ -249,7 +267,7 @@ def _json(res, ds: Dataset, why: str, ranks: str, verdict, sample_words: str) ->
                      "engine_words": res.engine_words,
                      "dataset": {"files": ds.n_files, "bytes": ds.n_bytes, "skipped": ds.skipped},
                      "n_trajectories": sums.n_trajectories, "n_steps": sums.n_steps,
-                     "n_censored": sums.n_censored, "notes": [safe(n) for n in sums.notes],
+                     "n_censored": sums.n_censored, "notes": say_all(sums.notes),
                      "reading": reading_json({"format": ds.fmt}),
                      "units": "TPS per trajectory in the score's units (nats for the log score); "
                               "higher is better, 0 is perfect",
@@ -286,17 +304,7 @@ def _json(res, ds: Dataset, why: str, ranks: str, verdict, sample_words: str) ->
 
 def _print(res, ds: Dataset, why: str, ranks: str, verdict, sample_words: str) -> None:
     sums, s, sk, m, settings = res.sums, res.summary, res.skill, res.metrics, res.settings
-    print(f"{safe(ds.label)}: {sums.n_trajectories:,} trajectories, {sums.n_steps:,} steps, "
-          f"{sums.n_censored:,} censored ({ds.n_files} {ds.fmt} file{'s' if ds.n_files != 1 else ''})")
-    print(f"engine: {safe(res.engine_words)}")
-    w = settings_words(settings)
-    print(f"score: {w['score']}, {w['unit']}; {w['direction']}")
-    print(f"schedule: {w['schedule']} -> {w['schedule_status']}")
-    if not settings.schedule.verdict.is_strictly_proper:
-        print(f"  note: {w['schedule_reason']}")
-    print(f"censoring: {w['censoring']}; eps = {w['eps']}")
-    for note in sums.notes:
-        print(f"note: {safe(note)}")
+    print_header(ds, sums, settings, res.engine_words)
     print()
     print(f"verdicts {sample_words}")
     for name in s.index:

@@ -12,7 +12,7 @@ from __future__ import annotations
 import math
 from pathlib import Path
 
-from tpsviz.cli.common import Fail
+from tpsviz.cli.common import Fail, say
 from tpsviz.cli.options import flag
 from tpsviz.core.errors import LogFormatError
 from tpsviz.core.censoring import default_censoring
@@ -82,7 +82,7 @@ def read_options(args) -> ReadOptions:
         return evaluation_settings.read_options(args.format, args.success_threshold, args.treat, args.scorer,
                                                 args.conf, args.map, args.percent)
     except ValueError as exc:
-        raise Fail(str(exc)) from None
+        raise Fail(say(exc)) from None
 
 
 def settings_from(args, has_qz: bool) -> ScoreSettings:
@@ -108,7 +108,7 @@ def settings_from(args, has_qz: bool) -> ScoreSettings:
         return evaluation_settings.score_settings(has_qz, args.alpha, args.beta, None, args.schedule, args.censoring,
                                                   args.eps, args.n_boot, args.seed, args.level, spell=flag)
     except ValueError as exc:
-        raise Fail(str(exc)) from None
+        raise Fail(say(exc)) from None
 
 
 def settings_for(args, data) -> ScoreSettings:
@@ -116,7 +116,7 @@ def settings_for(args, data) -> ScoreSettings:
     return settings_from(args, default_censoring(data) == "exact")
 
 
-def load_log(args, path):
+def load_log(args, path, allow_empty: bool = False):
     """One log with its recalibrated predictors (``--recalibrate``), and the notes of the loading
     (:func:`tpsviz.evaluation.settings.read_log`).
 
@@ -127,6 +127,8 @@ def load_log(args, path):
         command has it, ``schedule``.
     path : str
         The log.
+    allow_empty : bool
+        Return a log without any forecast (the caller adds its references) instead of refusing it.
 
     Returns
     -------
@@ -141,15 +143,17 @@ def load_log(args, path):
     options = read_options(args)
     try:
         return evaluation_settings.read_log(path, options, args.forecasts, args.recalibrate, args.folds, args.seed,
-                                            getattr(args, "schedule", "uniform"), spell=flag)
+                                            getattr(args, "schedule", "uniform"), spell=flag,
+                                            allow_empty=allow_empty)
     except LogFormatError:
         raise
     except ValueError as exc:
-        raise Fail(str(exc)) from None
+        raise Fail(say(exc)) from None
 
 
 def prepare(args):
-    """Load the log, add recalibrated predictors, read rollouts, build the settings.
+    """Load the log, add recalibrated predictors, read rollouts, build the settings, add the
+    references (``--references``, and always to a log without any forecast).
 
     Returns
     -------
@@ -164,11 +168,14 @@ def prepare(args):
     ------
     Fail
     """
-    data, notes = load_log(args, args.path)
+    data, notes = load_log(args, args.path, allow_empty=True)
     try:
         q_z, args.censoring, more = evaluation_settings.qz_source(data, None, args.rollouts, args.censoring, spell=flag)
+        settings = settings_for(args, data)
+        data, refs = evaluation_settings.with_references(data, settings, q_z, getattr(args, "references", False),
+                                                         getattr(args, "folds", 5), args.seed)
     except LogFormatError:
         raise
     except ValueError as exc:
-        raise Fail(str(exc)) from None
-    return data, settings_for(args, data), q_z, notes + more
+        raise Fail(say(exc)) from None
+    return data, settings, q_z, notes + more + refs

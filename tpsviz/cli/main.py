@@ -1,7 +1,8 @@
 """Command line: ``python -m tpsviz score PATH …``, ``compare PATH --baseline NAME`` and friends: the
 parser of every command and the dispatch to the command's module (``add_arguments(p)``, ``run(args)``).
 
-Bad input exits with code 2 and a one-paragraph message on stderr, never a traceback.
+Exit codes: 0 done; 1 only from ``check`` (a predictor failed a rule); 2 bad input or usage, with a
+one-paragraph message on stderr, never a traceback; 3 an unexpected failure (a bug in tpsviz).
 Every number printed is computed by the core (``tps``, ``diagnostics``, ``compare``,
 ``calibrate``, ``audit``), the same functions the dashboard calls.
 """
@@ -12,13 +13,13 @@ import argparse
 import os
 import sys
 
-from tpsviz.cli import check, compare, continuous, defer, demo, monitor, multiclass, score
-from tpsviz.cli.common import EXIT_BAD_INPUT, Fail
+from tpsviz.cli import check, compare, continuous, defer, demo, forecast, monitor, multiclass, score
+from tpsviz.cli.common import EXIT_BAD_INPUT, EXIT_BUG, Fail, say
 from tpsviz.cli.options import DESCRIPTION, LOG_FORMAT, VERDICT_HELP
 from tpsviz.core.errors import LogFormatError
 from tpsviz.core.schema import clean_text
 
-__all__ = ["build_parser", "main", "COMMANDS", "EXIT_BAD_INPUT"]
+__all__ = ["build_parser", "main", "COMMANDS", "EXIT_BAD_INPUT", "EXIT_BUG"]
 
 #: (command, module, keywords of its parser): the order of ``--help``
 COMMANDS = (
@@ -30,7 +31,7 @@ COMMANDS = (
                           description="Gate a release on the agent's confidence (for CI pipelines): the log is scored "
                                       "as `score` scores it, then every predictor must meet every rule given. Exit 0 "
                                       "when all pass, 1 with one line per failing predictor saying why, 2 for bad "
-                                      "input.",
+                                      "input or usage, 3 for a bug in tpsviz.",
                           epilog=check.EPILOG + "\n\n" + VERDICT_HELP)),
     ("defer", defer, dict(help="what handing off below a confidence threshold is worth: best tau, utility, "
                                "risk-coverage",
@@ -45,6 +46,9 @@ COMMANDS = (
     ("crps", continuous, dict(help="score a log whose outcome is a number (final reward, cost) with the CRPS "
                                    "(`score` reads such a log too)")),
     ("monitor", monitor, dict(help="TPS and skill over time in sliding windows, with a degradation alarm")),
+    ("forecast", forecast, dict(help="forecasts for a log that has none: a model replays each transcript prefix "
+                                     "and gives P(success) per step (writes a table for --forecasts)",
+                                description=forecast.DESCRIPTION)),
     ("demo-data", demo, dict(help="regenerate the synthetic demo logs (byte-identical)")),
 )
 
@@ -90,7 +94,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return args.run(args)
     except (LogFormatError, Fail, OSError) as exc:
-        print(f"error: {clean_text(exc)}", file=sys.stderr)
+        print(f"error: {clean_text(say(exc))}", file=sys.stderr)
         return EXIT_BAD_INPUT
     except MemoryError:
         print("error: not enough memory for this log; lower TPSVIZ_MAX_ROWS or split the log",
@@ -101,4 +105,4 @@ def main(argv: list[str] | None = None) -> int:
             raise
         print(f"error: unexpected failure ({type(exc).__name__}: {clean_text(exc, 300)}); this is a bug in "
               "tpsviz, please report it with the command you ran", file=sys.stderr)
-        return 1
+        return EXIT_BUG

@@ -12,7 +12,7 @@ import math
 
 import numpy as np
 
-from tpsviz.cli.common import Fail, safe
+from tpsviz.cli.common import Fail, safe, say
 from tpsviz.cli.logs import prepare
 from tpsviz.cli.options import add_scoring_options, check_args, hidden_alias
 from tpsviz.core.formatting import json_number
@@ -74,6 +74,7 @@ def run(args) -> int:
     if args.rows < 1:
         raise Fail(f"--rows must be at least 1, got {args.rows}")
     data, settings, q_z, notes = prepare(args)
+    notes = list(data.notes) + list(notes)  # the log's (a dataset's skipped files …) and the loading's
     names = args.predictor or list(data.predictors)
     unknown = [n for n in names if n not in data.predictors]
     if unknown:
@@ -86,16 +87,16 @@ def run(args) -> int:
         res = monitor(data, settings, by=args.by, window=args.window, stride=args.stride, predictors=names,
                       alarm_on=alarm_on, baseline=args.baseline_runs, shift=args.shift, target_arl=args.arl, q_z=q_z)
     except ValueError as exc:
-        raise Fail(safe(str(exc), 400)) from None
+        raise Fail(safe(say(exc), 400)) from None
     words = settings_words(settings)
     if args.json:
-        print(json.dumps(_json(res, data, words), indent=2))
+        print(json.dumps(_json(res, data, words, notes), indent=2))
         return 0
     _print(res, data, words, notes, args.rows)
     return 0
 
 
-def _json(res, data, words) -> dict:
+def _json(res, data, words, notes) -> dict:
     windows = {}
     for name, tab in res.windows.groupby("predictor", sort=False):
         windows[safe(name)] = [
@@ -124,7 +125,8 @@ def _json(res, data, words) -> dict:
                          "schedule": words["schedule"], "censoring": words["censoring"],
                          "intervals": "window TPS: mean ± z·SE over the window's runs; skill: against the "
                                       "window's own success rate, delta method"},
-            "n_runs": int(len(res.runs)), "n_excluded": res.n_excluded, "notes": res.notes,
+            "n_runs": int(len(res.runs)), "n_excluded": res.n_excluded,
+            "notes": [safe(say(n)) for n in notes] + [say(n) for n in res.notes],
             "windows": windows, "alarm": alarm}
 
 
@@ -133,7 +135,7 @@ def _print(res, data, words, notes, rows: int) -> None:
     print(f"{safe(data.source)}: {len(res.runs):,} runs in {safe(res.order)}; windows of {res.window} runs "
           f"every {res.stride}; {words['score']}, {words['schedule']}, censoring {words['censoring']}")
     for note in list(notes) + res.notes:
-        print(f"note: {safe(note, 300)}")
+        print(f"note: {safe(say(note), 300)}")
     for name, tab in res.windows.groupby("predictor", sort=False):
         print()
         print(f"{safe(name, 60)}  (TPS per run with {pct}% CI; skill against each window's success rate)")

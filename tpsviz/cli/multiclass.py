@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 import math
 
-from tpsviz.cli.common import Fail, safe
+from tpsviz.cli.common import Fail, safe, say, say_all
 from tpsviz.cli.options import (add_censoring, add_json, add_level, add_n_boot, add_schedule, add_seed,
                                 check_numbers, hidden_alias)
 from tpsviz.core.formatting import json_number
@@ -134,7 +134,7 @@ def compute(args):
     try:
         schedule = parse_schedule(args.schedule)
     except ValueError as exc:
-        raise Fail(f"--schedule: {exc}") from None
+        raise Fail(f"--schedule: {say(exc)}") from None
     log = _read(args.path)
     if args.censored_label is not None and args.censored_label not in log.labels:
         raise Fail(f"--censored-label must be one of the log's labels: "
@@ -147,7 +147,7 @@ def compute(args):
                     censored_label=args.censored_label, n_boot=args.n_boot, level=args.level,
                     seed=args.seed, eps=args.eps)
     except ValueError as exc:
-        msg = str(exc).replace("censored_label", "--censored-label")
+        msg = say(exc).replace("censored_label", "--censored-label")
         raise Fail(f"{safe(log.source)}: {msg}") from None
     return log, res, censoring
 
@@ -206,7 +206,7 @@ def _as_json(log, res, tables, gaps, ranked, censoring) -> dict:
         "censoring": censoring,
         "settings": settings,
         "ranking": [safe(n) for n in ranked],
-        "notes": [safe(s) for s in log.notes],
+        "notes": say_all(log.notes),
         "predictors": {},
     }
     for n in log.predictors:
@@ -279,4 +279,4 @@ def _print_text(log, res, gaps, ranked, args) -> None:
             parts.append(f"{safe(lab, 30)} {gap} (ECE {g['ece']:.3f})")
         print(f"  {safe(n, 40):<{nw}} " + ("; ".join(parts) if parts else "no complete run with a forecast"))
     for note in log.notes:
-        print(f"note: {safe(note)}")
+        print(f"note: {safe(say(note))}")

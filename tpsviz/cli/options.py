@@ -14,7 +14,7 @@ import argparse
 import os
 from pathlib import Path
 
-from tpsviz.cli.common import Fail, safe
+from tpsviz.cli.common import CLI, Fail, safe, say
 from tpsviz.core.schedules import schedule_help
 from tpsviz.diagnostics.verdict import RULES as VERDICT_RULES
 from tpsviz.evaluation.settings import MAX_N_BOOT, MIN_N_BOOT, check_settings
@@ -22,8 +22,9 @@ from tpsviz.io.harness import FORMAT_CHOICES
 
 __all__ = ["DESCRIPTION", "LOG_FORMAT", "VERDICT_HELP", "ENGINES", "BINARY_CENSORING", "hidden_alias",
            "add_n_boot", "add_seed", "add_level", "add_schedule", "add_censoring", "add_json",
-           "add_engine_options", "add_reading_options", "add_log_options", "add_rule_options",
-           "add_scoring_options", "refuse_options", "refused_given", "flag", "check_numbers", "check_args"]
+           "add_engine_options", "add_harness_options", "add_reading_options", "add_log_options", "add_rule_options",
+           "add_scoring_options", "refuse_options", "refused_given", "flag", "check_numbers", "check_args",
+           "add_references_option"]
 
 ENGINES = ("auto", "memory", "duckdb", "dask")
 #: censoring modes of a binary log (a multi-class log takes the first three, docs/multiclass.md)
@@ -123,9 +124,18 @@ def add_engine_options(p, command: str) -> None:
                             "random sample of N runs (default 20,000; 0 = no verdicts)")
 
 
-def add_reading_options(p: argparse.ArgumentParser) -> None:
-    """How a log is read: format, harness treatments, forecast sources, column mapping, percent."""
-    g = p.add_argument_group("reading logs (docs/harness.md)")
+def add_references_option(p) -> None:
+    """``--references``: add the reference forecasters computed from the log's outcomes alone."""
+    p.add_argument("--references", action="store_true",
+                   help="add the reference forecasters ref:step, ref:task and ref:task+step, computed from the "
+                        "other runs' outcomes alone (docs/forecasts.md section 1; --folds and --seed set their "
+                        "folds); every verdict then says whether the predictor beats the best of them. A log "
+                        "without any forecast always gets them")
+
+
+def add_harness_options(g) -> None:
+    """How a harness log is read (an argument group or a parser): ``--format``,
+    ``--success-threshold``, ``--treat``, ``--scorer``."""
     g.add_argument("--format", choices=FORMAT_CHOICES, default="auto",
                    help="force the log's format (default: detected from the content)")
     g.add_argument("--success-threshold", type=float, default=None, metavar="T",
@@ -135,6 +145,12 @@ def add_reading_options(p: argparse.ArgumentParser) -> None:
                         "(e.g. --treat max_steps=failure); repeatable")
     g.add_argument("--scorer", default=None, help="Inspect AI: the scorer whose value is the outcome "
                                                   "(default: the first)")
+
+
+def add_reading_options(p: argparse.ArgumentParser) -> None:
+    """How a log is read: format, harness treatments, forecast sources, column mapping, percent."""
+    g = p.add_argument_group("reading logs (docs/harness.md)")
+    add_harness_options(g)
     g.add_argument("--conf", action="append", default=[], metavar="NAME=FIELD",
                    help="a per-step forecast from a field of the agent's messages, e.g. "
                         "verbal=metadata.confidence (NAME may be raw_<x>/unc_<x> for a raw "
@@ -237,8 +253,7 @@ def flag(name: str, value=None) -> str:
     str
         ``--n-boot``, or ``--recalibrate platt`` with a value.
     """
-    option = "--" + name.replace("_", "-")
-    return option if value is None else f"{option} {value}"
+    return CLI.name(name, None if value is None else str(value))
 
 
 def check_numbers(args) -> None:
@@ -258,7 +273,7 @@ def check_numbers(args) -> None:
         check_settings(getattr(args, "n_boot", 0), getattr(args, "seed", None), getattr(args, "eps", 0.0),
                        getattr(args, "folds", 5), getattr(args, "level", 0.95), spell=flag)
     except ValueError as exc:
-        raise Fail(str(exc)) from None
+        raise Fail(say(exc)) from None
 
 
 def check_args(args) -> None:

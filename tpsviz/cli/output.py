@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from tpsviz.cli.common import fmt, interval, name_width, safe
+from tpsviz.cli.common import fmt, interval, name_width, safe, say
 from tpsviz.core.tps import settings_words
 
 __all__ = ["print_header", "print_reading", "print_tps_table", "print_paired_tps"]
@@ -28,7 +28,7 @@ def print_header(data, settings, notes, engine: str | None = None) -> None:
     print(f"{safe(data.source)}: {data.n_trajectories} trajectories, {data.n_steps} steps, "
           f"{data.n_censored} censored")
     if engine:
-        print(f"engine: memory ({safe(engine)})")
+        print(f"engine: memory ({safe(say(engine))})")
     print_reading(data.reading)
     w = settings_words(settings)
     print(f"score: {w['score']}, {w['unit']}; {w['direction']}")
@@ -37,7 +37,7 @@ def print_header(data, settings, notes, engine: str | None = None) -> None:
         print(f"  note: {w['schedule_reason']}")
     print(f"censoring: {w['censoring']}; eps = {w['eps']}")
     for note in notes:
-        print(f"note: {safe(note)}")
+        print(f"note: {safe(say(note))}")
 
 
 def print_reading(reading: dict) -> None:

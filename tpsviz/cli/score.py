@@ -11,28 +11,33 @@ number: ``--json`` prints its ``to_json()``, :func:`print_score` writes its fiel
 from __future__ import annotations
 
 import json
+import shlex
 
 import numpy as np
 
-from tpsviz.cli.common import Fail, fmt, name_width, safe
+from tpsviz.cli.common import CLI, Fail, fmt, name_width, safe, say
 from tpsviz.cli.continuous import add_bins
 from tpsviz.cli.engine import choose_engine, score_out_of_core
 from tpsviz.cli.kinds import check_options_for, score_other
 from tpsviz.cli.logs import log_kind, prepare, read_options
 from tpsviz.cli.multiclass import add_label_options
-from tpsviz.cli.options import add_engine_options, add_scoring_options, check_args
+from tpsviz.cli.options import add_engine_options, add_references_option, add_scoring_options, check_args
 from tpsviz.cli.output import print_header, print_tps_table
 from tpsviz.core.errors import LogFormatError
-from tpsviz.evaluation.record import Evaluation
+from tpsviz.evaluation.record import REFERENCE_WORDS, Evaluation, reading_json
+from tpsviz.evaluation.settings import no_forecast_reason
+from tpsviz.forecasts.references import how_to_add_forecast
 from tpsviz.io.files import limits_from_env
 from tpsviz.report.export import write_safe_csv
 
-__all__ = ["add_arguments", "run", "engine_for", "score_in_memory", "print_score"]
+__all__ = ["add_arguments", "run", "engine_for", "score_in_memory", "print_score", "refuse_references_out_of_core",
+           "print_nothing_scored"]
 
 
 def add_arguments(p) -> None:
     """The options of ``score``: scoring, engine, ``--per-trajectory`` and those of other outcomes."""
     add_scoring_options(p)
+    add_references_option(p)
     add_engine_options(p, "score")
     p.add_argument("--per-trajectory", metavar="OUT.csv", default=None,
                    help="write per-trajectory TPS (trajectory_id, predictor, tps, censored, outcome: 1, 0 "
@@ -64,15 +69,52 @@ def run(args) -> int:
     check_options_for(args, kind)
     engine, why, ds = engine_for(args)
     if engine in ("duckdb", "dask"):
+        refuse_references_out_of_core(args, engine)
         return score_out_of_core(args, ds, why, engine)
-    ev = score_in_memory(*prepare(args), why)
+    data, settings, q_z, notes = prepare(args)
+    if not data.predictors:  # no forecast, and too few runs for a reference: say so, nothing failed
+        return print_nothing_scored(args, data, settings, notes, why)
+    ev = score_in_memory(data, settings, q_z, notes, why)
     if args.per_trajectory:
         write_safe_csv(ev.per_trajectory_table(), args.per_trajectory)
     if args.json:
-        print(json.dumps(ev.to_json(), indent=2))
+        print(json.dumps(ev.to_json(CLI), indent=2))
         return 0
-    print_score(ev)
+    print_score(ev, args.path)
     return 0
+
+
+def print_nothing_scored(args, data, settings, notes, why: str) -> int:
+    """The report of a log without any forecast whose references cannot be formed: how it was read,
+    why nothing is scored and how to add a forecast (text, or JSON with no predictor); exit 0."""
+    reason = no_forecast_reason(data)
+    how = say(how_to_add_forecast(shlex.quote(args.path)))
+    if args.json:
+        print(json.dumps({"settings": {**settings.describe(), "file": data.source, "engine": "memory",
+                                       "engine_reason": why, "n_trajectories": data.n_trajectories,
+                                       "n_steps": data.n_steps, "n_censored": data.n_censored,
+                                       "notes": [say(n) for n in list(data.notes) + list(notes)], "reading": reading_json(data.reading),
+                                       "references": {"names": [], "no_forecast": True, "why_none": reason,
+                                                      "how_to_add_forecast": how}},
+                          "warnings": [], "predictors": {}}, indent=2))
+        return 0
+    print_header(data, settings, list(data.notes) + list(notes), engine=why)
+    print()
+    print(f"nothing scored: {safe(reason)}")
+    print(safe(how))
+    return 0
+
+
+def refuse_references_out_of_core(args, engine: str) -> None:
+    """``--references`` needs the step rows in memory: refused out of core, with what to do.
+
+    Raises
+    ------
+    Fail
+    """
+    if getattr(args, "references", False):
+        raise Fail(f"--references: the reference forecasters are fitted on the step rows in memory, not with "
+                   f"--engine {engine}; use --engine memory on a log within TPSVIZ_MAX_ROWS (or a sample of it)")
 
 
 def score_in_memory(data, settings, q_z, notes, why: str) -> Evaluation:
@@ -103,16 +145,18 @@ def score_in_memory(data, settings, q_z, notes, why: str) -> Evaluation:
     except LogFormatError:
         raise
     except ValueError as exc:
-        raise Fail(str(exc)) from None
+        raise Fail(say(exc)) from None
 
 
-def print_score(ev: Evaluation) -> None:
+def print_score(ev: Evaluation, path: str | None = None) -> None:
     """The text report of ``score`` in memory: header, verdicts, TPS, skill and metrics, updating.
 
     Parameters
     ----------
     ev : Evaluation
         The log scored (:func:`score_in_memory`).
+    path : str, optional
+        The log as given on the command line (named in the line on how to add a forecast).
     """
     s = ev.summary
     print_header(ev.data, ev.settings, ev.notes, engine=ev.engine_reason)
@@ -121,8 +165,13 @@ def print_score(ev: Evaluation) -> None:
     print("verdicts (rules: python -m tpsviz score --help, docs/theory.md section 8)")
     for sentence in ev.verdict_sentences():
         print(f"  {safe(sentence)}")
+    if ev.references:
+        print(f"{', '.join(ev.references)} {'are' if len(ev.references) > 1 else 'is'} {REFERENCE_WORDS}")
+    if not ev.has_forecasts:
+        print("no forecast in this log, so only the references are scored; "
+              + safe(say(how_to_add_forecast(shlex.quote(path or ev.data.source)))))
     for w in ev.warnings.log:
-        print(f"warning: {safe(w)}")
+        print(f"warning: {safe(say(w))}")
     print()
     print_tps_table(s, int(round(ev.settings.level * 100)), nw)
     extra = s[(s.n_qz_fallback > 0) | (s.n_no_forecast > 0) | (s.n_missing > 0)]
@@ -163,7 +212,7 @@ def _print_metrics(ev: Evaluation, nw: int) -> None:
               f"{fmt(m.tece_pooled, 7, 3)} {fmt(m.tece_final, 9, 3)}")
     grouped: dict = {}
     for pred in ev.order:
-        for field_, reason in ev.why_null(pred).items():
+        for field_, reason in ev.why_null(pred, CLI).items():
             grouped.setdefault((field_, reason), []).append(pred)
     if grouped:
         print()

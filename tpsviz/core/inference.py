@@ -14,7 +14,8 @@ import numpy as np
 from tpsviz.core import resample
 
 __all__ = ["Estimate", "mean_estimate", "paired_difference", "bootstrap_weights", "group_sums",
-           "bootstrap_sums", "DEFAULT_SEED", "normal_quantile", "summary_interval"]
+           "bootstrap_sums", "column_mean_intervals", "percentile_intervals", "DEFAULT_SEED", "normal_quantile",
+           "summary_interval"]
 
 DEFAULT_SEED = 20260101
 
@@ -108,9 +109,106 @@ def bootstrap_sums(x, n_boot: int, seed: int) -> np.ndarray:
     Returns
     -------
     ndarray
-        Shape (n_boot,) or (n_boot, k).
+        Shape (n_boot,) or (n_boot, k). The sums of a column of integers (counts, 0/1
+        indicators of the runs a statistic covers) are exact integers.
+
+    Notes
+    -----
+    The product centres each column (:func:`tpsviz.core.resample.counts_times`), which leaves
+    rounding noise of order n·mean·2^-52 on every sum. For a column of integers the sum is an
+    integer and is rounded to it: otherwise a replicate that draws none of a column's runs sums
+    their count to ±1e-16 instead of 0, and a mean over them divides by it (a replicate of any
+    size, where it should have been left out: the intervals of a predictor valid on a few runs
+    went outside the range of its values).
     """
-    return resample.counts_times(x, n_boot, seed)
+    x = np.asarray(x, dtype=np.float64)
+    out = resample.counts_times(x, n_boot, seed)
+    if x.size and out.size:
+        whole = np.all(x == np.rint(x), axis=0)  # (NaN/inf: counts_times refuses them)
+        if np.all(whole):
+            np.rint(out, out=out)
+        elif np.any(whole):
+            out[..., whole] = np.rint(out[..., whole])
+    return out
+
+
+def column_mean_intervals(values: np.ndarray, valid: np.ndarray, n_boot: int, level: float,
+                          seed: int) -> tuple[np.ndarray, np.ndarray]:
+    """Percentile bootstrap CIs of each column's mean over its valid rows, every column resampled
+    with the same replicates (a paired trajectory bootstrap).
+
+    Replicate b gives column j the mean  Σ_i c_bi v_ij [valid_ij] / Σ_i c_bi [valid_ij]  for the
+    resampling counts c_bi of :func:`bootstrap_weights` (a column valid on every row divides by n);
+    a replicate that draws none of a column's valid rows is left out of that column's quantiles.
+    TPS per trajectory (``compute_tps``, the engines' sums), TPS-k of a multi-class log and the
+    CRPS-TPS of a continuous one take their intervals from it.
+
+    Parameters
+    ----------
+    values : ndarray, shape (n, k)
+        One row per trajectory, one column per predictor (anything where not valid).
+    valid : ndarray of bool, shape (n, k)
+        Which rows count for each column (e.g. the runs a predictor scores).
+    n_boot : int
+        Bootstrap replicates (0 or fewer: no interval).
+    level : float
+        Confidence level in (0, 1).
+    seed : int
+        Seed of the replicates (:func:`bootstrap_weights`).
+
+    Returns
+    -------
+    low, high : ndarray, shape (k,)
+        NaN for a column that has fewer than 2 valid rows or a value on them that is not finite,
+        and for every column when ``n_boot <= 0`` or there are fewer than 2 rows.
+    """
+    values = np.asarray(values, dtype=float)
+    valid = np.asarray(valid, dtype=bool)
+    n, k = values.shape
+    if n_boot <= 0 or n < 2 or k == 0:
+        return np.full(k, np.nan), np.full(k, np.nan)
+    finite = np.array([np.isfinite(values[valid[:, j], j]).all() for j in range(k)])
+    v = np.where(valid & np.isfinite(values), values, 0.0)
+    # replicated Σ c_i v_i and Σ c_i [valid_i]; a column valid on every run has Σ c_i = n
+    partial = ~valid.all(axis=0)
+    sums = bootstrap_sums(np.hstack([v, valid[:, partial].astype(float)]), n_boot, seed)
+    den = np.full((n_boot, k), float(n))
+    den[:, partial] = sums[:, k:]
+    with np.errstate(invalid="ignore", divide="ignore"):
+        reps = sums[:, :k] / den
+    return percentile_intervals(reps, finite, valid.sum(axis=0), level)
+
+
+def percentile_intervals(reps: np.ndarray, finite: np.ndarray, n_valid: np.ndarray,
+                         level: float) -> tuple[np.ndarray, np.ndarray]:
+    """Percentile intervals of replicated means, column by column.
+
+    Parameters
+    ----------
+    reps : ndarray, shape (n_boot, k)
+        The replicated means (a non-finite replicate is left out of its column's quantiles).
+    finite : ndarray of bool, shape (k,)
+        Whether each column is finite on its valid runs.
+    n_valid : ndarray of int, shape (k,)
+        Each column's valid runs.
+    level : float
+        Confidence level in (0, 1).
+
+    Returns
+    -------
+    low, high : ndarray, shape (k,)
+        NaN for a column that is not finite or has fewer than 2 valid runs.
+    """
+    k = reps.shape[1]
+    lo = np.full(k, np.nan)
+    hi = np.full(k, np.nan)
+    a = (1 - level) / 2
+    for j in range(k):
+        if finite[j] and n_valid[j] >= 2:
+            r = reps[:, j]
+            r = r[np.isfinite(r)]
+            lo[j], hi[j] = np.quantile(r, [a, 1 - a])
+    return lo, hi
 
 
 def group_sums(x, groups: np.ndarray) -> np.ndarray:

@@ -22,13 +22,13 @@ from tpsviz.core.cancel import checkpoint
 from tpsviz.core.censoring import (
     CENSORING_LABELS, CENSORING_MODES, censored_row_scores, default_censoring, qz_per_trajectory)
 from tpsviz.core.data import TrajectoryData
-from tpsviz.core.inference import DEFAULT_SEED, bootstrap_sums
+from tpsviz.core.inference import DEFAULT_SEED, column_mean_intervals
 from tpsviz.core.schedules import Schedule
 from tpsviz.core.schema import show_id
 from tpsviz.core.scores import TABLE_MIN, family_name, score_unit, validate_alpha_beta
 
 __all__ = ["ScoreSettings", "TPSResult", "compute_tps", "settings_words", "step_weights", "check_weights",
-           "MAX_WEIGHT", "bootstrap_columns", "percentile_intervals", "summary_row", "no_predictor_message"]
+           "MAX_WEIGHT", "summary_row", "no_predictor_message"]
 
 
 @dataclass(frozen=True)
@@ -278,7 +278,7 @@ class TPSResult:
         values, valid = self._run_matrix(names)
         summary = self.summary.copy()
         if names:
-            lo, hi = bootstrap_columns(values, valid, settings)
+            lo, hi = column_mean_intervals(values, valid, settings.n_boot, settings.level, settings.seed)
             summary["tps_ci_low"], summary["tps_ci_high"] = lo, hi
         return TPSResult(settings, summary, self.per_trajectory, self._data, self._weights, self._scores,
                          self._runs)
@@ -323,48 +323,13 @@ def _sum_by_run(values: np.ndarray, starts: np.ndarray) -> np.ndarray:
     return np.add.reduceat(values, starts)
 
 
-def bootstrap_columns(values: np.ndarray, valid: np.ndarray, settings: ScoreSettings):
-    """Percentile CIs for the mean of each column over its valid rows (paired resampling of the
-    rows; millions of runs resample groups of them instead: runsums._grouped_intervals)."""
-    n, k = values.shape
-    lo = np.full(k, np.nan)
-    hi = np.full(k, np.nan)
-    if settings.n_boot <= 0 or n < 2:
-        return lo, hi
-    finite = np.array([np.isfinite(values[valid[:, j], j]).all() for j in range(k)])
-    v = np.where(valid, values, 0.0)
-    v[~np.isfinite(v)] = 0.0
-    # replicated Σ c_i v_i and Σ c_i [valid_i]; a column valid on every run has Σ c_i = n
-    partial = ~valid.all(axis=0)
-    x = np.hstack([v, valid[:, partial].astype(float)])
-    sums = bootstrap_sums(x, settings.n_boot, settings.seed)
-    den = np.full((settings.n_boot, k), float(n))
-    den[:, partial] = sums[:, k:]
-    with np.errstate(invalid="ignore", divide="ignore"):
-        reps = sums[:, :k] / den
-    return percentile_intervals(reps, finite, valid.sum(axis=0), settings.level)
-
-
-def percentile_intervals(reps: np.ndarray, finite: np.ndarray, n_valid: np.ndarray,
-                         level: float) -> tuple[np.ndarray, np.ndarray]:
-    """Percentile intervals of replicated means (replicates × columns); NaN for a column that is
-    not finite on its valid runs or has fewer than 2 of them (``n_valid``: each column's valid
-    runs)."""
-    k = reps.shape[1]
-    lo = np.full(k, np.nan)
-    hi = np.full(k, np.nan)
-    a = (1 - level) / 2
-    for j in range(k):
-        if finite[j] and n_valid[j] >= 2:
-            r = reps[:, j]
-            r = r[np.isfinite(r)]
-            lo[j], hi[j] = np.quantile(r, [a, 1 - a])
-    return lo, hi
-
-
 def no_predictor_message(data) -> str:
-    """What to do with a log that has raw signals but no probability column."""
-    sig = ", ".join(data.signals) or "none"
+    """What to do with a log that has no probability column: raw signals, or no forecast at all."""
+    if not data.signals:
+        return ("the log has no forecast to score (no conf_<name> column, no raw signal): add its reference "
+                "forecasters first, tpsviz.forecasts.references.add_references(data, settings), or join a "
+                "forecasts table (docs/forecasts.md)")
+    sig = ", ".join(data.signals)
     return ("the log has no probability column (conf_<name>) to score, only raw signals "
             f"({sig}): turn them into probabilities first, e.g. "
             "tpsviz.add_all_recalibrated(data, 'platt') (cross-fitted by trajectory)")

@@ -30,6 +30,7 @@ import pyarrow.compute as pc
 from tpsviz.core.errors import LogFormatError
 from tpsviz.core.scores import TABLE_MIN
 from tpsviz.core.tps import ScoreSettings
+from tpsviz.core.wording import setting
 from tpsviz.engines import duck
 from tpsviz.engines.interface import EngineBase
 from tpsviz.engines.pooled import PARTIAL, exact_sql, grid_sql, labelled_sql, pooled_from
@@ -184,7 +185,7 @@ def sums_dask(ds: Dataset, settings: ScoreSettings, mapping=(), client=None, sch
         raise LogFormatError(ds.label, [
             f"schedule {settings.schedule.spec} weighs each row's position in its run, and "
             f"{irregular} run(s) are not numbered 1..T: positions need a window over whole runs, "
-            "which the Dask engine does not compute across partitions; use --engine duckdb"])
+            f"which the Dask engine does not compute across partitions; use {setting('out_of_core')}"])
     for k, col in enumerate(plan.conf):
         fz = int(diag.get(f"fuzz{k}") or 0)
         if fz:

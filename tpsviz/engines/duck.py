@@ -29,6 +29,7 @@ import pyarrow as pa
 from tpsviz.core.errors import LogFormatError
 from tpsviz.core.schema import show_id
 from tpsviz.core.tps import MAX_WEIGHT, ScoreSettings
+from tpsviz.core.wording import setting, text
 from tpsviz.engines import onepass, pages
 from tpsviz.engines.interface import EngineBase
 from tpsviz.engines.plan import Plan, is_float, is_integer
@@ -318,12 +319,12 @@ def check_rows(ds: Dataset, plan: Plan, runs: Runs, diag: dict | None) -> list[s
                       for k, name in enumerate(plan.conf)})
         hints = {f"bad_p{k}": percent_hint(name) for k, name in enumerate(plan.conf)
                  if not int(diag.get(f"over{k}") or 0)}  # (a value outside [0, 1], none outside [0, 100])
-        for flag, text in texts.items():
+        for flag, problem in texts.items():
             count = int(diag.get(flag) or 0)
             if count:
                 ex = diag.get(f"ex_{flag}") if flag != "bad_tid" else None  # (a blank id names no run)
                 at = f", e.g. in trajectory {show_id(ex, 40)}" if ex else ""
-                problems.append(f"{text}; not so on {count:,} row(s){at}{hints.get(flag, '')}")
+                problems.append(f"{problem}; not so on {count:,} row(s){at}{hints.get(flag, '')}")
         if problems:
             return problems
     n = runs.num("n")
@@ -397,8 +398,9 @@ def to_sums(ds, plan, settings, runs: Runs, notes, pooled, engine: str) -> RunSu
         qz = np.where(censored, qz, np.nan)
     a1, a0, wsum, n_present, n_clipped, last = _predictor_sums(plan, settings, runs, n, notes)
     if plan.signals:
-        notes.append("raw signals (" + ", ".join(show_id(s, 40) for s in plan.signals[:5]) + ") were not scored: "
-                     "their recalibration needs the step rows (use --engine memory --recalibrate).")
+        notes.append(text("raw signals (" + ", ".join(show_id(s, 40) for s in plan.signals[:5]) + ") were not "
+                          f"scored: their recalibration needs the step rows (use {setting('in_memory')} with "
+                          f"{setting('recalibrate')})."))
     # a1 and a0 hold S(p, 1) and S(p, 0) of the rows without an outcome too (the pass's CASE): a run
     # whose outcome is given on some rows only is scored whole; its unlabelled rows join the
     # pooled counts by their run's outcome

@@ -16,6 +16,7 @@ import re
 
 from tpsviz.core.errors import LogFormatError
 from tpsviz.core.schema import RESERVED, canonical_name, nested_column, show_id
+from tpsviz.core.wording import setting
 from tpsviz.io.dataset import Dataset
 from tpsviz.io.duckdb_source import quote_name, quote_text, refuse_duration_ids
 from tpsviz.io.cells import FALSE_TOKENS, TRUE_TOKENS
@@ -210,7 +211,8 @@ class Plan:
             canon.setdefault(canonical_name(c), c)
         for target, col in mapping:
             if col not in types:
-                raise LogFormatError(ds.label, [f"--map {target}={col}: the files have no column {show_id(col)}"])
+                raise LogFormatError(ds.label, [f"{setting('map')} {target}={col}: the files have no column "
+                                                f"{show_id(col)}"])
             canon[str(target)] = col
         self.col = canon
         self.stored = dict(types)  # the files' column types, by their own names
@@ -219,7 +221,8 @@ class Plan:
             raise LogFormatError(ds.label, [
                 "the dataset has raw signals only (" + ", ".join(show_id(s, 40) for s in sig[:5]) + "); "
                 "turning them into probabilities needs a cross-fitted recalibration over the step rows, "
-                "which the out-of-core engine does not do: use --engine memory (--recalibrate)"])
+                f"which the out-of-core engine does not do: use {setting('in_memory')} with "
+                f"{setting('recalibrate')}"])
         self.conf = conf
         self.signals = sig
         self.types = {k: types[v] for k, v in canon.items()}

@@ -17,7 +17,7 @@ import hashlib
 import numpy as np
 from scipy import stats
 
-from tpsviz.core.tps import percentile_intervals
+from tpsviz.core.inference import percentile_intervals
 
 __all__ = ["run_hashes", "poisson_weights", "poisson_sums", "poisson_intervals", "intervals_from_sums",
            "prepared_values"]

@@ -26,12 +26,13 @@ import numpy as np
 import pandas as pd
 
 from tpsviz.diagnostics.leaderboard import RATE_RULES, skill_from_runs
-from tpsviz.core.inference import bootstrap_sums, group_sums, paired_difference
+from tpsviz.core.inference import (bootstrap_sums, column_mean_intervals, group_sums, paired_difference,
+                                   percentile_intervals)
 from tpsviz.diagnostics.metrics import auprc, auroc, tece
 from tpsviz.diagnostics.reliability import wilson_interval
 from tpsviz.core.scores import beta_score
 from tpsviz.core.censoring import qz_for_runs
-from tpsviz.core.tps import ScoreSettings, bootstrap_columns, percentile_intervals, summary_row
+from tpsviz.core.tps import ScoreSettings, summary_row
 from tpsviz.engines import pages
 
 __all__ = ["RunSums", "PooledCounts", "DatasetScore", "score_from_sums", "rank_metrics", "run_groups",
@@ -292,7 +293,7 @@ def run_groups(n: int, seed: int, n_groups: int = BOOT_GROUPS) -> np.ndarray:
 
 def _grouped_intervals(cols: list, valids: list, groups: np.ndarray, settings: ScoreSettings):
     """Percentile intervals of each column's mean over its valid runs, resampling the groups of
-    runs (:func:`run_groups`): what :func:`tpsviz.core.tps.bootstrap_columns` gives on the columns
+    runs (:func:`run_groups`): what :func:`tpsviz.core.inference.column_mean_intervals` gives on the columns
     stacked, the same numbers, column by column (at millions of runs the stacked copies cost
     more than the sums; docs/architecture.md, "Scale").
 
@@ -422,7 +423,8 @@ def score_from_sums(sums: RunSums, settings: ScoreSettings | None = None, q_z=No
         summary["tps_ci_low"], summary["tps_ci_high"] = _grouped_intervals(cols, valids, groups, settings)
     elif sums.predictors:
         vals, ok = np.column_stack(cols), np.column_stack(valids)
-        lo, hi = (bootstrap_columns(vals, ok, settings) if intervals is None
+        lo, hi = (column_mean_intervals(vals, ok, settings.n_boot, settings.level, settings.seed)
+                  if intervals is None
                   else intervals(vals, ok, runs["trajectory_id"].to_numpy(), settings))
         summary["tps_ci_low"], summary["tps_ci_high"] = lo, hi
     skill = _skill(sums, settings, label, cols, valids,

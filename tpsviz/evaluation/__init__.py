@@ -17,7 +17,8 @@ from tpsviz.core.data import TrajectoryData
 from tpsviz.core.censoring import default_censoring
 from tpsviz.evaluation.record import Evaluation
 from tpsviz.evaluation.settings import (
-    RECALIBRATIONS, check_settings, memory_reason, qz_source, read_log, read_options, score_settings)
+    RECALIBRATIONS, check_settings, memory_reason, no_forecast_reason, qz_source, read_log, read_options,
+    score_settings, with_references)
 
 __all__ = ["evaluate", "Evaluation"]
 
@@ -27,7 +28,8 @@ def evaluate(source_or_data, *, alpha: float | None = None, beta: float | None =
              eps: float = 1e-6, n_boot: int = 2000, seed: int | None = None, level: float = 0.95,
              q_z=None, rollouts=None, recalibrate: str | None = None, folds: int = 5,
              fmt: str | None = None, success_threshold: float | None = None, treat=(),
-             scorer: str | None = None, conf=(), mapping=(), percent=(), forecasts=None) -> Evaluation:
+             scorer: str | None = None, conf=(), mapping=(), percent=(), forecasts=None,
+             references: bool = False) -> Evaluation:
     """Score every predictor of a log and decide every report of ``python -m tpsviz score``.
 
     Parameters
@@ -64,6 +66,11 @@ def evaluate(source_or_data, *, alpha: float | None = None, beta: float | None =
         Reading options of a path, as ``score``'s (docs/harness.md):
         :func:`tpsviz.evaluation.settings.read_options`; ``forecasts`` is a sidecar table
         ``trajectory_id, step, conf_*`` joined on (trajectory_id, step).
+    references : bool
+        Add the reference forecasters ``ref:step``, ``ref:task``, ``ref:task+step`` computed from
+        the log's outcomes alone (docs/forecasts.md §1; ``folds`` and ``seed`` set their folds):
+        every other predictor's verdict then says whether it beats the best of them. A log
+        without any forecast always gets them.
 
     Returns
     -------
@@ -79,18 +86,26 @@ def evaluate(source_or_data, *, alpha: float | None = None, beta: float | None =
     if recalibrate is not None and recalibrate not in RECALIBRATIONS:
         raise ValueError(f"recalibrate must be one of {', '.join(RECALIBRATIONS)}, got {recalibrate!r}")
     score_settings(False, alpha, beta, score, schedule, censoring, eps, n_boot, seed, level)  # fail before reading
-    reading = dict(fmt=fmt, success_threshold=success_threshold, treat=treat, scorer=scorer, conf=conf,
-                   mapping=mapping, percent=percent)
+    options = _reading_options(source_or_data, forecasts, dict(
+        fmt=fmt, success_threshold=success_threshold, treat=treat, scorer=scorer, conf=conf, mapping=mapping,
+        percent=percent))
+    data, notes = read_log(source_or_data, options, forecasts, recalibrate, folds, seed, schedule,
+                           allow_empty=True)
+    q, censoring, qz_notes = qz_source(data, q_z, rollouts, censoring)
+    settings = score_settings(default_censoring(data) == "exact", alpha, beta, score, schedule, censoring,
+                              eps, n_boot, seed, level)
+    data, ref_notes = with_references(data, settings, q, bool(references), folds, seed)
+    if not data.predictors:
+        raise ValueError(no_forecast_reason(data))
+    return Evaluation.compute(data, settings, q, notes + qz_notes + ref_notes, memory_reason(source_or_data, fmt))
+
+
+def _reading_options(source_or_data, forecasts, reading: dict):
+    """The reading options of a path (None for a TrajectoryData, which refuses them)."""
     if isinstance(source_or_data, TrajectoryData):
         given = [k for k, v in reading.items() if v not in (None, (), [], {}, "auto")]
         if given or forecasts is not None:
             raise ValueError(f"{', '.join(given + (['forecasts'] if forecasts is not None else []))}: reading "
                              "options apply to a file; this log is already read (a TrajectoryData)")
-        options = None
-    else:
-        options = read_options(**reading)
-    data, notes = read_log(source_or_data, options, forecasts, recalibrate, folds, seed, schedule)
-    q, censoring, qz_notes = qz_source(data, q_z, rollouts, censoring)
-    settings = score_settings(default_censoring(data) == "exact", alpha, beta, score, schedule, censoring,
-                              eps, n_boot, seed, level)
-    return Evaluation.compute(data, settings, q, notes + qz_notes, memory_reason(source_or_data, fmt))
+        return None
+    return read_options(**reading)

@@ -1,13 +1,15 @@
 """The :class:`Evaluation`: every report of ``python -m tpsviz score`` on one log, with its JSON
 (``to_json()``, the object ``score --json`` prints), its offline HTML report (``to_html()``) and a
-compact notebook view (``_repr_html_``). Texts in the JSON are the command line's, word for word.
+compact notebook view (``_repr_html_``). Texts in the JSON are the command line's, word for word,
+except the names of settings: ``to_json()`` names them as Python does (``n_boot``), ``to_json(CLI)``
+as the command line does (``--n-boot``; :mod:`tpsviz.core.wording`).
 """
 
 from __future__ import annotations
 
 import html
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 import pandas as pd
@@ -15,11 +17,14 @@ import pandas as pd
 from tpsviz.core import formatting as Fm
 from tpsviz.core.data import TrajectoryData
 from tpsviz.core.tps import ScoreSettings, TPSResult, compute_tps, settings_words
+from tpsviz.core.wording import PYTHON, Wording, setting, word
 from tpsviz.diagnostics.caveats import Caveats, caveats
 from tpsviz.diagnostics.leaderboard import metric_table, skill_table
 from tpsviz.diagnostics.updating import excess_movement
 from tpsviz.diagnostics.verdict import RULES, Verdict, verdicts
 from tpsviz.evaluation.report import report_sections, report_settings
+from tpsviz.forecasts.references import how_to_add_forecast, is_reference, real_predictors
+from tpsviz.forecasts.versus import best_reference, versus_best_reference
 from tpsviz.evaluation.settings import memory_reason, plain_text
 from tpsviz.evaluation.tables import report_table
 from tpsviz.report.export import PER_TRAJECTORY_COLUMNS
@@ -91,7 +96,10 @@ _METRIC_KEYS = ("auroc", "auprc", "auroc_final", "tece_pooled", "tece_final")
 LEADERBOARD_COLUMNS = ("tps_mean", "tps_se", "tps_ci_low", "tps_ci_high", "tps_step_mean", "tps_ref", "skill",
                        "skill_se", "skill_ci_low", "skill_ci_high") + _METRIC_KEYS + (
                       "verdict", "excess_movement", "n_trajectories", "n_censored", "n_steps", "n_missing",
-                      "n_clipped", "n_qz_fallback")
+                      "n_clipped", "n_qz_fallback", "reference")
+#: what the JSON and the text say of the references (docs/forecasts.md §1)
+REFERENCE_WORDS = ("reference forecasters computed from the other runs' outcomes (docs/forecasts.md "
+                   "section 1), not the agent's forecasts")
 
 
 @dataclass(frozen=True, eq=False, repr=False)
@@ -123,6 +131,10 @@ class Evaluation:
         The q_Z of censored runs used in exact mode (None: the log's ``q_z`` column).
     engine_reason : str
         Why the log was scored in memory (``settings.engine_reason`` of the JSON).
+    versus : dict
+        Each real predictor against the best reference (``ref:*``), when the log has references:
+        ``{name: {"reference", "delta", "se", "z", "n_runs", "outcome", "words"}}``
+        (:func:`tpsviz.forecasts.versus.versus_best_reference`); the verdict's text ends with its words.
     """
 
     data: TrajectoryData
@@ -136,6 +148,7 @@ class Evaluation:
     notes: tuple = ()
     q_z: object = None
     engine_reason: str = "a TrajectoryData given in memory"
+    versus: dict = field(default_factory=dict)
 
     @classmethod
     def compute(cls, data: TrajectoryData, settings: ScoreSettings, q_z=None, notes=(),
@@ -161,10 +174,13 @@ class Evaluation:
         metrics = metric_table(data, settings, n_bins=10, n_boot=0)
         skill = skill_table(data, settings, q_z=q_z, n_boot=max(settings.n_boot, 200), result=result)
         verdict = verdicts(data, settings, q_z=q_z, skill=skill)
+        versus = versus_best_reference(data, settings, q_z, result)
+        verdict = {n: replace(v, text=f"{v.text}; {versus[n]['words']}") if n in versus else v
+                   for n, v in verdict.items()}
         warn = caveats(data, settings, result.summary, skill)
         moves = excess_movement(data, list(result.summary.index))
         return cls(data, settings, result, metrics, skill, verdict, moves, warn,
-                   tuple(data.notes) + tuple(notes), q_z, engine_reason or memory_reason(data))
+                   tuple(data.notes) + tuple(notes), q_z, engine_reason or memory_reason(data), versus)
 
     @classmethod
     def from_parts(cls, data: TrajectoryData, settings: ScoreSettings, result: TPSResult, metrics: pd.DataFrame,
@@ -248,6 +264,16 @@ class Evaluation:
         return float(self.skill["ref_rate"].iloc[0]) if len(self.skill) else None
 
     @property
+    def references(self) -> list:
+        """The reference forecasters scored (``ref:*``), in the log's order."""
+        return [n for n in self.summary.index if is_reference(n)]
+
+    @property
+    def has_forecasts(self) -> bool:
+        """Whether the log has a predictor of its own (not only references)."""
+        return bool(real_predictors(self.summary.index))
+
+    @property
     def reference_rule(self) -> str | None:
         """How :attr:`reference_rate` was chosen, in words."""
         return str(self.skill["ref_rule"].iloc[0]) if len(self.skill) else None
@@ -270,18 +296,21 @@ class Evaluation:
         out = out.join(self.metrics[[k for k in _METRIC_KEYS if k in self.metrics]])
         out["verdict"] = pd.Series({n: v.label for n, v in self.verdicts.items()}, dtype=object)
         out["excess_movement"] = self.excess_movement["value"]
+        out["reference"] = [is_reference(n) for n in out.index]
         return out.reindex(index=self.order, columns=list(LEADERBOARD_COLUMNS))
 
     def verdict_sentences(self) -> list[str]:
         """The verdict of every predictor in one plain sentence each, in the log's order."""
         return [self.verdicts[name].text for name in self.summary.index]
 
-    def why_null(self, name: str) -> dict:
+    def why_null(self, name: str, wording: Wording = PYTHON) -> dict:
         """Why a value of predictor ``name`` is not a finite number: field → reason.
 
         Parameters
         ----------
         name : str
+        wording : tpsviz.core.wording.Wording
+            How a reason names a setting (default: as :func:`tpsviz.evaluate` does).
 
         Returns
         -------
@@ -297,11 +326,12 @@ class Evaluation:
                           if int(r.n_no_forecast) else "no run is in scope")
         elif math.isinf(mean):
             out["tps"] = ("-inf: a forecast of exactly 0 or 1 was wrong under an unbounded score "
-                          "with eps = 0; raise --eps or use a bounded score (--alpha 1 --beta 1)")
+                          f"with eps = 0; raise {setting('eps')} or use a bounded score ({setting('alpha', 1)} "
+                          f"{setting('beta', 1)})")
         elif n < 2:
             out["tps_se"] = "the SE and CI need at least 2 runs; only 1 was scored"
         elif self.settings.n_boot == 0:
-            out["tps_ci"] = "no CI: the bootstrap is off (--n-boot 0); mean ± 1.96 SE is an alternative"
+            out["tps_ci"] = f"no CI: the bootstrap is off ({setting('n_boot', 0)}); mean ± 1.96 SE is an alternative"
         elif not (math.isfinite(float(r.tps_ci_low)) and math.isfinite(float(r.tps_ci_high))):
             out["tps_ci"] = "no CI could be formed from the bootstrap replicates"
         if n and not math.isfinite(float(k.skill)):
@@ -310,7 +340,7 @@ class Evaluation:
         if not math.isfinite(float(m.get("auroc", math.nan))):
             out["auroc"] = ("AUROC needs complete runs with both outcomes (a success and a failure) "
                             "and a forecast")
-        return out
+        return {k: word(v, wording) for k, v in out.items()}
 
     def per_trajectory_table(self) -> pd.DataFrame:
         """Each run's TPS per predictor with its outcome (``score --per-trajectory``): columns
@@ -328,9 +358,15 @@ class Evaluation:
         return settings_words(self.settings)["censoring"]
 
     # ---------------------------------------------------------------- JSON
-    def to_json(self) -> dict:
+    def to_json(self, wording: Wording = PYTHON) -> dict:
         """The object ``python -m tpsviz score LOG --json`` prints: plain values, ``"inf"``/``"-inf"``
         for an infinite score, None where a value is missing (``why_null`` says why).
+
+        Parameters
+        ----------
+        wording : tpsviz.core.wording.Wording
+            How a text names a setting (default: as :func:`tpsviz.evaluate` does; the command line
+            passes its own).
 
         Returns
         -------
@@ -339,18 +375,35 @@ class Evaluation:
         data = self.data
         settings = {
             **self.settings.describe(), "file": data.source, "engine": "memory",
-            "engine_reason": self.engine_reason, "n_trajectories": data.n_trajectories,
-            "n_steps": data.n_steps, "n_censored": data.n_censored, "notes": list(self.notes),
+            "engine_reason": word(self.engine_reason, wording), "n_trajectories": data.n_trajectories,
+            "n_steps": data.n_steps, "n_censored": data.n_censored, "notes": [word(n, wording) for n in self.notes],
             "reading": reading_json(data.reading), "units": _UNITS,
             "reference_rate": json_value(self.reference_rate), "reference_rule": self.reference_rule,
             "metrics": _METRICS, "missing": "a null value is explained in the predictor's 'why_null'",
-            "excess_movement": _MOVEMENT, "verdict_rules": [f"{label}: {rule}" for label, rule in RULES]}
-        return {"settings": settings, "warnings": [plain_text(w) for w in self.warnings.all()],
-                "predictors": {name: self._predictor_json(name) for name in self.summary.index}}
+            "excess_movement": _MOVEMENT, "verdict_rules": [f"{label}: {rule}" for label, rule in RULES],
+            **self._references_json(wording)}
+        return {"settings": settings, "warnings": [plain_text(word(w, wording)) for w in self.warnings.all()],
+                "predictors": {name: self._predictor_json(name, wording) for name in self.summary.index}}
 
-    def _predictor_json(self, name: str) -> dict:
+    def _references_json(self, wording: Wording) -> dict:
+        """The settings' entries on the references (none without them)."""
+        if not self.references:
+            return {}
+        vs = {n: {k: (json_value(x) if k in ("delta", "se", "z") else x) for k, x in rec.items() if k != "words"}
+              for n, rec in self.versus.items()}
+        return {"references": {"names": self.references, "best": best_reference(self.result),
+                               "words": f"ref:* predictors are {REFERENCE_WORDS}", "no_forecast": not self.has_forecasts,
+                               "how_to_add_forecast": None if self.has_forecasts else word(how_to_add_forecast(
+                                   plain_text(self.data.source)), wording),
+                               "versus_best_reference": vs}}
+
+    def _predictor_json(self, name: str, wording: Wording) -> dict:
         r, v, mv = self.summary.loc[name], self.verdicts[name], self.excess_movement.loc[name]
-        return {
+        rec = self.versus.get(name)
+        versus = None if rec is None else {
+            "reference": rec["reference"], "delta": json_value(rec["delta"]), "se": json_value(rec["se"]),
+            "z": json_value(rec["z"]), "n_runs": rec["n_runs"], "outcome": rec["outcome"]}
+        return {"reference": is_reference(name), "versus_best_reference": versus,
             "tps_mean": json_value(r.tps_mean), "tps_se": json_value(r.tps_se),
             "tps_ci_low": json_value(r.tps_ci_low), "tps_ci_high": json_value(r.tps_ci_high),
             "tps_step_mean": json_value(r.tps_step_mean),
@@ -360,10 +413,10 @@ class Evaluation:
             "tps_ref": json_value(self.skill.loc[name, "tps_ref"]),
             "skill": json_value(self.skill.loc[name, "skill"]),
             **{k: json_value(self.metrics.loc[name, k]) if k in self.metrics else None for k in _METRIC_KEYS},
-            "why_null": self.why_null(name),
+            "why_null": self.why_null(name, wording),
             "verdict": {"label": v.label, "text": plain_text(v.text), "numbers": verdict_numbers(v)},
             "excess_movement": {k: json_value(mv[k]) for k in ("value", "se", "z")} | {"n_runs": int(mv["n_runs"])},
-            "warnings": [plain_text(w) for w in self.warnings.predictors[name]],
+            "warnings": [plain_text(word(w, wording)) for w in self.warnings.predictors[name]],
         }
 
     # ---------------------------------------------------------------- HTML

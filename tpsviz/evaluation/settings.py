@@ -23,14 +23,16 @@ from tpsviz.core.schedules import Schedule, parse_schedule
 from tpsviz.core.schema import clean_text, show_id
 from tpsviz.core.scores import PRESETS
 from tpsviz.core.tps import ScoreSettings
+from tpsviz.core.wording import setting, text
 from tpsviz.diagnostics.audit import qz_for_source, rollout_qz_series
 from tpsviz.diagnostics.calibrate import add_all_recalibrated
+from tpsviz.forecasts.references import add_references, real_predictors
 from tpsviz.io.dataset import DATASET_FORMATS, Dataset, is_dataset_spec, open_dataset
 from tpsviz.io.files import Limits, limits_from_env
 from tpsviz.io.harness.runs import ReadOptions, parse_conf, parse_mapping, parse_treat
 from tpsviz.io.loading import load
 
-__all__ = ["check_settings", "read_options", "read_log", "qz_source", "score_settings", "python_spelling",
+__all__ = ["check_settings", "read_options", "read_log", "with_references", "no_forecast_reason", "qz_source", "score_settings", "python_spelling",
            "plain_text", "memory_reason", "dataset_size", "MIN_N_BOOT", "MAX_N_BOOT", "MAX_SEED",
            "CSV_BYTES_PER_ROW", "RECALIBRATIONS", "Spell"]
 
@@ -172,7 +174,7 @@ def read_options(fmt: str | None = None, success_threshold: float | None = None,
 
 def read_log(source, options: ReadOptions | None = None, forecasts=None, recalibrate: str | None = None,
              folds: int = 5, seed: int | None = None, schedule: str | Schedule = "uniform",
-             spell: Spell = python_spelling) -> tuple[TrajectoryData, list]:
+             spell: Spell = python_spelling, allow_empty: bool = False) -> tuple[TrajectoryData, list]:
     """Read a log (:func:`tpsviz.load`) and add its cross-fitted recalibrations.
 
     Parameters
@@ -189,6 +191,9 @@ def read_log(source, options: ReadOptions | None = None, forecasts=None, recalib
         The weight schedule: ``column`` needs a ``weight`` column.
     spell : callable
         How an error message names a setting (default :func:`python_spelling`).
+    allow_empty : bool
+        Return a log without any probability predictor (the caller adds the references:
+        :func:`with_references`) instead of refusing it.
 
     Returns
     -------
@@ -208,17 +213,72 @@ def read_log(source, options: ReadOptions | None = None, forecasts=None, recalib
         data = source
     else:
         data = load(source, options=options, forecasts=forecasts)
-    if not data.predictors and not recalibrate:
-        raise ValueError(f"{plain_text(data.source)} has no probability column, only raw signals "
-                         f"({', '.join(plain_text(s, 40) for s in data.signals)}): add "
-                         f"{spell('recalibrate', 'platt')} (or isotonic) to score them as cross-fitted "
-                         "probabilities <name>@<method>")
+    if not data.predictors and not recalibrate and not allow_empty:
+        raise ValueError(_no_predictor(data, spell))
     name = schedule.name if isinstance(schedule, Schedule) else str(schedule).strip().lower()
     if name == "column" and "weight" not in data.steps:
         raise ValueError("schedule 'column' needs a 'weight' column in the log; this file has none")
     if not recalibrate:
         return data, []
     return _recalibrated(data, recalibrate, folds, seed, spell)
+
+
+def _no_predictor(data: TrajectoryData, spell: Spell) -> str:
+    """Why a log without a probability predictor cannot be scored here."""
+    if data.signals:
+        return (f"{plain_text(data.source)} has no probability column, only raw signals "
+                f"({', '.join(plain_text(s, 40) for s in data.signals)}): add "
+                f"{spell('recalibrate', 'platt')} (or isotonic) to score them as cross-fitted "
+                "probabilities <name>@<method>")
+    return (f"{plain_text(data.source)} holds no forecast: score it with its reference forecasters "
+            "(docs/forecasts.md, section 1)")
+
+
+def with_references(data: TrajectoryData, settings: ScoreSettings, q_z=None, requested: bool = False,
+                    folds: int = 5, seed: int | None = None) -> tuple[TrajectoryData, list]:
+    """The log with its reference forecasters (``ref:*``) when asked for, and always when it has no
+    probability predictor of its own (:func:`tpsviz.forecasts.references.add_references`).
+
+    Parameters
+    ----------
+    data : TrajectoryData
+    settings : ScoreSettings
+        The censoring mode says how censored runs enter the references; the seed seeds the folds
+        unless ``seed`` is given.
+    q_z : array_like or Series, optional
+        q_Z estimates in exact mode.
+    requested : bool
+        Add them to a log that has forecasts too (``references=True``, ``--references``).
+    folds, seed
+        Folds of runs and their seed.
+
+    Returns
+    -------
+    data : TrajectoryData
+    notes : list of str
+        On raw signals left unscored (the references' own notes are the log's).
+
+    A log without any forecast whose references cannot be formed (fewer than two runs with an
+    outcome) is returned without predictors; its notes say why (:func:`no_forecast_reason`).
+    """
+    automatic = not real_predictors(data.predictors)
+    if not (requested or automatic):
+        return data, []
+    out = add_references(data, settings, q_z, folds=folds, seed=seed, automatic=automatic)
+    notes = []
+    if automatic and data.signals:
+        notes.append(text(f"raw signals {', '.join(plain_text(s, 40) for s in data.signals)} are not scored as "
+                          f"they are: a cross-fitted recalibration ({setting('recalibrate', 'platt')}) makes them "
+                          "probabilities"))
+    return out, notes
+
+
+def no_forecast_reason(data: TrajectoryData) -> str:
+    """Why a log without any forecast has no reference either (after :func:`with_references`)."""
+    info = data.reading.get("references") or {}
+    why = "; ".join(sorted(set((info.get("not_offered") or {}).values()))) or "no reference was added"
+    return (f"{plain_text(data.source)} holds no forecast, and its reference forecasters cannot be formed: "
+            f"{why}")
 
 
 def _recalibrated(data: TrajectoryData, method: str, folds: int, seed, spell: Spell):
@@ -406,6 +466,7 @@ def memory_reason(source, fmt: str | None = None, limits: Limits | None = None) 
     ds = open_dataset(source)
     rows, what = dataset_size(ds)
     if rows > limits.max_rows or ds.n_bytes > limits.max_bytes * max(ds.n_files, 1):
-        return f"{what}, read into memory (the command line would use --engine duckdb above TPSVIZ_MAX_ROWS)"
+        return text(f"{what}, read into memory (above TPSVIZ_MAX_ROWS, score it out of core with "
+                    f"{setting('out_of_core')})")
     return f"auto: {what}, within the {limits.max_rows:,} rows read into memory"
 

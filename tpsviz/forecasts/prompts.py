@@ -16,6 +16,8 @@ __all__ = ["DEFAULT_PROMPTS", "Prompts", "load_prompts"]
 
 #: the prompt file shipped with tpsviz
 DEFAULT_PROMPTS = Path(__file__).with_name("prompts.toml")
+#: the result shown for a tool call not run yet when the acting model is asked (optional key)
+PENDING_TOOL = "This tool call has not run yet: the task is paused for one question."
 
 
 @dataclass(frozen=True)
@@ -30,11 +32,16 @@ class Prompts:
         Asked of a judge model; holds ``{transcript}``, the transcript prefix H_t.
     source : str
         Where the text was read (the file's name, never its content).
+    pending_tool : str
+        The self-report asks right after the agent's turn, before its tool calls have run; a
+        provider refuses a conversation whose tool calls have no results, so each pending call
+        gets this text as its result in the question's copy of the conversation (optional key).
     """
 
     self_report: str
     judge: str
     source: str = "prompts.toml"
+    pending_tool: str = PENDING_TOOL
 
     def judge_prompt(self, transcript: str) -> str:
         """The judge prompt for one transcript prefix H_t.
@@ -66,7 +73,8 @@ def load_prompts(path: str | Path | None = None) -> Prompts:
     Parameters
     ----------
     path : str or Path, optional
-        A TOML file with the text keys ``self_report`` and ``judge``.
+        A TOML file with the text keys ``self_report`` and ``judge`` (and optionally
+        ``pending_tool``).
 
     Returns
     -------
@@ -93,4 +101,7 @@ def load_prompts(path: str | Path | None = None) -> Prompts:
         texts[key] = value.strip() + "\n"
     if "{transcript}" not in texts["judge"]:
         raise ValueError(f"prompt file {p.name}: 'judge' must hold the placeholder {{transcript}}")
-    return Prompts(texts["self_report"], texts["judge"], p.name)
+    pending = doc.get("pending_tool", PENDING_TOOL)
+    if not isinstance(pending, str) or not pending.strip():
+        raise ValueError(f"prompt file {p.name}: key 'pending_tool' must be a non-empty text")
+    return Prompts(texts["self_report"], texts["judge"], p.name, pending.strip())

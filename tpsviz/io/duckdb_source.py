@@ -21,6 +21,7 @@ import pyarrow.compute as pc
 
 from tpsviz.core.errors import LogFormatError
 from tpsviz.core.schema import WHITESPACE, canonical_name, show_id
+from tpsviz.core.wording import setting
 from tpsviz.io.dataset import Dataset
 from tpsviz.io.run_ids import DURATION_IDS
 
@@ -294,7 +295,8 @@ def id_column(types: dict, mapping, label: str) -> str:
     for target, col in mapping:
         if target == "trajectory_id":
             if col not in types:
-                raise LogFormatError(label, [f"--map trajectory_id={show_id(col)}: the files have no such column"])
+                raise LogFormatError(label, [f"{setting('map')} trajectory_id={show_id(col)}: the files have no "
+                                             "such column"])
             return col
     col = next((c for c in types if canonical_name(c) == "trajectory_id"), None)
     if col is None:

@@ -13,6 +13,7 @@ import pandas as pd
 
 from tpsviz.core.errors import LogFormatError
 from tpsviz.core.schema import REQUIRED, canonical_name, looks_like_ours, show_id
+from tpsviz.core.wording import setting
 from tpsviz.io.cells import RowLocations
 from tpsviz.io.kinds import outcome_kind
 from tpsviz.io.tables import MAX_PREDICTORS
@@ -92,14 +93,14 @@ def _other_outcome_kind(cols: list[str]) -> str:
     kind = outcome_kind(cols)
     if kind == "multiclass":
         return ("this is a multi-class log (forecast columns conf_<name>__<label>): score it with "
-                "'python -m tpsviz multiclass' or on the dashboard's Other outcomes page")
+                f"{setting('multiclass')}")
     if kind == "continuous":
         return ("this is a continuous-outcome log (mu_/sigma_, q<level>_ or samples_ forecast columns): score it "
-                "with 'python -m tpsviz crps' or on the dashboard's Other outcomes page")
+                f"with {setting('continuous')}")
     return ""
 
 
-def check_header(cols: list[str], percent, source: str):
+def check_header(cols: list[str], percent, source: str, require_forecast: bool = True):
     """The forecast columns a header offers.
 
     Parameters
@@ -110,6 +111,9 @@ def check_header(cols: list[str], percent, source: str):
         Predictors given in percent (``--percent``).
     source : str
         The file's name, for messages.
+    require_forecast : bool
+        Refuse a header without any ``conf_``/``raw_``/``unc_`` column (the out-of-core engines);
+        False lets such a log load with zero predictors (its references are scored).
 
     Returns
     -------
@@ -149,7 +153,7 @@ def check_header(cols: list[str], percent, source: str):
     if len(conf_cols) + len(sig_cols) > MAX_PREDICTORS:  # each is scored, bootstrapped and tested
         problems.append(f"{len(conf_cols) + len(sig_cols):,} predictor and signal columns, more than the "
                         f"{MAX_PREDICTORS} tpsviz scores at once; split the log or drop columns")
-    if not conf_cols and not sig_cols:
+    if require_forecast and not conf_cols and not sig_cols:
         problems.append("no forecast column: at least one column named conf_<name> (probability "
                         "of success) or raw_<name>/unc_<name> (a signal to recalibrate) is required")
     percent_cols = {p if p.startswith("conf_") else f"conf_{p}" for p in percent}

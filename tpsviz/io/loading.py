@@ -27,10 +27,11 @@ from tpsviz.io.harness.runs import ReadOptions
 from tpsviz.io.longform import from_frame
 from tpsviz.io.run_ids import id_text
 from tpsviz.core.schema import canonical_name, show_id
+from tpsviz.core.wording import setting, text
 from tpsviz.io.tables import FORMATS, format_of, read_table
 
 __all__ = ["TrajectoryData", "LogFormatError", "load", "from_frame", "FORMATS", "read_source",
-           "ReadOptions", "read_forecasts_table"]
+           "ReadOptions", "read_forecasts_table", "guarded", "no_forecast_note"]
 
 
 def read_source(source, name: str | None = None, limits: Limits | None = None,
@@ -69,24 +70,25 @@ def apply_mapping(df, mapping, name: str):
     if not mapping:
         return df
     problems = []
+    opt = setting("map")
     rename = {}
     for target, col in mapping:
         target, col = str(target).strip(), str(col).strip()
         ok_target = target in ("trajectory_id", "step", "outcome", "censored", "q_z", "weight") or (
             target.startswith(("conf_", "raw_", "unc_")) and len(target.split("_", 1)[1]) > 0)
         if not ok_target:
-            problems.append(f"--map {target}={col}: {show_id(target)} is not a long-format column "
+            problems.append(f"{opt} {target}={col}: {show_id(target)} is not a long-format column "
                             "(trajectory_id, step, outcome, censored, q_z, weight, conf_<name>, "
                             "raw_<name>, unc_<name>)")
         elif col not in df.columns:
-            problems.append(f"--map {target}={col}: the file has no column {show_id(col)}")
+            problems.append(f"{opt} {target}={col}: the file has no column {show_id(col)}")
         elif target in df.columns and target != col and target not in dict(mapping).values():
-            problems.append(f"--map {target}={col}: the file already has a column {show_id(target)}")
+            problems.append(f"{opt} {target}={col}: the file already has a column {show_id(target)}")
         elif col in rename and rename[col] != target:  # one column, two targets: refuse, never pick one
-            problems.append(f"--map: column {show_id(col)} is mapped twice ({show_id(rename[col])}, "
+            problems.append(f"{opt}: column {show_id(col)} is mapped twice ({show_id(rename[col])}, "
                             f"{show_id(target)}); map each column once")
         elif target in rename.values() and rename.get(col) != target:
-            problems.append(f"--map: {show_id(target)} is given two columns; map it once")
+            problems.append(f"{opt}: {show_id(target)} is given two columns; map it once")
         else:
             rename[col] = target
     if problems:
@@ -106,7 +108,7 @@ def read_forecasts_table(source, name: str | None, limits: Limits, read=None):
                       max_nodes=limits.max_json_nodes), name
 
 
-def _guarded(reader, name: str, kind: str, *args, **kwargs):
+def guarded(reader, name: str, kind: str, *args, **kwargs):
     """Run a harness reader; a field of an unexpected type deep in a damaged or hostile file
     becomes a clear LogFormatError (never a traceback or "unexpected failure")."""
     try:
@@ -162,7 +164,7 @@ def _read_dataset(source, options: ReadOptions, limits: Limits, read, roots, sam
     if ds.n_rows is not None and ds.n_rows > limits.max_rows:
         raise LogFormatError(label, [f"{ds.n_rows:,} rows in {ds.n_files} files, more than the {limits.max_rows:,} "
                                      "read into memory (TPSVIZ_MAX_ROWS); score it out of core with "
-                                     "--engine duckdb (score, or compare --baseline)"])
+                                     f"{setting('out_of_core')}"])
     ids = [col for target, col in options.mapping if target == "trajectory_id"]
     frames, rows, notes = [], 0, list(ds.notes)
     for f in ds.files:
@@ -253,15 +255,10 @@ def load(source, name: str | None = None, fmt: str | None = None, limits: Limits
     frame, reading, name = _read_frame(source, name, options, limits, read, roots, sample)
     if forecasts is not None:
         frame, reading = _join_forecasts(frame, reading, forecasts, limits, read)
-    if "treatment" in reading and not any(
-            str(c).startswith(("conf_", "raw_", "unc_")) for c in frame.columns):
-        raise LogFormatError(name, [
-            f"this {reading['format']} log holds no per-step forecast: name a numeric field of the "
-            "agent's messages as one (e.g. verbal=metadata.confidence: --conf NAME=FIELD, or the dashboard's "
-            "Reading options, \"Forecast fields of agent messages\"), or join a table trajectory_id, step, "
-            "conf_<name> (--forecasts FILE, or the Reading options' \"Forecasts table (optional)\" for an upload, "
-            "\"Forecasts table path (optional)\" for a server path); token log-probabilities, when the log has "
-            "them, are used as raw signals automatically"])
+    if not any(str(c).startswith(("conf_", "raw_", "unc_")) for c in frame.columns):
+        # a log without any forecast loads with zero predictors: the references give it a yardstick
+        # (tpsviz.forecasts.references; docs/forecasts.md)
+        reading = {**reading, "notes": list(reading.get("notes", [])) + [no_forecast_note(reading["format"])]}
     notes = list(reading.get("notes", []))
     frame.attrs["notes"] = notes + list(frame.attrs.get("notes", []))
     try:
@@ -270,6 +267,25 @@ def load(source, name: str | None = None, fmt: str | None = None, limits: Limits
         raise _named_as_given(e, options.mapping) from None
     data.reading = reading
     return data
+
+
+def no_forecast_note(fmt: str) -> str:
+    """The note of a log that holds no per-step forecast: where one comes from.
+
+    Parameters
+    ----------
+    fmt : str
+        The log's format (``tau-bench``, ``csv`` …).
+
+    Returns
+    -------
+    str
+    """
+    return text(f"this {fmt} log holds no per-step forecast, so only reference forecasters computed from its "
+                f"outcomes can be scored; a forecast comes from a numeric field of the agent's messages "
+                f"({setting('conf', 'verbal=metadata.confidence')}), a table trajectory_id, step, conf_<name> "
+                f"({setting('forecasts')}), or a column conf_<name> of a table; token log-probabilities, when the log "
+                "has them, are used as raw signals automatically (docs/forecasts.md)")
 
 
 def _read_frame(source, name: str | None, options: ReadOptions, limits: Limits, read, roots, sample):
@@ -282,11 +298,11 @@ def _read_frame(source, name: str | None, options: ReadOptions, limits: Limits, 
         if kind not in (None, "tau2") or not (Path(source) / "results.json").is_file():
             raise LogFormatError(name, ["is a folder; the only folder tpsviz reads is a tau2-bench "
                                         "results folder (results.json with simulations/)"])
-        frame, reading = _guarded(read_tau2_dir, name, "tau2", Path(source), options, limits, label=name,
+        frame, reading = guarded(read_tau2_dir, name, "tau2", Path(source), options, limits, label=name,
                                   read=read)
         return frame, reading, name
     if isinstance(source, list):
-        return _guarded(_tau2_files, name or "tau2-bench results", "tau2", source, name, options, limits)
+        return guarded(_tau2_files, name or "tau2-bench results", "tau2", source, name, options, limits)
     raw, name = read_source(source, name, limits, read)
     parsed = None
     if kind is None:
@@ -294,7 +310,7 @@ def _read_frame(source, name: str | None, options: ReadOptions, limits: Limits, 
     if kind in TABLE_FORMATS:
         frame, reading = _read_table_log(raw, name, kind, options, limits)
     elif kind in HARNESS_FORMATS or kind == "tau2-index":
-        frame, reading = _guarded(read_harness, name, kind, raw, name, kind, options, limits, parsed)
+        frame, reading = guarded(read_harness, name, kind, raw, name, kind, options, limits, parsed)
     else:
         raise LogFormatError(name, [f"unknown format {kind!r}"])
     return frame, reading, name
@@ -306,14 +322,14 @@ def _read_table_log(raw: bytes, name: str, kind: str, options: ReadOptions, limi
     ids = [col for target, col in options.mapping if target == "trajectory_id"]
     frame = apply_mapping(read_table(raw, name, kind, limits.max_rows, limits.max_cells, limits.max_bytes,
                                      text_columns=ids, max_nodes=limits.max_json_nodes), options.mapping, name)
-    unused = [flag for flag, given in (("--treat", options.treat), ("--conf", options.conf),
-                                       ("--scorer", options.scorer),
-                                       ("--success-threshold", options.success_threshold is not None))
+    unused = [setting(name) for name, given in (("treat", options.treat), ("conf", options.conf),
+                                                ("scorer", options.scorer),
+                                                ("success_threshold", options.success_threshold is not None))
               if given]
     if unused:  # never let a user believe a harness option was applied to a table
-        frame.attrs["notes"] = list(frame.attrs.get("notes", [])) + [
+        frame.attrs["notes"] = list(frame.attrs.get("notes", [])) + [text(
             f"{', '.join(unused)} appl{'ies' if len(unused) == 1 else 'y'} to harness logs only "
-            f"(tau2-bench, tau-bench, Inspect AI): ignored for this {kind.upper()} table."]
+            f"(tau2-bench, tau-bench, Inspect AI): ignored for this {kind.upper()} table.")]
     return frame, {"format": kind, "options": options.describe()}
 
 
@@ -336,8 +352,9 @@ def _named_as_given(error: LogFormatError, mapping) -> LogFormatError:
     if not renamed:
         return error
     problems = []
-    for text in error.problems:
+    for problem in error.problems:
+        problem = getattr(problem, "template", problem)  # (a problem naming a setting keeps its marker)
         for target, col in renamed:
-            text = text.replace(f"column {target}", f"column {target} (the file's {col})")
-        problems.append(text)
+            problem = problem.replace(f"column {target}", f"column {target} (the file's {col})")
+        problems.append(problem)
     return LogFormatError(error.source, problems)

@@ -19,6 +19,7 @@ import pandas as pd
 from tpsviz.core.data import TrajectoryData
 from tpsviz.core.errors import LogFormatError
 from tpsviz.core.schema import RESERVED, show_id
+from tpsviz.core.wording import setting
 from tpsviz.io.cells import id_examples, parse_boolean, parse_numeric, rounding_into_unit, row_examples
 from tpsviz.io.header import check_header, prepared_frame
 from tpsviz.io.run_ids import code_runs, step_numbers, trajectory_ids
@@ -51,7 +52,7 @@ def from_frame(df: pd.DataFrame, source: str = "<frame>", percent=()) -> Traject
     notes: list[str] = list(df.attrs.get("notes", []))
     df, where = prepared_frame(df, source, notes)
     cols = [c for c in df.columns if c != "_where"]
-    conf_cols, sig_cols, percent_cols = check_header(cols, percent, source)
+    conf_cols, sig_cols, percent_cols = check_header(cols, percent, source, require_forecast=False)
     problems: list[str] = []
     tid, tid_missing = trajectory_ids(df, where, notes, problems)
     step = step_numbers(df, tid, tid_missing, where, problems)
@@ -133,8 +134,7 @@ def percent_note(cols: list[str]) -> str:
 def percent_hint(col: str) -> str:
     """The words added to the message on forecasts outside [0, 1] when every value of ``col``
     lies in [0, 100]."""
-    return (f" (they look like percentages (0–100): say so with --percent {col[len('conf_'):]} or the "
-            "dashboard's percent option)")
+    return f" (they look like percentages (0–100): say so with {setting('percent', col[len('conf_'):])})"
 
 
 def _value_columns(df, cols, conf_cols, sig_cols, percent_cols, where, notes, problems) -> dict:

@@ -42,10 +42,10 @@ from tpsviz.outcomes.continuous_pit import pit_histogram, pit_reading, pit_value
 from tpsviz.io.continuous_forms import FORMS, MAX_MEMBERS
 from tpsviz.io.kinds import is_continuous
 from tpsviz.io.continuous import ContinuousLog, continuous_from_frame, ensemble_batches, read_continuous
-from tpsviz.core.inference import DEFAULT_SEED, bootstrap_sums
+from tpsviz.core.inference import DEFAULT_SEED, column_mean_intervals
 from tpsviz.core.schedules import Schedule
 from tpsviz.core.schema import show_id
-from tpsviz.core.tps import check_weights, percentile_intervals
+from tpsviz.core.tps import check_weights
 
 __all__ = ["ContinuousLog", "ContinuousResult", "is_continuous", "read_continuous", "continuous_from_frame",
            "crps_rows", "tps_crps", "schedule_reason", "pit_values", "pit_histogram", "pit_reading", "FORMS", "MAX_MEMBERS",
@@ -156,25 +156,6 @@ def _weights(log: ContinuousLog, schedule: Schedule) -> np.ndarray:
     return w
 
 
-def _intervals(values: np.ndarray, valid: np.ndarray, n_boot: int, level: float, seed: int):
-    """Percentile bootstrap CIs of each column's mean over its valid rows (runs resampled; the same
-    replicates for every column: a paired bootstrap)."""
-
-    n, k = values.shape
-    if n_boot <= 0 or n < 2 or k == 0:
-        return np.full(k, np.nan), np.full(k, np.nan)
-    partial = ~valid.all(axis=0)
-    v = np.where(valid, values, 0.0)
-    v[~np.isfinite(v)] = 0.0  # such a column gets no interval (percentile_intervals)
-    sums = bootstrap_sums(np.hstack([v, valid[:, partial].astype(float)]), n_boot, seed)
-    den = np.full((n_boot, k), float(n))
-    den[:, partial] = sums[:, k:]
-    with np.errstate(invalid="ignore", divide="ignore"):
-        reps = sums[:, :k] / den
-    finite = np.array([np.isfinite(values[valid[:, j], j]).all() for j in range(k)])
-    return percentile_intervals(reps, finite, valid.sum(axis=0), level)
-
-
 def tps_crps(log: ContinuousLog, schedule: Schedule = Schedule(), n_boot: int = 2000, level: float = 0.95,
              seed: int = DEFAULT_SEED, predictors: list[str] | None = None) -> ContinuousResult:
     """Score every predictor with TPS_i = −Σ_t w_t CRPS(F_t, Y_i), complete runs only.
@@ -237,7 +218,7 @@ def tps_crps(log: ContinuousLog, schedule: Schedule = Schedule(), n_boot: int = 
             "n_no_forecast": int(runs.size - sel.size),
         })
     summary = pd.DataFrame(rows, columns=_SUMMARY_COLUMNS).set_index("predictor")
-    lo, hi = _intervals(values, valid, int(n_boot), level, seed)
+    lo, hi = column_mean_intervals(values, valid, int(n_boot), level, seed)
     summary["tps_ci_low"], summary["tps_ci_high"] = lo, hi
     per_run = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(
         columns=["trajectory_id", "traj", "predictor", "tps", "crps_mean", "n_scored", "weight_sum"])

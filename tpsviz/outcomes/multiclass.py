@@ -35,7 +35,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from tpsviz.core.inference import DEFAULT_SEED, bootstrap_sums
+from tpsviz.core.inference import DEFAULT_SEED, column_mean_intervals
 from tpsviz.io.kinds import is_multiclass
 from tpsviz.io.multiclass import SUM_TOLERANCE, MulticlassLog, multiclass_from_frame, read_multiclass
 from tpsviz.outcomes.multiclass_reliability import ovr_summary, reliability_ovr
@@ -237,29 +237,6 @@ def _targets(log: MulticlassLog, censoring: str, censored_label: str | None):
     return in_scope, y, q, fallback
 
 
-def _intervals(values: np.ndarray, valid: np.ndarray, n_boot: int, seed: int, level: float):
-    """Percentile CIs of the mean over each column's valid runs, every column resampled with the
-    same replicates (a paired trajectory bootstrap, as :func:`tpsviz.compute_tps` does)."""
-    n, m = values.shape
-    lo, hi = np.full(m, np.nan), np.full(m, np.nan)
-    if n_boot <= 0 or n < 2 or m == 0:
-        return lo, hi
-    finite = np.array([np.isfinite(values[valid[:, j], j]).all() for j in range(m)])
-    v = np.where(valid & np.isfinite(values), values, 0.0)
-    partial = ~valid.all(axis=0)
-    sums = bootstrap_sums(np.hstack([v, valid[:, partial].astype(float)]), n_boot, seed)
-    den = np.full((n_boot, m), float(n))
-    den[:, partial] = sums[:, m:]
-    with np.errstate(invalid="ignore", divide="ignore"):
-        reps = sums[:, :m] / den
-    a = (1 - level) / 2
-    for j in range(m):
-        if finite[j] and valid[:, j].sum() >= 2:
-            r = reps[:, j][np.isfinite(reps[:, j])]
-            lo[j], hi[j] = np.quantile(r, [a, 1 - a])
-    return lo, hi
-
-
 def tps_k(log: MulticlassLog, rule: str = "log", schedule: Schedule | None = None,
           censoring: str = "complete", censored_label: str | None = None, n_boot: int = 2000,
           level: float = 0.95, seed: int = DEFAULT_SEED, eps: float = 1e-6,
@@ -322,7 +299,7 @@ def tps_k(log: MulticlassLog, rule: str = "log", schedule: Schedule | None = Non
         valids.append(valid)
     summary = pd.DataFrame(rows, columns=_SUMMARY_COLUMNS).set_index("predictor")
     if names:
-        lo, hi = _intervals(np.column_stack(values), np.column_stack(valids), int(n_boot), seed, level)
+        lo, hi = column_mean_intervals(np.column_stack(values), np.column_stack(valids), int(n_boot), level, seed)
         summary["tps_ci_low"], summary["tps_ci_high"] = lo, hi
     per_run = (pd.concat(frames, ignore_index=True) if frames else
                pd.DataFrame(columns=["trajectory_id", "predictor", "tps", "censored", "n_scored", "weight_sum"]))

@@ -1,5 +1,8 @@
 """The demo logs in ``demo_data/``, written byte-identically by every run (``python -m tpsviz demo-data``).
 
+Every file there is written by this module except :data:`NOT_GENERATED` (the data card and a real
+log copied as published), which it never writes or changes.
+
 For each scenario of :data:`tpsviz.synthetic.agent.SCENARIOS`: the log, its hidden truth per run and,
 where simulated, the rollouts; then the drifting deployment, the multi-class and the continuous-outcome
 demos.
@@ -14,7 +17,13 @@ import pandas as pd
 from tpsviz.synthetic import continuous, drift, multiclass
 from tpsviz.synthetic.agent import simulate
 
-__all__ = ["write_demo", "EXTRA_DEMOS"]
+__all__ = ["write_demo", "EXTRA_DEMOS", "NOT_GENERATED"]
+
+#: files of ``demo_data/`` this writer leaves alone: the data card, and a real public log copied as published
+#: (demo_data/README.md, tests/fixtures/SOURCES.md), with the git blob hash that pins its bytes. The check
+#: that the folder is the writer's own: ``diff -r -x README.md -x tau-bench-airline-gpt-4o.json OUT demo_data``
+NOT_GENERATED = {"README.md": None,
+                 "tau-bench-airline-gpt-4o.json": "a5f0d91569e740b949b37a181993b3f1822a86f4"}
 
 #: modules with a demo_frames() -> {file name: frame}: the monitoring, multi-class and continuous demos
 EXTRA_DEMOS = (drift, multiclass, continuous)

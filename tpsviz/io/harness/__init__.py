@@ -22,7 +22,7 @@ from tpsviz.io.harness.taubench import read_taubench
 from tpsviz.io.files import read_file
 
 __all__ = ["ReadOptions", "TREATMENTS", "HARNESS_FORMATS", "TABLE_FORMATS", "FORMAT_CHOICES",
-           "detect_format", "read_harness", "read_tau2_dir", "read_tau2_parts", "parse_treat",
+           "detect_format", "read_harness", "read_harness_log", "read_tau2_dir", "read_tau2_parts", "parse_treat",
            "parse_conf", "parse_mapping", "HarnessLog"]
 
 HARNESS_FORMATS = ("tau2", "tau-bench", "inspect")
@@ -118,6 +118,28 @@ def detect_format(raw: bytes, name: str, max_nodes: int = DEFAULT_MAX_NODES) -> 
 
 def read_harness(raw: bytes, name: str, fmt: str, options: ReadOptions, limits, parsed=None):
     """(long frame, reading record) of a harness log's bytes; see :func:`runs_to_frame`."""
+    return runs_to_frame(read_harness_log(raw, name, fmt, options, limits, parsed), options, name, limits.max_rows)
+
+
+def read_harness_log(raw: bytes, name: str, fmt: str, options: ReadOptions, limits, parsed=None) -> HarnessLog:
+    """The runs of a harness log's bytes (:class:`HarnessLog`), before the treatment table.
+
+    Parameters
+    ----------
+    raw : bytes
+    name : str
+        File name for messages.
+    fmt : str
+        ``inspect``, ``tau2``, ``tau-bench`` (or ``tau2-index``, refused with a message).
+    options : ReadOptions
+    limits : tpsviz.io.files.Limits
+    parsed : object, optional
+        The JSON already parsed by :func:`detect_format`.
+
+    Returns
+    -------
+    HarnessLog
+    """
 
     if fmt == "inspect" and raw[:4] == b"PK\x03\x04":
         log = read_inspect_eval(raw, name, options, limits)
@@ -146,7 +168,7 @@ def read_harness(raw: bytes, name: str, fmt: str, options: ReadOptions, limits, 
                                         "(results.json + simulations/): open the folder itself"])
         else:
             raise ValueError(f"unknown harness format {fmt!r}")
-    return runs_to_frame(log, options, name, limits.max_rows)
+    return log
 
 
 def _parse_json_checked(raw: bytes, name: str, max_nodes: int = DEFAULT_MAX_NODES):

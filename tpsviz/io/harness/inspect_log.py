@@ -10,6 +10,9 @@ members ``samples/<id>_epoch_<n>.json`` or the chunked per-sample folders
 - A sample stopped by a limit (``sample.limit``) is censored by default; the limit's type is
   kept as metadata (reason ``<type>_limit``). Errored samples (``sample.error``) are dropped,
   and so are samples without any score; both are counted.
+- A confidence elicited during the run (:mod:`tpsviz.forecasts.elicit`, message metadata
+  ``tpsviz_confidence``) is found without options: the predictor ``conf_elicited``, with the
+  replies that held no usable probability counted by problem.
 """
 
 from __future__ import annotations
@@ -20,9 +23,10 @@ import re
 
 from tpsviz.core.cancel import checkpoint
 from tpsviz.core.errors import MAX_PROBLEMS, LogFormatError
-from tpsviz.core.schema import show_id
+from tpsviz.core.schema import ELICITED_KEY, ELICITED_PROBLEM_KEY, show_id
+from tpsviz.core.wording import setting
 from tpsviz.io.harness.evalzip import EvalZip
-from tpsviz.io.harness.runs import HarnessLog, ReadOptions, Run, is_key
+from tpsviz.io.harness.runs import FoundForecast, HarnessLog, ReadOptions, Run, is_key
 
 __all__ = ["read_inspect_json", "read_inspect_eval", "DEFAULT_TREATMENT"]
 
@@ -40,6 +44,9 @@ _MONOLITH = re.compile(r"^samples/[^/]+\.json$")
 _SHELL = re.compile(r"^(samples/[^/]+)/sample\.json$")
 _CHUNK = re.compile(r"^(samples/[^/]+)/(messages|events)/(\d{1,9})\.json$")
 _REASON = re.compile(r"^[A-Za-z][A-Za-z0-9_-]{0,30}$")
+#: the confidence elicited during a run, when any agent message carries it
+ELICITED = FoundForecast("elicited", f"metadata.{ELICITED_KEY}", f"metadata.{ELICITED_PROBLEM_KEY}",
+                         f"elicited during the run (message metadata {ELICITED_KEY})")
 
 
 def _dict(v) -> dict:
@@ -126,7 +133,7 @@ def _run(sample: dict, where: str, header: dict, options: ReadOptions, events=No
         outcome = _score_value(val, options.threshold)
         if outcome is None and reason == "scored":
             return None, (f"{label}: the value of scorer {show_id(scorer)} is not a single score "
-                          "(C/I, true/false or a number); name another with --scorer (dashboard: Reading options, \"Scorer\")")
+                          f"(C/I, true/false or a number); name another with {setting('scorer')}")
     steps = [m for m in messages if isinstance(m, dict) and m.get("role") == "assistant"]
     lp_map = _logprob_map(events if events is not None else sample.get("events"))
     lps = [lp_map.get(m.get("id")) if isinstance(m.get("id"), (str, int)) else None for m in steps]
@@ -141,7 +148,8 @@ def _run(sample: dict, where: str, header: dict, options: ReadOptions, events=No
     meta = {"sample_id": str(sid), "epoch": epoch, "model": model if isinstance(model, str) else None,
             "task": task if isinstance(task, str) else None,
             "limit": limit_type or "", "scorer": scorer or "", "termination_reason": reason}
-    return Run(tid, reason, outcome, steps, lps, meta, label), None
+    return Run(tid, reason, outcome, steps, lps, meta, label,
+               messages if options.transcripts else None), None
 
 
 def _finish(runs, problems, name, notes) -> HarnessLog:
@@ -152,7 +160,10 @@ def _finish(runs, problems, name, notes) -> HarnessLog:
         if r.trajectory_id in seen:
             raise LogFormatError(name, [f"{r.where}: the same sample and epoch appear twice"])
         seen[r.trajectory_id] = r
-    return HarnessLog("inspect", runs, dict(DEFAULT_TREATMENT), notes, dict(REASON_HELP))
+    elicited = any(isinstance(m.get("metadata"), dict) and ELICITED_KEY in m["metadata"]
+                   for r in runs for m in r.steps)
+    return HarnessLog("inspect", runs, dict(DEFAULT_TREATMENT), notes, dict(REASON_HELP),
+                      [ELICITED] if elicited else [], task_column="sample_id")
 
 
 def read_inspect_json(obj: dict, name: str, options: ReadOptions) -> HarnessLog:

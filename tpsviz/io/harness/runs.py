@@ -12,16 +12,19 @@ A reader turns a harness file into :class:`Run` objects: one agent run with its 
 from __future__ import annotations
 
 import math
+import re
+from collections import Counter
 from dataclasses import dataclass, field
 
 import numpy as np
 import pandas as pd
 
-from tpsviz.core.errors import LogFormatError
+from tpsviz.core.errors import LogFormatError, SettingError
 from tpsviz.core.schema import MAX_ID_CHARS, MAX_META_CHARS, show_id
+from tpsviz.core.wording import setting
 from tpsviz.io.harness.forecasts import logprob_signals, message_value
 
-__all__ = ["Run", "HarnessLog", "ReadOptions", "TREATMENTS", "runs_to_frame", "parse_treat",
+__all__ = ["Run", "HarnessLog", "FoundForecast", "ReadOptions", "TREATMENTS", "runs_to_frame", "parse_treat",
            "parse_conf", "parse_mapping", "is_key", "is_number", "DEFAULT_SUCCESS_THRESHOLD"]
 
 TREATMENTS = ("outcome", "censored", "failure", "dropped")
@@ -49,6 +52,10 @@ class Run:
         Run-level metadata (task, trial, model, domain, termination reason, …).
     where : str
         How to locate the run in the file for messages ("simulation 3").
+    messages : list or None
+        Every message of the run in order (the agent's, the user's, tool results), kept only
+        when :attr:`ReadOptions.transcripts` asks for them (the replay's transcripts); ``steps``
+        are the assistant messages of this list, the same objects.
     """
 
     trajectory_id: str
@@ -58,17 +65,45 @@ class Run:
     logprobs: list
     metadata: dict
     where: str
+    messages: list | None = None
+
+
+@dataclass(frozen=True)
+class FoundForecast:
+    """A forecast field of the agent's messages that a reader found by itself (no option named
+    it), e.g. the confidence elicited during an Inspect run (docs/forecasts.md §2).
+
+    Attributes
+    ----------
+    name : str
+        The predictor's name (``elicited`` → column ``conf_elicited``).
+    path : str
+        The value's dotted path in a message (``metadata.tpsviz_confidence``).
+    problem_path : str
+        Where a message without a value says why (``metadata.tpsviz_confidence_problem``).
+    source : str
+        Where the values come from, in words (the reading record's ``forecasts``).
+    """
+
+    name: str
+    path: str
+    problem_path: str
+    source: str
 
 
 @dataclass
 class HarnessLog:
-    """The runs of one harness file, with the reader's defaults."""
+    """The runs of one harness file, with the reader's defaults and the forecast fields it found;
+    ``task_column`` names the metadata that identifies the task across trials or epochs
+    (``reading["task_column"]``: the references' ``ref:task``, docs/forecasts.md)."""
 
     format: str
     runs: list
     default_treatment: dict
     notes: list = field(default_factory=list)
     reason_help: dict = field(default_factory=dict)
+    found: list = field(default_factory=list)
+    task_column: str | None = None
 
 
 @dataclass(frozen=True)
@@ -96,6 +131,9 @@ class ReadOptions:
         Tables: columns of other names, e.g. ``("trajectory_id", "run")``.
     percent : tuple of str
         Tables and harness fields: predictors given in percent (0–100), divided by 100.
+    transcripts : bool
+        Harness logs: keep every run's whole message list (:attr:`Run.messages`) for the replay
+        of transcripts (:mod:`tpsviz.io.harness.transcripts`); off for scoring.
     """
 
     fmt: str | None = None
@@ -106,6 +144,7 @@ class ReadOptions:
     logprob_signals: bool = True
     mapping: tuple = ()
     percent: tuple = ()
+    transcripts: bool = False
 
     def __post_init__(self) -> None:
         if self.success_threshold is not None and not math.isfinite(float(self.success_threshold)):
@@ -129,9 +168,9 @@ def parse_treat(items) -> tuple:
         reason, sep, treatment = str(item).partition("=")
         reason, treatment = reason.strip(), treatment.strip().lower()
         if not sep or not reason:
-            raise ValueError(f"--treat {item!r}: write it as REASON=TREATMENT, e.g. max_steps=failure")
+            raise SettingError(f"{setting('treat')} {item!r}: write it as REASON=TREATMENT, e.g. max_steps=failure")
         if treatment not in TREATMENTS:
-            raise ValueError(f"--treat {item!r}: the treatment must be one of {', '.join(TREATMENTS)}")
+            raise SettingError(f"{setting('treat')} {item!r}: the treatment must be one of {', '.join(TREATMENTS)}")
         out.append((reason, treatment))
     return tuple(out)
 
@@ -146,14 +185,15 @@ def _pairs(items, problem) -> tuple:
                 continue
             a, sep, b = part.partition("=")
             if not sep or not a.strip() or not b.strip():
-                raise ValueError(problem(part))
+                raise SettingError(problem(part))
             out.append((a.strip(), b.strip()))
     return tuple(out)
 
 
 def parse_mapping(items) -> tuple:
     """``["trajectory_id=run,step=turn", …]`` → ``(("trajectory_id", "run"), ("step", "turn"), …)``."""
-    return _pairs(items, lambda part: f"--map {part.strip()!r}: write it as TARGET=COLUMN, e.g. trajectory_id=run")
+    return _pairs(items, lambda part: f"{setting('map')} {part.strip()!r}: write it as TARGET=COLUMN, "
+                                      "e.g. trajectory_id=run")
 
 
 #: forecast fields read from a harness log at once (each becomes a column on every step row)
@@ -163,9 +203,9 @@ MAX_CONF = 32
 def parse_conf(items) -> tuple:
     """``["verbal=metadata.confidence"]`` → ``(("verbal", "metadata.confidence"),)``; at most
     :data:`MAX_CONF` pairs."""
-    out = _pairs(items, lambda part: f"--conf {part!r}: write it as NAME=FIELD, e.g. verbal=metadata.confidence")
+    out = _pairs(items, lambda part: f"{setting('conf')} {part!r}: write it as NAME=FIELD, e.g. verbal=metadata.confidence")
     if len(out) > MAX_CONF:
-        raise ValueError(f"--conf names {len(out)} fields; at most {MAX_CONF} are read at once")
+        raise SettingError(f"{setting('conf')} names {len(out)} fields; at most {MAX_CONF} are read at once")
     return out
 
 
@@ -234,7 +274,9 @@ def runs_to_frame(log: HarnessLog, options: ReadOptions, name: str, max_rows: in
     table, counts, overrides = _treatment_table(log, options, notes)
     _check_runs(log, table, name, max_rows, notes)
     conf_cols = [(_column(n), p) for n, p in options.conf]
-    rows = _step_rows(log, table, options, conf_cols)
+    found = _found_columns(log, conf_cols)
+    rows = _step_rows(log, table, options, conf_cols + [(c, f.path) for c, f in found],
+                      {c: f.problem_path for c, f in found})
     if rows.missing_outcome:
         ex = ", ".join(f"{m.where} ({show_id(m.trajectory_id)})" for m in rows.missing_outcome[:3])
         raise LogFormatError(name, [
@@ -250,6 +292,11 @@ def runs_to_frame(log: HarnessLog, options: ReadOptions, name: str, max_rows: in
             + ")" if rows.dropped else "no run has an agent message")])
     frame = pd.DataFrame(rows.columns.data)
     sources = _forecast_sources(frame, conf_cols, rows.with_logprobs, notes)
+    found_counts = {}
+    for col, f in found:
+        sources[col] = f.source
+        found_counts[col] = _found_counts(rows.found_problems.get(col, Counter()), len(frame))
+        notes += _found_notes(col, f, found_counts[col])
     kept = sum(v for k, v in counts.items() if table[k] != "dropped") - len(rows.missing_outcome) - rows.no_steps
     reading = {
         "format": log.format,
@@ -263,6 +310,8 @@ def runs_to_frame(log: HarnessLog, options: ReadOptions, name: str, max_rows: in
         "runs_read": len(log.runs),
         "runs_kept": kept,
         "forecasts": sources,
+        "found_forecasts": found_counts,
+        "task_column": log.task_column,
         "options": options.describe(),
         "notes": notes,
     }
@@ -324,10 +373,13 @@ class _StepRows:
     no_steps: int = 0                                  # runs without an agent message
     missing_outcome: list = field(default_factory=list)  # runs to score whose outcome was not recorded
     with_logprobs: bool = False                        # some step has token log-probabilities
+    found_problems: dict = field(default_factory=dict)  # found column -> Counter of why values are missing
 
 
-def _step_rows(log: HarnessLog, table: dict, options: ReadOptions, conf_cols: list) -> _StepRows:
-    """One row per agent step of every run its treatment keeps."""
+def _step_rows(log: HarnessLog, table: dict, options: ReadOptions, conf_cols: list,
+               problem_paths: dict) -> _StepRows:
+    """One row per agent step of every run its treatment keeps; for the found forecast columns
+    (``problem_paths``: column -> where a message says why it has no value), why values are missing."""
     out = _StepRows()
     for r in log.runs:
         treatment = table[r.reason]
@@ -350,6 +402,10 @@ def _step_rows(log: HarnessLog, table: dict, options: ReadOptions, conf_cols: li
             outcome, censored = np.nan, True
         cols, with_lp = _run_columns(r, outcome, censored, options, conf_cols)
         out.with_logprobs |= with_lp
+        for col, path in conf_cols:
+            if col in problem_paths:
+                _count_missing(out.found_problems.setdefault(col, Counter()), cols[col], r.steps,
+                               path, problem_paths[col])
         out.columns.extend(cols, len(r.steps))
     return out
 
@@ -371,6 +427,59 @@ def _run_columns(r: Run, outcome: float, censored: bool, options: ReadOptions, c
             for k, v in sig.items():
                 cols.setdefault(k, [np.nan] * n)[t] = v
     return cols, with_lp
+
+
+def _found_columns(log: HarnessLog, conf_cols: list) -> list:
+    """(column, FoundForecast) of the fields the reader found that no ``--conf`` already reads
+    (under the same column name or from the same path)."""
+    names, paths = {c for c, _ in conf_cols}, {p for _, p in conf_cols}
+    return [(_column(f.name), f) for f in log.found if _column(f.name) not in names and f.path not in paths]
+
+
+_PROBLEM = re.compile(r"^[a-z][a-z ]{0,39}$")
+
+
+def _count_missing(counter: Counter, values: list, steps: list, path: str, problem_path: str) -> None:
+    """Count why each step without a value has none: the problem its message states (a short
+    lower-case phrase, else ``other``), ``no number`` for a value that is not one, or ``not asked``
+    when the message lacks the field."""
+    parent, _, key = path.rpartition(".")
+    for v, msg in zip(values, steps):
+        if not math.isnan(v):
+            continue
+        holder = message_value(msg, parent) if parent else msg
+        if not isinstance(holder, dict) or key not in holder:
+            counter["not asked"] += 1
+            continue
+        problem = message_value(msg, problem_path)
+        if holder[key] is not None:
+            counter["not a number"] += 1
+        elif isinstance(problem, str) and _PROBLEM.match(problem):
+            counter[problem] += 1
+        else:
+            counter["other"] += 1
+
+
+def _found_counts(counter: Counter, n_steps: int) -> dict:
+    """The reading record's counts of a found column: steps, steps not asked, steps whose reply
+    held no usable probability by problem (most frequent first)."""
+    problems = sorted(((k, v) for k, v in counter.items() if k != "not asked"), key=lambda kv: (-kv[1], kv[0]))
+    return {"steps": int(n_steps), "not_asked": int(counter.get("not asked", 0)),
+            "no_value": int(sum(v for _, v in problems)), "problems": dict(problems)}
+
+
+def _found_notes(col: str, found: FoundForecast, counts: dict) -> list[str]:
+    """The notes of a found column: how many steps' replies held no usable probability, and why;
+    how many steps were not asked."""
+    notes, n = [], counts["steps"]
+    if counts["no_value"]:
+        why = ", ".join(f"{v} {k}" for k, v in counts["problems"].items())
+        notes.append(f"{col}: {counts['no_value']} of {n} steps: the reply held no usable probability "
+                     f"({why}); missing values, left out of its score")
+    if counts["not_asked"]:
+        notes.append(f"{col}: {counts['not_asked']} of {n} steps were not asked (their message has no "
+                     f"{found.path})")
+    return notes
 
 
 def _forecast_sources(frame: pd.DataFrame, conf_cols: list, with_lp: bool, notes: list[str]) -> dict:

@@ -77,7 +77,7 @@ def read_tau2(obj: dict, name: str, options: ReadOptions, simulations: list | No
     model = message_value(info, "agent_info.llm") or message_value(info, "agent_info.implementation")
     domain = message_value(info, "environment_info.domain_name")
     context = {"model": model if isinstance(model, str) else None,
-               "domain": domain if isinstance(domain, str) else None}
+               "domain": domain if isinstance(domain, str) else None, "transcripts": options.transcripts}
     if simulations is None:
         sims = obj.get("simulations")
         if not isinstance(sims, list):
@@ -106,12 +106,13 @@ def read_tau2(obj: dict, name: str, options: ReadOptions, simulations: list | No
     if voice:
         notes.append(f"{voice} full-duplex voice simulation(s) store audio ticks, not messages, and "
                      "were left out")
-    return HarnessLog("tau2-bench", runs, dict(DEFAULT_TREATMENT), notes, dict(REASON_HELP))
+    return HarnessLog("tau2-bench", runs, dict(DEFAULT_TREATMENT), notes, dict(REASON_HELP), task_column="task_id")
 
 
 def _run_of(where: str, sim, seen: dict, thr: float, context: dict) -> tuple[Run | None, str | None]:
     """One simulation as a run, or the problem that prevents it; (None, None) for a voice
-    simulation. ``seen``: ids read so far (updated); ``context``: the model and domain of the file."""
+    simulation. ``seen``: ids read so far (updated); ``context``: the model and domain of the file,
+    and whether to keep the messages (``transcripts``)."""
     if not isinstance(sim, dict):
         return None, f"{where}: not a JSON object"
     sid = sim.get("id")
@@ -143,4 +144,5 @@ def _run_of(where: str, sim, seen: dict, thr: float, context: dict) -> tuple[Run
             "trial": trial if isinstance(trial, int) and not isinstance(trial, bool) else None,
             "model": context["model"], "domain": context["domain"],
             "termination_reason": reason}
-    return Run(sid, reason, outcome, steps, [_logprobs(m) for m in steps], meta, label), None
+    return Run(sid, reason, outcome, steps, [_logprobs(m) for m in steps], meta, label,
+               messages if context["transcripts"] else None), None

@@ -98,8 +98,9 @@ def read_taubench(obj: list, name: str, options: ReadOptions) -> HarnessLog:
         meta = {"task_id": str(task), "trial": trial if isinstance(trial, int) else None, "model": model,
                 "domain": _domain(traj),
                 "termination_reason": reason}
-        runs.append(Run(tid, reason, outcome, steps, [None] * len(steps), meta, label))
+        runs.append(Run(tid, reason, outcome, steps, [None] * len(steps), meta, label,
+                        traj if options.transcripts else None))
     if problems:
         raise LogFormatError(name, problems)
     notes = [] if model else ["the model is not recorded in a tau-bench file (nor in this file's name)"]
-    return HarnessLog("tau-bench", runs, dict(DEFAULT_TREATMENT), notes, dict(REASON_HELP))
+    return HarnessLog("tau-bench", runs, dict(DEFAULT_TREATMENT), notes, dict(REASON_HELP), task_column="task_id")

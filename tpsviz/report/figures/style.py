@@ -21,6 +21,7 @@ import plotly.io as pio
 
 from tpsviz.core.schema import clean_text
 from tpsviz.core.scores import score_unit
+from tpsviz.forecasts.references import is_reference as is_reference_forecaster
 
 __all__ = [
     "PALETTE", "REFERENCE_COLOR", "REFERENCE_NAMES", "TEMPLATE", "FONT", "use_template_by_default",
@@ -112,7 +113,11 @@ def by_predictor(frame, colors):
 
 
 def display_name(name: str) -> str:
-    """Predictor label with the reference marked."""
+    """Predictor label with the reference marked: the truthful/oracle predictor of synthetic data
+    "(reference)", a reference forecaster fitted on the log (``ref:…``, docs/forecasts.md §1)
+    "(reference forecaster)", never mistaken for the agent's signal."""
+    if is_reference_forecaster(name):
+        return f"{name} (reference forecaster)"
     return f"{name} (reference)" if is_reference(name) else str(name)
 
 

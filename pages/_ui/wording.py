@@ -1,0 +1,75 @@
+"""The core's messages in the dashboard's words: a setting a message names
+(:mod:`tpsviz.core.wording`) is named by the widget that sets it, as the page shows it.
+
+The labels of those widgets are defined here and drawn from here (``reading.py``, ``sidebar.py``),
+so a message and the widget it points to cannot drift apart. Every place a page shows a core
+error or note words it with :func:`say` (a :class:`~pages._ui.loading.LoadFailure` words its
+problems when it is made).
+"""
+
+from __future__ import annotations
+
+from tpsviz.core.wording import Wording, word
+
+__all__ = ["READING", "UNCERTAINTY", "LABELS", "DASHBOARD", "say"]
+
+#: the sidebar's expanders holding the reading options and the bootstrap
+READING = "Reading options"
+UNCERTAINTY = "Uncertainty"
+
+#: widget labels, by the setting they set (drawn with these texts)
+LABELS = {
+    "conf": "Forecast fields of agent messages",
+    "forecasts": "Forecasts table (optional)",
+    "forecasts_path": "Forecasts table path (optional)",
+    "success_threshold": "Success threshold",
+    "scorer": "Scorer (Inspect AI)",
+    "map": "Column mapping (tables)",
+    "percent": "Predictors given in percent",
+    "treat": "Termination reasons",
+    "eps": "ε (forecast clipping)",
+    "n_boot": "Bootstrap replicates",
+    "alpha": "α",
+    "beta": "β",
+}
+
+
+def _reading(name: str) -> str:
+    return f'{READING} › "{LABELS[name]}"'
+
+
+#: the dashboard's words for the settings the core's messages name; a value follows as "set to"
+DASHBOARD = Wording(
+    "dashboard",
+    words={
+        **{name: _reading(name) for name in ("conf", "forecasts", "success_threshold", "scorer", "map", "percent",
+                                             "treat")},
+        "eps": f'the sidebar\'s "{LABELS["eps"]}"',
+        "alpha": f'the sidebar\'s "{LABELS["alpha"]}"',
+        "beta": f'the sidebar\'s "{LABELS["beta"]}"',
+        "n_boot": f'{UNCERTAINTY} › "{LABELS["n_boot"]}"',
+        "out_of_core": "the section \"All runs (out of core)\" of a sampled dataset's pages",
+        "in_memory": "the sample the pages read into memory",
+        "distributed": "the command line's Dask engine",
+        "recalibrate": 'the Recalibration page ("Add recalibrated predictor")',
+        "multiclass": "the Other outcomes page",
+        "continuous": "the Other outcomes page",
+        "replay": "the command python -m tpsviz forecast {value} --model PROVIDER/MODEL --out FORECASTS.parquet",
+        "model": "the forecast command's --model", "name": "the forecast command's --name",
+    },
+    with_value="{word} set to {value}")
+
+
+def say(message) -> str:
+    """A message of the core (an exception, a problem, a note) in the dashboard's words.
+
+    Parameters
+    ----------
+    message : str, exception or tpsviz.core.wording.Text
+
+    Returns
+    -------
+    str
+        Settings named by their widgets (``Reading options › "Column mapping (tables)"``).
+    """
+    return word(message, DASHBOARD)

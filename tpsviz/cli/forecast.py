@@ -1,0 +1,167 @@
+"""``tpsviz forecast LOG --model PROVIDER/MODEL --out FORECASTS.parquet``: a model replays a finished
+harness log and gives P(eventual success) at every agent step (docs/forecasts.md §3).
+
+The table it writes, ``trajectory_id, step, conf_<name>``, is what ``score LOG --forecasts FILE``
+and the dashboard join. Before any call it prints the number of prompts and an estimate of the input
+tokens (``--dry-run`` stops there). Answers are cached as they arrive, so a killed run resumes where
+it stopped. inspect_ai is loaded only when a model is called (:mod:`tpsviz.forecasts.replay`).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+from tpsviz.cli.common import Fail, safe, say
+from tpsviz.cli.options import add_harness_options, add_seed, check_numbers
+from tpsviz.evaluation import settings as evaluation_settings
+from tpsviz.forecasts.cache import AnswerCache
+from tpsviz.forecasts.prompts import load_prompts
+from tpsviz.forecasts.replay import (
+    CHARS_PER_TOKEN, ask_model, build_questions, column_name, estimate_tokens, forecast_table, open_model,
+    select_runs, write_table)
+from tpsviz.io.harness.transcripts import DEFAULT_MAX_CHARS, read_transcripts
+
+__all__ = ["add_arguments", "run", "DESCRIPTION"]
+
+DESCRIPTION = """\
+Replay a finished harness log (tau-bench, tau2-bench, Inspect AI) to a model: for every run and
+agent step t it sends the transcript up to and including the agent's t-th message (never later
+messages, the reward or the termination reason) and asks for the probability that the task will
+end in success. Writes trajectory_id, step, conf_<name> (Parquet or CSV) for
+`python -m tpsviz score LOG --forecasts FILE`. The model is reached through inspect_ai's model API
+with the provider's usual environment variables (OPENAI_API_KEY, OPENAI_BASE_URL, ...).
+"""
+
+
+def add_arguments(p) -> None:
+    """The options of ``forecast``."""
+    p.add_argument("path", help="harness log: tau-bench .json, tau2-bench results .json, Inspect AI .eval/.json")
+    p.add_argument("--model", required=True, metavar="PROVIDER/MODEL",
+                   help="the model asked, as inspect_ai names it (openai/gpt-4o-mini, anthropic/..., "
+                        "google/..., vllm/..., ollama/..., openai-api/<service>/...)")
+    p.add_argument("--out", required=True, metavar="FORECASTS.parquet",
+                   help="the forecasts table to write (.parquet or .csv)")
+    p.add_argument("--name", default=None,
+                   help="the predictor's name: column conf_<name> (default: the model's name after its provider)")
+    p.add_argument("--prompts", metavar="FILE", default=None,
+                   help="a prompt file in the form of tpsviz/forecasts/prompts.toml (default: that file)")
+    p.add_argument("--cache", metavar="DIR", default=None,
+                   help="where answers are kept as they arrive (default: OUT.cache/ beside --out)")
+    p.add_argument("--dry-run", action="store_true",
+                   help="print the number of prompts and the estimate of input tokens, and stop")
+    p.add_argument("--max-runs", type=int, default=None, metavar="N", help="replay at most the first N runs")
+    p.add_argument("--sample", type=int, default=None, metavar="N",
+                   help="replay a random sample of N runs (seeded by --seed)")
+    add_seed(p, "seed of --sample")
+    p.add_argument("--concurrency", type=int, default=4, metavar="K",
+                   help="requests in flight at most (default 4)")
+    p.add_argument("--max-chars", type=int, default=DEFAULT_MAX_CHARS, metavar="N",
+                   help=f"bound of a transcript prefix in characters (default {DEFAULT_MAX_CHARS:,}); a longer "
+                        "one keeps the task statement and its last characters")
+    p.add_argument("--model-base-url", metavar="URL", default=None,
+                   help="the provider's address (default: its environment variable, e.g. OPENAI_BASE_URL)")
+    add_harness_options(p.add_argument_group("reading the log, as `score` reads it (docs/harness.md)"))
+
+
+def _check(args) -> tuple[Path, Path, str]:
+    """(output path, cache folder, column) once every option value is checked."""
+    check_numbers(args)
+    for flag, value, low in (("--max-runs", args.max_runs, 1), ("--sample", args.sample, 1),
+                             ("--concurrency", args.concurrency, 1), ("--max-chars", args.max_chars, 1000)):
+        if value is not None and value < low:
+            raise Fail(f"{flag} must be at least {low}")
+    if args.concurrency > 256:
+        raise Fail("--concurrency must be at most 256")
+    out = Path(args.out)
+    if out.suffix.lower() not in (".parquet", ".csv"):
+        raise Fail(f"--out {safe(args.out)}: name a .parquet or .csv file")
+    if out.is_dir() or (out.exists() and not out.is_file()):
+        raise Fail(f"--out {safe(args.out)} is not a regular file; give a file name")
+    if os.path.realpath(out) == os.path.realpath(args.path):
+        raise Fail("--out would write over the log; the log is never modified: choose another file name")
+    try:
+        column = column_name(args.model, args.name)
+    except ValueError as exc:
+        raise Fail(say(exc)) from None
+    cache = Path(args.cache) if args.cache else out.with_name(out.name + ".cache")
+    if cache.exists() and not cache.is_dir():
+        raise Fail(f"--cache {safe(cache)} is not a folder")
+    return out, cache, column
+
+
+def run(args) -> int:
+    """``forecast``: read the log, ask the model what the cache lacks, write the table."""
+    out, cache_dir, column = _check(args)
+    try:
+        prompts = load_prompts(args.prompts)
+        options = evaluation_settings.read_options(args.format, args.success_threshold, args.treat, args.scorer)
+    except ValueError as exc:
+        raise Fail(say(exc)) from None
+    transcripts, reading = read_transcripts(args.path, options)
+    runs = select_runs(transcripts, args.max_runs, args.sample, args.seed)
+    questions = build_questions(runs, prompts, args.model, args.max_chars)
+    cache = AnswerCache(cache_dir)
+    distinct = {q.key: q for q in questions}
+    todo = [q for k, q in distinct.items() if cache.get(k) is None]
+    _print_plan(args, reading, transcripts, runs, questions, distinct, todo)
+    if args.dry_run:
+        return 0
+    if todo:
+        try:
+            model = open_model(args.model, args.model_base_url, args.concurrency)
+        except ValueError as exc:
+            raise Fail(say(exc)) from None
+        result = ask_model(model, todo, cache, args.concurrency, _progress)
+        if result.errors:
+            print(f"provider errors on {sum(result.errors.values())} of {result.asked} prompts ("
+                  + ", ".join(f"{k}: {v}" for k, v in sorted(result.errors.items()))
+                  + f"); first: {safe(result.first_error)}; they stay missing: run the command again to ask them",
+                  file=sys.stderr)
+        if result.answered == 0 and len(todo) == len(distinct):
+            raise Fail("the model answered no prompt (provider errors above); no table was written")
+    table, problems, unanswered = forecast_table(questions, cache, column)
+    write_table(table, out)
+    _print_result(args, out, cache_dir, column, table, problems, unanswered)
+    return 0
+
+
+def _print_plan(args, reading, transcripts, runs, questions, distinct, todo) -> None:
+    """What will be asked: prompts, runs, cached answers, the estimate of input tokens."""
+    kept = len(transcripts)
+    chosen = f"{len(runs)} of {kept} runs" if len(runs) != kept else f"{kept} runs"
+    dropped = sum(reading.get("dropped", {}).values())
+    print(f"forecast: {safe(Path(args.path).name)} ({reading['format']}): {chosen}"
+          + (f" ({dropped} dropped by the treatment table)" if dropped else "")
+          + f", {len(questions):,} agent steps = prompts")
+    same = len(questions) - len(distinct)
+    print(f"  {len(distinct) - len(todo):,} answered in the cache, {len(todo):,} to ask"
+          + (f" ({same:,} prompts repeat an earlier one and are asked once)" if same else ""))
+    cut = sum(q.truncated for q in questions)
+    print(f"  about {estimate_tokens(todo):,} input tokens to send ({CHARS_PER_TOKEN} characters a token; "
+          f"{estimate_tokens(distinct.values()):,} for every prompt)"
+          + (f"; {cut:,} transcript prefixes longer than {args.max_chars:,} characters were cut" if cut else ""))
+    if args.dry_run:
+        print("  dry run: no model was called")
+
+
+def _progress(done: int, total: int) -> None:
+    step = max(10, total // 10)
+    if done % step == 0 or (done == total and total >= 10):
+        print(f"  asked {done:,}/{total:,}", file=sys.stderr, flush=True)
+
+
+def _print_result(args, out: Path, cache_dir: Path, column: str, table, problems: dict, unanswered: int) -> None:
+    """The table written: rows, values, and every missing value by its cause."""
+    n = len(table)
+    values = int(table[column].notna().sum())
+    print(f"wrote {safe(out)}: {n:,} rows ({table['trajectory_id'].nunique():,} runs), column {safe(column)}, "
+          f"{values:,} forecasts, {n - values:,} missing")
+    for problem, where in sorted(problems.items()):
+        examples = ", ".join(f"({safe(t)}, {s})" for t, s in where[:5]) + (" …" if len(where) > 5 else "")
+        print(f"  reply without a probability, {problem}: {len(where):,} ({examples})")
+    if unanswered:
+        print(f"  no answer yet (provider errors): {unanswered:,}; run the command again to ask them")
+    print(f"  answers cached in {safe(cache_dir)}")
+    print(f"  score it: python -m tpsviz score {safe(args.path)} --forecasts {safe(out)}")

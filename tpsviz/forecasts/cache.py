@@ -1,0 +1,110 @@
+"""The replay's answer cache: one file per answer on disk, so a killed replay resumes where it
+stopped (docs/forecasts.md §3).
+
+An answer is keyed by the SHA-256 of (the prompt's transcript prefix, the model's name, the prompt
+file's digest): the same prefix asked of the same model with the same prompt text is never asked
+twice, and an edited prompt or another model never reuses an answer. A file holds the reply's text
+only (no key, no address, no setting); it is written to a temporary name and renamed, so a kill
+leaves either the whole answer or none.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import tempfile
+from pathlib import Path
+
+__all__ = ["AnswerCache", "answer_key", "write_atomic"]
+
+
+def answer_key(prefix: str, model: str, prompt_digest: str) -> str:
+    """The cache key of one question.
+
+    Parameters
+    ----------
+    prefix : str
+        The rendered transcript prefix H_t.
+    model : str
+        The model's name, ``provider/model``.
+    prompt_digest : str
+        :attr:`tpsviz.forecasts.prompts.Prompts.digest`.
+
+    Returns
+    -------
+    str
+        64 hexadecimal digits.
+    """
+    h = hashlib.sha256()
+    for part in (prefix, model, prompt_digest):
+        data = part.encode("utf-8", "surrogatepass")
+        h.update(len(data).to_bytes(8, "big"))
+        h.update(data)
+    return h.hexdigest()
+
+
+def write_atomic(path: Path, data: bytes) -> None:
+    """Write ``data`` to ``path`` through a temporary file in the same folder and a rename: a
+    reader sees the old file or the new one, never a part.
+
+    Parameters
+    ----------
+    path : Path
+    data : bytes
+    """
+    path = Path(path)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+class AnswerCache:
+    """A folder of answers, ``<key[:2]>/<key>.json`` each holding ``{"reply": text}``.
+
+    Parameters
+    ----------
+    folder : str or Path
+        Created when the first answer is stored.
+    """
+
+    def __init__(self, folder):
+        self.folder = Path(folder)
+        self.unreadable = 0  # entries found damaged (asked again)
+
+    def _path(self, key: str) -> Path:
+        return self.folder / key[:2] / f"{key}.json"
+
+    def get(self, key: str) -> str | None:
+        """The stored reply of ``key``, or None (not asked yet, or an entry that cannot be read,
+        counted in :attr:`unreadable` and asked again)."""
+        p = self._path(key)
+        try:
+            data = p.read_bytes()
+        except FileNotFoundError:
+            return None
+        except OSError:
+            self.unreadable += 1
+            return None
+        try:
+            reply = json.loads(data.decode("utf-8"))["reply"]
+        except (UnicodeDecodeError, ValueError, KeyError, TypeError):
+            self.unreadable += 1
+            return None
+        if not isinstance(reply, str):
+            self.unreadable += 1
+            return None
+        return reply
+
+    def put(self, key: str, reply: str) -> None:
+        """Store one reply (atomically)."""
+        p = self._path(key)
+        p.parent.mkdir(parents=True, exist_ok=True)
+        write_atomic(p, json.dumps({"reply": reply}, ensure_ascii=False).encode("utf-8"))
