@@ -63,7 +63,7 @@ def test_the_tau_bench_demo_opens_with_its_references_and_what_a_signal_must_bea
     assert f"The best yardstick is **{best.replace(':', chr(92) + ':').replace('+', chr(92) + '+')}**" in shown
     assert f"TPS **{ev.summary.loc[best, 'tps_mean']:.3f} nats per run**" in shown
     # labelled as references in the verdicts and the leaderboard, never as the agent's
-    verdicts = [m.value for m in at.markdown if "-badge[" in m.value]
+    verdicts = [p for m in at.markdown for p in m.value.split("\n\n") if "-badge[" in p]  # one paragraph each
     assert len(verdicts) == 3 and all("reference forecaster" in v for v in verdicts)
     board = next(d.value for d in at.dataframe if "predictor" in d.value.columns and "TPS" in d.value.columns)
     assert sorted(board["predictor"]) == sorted(f"{n} (reference forecaster)" for n in REFERENCES)
@@ -104,7 +104,7 @@ def test_the_switch_adds_the_references_to_a_log_with_forecasts():
     preds = at.sidebar.multiselect(key="pred").value
     assert set(REFERENCES) <= set(preds) and "truthful" in preds
     # a real predictor's verdict now says whether it beats the best reference (as `tpsviz score` does)
-    verdict = next(m.value for m in at.markdown if "-badge[" in m.value and "truthful" in m.value)
+    verdict = next(p for m in at.markdown for p in m.value.split("\n\n") if "-badge[" in p and "truthful" in p)
     assert "ref\\:" in verdict and ("beats" in verdict or "does worse than" in verdict or "clearly beat" in verdict)
     assert "Get forecasts for this log" in [e.label for e in at.expander]
     # a link carries the switch
