@@ -547,3 +547,27 @@ def test_a_killed_run_resumes_with_the_same_bytes_and_no_repeated_call(tmp_path)
         assert SECRET.encode() not in data, p
     for text in (stdout, stderr, done.stdout, done.stderr, again.stdout, again.stderr):
         assert SECRET not in text
+
+
+def test_the_replay_runs_its_calls_also_where_an_event_loop_is_already_running():
+    """A notebook (or a test session with a browser open) runs a loop in the caller's thread, where
+    asyncio.run refuses: run_coroutine then runs the calls in a thread of its own."""
+    import asyncio
+
+    from tpsviz.forecasts.replay import run_coroutine
+
+    async def answer(x):
+        await asyncio.sleep(0)
+        return x * 2
+
+    async def boom():
+        raise KeyError("inner")
+
+    async def caller():
+        assert run_coroutine(answer(21)) == 42
+        with pytest.raises(KeyError, match="inner"):
+            run_coroutine(boom())
+        return "ok"
+
+    assert run_coroutine(answer(1)) == 2  # no loop: asyncio.run
+    assert asyncio.run(caller()) == "ok"

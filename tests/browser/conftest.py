@@ -89,8 +89,11 @@ def cold_server():
     _stop_server(proc, log)
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def browser():
+    """One chromium per test module. Playwright's sync API keeps an asyncio loop running in the main
+    thread while it is open; a session-wide browser left it running into the core's tests that run
+    after these (inspect_ai's eval and the replay refused to start their own loop)."""
     _need_chromium()
     from playwright.sync_api import sync_playwright
 

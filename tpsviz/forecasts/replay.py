@@ -14,6 +14,7 @@ key of the provider is written to the table, the cache or a message.
 from __future__ import annotations
 
 import asyncio
+import threading
 import io
 import math
 import os
@@ -33,7 +34,7 @@ from tpsviz.forecasts.prompts import Prompts
 from tpsviz.forecasts.replies import parse_probability
 from tpsviz.io.harness.transcripts import DEFAULT_MAX_CHARS, Transcript, render_prefix
 
-__all__ = ["Question", "Replay", "CHARS_PER_TOKEN", "MAX_RETRIES", "select_runs", "build_questions",
+__all__ = ["run_coroutine", "Question", "Replay", "CHARS_PER_TOKEN", "MAX_RETRIES", "select_runs", "build_questions",
            "estimate_tokens", "column_name", "check_name", "redact", "describe_error", "open_model", "ask_model",
            "forecast_table", "write_table"]
 
@@ -207,6 +208,30 @@ def open_model(model: str, base_url: str | None = None, concurrency: int = 4, **
                            f"{redact(exc)})") from None
 
 
+
+def run_coroutine(coro):
+    """Run ``coro`` to its end and return its result, also from a thread whose event loop is already
+    running (a notebook, a test session with a browser open): ``asyncio.run`` refuses there, so the
+    coroutine then runs in a thread of its own with a new loop."""
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return asyncio.run(coro)
+    box = {}
+
+    def work():
+        try:
+            box["value"] = asyncio.run(coro)
+        except BaseException as exc:  # handed to the caller below, as asyncio.run would raise it
+            box["error"] = exc
+
+    worker = threading.Thread(target=work, name="tpsviz-replay")
+    worker.start()
+    worker.join()
+    if "error" in box:
+        raise box["error"]
+    return box.get("value")
+
 def ask_model(model, questions: list[Question], cache: AnswerCache, concurrency: int = 4,
               progress=None) -> Replay:
     """Ask ``model`` every question whose answer is not in ``cache``; store each answer as it comes.
@@ -233,7 +258,7 @@ def ask_model(model, questions: list[Question], cache: AnswerCache, concurrency:
         seen.add(q.key)
     result = Replay(asked=len(todo))
     if todo:
-        asyncio.run(_ask_all(model, todo, cache, max(1, concurrency), result, progress))
+        run_coroutine(_ask_all(model, todo, cache, max(1, concurrency), result, progress))
     return result
 
 
