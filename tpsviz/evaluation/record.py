@@ -14,7 +14,6 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 import pandas as pd
 
-from tpsviz.core import formatting as Fm
 from tpsviz.core.data import TrajectoryData
 from tpsviz.core.tps import ScoreSettings, TPSResult, compute_tps, settings_words
 from tpsviz.core.wording import PYTHON, Wording, setting, word
