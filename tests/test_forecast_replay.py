@@ -35,6 +35,7 @@ ROOT = Path(__file__).resolve().parents[1]
 FIX = ROOT / "tests" / "fixtures"
 TAU1 = FIX / "taubench" / "tau1_gpt-4o-airline_trimmed.json"
 TAU2 = FIX / "tau2" / "tau2_airline_qwen2.5-7b_trimmed.json"
+TAU2_DIR = FIX / "tau2" / "tau2v1_airline_whissle_dirlayout"
 INSPECT = FIX / "inspect" / "2024-11-05T13-32-37-05-00_input-task_hxs4q9azL3ySGkjJirypKZ.eval"
 SECRET = "sk-test-SECRET-4f9a1c0e7b2d"
 MARK = re.compile(r"<<r(\d+)m(\d+)>>")
@@ -64,6 +65,12 @@ def tau2_steps(obj: dict) -> dict:
         if sim["termination_reason"] in kept and n:
             out[str(sim["id"])] = n
     return out
+
+
+def tau2_dir_steps(folder: Path) -> dict:
+    """The same count for a tau2-bench folder layout: one simulation a file under simulations/."""
+    sims = [json.loads(p.read_text(encoding="utf-8")) for p in sorted((folder / "simulations").glob("*.json"))]
+    return tau2_steps({"simulations": sims})
 
 
 def inspect_steps(obj: dict) -> dict:
@@ -224,6 +231,15 @@ def all_written_text(folder: Path) -> list[tuple[Path, bytes]]:
 def test_transcripts_have_the_readers_ids_and_steps(path, truth):
     transcripts, _ = read_transcripts(path)
     assert {t.trajectory_id: t.steps for t in transcripts} == truth()
+
+
+@pytest.mark.parametrize("path", [TAU2_DIR, TAU2_DIR / "results.json"])
+def test_a_tau2_folder_layout_is_replayed_from_the_folder_or_its_index(path):
+    truth = tau2_dir_steps(TAU2_DIR)
+    assert len(truth) == 5 and sum(truth.values()) > len(truth)
+    transcripts, reading = read_transcripts(path)
+    assert {t.trajectory_id: t.steps for t in transcripts} == truth
+    assert reading["format"] == "tau2-bench"
 
 
 def test_inspect_transcripts_have_the_readers_ids_and_steps(inspect_logs):
@@ -447,6 +463,17 @@ def test_forecast_of_an_inspect_log_joins_and_scores(inspect_logs, server, tmp_p
     assert (tmp_path / "eval.parquet").read_bytes() == (tmp_path / "chunked.parquet").read_bytes()
 
 
+def test_forecast_of_a_tau2_folder_joins_and_scores(server, tmp_path, capsys):
+    out = tmp_path / "f.parquet"
+    code, stdout, err = run_cli(["forecast", TAU2_DIR, "--model", "openai/gpt-4o-mini", "--out", out], capsys)
+    assert code == 0, err
+    table = pd.read_parquet(out)
+    assert table.groupby("trajectory_id").size().to_dict() == tau2_dir_steps(TAU2_DIR)
+    code, stdout, err = run_cli(["score", TAU2_DIR, "--forecasts", out, "--n-boot", "0", "--json"], capsys)
+    assert code == 0, err
+    assert "gpt-4o-mini" in json.loads(stdout)["predictors"]
+
+
 def test_dry_run_calls_nothing_and_writes_nothing(server, tmp_path, capsys):
     out = tmp_path / "f.parquet"
     code, stdout, err = run_cli(["forecast", TAU1, "--model", "openai/gpt-4o-mini", "--out", out, "--dry-run",
@@ -485,7 +512,7 @@ def test_provider_errors_are_counted_not_fatal(monkeypatch, tmp_path, capsys):
      "the replay needs the messages of a harness log"),
     (["forecast", TAU2, "--model", "nosuch/x", "--out", "OUT"], "nosuch/x: cannot be used"),
     (["forecast", TAU2, "--model", "gpt-4o", "--out", "OUT"], "write it as PROVIDER/MODEL"),
-    (["forecast", FIX / "tau2", "--model", "openai/x", "--out", "OUT"], "is a folder"),
+    (["forecast", FIX / "tau2", "--model", "openai/x", "--out", "OUT"], "is a folder without results.json"),
     (["forecast", TAU2, "--model", "openai/x", "--out", "f.txt"], "name a .parquet or .csv file"),
     (["forecast", TAU2, "--model", "openai/x", "--out", "OUT", "--concurrency", "0"], "--concurrency"),
     (["forecast", FIX / "inspect" / "2025-02-11T15-17-00-05-00_popularity_dPiJifoWeEQBrfWsAopzWr.eval",

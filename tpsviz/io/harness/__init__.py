@@ -22,7 +22,8 @@ from tpsviz.io.harness.taubench import read_taubench
 from tpsviz.io.files import read_file
 
 __all__ = ["ReadOptions", "TREATMENTS", "HARNESS_FORMATS", "TABLE_FORMATS", "FORMAT_CHOICES",
-           "detect_format", "read_harness", "read_harness_log", "read_tau2_dir", "read_tau2_parts", "parse_treat",
+           "detect_format", "read_harness", "read_harness_log", "read_tau2_dir", "read_tau2_parts",
+           "read_tau2_dir_log", "read_tau2_parts_log", "parse_treat",
            "parse_conf", "parse_mapping", "HarnessLog"]
 
 HARNESS_FORMATS = ("tau2", "tau-bench", "inspect")
@@ -184,6 +185,15 @@ def read_tau2_dir(folder: Path, options: ReadOptions, limits, label: str | None 
     files together. ``read(path, max_bytes, label)`` reads one file (default
     :func:`tpsviz.io.files.read_file`; the dashboard passes one that stays under its data roots)."""
 
+    name = label or folder.name or str(folder)
+    return runs_to_frame(read_tau2_dir_log(folder, options, limits, name, read), options, name, limits.max_rows)
+
+
+def read_tau2_dir_log(folder: Path, options: ReadOptions, limits, label: str | None = None,
+                      read=None) -> HarnessLog:
+    """The runs (:class:`HarnessLog`) of a tau2-bench folder layout on disk, before the treatment
+    table; see :func:`read_tau2_dir` (the replay reads a folder's transcripts with it)."""
+
     read = read or (lambda p, n, label: read_file(p, n, label=label))
     name = label or folder.name or str(folder)
     budget = limits.max_bytes
@@ -197,13 +207,21 @@ def read_tau2_dir(folder: Path, options: ReadOptions, limits, label: str | None 
                 data = read(p, budget, f"{name}/simulations/{p.name}")
                 budget -= len(data)
                 parts.append((p.name, data))
-    return read_tau2_parts(index, parts, options, limits, name)
+    return read_tau2_parts_log(index, parts, options, limits, name)
 
 
 def read_tau2_parts(index_raw: bytes, parts: list, options: ReadOptions, limits, name: str):
     """(long frame, reading record) of a tau2-bench folder layout given as bytes: the index
     ``results.json`` and the simulation files ``[(file name, bytes), …]`` (e.g. uploaded
     together)."""
+
+    return runs_to_frame(read_tau2_parts_log(index_raw, parts, options, limits, name), options, name,
+                         limits.max_rows)
+
+
+def read_tau2_parts_log(index_raw: bytes, parts: list, options: ReadOptions, limits, name: str) -> HarnessLog:
+    """The runs (:class:`HarnessLog`) of a tau2-bench folder layout given as bytes, before the
+    treatment table; see :func:`read_tau2_parts`."""
 
     nodes = check_nodes(index_raw, f"{name}/results.json", limits.max_json_nodes)
     for label, raw in parts:
@@ -212,7 +230,7 @@ def read_tau2_parts(index_raw: bytes, parts: list, options: ReadOptions, limits,
     if not isinstance(index, dict):
         raise LogFormatError(f"{name}/results.json", ["not a tau2-bench results object"])
     if isinstance(index.get("simulations"), list):
-        return runs_to_frame(read_tau2(index, name, options), options, name, limits.max_rows)
+        return read_tau2(index, name, options)
     if not parts:
         raise LogFormatError(name, ["results.json lists simulations, but no simulation file "
                                     "(simulations/<id>.json) came with it"])
@@ -224,4 +242,4 @@ def read_tau2_parts(index_raw: bytes, parts: list, options: ReadOptions, limits,
     if missing:
         log.notes.append(f"{len(missing)} simulation(s) listed in results.json have no file in "
                          "simulations/ and are missing")
-    return runs_to_frame(log, options, name, limits.max_rows)
+    return log

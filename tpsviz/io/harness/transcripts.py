@@ -17,7 +17,7 @@ from pathlib import Path
 
 from tpsviz.core.errors import LogFormatError
 from tpsviz.io.files import Limits, limits_from_env, read_file
-from tpsviz.io.harness import HARNESS_FORMATS, detect_format, read_harness_log
+from tpsviz.io.harness import HARNESS_FORMATS, detect_format, read_harness_log, read_tau2_dir_log
 from tpsviz.io.harness.runs import ReadOptions, runs_to_frame
 from tpsviz.io.loading import guarded
 
@@ -89,16 +89,7 @@ def read_transcripts(path, options: ReadOptions | None = None, limits: Limits | 
     options = replace(options or ReadOptions(), transcripts=True)
     p = Path(path)
     name = p.name or str(p)
-    if p.is_dir():
-        raise LogFormatError(name, ["is a folder; the replay reads one harness log file (a tau-bench or "
-                                    "tau2-bench results .json, an Inspect AI .eval or .json)"])
-    raw = read_file(p, limits.max_bytes, label=name)
-    kind, parsed = (options.fmt, None) if options.fmt else detect_format(raw, name, limits.max_json_nodes)
-    if kind not in HARNESS_FORMATS:
-        raise LogFormatError(name, [f"is read as a {kind} file; the replay needs the messages of a harness log "
-                                    "(tau-bench, tau2-bench or Inspect AI): a table holds none"])
-    log = guarded(read_harness_log, name, kind, raw, name, kind, options, limits, parsed)
-    del raw
+    log, kind = _read_log(p, name, options, limits)
     frame, reading = guarded(runs_to_frame, name, kind, log, options, name, limits.max_rows)
     kept = set(frame["trajectory_id"].astype(str))
     del frame
@@ -112,6 +103,36 @@ def read_transcripts(path, options: ReadOptions | None = None, limits: Limits | 
             raise LogFormatError(name, [f"{run.where}: its agent messages could not be matched to its steps"])
         out.append(Transcript(run.trajectory_id, tuple(messages), ends))
     return out, reading
+
+
+def _read_log(p: Path, name: str, options: ReadOptions, limits: Limits):
+    """(HarnessLog, format) of a harness log file, or of a tau2-bench folder layout given as the
+    folder or as its ``results.json`` index (read with ``simulations/`` beside it)."""
+    if p.is_dir():
+        if options.fmt not in (None, "tau2") or not (p / "results.json").is_file():
+            raise LogFormatError(name, ["is a folder without results.json; the replay reads one harness log file "
+                                        "(a tau-bench or tau2-bench results .json, an Inspect AI .eval or .json) "
+                                        "or a tau2-bench results folder (results.json with simulations/)"])
+        return guarded(read_tau2_dir_log, name, "tau2", p, options, limits, name), "tau2"
+    raw = read_file(p, limits.max_bytes, label=name)
+    kind, parsed = (options.fmt, None) if options.fmt else detect_format(raw, name, limits.max_json_nodes)
+    if kind == "tau2-index" or (kind == "tau2" and parsed is None and _is_tau2_index(raw, name, limits)):
+        del raw, parsed
+        folder = p.resolve().parent
+        return guarded(read_tau2_dir_log, name, "tau2", folder, options, limits, folder.name or name), "tau2"
+    if kind not in HARNESS_FORMATS:
+        raise LogFormatError(name, [f"is read as a {kind} file; the replay needs the messages of a harness log "
+                                    "(tau-bench, tau2-bench or Inspect AI): a table holds none"])
+    return guarded(read_harness_log, name, kind, raw, name, kind, options, limits, parsed), kind
+
+
+def _is_tau2_index(raw: bytes, name: str, limits: Limits) -> bool:
+    """Whether a file forced to be read as tau2 is the index of a folder layout."""
+    try:
+        kind, _ = detect_format(raw, name, limits.max_json_nodes)
+    except LogFormatError:
+        return False
+    return kind == "tau2-index"
 
 
 def _part(part) -> str:
