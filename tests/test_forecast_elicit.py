@@ -61,31 +61,40 @@ def _sample_of(text: str) -> str:
     return re.search(r"sample (\w)\b", text).group(1)
 
 
+def _out(o):
+    from inspect_ai.model import ModelUsage
+
+    o.usage = ModelUsage(input_tokens=10, output_tokens=5, total_tokens=15)
+    return o
+
+
+def _agent_turn(input, tools):
+    """The scripted agent: SCRIPT's tool calls, then the answer (submitted under react)."""
+    from inspect_ai.model import ModelOutput
+
+    sample = _sample_of(next(m.text for m in input if m.role == "user"))
+    n_tools, _, answer = SCRIPT[sample]
+    done = sum(m.role == "tool" and m.function == "calculator" for m in input)
+    if done < n_tools:
+        return _out(ModelOutput.for_tool_call("mock", "calculator", {"expression": "3 + 5"}))
+    if any(t.name == "submit" for t in tools):
+        return _out(ModelOutput.for_tool_call("mock", "submit", {"answer": answer}))
+    return _out(ModelOutput.from_content("mock", answer))
+
+
 def _write_logs(folder) -> dict:
     """Three real ``.eval`` logs and what the mock models were asked; returns {mode: (path, calls)}."""
     from inspect_ai import Task, eval
     from inspect_ai.agent import react
     from inspect_ai.dataset import Sample
-    from inspect_ai.model import ModelOutput, ModelUsage, get_model
+    from inspect_ai.model import ModelOutput, get_model
     from inspect_ai.scorer import includes
     from inspect_ai.solver import generate, use_tools
 
     from tpsviz.forecasts.elicit import confidence_model, elicit_confidence
 
     calculator = example_module().calculator
-    def out(o):
-        o.usage = ModelUsage(input_tokens=10, output_tokens=5, total_tokens=15)
-        return o
-
-    def agent_turn(input, tools):
-        sample = _sample_of(next(m.text for m in input if m.role == "user"))
-        n_tools, _, answer = SCRIPT[sample]
-        done = sum(m.role == "tool" and m.function == "calculator" for m in input)
-        if done < n_tools:
-            return out(ModelOutput.for_tool_call("mock", "calculator", {"expression": "3 + 5"}))
-        if any(t.name == "submit" for t in tools):
-            return out(ModelOutput.for_tool_call("mock", "submit", {"answer": answer}))
-        return out(ModelOutput.from_content("mock", answer))
+    out, agent_turn = _out, _agent_turn
 
     def make(calls: list):
         def actor(input, tools, tool_choice, config):
@@ -391,3 +400,48 @@ def test_a_forced_tool_choice_applies_to_the_first_turn_only(tmp_path):
     assert after == [ToolFunction(name="calculator")]
     steps = [m for m in log.samples[0].messages if m.role == "assistant"]
     assert [m.metadata[ELICITED_KEY] for m in steps] == [0.5, 0.5, 0.5]
+
+
+def test_a_failed_question_is_a_missing_value_and_the_run_goes_on(tmp_path):
+    """The judge's provider fails (after inspect_ai's retries) for sample b's second question: that
+    step's value is missing with the problem "provider error", counted in the store and by the
+    reader; the sample itself ends normally, and tpsviz writes the error's type, never its text."""
+    from inspect_ai import Task, eval
+    from inspect_ai.dataset import Sample
+    from inspect_ai.model import GenerateConfig, ModelOutput, get_model
+    from inspect_ai.scorer import includes
+    from inspect_ai.solver import generate, use_tools
+
+    from tpsviz.forecasts.elicit import COUNTS_KEY, PROVIDER_ERROR, elicit_confidence
+
+    secret = "QUOTED-CONVERSATION-7c1e"
+
+    def judge(input, tools, tool_choice, config):
+        text = input[0].text
+        sample, t = _sample_of(text), text.count("### AGENT")
+        if (sample, t) == ("b", 2):
+            raise RuntimeError(f"provider down while reading {secret}")
+        return _out(ModelOutput.from_content("mock", SCRIPT[sample][1][t - 1]))
+
+    model = get_model("mockllm/model", custom_outputs=lambda i, tools, c, g: _agent_turn(i, tools), memoize=False)
+    judge_model = get_model("mockllm/model", custom_outputs=judge, memoize=False,
+                            config=GenerateConfig(max_retries=0))
+    calculator = example_module().calculator
+    dataset = [Sample(id=s, input=f"This is sample {s}: add 3 and 5.", target="8") for s in ("a", "b")]
+    task = Task(dataset=dataset, solver=elicit_confidence([use_tools([calculator()]), generate()], judge=judge_model),
+                scorer=includes(), name="failing_judge")
+    log = eval(task, model=model, log_dir=str(tmp_path), display="none")[0]
+    assert log.status == "success" and all(s.error is None for s in log.samples)
+    b = next(s for s in log.samples if s.id == "b")
+    steps = [m for m in b.messages if m.role == "assistant"]
+    assert [m.metadata[ELICITED_KEY] for m in steps] == [None, None, 0.1]
+    assert [m.metadata.get(ELICITED_PROBLEM_KEY) for m in steps] == ["no number", PROVIDER_ERROR, None]
+    assert b.store[COUNTS_KEY]["problems"] == {"no number": 1, PROVIDER_ERROR: 1}
+    data = tpsviz.load(log.location)
+    assert data.reading["found_forecasts"]["conf_elicited"]["problems"] == {"no number": 1, PROVIDER_ERROR: 1}
+    # what tpsviz writes (messages, their metadata, the store, its info event) names the error's type only;
+    # inspect_ai's own record of the failed model call keeps the error as the provider gave it
+    ours = [m.model_dump_json() for m in b.messages] + [str(b.store)]
+    infos = [e.model_dump_json() for e in b.events if e.event == "info"]
+    assert any("the confidence question failed (RuntimeError)" in i for i in infos)
+    assert not any(secret in t for t in ours + infos)

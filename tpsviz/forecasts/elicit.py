@@ -34,17 +34,21 @@ from inspect_ai.model import (ChatMessage, ChatMessageAssistant, ChatMessageTool
                               execute_tools, get_model)
 from inspect_ai.solver import Generate, Solver, TaskState, chain, solver
 from inspect_ai.tool import Tool, ToolFunction
-from inspect_ai.util import store
+from inspect_ai.log import transcript
+from inspect_ai.util import LimitExceededError, store
 
 from tpsviz.core.schema import ELICITED_KEY, ELICITED_PROBLEM_KEY
 from tpsviz.forecasts.prompts import Prompts, load_prompts
 from tpsviz.forecasts.replies import Reply, parse_probability
 from tpsviz.io.harness.transcripts import render_messages
 
-__all__ = ["COUNTS_KEY", "Elicitor", "confidence_model", "elicit_confidence"]
+__all__ = ["COUNTS_KEY", "PROVIDER_ERROR", "Elicitor", "confidence_model", "elicit_confidence"]
 
 #: the sample-store key of the counts: ``{"mode", "judge", "asked", "missing", "problems"}``
 COUNTS_KEY = "tpsviz_confidence_counts"
+#: the problem recorded when the question itself failed (the provider's error, after inspect_ai's
+#: retries): the step's value is missing and the agent's run goes on
+PROVIDER_ERROR = "provider error"
 
 
 class Elicitor:
@@ -103,12 +107,21 @@ class Elicitor:
         Reply
         """
         message = messages[-1]
-        if self.judge is None:
-            output = await get_model(model).generate(self.self_report_input(messages), tools=tools,
-                                                     tool_choice="none")
-        else:
-            output = await get_model(self.judge).generate(self.judge_input(messages))
-        reply = parse_probability(output.completion)
+        try:
+            if self.judge is None:
+                output = await get_model(model).generate(self.self_report_input(messages), tools=tools,
+                                                         tool_choice="none")
+            else:
+                output = await get_model(self.judge).generate(self.judge_input(messages))
+            reply = parse_probability(output.completion)
+        except LimitExceededError:
+            raise  # the sample's own limits stop the run, as they would without the question
+        except Exception as exc:  # noqa: BLE001 - a failed question must not fail the agent's run
+            # after inspect_ai's own retries: the step's value is missing, with the error's type
+            # only (its text may quote the conversation)
+            transcript().info(f"tpsviz: the confidence question failed ({type(exc).__name__}); "
+                              "the step's value is missing")
+            reply = Reply(None, PROVIDER_ERROR)
         meta = dict(message.metadata or {})
         meta[ELICITED_KEY] = reply.value
         if reply.problem:
