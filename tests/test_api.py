@@ -13,7 +13,7 @@ import pandas as pd
 import pytest
 
 import tpsviz
-from tpsviz.cli.common import CLI
+from tpsviz.cli.common import CLI, say
 from tpsviz.cli.main import main
 from tpsviz.evaluation.record import LEADERBOARD_COLUMNS
 from tpsviz.evaluation.settings import qz_source
@@ -153,9 +153,8 @@ def test_q_z_sources():
     ro = tpsviz.evaluate(web, rollouts=DEMO / "webshop-like_rollouts.csv", censoring="simple", n_boot=0)
     assert ro.notes[-1] == "rollouts: not used, censoring is simple (use censoring='exact')"
     # the command line names its own option in the same note
-    _, _, notes = qz_source(web, rollouts=DEMO / "webshop-like_rollouts.csv", censoring="simple",
-                            spell=lambda name, value=None: f"--{name} {value}")
-    assert notes[-1] == "rollouts: not used, censoring is simple (use --censoring exact)"
+    _, _, notes = qz_source(web, rollouts=DEMO / "webshop-like_rollouts.csv", censoring="simple")
+    assert say(notes[-1]) == "rollouts: not used, censoring is simple (use --censoring exact)"
 
 
 def hostile_log() -> tpsviz.TrajectoryData:

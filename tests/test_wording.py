@@ -102,7 +102,8 @@ def test_every_setting_a_message_names_is_worded_by_every_front_end():
 
 def test_the_dashboard_names_widgets_by_the_labels_it_draws():
     drawn = (ROOT / "pages/_ui/reading.py").read_text() + (ROOT / "pages/_ui/sidebar.py").read_text()
-    for key in ("conf", "forecasts", "success_threshold", "scorer", "map", "percent", "eps", "n_boot"):
+    for key in ("conf", "forecasts", "success_threshold", "scorer", "map", "percent", "eps", "n_boot", "score",
+                "censoring", "q_z", "rollouts", "rollouts_path"):
         assert f'LABELS["{key}"]' in drawn, key
     assert DASHBOARD.name("map") == 'Reading options › "Column mapping (tables)"' and LABELS["map"] == "Column mapping (tables)"
 

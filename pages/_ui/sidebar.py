@@ -108,7 +108,7 @@ def _source() -> S.Source | None:
                                     "conf_<name> — or a harness log: tau2-bench results (.json; for its folder "
                                     "layout, select results.json and the simulation files together), tau-bench "
                                     "results (.json), Inspect AI (.eval or .json).")
-        roll = sb.file_uploader("Rollouts (optional)", type=["csv", "tsv", "parquet", "pq", "jsonl", "ndjson"],
+        roll = sb.file_uploader(LABELS["rollouts"], type=["csv", "tsv", "parquet", "pq", "jsonl", "ndjson"],
                                 key="upload_rollouts",
                                 help="Monte-Carlo continuations of censored runs: trajectory_id, outcome (0/1). "
                                      "Their mean is q̂_Z for the exact censored score.")
@@ -181,7 +181,7 @@ def _server_path() -> S.Source | None:
     sb.text_input("Path on the server", key="path", value=kept["path"], placeholder="run_logs.parquet",
                   help="A log file under one of the folders this server may read (relative paths start at "
                        "the first one). It is only read, never modified.")
-    sb.text_input("Rollouts path (optional)", key="rpath", value=kept["rpath"],
+    sb.text_input(LABELS["rollouts_path"], key="rpath", value=kept["rpath"],
                   help="CSV/TSV/Parquet/JSON Lines with trajectory_id, outcome for Monte-Carlo q̂_Z.")
     for key in ("path", "rpath"):
         st.session_state[f"_{key}_kept"] = st.session_state.get(key, "")
@@ -357,7 +357,7 @@ def _score_family(sb) -> tuple[float, float]:
     """Preset, α and β (sliders with exact entries) and the ω(c) thumbnail."""
     sb.markdown("**Score family** (beta family, reward: higher is better, 0 is perfect)")
     presets = list(tpsviz.PRESETS) + ["custom"]
-    sb.selectbox("Preset", presets, key="preset", bind=BIND, on_change=_on_preset,
+    sb.selectbox(LABELS["score"], presets, key="preset", bind=BIND, on_change=_on_preset,
                  help="log (0,0): nats, punishes confident mistakes without bound. brier (1,1): half the "
                       "Brier score, bounded. boosting (−½,−½): harsher than log at the extremes. asym-high/"
                       "asym-low: emphasise high/low decision thresholds.")
@@ -416,12 +416,12 @@ def _schedule(sb, base):
 def _censoring(sb, base):
     """The censoring mode, the q_Z source of exact mode, and ε."""
     default_cens = tpsviz.default_censoring(base) if base is not None else "simple"
-    cens = sb.selectbox("Censored runs", list(CENSORING_MODES), key="cens", bind=BIND,
+    cens = sb.selectbox(LABELS["censoring"], list(CENSORING_MODES), key="cens", bind=BIND,
                         index=list(CENSORING_MODES).index(default_cens),
                         help=CENSORING_HELP)
     cens_caption = sb.empty()  # filled below, once the q_Z source is known
     exact = cens == "exact"
-    qz_label = sb.radio("q_Z source (exact mode)", list(S.QZ_LABELS), key="qzs", bind=BIND,
+    qz_label = sb.radio(LABELS["q_z"], list(S.QZ_LABELS), key="qzs", bind=BIND,
                    disabled=not exact, horizontal=False,
                    help="q_Z = P(success | history at the stop Z), the evaluator's estimate (never the agent's own "
                         "F_Z). From the log's q_z column, from Monte-Carlo rollouts, or one value you set "

@@ -31,6 +31,11 @@ LABELS = {
     "n_boot": "Bootstrap replicates",
     "alpha": "α",
     "beta": "β",
+    "score": "Preset",
+    "censoring": "Censored runs",
+    "q_z": "q_Z source (exact mode)",
+    "rollouts": "Rollouts (optional)",
+    "rollouts_path": "Rollouts path (optional)",
 }
 
 
@@ -56,6 +61,13 @@ DASHBOARD = Wording(
         "continuous": "the Other outcomes page",
         "replay": "the command python -m tpsviz forecast {value} --model PROVIDER/MODEL --out FORECASTS.parquet",
         "model": "the forecast command's --model", "name": "the forecast command's --name",
+        "score": f'the sidebar\'s "{LABELS["score"]}"',
+        "censoring": f'the sidebar\'s "{LABELS["censoring"]}"',
+        "q_z": f'the sidebar\'s "{LABELS["q_z"]}"',
+        "rollouts": f'the sidebar\'s "{LABELS["rollouts"]}" (or "{LABELS["rollouts_path"]}")',
+        "seed": "the bootstrap's seed (fixed in the dashboard; the command line's --seed)",
+        "level": "the 95% level of the intervals (fixed in the dashboard; the command line's --level)",
+        "folds": "the folds of the Recalibration page's cross-fitting",
     },
     with_value="{word} set to {value}")
 

@@ -13,7 +13,6 @@ import math
 from pathlib import Path
 
 from tpsviz.cli.common import Fail, say
-from tpsviz.cli.options import flag
 from tpsviz.core.errors import LogFormatError
 from tpsviz.core.censoring import default_censoring
 from tpsviz.core.tps import ScoreSettings
@@ -106,7 +105,7 @@ def settings_from(args, has_qz: bool) -> ScoreSettings:
     """
     try:
         return evaluation_settings.score_settings(has_qz, args.alpha, args.beta, None, args.schedule, args.censoring,
-                                                  args.eps, args.n_boot, args.seed, args.level, spell=flag)
+                                                  args.eps, args.n_boot, args.seed, args.level)
     except ValueError as exc:
         raise Fail(say(exc)) from None
 
@@ -143,7 +142,7 @@ def load_log(args, path, allow_empty: bool = False):
     options = read_options(args)
     try:
         return evaluation_settings.read_log(path, options, args.forecasts, args.recalibrate, args.folds, args.seed,
-                                            getattr(args, "schedule", "uniform"), spell=flag,
+                                            getattr(args, "schedule", "uniform"),
                                             allow_empty=allow_empty)
     except LogFormatError:
         raise
@@ -170,7 +169,7 @@ def prepare(args):
     """
     data, notes = load_log(args, args.path, allow_empty=True)
     try:
-        q_z, args.censoring, more = evaluation_settings.qz_source(data, None, args.rollouts, args.censoring, spell=flag)
+        q_z, args.censoring, more = evaluation_settings.qz_source(data, None, args.rollouts, args.censoring)
         settings = settings_for(args, data)
         data, refs = evaluation_settings.with_references(data, settings, q_z, getattr(args, "references", False),
                                                          getattr(args, "folds", 5), args.seed)

@@ -239,7 +239,7 @@ def refused_given(args, options) -> list[str]:
 
 
 def flag(name: str, value=None) -> str:
-    """How a message names a setting on the command line (the ``spell`` of :mod:`tpsviz.evaluation.settings`).
+    """How a message names a setting on the command line (the command line's wording of a setting marker).
 
     Parameters
     ----------
@@ -271,7 +271,7 @@ def check_numbers(args) -> None:
     """
     try:
         check_settings(getattr(args, "n_boot", 0), getattr(args, "seed", None), getattr(args, "eps", 0.0),
-                       getattr(args, "folds", 5), getattr(args, "level", 0.95), spell=flag)
+                       getattr(args, "folds", 5), getattr(args, "level", 0.95))
     except ValueError as exc:
         raise Fail(say(exc)) from None
 

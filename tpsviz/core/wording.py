@@ -53,6 +53,13 @@ SETTINGS = {
     "replay": "the replay of a finished log to a model (docs/forecasts.md section 3); value: the log",
     "model": "the model the replay asks, PROVIDER/MODEL",
     "name": "the name of the replay's predictor (its column conf_<name>)",
+    "seed": "the seed of the bootstrap and the folds",
+    "level": "the confidence level of the intervals",
+    "folds": "the folds by trajectory of cross-fitted fits",
+    "q_z": "the source of q_Z, the continuation success of censored runs (exact censoring)",
+    "rollouts": "a table of continuation rollouts from censored runs (their q_Z)",
+    "censoring": "how censored runs enter the score (simple, exact, bounds)",
+    "score": "a preset of the beta family (log, brier, boosting)",
 }
 
 _OPEN, _VALUE = "\x1e", "\x1f"

@@ -1,10 +1,11 @@
 """The settings and the reading of an evaluation: what ``python -m tpsviz score`` accepts, checked and
 turned into a :class:`~tpsviz.core.tps.ScoreSettings`, a read log and the q_Z of its censored runs.
 
-Every step is public so the command line composes them under its own option names: ``spell(name,
-value=None)`` says how an error message names a setting (``n_boot`` and ``recalibrate='platt'`` from
-Python, ``--n-boot`` and ``--recalibrate platt`` on the command line). The notes these steps write
-end up in ``Evaluation.to_json()``.
+Every step is public so the command line composes them. A message names a setting by a marker of
+:mod:`tpsviz.core.wording` (``SettingError``, ``wording.Text`` notes): ``n_boot`` and
+``recalibrate='platt'`` from Python, ``--n-boot`` and ``--recalibrate platt`` once the command line
+words it (docs/architecture.md, "Messages"). The notes these steps write end up in
+``Evaluation.to_json()``.
 """
 
 from __future__ import annotations
@@ -13,7 +14,6 @@ import math
 import os
 from dataclasses import replace
 from pathlib import Path
-from typing import Callable
 
 import numpy as np
 
@@ -23,6 +23,7 @@ from tpsviz.core.schedules import Schedule, parse_schedule
 from tpsviz.core.schema import clean_text, show_id
 from tpsviz.core.scores import PRESETS
 from tpsviz.core.tps import ScoreSettings
+from tpsviz.core.errors import SettingError
 from tpsviz.core.wording import setting, text
 from tpsviz.diagnostics.audit import qz_for_source, rollout_qz_series
 from tpsviz.diagnostics.calibrate import add_all_recalibrated
@@ -32,9 +33,9 @@ from tpsviz.io.files import Limits, limits_from_env
 from tpsviz.io.harness.runs import ReadOptions, parse_conf, parse_mapping, parse_treat
 from tpsviz.io.loading import load
 
-__all__ = ["check_settings", "read_options", "read_log", "with_references", "no_forecast_reason", "qz_source", "score_settings", "python_spelling",
+__all__ = ["check_settings", "read_options", "read_log", "with_references", "no_forecast_reason", "qz_source", "score_settings",
            "plain_text", "memory_reason", "dataset_size", "MIN_N_BOOT", "MAX_N_BOOT", "MAX_SEED",
-           "CSV_BYTES_PER_ROW", "RECALIBRATIONS", "Spell"]
+           "CSV_BYTES_PER_ROW", "RECALIBRATIONS"]
 
 MAX_N_BOOT = 20_000      # bootstrap replicates accepted
 MIN_N_BOOT = 50          # fewer replicates make no 95% percentile interval (adversarial pass 7)
@@ -43,28 +44,6 @@ MAX_SEED = 2 ** 63 - 1
 CSV_BYTES_PER_ROW = 40
 #: cross-fitted recalibrations that add predictors ``<name>@<method>``
 RECALIBRATIONS = ("platt", "isotonic", "beta")
-
-#: ``spell(name, value=None) -> str``: how a message names a setting
-Spell = Callable[..., str]
-
-
-def python_spelling(name: str, value=None) -> str:
-    """How a message names a setting of :func:`evaluate`.
-
-    Parameters
-    ----------
-    name : str
-        The keyword, e.g. ``n_boot``.
-    value : optional
-        A value to suggest.
-
-    Returns
-    -------
-    str
-        ``n_boot``, or ``recalibrate='platt'`` with a value.
-    """
-    return name if value is None else f"{name}={value!r}"
-
 
 def plain_text(s, limit: int | None = None) -> str:
     """Text from a log (id, column or file name) for a terminal or JSON: no control characters,
@@ -84,7 +63,7 @@ def plain_text(s, limit: int | None = None) -> str:
 
 # ----------------------------------------------------------------------------- settings and reading
 def check_settings(n_boot: int = 2000, seed: int | None = None, eps: float = 1e-6, folds: int = 5,
-                   level: float = 0.95, spell: Spell = python_spelling) -> None:
+                   level: float = 0.95) -> None:
     """Refuse setting values before any file is read, naming the setting.
 
     Parameters
@@ -99,8 +78,6 @@ def check_settings(n_boot: int = 2000, seed: int | None = None, eps: float = 1e-
         Cross-fitting folds of a recalibration, 2 to 50.
     level : float
         Confidence level, in (0, 1).
-    spell : callable
-        ``spell(name)`` names a setting in the message (default :func:`python_spelling`).
 
     Raises
     ------
@@ -109,20 +86,20 @@ def check_settings(n_boot: int = 2000, seed: int | None = None, eps: float = 1e-
     """
     for name, v in (("n_boot", n_boot), ("seed", seed), ("folds", folds)):
         if v is not None and (isinstance(v, bool) or not isinstance(v, (int, np.integer))):
-            raise ValueError(f"{spell(name)} must be an integer, got {v!r}")
+            raise SettingError(f"{setting(name)} must be an integer, got {v!r}")
     if not (n_boot == 0 or MIN_N_BOOT <= n_boot <= MAX_N_BOOT):
-        raise ValueError(f"{spell('n_boot')} must be 0 (no bootstrap) or between {MIN_N_BOOT} and "
+        raise SettingError(f"{setting('n_boot')} must be 0 (no bootstrap) or between {MIN_N_BOOT} and "
                          f"{MAX_N_BOOT:,}, got {n_boot}: the 2.5% and 97.5% percentiles of fewer "
                          "replicates are not a 95% interval")
     if seed is not None and not 0 <= seed <= MAX_SEED:
-        raise ValueError(f"{spell('seed')} must be an integer between 0 and 2^63 - 1, got {seed}")
-    eps, level = _float(spell, "eps", eps), _float(spell, "level", level)
+        raise SettingError(f"{setting('seed')} must be an integer between 0 and 2^63 - 1, got {seed}")
+    eps, level = _float("eps", eps), _float("level", level)
     if not (math.isfinite(eps) and 0 <= eps < 0.5):
-        raise ValueError(f"{spell('eps')} must be in [0, 0.5), got {eps:g}")
+        raise SettingError(f"{setting('eps')} must be in [0, 0.5), got {eps:g}")
     if not 0 < level < 1:
-        raise ValueError(f"{spell('level')} must be in (0, 1), got {level:g}")
+        raise SettingError(f"{setting('level')} must be in (0, 1), got {level:g}")
     if not 2 <= folds <= 50:
-        raise ValueError(f"{spell('folds')} must be between 2 and 50, got {folds}")
+        raise SettingError(f"{setting('folds')} must be between 2 and 50, got {folds}")
 
 
 def _pairs(value) -> list:
@@ -174,7 +151,7 @@ def read_options(fmt: str | None = None, success_threshold: float | None = None,
 
 def read_log(source, options: ReadOptions | None = None, forecasts=None, recalibrate: str | None = None,
              folds: int = 5, seed: int | None = None, schedule: str | Schedule = "uniform",
-             spell: Spell = python_spelling, allow_empty: bool = False) -> tuple[TrajectoryData, list]:
+             allow_empty: bool = False) -> tuple[TrajectoryData, list]:
     """Read a log (:func:`tpsviz.load`) and add its cross-fitted recalibrations.
 
     Parameters
@@ -189,8 +166,6 @@ def read_log(source, options: ReadOptions | None = None, forecasts=None, recalib
         Cross-fitting folds and seed of the recalibration (seed default: the bootstrap's).
     schedule : str or Schedule
         The weight schedule: ``column`` needs a ``weight`` column.
-    spell : callable
-        How an error message names a setting (default :func:`python_spelling`).
     allow_empty : bool
         Return a log without any probability predictor (the caller adds the references:
         :func:`with_references`) instead of refusing it.
@@ -214,21 +189,21 @@ def read_log(source, options: ReadOptions | None = None, forecasts=None, recalib
     else:
         data = load(source, options=options, forecasts=forecasts)
     if not data.predictors and not recalibrate and not allow_empty:
-        raise ValueError(_no_predictor(data, spell))
+        raise SettingError(_no_predictor(data))
     name = schedule.name if isinstance(schedule, Schedule) else str(schedule).strip().lower()
     if name == "column" and "weight" not in data.steps:
         raise ValueError("schedule 'column' needs a 'weight' column in the log; this file has none")
     if not recalibrate:
         return data, []
-    return _recalibrated(data, recalibrate, folds, seed, spell)
+    return _recalibrated(data, recalibrate, folds, seed)
 
 
-def _no_predictor(data: TrajectoryData, spell: Spell) -> str:
+def _no_predictor(data: TrajectoryData) -> str:
     """Why a log without a probability predictor cannot be scored here."""
     if data.signals:
         return (f"{plain_text(data.source)} has no probability column, only raw signals "
                 f"({', '.join(plain_text(s, 40) for s in data.signals)}): add "
-                f"{spell('recalibrate', 'platt')} (or isotonic) to score them as cross-fitted "
+                f"{setting('recalibrate', 'platt')} (or isotonic) to score them as cross-fitted "
                 "probabilities <name>@<method>")
     return (f"{plain_text(data.source)} holds no forecast: score it with its reference forecasters "
             "(docs/forecasts.md, section 1)")
@@ -281,7 +256,7 @@ def no_forecast_reason(data: TrajectoryData) -> str:
             f"{why}")
 
 
-def _recalibrated(data: TrajectoryData, method: str, folds: int, seed, spell: Spell):
+def _recalibrated(data: TrajectoryData, method: str, folds: int, seed):
     """(data with ``<name>@<method>`` predictors, notes) of :func:`read_log`."""
     before = list(data.notes)
     data, reports = add_all_recalibrated(data, method, folds=folds,
@@ -290,16 +265,15 @@ def _recalibrated(data: TrajectoryData, method: str, folds: int, seed, spell: Sp
     if not data.predictors:
         why = "; ".join(f"{plain_text(s, 40)}: {plain_text(r, 200)}" for s, r in reports.items()
                         if isinstance(r, str))
-        raise ValueError(f"{spell('recalibrate', method)} gave no predictor to score"
-                         + (f" ({why})" if why else "") + f"; try another method or fewer {spell('folds')}")
+        raise SettingError(f"{setting('recalibrate', method)} gave no predictor to score"
+                           + (f" ({why})" if why else "") + f"; try another method or fewer {setting('folds')}")
     data = replace(data, notes=before + [  # one line instead of one note per recalibrated predictor
         f"added {len(added)} predictors by cross-fitted {method} recalibration "
         f"({folds} folds by trajectory, fitted on complete runs): {', '.join(added)}"])
     return data, [f"recalibration of {src} {rep}" for src, rep in reports.items() if isinstance(rep, str)]
 
 
-def qz_source(data: TrajectoryData, q_z=None, rollouts=None, censoring: str | None = None,
-              spell: Spell = python_spelling) -> tuple[object, str | None, list]:
+def qz_source(data: TrajectoryData, q_z=None, rollouts=None, censoring: str | None = None) -> tuple[object, str | None, list]:
     """The q_Z of censored runs in exact mode, the censoring mode it implies, and notes.
 
     Parameters
@@ -313,8 +287,6 @@ def qz_source(data: TrajectoryData, q_z=None, rollouts=None, censoring: str | No
     censoring : str, optional
         The censoring mode asked for; None: ``exact`` when a q_Z source other than the column
         is given, else decided by :func:`score_settings`.
-    spell : callable
-        How a message names a setting (default :func:`python_spelling`).
 
     Returns
     -------
@@ -326,20 +298,20 @@ def qz_source(data: TrajectoryData, q_z=None, rollouts=None, censoring: str | No
     source = q_z if q_z is not None else ("rollouts" if rollouts is not None else "column")
     if isinstance(source, str):
         if source not in ("column", "rollouts"):
-            raise ValueError(f"{spell('q_z')} must be 'column', 'rollouts' or a probability in [0, 1], "
+            raise SettingError(f"{setting('q_z')} must be 'column', 'rollouts' or a probability in [0, 1], "
                              f"got {source!r}")
         if source == "rollouts" and rollouts is None:
-            raise ValueError(f"{spell('q_z', 'rollouts')} needs a rollouts table ({spell('rollouts')})")
+            raise SettingError(f"{setting('q_z', 'rollouts')} needs a rollouts table ({setting('rollouts')})")
         if source == "column":
             if rollouts is not None:
-                raise ValueError(f"{spell('rollouts')} given with {spell('q_z', 'column')}: choose one")
+                raise SettingError(f"{setting('rollouts')} given with {setting('q_z', 'column')}: choose one")
             return None, censoring, []
-        return _rollouts(data, rollouts, censoring, spell)
+        return _rollouts(data, rollouts, censoring)
     if isinstance(source, bool) or not isinstance(source, (int, float, np.number)):
-        raise ValueError(f"{spell('q_z')} must be 'column', 'rollouts' or a probability in [0, 1], "
+        raise SettingError(f"{setting('q_z')} must be 'column', 'rollouts' or a probability in [0, 1], "
                          f"got {source!r}")
     if rollouts is not None:
-        raise ValueError(f"{spell('rollouts')} given with a constant {spell('q_z')}: choose one")
+        raise SettingError(f"{setting('rollouts')} given with a constant {setting('q_z')}: choose one")
     q, words = qz_for_source(data, "constant", float(source))
     censoring = censoring or "exact"
     note = f"{words} (exact mode)" if censoring == "exact" else \
@@ -347,7 +319,7 @@ def qz_source(data: TrajectoryData, q_z=None, rollouts=None, censoring: str | No
     return q, censoring, [note]
 
 
-def _rollouts(data: TrajectoryData, rollouts, censoring: str | None, spell: Spell):
+def _rollouts(data: TrajectoryData, rollouts, censoring: str | None):
     """(q_z, censoring, notes) of a rollouts table: exact mode by default (docs/theory.md)."""
     q_z, info = rollout_qz_series(data, rollouts)
     censoring = censoring or "exact"
@@ -359,14 +331,13 @@ def _rollouts(data: TrajectoryData, rollouts, censoring: str | None, spell: Spel
         notes.append(f"rollouts: {len(info['unknown_ids'])} trajectory id(s) not in the log "
                      f"were ignored (e.g. {', '.join(show_id(i) for i in info['unknown_ids'][:3])})")
     if censoring != "exact":
-        notes.append(f"rollouts: not used, censoring is {censoring} (use {spell('censoring', 'exact')})")
+        notes.append(text(f"rollouts: not used, censoring is {censoring} (use {setting('censoring', 'exact')})"))
     return q_z, censoring, notes
 
 
 def score_settings(has_qz: bool, alpha=None, beta=None, score: str | None = None,
                    schedule: str | Schedule = "uniform", censoring: str | None = None, eps: float = 1e-6,
-                   n_boot: int = 2000, seed: int | None = None, level: float = 0.95,
-                   spell: Spell = python_spelling) -> ScoreSettings:
+                   n_boot: int = 2000, seed: int | None = None, level: float = 0.95) -> ScoreSettings:
     """The :class:`ScoreSettings` of the settings; censoring defaults to exact when the log has q_z.
 
     Parameters
@@ -382,8 +353,6 @@ def score_settings(has_qz: bool, alpha=None, beta=None, score: str | None = None
     censoring : {"complete", "simple", "exact", "upper"}, optional
     eps, n_boot, seed, level
         Clipping, bootstrap replicates and seed, confidence level.
-    spell : callable
-        How a message names a setting (default :func:`python_spelling`).
 
     Returns
     -------
@@ -396,28 +365,28 @@ def score_settings(has_qz: bool, alpha=None, beta=None, score: str | None = None
     """
     if score is not None:
         if alpha is not None or beta is not None:
-            raise ValueError(f"give {spell('score')} (a preset) or {spell('alpha')} and {spell('beta')}, "
+            raise SettingError(f"give {setting('score')} (a preset) or {setting('alpha')} and {setting('beta')}, "
                              "not both")
         if score not in PRESETS:
             raise ValueError(f"unknown score {score!r}: the presets are {', '.join(PRESETS)}")
         alpha, beta = PRESETS[score].alpha, PRESETS[score].beta
     sched = schedule if isinstance(schedule, Schedule) else parse_schedule(str(schedule))
-    kwargs = dict(alpha=_float(spell, "alpha", 0.0 if alpha is None else alpha),
-                  beta=_float(spell, "beta", 0.0 if beta is None else beta), schedule=sched,
-                  censoring=censoring or ("exact" if has_qz else "simple"), eps=_float(spell, "eps", eps),
-                  n_boot=int(n_boot), level=_float(spell, "level", level))
+    kwargs = dict(alpha=_float("alpha", 0.0 if alpha is None else alpha),
+                  beta=_float("beta", 0.0 if beta is None else beta), schedule=sched,
+                  censoring=censoring or ("exact" if has_qz else "simple"), eps=_float("eps", eps),
+                  n_boot=int(n_boot), level=_float("level", level))
     if seed is not None:
         kwargs["seed"] = int(seed)
     return ScoreSettings(**kwargs)
 
 
-def _float(spell: Spell, name: str, v) -> float:
+def _float(name: str, v) -> float:
     if isinstance(v, bool):
-        raise ValueError(f"{spell(name)} must be a number, got {v!r}")
+        raise SettingError(f"{setting(name)} must be a number, got {v!r}")
     try:
         return float(v)
     except (TypeError, ValueError):
-        raise ValueError(f"{spell(name)} must be a number, got {v!r}") from None
+        raise SettingError(f"{setting(name)} must be a number, got {v!r}") from None
 
 
 def dataset_size(ds: Dataset) -> tuple[int, str]:
