@@ -32,13 +32,14 @@ ALL_RUNS_CSV_ROWS = 1_000_000
 @memo(max_entries=4, spinner="Scoring all runs out of core (DuckDB over the dataset's files)…")
 def _score_all(key: str, settings_key: tuple, _src: S.Source, _settings):
     # (the out-of-core engine and duckdb: loaded only when a dataset is scored on all its runs)
-    from tpsviz.io.dataset import open_dataset
+    from tpsviz.engines import get_engine
     from tpsviz.engines.runsums import score_from_sums
-    from tpsviz.engines.duck import sums_duckdb
+    from tpsviz.io.dataset import open_dataset
 
     ds = open_dataset(Path(_src.path), S.data_roots())
-    sums = sums_duckdb(ds, _settings, mapping=_src.options.mapping, percent=_src.options.percent)
-    return score_from_sums(sums, _settings, skill_boot=_settings.n_boot)
+    with get_engine("duckdb") as engine:  # the engine interface, as the command line's --engine duckdb
+        sums = engine.runsums(ds, _settings, mapping=_src.options.mapping, percent=_src.options.percent)
+        return score_from_sums(sums, _settings, skill_boot=_settings.n_boot, intervals=engine.intervals)
 
 
 def all_runs_table(score, names: list[str], eps: float, baseline: str | None = None) -> pd.DataFrame:

@@ -15,7 +15,6 @@ from __future__ import annotations
 import dataclasses
 import json
 from contextlib import ExitStack
-from pathlib import Path
 
 import numpy as np
 
@@ -24,8 +23,8 @@ from tpsviz.cli.logs import settings_from
 from tpsviz.cli.output import print_paired_tps, print_tps_table
 from tpsviz.engines import ENGINE_NAMES, OUT_OF_CORE, get_engine
 from tpsviz.evaluation.record import reading_json, verdict_numbers
-from tpsviz.evaluation.settings import dataset_size
-from tpsviz.io.dataset import DATASET_FORMATS, Dataset, is_dataset_spec, open_dataset
+from tpsviz.evaluation.settings import dataset_for_engine
+from tpsviz.io.dataset import Dataset
 from tpsviz.report.export import PER_TRAJECTORY_COLUMNS, write_safe_csv
 from tpsviz.io.files import Limits
 from tpsviz.core.inference import DEFAULT_SEED
@@ -50,26 +49,23 @@ def _unsupported(args) -> list[str]:
 
 
 def choose_engine(args, limits: Limits) -> tuple[str, str, Dataset | None]:
-    """(engine, why, dataset) for ``args.path`` under ``--engine``."""
+    """(engine, why, dataset) for ``args.path`` under ``--engine`` (the automatic choice is the
+    core's, :func:`tpsviz.evaluation.settings.dataset_for_engine`)."""
     engine = args.engine
-    path = args.path
-    table_like = is_dataset_spec(path) or (Path(path).is_file()
-                                          and Path(path).suffix.lower() in DATASET_FORMATS)
     if engine == "memory":
         return "memory", "asked for with --engine memory", None
-    if not table_like or args.format not in ("auto", "csv", "tsv", "parquet"):
+    too_large, words, ds = dataset_for_engine(args.path, args.format, limits)
+    if too_large is None:
         if engine in OUT_OF_CORE:
             raise Fail(f"--engine {engine} reads Parquet, CSV and TSV tables (a file, a folder or a glob "
                         "pattern of them); read harness logs and JSON Lines with --engine memory")
-        return "memory", "a harness log or JSON Lines file is read in memory", None
-    ds = open_dataset(path)
-    rows, what = dataset_size(ds)
+        return "memory", words, None
     if engine in OUT_OF_CORE:
-        return engine, f"asked for with --engine {engine}; {what}", ds
-    if rows > limits.max_rows or ds.n_bytes > limits.max_bytes * max(ds.n_files, 1):
-        return "duckdb", (f"auto: {what}, more than the {limits.max_rows:,} rows read into memory "
+        return engine, f"asked for with --engine {engine}; {words}", ds
+    if too_large:
+        return "duckdb", (f"auto: {words}, more than the {limits.max_rows:,} rows read into memory "
                           "(TPSVIZ_MAX_ROWS)"), ds
-    return "memory", f"auto: {what}, within the {limits.max_rows:,} rows read into memory", None
+    return "memory", f"auto: {words}, within the {limits.max_rows:,} rows read into memory", None
 
 
 def score_out_of_core(args, ds: Dataset, why: str, engine: str = "duckdb") -> int:

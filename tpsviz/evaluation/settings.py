@@ -34,7 +34,7 @@ from tpsviz.io.harness.runs import ReadOptions, parse_conf, parse_mapping, parse
 from tpsviz.io.loading import load
 
 __all__ = ["check_settings", "read_options", "read_log", "with_references", "no_forecast_reason", "qz_source", "score_settings",
-           "plain_text", "memory_reason", "dataset_size", "MIN_N_BOOT", "MAX_N_BOOT", "MAX_SEED",
+           "plain_text", "memory_reason", "dataset_for_engine", "dataset_size", "MIN_N_BOOT", "MAX_N_BOOT", "MAX_SEED",
            "CSV_BYTES_PER_ROW", "RECALIBRATIONS"]
 
 MAX_N_BOOT = 20_000      # bootstrap replicates accepted
@@ -408,6 +408,43 @@ def dataset_size(ds: Dataset) -> tuple[int, str]:
     return rows, what
 
 
+def dataset_for_engine(source, fmt: str | None = None, limits: Limits | None = None
+                       ) -> tuple[bool | None, str, Dataset | None]:
+    """Whether a source is a table dataset too large to read into memory: the automatic engine
+    choice of ``score --engine auto`` and of :func:`memory_reason`.
+
+    Parameters
+    ----------
+    source : path, TrajectoryData or other source of :func:`tpsviz.load`
+    fmt : str, optional
+        The forced format.
+    limits : tpsviz.io.files.Limits, optional
+        Default: from the environment (``TPSVIZ_MAX_ROWS``).
+
+    Returns
+    -------
+    too_large : bool or None
+        None when the source is not a table dataset (it is read in memory, ``words`` say why);
+        else whether its rows or bytes exceed what is read into memory.
+    words : str
+        Why it is read in memory, or the dataset's size (``"15,792 rows in 1 file"``).
+    dataset : Dataset or None
+        The opened dataset of a table source.
+    """
+    if isinstance(source, TrajectoryData):
+        return None, "a TrajectoryData given in memory", None
+    if not isinstance(source, (str, os.PathLike)):
+        return None, "a log given as bytes is read in memory", None
+    table_like = is_dataset_spec(source) or (Path(source).is_file()
+                                             and Path(source).suffix.lower() in DATASET_FORMATS)
+    if not table_like or fmt not in (None, "auto", "csv", "tsv", "parquet"):
+        return None, "a harness log or JSON Lines file is read in memory", None
+    limits = limits or limits_from_env()
+    ds = open_dataset(source)
+    rows, what = dataset_size(ds)
+    return rows > limits.max_rows or ds.n_bytes > limits.max_bytes * max(ds.n_files, 1), what, ds
+
+
 def memory_reason(source, fmt: str | None = None, limits: Limits | None = None) -> str:
     """Why a log is scored in memory, in the words of ``score --engine auto``.
 
@@ -423,19 +460,11 @@ def memory_reason(source, fmt: str | None = None, limits: Limits | None = None) 
     -------
     str
     """
-    if isinstance(source, TrajectoryData):
-        return "a TrajectoryData given in memory"
-    if not isinstance(source, (str, os.PathLike)):
-        return "a log given as bytes is read in memory"
-    table_like = is_dataset_spec(source) or (Path(source).is_file()
-                                             and Path(source).suffix.lower() in DATASET_FORMATS)
-    if not table_like or fmt not in (None, "auto", "csv", "tsv", "parquet"):
-        return "a harness log or JSON Lines file is read in memory"
     limits = limits or limits_from_env()
-    ds = open_dataset(source)
-    rows, what = dataset_size(ds)
-    if rows > limits.max_rows or ds.n_bytes > limits.max_bytes * max(ds.n_files, 1):
-        return text(f"{what}, read into memory (above TPSVIZ_MAX_ROWS, score it out of core with "
+    too_large, words, _ = dataset_for_engine(source, fmt, limits)
+    if too_large is None:
+        return words
+    if too_large:
+        return text(f"{words}, read into memory (above TPSVIZ_MAX_ROWS, score it out of core with "
                     f"{setting('out_of_core')})")
-    return f"auto: {what}, within the {limits.max_rows:,} rows read into memory"
-
+    return f"auto: {words}, within the {limits.max_rows:,} rows read into memory"
