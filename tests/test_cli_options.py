@@ -92,7 +92,7 @@ def test_baseline_is_a_predictor_wherever_it_is_listed():
 #: every hidden option: (command, flag) -> what it is (an older spelling of a listed option, or
 #: an option refused by name)
 HIDDEN = {("multiclass", "--bootstrap"): "n_boot", ("crps", "--bootstrap"): "n_boot",
-          ("monitor", "--baseline"): "baseline_runs", ("check", "--baseline"): "baseline_score",
+          ("monitor", "--baseline"): "baseline_runs", ("monitor", "--by"): "by", ("check", "--baseline"): "baseline_score",
           **{("defer", f): "refused" for f in ("--alpha", "--beta", "--schedule", "--censoring", "--eps",
                                                 "--rollouts")}}
 

@@ -263,7 +263,7 @@ def test_cli_json_equals_the_core(drift, tmp_path, capsys):
     log, data = drift
     path = tmp_path / "drift.csv"
     log.to_csv(path, index=False)
-    assert main(["monitor", str(path), "--by", "timestamp", "--window", "150", "--alarm-on", "agent", "--json"]) == 0
+    assert main(["monitor", str(path), "--order-by", "timestamp", "--window", "150", "--alarm-on", "agent", "--json"]) == 0
     out = json.loads(capsys.readouterr().out)
     res = monitor(data, ScoreSettings(), by="timestamp", window=150, alarm_on="agent")
     agent = res.windows[res.windows["predictor"] == "agent"]
@@ -276,13 +276,21 @@ def test_cli_json_equals_the_core(drift, tmp_path, capsys):
     assert a["count_p"] == pytest.approx(res.alarm.count_p) and a["chance_alarms"] == pytest.approx(res.alarm.chance_alarms)
     assert out["settings"]["order"] == "order of the time column 'timestamp'"
     assert "NaN" not in json.dumps(out)
+    # a log with a 'timestamp' column is ordered by it without an option; --by is the old spelling
+    for args in ([], ["--by", "timestamp"]):
+        assert main(["monitor", str(path), *args, "--window", "150", "--alarm-on", "agent", "--json"]) == 0
+        again = json.loads(capsys.readouterr().out)
+        assert again["windows"] == out["windows"] and again["settings"]["order"] == out["settings"]["order"]
+    assert main(["monitor", str(path), "--window", "150", "--json"]) == 0
+    assert ("runs ordered by the log's column 'timestamp' (--order-by COLUMN names another)"
+            in json.loads(capsys.readouterr().out)["notes"])
 
 
 def test_cli_text_and_errors(drift, tmp_path, capsys):
     log, _ = drift
     path = tmp_path / "drift.csv"
     log.to_csv(path, index=False)
-    assert main(["monitor", str(path), "--by", "timestamp", "--predictor", "agent", "--rows", "5"]) == 0
+    assert main(["monitor", str(path), "--order-by", "timestamp", "--predictor", "agent", "--rows", "5"]) == 0
     text = capsys.readouterr().out
     assert "(5 of 33 windows shown" in text and "CUSUM on agent" in text and "alarm at run" in text
     assert "alarm(s) after the in-control part, where chance alone gives" in text and "simulated in-control streams" in text

@@ -30,9 +30,11 @@ def add_arguments(p) -> None:
                      "false-alarm rate is measured on the in-control runs (docs/theory.md section 11).")
     add_scoring_options(p)
     g = p.add_argument_group("monitoring (docs/theory.md section 11)")
-    g.add_argument("--by", metavar="COLUMN", default=None,
+    g.add_argument("--order-by", dest="by", metavar="COLUMN", default=None,
                    help="run-level column to order runs by: a timestamp (ISO 8601 or any date-time pandas reads) or a "
-                        "number (default: the order in which runs first appear in the file)")
+                        "number (default: the column 'timestamp' when the log has one, else the order in which runs "
+                        "first appear in the file)")
+    hidden_alias(g, "--by", "by")  # (its name before: compare's --by groups runs, this one orders them)
     g.add_argument("--window", type=int, default=100, metavar="N", help="runs per window (default 100)")
     g.add_argument("--stride", type=int, default=None, metavar="N",
                    help="runs between the starts of two windows (default window/4)")
@@ -83,8 +85,12 @@ def run(args) -> int:
     alarm_on = None if args.alarm_on is None else ("" if args.alarm_on.lower() == "none" else args.alarm_on)
     if alarm_on and alarm_on not in names:
         raise Fail(f"--alarm-on {safe(alarm_on, 40)}: not one of the monitored predictors")
+    by = args.by
+    if by is None and "timestamp" in data.metadata_columns + data.step_metadata_columns:
+        by = "timestamp"
+        notes.append("runs ordered by the log's column 'timestamp' (--order-by COLUMN names another)")
     try:
-        res = monitor(data, settings, by=args.by, window=args.window, stride=args.stride, predictors=names,
+        res = monitor(data, settings, by=by, window=args.window, stride=args.stride, predictors=names,
                       alarm_on=alarm_on, baseline=args.baseline_runs, shift=args.shift, target_arl=args.arl, q_z=q_z)
     except ValueError as exc:
         raise Fail(safe(say(exc), 400)) from None
