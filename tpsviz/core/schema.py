@@ -93,6 +93,14 @@ def refuse_duplicate_columns(header: list[str], name: str) -> None:
 SEPARATORS = {",": "comma", "\t": "tab", ";": "semicolon", "|": "pipe"}  # a delimited file's, by name
 
 
+def separator_note(label: str, several: bool = False) -> str:
+    """The note that a delimited file (or every file of a dataset) was read with another separator
+    than its extension says, ``label`` being the separator's name (:data:`SEPARATORS`)."""
+    if several:
+        return f"the files are {label}-separated; they were read as such."
+    return f"the file is {label}-separated; it was read as such."
+
+
 def sniff_separator(first_line: str, sep: str) -> tuple[str, str | None]:
     """The separator of a delimited file, from its header line: ``sep`` where the line holds it,
     else ";", tab or "|" (spreadsheets in many locales write "CSV" with semicolons, and their

@@ -22,7 +22,7 @@ from pathlib import Path
 
 from tpsviz.core.errors import LogFormatError
 from tpsviz.io.files import DataRoots, FileRefused, PathRefused
-from tpsviz.core.schema import SEPARATORS, refuse_duplicate_columns, show_id, sniff_separator
+from tpsviz.core.schema import SEPARATORS, refuse_duplicate_columns, separator_note, show_id, sniff_separator
 import csv
 import pyarrow.parquet as pq
 
@@ -258,7 +258,7 @@ def open_dataset(spec, roots: DataRoots | None = None) -> Dataset:
                               for c, t in zip(cols, types) if t.startswith("duration")}))
     notes = []
     if delimiter != ("\t" if fmt == "tsv" else ",") and fmt != "parquet":
-        notes.append(f"the files are {SEPARATORS[delimiter]}-separated; they were read as such.")
+        notes.append(separator_note(SEPARATORS[delimiter], several=True))
     if skipped:
         notes.append(f"{skipped} file(s) in the dataset's folders were skipped (hidden, starting with "
                      "_ or not .parquet/.pq/.csv/.tsv).")

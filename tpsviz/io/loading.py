@@ -26,7 +26,7 @@ from tpsviz.io.harness.forecasts import join_sidecar
 from tpsviz.io.harness.runs import ReadOptions
 from tpsviz.io.longform import from_frame
 from tpsviz.io.run_ids import id_text
-from tpsviz.core.schema import canonical_name, show_id
+from tpsviz.core.schema import SEPARATORS, canonical_name, separator_note, show_id
 from tpsviz.core.wording import setting, text
 from tpsviz.io.tables import FORMATS, format_of, read_table
 
@@ -167,6 +167,7 @@ def _read_dataset(source, options: ReadOptions, limits: Limits, read, roots, sam
                                      f"{setting('out_of_core')}"])
     ids = [col for target, col in options.mapping if target == "trajectory_id"]
     frames, rows, notes = [], 0, list(ds.notes)
+    said = separator_note(SEPARATORS.get(ds.delimiter, ""))  # each file's, said once for all by ds.notes
     for f in ds.files:
         rel = ds.file_label(f)
         raw, _ = read_source(f, rel, limits, read)
@@ -178,7 +179,7 @@ def _read_dataset(source, options: ReadOptions, limits: Limits, read, roots, sam
         prefix = part.attrs.get("where_prefix", "row")
         part["_where"] = [f"{show_id(rel, 60)} {prefix} {n}" for n in part["_where"]]
         # a file's own notes (e.g. nested columns left out), each said once for all the files
-        notes += [n for n in part.attrs.get("notes", []) if n not in notes]
+        notes += [n for n in part.attrs.get("notes", []) if n not in notes and n != said]
         frames.append(part)
     frame = pd.concat(frames, ignore_index=True)
     frame.attrs["notes"] = notes

@@ -21,7 +21,7 @@ import pandas as pd
 from tpsviz.core.errors import LogFormatError
 from tpsviz.core.schema import (
     MAX_META_CHARS, PREFIXES, canonical_name, is_log_column, nested_column, no_lone_surrogates,
-    refuse_duplicate_columns, show_id, sniff_separator)
+    refuse_duplicate_columns, separator_note, show_id, sniff_separator)
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pyarrow.compute as pc
@@ -125,7 +125,7 @@ def _read_delimited(raw: bytes, name: str, sep: str, max_rows: int, max_cells: i
                                     "to .jsonl (one JSON object per line)"])
     sep, label = sniff_separator(first, sep)
     if label:
-        notes.append(f"the file is {label}-separated; it was read as such.")
+        notes.append(separator_note(label))
     try:
         header = [h.strip() for h in next(csv.reader([first], delimiter=sep), [])]
     except csv.Error:
