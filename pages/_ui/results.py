@@ -129,7 +129,8 @@ def qz_choice(data, src: Source, qz: tuple):
 _NESTING = threading.local()   # results being computed by this thread (only the outermost shows a spinner)
 
 
-def result(spinner: str, keep: tuple = SETTINGS, max_entries: int = 24, per_predictor=None, split=None):
+def result(spinner: str, keep: tuple = SETTINGS, max_entries: int = 24, per_predictor=None, split=None,
+           one_log: bool = False):
     """Declare a cached result: ``fn(a, x, *args, **kw)`` → ``fn(*args, a=None, src=None, **kw)``.
 
     Parameters
@@ -147,6 +148,12 @@ def result(spinner: str, keep: tuple = SETTINGS, max_entries: int = 24, per_pred
         ``split(result, name)``: one predictor's part of a result computed for several. The
         predictors not cached yet are then computed together (one bootstrap over all their
         columns, the same numbers as one at a time) and kept one by one.
+    one_log : bool
+        The parts combine only when computed on one log object (``TPSResult.combine``): every
+        predictor's key then keeps the references' part of the analysis. Otherwise a predictor's
+        key keeps it only when the predictor is a reference (the log's own predictors give the
+        same numbers with or without the references added, so moving the censoring mode refits
+        the references and recomputes nothing else that does not depend on it).
     """
 
     def wrap(fn):
@@ -163,7 +170,8 @@ def result(spinner: str, keep: tuple = SETTINGS, max_entries: int = 24, per_pred
             src = src or current_source()
             k, kw = a.key(keep), tuple(sorted(kw.items()))
             names = list(dict.fromkeys(k.predictors))
-            keys = [k] if per_predictor is None or not names else [replace(k, predictors=(n,)) for n in names]
+            keys = [k] if per_predictor is None or not names else [
+                replace(k, predictors=(n,), refs=k.refs if one_log else keep_refs(k.refs, (n,))) for n in names]
             # one spinner for all that is missing, and none inside another result's (each costs a timer)
             depth = getattr(_NESTING, "depth", 0)
             missing = [x for x in keys if not cached.has(x, args, kw, src)]
@@ -300,7 +308,8 @@ def _joint(cached, compute, split, missing: list, rest: tuple) -> dict:
         if len(still) < 2:
             return {}
         names = tuple(x.predictors[0] for x in still)
-        both = compute(replace(still[0], predictors=names), *rest)
+        refs = next((x.refs for x in still if x.refs), ())  # the log with its references if one is missing
+        both = compute(replace(still[0], predictors=names, refs=refs), *rest)
         share = approx_bytes(both) // len(still)
         parts = {x: JointPart(both, x.predictors[0], names, split, share) for x in still}
         for x, part in parts.items():
@@ -330,14 +339,15 @@ def _merge(parts):
 
 # ----------------------------------------------------------------------------- TPS and skill
 @result("Scoring…", keep=_NO_BOOT, per_predictor=TPSResult.combine, split=_only,
-        max_entries=192)
+        max_entries=192, one_log=True)
 def tps_points(a, x):
     """tps.compute_tps without the bootstrap (means and SEs): what a page shows first."""
     return tpsviz.compute_tps(x.data, replace(a.settings, n_boot=0), list(a.predictors),
                               q_z=x.q_z(settings=a.settings))
 
 
-@result("Bootstrap CIs of TPS…", per_predictor=TPSResult.combine, split=_only, max_entries=192)
+@result("Bootstrap CIs of TPS…", per_predictor=TPSResult.combine, split=_only, max_entries=192,
+        one_log=True)
 def tps(a, x):
     """tps.compute_tps under the analysis: the point result with its bootstrap CIs added
     (TPSResult.with_intervals; the same numbers, the log is not scored again)."""

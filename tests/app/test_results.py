@@ -80,6 +80,31 @@ def test_deselecting_a_predictor_recomputes_nothing(calls):
     assert sum(calls.values()) == 0, dict(calls)
 
 
+def test_with_references_a_censoring_change_refits_only_the_references(monkeypatch):
+    """The references are refitted under a new censoring mode; the log's own predictors' AUROC/T-ECE
+    (which do not depend on it) are not computed again."""
+    scored = []
+    real = diagnostics.metric_table
+
+    def recorded(data, settings=None, predictors=None, **kw):
+        scored.append(tuple(predictors or ()))
+        return real(data, settings, predictors, **kw)
+
+    monkeypatch.setattr(diagnostics, "metric_table", recorded)
+    at = AppTest.from_file(APP, default_timeout=300)
+    _run(at)
+    at.toggle(key="refs").set_value(True)
+    _run(at)
+    names = [n for n in at.multiselect(key="pred").value]
+    assert any(n.startswith("ref:") for n in names) and any(not n.startswith("ref:") for n in names)
+    scored.clear()
+    modes = [m for m in at.selectbox(key="cens").options if m != at.selectbox(key="cens").value]
+    at.selectbox(key="cens").set_value(modes[0])
+    _run(at)
+    again = {n for call in scored for n in call}
+    assert again and all(n.startswith("ref:") for n in again), again
+
+
 def test_analysis_key_keeps_only_what_a_result_depends_on():
     a = Analysis(data="demo:x", predictors=("p",), qz=("constant", 0.3),
                  settings=ScoreSettings(alpha=0.5, beta=1.0, censoring="exact", eps=1e-3, n_boot=200))
