@@ -127,7 +127,13 @@ def _replay_step(src: S.Source, data) -> None:
 def forecasts_panel(cfg: S.Config, data, src: S.Source | None = None) -> None:
     """The panel: open on a log without a forecast of its own, folded otherwise."""
     src = src or S.current_source()
-    with st.expander(TITLE, expanded=not has_own_forecasts(data), icon=":material/add_chart:"):
+    # drawn only while open (a rerun on opening): its code blocks cost the browser a syntax
+    # highlighter pass on every view of a log that has forecasts, where it stays folded
+    panel = st.expander(TITLE, expanded=not has_own_forecasts(data), icon=":material/add_chart:",
+                        key=f"get_forecasts_{has_own_forecasts(data)}", on_change="rerun")
+    if not panel.open:
+        return
+    with panel:
         st.caption("Three ways to a per-step probability of success F_t, each ending in a table "
                    "trajectory_id, step, conf_<name> that this dashboard and `python -m tpsviz score --forecasts` "
                    "join (docs/forecasts.md).")
