@@ -154,8 +154,9 @@ def langfuse_score_value(score: dict):
     Returns
     -------
     float, bool, str or None
-        ``NUMERIC``: the number; ``BOOLEAN``: True/False (``value`` 1/0, or ``stringValue``);
-        ``CATEGORICAL`` and ``TEXT``: ``stringValue``; ``CORRECTION`` (an edited output, not a
+        ``NUMERIC``: the number; ``BOOLEAN``: True/False (``value`` 1/0 or a boolean as the v3 API
+        writes it, or ``stringValue``); ``CATEGORICAL`` and ``TEXT``: ``stringValue`` (v3: the
+        ``value``); ``CORRECTION`` (an edited output, not a
         judgement) and values that cannot be read: None. Without ``dataType``: the number, else
         the text.
     """
@@ -165,11 +166,13 @@ def langfuse_score_value(score: dict):
     if kind == "CORRECTION":
         return None
     if kind == "BOOLEAN":
+        if isinstance(value, bool):  # (the v3 API writes a boolean)
+            return value
         if number is not None:
             return number != 0
-        low = str(text).strip().lower()
-        return {"true": True, "false": False}.get(low)
+        return {"true": True, "false": False}.get(str(text).strip().lower())
     if kind in ("CATEGORICAL", "TEXT"):
+        text = text if text is not None else value  # (the v3 API writes the category as the value)
         return text if isinstance(text, str) and text != "" else None
     if number is not None:
         return float(number)

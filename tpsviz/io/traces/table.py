@@ -14,6 +14,11 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import pandas as pd
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+
 from tpsviz.core.errors import LogFormatError
 from tpsviz.io.traces.values import MAX_TEXT_CHARS, json_records
 
@@ -94,9 +99,6 @@ def _too_wide(name: str, n: int) -> LogFormatError:
 
 def _decoded_bytes(array) -> int:
     """Bytes an Arrow array takes once its dictionary (if any) is expanded."""
-    import pyarrow as pa  # (pyarrow: imported when a Parquet file is read)
-    import pyarrow.compute as pc
-
     if pa.types.is_dictionary(array.type):
         values = array.dictionary
         sizes = pc.binary_length(values) if (pa.types.is_string(values.type) or pa.types.is_binary(values.type)
@@ -109,8 +111,6 @@ def _decoded_bytes(array) -> int:
 
 
 def _parquet(raw: bytes, name: str, max_spans: int, max_bytes: int) -> SpanTable:
-    import pyarrow.parquet as pq  # (pyarrow: imported when a Parquet file is read)
-
     try:
         pf = pq.ParquetFile(_io.BytesIO(raw))
         n_rows = int(pf.metadata.num_rows)
@@ -155,12 +155,10 @@ def _arize_eval_name(meta: dict) -> str | None:
 
 
 def _delimited(raw: bytes, name: str, sep: str, max_spans: int) -> SpanTable:
-    import pandas as pd  # (pandas' C parser: no limit on a cell's length, unlike the csv module)
-
     kind = "CSV" if sep == "," else "TSV"
     if b"\x00" in raw[:4096]:
         raise LogFormatError(name, [f"the file is named as {kind} but contains binary data, not text"])
-    try:
+    try:  # (pandas' C parser: no limit on a cell's length, unlike the csv module)
         df = pd.read_csv(_io.BytesIO(raw), sep=sep, dtype=str, keep_default_na=False, na_values=[""],
                          encoding="utf-8-sig", nrows=max_spans + 1)
     except UnicodeDecodeError:
