@@ -29,6 +29,7 @@ from tpsviz.core.errors import LogFormatError
 from tpsviz.io.traces.openinference import (
     add_evaluations, openinference_kind, openinference_logprobs, openinference_messages, read_openinference,
     read_openinference_evaluations)
+from tpsviz.io.traces.table import nested_cell
 
 SECRET = "SECRET-MESSAGE-TEXT"
 T0 = dt.datetime(2026, 11, 2, 9, 0, tzinfo=dt.timezone.utc)
@@ -173,6 +174,8 @@ def test_the_helpers_read_otlp_style_attributes_as_the_table_reader_does():
         assert _read_messages(inputs) == _expected_messages(s["attributes"].get(SA.LLM_INPUT_MESSAGES, []))
         assert _read_messages(outputs) == _expected_messages(s["attributes"].get(SA.LLM_OUTPUT_MESSAGES, []))
     assert openinference_kind({}, "llm") == "model"
+    assert [nested_cell(c)[0] for c in ("007", "12", "-3", "0.5", "1e-3", "true", "[1, 2]", "[{'a': 1}]")] == [
+        "007", 12, -3, 0.5, 0.001, True, "[1, 2]", [{"a": 1}]]
     assert openinference_messages({}) == ((), ())
 
 

@@ -194,8 +194,10 @@ def nested_cell(text):
     if not isinstance(text, str):
         return text, False
     s = text.strip()
-    if _NUMBER.fullmatch(s):
-        return (int(s) if re.fullmatch(r"[+-]?\d+", s) else float(s)), False
+    if re.fullmatch(r"-?(0|[1-9]\d{0,17})", s):  # (an id such as "007" stays text)
+        return int(s), False
+    if _NUMBER.fullmatch(s) and not re.fullmatch(r"[+-]?\d+", s):
+        return float(s), False
     if s.lower() in ("true", "false"):
         return s.lower() == "true", False
     if not s or s[0] not in "[{" or len(s) > MAX_TEXT_CHARS:

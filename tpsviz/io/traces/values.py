@@ -115,6 +115,9 @@ def _iso_fraction(text: str) -> float | None:
 def scalar(value):
     """A value as an attribute scalar: str, bool, int, float or None (numpy scalars unwrapped,
     datetimes as ISO text, NaN as None)."""
+    kind = type(value)
+    if kind is str or kind is int or kind is bool or value is None:  # (the common case, first)
+        return value
     if isinstance(value, np.generic):
         value = value.item()
     if isinstance(value, float) and math.isnan(value):
@@ -143,6 +146,17 @@ def flatten_into(out: dict, key: str, value, tally: Tally, depth: int = 0) -> No
     left out. At most :data:`MAX_ATTRIBUTES` keys in ``out``, nesting to :data:`MAX_DEPTH`,
     texts cut to :data:`MAX_TEXT_CHARS`: what is left out is counted in ``tally``.
     """
+    kind = type(value)
+    if kind is str or kind is int or kind is float or kind is bool or value is None:  # (most values)
+        if value is None or (kind is float and value != value):
+            return
+        if kind is str and len(value) > MAX_TEXT_CHARS:
+            value = cut_text(value, tally)
+        if key not in out and len(out) >= MAX_ATTRIBUTES:
+            tally.add(f"attribute(s) beyond the {MAX_ATTRIBUTES:,} a span keeps were left out")
+            return
+        out[key] = value
+        return
     if isinstance(value, np.ndarray):
         value = value.tolist()
     if isinstance(value, dict):
