@@ -260,10 +260,7 @@ def load(source, name: str | None = None, fmt: str | None = None, limits: Limits
         (an ``OSError``) for a path that is missing, not a regular file or too large.
     """
     limits = limits or limits_from_env()
-    options = _with_trace_options(options or ReadOptions(), run_by, step_spans, outcome, censor_when)
-    fmt = fmt or format
-    if fmt and fmt != "auto":
-        options = replace(options, fmt=fmt)
+    options = _with_trace_options(options or ReadOptions(), fmt or format, run_by, step_spans, outcome, censor_when)
     table = read_outcomes_table(outcomes, limits, read) if outcomes is not None else None
     frame, reading, name = _read_frame(source, name, options, limits, read, roots, sample, table)
     if forecasts is not None:
@@ -301,8 +298,10 @@ def no_forecast_note(fmt: str) -> str:
                 "has them, are used as raw signals automatically (docs/forecasts.md)")
 
 
-def _with_trace_options(options: ReadOptions, run_by, step_spans, outcome, censor_when) -> ReadOptions:
-    """``options`` with the trace options given to :func:`load` as keywords."""
+def _with_trace_options(options: ReadOptions, fmt, run_by, step_spans, outcome, censor_when) -> ReadOptions:
+    """``options`` with the format and the trace options given to :func:`load` as keywords."""
+    if fmt and fmt != "auto":
+        options = replace(options, fmt=fmt)
     given = {k: v for k, v in (("run_by", run_by), ("outcome", outcome),
                                ("step_spans", parse_rules(step_spans, "step_spans") if step_spans else None),
                                ("censor_when", parse_rules(censor_when, "censor_when") if censor_when else None))
