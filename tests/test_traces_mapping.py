@@ -115,7 +115,7 @@ def test_censoring_dropping_and_the_outcomes_table(tmp_path):
     log = trace_log(tf, opts(outcome="ok"), table, "o.csv")
     assert [r.reason for r in log.runs][:4] == ["scored", "no outcome", "scored", "censored"]
     assert log.runs[2].outcome == 0.0 and any("1 run id(s) of the outcomes table match no run" in n for n in log.notes)
-    for bad, why in (({"trajectory_id": ["a"], "outcome": [0.5]}, "must be 0 or 1"),
+    for bad, why in (({"trajectory_id": ["a"], "outcome": [0.5]}, "must be 0 or 1, or empty"),
                      ({"trajectory_id": ["a", "a"], "outcome": [1, 0]}, "listed twice"),
                      ({"trajectory_id": ["a"], "outcome": [1], "censored": ["perhaps"]}, "true/false"),
                      ({"run": ["a"], "outcome": [1]}, "missing: trajectory_id")):

@@ -324,3 +324,18 @@ def test_oversize_and_malformed_files_are_refused_by_name():
     bad_list = _doc([_span("a1", attrs=[CHAT, OK]), dict(_span("b2", attrs=[CHAT]), events=7)])
     tf = read_otlp(bad_list, "b.json", Limits())
     assert len(tf.spans) == 1 and "list field holding another kind" in " ".join(tf.notes)
+
+
+def test_an_outcomes_table_reads_as_the_attributes_do(otlp_file, tmp_path):
+    path, truth = otlp_file
+    table = tmp_path / "outcomes.csv"
+    pd.DataFrame({"trajectory_id": [r["id"] for r in truth],
+                  "outcome": [r["outcome"] for r in truth],
+                  "censored": [r["censored"] for r in truth]}).to_csv(table, index=False)
+    a = tpsviz.load(path, outcomes=table, options=tpsviz.io.harness.runs.ReadOptions(conf=(("verbal", "agent.confidence"),)))
+    b = _load(path)
+    assert _counts(a) == _counts(b)
+    s = tpsviz.ScoreSettings(n_boot=0)
+    assert tpsviz.compute_tps(a, s).summary.loc["verbal", "tps_mean"] == tpsviz.compute_tps(b, s).summary.loc["verbal", "tps_mean"]
+    with pytest.raises(LogFormatError, match="applies to trace files"):
+        tpsviz.load(tmp_path / "outcomes.csv", outcomes=table)

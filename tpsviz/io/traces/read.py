@@ -114,7 +114,8 @@ def outcomes_from_frame(frame: pd.DataFrame, name: str) -> tuple[dict, str]:
     Raises
     ------
     LogFormatError
-        Missing columns, an outcome other than 0/1 (or empty on a censored row), a censored
+        Missing columns, an outcome other than 0/1 or empty (empty and not censored: the
+        table gives that run no outcome), a censored
         value that is not true/false, a run listed twice; rows named by their line.
     """
     frame = frame.rename(columns={c: canonical_name(c) for c in frame.columns})
@@ -131,8 +132,8 @@ def outcomes_from_frame(frame: pd.DataFrame, name: str) -> tuple[dict, str]:
     for i, (tid, y, c) in enumerate(zip(ids, outcome, censored)):
         if c is None:
             problems.append(f"{prefix} {where[i]}: column 'censored' must be true/false")
-        elif not c and not (y == 0.0 or y == 1.0):
-            problems.append(f"{prefix} {where[i]}: column 'outcome' must be 0 or 1 (or the row censored)")
+        elif not c and not (y == 0.0 or y == 1.0 or math.isnan(y)):
+            problems.append(f"{prefix} {where[i]}: column 'outcome' must be 0 or 1, or empty")
         elif tid in out:
             problems.append(f"{prefix} {where[i]}: run {show_id(tid)} is listed twice")
         else:
