@@ -199,7 +199,7 @@ def test_message_contents_parts_and_logprobs_of_the_raw_response():
     row = {"context.trace_id": "t", "context.span_id": "s", "parent_id": None, "name": "llm", "span_kind": "LLM",
            "start_time": "2026-11-02T09:00:00Z", **{f"attributes.{k}": v for k, v in attrs.items()}}
     got = read_openinference(json.dumps(row).encode(), "one.jsonl")
-    assert got.spans[0].output_messages[0]["logprobs"] == tokens
+    assert list(got.spans[0].logprobs) == tokens
     assert openinference_logprobs({SA.OUTPUT_VALUE: "plain text"}) is None
 
 

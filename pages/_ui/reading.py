@@ -16,6 +16,7 @@ from streamlit.errors import StreamlitAPIException
 from tpsviz.io.harness import FORMAT_CHOICES
 from tpsviz.io.harness.runs import TREATMENTS, ReadOptions, parse_conf, parse_mapping
 from tpsviz.io.harness.runs import DEFAULT_SUCCESS_THRESHOLD
+from tpsviz.io.traces.options import TraceOptions, parse_rules
 
 from .text import md
 from .wording import LABELS, READING, say
@@ -90,11 +91,26 @@ def options_from_state(last_reading: dict | None) -> tuple[ReadOptions, list[str
             treat.append((reason, choice))
     scorer = str(_value("scorer") or "").strip() or None
     return ReadOptions(fmt=None if fmt == "auto" else fmt, success_threshold=thr, treat=tuple(treat),
-                       scorer=scorer, conf=conf, mapping=mapping, percent=percent), problems
+                       scorer=scorer, conf=conf, mapping=mapping, percent=percent,
+                       traces=_trace_options(problems)), problems
+
+
+def _trace_options(problems: list) -> TraceOptions:
+    """The trace options of the widgets (or the link); a rule that cannot be read is a problem and
+    left out."""
+    rules = {}
+    for key, name in (("steps", "step_spans"), ("censor", "censor_when")):
+        try:
+            rules[name] = parse_rules(str(_value(key) or ""), name)
+        except ValueError as e:
+            problems.append(md(say(e)))
+            rules[name] = ()
+    return TraceOptions(run_by=str(_value("runby") or "").strip() or None,
+                        outcome=str(_value("outc") or "").strip() or None, **rules)
 
 
 #: the reading options of one file (widget and URL keys); "tr_…" treatments too
-OPTION_KEYS = ("fmt", "conf", "thr", "scorer", "map", "pct", "fpath")
+OPTION_KEYS = ("fmt", "conf", "thr", "scorer", "map", "pct", "fpath", "runby", "steps", "outc", "censor")
 
 
 def options_follow_file(identity: str | None) -> bool:
@@ -168,6 +184,7 @@ def sidebar_options(kind: str):
                       help="Long-format name = your column, comma-separated.")
         st.text_input(LABELS["percent"], key="pct", bind=BIND, placeholder="verbal",
                       help="Names of predictors whose values are 0–100: divided by 100.")
+        _trace_inputs()
         rows = (st.session_state.get("_reading") or {}).get("treatment", [])
         if rows:
             st.markdown(f"**{LABELS['treat']}**", help="How runs are scored by why they ended: outcome (the "
@@ -258,3 +275,18 @@ def reading_panel(data) -> None:
                          hide_index=True, width="stretch")
         for note in data.notes:
             st.text(f"• {say(note)}")
+
+
+def _trace_inputs() -> None:
+    """The trace files' options (docs/traces.md): runs by attribute, step spans, outcome, censoring."""
+    st.text_input(LABELS["outcome"], key="outc", bind=BIND, placeholder="app.success",
+                  help="Traces (OTLP, OpenInference, Langfuse): the score, evaluation or attribute holding a "
+                       "run's outcome: 0/1, true/false, or a number (success when ≥ the success threshold).")
+    st.text_input(LABELS["run_by"], key="runby", bind=BIND, placeholder="gen_ai.conversation.id",
+                  help="Traces: an attribute whose value groups traces into one run (default: one run per trace).")
+    st.text_input(LABELS["step_spans"], key="steps", bind=BIND, placeholder="name=chat*",
+                  help="Traces: the spans that are steps, name=PATTERN or ATTRIBUTE=VALUE, comma-separated "
+                       "(default: the model calls). Tool spans are never steps.")
+    st.text_input(LABELS["censor_when"], key="censor", bind=BIND, placeholder="agent.stop_reason=max_turns",
+                  help="Traces: a run without an outcome is censored when a span has this attribute value; "
+                       "other runs without an outcome are dropped, and counted.")

@@ -149,11 +149,8 @@ def result(spinner: str, keep: tuple = SETTINGS, max_entries: int = 24, per_pred
         predictors not cached yet are then computed together (one bootstrap over all their
         columns, the same numbers as one at a time) and kept one by one.
     one_log : bool
-        The parts combine only when computed on one log object (``TPSResult.combine``): every
-        predictor's key then keeps the references' part of the analysis. Otherwise a predictor's
-        key keeps it only when the predictor is a reference (the log's own predictors give the
-        same numbers with or without the references added, so moving the censoring mode refits
-        the references and recomputes nothing else that does not depend on it).
+        Its parts combine only from one log object (``TPSResult.combine``): every key keeps the
+        references' part; else only a reference's key does (the others score the same without).
     """
 
     def wrap(fn):

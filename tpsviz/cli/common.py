@@ -35,6 +35,8 @@ CLI = Wording(
     words={
         "map": "--map", "percent": "--percent", "treat": "--treat", "conf": "--conf", "scorer": "--scorer",
         "success_threshold": "--success-threshold", "forecasts": "--forecasts",
+        "run_by": "--run-by", "step_spans": "--step-spans", "outcome": "--outcome", "outcomes": "--outcomes",
+        "censor_when": "--censor-when",
         "out_of_core": "--engine duckdb (score, or compare --baseline)", "in_memory": "--engine memory",
         "distributed": "--engine dask", "recalibrate": "--recalibrate", "eps": "--eps", "alpha": "--alpha",
         "beta": "--beta", "n_boot": "--n-boot",

@@ -44,7 +44,10 @@ def _unsupported(args) -> list[str]:
     given = [("--recalibrate", args.recalibrate), ("--rollouts", args.rollouts),
              ("--forecasts", args.forecasts), ("--conf", args.conf),
              ("--treat", args.treat), ("--scorer", args.scorer),
-             ("--success-threshold", args.success_threshold is not None)]
+             ("--success-threshold", args.success_threshold is not None),
+             ("--run-by", getattr(args, "run_by", None)), ("--step-spans", getattr(args, "step_spans", None)),
+             ("--outcome", getattr(args, "outcome", None)), ("--outcomes", getattr(args, "outcomes", None)),
+             ("--censor-when", getattr(args, "censor_when", None))]
     return [flag for flag, on in given if on]
 
 

@@ -79,7 +79,9 @@ def read_options(args) -> ReadOptions:
         raise Fail("--success-threshold must be a finite number")
     try:
         return evaluation_settings.read_options(args.format, args.success_threshold, args.treat, args.scorer,
-                                                args.conf, args.map, args.percent)
+                                                args.conf, args.map, args.percent, getattr(args, "run_by", None),
+                                                getattr(args, "step_spans", ()), getattr(args, "outcome", None),
+                                                getattr(args, "censor_when", ()))
     except ValueError as exc:
         raise Fail(say(exc)) from None
 
@@ -143,7 +145,7 @@ def load_log(args, path, allow_empty: bool = False):
     try:
         return evaluation_settings.read_log(path, options, args.forecasts, args.recalibrate, args.folds, args.seed,
                                             getattr(args, "schedule", "uniform"),
-                                            allow_empty=allow_empty)
+                                            allow_empty=allow_empty, outcomes=getattr(args, "outcomes", None))
     except LogFormatError:
         raise
     except ValueError as exc:

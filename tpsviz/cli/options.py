@@ -22,7 +22,7 @@ from tpsviz.io.harness import FORMAT_CHOICES
 
 __all__ = ["DESCRIPTION", "LOG_FORMAT", "VERDICT_HELP", "ENGINES", "BINARY_CENSORING", "hidden_alias",
            "add_n_boot", "add_seed", "add_level", "add_schedule", "add_censoring", "add_json",
-           "add_engine_options", "add_harness_options", "add_reading_options", "add_log_options", "add_rule_options",
+           "add_engine_options", "add_harness_options", "add_reading_options", "add_trace_options", "add_log_options", "add_rule_options",
            "add_scoring_options", "refuse_options", "refused_given", "flag", "check_numbers", "check_args",
            "add_references_option"]
 
@@ -54,7 +54,8 @@ VERDICT_HELP = "verdict of each predictor (first rule that holds; docs/theory.md
 
 PATH_HELP = ("trajectory log: a table (.csv, .tsv, .parquet, .jsonl), a dataset (a folder or quoted glob "
              "pattern of .parquet/.csv/.tsv files with the same columns) or a harness log (tau2-bench results "
-             ".json or folder, tau-bench .json, Inspect AI .eval/.json)")
+             ".json or folder, tau-bench .json, Inspect AI .eval/.json) or traces (OTLP JSON, OpenInference "
+             "spans, a Langfuse export)")
 
 
 def hidden_alias(p: argparse.ArgumentParser, flag: str, dest: str, type_=str) -> None:
@@ -162,6 +163,28 @@ def add_reading_options(p: argparse.ArgumentParser) -> None:
                         "outcome=success,conf_verbal=p_success; repeatable")
     g.add_argument("--percent", action="append", default=[], metavar="NAME",
                    help="predictor(s) given in percent (0-100): divided by 100; repeatable or comma-separated")
+    add_trace_options(p)
+
+
+def add_trace_options(p: argparse.ArgumentParser) -> None:
+    """How a trace file (OTLP, OpenInference, Langfuse) maps onto runs, steps and outcomes:
+    ``--run-by``, ``--step-spans``, ``--outcome``, ``--outcomes``, ``--censor-when``
+    (docs/traces.md)."""
+    g = p.add_argument_group("reading traces: OTLP, OpenInference, Langfuse (docs/traces.md)")
+    g.add_argument("--run-by", metavar="ATTRIBUTE", default=None,
+                   help="group traces into runs by this attribute, e.g. gen_ai.conversation.id or session.id "
+                        "(default: one run per trace)")
+    g.add_argument("--step-spans", action="append", default=[], metavar="RULE",
+                   help="the spans that are steps: name=PATTERN or ATTRIBUTE=VALUE, any of them (default: the "
+                        "model calls; tool spans are never steps); repeatable or comma-separated")
+    g.add_argument("--outcome", metavar="NAME", default=None,
+                   help="the score, evaluation or attribute holding a run's outcome: 0/1, true/false, or a number "
+                        "(success when >= --success-threshold)")
+    g.add_argument("--outcomes", metavar="FILE", default=None,
+                   help="a table trajectory_id, outcome[, censored] with the runs' outcomes")
+    g.add_argument("--censor-when", action="append", default=[], metavar="ATTRIBUTE=VALUE",
+                   help="a run without an outcome is censored when a span or trace has this attribute value "
+                        "(e.g. agent.stop_reason=max_turns); other runs without one are dropped, and counted")
 
 
 def add_log_options(p: argparse.ArgumentParser) -> None:

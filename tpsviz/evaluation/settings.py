@@ -32,6 +32,7 @@ from tpsviz.io.dataset import DATASET_FORMATS, Dataset, is_dataset_spec, open_da
 from tpsviz.io.files import Limits, limits_from_env
 from tpsviz.io.harness.runs import ReadOptions, parse_conf, parse_mapping, parse_treat
 from tpsviz.io.loading import load
+from tpsviz.io.traces.options import TraceOptions, parse_rules
 
 __all__ = ["check_settings", "read_options", "read_log", "with_references", "no_forecast_reason", "qz_source", "score_settings",
            "plain_text", "memory_reason", "dataset_for_engine", "dataset_size", "MIN_N_BOOT", "MAX_N_BOOT", "MAX_SEED",
@@ -112,7 +113,8 @@ def _pairs(value) -> list:
 
 
 def read_options(fmt: str | None = None, success_threshold: float | None = None, treat=(),
-                 scorer: str | None = None, conf=(), mapping=(), percent=()) -> ReadOptions:
+                 scorer: str | None = None, conf=(), mapping=(), percent=(), run_by: str | None = None,
+                 step_spans=(), outcome: str | None = None, censor_when=()) -> ReadOptions:
     """The reading options of a log (docs/harness.md), from Python values or command-line texts.
 
     Parameters
@@ -132,6 +134,9 @@ def read_options(fmt: str | None = None, success_threshold: float | None = None,
         Tables with other column names, ``{"trajectory_id": "run"}``.
     percent : list of str or str
         Predictors given in percent (comma-separated names allowed).
+    run_by, step_spans, outcome, censor_when : optional
+        Trace files (docs/traces.md): :class:`tpsviz.io.traces.options.TraceOptions`; the rules
+        as ``["name=chat*", "ATTRIBUTE=VALUE"]`` or one comma-separated text.
 
     Returns
     -------
@@ -146,12 +151,15 @@ def read_options(fmt: str | None = None, success_threshold: float | None = None,
     pct = tuple(p.strip() for item in names for p in str(item).split(",") if p.strip())
     return ReadOptions(fmt=None if fmt in (None, "auto") else fmt, success_threshold=success_threshold,
                        treat=parse_treat(_pairs(treat)), scorer=scorer, conf=parse_conf(_pairs(conf)),
-                       mapping=tuple(parse_mapping(_pairs(mapping))), percent=pct)
+                       mapping=tuple(parse_mapping(_pairs(mapping))), percent=pct,
+                       traces=TraceOptions(run_by=run_by or None, step_spans=parse_rules(step_spans, "step_spans"),
+                                           outcome=outcome or None,
+                                           censor_when=parse_rules(censor_when, "censor_when")))
 
 
 def read_log(source, options: ReadOptions | None = None, forecasts=None, recalibrate: str | None = None,
              folds: int = 5, seed: int | None = None, schedule: str | Schedule = "uniform",
-             allow_empty: bool = False) -> tuple[TrajectoryData, list]:
+             allow_empty: bool = False, outcomes=None) -> tuple[TrajectoryData, list]:
     """Read a log (:func:`tpsviz.load`) and add its cross-fitted recalibrations.
 
     Parameters
@@ -169,6 +177,8 @@ def read_log(source, options: ReadOptions | None = None, forecasts=None, recalib
     allow_empty : bool
         Return a log without any probability predictor (the caller adds the references:
         :func:`with_references`) instead of refusing it.
+    outcomes : path, optional
+        Trace files: a table ``trajectory_id, outcome[, censored]`` (docs/traces.md).
 
     Returns
     -------
@@ -182,12 +192,12 @@ def read_log(source, options: ReadOptions | None = None, forecasts=None, recalib
         When nothing can be scored (tpsviz.core.errors.LogFormatError for an unreadable log).
     """
     if isinstance(source, TrajectoryData):
-        if options is not None or forecasts is not None:
+        if options is not None or forecasts is not None or outcomes is not None:
             raise ValueError("reading options and a forecasts table apply to a file; this log is "
                              "already read (a TrajectoryData)")
         data = source
     else:
-        data = load(source, options=options, forecasts=forecasts)
+        data = load(source, options=options, forecasts=forecasts, outcomes=outcomes)
     if not data.predictors and not recalibrate and not allow_empty:
         raise SettingError(_no_predictor(data))
     name = schedule.name if isinstance(schedule, Schedule) else str(schedule).strip().lower()

@@ -21,7 +21,7 @@ from tpsviz.io.dataset import is_dataset_spec, open_dataset
 from tpsviz.core.errors import LogFormatError
 from tpsviz.io.files import Limits, limits_from_env, read_file
 from tpsviz.io.harness import (
-    HARNESS_FORMATS, TABLE_FORMATS, detect_format, read_harness, read_tau2_dir, read_tau2_parts)
+    HARNESS_FORMATS, TABLE_FORMATS, TRACE_FORMATS, detect_format, read_harness, read_tau2_dir, read_tau2_parts)
 from tpsviz.io.harness.forecasts import join_sidecar
 from tpsviz.io.harness.runs import ReadOptions
 from tpsviz.io.longform import from_frame
@@ -29,8 +29,11 @@ from tpsviz.io.run_ids import id_text
 from tpsviz.core.schema import SEPARATORS, canonical_name, separator_note, show_id
 from tpsviz.core.wording import setting, text
 from tpsviz.io.tables import FORMATS, format_of, read_table
+from tpsviz.io.traces.openinference import is_evaluations_table, read_openinference_evaluations
+from tpsviz.io.traces.options import parse_rules
+from tpsviz.io.traces.read import read_traces
 
-__all__ = ["TrajectoryData", "LogFormatError", "load", "from_frame", "FORMATS", "read_source",
+__all__ = ["TrajectoryData", "LogFormatError", "load", "from_frame", "FORMATS", "read_source", "read_outcomes_table",
            "ReadOptions", "read_forecasts_table", "guarded", "no_forecast_note"]
 
 
@@ -200,7 +203,8 @@ def _spell_ids(part, mapped: list) -> None:
 
 def load(source, name: str | None = None, fmt: str | None = None, limits: Limits | None = None,
          options: ReadOptions | None = None, forecasts=None, read=None, roots=None,
-         sample: tuple[int, int] | None = None) -> TrajectoryData:
+         sample: tuple[int, int] | None = None, *, format: str | None = None, run_by: str | None = None,
+         step_spans=None, outcome: str | None = None, outcomes=None, censor_when=None) -> TrajectoryData:
     """Read and validate a trajectory log of any supported format.
 
     Parameters
@@ -214,8 +218,9 @@ def load(source, name: str | None = None, fmt: str | None = None, limits: Limits
     name : str, optional
         File name used for the format (by extension) and in messages.
     fmt : str, optional
-        Force a format: ``csv``, ``tsv``, ``parquet``, ``jsonl``, ``tau2``, ``tau-bench`` or
-        ``inspect`` (default: detected from the content).
+        Force a format: ``csv``, ``tsv``, ``parquet``, ``jsonl``, ``tau2``, ``tau-bench``,
+        ``inspect``, ``otlp``, ``openinference`` or ``langfuse`` (default: detected from the
+        content). ``format=`` is the same.
     limits : tpsviz.io.files.Limits, optional
         Largest file and number of rows read (default: from ``TPSVIZ_MAX_FILE_MB`` and
         ``TPSVIZ_MAX_ROWS``).
@@ -235,6 +240,13 @@ def load(source, name: str | None = None, fmt: str | None = None, limits: Limits
         rows are not counted ahead: more bytes than ``limits.max_bytes``) is read as a seeded random sample of that many whole
         runs (:func:`tpsviz.io.sample.sample_runs`) instead of being refused;
         ``reading["sample"]`` then says how many runs and rows of how many.
+    run_by, step_spans, outcome, censor_when : optional
+        Trace files (docs/traces.md): the attribute grouping traces into runs; the rules naming
+        the step spans (``"name=chat*"``, ``"ATTRIBUTE=VALUE"``); the score or attribute holding the
+        outcome; ``"ATTRIBUTE=VALUE"`` marking a run without an outcome as censored. They set
+        ``options.traces`` (:class:`tpsviz.io.traces.options.TraceOptions`).
+    outcomes : str, PathLike or (bytes, name), optional
+        Trace files: a table ``trajectory_id, outcome[, censored]`` giving the runs' outcomes.
 
     Returns
     -------
@@ -250,10 +262,9 @@ def load(source, name: str | None = None, fmt: str | None = None, limits: Limits
         (an ``OSError``) for a path that is missing, not a regular file or too large.
     """
     limits = limits or limits_from_env()
-    options = options or ReadOptions()
-    if fmt and fmt != "auto":
-        options = replace(options, fmt=fmt)
-    frame, reading, name = _read_frame(source, name, options, limits, read, roots, sample)
+    options = _with_trace_options(options or ReadOptions(), fmt or format, run_by, step_spans, outcome, censor_when)
+    table = read_outcomes_table(outcomes, limits, read) if outcomes is not None else None
+    frame, reading, name = _read_frame(source, name, options, limits, read, roots, sample, table)
     if forecasts is not None:
         frame, reading = _join_forecasts(frame, reading, forecasts, limits, read)
     if not any(str(c).startswith(("conf_", "raw_", "unc_")) for c in frame.columns):
@@ -289,9 +300,44 @@ def no_forecast_note(fmt: str) -> str:
                 "has them, are used as raw signals automatically (docs/forecasts.md)")
 
 
-def _read_frame(source, name: str | None, options: ReadOptions, limits: Limits, read, roots, sample):
+def _with_trace_options(options: ReadOptions, fmt, run_by, step_spans, outcome, censor_when) -> ReadOptions:
+    """``options`` with the format and the trace options given to :func:`load` as keywords."""
+    if fmt and fmt != "auto":
+        options = replace(options, fmt=fmt)
+    given = {k: v for k, v in (("run_by", run_by), ("outcome", outcome),
+                               ("step_spans", parse_rules(step_spans, "step_spans") if step_spans else None),
+                               ("censor_when", parse_rules(censor_when, "censor_when") if censor_when else None))
+             if v is not None}
+    return replace(options, traces=replace(options.traces, **given)) if given else options
+
+
+def read_outcomes_table(source, limits: Limits, read=None):
+    """An outcomes table (``trajectory_id, outcome[, censored]``) as read, with its name; or a Phoenix
+    evaluations table (span or trace ids with a label or score, docs/traces.md) read as the
+    evaluations' scores (a :class:`~tpsviz.io.traces.spans.TraceFile`), with its name."""
+    raw, name = read_source(source, None, limits, read)
+    fmt = format_of(name, "an outcomes table")
+    frame = read_table(raw, name, fmt, limits.max_rows, limits.max_cells, limits.max_bytes,
+                       text_columns=["trajectory_id"], max_nodes=limits.max_json_nodes)
+    if is_evaluations_table(frame.columns):
+        return read_openinference_evaluations(raw, name, max_nodes=limits.max_json_nodes, max_spans=limits.max_rows,
+                                              max_bytes=limits.max_bytes), name
+    return frame, name
+
+
+def _refuse_outcomes(table_name: str, kind: str) -> None:
+    raise LogFormatError(table_name, [f"an outcomes table ({setting('outcomes')}) applies to trace files "
+                                      f"(OTLP, OpenInference, Langfuse), not to a {kind} log"])
+
+
+def _read_frame(source, name: str | None, options: ReadOptions, limits: Limits, read, roots, sample,
+                outcomes=None):
     """The raw long frame of any source :func:`load` takes, how it was read, and its name."""
     kind = options.fmt if options.fmt not in (None, "auto") else None
+    several = isinstance(source, list) or is_dataset_spec(source) or (
+        isinstance(source, (str, os.PathLike)) and Path(source).is_dir())
+    if outcomes is not None and (several or kind not in (None,) + TRACE_FORMATS):
+        _refuse_outcomes(outcomes[1], kind or "folder or dataset")
     if is_dataset_spec(source) and kind in (None, "csv", "tsv", "parquet"):
         return _read_dataset(source, options, limits, read, roots, sample)
     if isinstance(source, (str, os.PathLike)) and Path(source).is_dir():
@@ -308,10 +354,14 @@ def _read_frame(source, name: str | None, options: ReadOptions, limits: Limits, 
     parsed = None
     if kind is None:
         kind, parsed = detect_format(raw, name, limits.max_json_nodes)
+    if outcomes is not None and kind not in TRACE_FORMATS:
+        _refuse_outcomes(outcomes[1], kind)
     if kind in TABLE_FORMATS:
         frame, reading = _read_table_log(raw, name, kind, options, limits)
     elif kind in HARNESS_FORMATS or kind == "tau2-index":
         frame, reading = guarded(read_harness, name, kind, raw, name, kind, options, limits, parsed)
+    elif kind in TRACE_FORMATS:
+        frame, reading = guarded(read_traces, name, kind, raw, name, kind, options, limits, parsed, outcomes)
     else:
         raise LogFormatError(name, [f"unknown format {kind!r}"])
     return frame, reading, name

@@ -20,15 +20,16 @@ from tpsviz.io.harness.inspect_log import read_inspect_eval, read_inspect_json
 from tpsviz.io.harness.tau2 import read_tau2
 from tpsviz.io.harness.taubench import read_taubench
 from tpsviz.io.files import read_file
+from tpsviz.io.traces.detect import TRACE_FORMATS, sniff_trace_format, trace_format_of
 
-__all__ = ["ReadOptions", "TREATMENTS", "HARNESS_FORMATS", "TABLE_FORMATS", "FORMAT_CHOICES",
+__all__ = ["ReadOptions", "TREATMENTS", "HARNESS_FORMATS", "TABLE_FORMATS", "TRACE_FORMATS", "FORMAT_CHOICES",
            "detect_format", "read_harness", "read_harness_log", "read_tau2_dir", "read_tau2_parts",
            "read_tau2_dir_log", "read_tau2_parts_log", "parse_treat",
            "parse_conf", "parse_mapping", "HarnessLog"]
 
 HARNESS_FORMATS = ("tau2", "tau-bench", "inspect")
 TABLE_FORMATS = ("csv", "tsv", "parquet", "jsonl")
-FORMAT_CHOICES = ("auto",) + TABLE_FORMATS + HARNESS_FORMATS
+FORMAT_CHOICES = ("auto",) + TABLE_FORMATS + HARNESS_FORMATS + TRACE_FORMATS
 
 
 DEFAULT_MAX_NODES = 10_000_000
@@ -90,11 +91,15 @@ def detect_format(raw: bytes, name: str, max_nodes: int = DEFAULT_MAX_NODES) -> 
     fmt : str
         ``inspect`` (an ``.eval`` zip or a ``.json`` log), ``tau2``, ``tau2-index`` (the index of
         a tau2-bench directory layout), ``tau-bench``, or a table format (``csv``, ``tsv``,
-        ``parquet``, ``jsonl``) by the file's extension.
+        ``parquet``, ``jsonl``) by the file's extension, or a trace format (``otlp``,
+        ``openinference``, ``langfuse``; docs/traces.md).
     parsed : object or None
     """
     if raw[:4] == b"PK\x03\x04":
         return "inspect", None
+    trace = sniff_trace_format(raw, name)
+    if trace:
+        return trace, None
     ext = Path(name).suffix.lower()
     head = raw[:4096].lstrip(b"\xef\xbb\xbf \t\r\n")
     if head[:1] in (b"{", b"[") and ext not in (".jsonl", ".ndjson", ".csv", ".tsv", ".txt"):
@@ -102,7 +107,7 @@ def detect_format(raw: bytes, name: str, max_nodes: int = DEFAULT_MAX_NODES) -> 
             obj = _parse_json(raw, name, max_nodes)
         except json.JSONDecodeError:
             return FORMATS.get(ext, "jsonl"), None  # one object per line: JSON Lines
-        kind = _json_kind(obj)
+        kind = _json_kind(obj) or trace_format_of(obj)
         if kind:
             return kind, obj
         if isinstance(obj, list):

@@ -25,7 +25,10 @@ __all__ = ["message_value", "logprob_signals", "join_sidecar"]
 
 
 def message_value(msg, path: str):
-    """The value at a dotted ``path`` in a message (dict keys, list indices), or None."""
+    """The value at a dotted ``path`` in a message (dict keys, list indices), or None; a key that
+    holds the whole dotted path (a span's flattened attribute ``agent.confidence``) is read first."""
+    if isinstance(msg, dict) and path in msg:
+        return msg[path]
     cur = msg
     for part in str(path).split("."):
         if isinstance(cur, dict):

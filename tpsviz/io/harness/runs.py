@@ -23,6 +23,7 @@ from tpsviz.core.errors import LogFormatError, SettingError
 from tpsviz.core.schema import MAX_ID_CHARS, MAX_META_CHARS, show_id
 from tpsviz.core.wording import setting
 from tpsviz.io.harness.forecasts import logprob_signals, message_value
+from tpsviz.io.traces.options import TraceOptions
 
 __all__ = ["Run", "HarnessLog", "FoundForecast", "ReadOptions", "TREATMENTS", "runs_to_frame", "parse_treat",
            "parse_conf", "parse_mapping", "is_key", "is_number", "DEFAULT_SUCCESS_THRESHOLD"]
@@ -114,7 +115,7 @@ class ReadOptions:
     ----------
     fmt : str or None
         Force a format (``csv``, ``tsv``, ``parquet``, ``jsonl``, ``tau2``, ``tau-bench``,
-        ``inspect``); None detects it from the content.
+        ``inspect``, ``otlp``, ``openinference``, ``langfuse``); None detects it from the content.
     success_threshold : float or None
         A recorded reward/score counts as success when ≥ this (default 1 − 1e-6).
     treat : tuple of (reason, treatment)
@@ -134,6 +135,9 @@ class ReadOptions:
     transcripts : bool
         Harness logs: keep every run's whole message list (:attr:`Run.messages`) for the replay
         of transcripts (:mod:`tpsviz.io.harness.transcripts`); off for scoring.
+    traces : TraceOptions
+        Trace files (OTLP, OpenInference, Langfuse): runs, steps, outcome and censoring from
+        spans (docs/traces.md).
     """
 
     fmt: str | None = None
@@ -145,6 +149,7 @@ class ReadOptions:
     mapping: tuple = ()
     percent: tuple = ()
     transcripts: bool = False
+    traces: TraceOptions = TraceOptions()
 
     def __post_init__(self) -> None:
         if self.success_threshold is not None and not math.isfinite(float(self.success_threshold)):
@@ -158,7 +163,8 @@ class ReadOptions:
         """The options as plain values (for JSON output and notes)."""
         return {"format": self.fmt or "auto", "success_threshold": self.threshold,
                 "treat": dict(self.treat), "scorer": self.scorer, "conf": dict(self.conf),
-                "mapping": dict(self.mapping), "percent": list(self.percent)}
+                "mapping": dict(self.mapping), "percent": list(self.percent),
+                **({"traces": self.traces.describe()} if self.traces != TraceOptions() else {})}
 
 
 def parse_treat(items) -> tuple:

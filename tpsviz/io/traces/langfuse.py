@@ -248,12 +248,12 @@ class _Reader:
                 for k in _TRACE_FIELDS[key]:
                     flatten_into(trace_attrs, k, rec[field], self.tally)
         kind = OBSERVATION_KINDS.get(str(rec.get("type") or "").upper(), "other")
-        inputs, outputs, _ = langfuse_messages(rec, self.tally)
+        inputs, outputs, logprobs = langfuse_messages(rec, self.tally)
         parent = scalar(rec.get("parentObservationId"))
         name = scalar(rec.get("name"))
         self.out.spans.append(Span(str(tid), str(oid), None if parent in (None, "") else str(parent),
                                    "" if name is None else str(name), start, epoch_seconds(rec.get("endTime")),
-                                   attrs, kind, inputs, outputs, where))
+                                   attrs, kind, inputs, outputs, where, logprobs=tuple(logprobs or ())))
 
     def score(self, rec: dict, where: str, trace_id: str | None = None) -> None:
         name = scalar(rec.get("name"))

@@ -15,8 +15,7 @@ reading of OpenInference attributes wherever they are found (issue 36; docs/trac
   ``tool_call.function.name``, ``tool_call.function.arguments``), ``tool_call_id``, ``name``.
 - **Token log-probabilities.** OpenInference (semantic conventions 0.1.42) names no attribute for
   them; an instrumented OpenAI call keeps the raw response in ``output.value``, whose
-  ``choices.0.logprobs.content`` is read when present and put on the first output message as
-  ``logprobs``.
+  ``choices.0.logprobs.content`` is read when present into :attr:`Span.logprobs`.
 - **Evaluations.** Phoenix's evaluations table (``SpanEvaluations``/``TraceEvaluations``, or the
   span annotations table): ``context.span_id`` (or ``context.trace_id``), ``label``, ``score``,
   ``explanation``; :func:`add_evaluations` attaches them to the spans' traces.
@@ -34,7 +33,7 @@ from tpsviz.io.traces.table import nested_cell, span_table
 from tpsviz.io.traces.values import Tally, content_text, epoch_seconds, flatten_into, scalar
 
 __all__ = ["read_openinference", "read_openinference_evaluations", "add_evaluations",
-           "openinference_kind", "openinference_messages", "openinference_logprobs",
+           "openinference_kind", "openinference_messages", "openinference_logprobs", "is_evaluations_table",
            "openinference_scores", "SPAN_KIND"]
 
 #: the attribute holding the OpenInference span kind
@@ -263,15 +262,12 @@ def _span_of(record: dict, where: str, tally: Tally, text: bool = False) -> Span
             flatten_into(attributes, column, record[column], tally)
     kind = openinference_kind(attributes, scalar(record.get("span_kind")))
     inputs, outputs = openinference_messages(attributes)
-    if kind == "model":
-        logprobs = openinference_logprobs(attributes)
-        if logprobs and outputs:
-            outputs = (dict(outputs[0], logprobs=logprobs),) + outputs[1:]
+    logprobs = (openinference_logprobs(attributes) or ()) if kind == "model" else ()
     parent = _first(record, _PARENT_ID)
     name = scalar(record.get("name"))
     return Span(str(trace_id), str(span_id), None if parent is None else str(parent),
                 "" if name is None else str(name), start, epoch_seconds(record.get("end_time")),
-                attributes, kind, inputs, outputs, where)
+                attributes, kind, inputs, outputs, where, logprobs=tuple(logprobs))
 
 
 def read_openinference(raw: bytes, name: str, *, max_nodes: int = DEFAULT_MAX_JSON_NODES,
@@ -331,6 +327,24 @@ def read_openinference(raw: bytes, name: str, *, max_nodes: int = DEFAULT_MAX_JS
         raise LogFormatError(name, ["no span could be read: " + ("; ".join(tally.notes()) or "the table is empty")])
     traces.notes.extend(tally.notes())
     return traces
+
+
+def is_evaluations_table(columns) -> bool:
+    """Whether a table's columns are those of a Phoenix evaluations or annotations table (span or
+    trace ids with a label or score, no ``trajectory_id``), not an outcomes table.
+
+    Parameters
+    ----------
+    columns : iterable of str
+
+    Returns
+    -------
+    bool
+    """
+    cols = {str(c) for c in columns}
+    ids = cols & ({"context.span_id", "span_id"} | set(_TRACE_ID))
+    return "trajectory_id" not in cols and bool(ids) and bool(cols & {"score", "label", "result.score",
+                                                                       "result.label"})
 
 
 def read_openinference_evaluations(raw: bytes, name: str, *, max_nodes: int = DEFAULT_MAX_JSON_NODES,

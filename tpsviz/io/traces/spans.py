@@ -48,6 +48,10 @@ class Span:
     where : str
         How to locate the span in the file for messages ("span 12 of batch 3", "line 40");
         never its content.
+    logprobs : tuple of dict
+        The output's token log-probabilities where the span records them (``{"logprob": …,
+        "top_logprobs": [{"logprob": …}, …]}`` per token, as
+        :func:`tpsviz.io.harness.forecasts.logprob_signals` reads them); empty when not recorded.
     """
 
     trace_id: str
@@ -61,6 +65,7 @@ class Span:
     input_messages: tuple = ()
     output_messages: tuple = ()
     where: str = ""
+    logprobs: tuple = ()
 
 
 @dataclass(frozen=True)
