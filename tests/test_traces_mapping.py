@@ -165,9 +165,9 @@ def test_rules_parse_and_refuse_by_setting():
         parse_rules(",".join(f"a{i}=1" for i in range(40)), "step_spans")
 
 
-def test_a_reader_that_is_not_built_is_named(monkeypatch):
-    with pytest.raises(LogFormatError, match="no langfuse reader yet"):
-        read_traces(b"{}", "x.json", "langfuse", opts(outcome="ok"), Limits())
+def test_a_reader_is_called_through_the_table_of_readers(monkeypatch):
+    with pytest.raises(LogFormatError, match="no nosuch reader yet"):
+        read_traces(b"{}", "x.json", "nosuch", opts(outcome="ok"), Limits())
     seen = {}
 
     def fake(raw, name, limits, parsed=None):

@@ -28,23 +28,30 @@ def trace_format_of(obj) -> str | None:
     -------
     str or None
         ``otlp`` (an object with ``resourceSpans``), ``langfuse`` (a trace with ``observations``,
-        a list of them, or the public API's ``{"data": [traces]}``), ``openinference`` (a list of
-        spans with ``context.trace_id`` and ``span_kind``).
+        a list of traces, observations or scores, or the public API's ``{"data": [...]}``),
+        ``openinference`` (a list of spans with ``context.trace_id`` and ``span_kind``).
     """
     if isinstance(obj, dict):
         if "resourceSpans" in obj or "resource_spans" in obj:
             return "otlp"
         if "observations" in obj or (isinstance(obj.get("data"), list) and obj["data"]
-                                     and isinstance(obj["data"][0], dict) and "observations" in obj["data"][0]):
+                                     and isinstance(obj["data"][0], dict) and _langfuse_keys(obj["data"][0])):
             return "langfuse"
         return None
     if isinstance(obj, list) and obj and isinstance(obj[0], dict):
         first = obj[0]
-        if "observations" in first:
+        if _langfuse_keys(first):
             return "langfuse"
         if _openinference_keys(first):
             return "openinference"
     return None
+
+
+def _langfuse_keys(record: dict) -> bool:
+    """A Langfuse trace (with ``observations``), or an observation or score of the public API
+    (``traceId`` with ``startTime`` and ``type``, or with ``dataType``)."""
+    return "observations" in record or ("traceId" in record and (
+        ("startTime" in record and "type" in record) or "dataType" in record))
 
 
 def _openinference_keys(record: dict) -> bool:
@@ -77,6 +84,8 @@ def sniff_trace_format(raw: bytes, name: str) -> str | None:
     if first[:1] == b"{":
         if b'"observations"' in first and (b'"traceId"' in first or b'"id"' in first):
             return "langfuse"
+        if b'"traceId"' in first and ((b'"startTime"' in first and b'"type"' in first) or b'"dataType"' in first):
+            return "langfuse"  # an observation or a score of the public API, one a line
         if b'"context.trace_id"' in first or (b'"context"' in first and b'"trace_id"' in first
                                               and b'"span_kind"' in first):
             return "openinference"

@@ -117,7 +117,7 @@ def _with_evaluations(tf: TraceFile, evaluations: TraceFile, name: str, options:
     names = sorted({sc.name for sc in evaluations.scores})
     if not options.traces.outcome and len(names) == 1:
         options = replace(options, traces=replace(options.traces, outcome=names[0]))
-        tf.notes.append(f"outcome: the evaluation '{show_id(names[0], 60)}' of {show_id(name, 60)}, its only one")
+        tf.notes.append(f"outcome: the evaluation {show_id(names[0], 60)} of {show_id(name, 60)}, its only one")
     elif not options.traces.outcome and names:
         raise LogFormatError(name, [f"holds {len(names)} evaluations ("
                                     + ", ".join(show_id(n, 40) for n in names[:10])
