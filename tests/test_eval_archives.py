@@ -139,6 +139,16 @@ def test_a_member_written_twice_is_a_malformed_file_named_without_its_content(lo
     assert len(tpsviz.load(repack(tmp_path / "once.eval", parts)).trajectories) == N_SAMPLES
 
 
+def test_every_member_written_twice_is_named(logs, tmp_path, capsys):
+    parts = members(logs["eval"])
+    d = dict(parts)
+    bad = repack(tmp_path / "both.eval", parts + [("samples/1_epoch_1.json", d["samples/1_epoch_1.json"]),
+                                                 ("header.json", d["header.json"])])
+    code, out = cli(capsys, bad)
+    assert code == 2 and "2 problems" in out
+    assert "'samples/1_epoch_1.json' appears twice" in out and "'header.json' appears twice" in out
+
+
 def test_a_duplicated_name_is_shown_escaped_and_cut_as_other_member_names(logs, tmp_path):
     parts = members(logs["eval"])
     name = "samples/\x1b[31m" + "z" * 200 + "_epoch_1.json"

@@ -75,14 +75,17 @@ class EvalZip:
         except (zipfile.BadZipFile, OSError, ValueError):
             raise LogFormatError(name, ["the file is not a readable zip archive (a damaged .eval log?)"]) from None
         self.infos = {}
+        twice = {}
         for info in listed:
+            if info.filename in self.infos:
+                twice[info.filename] = True
+            self.infos[info.filename] = info
+        if twice:
             # Inspect never writes a member twice; zip readers disagree on which copy counts
             # (zipfile takes the last, others the first), so the file is malformed, not read
-            if info.filename in self.infos:
-                raise LogFormatError(name, [f"member {show_id(info.filename, 60)} appears twice in the .eval "
-                                            "archive (Inspect AI writes each member once: the file was "
-                                            "altered or damaged)"])
-            self.infos[info.filename] = info
+            raise LogFormatError(name, [f"member {show_id(member, 60)} appears twice in the .eval archive "
+                                        "(Inspect AI writes each member once: the file was altered or damaged)"
+                                        for member in twice])
 
     @property
     def names(self) -> list[str]:
