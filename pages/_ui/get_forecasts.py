@@ -25,7 +25,8 @@ from .references import SWITCH, has_own_forecasts
 from .text import code, md
 from .wording import LABELS, READING
 
-__all__ = ["TITLE", "REPLAY_FORMATS", "EXAMPLE_MODEL", "replay_log", "replay_commands", "join_words",
+__all__ = ["TITLE", "REPLAY_FORMATS", "EXAMPLE_MODEL", "replay_log", "root_relative", "where_to_run",
+           "replay_commands", "join_words",
            "forecasts_panel", "reference_bar", "TAU_BENCH_DEMO"]
 
 TITLE = "Get forecasts for this log"
@@ -46,17 +47,39 @@ solver = react(tools=[...], model=confidence_model())
 # or a separate judge: confidence_model(judge="openai/gpt-4o-mini")"""
 
 
+def root_relative(src: S.Source) -> tuple[str, str] | None:
+    """(the data root's name, the log's path inside it) of a server path, or None (not a server
+    path, or the administrator shows the roots' full paths: ``TPSVIZ_SHOW_ROOT_PATHS=1``)."""
+    if src.kind != "path" or not src.path:
+        return None
+    roots = S.data_roots()
+    name, under, rel = roots.show(src.path).partition(":/")
+    return (name, rel or ".") if under and not roots.show_paths else None
+
+
 def replay_log(src: S.Source) -> str:
     """The log as the replay command names it: an upload by its file name, a server path by its path
-    under the readable folders, a demo by its path in a tpsviz checkout; a tau2-bench folder uploaded as
-    several files by the placeholder ``RESULTS_FOLDER``. Quoted for a shell where needed."""
+    inside its readable folder (:func:`root_relative`; its full path only where the administrator
+    shows them), a demo by its path in a tpsviz checkout; a tau2-bench folder uploaded as several
+    files by the placeholder ``RESULTS_FOLDER``. Quoted for a shell where needed."""
     if src.kind == "upload" and src.parts:
         return "RESULTS_FOLDER"
     if src.kind == "demo":
         return shlex.quote(f"demo_data/{clean_text(src.name, 200)}")
     if src.kind == "path":
-        return shlex.quote(clean_text(src.path, 400))
+        inside = root_relative(src)
+        return shlex.quote(clean_text(inside[1] if inside else S.data_roots().show(src.path), 400))
     return shlex.quote(clean_text(src.name, 200))
+
+
+def where_to_run(src: S.Source) -> str:
+    """Where the commands run (Markdown), for a server path named inside its readable folder; else ""."""
+    inside = root_relative(src)
+    if inside is None:
+        return ""
+    return (f"The log's path is inside the readable folder {code(inside[0], 60)} of this server (where that folder "
+            "is on the server is not shown here; the administrator knows): run the commands on the server, from "
+            f"inside that folder. The table is then written there, as {code(inside[0] + ':/' + OUT, 80)}.")
 
 
 def replay_commands(src: S.Source, model: str = EXAMPLE_MODEL, out: str = OUT) -> str:
@@ -75,8 +98,10 @@ def join_words(src: S.Source, out: str = OUT) -> str:
     if src.kind == "upload":
         return f"In the sidebar, open **{table}** and upload `{out}` beside this log: it is joined on (trajectory_id, step)."
     if src.kind == "path":
+        inside = root_relative(src)
+        there = f" ({code(inside[0] + ':/' + out, 80)} when written as above)" if inside else ""
         return (f'In the sidebar, give its path in **{READING} › "{LABELS["forecasts_path"]}"** (under the readable '
-                "folders): it is joined on (trajectory_id, step).")
+                f"folders){there}: it is joined on (trajectory_id, step).")
     return (f"A demo takes no reading options: switch the data source to **Upload**, upload the log "
             f"({code(src.name)}, from `demo_data/`) and `{out}` in **{table}**.")
 
@@ -118,6 +143,8 @@ def _replay_step(src: S.Source, data) -> None:
                 "variable (`OPENAI_API_KEY`, …); `--dry-run` prints the prompts and an estimate of input "
                 "tokens before any call, and answers are cached, so a stopped run resumes.")
     st.code(replay_commands(src), language="bash", wrap_lines=True)
+    if where_to_run(src):
+        st.caption(where_to_run(src))
     st.caption(f"`{EXAMPLE_MODEL}` is an example: any PROVIDER/MODEL inspect_ai reaches (openai, anthropic, "
                "google, vllm, ollama, an OpenAI-compatible server). Needs `pip install \"tpsviz[replay]\"`."
                + (" RESULTS\\_FOLDER: the folder holding results.json and simulations/." if src.parts else ""))

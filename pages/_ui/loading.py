@@ -47,7 +47,7 @@ class LoadFailure:
     problems are the forecasts table's (it cannot be joined), not the log's."""
 
     def __init__(self, source: str, problems: list[str], forecasts: bool = False):
-        self.source = source
+        self.source = say(source)  # (a dataset is named by its path: by its data root's name here)
         self.named = set().union(*(named(p) for p in problems))
         self.problems = [say(p) for p in problems]
         self.forecasts = forecasts  # the forecasts table joined to the log is at fault, not the log

@@ -55,7 +55,8 @@ def _value(key: str, default=""):
 
 def options_from_state(last_reading: dict | None) -> tuple[ReadOptions, list[str]]:
     """The ReadOptions the sidebar's widgets (or the link) describe, and problems with what was
-    typed (shown in the sidebar; the option is then left at its default)."""
+    typed (shown in the sidebar; the option is then left at its default), each naming its widget
+    as ``Reading options › "…"`` (the sidebar adds no prefix of its own)."""
     problems = []
     fmt = _value("fmt", "auto")
     fmt = fmt if fmt in FORMAT_CHOICES else "auto"
@@ -68,7 +69,8 @@ def options_from_state(last_reading: dict | None) -> tuple[ReadOptions, list[str
             thr = None
         if thr is None or not math.isfinite(thr):
             thr = None
-            problems.append(f"success threshold {md(txt, 30)} is not a finite number (the default is used)")
+            problems.append(f'{READING} › "{LABELS["success_threshold"]}" {md(txt, 30)} is not a finite number '
+                            "(the default is used)")
     conf, mapping = (), ()
     try:
         conf = parse_conf([_value("conf")]) if str(_value("conf")).strip() else ()

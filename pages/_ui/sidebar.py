@@ -137,7 +137,7 @@ def _forget_options(identity) -> None:
 def _options():
     opts, problems = R.options_from_state(st.session_state.get("_reading"))
     for p in problems:
-        st.sidebar.warning(f"Reading options: {p}", icon=":material/warning:")
+        st.sidebar.warning(p, icon=":material/warning:")  # (each names its widget: Reading options › …)
     return opts
 
 
@@ -161,6 +161,15 @@ def _url_path(key: str, roots) -> None:
         del st.query_params[key]
 
 
+def readable_folders(roots) -> str:
+    """The sidebar's caption of the data roots: each by its name (``logs``), never its place on the
+    server, unless the administrator opted in (``TPSVIZ_SHOW_ROOT_PATHS=1``)."""
+    shown = [str(r) for r in roots.roots] if roots.show_paths else roots.names
+    how = ("" if roots.show_paths else
+           f" A path may also start with a folder's name: {code(roots.names[0] + ':/runs/log.json', 80)}.")
+    return "Readable folders: " + ", ".join(code(r, 120) for r in shown) + "." + how
+
+
 def _server_path() -> S.Source | None:
     sb = st.sidebar
     roots = S.data_roots()
@@ -180,14 +189,15 @@ def _server_path() -> S.Source | None:
     kept = {key: st.session_state.get(f"_{key}_kept", "") for key in ("path", "rpath")}
     sb.text_input("Path on the server", key="path", value=kept["path"], placeholder="run_logs.parquet",
                   help="A log file under one of the folders this server may read (relative paths start at "
-                       "the first one). It is only read, never modified.")
+                       "the first one; `name:/path` starts at the folder of that name). It is only read, never "
+                       "modified.")
     sb.text_input(LABELS["rollouts_path"], key="rpath", value=kept["rpath"],
                   help="CSV/TSV/Parquet/JSON Lines with trajectory_id, outcome for Monte-Carlo q̂_Z.")
     for key in ("path", "rpath"):
         st.session_state[f"_{key}_kept"] = st.session_state.get(key, "")
     _url_path("path", roots)
     _url_path("rpath", roots)
-    sb.caption("Readable folders: " + ", ".join(code(str(r), 120) for r in roots.roots))
+    sb.caption(readable_folders(roots))
     _forget_options(str(st.session_state.get("path", "")).strip() or None)
     R.sidebar_options("path")
     _url_path("fpath", roots)

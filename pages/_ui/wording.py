@@ -4,12 +4,13 @@
 The labels of those widgets are defined here and drawn from here (``reading.py``, ``sidebar.py``),
 so a message and the widget it points to cannot drift apart. Every place a page shows a core
 error or note words it with :func:`say` (a :class:`~pages._ui.loading.LoadFailure` words its
-problems when it is made).
+problems when it is made), which also names a server path by its data root's name.
 """
 
 from __future__ import annotations
 
 from tpsviz.core.wording import Wording, word
+from tpsviz.io.files import DataRoots
 
 __all__ = ["READING", "UNCERTAINTY", "LABELS", "DASHBOARD", "say"]
 
@@ -87,6 +88,8 @@ def say(message) -> str:
     Returns
     -------
     str
-        Settings named by their widgets (``Reading options › "Column mapping (tables)"``).
+        Settings named by their widgets (``Reading options › "Column mapping (tables)"``), and a
+        path under a data root by the root's name (``logs:/runs/a.json``, not the server's folder
+        layout; :meth:`tpsviz.io.files.DataRoots.hide`).
     """
-    return word(message, DASHBOARD)
+    return DataRoots.from_env().hide(word(message, DASHBOARD))

@@ -44,7 +44,7 @@ cfg = S.current()
 schedule = cfg.schedule_obj
 log = other.log
 verdict = schedule.verdict
-st.markdown(f"**File** {md(log.source, 80)} · **weights** `{schedule.formula}` "
+st.markdown(f"**File** {md(say(log.source), 80)} · **weights** `{schedule.formula}` "
             f"({verdict.status}) · **bootstrap** {cfg.n_boot:,} replicates over runs, seed {S.SEED}")
 for note in (say(n) for n in log.notes[:6]):
     st.caption(md(note[:1].upper() + note[1:], 300))

@@ -161,8 +161,16 @@ def test_the_panel_names_a_server_path(tmp_path, monkeypatch):
     at = fresh({"src": "Server path", "path": "airline/gpt-4o airline.json", "boot": "0"})
     shown = _shown(at)
     real = str(log.resolve())
-    assert f"python -m tpsviz forecast '{real}' --model openai/gpt-4o-mini --out forecasts.parquet" in shown
+    # inside its readable folder, named by the folder's name, never where it is (issue 38)
+    assert "python -m tpsviz forecast 'airline/gpt-4o airline.json' --model openai/gpt-4o-mini " \
+           "--out forecasts.parquet" in shown
+    assert "inside the readable folder `logs`" in shown and "`logs:/forecasts.parquet`" in shown
+    assert str(root.resolve()) not in shown and str(tmp_path) not in shown
     assert 'Reading options › "Forecasts table path (optional)"' in shown
+    monkeypatch.setenv("TPSVIZ_SHOW_ROOT_PATHS", "1")  # the administrator opted in: the full path
+    shown = _shown(fresh({"src": "Server path", "path": "airline/gpt-4o airline.json", "boot": "0"}))
+    assert f"python -m tpsviz forecast '{real}' --model openai/gpt-4o-mini --out forecasts.parquet" in shown
+    assert "inside the readable folder" not in shown
 
 
 def test_a_table_log_without_forecasts_is_told_the_replay_needs_a_harness_log():

@@ -122,6 +122,8 @@ def _candidates(spec: str, roots: DataRoots | None) -> tuple[list[str], str, boo
     if not text or "\x00" in text:
         raise PathRefused("dataset") if roots is not None and roots.enabled else FileRefused(
             "the dataset path is empty")
+    if roots is not None and roots.enabled:
+        text = roots.expand(text)  # a path by its root's name, as pages show it (logs:/runs/*.csv)
     p = Path(text).expanduser()
     if roots is not None and roots.enabled:
         if ".." in p.parts:  # a pattern never climbs out of where it starts

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import errno
 import os
+import re
 import stat
 from dataclasses import dataclass
 from pathlib import Path
@@ -177,38 +178,120 @@ def read_file(path, max_bytes: int | None = None, label: str | None = None) -> b
         os.close(fd)
 
 
+#: a root's name given by the administrator (``TPSVIZ_DATA_ROOTS=logs=/srv/agent-logs``)
+_ROOT_NAME = re.compile(r"^([A-Za-z0-9][A-Za-z0-9._-]{0,39})=(.+)$")
+#: a path named by its root (``logs:/runs/a.json``, ``logs:`` for the root itself)
+_NAMED_PATH = re.compile(r"^([A-Za-z0-9][A-Za-z0-9._-]{0,39}):(/.*)?$", re.DOTALL)
+
+
+def _flag(name: str) -> bool:
+    return os.environ.get(name, "").strip().lower() in ("1", "true", "yes", "on")
+
+
 class DataRoots:
     """The folders a shared dashboard may read server paths from (``TPSVIZ_DATA_ROOTS``).
 
     Parameters
     ----------
     roots : list of str or PathLike
-        Folders; each is resolved to its real path once. Entries that are not folders are
-        ignored (and listed in ``ignored``).
+        Folders, each a path or ``name=path``; each is resolved to its real path once. Entries
+        that are not folders are ignored (and listed in ``ignored``).
+    show_paths : bool
+        Show visitors the roots' full paths (``TPSVIZ_SHOW_ROOT_PATHS=1``); by default a root is
+        shown by its name (:meth:`show`, :meth:`hide`), so a page never tells the server's
+        folder layout.
+
+    Attributes
+    ----------
+    roots : list of pathlib.Path
+        The roots' real paths.
+    names : list of str
+        Their short names, one per root: the name given (``name=path``), else the folder's own
+        name; a name already taken gets ``-2``, ``-3``, …
 
     Notes
     -----
     A path is accepted when its real path (symbolic links resolved) is a regular file inside
     one of the roots. Everything else raises :class:`PathRefused` with one identical message.
+    A path may be given by its root's name, as pages show it: ``logs:/runs/a.json``.
     """
 
-    def __init__(self, roots):
+    def __init__(self, roots, show_paths: bool = False):
         self.roots: list[Path] = []
+        self.names: list[str] = []
         self.ignored: list[str] = []
+        self.show_paths = bool(show_paths)
+        self._given: list[tuple[str, str]] = []  # (a root as written, its name): hidden too
         for r in roots:
             r = str(r).strip()
             if not r:
                 continue
-            p = Path(r).expanduser()
+            named = _ROOT_NAME.match(r)
+            name, path = (named.group(1), named.group(2).strip()) if named else (None, r)
+            p = Path(path).expanduser()
             if p.is_absolute() and p.is_dir():
-                self.roots.append(Path(os.path.realpath(p)))
+                real = Path(os.path.realpath(p))
+                name = name or real.name or "root"
+                base, k = name, 2
+                while name in self.names:
+                    name, k = f"{base}-{k}", k + 1
+                self.roots.append(real)
+                self.names.append(name)
+                self._given.append((os.path.normpath(str(p)), name))
             else:
                 self.ignored.append(r)
 
     @classmethod
     def from_env(cls) -> "DataRoots":
-        """Roots from ``TPSVIZ_DATA_ROOTS`` (separated by ``os.pathsep``, ``:`` on Linux)."""
-        return cls(os.environ.get("TPSVIZ_DATA_ROOTS", "").split(os.pathsep))
+        """Roots from ``TPSVIZ_DATA_ROOTS`` (separated by ``os.pathsep``, ``:`` on Linux; each a
+        path or ``name=path``), shown by their full paths only with ``TPSVIZ_SHOW_ROOT_PATHS=1``."""
+        return cls(os.environ.get("TPSVIZ_DATA_ROOTS", "").split(os.pathsep),
+                   show_paths=_flag("TPSVIZ_SHOW_ROOT_PATHS"))
+
+    def expand(self, path: str) -> str:
+        """A path given by its root's name (``logs:/runs/a.json``) as the path on the server; any
+        other text as it is."""
+        m = _NAMED_PATH.match(str(path).strip())
+        if not (m and m.group(1) in self.names):
+            return str(path)
+        root = self.roots[self.names.index(m.group(1))]
+        rest = (m.group(2) or "").lstrip("/")
+        return str(root / rest) if rest else str(root)
+
+    def show(self, path) -> str:
+        """How a server path is named to a visitor: by its root's name, ``logs:/runs/a.json``
+        (``logs:/`` for the root itself); a path under no root by its file name; the full
+        path when the administrator opted in (``show_paths``)."""
+        if self.show_paths:
+            return str(path)
+        real = Path(os.path.realpath(self.expand(str(path))))
+        for root, name in zip(self.roots, self.names):
+            if real == root:
+                return f"{name}:/"
+            if root in real.parents:
+                return f"{name}:/{real.relative_to(root).as_posix()}"
+        return Path(str(path)).name
+
+    def hide(self, text: str) -> str:
+        """``text`` with every root's path written by its name (``/srv/agent-logs/runs/a.json``
+        → ``logs:/runs/a.json``), for a message shown to a visitor; unchanged with
+        ``show_paths``. A root's path counts only as a whole path (not ``/srv/logs`` inside
+        ``/srv/logs2`` or ``/x/srv/logs``)."""
+        if self.show_paths or not text:
+            return text
+        named: dict[str, str] = {}
+        for path, name in [*zip(map(str, self.roots), self.names), *self._given]:
+            named.setdefault(path, name)  # a folder listed twice goes by its first name, as in show()
+        paths = sorted((p for p in named if len(p) > 1), key=len, reverse=True)  # ("/" is every path)
+        if not paths:
+            return text
+        # one pass, the longest path first: a name written in is never read again as a path
+        pattern = re.compile(r"(?<![\w./\\-])(" + "|".join(map(re.escape, paths)) + r")(?![\w.-])")
+
+        def by_name(m) -> str:
+            return named[m.group(1)] + (":" if m.string.startswith("/", m.end()) else ":/")
+
+        return pattern.sub(by_name, text)
 
     @property
     def enabled(self) -> bool:
@@ -226,7 +309,7 @@ class DataRoots:
         PathRefused
             Identically for a path outside the roots, a missing file, a folder, a device, …
         """
-        text = str(path).strip()
+        text = self.expand(str(path).strip())
         if not self.roots or not text or "\x00" in text:
             raise PathRefused(label)
         p = Path(text).expanduser()

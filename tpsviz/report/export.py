@@ -4,6 +4,8 @@ A cell that begins with ``=``, ``+``, ``-``, ``@``, a tab or a carriage return i
 formula by Excel, LibreOffice and Google Sheets ("CSV injection"). Text cells that begin so
 (trajectory ids, predictor names, metadata from a log) are prefixed with ``'``, which the
 spreadsheet shows as text. Numeric columns are left as numbers, so ``-0.41`` stays a number.
+Parquet (:func:`parquet_bytes`) keeps every value exactly: it is data for a program, not a sheet,
+and an id changed there would no longer join back to the log.
 """
 
 from __future__ import annotations

@@ -5,7 +5,8 @@ Since inspect_ai 0.3.206 the members are zstd-compressed (zip method 93), which 
 read with ``zipfile``; a zstd member's bytes are located through its local header and
 decompressed with the ``zstandard`` package (imported only here, on first use). Every member
 is checked against its CRC, and the total decompressed size is bounded (a zip bomb stops at the
-limit instead of filling memory).
+limit instead of filling memory). A member listed twice makes the archive malformed: zip readers
+differ on which copy they take, so no copy is chosen.
 """
 
 from __future__ import annotations
@@ -70,9 +71,21 @@ class EvalZip:
                                         f"{MAX_MEMBERS:,} an Inspect log of any size needs"])
         try:
             self.zip = zipfile.ZipFile(io.BytesIO(raw))
-            self.infos = {i.filename: i for i in self.zip.infolist()}
+            listed = self.zip.infolist()
         except (zipfile.BadZipFile, OSError, ValueError):
             raise LogFormatError(name, ["the file is not a readable zip archive (a damaged .eval log?)"]) from None
+        self.infos = {}
+        twice = {}
+        for info in listed:
+            if info.filename in self.infos:
+                twice[info.filename] = True
+            self.infos[info.filename] = info
+        if twice:
+            # Inspect never writes a member twice; zip readers disagree on which copy counts
+            # (zipfile takes the last, others the first), so the file is malformed, not read
+            raise LogFormatError(name, [f"member {show_id(member, 60)} appears twice in the .eval archive "
+                                        "(Inspect AI writes each member once: the file was altered or damaged)"
+                                        for member in twice])
 
     @property
     def names(self) -> list[str]:

@@ -28,7 +28,7 @@ from tpsviz.core.wording import setting
 from tpsviz.io.harness.evalzip import EvalZip
 from tpsviz.io.harness.runs import FoundForecast, HarnessLog, ReadOptions, Run, is_key
 
-__all__ = ["read_inspect_json", "read_inspect_eval", "DEFAULT_TREATMENT"]
+__all__ = ["read_inspect_json", "read_inspect_eval", "sample_members", "DEFAULT_TREATMENT"]
 
 LIMIT_TYPES = ("context", "time", "working", "message", "token", "turn", "cost", "operator", "custom")
 DEFAULT_TREATMENT = {"scored": "outcome", "error": "dropped", "unscored": "dropped",
@@ -40,8 +40,12 @@ REASON_HELP = {"scored": "the sample finished and was scored",
                   for t in LIMIT_TYPES}}
 _TRUE = {"c", "correct", "true", "yes", "1", "1.0"}
 _FALSE = {"i", "incorrect", "false", "no", "0", "0.0", "n"}
-_MONOLITH = re.compile(r"^samples/[^/]+\.json$")
-_SHELL = re.compile(r"^(samples/[^/]+)/sample\.json$")
+#: a sample's name as Inspect writes it (``inspect_ai/log/_recorders/eval.py``, ``_sample_filename``:
+#: ``samples/{id}_epoch_{epoch}``, the id as its text, not encoded): an id without ``/``, ``\\`` or
+#: ``..`` (a name holding them is no sample Inspect wrote: a path's trick, skipped and counted)
+_SAMPLE = r"samples/(?P<id>[^/\\]+)_epoch_\d{1,9}"
+_MONOLITH = re.compile(rf"^{_SAMPLE}\.json$")
+_CHUNKED = re.compile(rf"^(?P<prefix>{_SAMPLE})/(?P<rest>[^/\\][^\\]*)$")
 _CHUNK = re.compile(r"^(samples/[^/]+)/(messages|events)/(\d{1,9})\.json$")
 _REASON = re.compile(r"^[A-Za-z][A-Za-z0-9_-]{0,30}$")
 #: the confidence elicited during a run, when any agent message carries it
@@ -185,6 +189,52 @@ def read_inspect_json(obj: dict, name: str, options: ReadOptions) -> HarnessLog:
     return _finish(runs, problems, name, notes)
 
 
+def sample_members(names) -> tuple[list[str], list[str], list[str]]:
+    """The members of an ``.eval`` archive under ``samples/``, sorted by what Inspect wrote.
+
+    Parameters
+    ----------
+    names : iterable of str
+        The archive's member names.
+
+    Returns
+    -------
+    monoliths : list of str
+        The per-sample members ``samples/<id>_epoch_<n>.json``.
+    shells : list of str
+        The chunked samples' folders ``samples/<id>_epoch_<n>`` (those holding a ``sample.json``).
+    skipped : list of str
+        Every other name under ``samples/``: an id with ``..``, a backslash or a further ``/``, a
+        part of a chunked sample without its ``sample.json``, any other name. Folder entries (names
+        ending in ``/``, which a zip tool adds when it packs a folder) hold nothing and are not
+        members.
+    """
+    monoliths, parts, skipped = [], {}, []
+    for n in names:
+        if not n.startswith("samples/") or n.endswith("/"):
+            continue
+        m = _MONOLITH.match(n)
+        if m and ".." not in m.group("id"):
+            monoliths.append(n)
+            continue
+        m = _CHUNKED.match(n)
+        if m and ".." not in m.group("id") and ".." not in m.group("rest").split("/"):
+            parts.setdefault(m.group("prefix"), []).append((m.group("rest"), n))
+            continue
+        skipped.append(n)
+    shells = sorted(p for p, rest in parts.items() if any(r == "sample.json" for r, _ in rest))
+    skipped += [n for p, rest in parts.items() if p not in set(shells) for _, n in rest]
+    return sorted(monoliths), shells, skipped
+
+
+def _skipped_note(skipped: list[str]) -> str:
+    """The reader's note on the members under ``samples/`` that are not samples (a few named)."""
+    n = len(skipped)
+    named = ", ".join(show_id(m, 60) for m in sorted(skipped)[:3]) + (", …" if n > 3 else "")
+    return (f"{n:,} member{'s' if n != 1 else ''} under samples/ skipped: not "
+            f"{'a sample name' if n == 1 else 'sample names'} Inspect writes ({named})")
+
+
 def _chunk_index(names) -> dict:
     """{(sample prefix, "messages" | "events"): [(start, member), …] sorted} in one pass over the
     archive's members (a pattern per sample matched against every member would be quadratic)."""
@@ -251,8 +301,9 @@ def read_inspect_eval(raw: bytes, name: str, options: ReadOptions, limits) -> Ha
         notes.append(f"the evaluation's status is {show_id(header.get('status'))}: some samples may be missing")
     runs, problems = [], []
     names = z.names
-    members = sorted(n for n in names if _MONOLITH.match(n))
-    shells = sorted({m.group(1) for n in names if (m := _SHELL.match(n))})
+    members, shells, skipped = sample_members(names)
+    if skipped:
+        notes.append(_skipped_note(skipped))
     index = _chunk_index(names) if shells else {}
     steps_left = limits.max_rows
     for member in members:
