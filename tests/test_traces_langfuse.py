@@ -25,6 +25,7 @@ from langfuse.api import (
     ObservationV2, Score_Boolean, Score_Categorical, Score_Correction, Score_Numeric, ScoreV3_Boolean)
 from langfuse.api.scores.types.score_subject_v3 import ScoreSubjectV3_Session
 
+from tpsviz.cli.common import say
 from tpsviz.core.errors import LogFormatError
 from tpsviz.io.traces.langfuse import langfuse_messages, langfuse_score_value, read_langfuse
 
@@ -183,9 +184,10 @@ def test_the_v4_api_export_reads_observations_scores_and_trace_fields(layout):
     assert got.source == "langfuse"
     check(got, runs, session_score=True)
     n_corrections = sum(s["dataType"] == "CORRECTION" for r in runs for s in r["scores"])
-    assert got.notes == ["a session's scores apply to each of its traces (group them into runs with --run-by "
-                         "session.id)",
+    assert got.notes == ["a session's scores apply to each of its traces (group them into runs with "
+                         "run_by='session.id')",
                          f"{n_corrections} score(s) without a name or a readable value (or a CORRECTION) were skipped"]
+    assert say(got.notes[0]).endswith("(group them into runs with --run-by session.id)")  # as the CLI words it
     assert all(got.trace_attributes[r["id"]]["name"] == "support-agent" for r in runs)
 
 

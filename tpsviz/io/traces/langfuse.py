@@ -23,6 +23,7 @@ from __future__ import annotations
 import json
 
 from tpsviz.core.errors import LogFormatError
+from tpsviz.core.wording import setting, text
 from tpsviz.io.files import DEFAULT_MAX_JSON_NODES, DEFAULT_MAX_ROWS
 from tpsviz.io.traces.spans import Span, TraceFile, TraceScore
 from tpsviz.io.traces.values import Tally, content_text, epoch_seconds, flatten_into, json_records, scalar
@@ -286,8 +287,8 @@ class _Reader:
             for tid in traces:
                 self.out.scores.append(TraceScore(tid, None, name, value, where))
         if self.session_scores and by_session:
-            self.out.notes.append("a session's scores apply to each of its traces (group them into runs with "
-                                  "--run-by session.id)")
+            self.out.notes.append(text("a session's scores apply to each of its traces (group them into runs with "
+                                       f"{setting('run_by', 'session.id')})"))
         self.out.notes.extend(self.tally.notes())
         if not self.out.spans and not self.out.scores:
             raise LogFormatError(self.name, ["no Langfuse trace, observation or score could be read"
