@@ -598,3 +598,29 @@ def test_the_replay_runs_its_calls_also_where_an_event_loop_is_already_running()
 
     assert run_coroutine(answer(1)) == 2  # no loop: asyncio.run
     assert asyncio.run(caller()) == "ok"
+
+
+def test_forecast_of_a_trace_file_joins_and_scores(server, tmp_path, capsys):
+    """Issue 36: the replay reads a trace file's runs with the same mapping as `score` (one run a
+    trace, the model calls as steps, tool results as context) and its table joins as it is."""
+    from google.protobuf.json_format import MessageToJson
+    from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
+    from test_traces_otlp import _record
+
+    spans, truth = _record(n_runs=12, seed=3)
+    path = tmp_path / "traces.json"
+    path.write_text(MessageToJson(encode_spans(spans)))
+    mapping = ["--outcome", "app.success", "--censor-when", "app.stop=max_turns"]
+    kept = {r["id"]: len(r["confs"]) for r in truth if r["outcome"] is not None or r["censored"]}
+    out = tmp_path / "f.parquet"
+    code, stdout, err = run_cli(["forecast", path, "--model", "openai/gpt-4o-mini", "--out", out, *mapping], capsys)
+    assert code == 0, err
+    table = pd.read_parquet(out)
+    assert table.groupby("trajectory_id").size().to_dict() == kept
+    assert not any("app.success" in p or "max_turns" in p for p in server.prompts)  # no outcome in a prompt
+    assert any("[tool call] lookup" in p for p in server.prompts)
+    code, stdout, err = run_cli(["score", path, "--forecasts", out, "--n-boot", "0", "--json", *mapping], capsys)
+    assert code == 0, err
+    assert "gpt-4o-mini" in json.loads(stdout)["predictors"]
+    code, stdout, err = run_cli(["forecast", path, "--model", "openai/gpt-4o-mini", "--out", out], capsys)
+    assert code == 2 and "names no outcome" in err

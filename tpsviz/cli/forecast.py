@@ -14,7 +14,7 @@ import sys
 from pathlib import Path
 
 from tpsviz.cli.common import Fail, safe, say
-from tpsviz.cli.options import add_harness_options, add_seed, check_numbers
+from tpsviz.cli.options import add_harness_options, add_seed, add_trace_options, check_numbers
 from tpsviz.evaluation import settings as evaluation_settings
 from tpsviz.forecasts.cache import AnswerCache
 from tpsviz.forecasts.prompts import load_prompts
@@ -37,7 +37,8 @@ with the provider's usual environment variables (OPENAI_API_KEY, OPENAI_BASE_URL
 
 def add_arguments(p) -> None:
     """The options of ``forecast``."""
-    p.add_argument("path", help="harness log: tau-bench .json, tau2-bench results .json, Inspect AI .eval/.json")
+    p.add_argument("path", help="harness log: tau-bench .json, tau2-bench results .json or folder, Inspect AI "
+                                ".eval/.json; or a trace file (OTLP JSON, OpenInference, Langfuse)")
     p.add_argument("--model", required=True, metavar="PROVIDER/MODEL",
                    help="the model asked, as inspect_ai names it (openai/gpt-4o-mini, anthropic/..., "
                         "google/..., vllm/..., ollama/..., openai-api/<service>/...)")
@@ -63,6 +64,7 @@ def add_arguments(p) -> None:
     p.add_argument("--model-base-url", metavar="URL", default=None,
                    help="the provider's address (default: its environment variable, e.g. OPENAI_BASE_URL)")
     add_harness_options(p.add_argument_group("reading the log, as `score` reads it (docs/harness.md)"))
+    add_trace_options(p)
 
 
 def _check(args) -> tuple[Path, Path, str]:
@@ -96,10 +98,12 @@ def run(args) -> int:
     out, cache_dir, column = _check(args)
     try:
         prompts = load_prompts(args.prompts)
-        options = evaluation_settings.read_options(args.format, args.success_threshold, args.treat, args.scorer)
+        options = evaluation_settings.read_options(args.format, args.success_threshold, args.treat, args.scorer,
+                                                   run_by=args.run_by, step_spans=args.step_spans,
+                                                   outcome=args.outcome, censor_when=args.censor_when)
     except ValueError as exc:
         raise Fail(say(exc)) from None
-    transcripts, reading = read_transcripts(args.path, options)
+    transcripts, reading = read_transcripts(args.path, options, outcomes=args.outcomes)
     runs = select_runs(transcripts, args.max_runs, args.sample, args.seed)
     questions = build_questions(runs, prompts, args.model, args.max_chars)
     cache = AnswerCache(cache_dir)

@@ -19,7 +19,8 @@ from tpsviz.core.errors import LogFormatError
 from tpsviz.io.files import Limits, limits_from_env, read_file
 from tpsviz.io.harness import HARNESS_FORMATS, detect_format, read_harness_log, read_tau2_dir_log
 from tpsviz.io.harness.runs import ReadOptions, runs_to_frame
-from tpsviz.io.loading import guarded
+from tpsviz.io.loading import guarded, read_outcomes_table
+from tpsviz.io.traces.read import TRACE_FORMATS, read_trace_log
 
 __all__ = ["Transcript", "read_transcripts", "render_prefix", "render_message", "render_messages", "DEFAULT_MAX_CHARS"]
 
@@ -54,20 +55,23 @@ class Transcript:
         return len(self.ends)
 
 
-def read_transcripts(path, options: ReadOptions | None = None, limits: Limits | None = None
-                     ) -> tuple[list[Transcript], dict]:
+def read_transcripts(path, options: ReadOptions | None = None, limits: Limits | None = None,
+                     outcomes=None) -> tuple[list[Transcript], dict]:
     """The kept runs of a harness log file, with their messages.
 
     Parameters
     ----------
     path : str or Path
-        A tau-bench (v1) ``.json``, a tau2-bench results ``.json``, or an Inspect AI ``.eval`` or
-        ``.json`` log.
+        A tau-bench (v1) ``.json``, a tau2-bench results ``.json`` or folder, an Inspect AI
+        ``.eval`` or ``.json`` log, or a trace file (OTLP JSON, OpenInference, Langfuse).
     options : ReadOptions, optional
         The reading options ``score`` is given (format, treatments, scorer, success threshold):
         they decide which runs are kept, hence which rows the forecasts table needs.
     limits : Limits, optional
         Default from the environment (``TPSVIZ_MAX_FILE_MB``, ``TPSVIZ_MAX_ROWS`` …).
+    outcomes : str, PathLike or (bytes, name), optional
+        A trace file's outcomes table (or Phoenix evaluations), as ``score --outcomes`` takes it:
+        with ``options.traces`` it decides which runs are kept (docs/traces.md).
 
     Returns
     -------
@@ -89,7 +93,7 @@ def read_transcripts(path, options: ReadOptions | None = None, limits: Limits | 
     options = replace(options or ReadOptions(), transcripts=True)
     p = Path(path)
     name = p.name or str(p)
-    log, kind = _read_log(p, name, options, limits)
+    log, kind = _read_log(p, name, options, limits, outcomes)
     frame, reading = guarded(runs_to_frame, name, kind, log, options, name, limits.max_rows)
     kept = set(frame["trajectory_id"].astype(str))
     del frame
@@ -105,7 +109,7 @@ def read_transcripts(path, options: ReadOptions | None = None, limits: Limits | 
     return out, reading
 
 
-def _read_log(p: Path, name: str, options: ReadOptions, limits: Limits):
+def _read_log(p: Path, name: str, options: ReadOptions, limits: Limits, outcomes=None):
     """(HarnessLog, format) of a harness log file, or of a tau2-bench folder layout given as the
     folder or as its ``results.json`` index (read with ``simulations/`` beside it)."""
     if p.is_dir():
@@ -120,9 +124,12 @@ def _read_log(p: Path, name: str, options: ReadOptions, limits: Limits):
         del raw, parsed
         folder = p.resolve().parent
         return guarded(read_tau2_dir_log, name, "tau2", folder, options, limits, folder.name or name), "tau2"
+    if kind in TRACE_FORMATS:
+        table = read_outcomes_table(outcomes, limits) if outcomes is not None else None
+        return guarded(read_trace_log, name, kind, raw, name, kind, options, limits, parsed, table)[0], kind
     if kind not in HARNESS_FORMATS:
         raise LogFormatError(name, [f"is read as a {kind} file; the replay needs the messages of a harness log "
-                                    "(tau-bench, tau2-bench or Inspect AI): a table holds none"])
+                                    "(tau-bench, tau2-bench or Inspect AI) or a trace file: a table holds none"])
     return guarded(read_harness_log, name, kind, raw, name, kind, options, limits, parsed), kind
 
 

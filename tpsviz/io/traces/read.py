@@ -19,7 +19,7 @@ from tpsviz.core.errors import LogFormatError
 from tpsviz.core.schema import canonical_name, show_id
 from tpsviz.core.wording import setting
 from tpsviz.io.files import Limits
-from tpsviz.io.harness.runs import ReadOptions, runs_to_frame
+from tpsviz.io.harness.runs import HarnessLog, ReadOptions, runs_to_frame
 from tpsviz.io.traces.detect import TRACE_FORMATS
 from tpsviz.io.traces.mapping import mapping_words, trace_log
 from tpsviz.io.traces.langfuse import read_langfuse
@@ -27,7 +27,7 @@ from tpsviz.io.traces.openinference import add_evaluations, read_openinference
 from tpsviz.io.traces.otlp import read_otlp
 from tpsviz.io.traces.spans import TraceFile
 
-__all__ = ["TRACE_READERS", "TRACE_FORMATS", "read_traces", "trace_reader", "outcomes_from_frame"]
+__all__ = ["TRACE_READERS", "TRACE_FORMATS", "read_traces", "read_trace_log", "trace_reader", "outcomes_from_frame"]
 
 def _openinference(raw: bytes, name: str, limits: Limits, parsed=None) -> TraceFile:
     """:func:`read_openinference` under the installation's limits (it parses the file itself)."""
@@ -88,6 +88,42 @@ def read_traces(raw: bytes, name: str, fmt: str, options: ReadOptions, limits: L
         The harness readers' record, with ``mapping`` (the mapping in words) and ``traces``
         (spans, traces, runs read).
     """
+    log, options, table_name, spans = read_trace_log(raw, name, fmt, options, limits, parsed, outcomes)
+    frame, reading = runs_to_frame(log, options, name, limits.max_rows)
+    words = mapping_words(options, table_name)
+    reading["forecasts"] = {col: src.replace("message field ", "step-span attribute ", 1)
+                            for col, src in reading["forecasts"].items()}
+    reading["mapping"] = words
+    reading["traces"] = {"spans": spans[0], "traces": spans[1], "runs": len(log.runs)}
+    reading["notes"] = ["mapping: " + "; ".join(f"{k}: {v}" for k, v in words.items())] + reading["notes"]
+    return frame, reading
+
+
+def read_trace_log(raw: bytes, name: str, fmt: str, options: ReadOptions, limits: Limits, parsed=None,
+                   outcomes=None) -> tuple[HarnessLog, ReadOptions, str | None, tuple]:
+    """The runs of a trace file (the shared run model, before the treatment table): what
+    :func:`read_traces` writes as step rows, and what the replay reads the transcripts of.
+
+    Parameters
+    ----------
+    raw, name, fmt, options, limits, parsed, outcomes
+        As for :func:`read_traces`.
+
+    Returns
+    -------
+    log : HarnessLog
+    options : ReadOptions
+        ``options``, with the outcome named by an evaluations table's only evaluation.
+    table_name : str or None
+        The outcomes table's name.
+    counts : (int, int)
+        Spans and traces read.
+
+    Raises
+    ------
+    LogFormatError
+        A file the reader refuses, or one read with no outcome named.
+    """
     tf = trace_reader(fmt, name)(raw, name, limits, parsed)
     if outcomes is not None and isinstance(outcomes[0], TraceFile):  # Phoenix evaluations: scores
         tf, options = _with_evaluations(tf, outcomes[0], outcomes[1], options)
@@ -99,15 +135,7 @@ def read_traces(raw: bytes, name: str, fmt: str, options: ReadOptions, limits: L
             f"({setting('outcome', 'NAME')}), or give a table trajectory_id, outcome[, censored] "
             f"({setting('outcomes')}); runs that ended on a limit are censored with {setting('censor_when')}"])
     log = trace_log(tf, options, table, table_name)
-    frame, reading = runs_to_frame(log, options, name, limits.max_rows)
-    words = mapping_words(options, table_name)
-    reading["forecasts"] = {col: src.replace("message field ", "step-span attribute ", 1)
-                            for col, src in reading["forecasts"].items()}
-    reading["mapping"] = words
-    reading["traces"] = {"spans": len(tf.spans), "traces": len({s.trace_id for s in tf.spans}),
-                         "runs": len(log.runs)}
-    reading["notes"] = ["mapping: " + "; ".join(f"{k}: {v}" for k, v in words.items())] + reading["notes"]
-    return frame, reading
+    return log, options, table_name, (len(tf.spans), len({s.trace_id for s in tf.spans}))
 
 
 def _with_evaluations(tf: TraceFile, evaluations: TraceFile, name: str, options: ReadOptions):
