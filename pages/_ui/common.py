@@ -48,8 +48,9 @@ def show_failure(f: L.LoadFailure) -> None:
                  "(trajectory_id, step) pairs are the log's agent steps, as the replay command writes them: fix the "
                  "table, or remove it from the sidebar's Reading options.", icon=":material/link_off:")
     elif f.problems == [CANNOT_OPEN]:  # (one message for every refused path: no oracle on the server's files)
-        st.error("**This path cannot be opened.** Check it: it must name a log file (or a folder of them) under "
-                 "the readable folders listed in the sidebar; a relative path starts at the first one.",
+        which = f.source if f.source in ("forecasts path", "outcomes path") else "path"
+        st.error(f"**This {which} cannot be opened.** Check it: it must name a file (the log may also be a folder "
+                 "of them) under the readable folders listed in the sidebar; a relative path starts at the first one.",
                  icon=":material/block:")
     else:
         # a damaged file or one that is not UTF-8 text: no reading option reads it (helper-24: they were offered)

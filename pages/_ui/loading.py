@@ -70,14 +70,17 @@ def _load(key: str, _src: Source):
     with _LOADS:
         try:
             forecasts = _src.forecasts_raw or _src.forecasts_path
+            outcomes = _src.outcomes_raw or _src.outcomes_path  # a trace file's (docs/traces.md)
             if _src.parts:
                 return tpsviz.load(list(_src.parts), options=_src.options, forecasts=forecasts)
             if _src.raw is not None:
-                return tpsviz.load(_src.raw, name=_src.name, options=_src.options, forecasts=forecasts)
+                return tpsviz.load(_src.raw, name=_src.name, options=_src.options, forecasts=forecasts,
+                                   outcomes=outcomes)
             if _src.kind == "path":  # every file read stays under the data roots
                 # a dataset larger than memory opens on a stated sample of its runs (sample.py)
                 return tpsviz.load(Path(_src.path), name=_src.name, options=_src.options, forecasts=forecasts,
-                                   read=_rooted_read, roots=data_roots(), sample=(sample_size(), SEED))
+                                   read=_rooted_read, roots=data_roots(), sample=(sample_size(), SEED),
+                                   outcomes=outcomes)
             return tpsviz.load(_src.path, name=_src.name)
         except tpsviz.LogFormatError as e:
             give_back()  # a refused file may have been parsed half-way: return that memory
@@ -101,8 +104,8 @@ def load_base(src: Source):
     may pass: those are reported every time and never cached)."""
     try:
         return _load(src.key, src)
-    except PathRefused:
-        return LoadFailure("server path", [CANNOT_OPEN])
+    except PathRefused:  # the log's, the forecasts table's or the outcomes table's path (Source.name)
+        return LoadFailure(src.name if src.kind == "refused" else "server path", [CANNOT_OPEN])
     except MemoryError:
         give_back()
         return LoadFailure(src.name, ["the server ran out of memory reading this log; try a "

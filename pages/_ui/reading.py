@@ -112,7 +112,7 @@ def _trace_options(problems: list) -> TraceOptions:
 
 
 #: the reading options of one file (widget and URL keys); "tr_…" treatments too
-OPTION_KEYS = ("fmt", "conf", "thr", "scorer", "map", "pct", "fpath", "runby", "steps", "outc", "censor")
+OPTION_KEYS = ("fmt", "conf", "thr", "scorer", "map", "pct", "fpath", "runby", "steps", "outc", "censor", "opath")
 
 
 def options_follow_file(identity: str | None) -> bool:
@@ -151,12 +151,13 @@ def drop_param(key: str) -> None:
         pass
 
 
-def sidebar_options(kind: str):
+def sidebar_options(kind: str) -> tuple:
     """The reading options (an expander under the data source; not for the demo). Returns the
-    uploaded forecasts table as (bytes, name), or None."""
+    uploaded forecasts table and a trace file's uploaded outcomes table, each as (bytes, name) or
+    None."""
     if kind == "demo":
-        return None
-    side = None
+        return None, None
+    side = outcomes = None
     with st.sidebar.expander(READING, expanded=False):
         st.selectbox("Format", FORMAT_CHOICES, key="fmt", bind=BIND,
                      help="auto: recognised from the content (tables by extension; tau2-bench, tau-bench "
@@ -186,7 +187,7 @@ def sidebar_options(kind: str):
                       help="Long-format name = your column, comma-separated.")
         st.text_input(LABELS["percent"], key="pct", bind=BIND, placeholder="verbal",
                       help="Names of predictors whose values are 0–100: divided by 100.")
-        _trace_inputs()
+        outcomes = _trace_inputs(kind)
         rows = (st.session_state.get("_reading") or {}).get("treatment", [])
         if rows:
             st.markdown(f"**{LABELS['treat']}**", help="How runs are scored by why they ended: outcome (the "
@@ -198,7 +199,7 @@ def sidebar_options(kind: str):
                     st.session_state[key] = row["treatment"]
                 st.selectbox(f"{md(row['reason'], 40)} ({row['runs']} runs)", TREATMENTS, key=key, bind=BIND,
                              help=md(row.get("meaning") or "a termination reason of this log"))
-    return side
+    return side, outcomes
 
 
 def guess(columns: list[str], target: str) -> str | None:
@@ -279,11 +280,22 @@ def reading_panel(data) -> None:
             st.text(f"• {say(note)}")
 
 
-def _trace_inputs() -> None:
-    """The trace files' options (docs/traces.md): runs by attribute, step spans, outcome, censoring."""
+def _trace_inputs(kind: str):
+    """The trace files' options (docs/traces.md): outcome (named, or a table), runs by attribute,
+    step spans, censoring. Returns an uploaded outcomes table as (bytes, name), or None."""
     st.text_input(LABELS["outcome"], key="outc", bind=BIND, placeholder="app.success",
                   help="Traces (OTLP, OpenInference, Langfuse): the score, evaluation or attribute holding a "
                        "run's outcome: 0/1, true/false, or a number (success when ≥ the success threshold).")
+    outcomes = None
+    table_help = ("Traces: a table trajectory_id, outcome[, censored] (a run per trace id, or per value of "
+                  "the runs-by attribute), or a Phoenix evaluations table (span or trace ids with a label or "
+                  "score).")
+    if kind == "upload":
+        up = st.file_uploader(LABELS["outcomes"], type=["csv", "tsv", "parquet", "pq", "jsonl"],
+                              key="upload_outcomes", help=table_help)
+        outcomes = (up.getvalue(), up.name) if up is not None else None
+    else:
+        st.text_input(LABELS["outcomes_path"], key="opath", help=table_help + " Under the data roots.")
     st.text_input(LABELS["run_by"], key="runby", bind=BIND, placeholder="gen_ai.conversation.id",
                   help="Traces: an attribute whose value groups traces into one run (default: one run per trace).")
     st.text_input(LABELS["step_spans"], key="steps", bind=BIND, placeholder="name=chat*",
@@ -292,3 +304,5 @@ def _trace_inputs() -> None:
     st.text_input(LABELS["censor_when"], key="censor", bind=BIND, placeholder="agent.stop_reason=max_turns",
                   help="Traces: a run without an outcome is censored when a span has this attribute value; "
                        "other runs without an outcome are dropped, and counted.")
+    return outcomes
+

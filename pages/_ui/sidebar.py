@@ -113,7 +113,7 @@ def _source() -> S.Source | None:
                                 help="Monte-Carlo continuations of censored runs: trajectory_id, outcome (0/1). "
                                      "Their mean is q̂_Z for the exact censored score.")
         _forget_options(tuple(u.name for u in ups) if ups else None)
-        side = R.sidebar_options(kind)
+        side, outcomes = R.sidebar_options(kind)
         if not ups:
             return None
         if len(ups) > 1 and not any(u.name == "results.json" for u in ups):
@@ -123,7 +123,7 @@ def _source() -> S.Source | None:
         files = tuple((u.getvalue(), u.name) for u in ups)
         rraw = roll.getvalue() if roll is not None else None
         opts = _options()
-        return S.upload_source(files, opts, side, rraw, roll.name if roll is not None else None)
+        return S.upload_source(files, opts, side, rraw, roll.name if roll is not None else None, outcomes)
     return _server_path()
 
 
@@ -184,6 +184,7 @@ def _server_path() -> S.Source | None:
     _path_from_url("path")
     _path_from_url("rpath")
     _path_from_url("fpath")
+    _path_from_url("opath")
     # back from another source, the paths typed before (Streamlit forgets an undrawn widget's value):
     # as the boxes' values, so that the browser shows them too
     kept = {key: st.session_state.get(f"_{key}_kept", "") for key in ("path", "rpath")}
@@ -201,12 +202,14 @@ def _server_path() -> S.Source | None:
     _forget_options(str(st.session_state.get("path", "")).strip() or None)
     R.sidebar_options("path")
     _url_path("fpath", roots)
+    _url_path("opath", roots)
     path = str(st.session_state.get("path", "")).strip()
     if not path:
         return None
     rpath = str(st.session_state.get("rpath", "")).strip() or None
     fpath = str(st.session_state.get("fpath", "")).strip() or None
-    return S.path_source(path, rpath, _options(), fpath)
+    opath = str(st.session_state.get("opath", "")).strip() or None
+    return S.path_source(path, rpath, _options(), fpath, opath)
 
 
 def _auto_recalibrate(base, data_key, recal: tuple) -> tuple:

@@ -166,6 +166,8 @@ class Source:
     parts: tuple = field(default=(), repr=False)          # several uploaded files: ((bytes, name), …)
     forecasts_raw: tuple | None = field(default=None, repr=False)   # (bytes, name) of a forecasts table
     forecasts_path: str | None = None
+    outcomes_raw: tuple | None = field(default=None, repr=False)    # (bytes, name) of a trace file's outcomes
+    outcomes_path: str | None = None
 
     def __post_init__(self):
         if not self.file_key:
@@ -180,23 +182,26 @@ def sha(raw: bytes) -> str:
     return hashlib.sha256(raw).hexdigest()[:20]
 
 
-def options_key(options: ReadOptions, forecasts: str = "") -> str:
-    """The part of a data key that the reading options and a forecasts table add."""
-    if options == ReadOptions() and not forecasts:
+def options_key(options: ReadOptions, forecasts: str = "", outcomes: str = "") -> str:
+    """The part of a data key that the reading options, a forecasts table and an outcomes table add."""
+    if options == ReadOptions() and not forecasts and not outcomes:
         return ""
-    return "|" + sha(repr(options).encode()) + (f"|fc:{forecasts}" if forecasts else "")
+    return ("|" + sha(repr(options).encode()) + (f"|fc:{forecasts}" if forecasts else "")
+            + (f"|oc:{outcomes}" if outcomes else ""))
 
 
-def upload_source(files: tuple, options: ReadOptions, forecasts, rraw, rname) -> "Source":
-    """The Source of uploaded file(s) (several files = a tau2-bench folder layout)."""
+def upload_source(files: tuple, options: ReadOptions, forecasts, rraw, rname, outcomes=None) -> "Source":
+    """The Source of uploaded file(s) (several files = a tau2-bench folder layout), with the
+    uploaded forecasts and outcomes tables as (bytes, name) or None."""
     file_key = "upload:" + ":".join(upload_key(raw, name)[len("upload:"):] for raw, name in files)
     fkey = upload_key(*forecasts) if forecasts else ""
+    okey = upload_key(*outcomes) if outcomes else ""
     name = files[0][1] if len(files) == 1 else f"{len(files)} files (tau2-bench folder)"
-    return Source(key=file_key + options_key(options, fkey), kind="upload", name=name,
+    return Source(key=file_key + options_key(options, fkey, okey), kind="upload", name=name,
                   raw=files[0][0] if len(files) == 1 else None, parts=files if len(files) > 1 else (),
                   rollouts_key=upload_key(rraw, rname) + ":rollouts" if rraw else None,
                   rollouts_raw=rraw, rollouts_name=rname, file_key=file_key, options=options,
-                  forecasts_raw=forecasts)
+                  forecasts_raw=forecasts, outcomes_raw=outcomes)
 
 
 def upload_key(raw: bytes, name: str) -> str:
@@ -240,9 +245,9 @@ def _optional_path(roots: DataRoots, path: str | None) -> Path | None:
 
 
 def path_source(path: str, rpath: str | None, options: ReadOptions = ReadOptions(),
-                fpath: str | None = None) -> "Source":
-    """The Source of a server path (a file, or a tau2-bench results folder) with optional rollouts
-    and forecasts paths, checked against the data roots. A refused path gives a Source whose load
+                fpath: str | None = None, opath: str | None = None) -> "Source":
+    """The Source of a server path (a file, or a tau2-bench results folder) with optional rollouts,
+    forecasts and outcomes paths, checked against the data roots. A refused path gives a Source whose load
     fails with one identical message."""
     roots = data_roots()
     try:
@@ -251,17 +256,21 @@ def path_source(path: str, rpath: str | None, options: ReadOptions = ReadOptions
             roots.resolve(str(real / "simulations"), allow_dir=True)
     except PathRefused:
         return Source(key="refused", kind="refused", name="server path")
-    freal, rreal = _optional_path(roots, fpath), _optional_path(roots, rpath)
+    freal, rreal, oreal = _optional_path(roots, fpath), _optional_path(roots, rpath), _optional_path(roots, opath)
     if fpath and freal is None:
         return Source(key="refused", kind="refused", name="forecasts path")
+    if opath and oreal is None:
+        return Source(key="refused", kind="refused", name="outcomes path")
     file_key = path_key(real)
-    return Source(key=file_key + options_key(options, path_key(freal) if freal else ""), kind="path",
+    return Source(key=file_key + options_key(options, path_key(freal) if freal else "",
+                                             path_key(oreal) if oreal else ""), kind="path",
                   name=real.name, path=str(real),
                   rollouts_key=(path_key(rreal) + ":rollouts") if rreal else
                   ("refused:rollouts" if rpath else None),
                   rollouts_path=str(rreal) if rreal else None,
                   rollouts_name=rreal.name if rreal else ("rollouts path" if rpath else None),
-                  file_key=file_key, options=options, forecasts_path=str(freal) if freal else None)
+                  file_key=file_key, options=options, forecasts_path=str(freal) if freal else None,
+                  outcomes_path=str(oreal) if oreal else None)
 
 
 def demo_source(name: str) -> Source:

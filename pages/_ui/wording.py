@@ -32,6 +32,8 @@ LABELS = {
     "step_spans": "Step spans (traces)",
     "outcome": "Outcome score or attribute (traces)",
     "censor_when": "Censored when (traces)",
+    "outcomes": "Outcomes table (traces)",
+    "outcomes_path": "Outcomes table path (traces)",
     "eps": "ε (forecast clipping)",
     "n_boot": "Bootstrap replicates",
     "alpha": "α",
@@ -54,7 +56,7 @@ DASHBOARD = Wording(
     words={
         **{name: _reading(name) for name in ("conf", "forecasts", "success_threshold", "scorer", "map", "percent",
                                              "treat", "run_by", "step_spans", "outcome", "censor_when")},
-        "outcomes": "the command line's --outcomes (a table of outcomes is not read by the dashboard yet)",
+        "outcomes": f'{READING} › "{LABELS["outcomes"]}" (or "{LABELS["outcomes_path"]}")',
         "eps": f'the sidebar\'s "{LABELS["eps"]}"',
         "alpha": f'the sidebar\'s "{LABELS["alpha"]}"',
         "beta": f'the sidebar\'s "{LABELS["beta"]}"',
