@@ -184,3 +184,26 @@ def test_every_langfuse_layout_is_recognised_from_its_content(langfuse, tmp_path
     name.write_text(text, encoding="utf-8")
     data = tpsviz.load(name, outcome="success", options=ReadOptions(conf=(("verbal", "metadata.tpsviz.confidence"),)))
     assert data.reading["format"] == "langfuse" and len(data.trajectories) == len(steps)
+
+
+def test_evaluations_as_phoenix_saves_them_give_the_outcome(phoenix, tmp_path):
+    """SpanEvaluations.save writes Parquet indexed by context.span_id, the name in the 'arize' metadata."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    folder, path, steps, roots = phoenix
+    outcomes = {tid: o for tid, o in _outcomes(list(steps), seed=6).items() if o is not None}
+    evals = pd.DataFrame({"context.span_id": [roots[t] for t in outcomes],
+                          "label": ["correct" if o else "incorrect" for o in outcomes.values()],
+                          "score": [float(o) for o in outcomes.values()],
+                          "explanation": ["because"] * len(outcomes)}).set_index("context.span_id")
+    table = pa.Table.from_pandas(evals)
+    table = table.replace_schema_metadata({**table.schema.metadata, b"arize": json.dumps(
+        {"eval_id": "00000000-0000-0000-0000-000000000002", "eval_name": "task_success",
+         "eval_type": "SpanEvaluations"}).encode()})
+    saved = tmp_path / "evaluations-1.parquet"
+    pq.write_table(table, saved)
+    data = tpsviz.load(path, outcomes=saved, options=CONF)
+    assert "outcome: the evaluation 'task_success'" in " ".join(data.notes)
+    _twin({t: steps[t] for t in outcomes}, outcomes, tmp_path / "twin.csv")
+    _same_tps(data, tmp_path / "twin.csv")

@@ -28,7 +28,7 @@ from tpsviz.io.longform import from_frame
 from tpsviz.io.run_ids import id_text
 from tpsviz.core.schema import SEPARATORS, canonical_name, separator_note, show_id
 from tpsviz.core.wording import setting, text
-from tpsviz.io.tables import FORMATS, format_of, read_table
+from tpsviz.io.tables import FORMATS, format_of, read_table, table_columns
 from tpsviz.io.traces.openinference import is_evaluations_table, read_openinference_evaluations
 from tpsviz.io.traces.options import parse_rules
 from tpsviz.io.traces.read import read_traces
@@ -317,12 +317,11 @@ def read_outcomes_table(source, limits: Limits, read=None):
     evaluations' scores (a :class:`~tpsviz.io.traces.spans.TraceFile`), with its name."""
     raw, name = read_source(source, None, limits, read)
     fmt = format_of(name, "an outcomes table")
-    frame = read_table(raw, name, fmt, limits.max_rows, limits.max_cells, limits.max_bytes,
-                       text_columns=["trajectory_id"], max_nodes=limits.max_json_nodes)
-    if is_evaluations_table(frame.columns):
+    if is_evaluations_table(table_columns(raw, name, fmt)):  # (Phoenix saves its ids as the index)
         return read_openinference_evaluations(raw, name, max_nodes=limits.max_json_nodes, max_spans=limits.max_rows,
                                               max_bytes=limits.max_bytes), name
-    return frame, name
+    return read_table(raw, name, fmt, limits.max_rows, limits.max_cells, limits.max_bytes,
+                      text_columns=["trajectory_id"], max_nodes=limits.max_json_nodes), name
 
 
 def _refuse_outcomes(table_name: str, kind: str) -> None:
