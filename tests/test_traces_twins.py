@@ -207,3 +207,13 @@ def test_evaluations_as_phoenix_saves_them_give_the_outcome(phoenix, tmp_path):
     assert "outcome: the evaluation 'task_success'" in " ".join(data.notes)
     _twin({t: steps[t] for t in outcomes}, outcomes, tmp_path / "twin.csv")
     _same_tps(data, tmp_path / "twin.csv")
+
+
+def test_evaluate_takes_the_trace_options(langfuse):
+    folder, path, steps, runs = langfuse
+    conf = {"verbal": "metadata.tpsviz.confidence"}
+    ev = tpsviz.evaluate(path, outcome="success", conf=conf, n_boot=0)
+    data = tpsviz.load(path, outcome="success", options=ReadOptions(conf=(("verbal", "metadata.tpsviz.confidence"),)))
+    assert ev.summary.loc["verbal", "tps_mean"] == tpsviz.compute_tps(data, tpsviz.ScoreSettings(n_boot=0)).summary.loc[
+        "verbal", "tps_mean"]
+    assert "'success'" in ev.to_json()["settings"]["reading"]["mapping"]["outcome"]  # the mapping, stated in JSON

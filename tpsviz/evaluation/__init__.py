@@ -29,7 +29,8 @@ def evaluate(source_or_data, *, alpha: float | None = None, beta: float | None =
              q_z=None, rollouts=None, recalibrate: str | None = None, folds: int = 5,
              fmt: str | None = None, success_threshold: float | None = None, treat=(),
              scorer: str | None = None, conf=(), mapping=(), percent=(), forecasts=None,
-             references: bool = False) -> Evaluation:
+             references: bool = False, run_by: str | None = None, step_spans=(), outcome: str | None = None,
+             outcomes=None, censor_when=()) -> Evaluation:
     """Score every predictor of a log and decide every report of ``python -m tpsviz score``.
 
     Parameters
@@ -66,6 +67,11 @@ def evaluate(source_or_data, *, alpha: float | None = None, beta: float | None =
         Reading options of a path, as ``score``'s (docs/harness.md):
         :func:`tpsviz.evaluation.settings.read_options`; ``forecasts`` is a sidecar table
         ``trajectory_id, step, conf_*`` joined on (trajectory_id, step).
+    run_by, step_spans, outcome, outcomes, censor_when
+        Trace files (OTLP, OpenInference, Langfuse; docs/traces.md), as ``score``'s ``--run-by``,
+        ``--step-spans``, ``--outcome``, ``--outcomes``, ``--censor-when``: how spans map onto
+        runs, steps and outcomes; ``outcomes`` is a table ``trajectory_id, outcome[, censored]``
+        (or a Phoenix evaluations table).
     references : bool
         Add the reference forecasters ``ref:step``, ``ref:task``, ``ref:task+step`` computed from
         the log's outcomes alone (docs/forecasts.md §1; ``folds`` and ``seed`` set their folds):
@@ -88,9 +94,11 @@ def evaluate(source_or_data, *, alpha: float | None = None, beta: float | None =
     score_settings(False, alpha, beta, score, schedule, censoring, eps, n_boot, seed, level)  # fail before reading
     options = _reading_options(source_or_data, forecasts, dict(
         fmt=fmt, success_threshold=success_threshold, treat=treat, scorer=scorer, conf=conf, mapping=mapping,
-        percent=percent))
+        percent=percent, run_by=run_by, step_spans=step_spans, outcome=outcome, censor_when=censor_when))
+    if outcomes is not None and options is None:
+        raise ValueError("outcomes: reading options apply to a file; this log is already read (a TrajectoryData)")
     data, notes = read_log(source_or_data, options, forecasts, recalibrate, folds, seed, schedule,
-                           allow_empty=True)
+                           allow_empty=True, outcomes=outcomes)
     q, censoring, qz_notes = qz_source(data, q_z, rollouts, censoring)
     settings = score_settings(default_censoring(data) == "exact", alpha, beta, score, schedule, censoring,
                               eps, n_boot, seed, level)
