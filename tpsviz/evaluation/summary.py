@@ -136,6 +136,10 @@ def _names(names: list[str]) -> str:
     return shown[0] if len(shown) == 1 else ", ".join(shown[:-1]) + " and " + shown[-1]
 
 
+#: labels that say how a signal is wrong (the others: too little data, uninformative, or a label added later)
+_WRONG = ("optimistic", "pessimistic", "overconfident", "underconfident")
+
+
 def _most_off(signals: list[str], verdicts: dict) -> str:
     """The clause on the signal whose verdict is furthest off, or ""."""
     biased = [n for n in signals if verdicts[n].label in ("optimistic", "pessimistic")]
@@ -154,7 +158,7 @@ def _most_off(signals: list[str], verdicts: dict) -> str:
         how = "too extreme both ways" if v.label == "overconfident" else "too timid, hugging the middle"
         return f"{clean_text(v.predictor, 40)} is {v.label} — its forecasts are {how}"
     other = [n for n in signals if verdicts[n].label != "trustworthy"]
-    return f"{clean_text(other[0], 40)}: {verdicts[other[0]].label}" if other else ""
+    return f"{clean_text(other[0], 40)} is labelled {verdicts[other[0]].label}" if other else ""
 
 
 def verdict_words(verdicts: dict, order: list[str] | None = None) -> str:
@@ -185,9 +189,9 @@ def verdict_words(verdicts: dict, order: list[str] | None = None) -> str:
         v = verdicts[signals[0]]
         if good:
             return f"the agent's one signal, {clean_text(v.predictor, 40)}, is trustworthy"
-        off = _most_off(signals, verdicts)
-        return (f"the agent's one signal is not trustworthy: {off}" if off
-                else f"the agent's one signal, {clean_text(v.predictor, 40)}, is {v.label}")
+        if v.label in _WRONG:
+            return f"the agent's one signal is not trustworthy: {_most_off(signals, verdicts)}"
+        return f"the agent's one signal, {clean_text(v.predictor, 40)}, is labelled {v.label}"
     elif good:
         head = (f"{len(good)} of {len(signals)} signals {'is' if len(good) == 1 else 'are'} trustworthy "
                 f"({_names(good)})")
