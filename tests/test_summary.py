@@ -100,15 +100,16 @@ def _diff(rows: dict) -> pd.DataFrame:
 
 def test_a_difference_is_a_win_only_beyond_two_standard_errors():
     win = SM.comparison_words({"B": _diff({"verbal": (0.3, 0.1)})}, "A", "nats", by="model")
-    assert win == "by model: B beats A by 0.30 ± 0.10 nats a run"
+    assert win == "by model: B scores better than A (by 0.30 ± 0.10 nats a run)"
     loss = SM.comparison_words({"B": _diff({"verbal": (-0.3, 0.1)})}, "A", "nats", by="model")
-    assert loss == "by model: B trails A by 0.30 ± 0.10 nats a run"
+    assert loss == "by model: B scores worse than A (by 0.30 ± 0.10 nats a run)"
     tie = SM.comparison_words({"B": _diff({"verbal": (0.19, 0.1)})}, "A", "nats", by="model")  # Δ/SE 1.9
     assert tie == "by model: B and A are not clearly different (+0.19 ± 0.10 nats a run)"
     several = SM.comparison_words({"B": _diff({"truthful": (9.0, 0.1), "v": (0.5, 0.1), "w": (-0.05, 0.1)})},
                                   "A", "nats", by="agent")
     # the yardstick's difference is not the models' answer; the largest |Δ/SE| among the signals is
-    assert several == "by agent: B beats A on v by 0.50 ± 0.10 nats a run (clearly better on 1 of 2 signals, clearly worse on 0)"
+    assert several == ("by agent: B scores better than A on v (by 0.50 ± 0.10 nats a run; clearly better on 1 of 2 "
+                        "signals, clearly worse on 0)")
     logs = SM.comparison_words({"candidate": _diff({"v": (0.05, 0.1), "w": (0.01, 0.1)})}, "baseline", "nats",
                                names={"candidate": "the candidate log", "baseline": "this log"})
     assert logs.startswith("the candidate log and this log are not clearly different on any of 2 signals")
@@ -126,11 +127,11 @@ def test_the_model_column_is_found_by_its_name_and_needs_two_groups():
 
 def test_the_summary_line_answers_model_x_vs_y_on_the_drift_demo():
     """v2 of the drift demo is over-confident by construction (demo_data/README.md): the line says v2
-    trails v1 on the agent's signal, with the group difference's own Δ and SE."""
+    scores worse than v1 on the agent's signal, with the group difference's own Δ and SE."""
     data = load(str(DRIFT))
     settings = ScoreSettings(censoring="simple", n_boot=0)
     diff = GR.group_difference(data, "model_version", "v1", "v2", settings)
     words = SM.comparison_words({"v2": diff}, "v1", "nats", by="model_version")
     d, se = diff.loc["agent", "tps_delta"], diff.loc["agent", "tps_se"]
     assert d / se < -2
-    assert words == f"by model_version: v2 trails v1 on agent by {abs(d):.2f} ± {se:.2f} nats a run"
+    assert words == f"by model_version: v2 scores worse than v1 on agent (by {abs(d):.2f} ± {se:.2f} nats a run)"

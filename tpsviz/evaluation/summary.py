@@ -104,7 +104,7 @@ def success_words(data: TrajectoryData, settings: ScoreSettings, rate: float) ->
             "estimated chance of success")
 
 
-def settings_line(settings: ScoreSettings, n_censored: int = 1) -> str:
+def settings_line(settings: ScoreSettings, n_censored: int = 1, qz_constant: float | None = None) -> str:
     """The score's settings in one line of plain words: "log score, every step weighs the same,
     runs cut off by the step budget count as failures".
 
@@ -113,6 +113,8 @@ def settings_line(settings: ScoreSettings, n_censored: int = 1) -> str:
     settings : ScoreSettings
     n_censored : int
         Runs the budget cut off; with none, the censoring mode changes nothing and is not said.
+    qz_constant : float, optional
+        In exact mode, the one chance of success every cut-off run is given (else each run's own).
 
     Returns
     -------
@@ -125,7 +127,9 @@ def settings_line(settings: ScoreSettings, n_censored: int = 1) -> str:
     if n_censored:
         parts.append({"simple": "runs cut off by the step budget count as failures",
                       "upper": "runs cut off by the step budget count as successes",
-                      "exact": "runs cut off by the step budget count at their estimated chance of success",
+                      "exact": (f"runs cut off by the step budget count as {qz_constant:g} of a success"
+                                if qz_constant is not None else
+                                "runs cut off by the step budget count at their estimated chance of success"),
                       "complete": "runs cut off by the step budget are left out"}[settings.censoring])
     return ", ".join(parts)
 
@@ -221,19 +225,20 @@ def _one_group(diff: pd.DataFrame, a: str, b: str, unit: str) -> str:
             return f"{b} and {a} are not clearly different{on} ({top['tps_delta']:+.2f} ± {top['tps_se']:.2f} {unit} a run)"
         return (f"{b} and {a} are not clearly different on any of {len(rows)} signals (largest gap: {p}, "
                 f"{top['tps_delta']:+.2f} ± {top['tps_se']:.2f} {unit} a run)")
-    verb = "beats" if top["tps_z"] > 0 else "trails"
-    said = f"{b} {verb} {a}{on} by {_difference(top, unit)}"
+    verb = "better" if top["tps_z"] > 0 else "worse"
+    said = f"{b} scores {verb} than {a}{on} (by {_difference(top, unit)}"
     if len(rows) > 1:
         z = rows["tps_z"].to_numpy(dtype=float)
         better, worse = int(sum(is_clear(v) and v > 0 for v in z)), int(sum(is_clear(v) and v < 0 for v in z))
-        said += f" (clearly better on {better} of {len(rows)} signals, clearly worse on {worse})"
+        said += f"; clearly better on {better} of {len(rows)} signals, clearly worse on {worse}"
+    said += ")"
     return said
 
 
 def comparison_words(diffs: dict, base: str, unit: str, by: str | None = None,
                      names: dict | None = None, limit: int = 3) -> str:
-    """Each group against the base group in words: "By model: B beats A on verbal by 0.12 ± 0.03
-    nats a run", conditioned on Δ/SE (a win only where |Δ/SE| ≥ 2; otherwise "not clearly
+    """Each group against the base group in words: "by model: B scores better than A on verbal (by 0.12 ±
+    0.03 nats a run)", conditioned on Δ/SE (a win only where |Δ/SE| ≥ 2; otherwise "not clearly
     different", with the difference and its SE).
 
     Parameters
