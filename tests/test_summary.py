@@ -61,10 +61,10 @@ def test_a_log_without_cut_off_runs_has_a_plain_rate():
 
 def test_settings_in_one_line_of_plain_words():
     line = SM.settings_line(ScoreSettings(censoring="simple"), n_censored=4)
-    assert line == "log score, every step weighs the same, runs cut off by the step budget count as failures"
+    assert line == "log (α=0, β=0) score, every step weighs the same, runs cut off by the step budget count as failures"
     brier = SM.settings_line(ScoreSettings(alpha=1, beta=1, schedule=Schedule("linear"), censoring="upper"), 0)
-    assert brier == "brier score, later steps weigh more"  # no cut-off run: the mode changes nothing
-    for symbol in ("q_Z", "ε", "w_t", "α", "β"):
+    assert brier == "brier (α=1, β=1) score, later steps weigh more"  # no cut-off run: the mode changes nothing
+    for symbol in ("q_Z", "ε", "w_t", "nats"):  # (α and β follow the family's name)
         assert symbol not in line and symbol not in brier
 
 
@@ -135,3 +135,13 @@ def test_the_summary_line_answers_model_x_vs_y_on_the_drift_demo():
     d, se = diff.loc["agent", "tps_delta"], diff.loc["agent", "tps_se"]
     assert d / se < -2
     assert words == f"by model_version: v2 scores worse than v1 on agent (by {abs(d):.2f} ± {se:.2f} nats a run)"
+
+
+def test_a_constant_forecast_is_no_models_signal():
+    v = {"base_rate": SimpleNamespace(forecast_min=0.49, forecast_max=0.49),
+         "verbal": SimpleNamespace(forecast_min=0.5, forecast_max=0.99),
+         "empty": SimpleNamespace(forecast_min=float("nan"), forecast_max=float("nan"))}
+    assert SM.constant_predictors(v) == {"base_rate"}
+    diffs = {"B": _diff({"base_rate": (-4.0, 0.5), "verbal": (0.1, 0.1)})}
+    said = SM.comparison_words(diffs, "A", "nats", by="model", skip={"base_rate"})
+    assert said == "by model: B and A are not clearly different on verbal (+0.10 ± 0.10 nats a run)"

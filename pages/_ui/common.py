@@ -151,21 +151,10 @@ def require_data():
         st.stop()
     data, problems = L.get_data(cfg, src)
     if L.is_failure(data):
-        columns = mappable_columns(src, data)
-        if columns:  # a table with other column names: offer the mapping, keep the problems at hand
-            st.info("**This table's columns have other names than tpsviz expects.** Say which is which below "
-                    "(the file is not modified).", icon=":material/table_view:")
-            with st.expander("What tpsviz could not find"):
-                st.code("\n".join(f"• {p}" for p in data.problems), language=None, wrap_lines=True)
-            mapping_form(columns)
-        elif data.named & {"multiclass", "continuous"}:  # not binary: scored on its own page
-            kind = "a multi-class" if "multiclass" in data.named else "a continuous-outcome"
-            st.info(f"**This is {kind} log.** Its outcome is not success or failure, so this page does not apply; "
-                    "the Other outcomes page scores it and offers its per-run scores as CSV.",
-                    icon=":material/category:")
-            st.page_link("pages/views/outcomes.py", label="Open Other outcomes", icon=":material/category:")
-        else:
-            show_failure(data)
+        # one element for the whole state: the next run's first element replaces all of it, so no part of
+        # an old error stays (faded) under a spinner once the file or its forecasts table is mended
+        with st.container():
+            _show_unusable(src, data)
         st.stop()
     for p in problems:  # built with md() from the settings and the log
         st.warning(p)
@@ -181,6 +170,26 @@ def require_data():
         st.warning("**No predictor selected.** Choose at least one in the sidebar's *Predictors* box.", icon=":material/touch_app:")
         st.stop()
     return cfg, data, problems
+
+
+def _show_unusable(src, data) -> None:
+    """The designed state of a log that cannot be used: the mapping form, a pointer to the Other outcomes
+    page, or the problems as text."""
+    columns = mappable_columns(src, data)
+    if columns:  # a table with other column names: offer the mapping, keep the problems at hand
+        st.info("**This table's columns have other names than tpsviz expects.** Say which is which below "
+                "(the file is not modified).", icon=":material/table_view:")
+        with st.expander("What tpsviz could not find"):
+            st.code("\n".join(f"• {p}" for p in data.problems), language=None, wrap_lines=True)
+        mapping_form(columns)
+    elif data.named & {"multiclass", "continuous"}:  # not binary: scored on its own page
+        kind = "a multi-class" if "multiclass" in data.named else "a continuous-outcome"
+        st.info(f"**This is {kind} log.** Its outcome is not success or failure, so this page does not apply; "
+                "the Other outcomes page scores it and offers its per-run scores as CSV.",
+                icon=":material/category:")
+        st.page_link("pages/views/outcomes.py", label="Open Other outcomes", icon=":material/category:")
+    else:
+        show_failure(data)
 
 
 def banner(cfg: S.Config, data, extra: str | None = None, all_runs_below: bool = False) -> None:

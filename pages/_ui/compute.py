@@ -52,7 +52,7 @@ def group_view(cfg: S.Config, by: str, base: str | None, pair_on: str) -> dict:
     return group_tables(*Rs.groups(by, base, pair_on, a=Rs.analysis(cfg)))
 
 
-def model_words(cfg: S.Config, data) -> str:
+def model_words(cfg: S.Config, data, skip=()) -> str:
     """Model X vs model Y in words when the log has a column naming the model or agent
     (tpsviz.evaluation.summary.model_column): each model against the base group, Δ TPS ± SE
     (analytic, the same as the group comparison's table), or "" without such a column."""
@@ -63,12 +63,12 @@ def model_words(cfg: S.Config, data) -> str:
         _, base, diffs = Rs.groups(by, None, "auto", a=Rs.analysis(cfg, n_boot=0))
     except ValueError:  # e.g. no group with two runs: the summary says nothing of models
         return ""
-    return comparison_words(diffs, base, cfg.unit, by=by)
+    return comparison_words(diffs, base, cfg.unit, by=by, skip=skip)
 
 
-def logs_words(cfg: S.Config, base: str, diffs: dict, candidate: str) -> str:
+def logs_words(cfg: S.Config, base: str, diffs: dict, candidate: str, skip=()) -> str:
     """The candidate log against this one in words (two logs loaded on the Overview)."""
-    return comparison_words(diffs, base, cfg.unit,
+    return comparison_words(diffs, base, cfg.unit, skip=skip,
                             names={"candidate": f"the candidate log ({candidate})", base: "this log"})
 
 

@@ -29,7 +29,7 @@ from tpsviz.diagnostics.verdict import RULES
 from tpsviz.evaluation import tables as T
 from tpsviz.evaluation.report import leaderboard_figure
 from tpsviz.diagnostics.groups import group_columns
-from tpsviz.evaluation.summary import model_column, summary_line
+from tpsviz.evaluation.summary import constant_predictors, model_column, summary_line
 from tpsviz.diagnostics.populations import censoring_summary
 from tpsviz.core.schema import clean_text
 from tpsviz.core import formatting as Fm
@@ -292,8 +292,9 @@ def _groups_of_this_log(by_model: str | None) -> None:
     S.remember_group_choice(by if gv is not None else None, st.session_state.get("grp_base"), pair_on)
 
 
-def _second_log() -> str:
-    """The candidate log against this one; returns the answer in words for the summary (or "")."""
+def _second_log():
+    """The candidate log against this one; returns how to say the answer in the summary (a function of
+    the predictors to leave out), or None."""
     from pages._ui.sidebar import UPLOAD_TYPES
 
     S.remember_group_choice(None, None, "auto")
@@ -303,7 +304,7 @@ def _second_log() -> str:
     if up is None:
         st.caption("Load a second log to compare it with this one: the leaderboard of each, and candidate − "
                    "baseline with its SE (paired by task where both ran the same tasks).")
-        return ""
+        return None
     src = S.current_source()
     cand = S.upload_source(((up.getvalue(), up.name),), src.options, None, None, None)
     pair_on = st.selectbox("Pair by task", ["auto", "none"], key="cand_pair",
@@ -313,24 +314,24 @@ def _second_log() -> str:
         out = Rs.two_logs(cand, pair_on, a=Rs.analysis(cfg))
     except ValueError as e:
         st.info(f"These two logs cannot be compared: {C.md(say(e))}")
-        return ""
+        return None
     if L.is_failure(out):  # about the candidate only: this log is fine
         st.error(f"**The candidate log {code(up.name, 60)} cannot be used** (this log is fine): "
                  + "; ".join(C.md(p, 300) for p in out.problems[:5])
                  + ". Upload another candidate log.", icon=":material/block:")
-        return ""
+        return None
     table, base, diffs, left = out
     _show_groups(V.group_tables(table, base, diffs))
     if left:
         st.caption("Not in the candidate log, so not compared: " + ", ".join(code(p) for p in left))
-    return V.logs_words(cfg, base, diffs, clean_text(up.name, 40))
+    return lambda skip: V.logs_words(cfg, base, diffs, clean_text(up.name, 40), skip)
 
 
 by_model = model_column(data)
 # drawn only when open (a rerun on opening): the model comparison of the summary needs no click
 groups = st.expander("Compare groups of runs (model X vs model Y) or this log with a second log", key="ov_groups",
                      on_change="rerun", icon=":material/compare_arrows:")
-logs_said = ""
+logs_said = None
 if groups.open:
     with groups:
         mode = st.radio("Compare", ["groups of this log", "this log with a second log"], key="grp_mode",
@@ -352,7 +353,9 @@ with verdict_box:
     st.subheader("Can I trust it?")
     ev = evaluation(cfg)
     # one line first (issue 37): the success rate defined once, the verdicts in one clause, models or logs compared
-    said = summary_line(ev, "; ".join(w for w in (V.model_words(cfg, data), logs_said) if w))
+    constant = constant_predictors(ev.verdicts)  # a base rate is no model's signal: not compared
+    said = summary_line(ev, "; ".join(w for w in (V.model_words(cfg, data, constant),
+                                                  logs_said(constant) if logs_said else "") if w))
     st.markdown(f"**In short:** {C.md(said)}")
     # one element for all (paragraphs): the browser redraws every element after each change of α
     # (a label the rules add later is drawn grey rather than failing the page)

@@ -23,15 +23,14 @@ import pandas as pd
 from tpsviz.core import formatting as Fm
 from tpsviz.core.data import TrajectoryData
 from tpsviz.core.schema import clean_text
-from tpsviz.core.scores import family_name, score_unit
-from tpsviz.core.tps import ScoreSettings
+from tpsviz.core.tps import ScoreSettings, settings_words
 from tpsviz.diagnostics.claims import is_clear
 from tpsviz.diagnostics.groups import group_columns
 from tpsviz.forecasts.references import is_reference as is_reference_forecaster
 from tpsviz.report.figures.style import is_reference as is_truth
 
 __all__ = ["MODEL_COLUMNS", "model_column", "success_words", "settings_line", "verdict_words",
-           "comparison_words", "summary_line", "is_yardstick"]
+           "comparison_words", "constant_predictors", "summary_line", "is_yardstick"]
 
 #: run-level columns that name the model or agent of a run (case-insensitive), in order of preference;
 #: ``model`` is also what the tau2-bench, tau-bench and Inspect AI readers name the agent's model
@@ -105,8 +104,8 @@ def success_words(data: TrajectoryData, settings: ScoreSettings, rate: float) ->
 
 
 def settings_line(settings: ScoreSettings, n_censored: int = 1, qz_constant: float | None = None) -> str:
-    """The score's settings in one line of plain words: "log score, every step weighs the same,
-    runs cut off by the step budget count as failures".
+    """The score's settings in one line of plain words: "log (α=0, β=0) score, every step weighs
+    the same, runs cut off by the step budget count as failures".
 
     Parameters
     ----------
@@ -120,10 +119,9 @@ def settings_line(settings: ScoreSettings, n_censored: int = 1, qz_constant: flo
     -------
     str
     """
-    fam = family_name(settings.alpha, settings.beta)
-    score = (f"{fam} score" if fam != "custom"
-             else f"a custom score ({score_unit(settings.alpha, settings.beta)})")
-    parts = [score, _SCHEDULE_WORDS.get(settings.schedule.name, settings.schedule.spec)]
+    # the family's name first, its parameters after (a link or a test finds "α=0, β=0" in the line)
+    parts = [f"{settings_words(settings)['score']} score",
+             _SCHEDULE_WORDS.get(settings.schedule.name, settings.schedule.spec)]
     if n_censored:
         parts.append({"simple": "runs cut off by the step budget count as failures",
                       "upper": "runs cut off by the step budget count as successes",
@@ -210,10 +208,10 @@ def _difference(row: pd.Series, unit: str) -> str:
     return f"{abs(row['tps_delta']):.2f} ± {row['tps_se']:.2f} {unit} a run"
 
 
-def _one_group(diff: pd.DataFrame, a: str, b: str, unit: str) -> str:
+def _one_group(diff: pd.DataFrame, a: str, b: str, unit: str, skip=()) -> str:
     """Group b against group a in words, from one group_difference frame."""
     rows = diff[np.isfinite(diff["tps_z"].to_numpy(dtype=float))]
-    signals = [p for p in rows.index if not is_yardstick(p)] or list(rows.index)
+    signals = [p for p in rows.index if not is_yardstick(p) and p not in skip] or list(rows.index)
     rows = rows.loc[signals]
     if rows.empty:
         return f"{b} and {a} cannot be compared (too few runs for a standard error)"
@@ -236,7 +234,7 @@ def _one_group(diff: pd.DataFrame, a: str, b: str, unit: str) -> str:
 
 
 def comparison_words(diffs: dict, base: str, unit: str, by: str | None = None,
-                     names: dict | None = None, limit: int = 3) -> str:
+                     names: dict | None = None, limit: int = 3, skip=()) -> str:
     """Each group against the base group in words: "by model: B scores better than A on verbal (by 0.12 ±
     0.03 nats a run)", conditioned on Δ/SE (a win only where |Δ/SE| ≥ 2; otherwise "not clearly
     different", with the difference and its SE).
@@ -255,6 +253,9 @@ def comparison_words(diffs: dict, base: str, unit: str, by: str | None = None,
         How to call a group in the sentence (``{"candidate": "the candidate log"}``).
     limit : int
         At most this many groups are named; the others are counted.
+    skip : collection of str
+        Predictors left out of the answer besides the yardsticks: constant forecasts
+        (:func:`constant_predictors`), whose difference is only the groups' success rates.
 
     Returns
     -------
@@ -262,11 +263,26 @@ def comparison_words(diffs: dict, base: str, unit: str, by: str | None = None,
     """
     names = names or {}
     call = lambda g: names.get(g, clean_text(g, 40))  # noqa: E731
-    parts = [_one_group(d, call(base), call(g), unit) for g, d in list(diffs.items())[:limit]]
+    parts = [_one_group(d, call(base), call(g), unit, skip) for g, d in list(diffs.items())[:limit]]
     if len(diffs) > limit:
         parts.append(f"{len(diffs) - limit} more group(s) in the comparison below")
     head = f"by {clean_text(by, 40)}: " if by else ""
     return head + "; ".join(parts) if parts else ""
+
+
+def constant_predictors(verdicts: dict) -> set:
+    """The predictors whose forecast is one value over every labelled step (a base rate): not a
+    signal of the agent, so the summary does not compare models on them.
+
+    Parameters
+    ----------
+    verdicts : dict of str to tpsviz.diagnostics.verdict.Verdict
+
+    Returns
+    -------
+    set of str
+    """
+    return {n for n, v in verdicts.items() if np.isfinite(v.forecast_min) and v.forecast_min == v.forecast_max}
 
 
 # --------------------------------------------------------------------------- the line
