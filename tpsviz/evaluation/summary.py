@@ -95,10 +95,11 @@ def success_words(data: TrajectoryData, settings: ScoreSettings, rate: float) ->
         return f"{count} succeeded"
     if mode == "complete":
         return f"{count} that finished succeeded ({cut} are left out)"
+    it = f"the {c:,} run{'s' if c != 1 else ''} it cut off"
     if mode == "simple":
-        return f"{count} succeeded within the step budget ({cut} count as failures)"
+        return f"{count} succeeded within the step budget ({it} count as failures)"
     if mode == "upper":
-        return f"{count} succeeded or were cut off by the step budget ({cut} count as successes: an upper bound)"
+        return f"{count} succeeded or were cut off by the step budget ({it} count as successes: an upper bound)"
     return (f"{Fm.pct(k, scored)} of the {scored:,} runs succeeded, counting each of {cut} at its "
             "estimated chance of success")
 
