@@ -24,7 +24,10 @@ warmup.skip_repl_check()  # before the first element: Streamlit's REPL check cos
 st.set_page_config(page_title="tpsviz — is my agent's confidence honest?", page_icon="🎯", layout="wide")
 
 PAGES = [
-    st.Page(str(HERE / "pages" / "views" / "overview.py"), title="Overview / Compare", icon=":material/leaderboard:", url_path="overview", default=True),
+    # the default page is served at the root URL only (Streamlit ignores its url_path): /overview, the
+    # Overview's own path, is a hidden page running the same script, so a link to it opens no "Page not found"
+    st.Page(str(HERE / "pages" / "views" / "overview.py"), title="Overview / Compare", icon=":material/leaderboard:", url_path="home", default=True),
+    st.Page(str(HERE / "pages" / "views" / "overview.py"), title="Overview / Compare", icon=":material/leaderboard:", url_path="overview", visibility="hidden"),
     st.Page(str(HERE / "pages" / "views" / "reliability.py"), title="Reliability", icon=":material/show_chart:", url_path="reliability"),
     st.Page(str(HERE / "pages" / "views" / "steps.py"), title="Step contributions", icon=":material/grid_on:", url_path="steps"),
     st.Page(str(HERE / "pages" / "views" / "censoring.py"), title="Censoring", icon=":material/content_cut:", url_path="censoring"),

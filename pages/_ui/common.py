@@ -11,6 +11,7 @@ from pathlib import Path
 import streamlit as st
 
 from tpsviz.core.schema import REQUIRED, canonical_name
+from tpsviz.evaluation.summary import settings_line
 from tpsviz.io.files import CANNOT_OPEN
 from tpsviz.io.tables import FORMATS, table_columns
 
@@ -151,21 +152,10 @@ def require_data():
         st.stop()
     data, problems = L.get_data(cfg, src)
     if L.is_failure(data):
-        columns = mappable_columns(src, data)
-        if columns:  # a table with other column names: offer the mapping, keep the problems at hand
-            st.info("**This table's columns have other names than tpsviz expects.** Say which is which below "
-                    "(the file is not modified).", icon=":material/table_view:")
-            with st.expander("What tpsviz could not find"):
-                st.code("\n".join(f"• {p}" for p in data.problems), language=None, wrap_lines=True)
-            mapping_form(columns)
-        elif data.named & {"multiclass", "continuous"}:  # not binary: scored on its own page
-            kind = "a multi-class" if "multiclass" in data.named else "a continuous-outcome"
-            st.info(f"**This is {kind} log.** Its outcome is not success or failure, so this page does not apply; "
-                    "the Other outcomes page scores it and offers its per-run scores as CSV.",
-                    icon=":material/category:")
-            st.page_link("pages/views/outcomes.py", label="Open Other outcomes", icon=":material/category:")
-        else:
-            show_failure(data)
+        # one element for the whole state: the next run's first element replaces all of it, so no part of
+        # an old error stays (faded) under a spinner once the file or its forecasts table is mended
+        with st.container():
+            _show_unusable(src, data)
         st.stop()
     for p in problems:  # built with md() from the settings and the log
         st.warning(p)
@@ -183,20 +173,49 @@ def require_data():
     return cfg, data, problems
 
 
+def _show_unusable(src, data) -> None:
+    """The designed state of a log that cannot be used: the mapping form, a pointer to the Other outcomes
+    page, or the problems as text."""
+    columns = mappable_columns(src, data)
+    if columns:  # a table with other column names: offer the mapping, keep the problems at hand
+        st.info("**This table's columns have other names than tpsviz expects.** Say which is which below "
+                "(the file is not modified).", icon=":material/table_view:")
+        with st.expander("What tpsviz could not find"):
+            st.code("\n".join(f"• {p}" for p in data.problems), language=None, wrap_lines=True)
+        mapping_form(columns)
+    elif data.named & {"multiclass", "continuous"}:  # not binary: scored on its own page
+        kind = "a multi-class" if "multiclass" in data.named else "a continuous-outcome"
+        st.info(f"**This is {kind} log.** Its outcome is not success or failure, so this page does not apply; "
+                "the Other outcomes page scores it and offers its per-run scores as CSV.",
+                icon=":material/category:")
+        st.page_link("pages/views/outcomes.py", label="Open Other outcomes", icon=":material/category:")
+    else:
+        show_failure(data)
+
+
 def banner(cfg: S.Config, data, extra: str | None = None, all_runs_below: bool = False) -> None:
-    """The settings that change the verdict, next to it (docs/architecture.md)."""
+    """The settings that change the verdict, next to it (docs/architecture.md): one line of plain
+    words, the details (symbols, units, the schedule's verdict) in an expander drawn only when open."""
     s = cfg.schedule_obj
     v = s.verdict
-    w = cfg.words(Rs.censoring_label(cfg))
     nf = f" · filtered ({len(cfg.filters)} filter{'s' if len(cfg.filters) != 1 else ''})" if cfg.filters else ""
     n_cens = data.n_censored
     if cfg.censoring == "complete" and n_cens:
         ntext = (f"**n** {data.n_trajectories - n_cens:,} runs scored ({n_cens:,} censored left out "
                  f"of {data.n_trajectories:,})")
+        runs = f"{data.n_trajectories - n_cens:,} runs scored of {data.n_trajectories:,}"
     else:
         ntext = f"**n** {data.n_trajectories:,} runs, {n_cens:,} censored"
-    with st.container(border=True):
-        c = st.columns([1.25, 1.5, 1.6, 1.0])
+        runs = f"{data.n_trajectories:,} runs"
+    qz = cfg.qz_const if cfg.censoring == "exact" and cfg.qz_source == "constant" else None
+    line = settings_line(cfg.score_settings(), n_cens, qz)
+    st.markdown(f":material/tune: **Scored with** {md(line)} · {runs}{nf}"
+                + (f"  \n{extra}" if extra else ""),
+                help="Change these in the sidebar; the details are just below.")
+    details = st.expander("Score settings in detail", key="settings_details", on_change="rerun")
+    if details.open:  # drawn only when open: fewer elements for the browser to lay out after each change
+        w = cfg.words(Rs.censoring_label(cfg))
+        c = details.columns([1.25, 1.5, 1.6, 1.0])
         c[0].markdown(f"**Score** {w['score']}  \n{w['unit']}; {w['direction']}",
                       help="Beta-family proper scoring rule S(p, y) applied at every step.")
         c[1].markdown(f"**Weights** `{w['formula']}`  \n{S.VERDICT_ICON.get(v.status, '')} {w['schedule_status']}",
@@ -205,8 +224,6 @@ def banner(cfg: S.Config, data, extra: str | None = None, all_runs_below: bool =
                       help="How runs stopped before their outcome are scored (see the Censoring page).")
         c[3].markdown(f"**ε** {w['eps']}  \n{ntext}{nf}",
                       help="ε: forecasts clipped to [ε, 1−ε]. n: trajectories scored after filters.")
-        if extra:
-            st.caption(extra)
     info = sample_info(data)
     if info:  # a dataset larger than memory: every number on the page covers the sample (sample.py)
         st.info(sample_words(info, all_runs_below), icon=":material/casino:")

@@ -19,6 +19,7 @@ from tpsviz.diagnostics.groups import difference_words, group_columns
 from tpsviz.diagnostics.murphy import murphy_diagram
 from tpsviz.diagnostics.verdict import RULES
 from tpsviz.evaluation.report import leaderboard_figure
+from tpsviz.evaluation.summary import comparison_words, model_column
 from tpsviz.evaluation.tables import exact_01_counts, interval_kind, report_table, verdict_table
 from tpsviz.report import figures as F
 from tpsviz.report.html import Section
@@ -49,6 +50,26 @@ def group_view(cfg: S.Config, by: str, base: str | None, pair_on: str) -> dict:
     """Display tables of tpsviz.diagnostics.groups: the leaderboard per group and each group minus the base group,
     with the differences in words conditioned on Δ/SE (tpsviz.diagnostics.claims)."""
     return group_tables(*Rs.groups(by, base, pair_on, a=Rs.analysis(cfg)))
+
+
+def model_words(cfg: S.Config, data, skip=()) -> str:
+    """Model X vs model Y in words when the log has a column naming the model or agent
+    (tpsviz.evaluation.summary.model_column): each model against the base group, Δ TPS ± SE
+    (analytic, the same as the group comparison's table), or "" without such a column."""
+    by = model_column(data)
+    if by is None:
+        return ""
+    try:  # TPS differences and their SE need no bootstrap
+        _, base, diffs = Rs.groups(by, None, "auto", a=Rs.analysis(cfg, n_boot=0))
+    except ValueError:  # e.g. no group with two runs: the summary says nothing of models
+        return ""
+    return comparison_words(diffs, base, cfg.unit, by=by, skip=skip)
+
+
+def logs_words(cfg: S.Config, base: str, diffs: dict, candidate: str, skip=()) -> str:
+    """The candidate log against this one in words (two logs loaded on the Overview)."""
+    return comparison_words(diffs, base, cfg.unit, skip=skip,
+                            names={"candidate": f"the candidate log ({candidate})", base: "this log"})
 
 
 def group_tables(table: pd.DataFrame, base: str, diffs: dict) -> dict:

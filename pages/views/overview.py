@@ -29,13 +29,14 @@ from tpsviz.diagnostics.verdict import RULES
 from tpsviz.evaluation import tables as T
 from tpsviz.evaluation.report import leaderboard_figure
 from tpsviz.diagnostics.groups import group_columns
+from tpsviz.evaluation.summary import constant_predictors, model_column, summary_line
 from tpsviz.diagnostics.populations import censoring_summary
 from tpsviz.core.schema import clean_text
 from tpsviz.core import formatting as Fm
 
 cfg, data = C.page("Overview / Compare",
-                   "Which uncertainty signal is most honest? TPS rewards reporting the true probability of success "
-                   "at every step; AUROC/AUPRC only check ranking and T-ECE only bin-level calibration.",
+                   "Which of the agent's confidence signals can you trust? Each is judged on how well the chance of "
+                   "success it states at every step matches what then happens.",
                    all_runs_below=True)
 large = L.is_large(data)
 verdict_box = st.container()  # filled last: the verdict's tests run after the leaderboard is drawn
@@ -49,15 +50,19 @@ C.tiles([
     ("Censored", f"{data.n_censored:,} ({Fm.pct(data.n_censored, data.n_trajectories)})",
      "Runs stopped by an administrative limit before their outcome was observed."),
     ("Base-rate reference", f"F ≡ {Fm.num(ev.reference_rate, '.3f')}",
-     f"The constant forecast skill is measured against: the {ev.reference_rule}. It follows the censoring "
-     f"mode, so it is the constant the current score rewards."),
+     f"The success rate of the summary above, said as a forecast at every step (F ≡ {Fm.num(ev.reference_rate, '.3f')}): "
+     f"the yardstick skill is measured against, the {ev.reference_rule}. It follows the censoring mode, so it is "
+     f"the constant the current score rewards."),
 ])
 length = (f"mean length {summ['mean_length_complete']:.1f} steps (complete runs) and "
           f"{summ['mean_length_censored']:.1f} (censored runs)" if summ["n_censored"] and summ["n_complete"]
           else f"mean length {summ['mean_length']:.1f} steps")
-st.caption(f"Success rate of the {summ['n_complete']:,} complete runs: {Fm.fmt(summ['success_rate'], 3)}"
-           + (f" (the {data.n_censored:,} censored runs have no outcome)" if data.n_censored else "")
-           + f"; {length}.")
+if data.n_censored and summ["n_complete"]:  # another rate than the summary's: named by how it differs
+    st.caption(f"Counting only the {summ['n_complete']:,} runs that finished before the step budget (the "
+               f"{data.n_censored:,} cut off have no outcome), {Fm.pct(summ['success_rate'] * summ['n_complete'], summ['n_complete'])} "
+               f"succeeded: the runs the ranking and binning metrics (AUROC, T-ECE) use; {length}.")
+else:
+    st.caption(f"{length[:1].upper()}{length[1:]}.")
 reference_bar(cfg, data)  # a log scored on its references only: the bar a real signal has to clear
 forecasts_panel(cfg, data)
 auto = st.session_state.get("_auto_recal_note")
@@ -191,8 +196,11 @@ if len(preds) >= 2:
                       "|Δ/SE| ≥ 2 (called clear on this page). The same numbers as a heatmap: Export page (PNG) and "
                       "the HTML report.")
         pairs.dataframe(V.delta_matrix_table(cmp_tps["z"]), width="content")
-else:
+elif len(data.predictors) >= 2:  # more can be chosen
     cmp_box.info("Select at least two predictors in the sidebar to compare them.")
+else:  # one signal in the log: nothing to pair it with here
+    cmp_box.caption("This log has one signal, so there is no other to pair it with. To compare it, add the reference "
+                    "forecasters (sidebar), or load a second log under Compare groups of runs below.")
 
 # ----------------------------------------------------------------- slow parts last (the bootstraps)
 if large:
@@ -225,13 +233,13 @@ if len(preds) >= 2:
                        "says otherwise (|Δ/SE| ≥ 2 is called clear, everywhere on this page).")
 
 # ----------------------------------------------------------------- groups of runs: model X vs model Y
-st.subheader("Compare groups of runs (model X vs model Y)")
 GROUP_COLS = {
     "TPS": st.column_config.TextColumn(f"TPS ± SE ({cfg.unit}/run)", help="Mean TPS of the group's runs."),
     "skill": st.column_config.TextColumn("skill ± SE", help="1 − TPS/TPS_ref against the group's OWN success rate: "
                                          "what the forecasts add beyond knowing how often this group succeeds, so "
                                          "a group is not rewarded for easier outcomes."),
-    "success rate": st.column_config.TextColumn(help="Success rate of the group's complete runs.")}
+    "success rate": st.column_config.TextColumn(help="Share of the group's runs that finished before the step budget "
+                                                     "and succeeded (runs cut off are not counted).")}
 DIFF_COLS = {
     "Δ TPS": st.column_config.TextColumn(f"Δ TPS ({cfg.unit}/run)", help="group − base group."),
     "Δ/SE (TPS)": st.column_config.TextColumn(help="|Δ/SE| ≥ 2 is called clear."),
@@ -248,72 +256,94 @@ def _show_groups(gv):
         st.caption(f"{C.md(g)} − {C.md(gv['base'])}: {C.md(how)}")
 
 
-mode = st.radio("Compare", ["groups of this log", "this log with a second log"], key="grp_mode", horizontal=True,
-                help="Split this log's runs by a column (model, agent, prompt, task family), or load a second log "
-                     "(a candidate) and compare it with this one (the baseline) on their common predictors.")
-pair_opts = ["auto", "none"]
-if mode == "groups of this log":
+def _groups_of_this_log(by_model: str | None) -> None:
     cols = group_columns(data)
     if not cols:
         st.caption("This log has no run-level column with 2 to 50 values (model, agent, prompt, task family…) to "
                    "split its runs by. Compare it with a second log instead.")
+        S.remember_group_choice(None, None, "auto")
+        return
+    g1, g2, g3 = st.columns([1.2, 1.2, 1])
+    by = g1.selectbox("Split runs by", cols, key="grp_by", format_func=lambda c: clean_text(c, 60), index=None,
+                      placeholder="Choose a column…",
+                      help="A run-level metadata column; each of its values is one group, scored on its own runs.")
+    pair_opts = ["auto", "none"]
+    pair_on = g3.selectbox("Pair by task", pair_opts + [c for c in cols if c != by], key="grp_pair",
+                           help="Where both groups ran the same tasks, compare them task by task (paired, "
+                                "smaller SE). auto: a column named task/task_id/task_name with at least 10 "
+                                "common tasks; none: unpaired.")
+    gv = None
+    try:
+        gv = V.group_view(cfg, by, st.session_state.get("grp_base"), pair_on) if by is not None else None
+    except ValueError as e:
+        st.info(f"These runs cannot be compared by {code(by)}: {C.md(say(e))}")
+    if gv is None:
+        st.caption("Each value of the column becomes a group scored on its own runs; every group is then "
+                   "compared with a base group (Δ TPS and Δ skill with their SE, paired by task where the groups "
+                   "share tasks)." + (f" The summary at the top compares the runs by {code(by_model)} already."
+                                      if by_model else ""))
     else:
-        g1, g2, g3 = st.columns([1.2, 1.2, 1])
-        by = g1.selectbox("Split runs by", cols, key="grp_by", format_func=lambda c: clean_text(c, 60), index=None,
-                          placeholder="Choose a column…",
-                          help="A run-level metadata column; each of its values is one group, scored on its own runs.")
-        pair_on = g3.selectbox("Pair by task", pair_opts + [c for c in cols if c != by], key="grp_pair",
-                               help="Where both groups ran the same tasks, compare them task by task (paired, "
-                                    "smaller SE). auto: a column named task/task_id/task_name with at least 10 "
-                                    "common tasks; none: unpaired.")
-        gv = None
-        try:
-            gv = V.group_view(cfg, by, st.session_state.get("grp_base"), pair_on) if by is not None else None
-        except ValueError as e:
-            st.info(f"These runs cannot be compared by {code(by)}: {C.md(say(e))}")
-        if gv is None:
-            st.caption("Each value of the column becomes a group scored on its own runs; every group is then "
-                       "compared with a base group (Δ TPS and Δ skill with their SE, paired by task where the groups "
-                       "share tasks).")
-        else:
-            names = list(dict.fromkeys(gv["table"]["group"]))
-            if st.session_state.get("grp_base") not in names:  # kept from another column
-                st.session_state["grp_base"] = gv["base"]
-            g2.selectbox("Compared with", names, key="grp_base", format_func=lambda g: clean_text(g, 60),
-                         help="The base group: every other group is shown as group − base.")
-            _show_groups(gv)
-        S.remember_group_choice(by if gv is not None else None, st.session_state.get("grp_base"), pair_on)
-else:
+        names = list(dict.fromkeys(gv["table"]["group"]))
+        if st.session_state.get("grp_base") not in names:  # kept from another column
+            st.session_state["grp_base"] = gv["base"]
+        g2.selectbox("Compared with", names, key="grp_base", format_func=lambda g: clean_text(g, 60),
+                     help="The base group: every other group is shown as group − base.")
+        _show_groups(gv)
+    S.remember_group_choice(by if gv is not None else None, st.session_state.get("grp_base"), pair_on)
+
+
+def _second_log():
+    """The candidate log against this one; returns how to say the answer in the summary (a function of
+    the predictors to leave out), or None."""
     from pages._ui.sidebar import UPLOAD_TYPES
 
     S.remember_group_choice(None, None, "auto")
-
     up = st.file_uploader("Candidate log (this log is the baseline)", type=UPLOAD_TYPES, key="cand_upload",
                           help="Read with the same reading options as this log. Its runs are named candidate/…, "
                                "this log's baseline/…; only predictors both logs have are compared.")
     if up is None:
         st.caption("Load a second log to compare it with this one: the leaderboard of each, and candidate − "
                    "baseline with its SE (paired by task where both ran the same tasks).")
-    else:
-        src = S.current_source()
-        cand = S.upload_source(((up.getvalue(), up.name),), src.options, None, None, None)
-        pair_on = st.selectbox("Pair by task", pair_opts, key="cand_pair",
-                               help="auto: pair by a task/task_id/task_name column with at least 10 tasks in both "
-                                    "logs; none: unpaired.")
-        try:
-            out = Rs.two_logs(cand, pair_on, a=Rs.analysis(cfg))
-        except ValueError as e:
-            st.info(f"These two logs cannot be compared: {C.md(say(e))}")
+        return None
+    src = S.current_source()
+    cand = S.upload_source(((up.getvalue(), up.name),), src.options, None, None, None)
+    pair_on = st.selectbox("Pair by task", ["auto", "none"], key="cand_pair",
+                           help="auto: pair by a task/task_id/task_name column with at least 10 tasks in both "
+                                "logs; none: unpaired.")
+    try:
+        out = Rs.two_logs(cand, pair_on, a=Rs.analysis(cfg))
+    except ValueError as e:
+        st.info(f"These two logs cannot be compared: {C.md(say(e))}")
+        return None
+    if L.is_failure(out):  # about the candidate only: this log is fine
+        st.error(f"**The candidate log {code(up.name, 60)} cannot be used** (this log is fine): "
+                 + "; ".join(C.md(p, 300) for p in out.problems[:5])
+                 + ". Upload another candidate log.", icon=":material/block:")
+        return None
+    table, base, diffs, left = out
+    _show_groups(V.group_tables(table, base, diffs))
+    if left:
+        st.caption("Not in the candidate log, so not compared: " + ", ".join(code(p) for p in left))
+    return lambda skip: V.logs_words(cfg, base, diffs, clean_text(up.name, 40), skip)
+
+
+by_model = model_column(data)
+# drawn only when open (a rerun on opening): the model comparison of the summary needs no click
+groups = st.expander("Compare groups of runs (model X vs model Y) or this log with a second log", key="ov_groups",
+                     on_change="rerun", icon=":material/compare_arrows:")
+logs_said = None
+if groups.open:
+    with groups:
+        mode = st.radio("Compare", ["groups of this log", "this log with a second log"], key="grp_mode",
+                        horizontal=True,
+                        help="Split this log's runs by a column (model, agent, prompt, task family), or load a second "
+                             "log (a candidate) and compare it with this one (the baseline) on their common predictors.")
+        if mode == "groups of this log":
+            _groups_of_this_log(by_model)
         else:
-            if L.is_failure(out):  # about the candidate only: this log is fine
-                st.error(f"**The candidate log {code(up.name, 60)} cannot be used** (this log is fine): "
-                         + "; ".join(C.md(p, 300) for p in out.problems[:5])
-                         + ". Upload another candidate log.", icon=":material/block:")
-            else:
-                table, base, diffs, left = out
-                _show_groups(V.group_tables(table, base, diffs))
-                if left:
-                    st.caption("Not in the candidate log, so not compared: " + ", ".join(code(p) for p in left))
+            logs_said = _second_log()
+else:
+    S.remember_group_choice(None, None, "auto")
 
 # ----------------------------------------------------------------- verdict (top of the page, filled last)
 VERDICT_COLORS = {"trustworthy": "green", "optimistic": "orange", "pessimistic": "orange",
@@ -321,9 +351,17 @@ VERDICT_COLORS = {"trustworthy": "green", "optimistic": "orange", "pessimistic":
                   "too little data": "gray"}
 with verdict_box:
     st.subheader("Can I trust it?")
+    ev = evaluation(cfg)
+    # one line first (issue 37): the success rate defined once, the verdicts in one clause, models or logs compared
+    constant = constant_predictors(ev.verdicts)  # a base rate is no model's signal: not compared
+    said = summary_line(ev, "; ".join(w for w in (V.model_words(cfg, data, constant),
+                                                  logs_said(constant) if logs_said else "") if w))
+    st.markdown(f"**In short:** {C.md(said)}")
     # one element for all (paragraphs): the browser redraws every element after each change of α
-    st.markdown("\n\n".join(f":{VERDICT_COLORS[r['label']]}-badge[{r['label']}] **{C.md(F.display_name(r['name']))}**"
-                              f" — {C.md(r['reason'])}" for r in T.verdict_rows(evaluation(cfg))))
+    # (a label the rules add later is drawn grey rather than failing the page)
+    st.markdown("\n\n".join(f":{VERDICT_COLORS.get(r['label'], 'gray')}-badge[{r['label']}] "
+                            f"**{C.md(F.display_name(r['name']))}** — {C.md(r['reason'])}"
+                            for r in T.verdict_rows(ev)))
     if warn.log:  # what qualifies every verdict (few runs, an improper schedule) sits beside them too
         st.caption("  \n".join(f":orange[:material/warning:] {C.md(w)}" for w in warn.log))
     rules = st.expander("How the verdict is decided", key="ov_rules", on_change="rerun")

@@ -43,6 +43,11 @@ def test_starts_on_demo_with_nothing_to_click(app):
     lb = _leaderboard(app)
     assert "truthful (reference)" in lb.index and len(lb) == 6
     assert not app.error
+    t = texts(app).replace("\\", "")
+    assert "log (α=0, β=0) score, every step weighs the same" in t  # the settings in one line (issue 37)
+    assert "**Weights**" not in t  # the details are drawn on request
+    app.session_state["settings_details"] = True
+    app.run()
     t = texts(app)
     assert "nats" in t and "strictly proper" in t
 
@@ -50,6 +55,8 @@ def test_starts_on_demo_with_nothing_to_click(app):
 @pytest.mark.parametrize("page", PAGES)
 def test_every_page_renders(app, page):
     app.switch_page(page).run()
+    app.session_state["settings_details"] = True  # the settings' details, drawn on request
+    app.run()
     assert not app.exception, [e.value for e in app.exception]
     assert not app.error, [e.value for e in app.error]
     assert app.title[0].value
@@ -326,6 +333,9 @@ def test_censored_data_reliability_explains_selection():
 
 def test_banner_label_follows_qz_source():
     at = _webshop({"cens": "exact", "qzs": "one value", "qz": "0.7"})
+    assert "runs cut off by the step budget count as 0.7 of a success" in texts(at).replace("\\", "")
+    at.session_state["settings_details"] = True
+    at.run()
     t = texts(at)
     assert "q_Z = 0.7 for every censored run" in t
     assert "q_Z from the log" not in t
@@ -335,6 +345,9 @@ def test_banner_label_follows_qz_source():
 
 def test_banner_n_under_complete_case():
     at = _webshop({"cens": "complete"})
+    assert "329 runs scored of 600" in texts(at)
+    at.session_state["settings_details"] = True
+    at.run()
     assert "329 runs scored (271 censored left out of 600)" in texts(at)
 
 

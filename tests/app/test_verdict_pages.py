@@ -104,6 +104,9 @@ def test_report_starts_with_the_verdict():
 
 def test_groups_of_runs_are_compared_on_the_overview():
     at = fresh()
+    assert not [w for w in at.selectbox if w.key == "grp_by"]  # the section is drawn on request (issue 37)
+    at.session_state["ov_groups"] = True
+    at.run()
     assert at.selectbox(key="grp_by").value is None  # nothing computed until a column is chosen
     at.selectbox(key="grp_by").set_value("difficulty").run()
     assert not at.exception, [e.value for e in at.exception]
@@ -151,6 +154,8 @@ def test_two_logs_loaded_together_are_compared():
     from tpsviz.diagnostics.groups import group_difference
 
     at = fresh()
+    at.session_state["ov_groups"] = True
+    at.run()
     at.radio(key="grp_mode").set_value("this log with a second log").run()
     raw = (DEMO / "webshop-like.csv").read_bytes()
     at.file_uploader(key="cand_upload").set_value(("webshop-like.csv", raw, "text/csv")).run()
@@ -162,6 +167,9 @@ def test_two_logs_loaded_together_are_compared():
                          pair_on="auto")
     assert float(diff.loc["verbal", "Δ TPS"]) == round(d.loc["verbal", "tps_delta"], 3)
     assert "clearly lower" in diff.loc["verbal", "in words"]
+    # the summary at the top answers it in words (issue 37): the candidate scores worse on verbal, Δ ± SE
+    said = next(m.value for m in at.markdown if m.value.startswith("**In short:**")).replace("\\", "")
+    assert "The candidate log (webshop-like.csv) scores worse than this log on verbal" in said
     # a bad candidate is a message, not a traceback
     at.file_uploader(key="cand_upload").set_value(("bad.csv", b"trajectory_id,step\nt1,1\n", "text/csv")).run()
     assert not at.exception
@@ -178,9 +186,39 @@ def test_schedule_that_is_not_proper_is_a_warning_on_every_page():
 
 def test_report_holds_the_group_comparison_chosen_on_the_overview():
     at = fresh()
+    at.session_state["ov_groups"] = True
+    at.run()
     at.selectbox(key="grp_by").set_value("difficulty").run()
     at.switch_page("pages/views/export.py").run()
     at.button(key="build_report").click().run()
     assert not at.exception
     rep = at.session_state["_report"][1].decode()
     assert "Groups of runs by difficulty" in rep and "Each group minus easy" in rep
+
+
+def test_the_summary_answers_model_x_vs_y_without_a_click():
+    """The drift demo has a model_version column (v2 over-confident by construction): the summary line
+    at the top compares the models with Δ ± SE, the groups section staying closed (issue 37)."""
+    import tpsviz
+    from tpsviz.diagnostics.groups import group_difference
+
+    at = fresh({"demo": "drift-like"})
+    said = next(m.value for m in at.markdown if m.value.startswith("**In short:**")).replace("\\", "")
+    d = group_difference(tpsviz.load(DEMO / "drift-like.csv"), "model_version", "v1", "v2",
+                         tpsviz.ScoreSettings(censoring="simple", n_boot=0))
+    want = f"By model_version: v2 scores worse than v1 on agent (by {-d.loc['agent', 'tps_delta']:.2f} ± "
+    assert want + f"{d.loc['agent', 'tps_se']:.2f} nats a run)" in said
+    assert said.index("succeeded within the step budget") < said.index("By model_version")
+    assert not [w for w in at.selectbox if w.key == "grp_by"]  # nothing to click
+
+
+def test_a_log_with_one_predictor_says_nothing_it_cannot_do():
+    rows = "".join(f"r{i},{t},{i % 2},{0.3 + 0.4 * (i % 2)}\n" for i in range(40) for t in (1, 2))
+    at = fresh()
+    at.radio(key="src").set_value("Upload").run()
+    at.file_uploader(key="upload").set_value(("one.csv", ("trajectory_id,step,outcome,conf_a\n" + rows).encode(),
+                                              "text/csv")).run()
+    assert not at.exception and not at.error
+    t = texts(at)
+    assert "Select at least two predictors" not in t
+    assert "This log has one signal" in t
