@@ -68,10 +68,8 @@ def evaluate(source_or_data, *, alpha: float | None = None, beta: float | None =
         :func:`tpsviz.evaluation.settings.read_options`; ``forecasts`` is a sidecar table
         ``trajectory_id, step, conf_*`` joined on (trajectory_id, step).
     run_by, step_spans, outcome, outcomes, censor_when
-        Trace files (OTLP, OpenInference, Langfuse; docs/traces.md), as ``score``'s ``--run-by``,
-        ``--step-spans``, ``--outcome``, ``--outcomes``, ``--censor-when``: how spans map onto
-        runs, steps and outcomes; ``outcomes`` is a table ``trajectory_id, outcome[, censored]``
-        (or a Phoenix evaluations table).
+        Trace files (docs/traces.md), as ``score``'s ``--run-by`` … ``--censor-when``; ``outcomes``
+        is a table ``trajectory_id, outcome[, censored]`` or Phoenix evaluations.
     references : bool
         Add the reference forecasters ``ref:step``, ``ref:task``, ``ref:task+step`` computed from
         the log's outcomes alone (docs/forecasts.md §1; ``folds`` and ``seed`` set their folds):
@@ -94,9 +92,7 @@ def evaluate(source_or_data, *, alpha: float | None = None, beta: float | None =
     score_settings(False, alpha, beta, score, schedule, censoring, eps, n_boot, seed, level)  # fail before reading
     options = _reading_options(source_or_data, forecasts, dict(
         fmt=fmt, success_threshold=success_threshold, treat=treat, scorer=scorer, conf=conf, mapping=mapping,
-        percent=percent, run_by=run_by, step_spans=step_spans, outcome=outcome, censor_when=censor_when))
-    if outcomes is not None and options is None:
-        raise ValueError("outcomes: reading options apply to a file; this log is already read (a TrajectoryData)")
+        percent=percent, run_by=run_by, step_spans=step_spans, outcome=outcome, censor_when=censor_when), outcomes)
     data, notes = read_log(source_or_data, options, forecasts, recalibrate, folds, seed, schedule,
                            allow_empty=True, outcomes=outcomes)
     q, censoring, qz_notes = qz_source(data, q_z, rollouts, censoring)
@@ -108,12 +104,13 @@ def evaluate(source_or_data, *, alpha: float | None = None, beta: float | None =
     return Evaluation.compute(data, settings, q, notes + qz_notes + ref_notes, memory_reason(source_or_data, fmt))
 
 
-def _reading_options(source_or_data, forecasts, reading: dict):
+def _reading_options(source_or_data, forecasts, reading: dict, outcomes=None):
     """The reading options of a path (None for a TrajectoryData, which refuses them)."""
     if isinstance(source_or_data, TrajectoryData):
         given = [k for k, v in reading.items() if v not in (None, (), [], {}, "auto")]
-        if given or forecasts is not None:
-            raise ValueError(f"{', '.join(given + (['forecasts'] if forecasts is not None else []))}: reading "
-                             "options apply to a file; this log is already read (a TrajectoryData)")
+        given += [k for k, v in (("forecasts", forecasts), ("outcomes", outcomes)) if v is not None]
+        if given:
+            raise ValueError(f"{', '.join(given)}: reading options apply to a file; this log is already read "
+                             "(a TrajectoryData)")
         return None
     return read_options(**reading)
