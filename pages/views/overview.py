@@ -318,7 +318,7 @@ else:
 # ----------------------------------------------------------------- verdict (top of the page, filled last)
 VERDICT_COLORS = {"trustworthy": "green", "optimistic": "orange", "pessimistic": "orange",
                   "overconfident": "orange", "underconfident": "orange", "uninformative": "gray",
-                  "too little data": "gray"}
+                  "too little data": "gray", "yardstick": "blue", "constant": "gray", "too weak to convert": "violet", "conversion failed": "violet"}
 with verdict_box:
     st.subheader("Can I trust it?")
     # one element for all (paragraphs): the browser redraws every element after each change of α

@@ -63,8 +63,8 @@ from tpsviz.diagnostics.verdict_words import kind_sentence, sentence
 import contextvars
 from concurrent.futures import ThreadPoolExecutor
 
-__all__ = ["LABELS", "LABEL_KEYS", "RULE_LABELS", "Verdict", "verdicts", "verdict_statistics", "statistics_for", "RULES", "MIN_RUNS",
-           "MIN_CLASS"]
+__all__ = ["LABELS", "LABEL_KEYS", "RULE_LABELS", "Verdict", "verdicts", "verdict_statistics", "statistics_for",
+           "RULES", "MIN_RUNS", "MIN_CLASS"]
 
 #: the labels of the calibration and discrimination rules, in the order they are tried
 RULE_LABELS = ("too little data", "optimistic", "pessimistic", "uninformative", "overconfident",
@@ -84,12 +84,12 @@ RULES = (
     ("constant", "the same forecast at every step: it cannot tell runs apart, so it is uninformative "
                  "by construction; the sentence gives its value against the base rate"),
     ("too weak to convert / conversion failed", "a signal converted to a probability (name@method) "
-                                                "ranks runs worse than chance (AUROC with its CI below "
-                                                "0.5, or below 0.5 while the signal's own CI reaches "
-                                                "0.5), or clearly worse than the signal by itself: the "
-                                                "conversion is at fault, not the agent's signal (too "
-                                                "weak to convert: the signal alone is not shown better "
-                                                "than chance)"),
+                                                "ranks runs worse than chance (its AUROC's CI below 0.5) "
+                                                "or clearly worse than the signal by itself, or neither "
+                                                "is shown to rank runs better than chance: the "
+                                                "conversion is judged, not the agent's signal (too weak "
+                                                "to convert: the signal alone is not shown better than "
+                                                "chance)"),
     ("optimistic / pessimistic", "the mean forecast is significantly above / below the success "
                                  "rate (bias F − Y with a CI clustered by run)"),
     ("uninformative", "the forecasts separate successes from failures no better than on "

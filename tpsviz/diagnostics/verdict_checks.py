@@ -16,7 +16,8 @@ from tpsviz.core.tps import ScoreSettings
 from tpsviz.diagnostics.corp_nulls import corp_tests
 from tpsviz.diagnostics.leaderboard import run_labels
 
-__all__ = ["MIN_RUNS", "MIN_CLASS", "MAX_TEST_RUNS", "LOGIT_CLIP", "z_value", "calibration_slope", "verdict_rows", "row_statistics"]
+__all__ = ["MIN_RUNS", "MIN_CLASS", "MAX_TEST_RUNS", "LOGIT_CLIP", "z_value", "calibration_slope", "verdict_rows",
+           "row_statistics"]
 
 #: a verdict needs this many labelled runs …
 MIN_RUNS = 20

@@ -12,7 +12,10 @@ misread by them alone:
 - a **conversion** ``<src>@<method>`` (:mod:`tpsviz.diagnostics.calibrate`: a ``raw_``/``unc_``
   signal or a predictor mapped to probabilities, cross-fitted by run) judges the conversion as much as
   the signal. When it ranks runs worse than chance, or clearly worse than its source ranks them by
-  itself, a calibration label would blame the agent's signal for what the conversion did.
+  itself, or when neither is shown to rank them better than chance, a calibration label would blame
+  the agent's signal for what the conversion did (measured on a weak ``unc_`` signal of 101 runs,
+  HotpotQA-like: "optimistic", from a map fitted on complete runs and scored where cut-off runs
+  count as failures, while the conversion ranked runs worse than chance).
 
 :func:`conversion_statistics` measures the conversion's ranking against its source's (AUROC on the
 complete runs' step rows, as the leaderboard's AUROC, with a paired bootstrap by run);
@@ -31,11 +34,14 @@ from tpsviz.diagnostics.metric_bootstrap import metric_replicates, replicate_sum
 from tpsviz.diagnostics.metrics import auroc
 from tpsviz.diagnostics.verdict_checks import z_value
 
-__all__ = ["CONVERSION_BOOT", "CONVERSION_KEYS", "conversion_statistics", "is_constant", "conversion_fault",
-           "predictor_kind"]
+__all__ = ["CONVERSION_BOOT", "CONVERSION_KEYS", "MIN_KEPT", "conversion_statistics", "is_constant", "lost_ranking",
+           "conversion_fault", "predictor_kind"]
 
 #: bootstrap replicates (by run) of the conversion's and its source's AUROC
 CONVERSION_BOOT = 500
+#: a conversion that keeps less than this share of its source's AUROC above 0.5 (and significantly less
+#: than the source's AUROC) lost the signal's ranking
+MIN_KEPT = 0.5
 #: the statistics :func:`conversion_statistics` adds (NaN or "" for a predictor that is no conversion)
 CONVERSION_KEYS = ("source", "conversion", "conversion_auroc", "conversion_auroc_ci_low",
                    "conversion_auroc_ci_high", "source_auroc", "source_auroc_ci_low", "source_auroc_ci_high",
@@ -111,13 +117,33 @@ def is_constant(s: dict) -> bool:
     return bool(np.isfinite(lo) and np.isfinite(hi) and hi - lo <= 1e-12)
 
 
-def conversion_fault(s: dict, level: float) -> str | None:
-    """Whether a conversion ranks runs worse than its signal allows, and why.
+def lost_ranking(s: dict, level: float) -> bool:
+    """Whether a conversion lost most of its source's ranking: it keeps less than :data:`MIN_KEPT` of
+    the source's AUROC above 0.5, and the paired Δ/SE is below −z at ``level``.
 
-    The conversion is at fault when its AUROC's interval lies below 0.5 (worse than chance), when
-    it is clearly below its source's (paired Δ/SE below −z at ``level``), or when it is below 0.5
-    while the source's own interval reaches 0.5 (a signal not shown to rank runs better than chance,
-    whose conversion ranks them worse).
+    Parameters
+    ----------
+    s : dict
+        A verdict's statistics with :func:`conversion_statistics`'s keys.
+    level : float
+
+    Returns
+    -------
+    bool
+    """
+    dz, a_c, a_s = (s.get(k, np.nan) for k in ("conversion_delta_z", "conversion_auroc", "source_auroc"))
+    return bool(np.isfinite(dz) and dz < -z_value(level) and a_c - 0.5 < MIN_KEPT * (a_s - 0.5))
+
+
+def conversion_fault(s: dict, level: float) -> str | None:
+    """Whether a conversion ranks runs worse than its signal allows, and why, decided on intervals.
+
+    The conversion is at fault when its AUROC's interval lies below 0.5 (it ranks runs worse than
+    chance), when it lost most of its source's ranking (it keeps less than half of the source's AUROC
+    above 0.5, :data:`MIN_KEPT`, and the paired Δ/SE is below −z at ``level``: a significant but
+    small loss, 0.66 → 0.655 on the tau2-like demo's raw_logprob, is no fault), or when neither its
+    interval nor its source's lies above 0.5 (nothing shown to convert: whatever the calibration of
+    the map, it says nothing about the agent's signal).
 
     Parameters
     ----------
@@ -128,16 +154,17 @@ def conversion_fault(s: dict, level: float) -> str | None:
     Returns
     -------
     str or None
-        ``"too weak to convert"`` when the source's own AUROC interval reaches 0.5 (nothing shown to
-        convert), ``"conversion failed"`` when the source ranks runs better than chance by itself,
-        None when the conversion is not at fault (or not a conversion, or not measured).
+        ``"too weak to convert"`` when the source's own AUROC interval reaches 0.5 (the signal by
+        itself is not shown to rank runs better than chance), ``"conversion failed"`` when it lies
+        above 0.5, None when the conversion is not at fault (or is no conversion, or was not measured).
     """
-    a_c, hi_c = s.get("conversion_auroc", np.nan), s.get("conversion_auroc_ci_high", np.nan)
-    lo_s, dz = s.get("source_auroc_ci_low", np.nan), s.get("conversion_delta_z", np.nan)
+    a_c = s.get("conversion_auroc", np.nan)
+    lo_c, hi_c = s.get("conversion_auroc_ci_low", np.nan), s.get("conversion_auroc_ci_high", np.nan)
+    lo_s = s.get("source_auroc_ci_low", np.nan)
     if not np.isfinite(a_c):
         return None
     weak_source = not lo_s > 0.5  # (a NaN interval shows nothing either)
-    fault = (hi_c < 0.5) or (np.isfinite(dz) and dz < -z_value(level)) or (a_c < 0.5 and weak_source)
+    fault = (hi_c < 0.5) or lost_ranking(s, level) or (weak_source and not lo_c > 0.5)
     if not fault:
         return None
     return "too weak to convert" if weak_source else "conversion failed"

@@ -12,6 +12,7 @@ import numpy as np
 
 from tpsviz.diagnostics.corp_nulls import N_NULL
 from tpsviz.diagnostics.verdict_checks import MIN_CLASS, MIN_RUNS, z_value
+from tpsviz.diagnostics.verdict_kinds import lost_ranking
 
 __all__ = ["SUCCESS_WORDS", "sentence", "kind_sentence", "rates_words"]
 
@@ -183,19 +184,19 @@ def _conversion_reason(label: str, s: dict, level: float) -> str:
     a_c, lo_c, hi_c = s["conversion_auroc"], s["conversion_auroc_ci_low"], s["conversion_auroc_ci_high"]
     a_s, lo_s, hi_s = s["source_auroc"], s["source_auroc_ci_low"], s["source_auroc_ci_high"]
     dz = s.get("conversion_delta_z", np.nan)
-    if hi_c < 0.5:
-        how = "ranks runs worse than chance"
-    elif np.isfinite(dz) and dz < -z_value(level):
-        how = f"ranks runs clearly worse than {src} by itself (difference {dz:.1f} standard errors)"
-    else:
-        how = "does not rank runs better than chance"
     conv = s.get("conversion") or f"the conversion of {src}"
-    out = (f"{conv}, {how} ({_auroc(a_c, lo_c, hi_c, level)}); {src} by itself ranks them "
-           f"{_ranks(lo_s, hi_s)} ({_auroc(a_s, lo_s, hi_s, level)}): ")
+    if hi_c < 0.5:
+        how = f"ranks runs worse than chance ({_auroc(a_c, lo_c, hi_c, level)})"
+    elif lost_ranking(s, level):
+        how = (f"lost most of its ranking ({_auroc(a_c, lo_c, hi_c, level)}, against {a_s:.2f} for {src} by "
+               f"itself; the difference is {dz:.1f} standard errors)")
+    else:
+        how = f"does not rank runs better than chance ({_auroc(a_c, lo_c, hi_c, level)})"
+    out = f"{conv}, {how}; {src} by itself ranks them {_ranks(lo_s, hi_s)} ({_auroc(a_s, lo_s, hi_s, level)}): "
     if label == "too weak to convert":
         return out + "too weak a signal to convert, so this judges the conversion, not the agent's signal"
-    return out + (f"the cross-fitted maps lost its ranking (they differ across folds): judge {src} by its own "
-                  "ranking, or try fewer folds or the other method")
+    return out + (f"the cross-fitted maps lost most of its ranking: judge {src} by its own ranking, or try fewer "
+                  "folds or the other method")
 
 
 def _constant_sentence(name: str, s: dict, level: float, mode: str) -> str:
