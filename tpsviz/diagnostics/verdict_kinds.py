@@ -141,7 +141,7 @@ def conversion_fault(s: dict, level: float) -> str | None:
     The conversion is at fault when its AUROC's interval lies below 0.5 (it ranks runs worse than
     chance), when it lost most of its source's ranking (it keeps less than half of the source's AUROC
     above 0.5, :data:`MIN_KEPT`, and the paired Δ/SE is below −z at ``level``: a significant but
-    small loss, 0.66 → 0.655 on the tau2-like demo's raw_logprob, is no fault), or when neither its
+    small loss, 0.664 → 0.657 on the tau2-like demo's raw_logprob, is no fault), or when neither its
     interval nor its source's lies above 0.5 (nothing shown to convert: whatever the calibration of
     the map, it says nothing about the agent's signal).
 
