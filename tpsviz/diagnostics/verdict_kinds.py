@@ -124,8 +124,9 @@ def lost_ranking(s: dict, level: float) -> bool:
     Parameters
     ----------
     s : dict
-        A verdict's statistics with :func:`conversion_statistics`'s keys.
+        As :func:`conversion_fault` reads it.
     level : float
+        The level of the paired test.
 
     Returns
     -------
