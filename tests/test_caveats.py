@@ -124,7 +124,12 @@ def test_cli_json_has_verdicts_and_warnings(capsys):
     assert any("verbal: skill" in w for w in obj["warnings"])
     assert any("is not above 0" in w for w in verbal["warnings"])
     assert obj["predictors"]["truthful"]["verdict"]["label"] == "trustworthy"
-    assert len(obj["settings"]["verdict_rules"]) == 5
+    assert len(obj["settings"]["verdict_rules"]) == 8
+    assert [r.split(":")[0] for r in obj["settings"]["verdict_rules"][:3]] == ["yardstick", "too little data", "constant"]
+    # a stable machine key beside the words; the rules' own label kept under a label of what it is
+    assert verbal["verdict"]["key"] == "optimistic" and verbal["verdict"]["conversion"] is None
+    base = obj["predictors"]["base_rate"]["verdict"]
+    assert (base["label"], base["key"], base["rules_label"]) == ("constant", "constant", "optimistic")
 
 
 def test_cli_text_prints_verdicts_first_and_warnings(capsys):

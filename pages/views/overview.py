@@ -348,7 +348,8 @@ else:
 # ----------------------------------------------------------------- verdict (top of the page, filled last)
 VERDICT_COLORS = {"trustworthy": "green", "optimistic": "orange", "pessimistic": "orange",
                   "overconfident": "orange", "underconfident": "orange", "uninformative": "gray",
-                  "too little data": "gray"}
+                  "too little data": "gray", "yardstick": "blue", "constant": "gray",
+                  "too weak to convert": "violet", "conversion failed": "violet"}
 with verdict_box:
     st.subheader("Can I trust it?")
     ev = evaluation(cfg)

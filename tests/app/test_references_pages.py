@@ -65,6 +65,8 @@ def test_the_tau_bench_demo_opens_with_its_references_and_what_a_signal_must_bea
     # labelled as references in the verdicts and the leaderboard, never as the agent's
     verdicts = [p for m in at.markdown for p in m.value.split("\n\n") if "-badge[" in p]  # one paragraph each
     assert len(verdicts) == 3 and all("reference forecaster" in v for v in verdicts)
+    assert all(v.startswith(":blue-badge[yardstick]") and "not the agent's confidence" in v.replace("\\", "")
+               for v in verdicts)  # a yardstick, never taken for the agent's confidence (issue 37)
     board = next(d.value for d in at.dataframe if "predictor" in d.value.columns and "TPS" in d.value.columns)
     assert sorted(board["predictor"]) == sorted(f"{n} (reference forecaster)" for n in REFERENCES)
     # the panel, open: the three ways, the replay command for this file

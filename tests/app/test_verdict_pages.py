@@ -4,7 +4,7 @@ self-check in an "Advanced checks" expander, and the verdict in the HTML report.
 
 import re
 
-from apptest_helpers import DEMO, fresh, texts
+from apptest_helpers import DEMO, fresh, texts, upload
 
 BAD = re.compile(r"\b(nan|inf)\b|\+nan", re.IGNORECASE)
 
@@ -24,12 +24,31 @@ def test_overview_opens_with_a_verdict_per_predictor():
     assert by_name["verbal"].startswith(":orange-badge[optimistic] **verbal** — says 94% on average")
     assert by_name["truthful (reference)"].startswith(":green-badge[trustworthy]")
     assert "noisy" in by_name and "overconfident" in by_name["noisy"]
+    # a constant is named for what it is, not "optimistic" (issue 37)
+    assert by_name["base_rate"].startswith(":gray-badge[constant] **base_rate** — says 51% at every step")
     assert not any(BAD.search(x) for x in lines)
     exp = [e for e in at.expander if e.label == "How the verdict is decided"]
     assert exp and "optimistic / pessimistic" not in texts(at)  # drawn only when open
     at.session_state["ov_rules"] = True
     at.run()
     assert "optimistic / pessimistic" in texts(at)
+
+
+def test_a_weak_raw_signal_opens_as_too_weak_to_convert_not_optimistic():
+    """Issue 37: a log whose only signal is a weak unc_ column (HotpotQA-like, 101 runs) opened with
+    "optimistic uala@platt", blaming the agent's signal for what the automatic conversion did."""
+    import sys
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+    from test_verdict_kinds import weak_unc_rows
+
+    at = fresh()
+    upload(at, [("hotpot.csv", weak_unc_rows().to_csv(index=False).encode(), "text/csv")])
+    lines = _verdict_lines(at)
+    assert len(lines) == 1 and lines[0].startswith(
+        ":violet-badge[too weak to convert] **uala@platt** — unc_uala converted to a probability by Platt scaling")
+    assert "optimistic" not in lines[0] and not BAD.search(lines[0])
 
 
 def test_verdict_follows_the_selection_and_the_censoring_mode():

@@ -292,7 +292,9 @@ def _json(res, ds: Dataset, why: str, ranks: str, verdict, sample_words: str) ->
                     name, "ranks_exact"] else None,
                 "reliability": [{k: num(v) for k, v in b.items()}
                                 for b in res.reliability[name].to_dict("records")] if name in res.reliability else None,
-                "verdict": ({"label": verdict[name].label, "text": safe(verdict[name].text),
+                "verdict": ({"label": verdict[name].label, "key": verdict[name].key,
+                             "rules_label": verdict[name].rules_label or verdict[name].label,
+                             "text": safe(verdict[name].text),
                              "numbers": verdict_numbers(verdict[name]), "sample": sample_words}
                             if verdict and name in verdict else None),
             }

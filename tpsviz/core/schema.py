@@ -8,7 +8,7 @@ from collections import Counter
 
 from tpsviz.core.errors import LogFormatError
 
-__all__ = ["REQUIRED", "RESERVED", "PREFIXES", "ELICITED_KEY", "ELICITED_PROBLEM_KEY", "looks_like_ours", "canonical_name", "show_id",
+__all__ = ["REQUIRED", "RESERVED", "PREFIXES", "REFERENCE_PREFIX", "is_reference", "ELICITED_KEY", "ELICITED_PROBLEM_KEY", "looks_like_ours", "canonical_name", "show_id",
            "clean_text", "no_lone_surrogates", "MAX_META_CHARS", "MAX_ID_CHARS", "WHITESPACE"]
 
 MAX_META_CHARS = 1000   # a metadata text copied onto every step of its run is cut to this
@@ -37,12 +37,32 @@ def no_lone_surrogates(obj, raw: bytes | None = None):
 REQUIRED = ("trajectory_id", "step", "outcome")
 RESERVED = ("trajectory_id", "step", "outcome", "censored", "q_z", "weight")
 PREFIXES = {"conf_": "conf", "raw_": "raw", "unc_": "unc"}
+#: the name prefix of the reference forecasters fitted on the log's own outcomes (``ref:step``,
+#: ``ref:task``, ``ref:task+step``: :mod:`tpsviz.forecasts.references`); named here, below every
+#: layer, so that the verdicts (diagnostics) tell a yardstick from the agent's signal without
+#: importing the forecasters
+REFERENCE_PREFIX = "ref:"
 #: the message-metadata key under which an elicited P(eventual success) is stored during a run
 #: (tpsviz.forecasts.elicit) and found by the Inspect reader without options; the reply's problem,
 #: when it held no usable probability, is stored under ELICITED_PROBLEM_KEY (docs/forecasts.md)
 ELICITED_KEY = "tpsviz_confidence"
 ELICITED_PROBLEM_KEY = "tpsviz_confidence_problem"
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u200b-\u200f\u2028-\u202e\u2066-\u2069]")
+
+
+def is_reference(name) -> bool:
+    """Whether a predictor is a reference forecaster (its name starts with :data:`REFERENCE_PREFIX`).
+
+    Parameters
+    ----------
+    name : object
+        A predictor's name.
+
+    Returns
+    -------
+    bool
+    """
+    return str(name).startswith(REFERENCE_PREFIX)
 
 
 def canonical_name(column: str) -> str:

@@ -17,8 +17,11 @@ from tpsviz.core.inference import DEFAULT_SEED
 from tpsviz.core.data import TrajectoryData
 from tpsviz.diagnostics.recalibration import METHODS, recalibrate
 
-__all__ = ["add_recalibrated", "add_all_recalibrated", "recalibrated_name", "sources",
-           "METHODS"]
+__all__ = ["add_recalibrated", "add_all_recalibrated", "recalibrated_name", "sources", "recalibration_source",
+           "source_values", "conversion_words", "METHOD_WORDS", "METHODS"]
+
+#: each recalibration method in words (the verdict's sentence says how a predictor was made)
+METHOD_WORDS = {"platt": "Platt scaling", "isotonic": "isotonic regression", "beta": "beta calibration"}
 
 
 def sources(data: TrajectoryData) -> list[str]:
@@ -41,6 +44,82 @@ def recalibrated_name(data: TrajectoryData, source: str, method: str) -> str:
             s.split("_", 1)[1] == short for s in data.signals) > 1
         return f"{source if clash else short}@{method}"
     return f"{source}@{method}"
+
+
+def recalibration_source(data: TrajectoryData, name: str) -> str | None:
+    """The predictor or ``raw_``/``unc_`` signal a recalibrated predictor ``<src>@<method>`` was
+    fitted from.
+
+    Parameters
+    ----------
+    data : TrajectoryData
+    name : str
+        A predictor's name.
+
+    Returns
+    -------
+    str or None
+        None when ``name`` is not a recalibration or its source is not in the log.
+    """
+    if "@" not in name:
+        return None
+    src = name.rsplit("@", 1)[0]
+    if src in data.predictors or src in data.signals:
+        return src
+    found = [s for s in data.signals if s.split("_", 1)[1] == src]
+    return found[0] if len(found) == 1 else None
+
+
+def source_values(data: TrajectoryData, src: str) -> np.ndarray:
+    """A recalibration's source as a score in [0, 1] with the same ranking of rows (AUROC is
+    rank-invariant): a predictor's forecasts, or a signal's ranks, reversed for ``unc_``.
+
+    Parameters
+    ----------
+    data : TrajectoryData
+    src : str
+        A predictor or a signal column of ``data`` (:func:`recalibration_source`).
+
+    Returns
+    -------
+    ndarray
+        One value per step row (NaN where the source is missing).
+    """
+    if src in data.predictors:
+        return data.forecasts(src)
+    x = data.steps[src].to_numpy(dtype=float) * data.signals[src]  # unc_: higher = less confident
+    ok = np.isfinite(x)
+    out = np.full(x.shape, np.nan)
+    if ok.any():
+        ranks = np.unique(x[ok], return_inverse=True)[1]
+        out[ok] = ranks / max(int(ranks.max()), 1)
+    return out
+
+
+def conversion_words(data: TrajectoryData, name: str) -> str | None:
+    """How a recalibrated predictor was made, in words: "unc_uala converted to a probability by
+    Platt scaling, each run's map fitted on other runs (cross-fitted)".
+
+    Parameters
+    ----------
+    data : TrajectoryData
+    name : str
+        A predictor's name, ``<src>@<method>`` (``-step``: one map per step, as the dashboard names it).
+
+    Returns
+    -------
+    str or None
+        None when ``name`` is not a recalibration of a source in ``data``.
+    """
+    src = recalibration_source(data, name)
+    if src is None:
+        return None
+    tag = name.rsplit("@", 1)[1]
+    method, per_step = (tag[:-len("-step")], True) if tag.endswith("-step") else (tag, False)
+    how = METHOD_WORDS.get(method, method)
+    made = "converted to a probability" if src in data.signals else "recalibrated"
+    return (f"{src} {made} by {how}" + (", one map per step" if per_step else "")
+            + ", each run's map fitted on other runs (cross-fitted)")
 
 
 def _resolve_source(data: TrajectoryData, source: str):

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from tpsviz.core.cancel import checkpoint
+from tpsviz.diagnostics.calibrate import recalibration_source, source_values
 from tpsviz.diagnostics.leaderboard import labelled_rows
 from tpsviz.diagnostics.metric_bootstrap import paired_metric_difference
 from tpsviz.diagnostics.metrics import auroc
@@ -49,31 +50,6 @@ class Caveats:
     def all(self) -> list:
         """Every warning as one list (predictor warnings start with the predictor's name)."""
         return list(self.log) + [w for ws in self.predictors.values() for w in ws]
-
-
-def recalibration_source(data: TrajectoryData, name: str) -> str | None:
-    """The predictor or ``raw_``/``unc_`` signal a recalibrated predictor ``<src>@<method>`` was
-    fitted from (None when ``name`` is not a recalibration or its source is not in the log)."""
-    if "@" not in name:
-        return None
-    src = name.rsplit("@", 1)[0]
-    if src in data.predictors or src in data.signals:
-        return src
-    found = [s for s in data.signals if s.split("_", 1)[1] == src]
-    return found[0] if len(found) == 1 else None
-
-
-def _source_values(data: TrajectoryData, src: str) -> np.ndarray:
-    """The source as a score in [0, 1] with the same ranking (AUROC is rank-invariant)."""
-    if src in data.predictors:
-        return data.forecasts(src)
-    x = data.steps[src].to_numpy(dtype=float) * data.signals[src]  # unc_: higher = less confident
-    ok = np.isfinite(x)
-    out = np.full(x.shape, np.nan)
-    if ok.any():
-        ranks = np.unique(x[ok], return_inverse=True)[1]
-        out[ok] = ranks / max(int(ranks.max()), 1)
-    return out
 
 
 def _data_caveats(data: TrajectoryData, settings: ScoreSettings) -> list:
@@ -118,7 +94,7 @@ def recalibration_hint(method: str) -> str:
 
 def _recalibration_caveats(data, settings, name, src, n_boot) -> list:
     labelled, y = labelled_rows(data)
-    p, s = data.forecasts(name), _source_values(data, src)
+    p, s = data.forecasts(name), source_values(data, src)
     rows = np.flatnonzero(labelled & np.isfinite(p) & np.isfinite(s))
     out = []
     yv = y[rows]

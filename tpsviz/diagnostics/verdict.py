@@ -23,6 +23,14 @@ The rules are stated in docs/theory.md §8 and decided in this order (the first 
    above 0 (no better than always saying the base rate).
 7. ``trustworthy``: none of the above.
 
+What the predictor is (:mod:`tpsviz.diagnostics.verdict_kinds`) may name it before rules 2–7: a
+reference forecaster (``ref:*``) is a ``yardstick`` whatever the rules find (its sentence says what
+they find, too little data included); with enough data (rule 1), a forecast with one value on every
+step is ``constant``, and a conversion ``<src>@<method>`` that ranks runs worse than chance or
+clearly worse than its source is ``too weak to convert`` (its source not shown better than chance)
+or ``conversion failed``. The rules' own label is kept (:attr:`Verdict.rules_label`), and the
+sentence of every conversion says what was converted and how.
+
 The three calibration checks (2, 4, 5) share the error rate 1 − level (Bonferroni: each at
 (1 − level)/3), so a truthful predictor is called ``trustworthy`` in about ``level`` of logs
 where it is informative; discrimination (3) is tested at 1 − level.
@@ -49,25 +57,39 @@ from tpsviz.core.censoring import default_censoring
 from tpsviz.core.tps import ScoreSettings, TPSResult
 from tpsviz.diagnostics.corp_nulls import N_NULL
 from tpsviz.diagnostics.leaderboard import skill_table
-from tpsviz.diagnostics.verdict_checks import row_statistics, verdict_rows, z_value
+from tpsviz.diagnostics.verdict_checks import MIN_CLASS, MIN_RUNS, row_statistics, verdict_rows, z_value
+from tpsviz.diagnostics.verdict_kinds import conversion_statistics, predictor_kind
+from tpsviz.diagnostics.verdict_words import kind_sentence, sentence
 import contextvars
 from concurrent.futures import ThreadPoolExecutor
 
-__all__ = ["LABELS", "Verdict", "verdicts", "verdict_statistics", "statistics_for", "RULES", "MIN_RUNS",
-           "MIN_CLASS"]
+__all__ = ["LABELS", "LABEL_KEYS", "RULE_LABELS", "Verdict", "verdicts", "verdict_statistics", "statistics_for",
+           "RULES", "MIN_RUNS", "MIN_CLASS"]
 
-#: the fixed set of labels, in the order the rules try them
-LABELS = ("too little data", "optimistic", "pessimistic", "uninformative", "overconfident",
-          "underconfident", "trustworthy")
-#: a verdict needs this many labelled runs …
-MIN_RUNS = 20
-#: … and this many of each outcome (expected counts for soft labels)
-MIN_CLASS = 5
+#: the labels of the calibration and discrimination rules, in the order they are tried
+RULE_LABELS = ("too little data", "optimistic", "pessimistic", "uninformative", "overconfident",
+               "underconfident", "trustworthy")
+#: the fixed set of labels, in the order they are tried: what the predictor is, then the rules
+LABELS = ("yardstick", "too little data", "constant", "too weak to convert", "conversion failed") + RULE_LABELS[1:]
+#: a stable machine-readable key of every label (the JSON's ``verdict.key``)
+LABEL_KEYS = {label: label.replace(" ", "_") for label in LABELS}
 
 #: the rules in words (for the page, the README and the report)
 RULES = (
+    ("yardstick", "a reference forecaster (ref:step, ref:task, ref:task+step) fitted on other runs' "
+                  "outcomes: the bar a real signal has to clear, not the agent's confidence; the "
+                  "sentence says what the rules below find of it as a forecast"),
     ("too little data", f"fewer than {MIN_RUNS} runs with an outcome, or fewer than "
                         f"{MIN_CLASS} successes or failures"),
+    ("constant", "the same forecast at every step: it cannot tell runs apart, so it is uninformative "
+                 "by construction; the sentence gives its value against the base rate"),
+    ("too weak to convert / conversion failed", "a signal converted to a probability (name@method) "
+                                                "ranks runs worse than chance (its AUROC's CI below 0.5) "
+                                                "or clearly worse than the signal by itself, or neither "
+                                                "is shown to rank runs better than chance: the "
+                                                "conversion is judged, not the agent's signal (too weak "
+                                                "to convert: the signal alone is not shown better than "
+                                                "chance)"),
     ("optimistic / pessimistic", "the mean forecast is significantly above / below the success "
                                  "rate (bias F − Y with a CI clustered by run)"),
     ("uninformative", "the forecasts separate successes from failures no better than on "
@@ -84,14 +106,6 @@ RULES = (
                     "5% of logs) and informative (discrimination test, skill above 0)"),
 )
 
-#: what counts as success under each censoring mode's labels
-_SUCCESS = {
-    "complete": "success",
-    "simple": "success within the budget",
-    "upper": "success (cut-off runs counted as successes)",
-    "exact": "success (cut-off runs counted at q_Z)",
-}
-
 
 @dataclass(frozen=True)
 class Verdict:
@@ -102,7 +116,8 @@ class Verdict:
     predictor, label, text : str
         The predictor, its label (one of :data:`LABELS`) and one plain sentence.
     rule : str
-        Which rule decided the label.
+        Which rule decided the label (``reference``, ``constant``, ``conversion`` when what the
+        predictor is named it: :mod:`tpsviz.diagnostics.verdict_kinds`).
     n_runs, n_rows : int
         Labelled runs and step rows with a forecast.
     n_success, n_failure : float
@@ -136,6 +151,19 @@ class Verdict:
         Skill against the base-rate reference F ≡ ref_rate (:func:`skill_table`).
     level : float
         Confidence level of every interval and test (tests at 1 − level).
+    rules_label : str
+        The label of the calibration and discrimination rules alone (one of :data:`RULE_LABELS`),
+        also where what the predictor is named it (a yardstick, a constant, a conversion at fault).
+    source, conversion : str
+        For a recalibration ``<src>@<method>``: the signal or predictor converted, and how in words
+        ("" otherwise).
+    conversion_auroc, conversion_auroc_ci_low, conversion_auroc_ci_high : float
+        The conversion's AUROC on complete runs' step rows and its bootstrap CI by run (NaN when
+        it is no conversion).
+    source_auroc, source_auroc_ci_low, source_auroc_ci_high : float
+        The source's own AUROC on the same rows and its CI.
+    conversion_delta_z : float
+        AUROC(conversion) − AUROC(source) over the SE of its paired replicates.
     """
 
     predictor: str
@@ -173,6 +201,21 @@ class Verdict:
     skill_ci_high: float
     ref_rate: float
     level: float
+    rules_label: str = ""
+    source: str = ""
+    conversion: str = ""
+    conversion_auroc: float = np.nan
+    conversion_auroc_ci_low: float = np.nan
+    conversion_auroc_ci_high: float = np.nan
+    source_auroc: float = np.nan
+    source_auroc_ci_low: float = np.nan
+    source_auroc_ci_high: float = np.nan
+    conversion_delta_z: float = np.nan
+
+    @property
+    def key(self) -> str:
+        """The label's stable machine-readable key (:data:`LABEL_KEYS`: ``too_weak_to_convert``)."""
+        return LABEL_KEYS.get(self.label, self.label.replace(" ", "_"))
 
     def to_dict(self) -> dict:
         """Plain dict (NaN → None), for JSON."""
@@ -218,96 +261,6 @@ def _decide(s: dict, level: float) -> tuple[str, str]:
     return "trustworthy", "all"
 
 
-def _p(p: float) -> str:
-    """A Monte-Carlo p-value: 'p ≤ 0.005' at the smallest value its replicates can give."""
-    return f"p ≤ {p:.3f}" if p <= 1 / (1 + N_NULL) + 1e-12 else f"p = {p:.2f}"
-
-
-def _pct(v: float) -> str:
-    return f"{100 * v:.0f}%"
-
-
-def _signed(v: float) -> str:
-    """+0.13, −1.70; two significant digits below 0.01 (+0.0042), never a bare +0.00."""
-    return f"{v:+.2f}" if abs(v) >= 0.01 or v == 0 else f"{v:+.2g}"
-
-
-def _skill_words(s: dict) -> str:
-    r = _pct(s["ref_rate"])
-    sk, se = s["skill"], s["skill_se"]
-    if sk == -np.inf:
-        return (f"worse than always saying {r}: a forecast of exactly 0 or 1 turned out wrong, which this "
-                "unbounded score punishes without limit (ε = 0)")
-    if not np.isfinite(sk):
-        return f"skill against always saying {r} is undefined"
-    pm = f" ± {_signed(se)[1:]}" if np.isfinite(se) else ""
-    if s["skill_ci_low"] > 0:
-        word = "better than"
-    elif s["skill_ci_high"] < 0:
-        word = "worse than"
-    else:
-        word = "not clearly better than"
-    return f"{word} always saying {r} (skill {_signed(sk)}{pm})"
-
-
-def _right_on_average(s: dict) -> bool:
-    """True when the mean forecast is within 5 points of the success rate over the same steps."""
-    return abs(s["mean_forecast"] - s["success_rate"]) < 0.05
-
-
-def _sentence(name: str, label: str, rule: str, s: dict, level: float, mode: str) -> str:
-    """One plain sentence with the numbers behind the label (no NaN, no 'from x to x')."""
-    if label == "too little data":
-        n_obs, k_obs = s.get("n_observed", s["n_runs"]), s.get("n_observed_success", 0)
-        return (f"{name}: too little data — {n_obs} runs with an observed outcome "
-                f"({k_obs} successes, {n_obs - k_obs} failures) among the {s['n_runs']} it forecasts; "
-                f"a verdict needs at least {MIN_RUNS} runs and {MIN_CLASS} of each outcome")
-    head = (f"{name}: {label} — says {_pct(s['mean_forecast'])} on average, against "
-            f"{_pct(s['success_rate'])} {_SUCCESS[mode]} over the same steps")
-    if _pct(s["success_rate"]) != _pct(s["run_rate"]):
-        # the two rates a reader sees (steps here, runs in "always saying r") differ: say why
-        longer = "long runs fail more often" if s["success_rate"] < s["run_rate"] else \
-            "long runs succeed more often"
-        head += f" ({_pct(s['run_rate'])} of runs; {longer})"
-    slope = (f"calibration slope {s['slope']:.2f} ± {s['slope_se']:.2f}"
-             if np.isfinite(s["slope_se"]) else "")
-    why = {
-        "bias": "",
-        "dsc": (f"its forecasts point the wrong way: runs it rates higher fail more often (reversed, "
-                f"1 − F separates successes from failures: discrimination test {_p(s['dsc_rev_p'])}); as "
-                "reported they carry no usable signal"
-                if s["dsc_rev_p"] < 1 - level else
-                f"its forecasts separate successes from failures no better than on shuffled "
-                f"outcomes (discrimination test {_p(s['dsc_p'])})"),
-        "slope": ("right on average, but " if _right_on_average(s) else "")
-                 + ("too extreme both ways" if label == "overconfident"
-                    else "too timid, hugging the middle") + (f" ({slope}; 1 = calibrated)"
-                                                            if slope else ""),
-        "mcb": (f"too timid: it rates every success above every failure, yet its forecasts stay between "
-                f"{_pct(s.get('forecast_min', np.nan))} and {_pct(s.get('forecast_max', np.nan))} (CORP "
-                f"miscalibration test {_p(s['mcb_p'])})"
-                if label == "underconfident" and s.get("separation", 0) > 0 and not slope else
-                f"miscalibrated (CORP miscalibration test {_p(s['mcb_p'])}"
-                + (f", {slope}" if slope else "") + ")"),
-        "skill": "calibrated, but",  # skill <= 0
-        "all": ("calibrated" + (f" ({slope})" if slope else "") + " and informative "
-                f"(discrimination test {_p(s['dsc_p'])}); "
-                + ("" if s["skill_ci_low"] > 0 else "but ")),
-    }[rule]
-    skill = _skill_words(s)
-    reversed_ = (rule != "dsc" and s.get("dsc_rev_p", 1.0) < 1 - level
-                 and not s.get("dsc_p", 0.0) < 1 - level)
-    if reversed_:  # whatever else is wrong, say that the signal runs backwards
-        why = (why + "; " if why else "") + (
-            f"its forecasts point the wrong way: runs it rates higher fail more often (discrimination "
-            f"of 1 − F: {_p(s['dsc_rev_p'])})")
-    if rule == "skill":
-        return f"{head}; {why} {skill}"
-    if rule == "all":
-        return f"{head}; {why}{skill}"
-    return f"{head}; " + (f"{why}; " if why else "") + skill
-
-
 # --------------------------------------------------------------------------- entry point
 def verdict_statistics(data: TrajectoryData, settings: ScoreSettings, name: str, q_z=None,
                        n_null: int = N_NULL) -> dict:
@@ -326,7 +279,8 @@ def verdict_statistics(data: TrajectoryData, settings: ScoreSettings, name: str,
     # seeded by the predictor's name: its verdict does not depend on which others are shown
     rng = np.random.default_rng([int(settings.seed) % 2 ** 63,
                                  zlib.crc32(name.encode("utf-8", "replace"))])
-    return row_statistics(*verdict_rows(data, settings, q_z, name), settings.level, rng, int(n_null))
+    s = row_statistics(*verdict_rows(data, settings, q_z, name), settings.level, rng, int(n_null))
+    return s | conversion_statistics(data, name, settings.level, settings.seed)
 
 
 STAT_THREADS = 2   # predictors whose statistics are computed at once (the null loops release the GIL in
@@ -398,10 +352,20 @@ def verdicts(data: TrajectoryData, settings: ScoreSettings | None = None,
         s.update(skill=float(k["skill"]), skill_se=float(k["skill_se"]),
                  skill_ci_low=float(k["skill_ci_low"]), skill_ci_high=float(k["skill_ci_high"]),
                  ref_rate=float(k["ref_rate"]))
-        label, rule = _decide(s, settings.level)
-        # "within the budget" and the like only when some run was actually cut off
-        words = settings.censoring if data.n_censored else "complete"
-        text = _sentence(name, label, rule, s, settings.level, words)
-        out[name] = Verdict(predictor=name, label=label, text=text, rule=rule,
-                            level=settings.level, **s)
+        out[name] = _verdict(name, s, settings.level, settings.censoring if data.n_censored else "complete")
     return out
+
+
+def _verdict(name: str, s: dict, level: float, mode: str) -> Verdict:
+    """The verdict of one predictor from its statistics and skill: the rules' label, then what the
+    predictor is where that names it; ``mode`` words the success ("within the budget" only when some
+    run was cut off)."""
+    rules_label, rules_rule = _decide(s, level)
+    kind = predictor_kind(name, s, rules_label, level)
+    if kind is None:
+        label, rule = rules_label, rules_rule
+        text = sentence(name, label, rule, s, level, mode)
+    else:
+        label, rule = kind
+        text = kind_sentence(name, label, s, level, mode, rules_label, rules_rule)
+    return Verdict(predictor=name, label=label, text=text, rule=rule, level=level, rules_label=rules_label, **s)

@@ -16,8 +16,13 @@ from tpsviz.core.tps import ScoreSettings
 from tpsviz.diagnostics.corp_nulls import corp_tests
 from tpsviz.diagnostics.leaderboard import run_labels
 
-__all__ = ["MAX_TEST_RUNS", "LOGIT_CLIP", "z_value", "calibration_slope", "verdict_rows", "row_statistics"]
+__all__ = ["MIN_RUNS", "MIN_CLASS", "MAX_TEST_RUNS", "LOGIT_CLIP", "z_value", "calibration_slope", "verdict_rows",
+           "row_statistics"]
 
+#: a verdict needs this many labelled runs …
+MIN_RUNS = 20
+#: … and this many of each outcome (expected counts for soft labels)
+MIN_CLASS = 5
 #: the CORP tests (MCB, DSC) of a log with more runs use a seeded random subset of this many runs
 #: (their power is ample there; the bias and the slope always use every run)
 MAX_TEST_RUNS = 20_000

@@ -29,7 +29,7 @@ from tpsviz.evaluation.tables import report_table
 from tpsviz.report.export import PER_TRAJECTORY_COLUMNS
 from tpsviz.report.html import build_report, html_table
 
-__all__ = ["Evaluation", "json_value", "verdict_numbers", "reading_json", "LEADERBOARD_COLUMNS"]
+__all__ = ["Evaluation", "json_value", "verdict_numbers", "conversion_numbers", "reading_json", "LEADERBOARD_COLUMNS"]
 
 
 def json_value(v):
@@ -65,6 +65,26 @@ def verdict_numbers(v: Verdict) -> dict:
                               "success_rate", "run_rate", "bias", "bias_se", "slope",
                               "slope_se", "mcb", "mcb_p", "dsc", "dsc_p", "skill", "skill_se",
                               "ref_rate", "rule")}
+
+
+def conversion_numbers(v: Verdict) -> dict | None:
+    """What a conversion's verdict rests on, for JSON: the source converted, how (in words), and the
+    AUROC of the conversion and of its source with their CIs (None for a predictor that is no
+    conversion ``<src>@<method>``).
+
+    Parameters
+    ----------
+    v : tpsviz.diagnostics.verdict.Verdict
+
+    Returns
+    -------
+    dict or None
+    """
+    if not v.source:
+        return None
+    keys = ("conversion_auroc", "conversion_auroc_ci_low", "conversion_auroc_ci_high", "source_auroc",
+            "source_auroc_ci_low", "source_auroc_ci_high", "conversion_delta_z")
+    return {"source": v.source, "how": plain_text(v.conversion)} | {k: json_value(getattr(v, k)) for k in keys}
 
 
 def reading_json(reading: dict) -> dict:
@@ -413,7 +433,9 @@ class Evaluation:
             "skill": json_value(self.skill.loc[name, "skill"]),
             **{k: json_value(self.metrics.loc[name, k]) if k in self.metrics else None for k in _METRIC_KEYS},
             "why_null": self.why_null(name, wording),
-            "verdict": {"label": v.label, "text": plain_text(v.text), "numbers": verdict_numbers(v)},
+            "verdict": {"label": v.label, "key": v.key, "rules_label": v.rules_label or v.label,
+                        "text": plain_text(v.text), "numbers": verdict_numbers(v),
+                        "conversion": conversion_numbers(v)},
             "excess_movement": {k: json_value(mv[k]) for k in ("value", "se", "z")} | {"n_runs": int(mv["n_runs"])},
             "warnings": [plain_text(word(w, wording)) for w in self.warnings.predictors[name]],
         }

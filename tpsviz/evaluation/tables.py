@@ -181,8 +181,9 @@ def report_table(ev, name=str) -> pd.DataFrame:
 
 
 def verdict_rows(ev) -> list[dict]:
-    """One entry per predictor with a verdict, in the log's order: ``name``, ``label``, ``reason``
-    (the sentence after "name: label — ") and ``text`` (the whole sentence the CLI prints).
+    """One entry per predictor with a verdict, in the log's order: ``name``, ``label``, ``key`` (the
+    label's stable machine key: :data:`tpsviz.diagnostics.verdict.LABEL_KEYS`), ``reason`` (the
+    sentence after "name: label — ") and ``text`` (the whole sentence the CLI prints).
 
     Parameters
     ----------
@@ -197,7 +198,7 @@ def verdict_rows(ev) -> list[dict]:
         v = ev.verdicts.get(n)
         if v is not None:
             reason = v.text.split(" — ", 1)[1] if " — " in v.text else v.text
-            rows.append({"name": n, "label": v.label, "reason": reason, "text": v.text})
+            rows.append({"name": n, "label": v.label, "key": v.key, "reason": reason, "text": v.text})
     return rows
 
 

@@ -36,6 +36,7 @@ from tpsviz.core._fast.blas import one_blas_thread
 from tpsviz.core.censoring import default_censoring, qz_per_trajectory
 from tpsviz.core.data import TrajectoryData
 from tpsviz.core.inference import DEFAULT_SEED
+from tpsviz.core.schema import REFERENCE_PREFIX, is_reference  # (named below every layer: the verdicts use it)
 from tpsviz.core.tps import ScoreSettings
 from tpsviz.forecasts.betabinomial import fit_beta_binomial, shrunk_rate
 
@@ -44,7 +45,6 @@ __all__ = ["REFERENCES", "REF_STEP", "REF_TASK", "REF_TASK_STEP", "REFERENCE_PRE
            "run_folds", "exclusive_group_sums", "step_curve", "reference_forecasts", "add_references",
            "without_references", "reference_notes", "how_to_add_forecast"]
 
-REFERENCE_PREFIX = "ref:"
 REF_STEP, REF_TASK, REF_TASK_STEP = "ref:step", "ref:task", "ref:task+step"
 REFERENCES = (REF_STEP, REF_TASK, REF_TASK_STEP)
 #: metadata columns taken as the task, in this order, when the reader names none
@@ -55,11 +55,6 @@ PSEUDO_RUNS = 1.0
 DEFAULT_FOLDS = 5
 #: features of ``ref:task+step`` are clipped to [FEATURE_CLIP, 1 − FEATURE_CLIP] before the logit
 FEATURE_CLIP = 1e-4
-
-
-def is_reference(name) -> bool:
-    """Whether a predictor is a reference forecaster (its name starts with ``ref:``)."""
-    return str(name).startswith(REFERENCE_PREFIX)
 
 
 def real_predictors(names) -> list[str]:
