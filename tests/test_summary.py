@@ -91,7 +91,12 @@ def test_the_verdict_clause_counts_the_agents_signals_not_the_yardsticks():
     assert SM.verdict_words(one) == ("the agent's one signal is not trustworthy: x is overconfident — its forecasts "
                                      "are too extreme both ways")
     # a label the rules may add later is named as it is
-    assert SM.verdict_words({"c": _verdict("c", "constant")}) == "the agent's one signal, c, is labelled constant"
+    assert SM.verdict_words({"w": _verdict("w", "too weak to convert")}) == (
+        "the agent's one signal, w, is labelled too weak to convert")
+    # a constant (a base rate) is a baseline, not one of the agent's signals
+    v["base_rate"] = _verdict("base_rate", "constant")
+    assert SM.verdict_words(v).startswith("none of the 3 signals is trustworthy; verbal")
+    assert "no signal of the agent's own" in SM.verdict_words({"c": _verdict("c", "constant")})
 
 
 def _diff(rows: dict) -> pd.DataFrame:

@@ -45,7 +45,7 @@ def test_the_first_screen_starts_with_one_summary_line(page):
     said = _summary(page)
     # the one success rate, defined where it first appears, then the verdicts in one clause
     assert said.startswith("In short: 221 of the 450 runs (49%) succeeded within the step budget")
-    assert "1 of 5 signals is trustworthy (budget_aware)" in said
+    assert "1 of 4 signals is trustworthy (budget_aware)" in said
     # the settings in one line; their symbols behind an expander drawn on request
     page.get_by_text("every step weighs the same").first.wait_for()
     main = page.locator("[data-testid='stMain']")

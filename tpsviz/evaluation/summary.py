@@ -167,7 +167,8 @@ def _most_off(signals: list[str], verdicts: dict) -> str:
 def verdict_words(verdicts: dict, order: list[str] | None = None) -> str:
     """How many of the agent's signals are trustworthy, and the one most off, in words.
 
-    Yardsticks (:func:`is_yardstick`) are not the agent's signals and are not counted.
+    Yardsticks (:func:`is_yardstick`) and constant forecasts (labelled ``constant``: a base rate)
+    are not the agent's signals and are not counted.
 
     Parameters
     ----------
@@ -183,7 +184,8 @@ def verdict_words(verdicts: dict, order: list[str] | None = None) -> str:
     names = [n for n in (order or list(verdicts)) if n in verdicts]
     if not names:
         return ""
-    signals = [n for n in names if not is_yardstick(n)]
+    # a constant forecast (a base rate) is a baseline, not a signal: labelled so in its own sentence
+    signals = [n for n in names if not is_yardstick(n) and verdicts[n].label != "constant"]
     if not signals:
         return ("this log has no signal of the agent's own: the verdicts below judge yardsticks "
                 "fitted on its runs, the bar a real signal has to clear")
