@@ -116,3 +116,28 @@ def test_a_log_with_one_predictor_is_not_told_to_select_two(page, tmp_path):
     page.get_by_text("This log has one signal").first.wait_for()
     assert page.get_by_text("Select at least two predictors").count() == 0
     no_traceback(page)
+
+
+def test_a_weak_raw_signal_is_judged_as_a_conversion_not_as_optimistic(page, tmp_path):
+    """Issue 37 "Done when": the real log's shape (101 runs, one raw unc_ signal, weak). The dashboard
+    converts it by itself (cross-fitted Platt); the headline names that conversion and says the
+    signal is too weak to convert, never that the agent's signal is "optimistic"."""
+    import sys
+
+    sys.path.insert(0, str(ROOT / "tests"))
+    from test_verdict_kinds import weak_unc_rows
+
+    path = tmp_path / "hotpot-like.csv"
+    weak_unc_rows().to_csv(path, index=False)
+    page.goto(page.base)
+    wait_ready(page, "Can I trust it?")
+    _upload(page, str(path))
+    wait_ready(page, "Can I trust it?")
+    page.get_by_text("too weak to convert").first.wait_for()
+    verdicts = page.locator("[data-testid='stMain'] [data-testid='stMarkdownContainer']").filter(
+        has_text="uala@platt").all_inner_texts()
+    said = "\n".join(verdicts)
+    assert "unc_uala converted to a probability by Platt scaling" in said
+    assert "optimistic" not in said and "optimistic" not in _summary(page)
+    no_traceback(page)
+    screenshot(page, "37_weak_raw_signal")
