@@ -17,6 +17,8 @@ def test_the_dashboards_report_escapes_ids_metadata_and_the_file_name(tmp_path):
     raw = write_log(tmp_path / "hostile.csv").read_bytes()
     at = fresh({"boot": "0"})
     upload(at, [(f"{MARKUP[1]}.csv", raw, "text/csv")])
+    at.session_state["ov_groups"] = True  # the section is drawn only while open (issue 37)
+    at.run()
     at.radio(key="grp_mode").set_value("groups of this log").run()
     at.selectbox(key="grp_by").set_value("model").run()
     assert not at.exception, [e.value for e in at.exception]
