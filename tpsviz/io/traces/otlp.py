@@ -31,6 +31,7 @@ from tpsviz.core.schema import no_lone_surrogates
 from tpsviz.io.files import Limits
 from tpsviz.io.harness import check_nodes
 from tpsviz.io.traces.genai import MESSAGE_ATTRIBUTES, BadMessages, genai_messages, token_logprobs
+from tpsviz.io.traces.openinference import openinference_kind
 from tpsviz.io.traces.spans import Span, TraceFile
 
 __all__ = ["read_otlp", "any_value", "flatten", "otlp_id", "MODEL_OPERATIONS", "TOOL_OPERATIONS",
@@ -49,7 +50,6 @@ _HEX = re.compile(r"^[0-9a-fA-F]+$")
 _INT = re.compile(r"^-?[0-9]{1,20}$")
 _STATUS = {0: "UNSET", 1: "OK", 2: "ERROR", "STATUS_CODE_UNSET": "UNSET", "STATUS_CODE_OK": "OK",
            "STATUS_CODE_ERROR": "ERROR"}
-_OI_KINDS = {"LLM": "model", "TOOL": "tool"}
 
 
 class BadValue(ValueError):
@@ -210,7 +210,7 @@ def _kind(attrs: dict) -> str:
         return "model"
     if op in TOOL_OPERATIONS:
         return "tool"
-    return _OI_KINDS.get(attrs.get("openinference.span.kind"), "other")
+    return openinference_kind(attrs)  # OpenInference spans sent as OTLP (openinference.span.kind)
 
 
 def _tool_message(attrs: dict) -> tuple:
