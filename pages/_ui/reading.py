@@ -161,7 +161,7 @@ def sidebar_options(kind: str) -> tuple:
     with st.sidebar.expander(READING, expanded=False):
         st.selectbox("Format", FORMAT_CHOICES, key="fmt", bind=BIND,
                      help="auto: recognised from the content (tables by extension; tau2-bench, tau-bench "
-                          "and Inspect AI logs by their structure).")
+                          "and Inspect AI logs, OTLP, OpenInference and Langfuse traces by their structure).")
         st.text_input(LABELS["conf"], key="conf", bind=BIND,
                       placeholder="verbal=metadata.confidence",
                       help="Harness logs: NAME=FIELD pairs, comma-separated; FIELD is a dotted path in each "

@@ -107,7 +107,8 @@ def _source() -> S.Source | None:
                                help="A table with one row per (trajectory, step) — trajectory_id, step, outcome, "
                                     "conf_<name> — or a harness log: tau2-bench results (.json; for its folder "
                                     "layout, select results.json and the simulation files together), tau-bench "
-                                    "results (.json), Inspect AI (.eval or .json).")
+                                    "results (.json), Inspect AI (.eval or .json); or production traces: OTLP JSON, a "
+                                    "Phoenix span table, a Langfuse export (docs/traces.md).")
         roll = sb.file_uploader(LABELS["rollouts"], type=["csv", "tsv", "parquet", "pq", "jsonl", "ndjson"],
                                 key="upload_rollouts",
                                 help="Monte-Carlo continuations of censored runs: trajectory_id, outcome (0/1). "
