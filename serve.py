@@ -30,6 +30,7 @@ def main(argv: list[str]) -> None:
     from pages._ui import warmup
 
     warmup.preload()  # the first view's imports, now rather than in the first user's first view
+    warmup.tune_gc()  # the modules' objects out of every collection, fewer young ones (docs/deployment.md)
 
     # (read once, by the first session's PagesManager, and set to False by st.navigation
     # itself afterwards; set here it is never read as True)

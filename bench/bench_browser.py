@@ -99,7 +99,8 @@ def timed(name, fn):
 
 SECTIONS = ["sidebar.render", "common.page", "evaluation.evaluation", "compute.compare", "compute.delta_matrix_table",
             "compute.disagreements", "compute.group_view", "results.caveats", "allruns.all_runs_section",
-            "charts.plot", "common.plot"]
+            "charts.plot", "common.plot", "results.tps_points", "results.tps", "results.skill", "results.reference",
+            "results.compare_tps", "results.verdicts", "results.metrics"]
 for section in SECTIONS:  # (those the checkout has: --repo may name an older one)
     module, name = section.split(".")
     try:

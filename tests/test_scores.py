@@ -214,3 +214,25 @@ def test_fast_path_matches_the_plain_oracle(a, b, monkeypatch):
     np.testing.assert_allclose(got[tiny], want[tiny], rtol=0, atol=1e-295)
     for i in rng.choice(np.flatnonzero(ok & (p > 0) & (p < 1)), 5, replace=False):
         assert_close(got[i], ref_score(p[i], y[i], a, b), p[i], y[i], a, b)
+
+
+@pytest.mark.parametrize("a,b", [(0.45, 0.0), (0.3, 5e-5), (2.5, 0.7), (-0.5, 2.0), (7.0, -0.8),
+                                 (0.0, 2.0), (1e-5, 3.0), (3.0, -0.3)])
+def test_repeated_forecasts_are_evaluated_once_with_the_same_bits(a, b):
+    """Forecasts on a grid (a verbal confidence), a constant and distinct values mixed: the exact
+    evaluator runs once per distinct forecast (``kernels._distinct``) and gives every row the bits
+    the oracle gives it evaluated row by row, each value alone."""
+    from tpsviz.core._fast import kernels as _kernels
+    from tpsviz.core.scores import plain_score
+
+    rng = np.random.default_rng(5)
+    grid = rng.choice(np.round(np.linspace(0.05, 0.95, 19), 2), 3000)
+    p = np.concatenate([grid, np.full(500, 0.37), rng.uniform(0.001, 0.999, 400), [0.0, 1.0] * 5])
+    y = rng.integers(0, 2, p.size)
+    u, back = _kernels._distinct(p[:3500])
+    assert u.size == 20 and np.array_equal(u[back], p[:3500])  # the grid and the constant
+    assert _kernels._distinct(rng.uniform(0, 1, 500))[1] is None  # nothing repeats: no sort kept
+    got = beta_score(p, y, a, b)
+    one_by_one = np.array([plain_score(p[i:i + 1], y[i:i + 1], a, b)[0] for i in range(0, p.size, 7)])
+    np.testing.assert_array_equal(got[::7], one_by_one)
+    np.testing.assert_array_equal(got, plain_score(p, y, a, b))

@@ -230,3 +230,35 @@ def test_predictor_without_any_forecast_in_a_run_is_left_out_and_counted():
     assert res.summary.loc["x", "n_trajectories"] == 1
     assert res.summary.loc["x", "tps_mean"] == pytest.approx(np.log(0.6))
     assert res.summary.loc["z", "n_trajectories"] == 2
+
+
+@pytest.mark.parametrize("mode", ["complete", "exact"])
+def test_the_long_frame_is_built_only_when_asked_for_and_splits_like_the_whole(small, mode):
+    """``per_trajectory`` is built on first access (an α nudge of the dashboard never asks for it);
+    a result restricted to some predictors, combined from parts or given its intervals gives the
+    rows the whole result's frame holds for them, with every run's columns (ids, counts, Σ w_t,
+    q_Z) in place."""
+    from tpsviz.core.tps import TPSResult
+
+    data = from_frame(small)
+    res = compute_tps(data, ScoreSettings(censoring=mode, n_boot=0), predictors=["noisy", "verbal", "truthful"])
+    assert res._per_trajectory is None and res.with_intervals(50)._per_trajectory is None
+    whole = res.per_trajectory
+    assert res._per_trajectory is whole  # built once
+    assert list(whole.columns) == ["trajectory_id", "traj", "predictor", "tps", "censored", "n_scored",
+                                   "weight_sum", "q_z_used"]
+    for names in (["verbal"], ["truthful", "noisy"]):
+        got = res.only(names).per_trajectory
+        want = pd.concat([whole[whole.predictor == n] for n in names], ignore_index=True)
+        pd.testing.assert_frame_equal(got, want)
+    both = TPSResult.combine([res.only(["truthful"]), res.only(["noisy", "verbal"])]).per_trajectory
+    pd.testing.assert_frame_equal(both, pd.concat([whole[whole.predictor == n] for n in ("truthful", "noisy", "verbal")],
+                                                  ignore_index=True))
+    # the columns against the log: the runs each predictor scored, the rows it scored in each
+    noisy = whole[whole.predictor == "noisy"].set_index("trajectory_id")
+    scored = small.dropna(subset=["conf_noisy"])
+    if mode == "complete":
+        scored = scored[~scored["censored"]]
+    counts = scored.groupby("trajectory_id").size()
+    assert set(noisy.index.astype(str)) == set(counts.index.astype(str))
+    assert (noisy["n_scored"].to_numpy() == counts.reindex(noisy.index.astype(str)).to_numpy()).all()

@@ -15,10 +15,11 @@ to report.
 
 from __future__ import annotations
 
+import gc
 import importlib
 import threading
 
-__all__ = ["preload", "start", "skip_repl_check"]
+__all__ = ["preload", "tune_gc", "start", "skip_repl_check"]
 
 MODULES = ("scipy.stats", "sklearn.isotonic", "sklearn._isotonic")
 #: the app's modules the first view imports (``pages._ui.sidebar`` brings the core, pandas, pyarrow
@@ -32,6 +33,26 @@ def preload() -> None:
     """Import :data:`APP_MODULES` and :data:`MODULES` now, in this thread (``serve.py``, before
     the server opens; the repository must be on ``sys.path``)."""
     _load(APP_MODULES + MODULES)
+
+
+#: collect the youngest objects after this many new ones (Python's default: 700), the next
+#: generations after 10 collections of the one before (as the default)
+GC_THRESHOLDS = (5_000, 10, 10)
+
+
+def tune_gc() -> None:
+    """Keep the preloaded modules' objects out of every garbage collection, and collect young
+    objects less often (``serve.py``, after :func:`preload`).
+
+    The ~195,000 objects of the imported libraries live as long as the server; each collection of
+    the oldest generation walked them all. Per α nudge of the demo (in-process, 40 nudges,
+    2026-12-04): 5.2 ms in the collector with Python's defaults, 2.3 ms with the modules frozen,
+    1.4 ms with the young generation's threshold at 5,000 as well (20,000: 0.9 ms, but garbage in
+    reference cycles, e.g. a large log's frames, would wait longer to be freed). The memory bound
+    of the caches calls ``gc.collect()`` itself when it drops entries (``memo.give_back``).
+    """
+    gc.freeze()
+    gc.set_threshold(*GC_THRESHOLDS)
 
 
 def _load(names=MODULES) -> None:

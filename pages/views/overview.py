@@ -87,7 +87,9 @@ for w in warn.log:
 if (note := V.infinite_note(ev)) is not None:
     st.warning(note, icon=":material/all_inclusive:")
 h = C.column_help()
-board = st.empty()
+# a large log's board is drawn twice (points, then CIs) into a placeholder; any other log's once, in place:
+# a placeholder is one more element for the browser after every change of α (docs/deployment.md)
+board = st.empty() if large else st
 
 
 def _ci_help(ev) -> str:
@@ -128,7 +130,7 @@ def _show_board(ev):
         })
 
 
-board_caption = st.empty()
+board_caption = st.empty() if large else st
 
 
 def _show_caption(ev):
@@ -159,18 +161,37 @@ else:
 all_runs_section(cfg, data)  # a dataset read as a sample: the headline table on every run, on request
 
 # ----------------------------------------------------------------- compare
+def _show_comparison(table, caption, below) -> dict:
+    """The paired comparison against the baseline with AUROC and T-ECE (their bootstrap: cached, not
+    α's) and where rank metrics and TPS disagree; ``below``: a container for the latter, or None to
+    draw it in place. Returns compute.compare's result."""
+    cmp = V.compare(cfg, data, baseline, metrics=True, figure=False)
+    table.dataframe(cmp["table"], hide_index=True, width="stretch", column_config=cmp_cols)
+    caption.caption(f"TPS on {int(cmp['raw']['n_runs'].max()) if len(cmp['raw']) else 0:,} runs, paired by "
+                    f"trajectory; AUROC and T-ECE on the {summ['n_complete']:,} complete runs ({Rs.metric_boot_note(cfg)}).")
+    msgs = V.disagreements(cfg, cmp["raw"], baseline)
+    box = below if below is not None else st
+    if msgs:  # one element for the heading and the list
+        box.container(border=True).markdown("#### :material/lightbulb: Where rank metrics and TPS disagree\n"
+                                            + "\n".join("- " + m for m in msgs))
+    else:
+        box.caption("Against this baseline, no predictor is clearly better or worse under TPS while AUROC "
+                    "says otherwise (|Δ/SE| ≥ 2 is called clear, everywhere on this page).")
+    return cmp
+
+
 st.subheader("Paired comparison against a baseline")
 preds = list(cfg.predictors)
-cmp_box = st.container()
-callout = st.container()
+cmp_box = st.container() if large else st  # (filled in place unless the metrics' bootstrap comes last)
+callout = st.container() if large else None
 if len(preds) >= 2:
     default = F.default_baseline(preds)
     baseline = cmp_box.selectbox("Baseline", preds, index=preds.index(default), key="baseline",
                                  format_func=F.display_name,
                                  help="Every other predictor is compared with this one on the same runs: "
                                       "Δ = predictor − baseline.")
-    cmp_table = cmp_box.empty()
-    cmp_caption = cmp_box.empty()
+    cmp_table = cmp_box.empty() if large else st
+    cmp_caption = cmp_box.empty() if large else st
     cmp_cols = {
         "Δ TPS": st.column_config.TextColumn(f"Δ TPS ({cfg.unit}/run)",
                                              help="Mean per-trajectory TPS difference (predictor − baseline); > 0 = predictor better."),
@@ -184,10 +205,12 @@ if len(preds) >= 2:
         "Δ T-ECE": st.column_config.TextColumn("Δ T-ECE", help="T-ECE difference; > 0 = predictor worse calibrated (binned)."),
         "Δ/SE (T-ECE)": st.column_config.TextColumn("Δ/SE (T-ECE)", help="Paired trajectory bootstrap."),
     }
-    cmp_tps = V.compare(cfg, data, baseline, metrics=False, figure=False)
-    if large:
+    if large:  # TPS first, the metrics' bootstrap at the end of the page
+        cmp_tps = V.compare(cfg, data, baseline, metrics=False, figure=False)
         cmp_table.dataframe(cmp_tps["table"], hide_index=True, width="stretch", column_config=cmp_cols)
         cmp_caption.caption("Computing the paired AUROC / T-ECE bootstrap (large log)…")
+    else:
+        cmp_tps = _show_comparison(cmp_table, cmp_caption, callout)
     pairs = st.expander("Every pair: paired Δ/SE of per-trajectory TPS (row − column)", key="ov_pairs",
                         on_change="rerun")
     if pairs.open:
@@ -216,21 +239,8 @@ if details.open:
         st.dataframe(T.leaderboard_details(ev, F.display_name), hide_index=True, width="stretch")
         st.caption(f"TPS interval as above; {Rs.metric_boot_note(cfg)}; metric CIs resample trajectories. "
                    "'per weighted step' = Σ TPS_i / Σ w_t, a display normalisation, not the score.")
-if len(preds) >= 2:
-    cmp = V.compare(cfg, data, baseline, metrics=True, figure=False)  # (its figure is drawn above)
-    cmp_table.dataframe(cmp["table"], hide_index=True, width="stretch", column_config=cmp_cols)
-    cmp_caption.caption(f"TPS on {int(cmp['raw']['n_runs'].max()) if len(cmp['raw']) else 0:,} runs, paired by "
-                        f"trajectory; AUROC and T-ECE on the {summ['n_complete']:,} complete runs ({Rs.metric_boot_note(cfg)}).")
-    msgs = V.disagreements(cfg, cmp["raw"], baseline)
-    with callout:
-        if msgs:
-            with st.container(border=True):
-                st.markdown("#### :material/lightbulb: Where rank metrics and TPS disagree")
-                for m in msgs:
-                    st.markdown("- " + m)
-        else:
-            st.caption("Against this baseline, no predictor is clearly better or worse under TPS while AUROC "
-                       "says otherwise (|Δ/SE| ≥ 2 is called clear, everywhere on this page).")
+if len(preds) >= 2 and large:
+    _show_comparison(cmp_table, cmp_caption, callout)
 
 # ----------------------------------------------------------------- groups of runs: model X vs model Y
 GROUP_COLS = {

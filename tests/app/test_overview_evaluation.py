@@ -84,3 +84,41 @@ def test_every_pair_is_drawn_on_request_with_the_cores_numbers(app):
             cell = shown.iloc[i, j]
             assert cell == ("" if i == j else f"{z.loc[row, col]:+.1f}"), (row, col, cell)
     assert shown.iloc[0, 1] == f"{-float(shown.iloc[1, 0]):+.1f}"
+
+
+def _comparison_section(at) -> list[str]:
+    """The main area's elements from the comparison's heading to the "Every pair" expander, flattened
+    (containers opened), as type: first words."""
+    out = []
+
+    def walk(node):
+        for child in (node.children.values() if isinstance(node.children, dict) else node.children):
+            kind = getattr(child, "type", type(child).__name__)
+            text = next((v for v in (getattr(child, "label", None), getattr(child, "value", None))
+                         if isinstance(v, str)), "")
+            if kind in ("flex_container", "vertical", "container"):
+                walk(child)
+            else:
+                out.append(f"{kind}: {' '.join(text.split()[:3])}")
+
+    walk(at.main)
+    start = next(i for i, x in enumerate(out) if x.startswith("subheader: Paired comparison"))
+    end = next(i for i, x in enumerate(out) if x.startswith("expander: Every pair"))
+    return out[start:end + 1]
+
+
+def test_the_comparison_is_drawn_in_place_and_in_the_order_a_large_log_ends_with(monkeypatch):
+    """A log that is not large draws the paired comparison once, in place (no placeholder: one element
+    less for the browser after each change of α); a large log fills placeholders, TPS first and the
+    metrics' bootstrap last. Both end with the same elements in the same order."""
+    from apptest_helpers import fresh
+    from pages._ui import loading as L
+
+    small = _comparison_section(fresh())
+    monkeypatch.setattr(L, "LARGE_ROWS", 1000)  # the demo counts as large
+    big = _comparison_section(fresh())
+    assert small == big
+    kinds = [x.split(":")[0] for x in small]
+    assert kinds[:4] == ["subheader", "selectbox", "dataframe", "caption"], small
+    assert small[4].startswith("markdown: #### :material/lightbulb: Where"), small  # heading and list: one element
+    assert kinds[5:] == ["expander"], small  # its list in the same element (a markdown per line before)

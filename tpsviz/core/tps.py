@@ -187,13 +187,25 @@ class TPSResult:
 
     settings: ScoreSettings
     summary: pd.DataFrame
-    per_trajectory: pd.DataFrame
     _data: TrajectoryData = field(repr=False)
     _weights: np.ndarray | None = field(repr=False)  # w_t for every step row (None: not yet)
     _scores: dict[str, tuple[np.ndarray, np.ndarray]] = field(repr=False)  # per predictor: row_scores
     # per predictor: (TPS of every run, scored runs), run codes as positions; kept so that per-run
     # matrices, intervals and splits need no pass over the long frame's text column
     _runs: dict[str, tuple[np.ndarray, np.ndarray]] = field(default_factory=dict, repr=False)
+    # per predictor: (rows scored, Σ w_t, censored, q_Z used) of every run: the long frame's other columns
+    _run_columns: dict[str, tuple] = field(default_factory=dict, repr=False)
+    _per_trajectory: pd.DataFrame | None = field(default=None, repr=False, compare=False)
+
+    @property
+    def per_trajectory(self) -> pd.DataFrame:
+        """The long frame (see the class's Attributes), built when first asked for: a page that
+        shows the summary, the matrices or the intervals never needs it (an α nudge of the
+        dashboard rebuilds every result; docs/deployment.md)."""
+        if self._per_trajectory is None:
+            self._per_trajectory = _long_frame(self._data, list(self.summary.index), self._runs,
+                                               self._run_columns)
+        return self._per_trajectory
 
     def tps_matrix(self) -> pd.DataFrame:
         """Per-trajectory TPS as a wide frame (trajectory × predictor; NaN = not scored)."""
@@ -280,19 +292,15 @@ class TPSResult:
         if names:
             lo, hi = column_mean_intervals(values, valid, settings.n_boot, settings.level, settings.seed)
             summary["tps_ci_low"], summary["tps_ci_high"] = lo, hi
-        return TPSResult(settings, summary, self.per_trajectory, self._data, self._weights, self._scores,
-                         self._runs)
+        return TPSResult(settings, summary, self._data, self._weights, self._scores, self._runs,
+                         self._run_columns, self._per_trajectory)
 
     def only(self, names: list[str]) -> "TPSResult":
         """The same result restricted to some of its predictors (the inverse of :meth:`combine`)."""
         names = list(names)
-        # the long frame holds one block of rows per predictor (its scored runs), in summary order
-        sizes = {n: int(self._runs[n][1].sum()) for n in self.summary.index}
-        starts = dict(zip(sizes, np.r_[0, np.cumsum(list(sizes.values()))[:-1]]))
-        pos = np.concatenate([np.arange(starts[n], starts[n] + sizes[n]) for n in names] or [np.zeros(0, int)])
-        return TPSResult(self.settings, self.summary.loc[names], self.per_trajectory.iloc[pos].reset_index(drop=True),
-                         self._data, self._weights, {n: self._scores[n] for n in names},
-                         {n: self._runs[n] for n in names})
+        return TPSResult(self.settings, self.summary.loc[names], self._data, self._weights,
+                         {n: self._scores[n] for n in names}, {n: self._runs[n] for n in names},
+                         {n: self._run_columns[n] for n in names})
 
     @classmethod
     def combine(cls, parts: list["TPSResult"]) -> "TPSResult":
@@ -310,10 +318,10 @@ class TPSResult:
         weights = next((p._weights for p in parts if p._weights is not None), None)
         return cls(settings=first.settings,
                    summary=pd.concat([p.summary for p in parts]),
-                   per_trajectory=pd.concat([p.per_trajectory for p in parts], ignore_index=True),
                    _data=first._data, _weights=weights,
                    _scores={k: v for p in parts for k, v in p._scores.items()},
-                   _runs={k: v for p in parts for k, v in p._runs.items()})
+                   _runs={k: v for p in parts for k, v in p._runs.items()},
+                   _run_columns={k: v for p in parts for k, v in p._run_columns.items()})
 
 
 def _sum_by_run(values: np.ndarray, starts: np.ndarray) -> np.ndarray:
@@ -369,18 +377,16 @@ def compute_tps(
     if unknown:
         raise ValueError(f"unknown predictor(s) {unknown}; the log has {data.predictors}")
     scope = _Scope.of(data, settings, q_z)
-    rows, per_traj, scores, runs = [], [], {}, {}
+    rows, columns, scores, runs = [], {}, {}, {}
     for name in names:
         checkpoint()  # stop here if nobody waits for the result (tpsviz.core.cancel)
-        row, frame, scores[name], tps, valid = _score_predictor(data, settings, scope, name)
+        row, columns[name], scores[name], tps, valid = _score_predictor(data, settings, scope, name)
         rows.append(row)
-        per_traj.append(frame)
         runs[name] = (tps, valid)
     summary = pd.DataFrame(rows).set_index("predictor")
-    per_trajectory = pd.concat(per_traj, ignore_index=True) if per_traj else pd.DataFrame()
     # weights for every step row (the scope rows' weights were enough for the scores)
     w_rows = None if (scope.w is None or scope.rows_in is not None) else scope.w
-    result = TPSResult(settings, summary, per_trajectory, data, w_rows, scores, runs)
+    result = TPSResult(settings, summary, data, w_rows, scores, runs, columns)
     return result.with_intervals(settings.n_boot) if names else result
 
 
@@ -459,21 +465,33 @@ def _score_predictor(data: TrajectoryData, settings: ScoreSettings, sc: _Scope, 
     valid = sc.in_scope_t & (n_scored > 0)
     all_valid = bool(valid.all())
     sel = slice(None) if all_valid else valid
-    frame = pd.DataFrame({
-        "trajectory_id": data.trajectory_ids[sel],
-        "traj": np.arange(sc.n_traj)[sel],
-        "predictor": name,
-        "tps": tps[sel],
-        "censored": sc.cens_t[sel],
-        "n_scored": n_scored[sel],
-        "weight_sum": wsum[sel],
-        "q_z_used": sc.q_t[sel],
-    })
+    columns = (n_scored, wsum, sc.cens_t, sc.q_t)  # of every run: the long frame is built when asked for
     row = summary_row(name, tps[sel], wsum[sel], sc.cens_t[valid], sc.fallback_t[valid],
                       n_steps=int(p.size - n_missing), n_missing=n_missing, n_clipped=n_clipped,
                       n_excluded_censored=int(sc.cens_t.sum()) if sc.complete_case else 0,
                       n_no_forecast=int((sc.in_scope_t & (n_scored == 0)).sum()))
-    return row, frame, score, (tps if all_valid else np.where(valid, tps, np.nan)), valid
+    return row, columns, score, (tps if all_valid else np.where(valid, tps, np.nan)), valid
+
+
+def _long_frame(data: TrajectoryData, names: list[str], runs: dict, columns: dict) -> pd.DataFrame:
+    """:attr:`TPSResult.per_trajectory`: one block of rows per predictor (its scored runs, in run
+    order), in the order of ``names``."""
+    frames = []
+    for name in names:
+        tps, valid = runs[name]
+        n_scored, wsum, cens_t, q_t = columns[name]
+        sel = slice(None) if bool(valid.all()) else valid
+        frames.append(pd.DataFrame({
+            "trajectory_id": data.trajectory_ids[sel],
+            "traj": np.arange(valid.size)[sel],
+            "predictor": name,
+            "tps": tps[sel],
+            "censored": cens_t[sel],
+            "n_scored": n_scored[sel],
+            "weight_sum": wsum[sel],
+            "q_z_used": q_t[sel],
+        }))
+    return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
 
 
 def _clipped(p: np.ndarray, eps: float):
