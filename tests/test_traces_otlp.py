@@ -339,3 +339,40 @@ def test_an_outcomes_table_reads_as_the_attributes_do(otlp_file, tmp_path):
     assert tpsviz.compute_tps(a, s).summary.loc["verbal", "tps_mean"] == tpsviz.compute_tps(b, s).summary.loc["verbal", "tps_mean"]
     with pytest.raises(LogFormatError, match="applies to trace files"):
         tpsviz.load(tmp_path / "outcomes.csv", outcomes=table)
+
+
+def test_an_openinference_instrumentor_exporting_by_otlp_gives_its_messages():
+    """OpenInference instrumentors (Phoenix's) send model calls through the OpenTelemetry SDK as flat
+    ``llm.input_messages.<i>.message.*`` attributes, with ``openinference.span.kind = LLM`` and no
+    gen_ai attribute: the OTLP reader takes those spans' messages, tool calls included."""
+    from openinference.semconv.trace import (
+        MessageAttributes as MA, OpenInferenceSpanKindValues as K, SpanAttributes as SA, ToolCallAttributes as TA)
+
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider(resource=Resource.create({"service.name": "phoenix-agent"}))
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    tracer = provider.get_tracer("openinference.instrumentation.openai")
+    span = tracer.start_span("ChatCompletion", start_time=T0)
+    span.set_attribute(SA.OPENINFERENCE_SPAN_KIND, K.LLM.value)
+    span.set_attribute(SA.LLM_MODEL_NAME, "gpt-4o")
+    pre_in, pre_out = f"{SA.LLM_INPUT_MESSAGES}.", f"{SA.LLM_OUTPUT_MESSAGES}."
+    span.set_attribute(pre_in + f"0.{MA.MESSAGE_ROLE}", "system")
+    span.set_attribute(pre_in + f"0.{MA.MESSAGE_CONTENT}", "You book flights.")
+    span.set_attribute(pre_in + f"1.{MA.MESSAGE_ROLE}", "user")
+    span.set_attribute(pre_in + f"1.{MA.MESSAGE_CONTENT}", "A seat to Lisbon, please.")
+    span.set_attribute(pre_out + f"0.{MA.MESSAGE_ROLE}", "assistant")
+    call = pre_out + f"0.{MA.MESSAGE_TOOL_CALLS}.0."
+    span.set_attribute(call + TA.TOOL_CALL_ID, "call_1")
+    span.set_attribute(call + TA.TOOL_CALL_FUNCTION_NAME, "search_flights")
+    span.set_attribute(call + TA.TOOL_CALL_FUNCTION_ARGUMENTS_JSON, json.dumps({"to": "LIS"}))
+    span.set_attribute("app.success", True)
+    span.end(end_time=T0 + 10**6)
+    tf = read_otlp(MessageToJson(encode_spans(exporter.get_finished_spans())).encode(), "oi.json", Limits())
+    (s,) = tf.spans
+    assert s.kind == "model"
+    assert [(m["role"], m["content"]) for m in s.input_messages] == [
+        ("system", "You book flights."), ("user", "A seat to Lisbon, please.")]
+    (out,) = s.output_messages
+    assert out["role"] == "assistant"
+    assert [(c["id"], c["name"], json.loads(c["arguments"])) for c in out["tool_calls"]] == [
+        ("call_1", "search_flights", {"to": "LIS"})]

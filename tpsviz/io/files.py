@@ -148,7 +148,7 @@ def read_file(path, max_bytes: int | None = None, label: str | None = None) -> b
             raise FileRefused(f"{name}: is a folder, not a file")
         if not stat.S_ISREG(info.st_mode):
             raise FileRefused(f"{name}: is not a regular file (a device, FIFO or socket); "
-                              "give a log file")
+                              "give the path of a file")
         if info.st_size > limit:
             raise FileRefused(f"{name}: the file is {size_text(info.st_size)}, more than the "
                               f"{size_text(limit)} this installation reads (TPSVIZ_MAX_FILE_MB)")

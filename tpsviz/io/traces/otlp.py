@@ -15,7 +15,9 @@ attributes go to the trace's attributes; the span status becomes ``otel.status_c
 A span is a model call (``kind="model"``) when ``gen_ai.operation.name`` is ``chat``,
 ``text_completion`` or ``generate_content`` (or its ``openinference.span.kind`` is ``LLM``), a tool
 call when it is ``execute_tool`` (``TOOL``); its messages are read by
-:mod:`tpsviz.io.traces.genai`.
+:mod:`tpsviz.io.traces.genai`, or, on a span that has none of those (an OpenInference instrumentor
+exporting by OTLP), from its ``llm.input_messages.*`` and ``llm.output_messages.*`` attributes
+(:func:`tpsviz.io.traces.openinference.openinference_messages`).
 """
 
 from __future__ import annotations
@@ -31,7 +33,7 @@ from tpsviz.core.schema import no_lone_surrogates
 from tpsviz.io.files import Limits
 from tpsviz.io.harness import check_nodes
 from tpsviz.io.traces.genai import MESSAGE_ATTRIBUTES, BadMessages, genai_messages, token_logprobs
-from tpsviz.io.traces.openinference import openinference_kind
+from tpsviz.io.traces.openinference import openinference_kind, openinference_messages
 from tpsviz.io.traces.spans import Span, TraceFile
 
 __all__ = ["read_otlp", "any_value", "flatten", "otlp_id", "MODEL_OPERATIONS", "TOOL_OPERATIONS",
@@ -233,10 +235,18 @@ def _messages(structured: dict, events: list, counts: _Counts) -> tuple[tuple, t
         counts.add(f"span(s) hold messages longer than {MAX_MESSAGE_CHARS:,} characters: not read")
         return (), ()
     try:
-        return genai_messages(structured, events)
+        inputs, outputs = genai_messages(structured, events)
     except (BadMessages, RecursionError):
         counts.add("span(s) hold a message attribute that is neither JSON messages nor text: not read")
         return (), ()
+    if inputs or outputs:
+        return inputs, outputs
+    # an OpenInference instrumentor exporting by OTLP: llm.input_messages.<i>.message.* attributes
+    if any(isinstance(v, str) and len(v) > MAX_MESSAGE_CHARS for k, v in structured.items()
+           if k.startswith(("llm.input_messages.", "llm.output_messages."))):
+        counts.add(f"span(s) hold messages longer than {MAX_MESSAGE_CHARS:,} characters: not read")
+        return (), ()
+    return openinference_messages(structured)
 
 
 def _span(raw: dict, where: str, counts: _Counts) -> Span | None:
