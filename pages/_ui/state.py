@@ -375,6 +375,56 @@ def remember_group_choice(by, base, pair_on) -> None:
     st.session_state["_grp_choice"] = (by, base, pair_on) if by else None
 
 
+# ----------------------------------------------------------------------------- sections drawn while open
+#: the Overview's groups section: drawn only while open, and Streamlit forgets the value of a widget
+#: a run does not draw, so its choices are kept under keys of their own while it is closed
+GROUP_WIDGETS = ("grp_mode", "grp_by", "grp_base", "grp_pair", "cand_pair")
+
+
+def restore_widgets(keys) -> None:
+    """Before drawing them again: give widgets the values they had when last drawn (kept by
+    :func:`keep_widgets`), unless they have one."""
+    for k in keys:
+        if k not in st.session_state and f"_kept_{k}" in st.session_state:
+            st.session_state[k] = st.session_state[f"_kept_{k}"]
+
+
+def keep_widgets(keys) -> None:
+    """After drawing them: keep the widgets' values for :func:`restore_widgets`."""
+    for k in keys:
+        if k in st.session_state:
+            st.session_state[f"_kept_{k}"] = st.session_state[k]
+
+
+def kept_upload(up, key: str):
+    """(bytes, file name, restored) of an upload box drawn only while its section is open: the file
+    it holds, or the one it held when it was last drawn (Streamlit forgets an undrawn box's file;
+    ``restored`` is then True), until the user removes it from the box, uploads another or calls
+    :func:`forget_upload`. None: no file. Call :func:`upload_box_hidden` in a run that does not draw
+    the box."""
+    kept_key, shown_key = f"_kept_{key}", f"_shown_{key}"
+    was_shown = st.session_state.get(shown_key, False)
+    st.session_state[shown_key] = True
+    if up is not None:
+        st.session_state[kept_key] = (up.getvalue(), up.name, False)
+    elif (kept := st.session_state.get(kept_key)) is not None and not kept[2]:
+        if was_shown:  # the box held it in the last run and is empty now: the user removed it
+            del st.session_state[kept_key]
+        else:  # the box was hidden and is drawn again
+            st.session_state[kept_key] = (kept[0], kept[1], True)
+    return st.session_state.get(kept_key)
+
+
+def upload_box_hidden(key: str) -> None:
+    """A run that does not draw the upload box ``key`` (see :func:`kept_upload`)."""
+    st.session_state[f"_shown_{key}"] = False
+
+
+def forget_upload(key: str) -> None:
+    """Drop the file :func:`kept_upload` keeps for ``key`` (a button's callback)."""
+    st.session_state.pop(f"_kept_{key}", None)
+
+
 # ----------------------------------------------------------------------------- report registry
 def register_figure(name: str, fig, caption: str = "") -> None:
     """Remember a figure drawn on this page for the Export page (PNG / HTML report)."""

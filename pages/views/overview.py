@@ -311,12 +311,20 @@ def _second_log():
     up = st.file_uploader("Candidate log (this log is the baseline)", type=UPLOAD_TYPES, key="cand_upload",
                           help="Read with the same reading options as this log. Its runs are named candidate/…, "
                                "this log's baseline/…; only predictors both logs have are compared.")
-    if up is None:
+    kept = S.kept_upload(up, "cand_upload")  # also the file uploaded before the section was closed
+    if kept is None:
         st.caption("Load a second log to compare it with this one: the leaderboard of each, and candidate − "
                    "baseline with its SE (paired by task where both ran the same tasks).")
         return None
+    raw, name, restored = kept
+    if restored:
+        c1, c2 = st.columns([5, 1], vertical_alignment="center")
+        c1.caption(f"Candidate log: {code(name, 60)}, uploaded before this section was closed. Upload another "
+                   "to replace it.")
+        c2.button("Remove", key="cand_forget", on_click=S.forget_upload, args=("cand_upload",),
+                  help="Compare with no second log.")
     src = S.current_source()
-    cand = S.upload_source(((up.getvalue(), up.name),), src.options, None, None, None)
+    cand = S.upload_source(((raw, name),), src.options, None, None, None)
     pair_on = st.selectbox("Pair by task", ["auto", "none"], key="cand_pair",
                            help="auto: pair by a task/task_id/task_name column with at least 10 tasks in both "
                                 "logs; none: unpaired.")
@@ -326,7 +334,7 @@ def _second_log():
         st.info(f"These two logs cannot be compared: {C.md(say(e))}")
         return None
     if L.is_failure(out):  # about the candidate only: this log is fine
-        st.error(f"**The candidate log {code(up.name, 60)} cannot be used** (this log is fine): "
+        st.error(f"**The candidate log {code(name, 60)} cannot be used** (this log is fine): "
                  + "; ".join(C.md(p, 300) for p in out.problems[:5])
                  + ". Upload another candidate log.", icon=":material/block:")
         return None
@@ -334,7 +342,7 @@ def _second_log():
     _show_groups(V.group_tables(table, base, diffs))
     if left:
         st.caption("Not in the candidate log, so not compared: " + ", ".join(code(p) for p in left))
-    return lambda skip: V.logs_words(cfg, base, diffs, clean_text(up.name, 40), skip)
+    return lambda skip: V.logs_words(cfg, base, diffs, clean_text(name, 40), skip)
 
 
 by_model = model_column(data)
@@ -343,16 +351,20 @@ groups = st.expander("Compare groups of runs (model X vs model Y) or this log wi
                      on_change="rerun", icon=":material/compare_arrows:")
 logs_said = None
 if groups.open:
+    S.restore_widgets(S.GROUP_WIDGETS)  # the choices made before the section was closed
     with groups:
         mode = st.radio("Compare", ["groups of this log", "this log with a second log"], key="grp_mode",
                         horizontal=True,
                         help="Split this log's runs by a column (model, agent, prompt, task family), or load a second "
                              "log (a candidate) and compare it with this one (the baseline) on their common predictors.")
         if mode == "groups of this log":
+            S.upload_box_hidden("cand_upload")
             _groups_of_this_log(by_model)
         else:
             logs_said = _second_log()
+    S.keep_widgets(S.GROUP_WIDGETS)
 else:
+    S.upload_box_hidden("cand_upload")
     S.remember_group_choice(None, None, "auto")
 
 # ----------------------------------------------------------------- verdict (top of the page, filled last)

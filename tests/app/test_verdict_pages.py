@@ -4,6 +4,8 @@ self-check in an "Advanced checks" expander, and the verdict in the HTML report.
 
 import re
 
+import pandas as pd
+
 from apptest_helpers import DEMO, fresh, texts, upload
 
 BAD = re.compile(r"\b(nan|inf)\b|\+nan", re.IGNORECASE)
@@ -192,6 +194,50 @@ def test_two_logs_loaded_together_are_compared():
     # a bad candidate is a message, not a traceback
     at.file_uploader(key="cand_upload").set_value(("bad.csv", b"trajectory_id,step\nt1,1\n", "text/csv")).run()
     assert not at.exception
+
+
+def test_closing_the_groups_section_keeps_its_choices_and_the_candidate_log():
+    """The groups section is drawn only while open, and Streamlit forgets the widgets a run does not
+    draw: closing and opening it again keeps the mode, the column and the candidate log (said so,
+    with a button to remove it). A file removed from the box while it is shown is not brought back."""
+    at = fresh()
+    at.session_state["ov_groups"] = True
+    at.run()
+    at.selectbox(key="grp_by").set_value("difficulty").run()
+    at.session_state["ov_groups"] = False
+    at.run()
+    assert not [w for w in at.selectbox if w.key == "grp_by"]
+    at.session_state["ov_groups"] = True
+    at.run()
+    assert at.selectbox(key="grp_by").value == "difficulty"
+    assert set(at.dataframe[-1].value["group"]) == {"hard", "medium"}
+
+    at.radio(key="grp_mode").set_value("this log with a second log").run()
+    raw = (DEMO / "webshop-like.csv").read_bytes()
+    at.file_uploader(key="cand_upload").set_value(("webshop-like.csv", raw, "text/csv")).run()
+    want = at.dataframe[-1].value
+    assert list(want["group"].unique()) == ["candidate"]
+    at.session_state["ov_groups"] = False
+    at.run()
+    at.session_state["ov_groups"] = True
+    at.run()
+    assert not at.exception and at.radio(key="grp_mode").value == "this log with a second log"
+    assert any("uploaded before this section was closed" in c.value for c in at.caption)
+    pd.testing.assert_frame_equal(at.dataframe[-1].value, want)
+    at.run()  # a further run keeps it (the box stays empty)
+    pd.testing.assert_frame_equal(at.dataframe[-1].value, want)
+    at.button(key="cand_forget").click().run()
+    assert not at.exception and not any("candidate" in set(d.value.get("group", [])) for d in at.dataframe
+                                        if "group" in d.value)
+    # removed from the box by its user while shown: gone, also after closing and opening again
+    at.file_uploader(key="cand_upload").set_value(("webshop-like.csv", raw, "text/csv")).run()
+    at.file_uploader(key="cand_upload").set_value(None).run()
+    at.session_state["ov_groups"] = False
+    at.run()
+    at.session_state["ov_groups"] = True
+    at.run()
+    assert not any("uploaded before" in c.value for c in at.caption)
+    assert not any("candidate" in set(d.value["group"]) for d in at.dataframe if "group" in d.value)
 
 
 def test_schedule_that_is_not_proper_is_a_warning_on_every_page():
