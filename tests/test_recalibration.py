@@ -106,3 +106,22 @@ def test_bad_input():
         recalibrate(q[:12], y[:12], g[:12], folds=5)
     with pytest.raises(ValueError, match="one class"):
         recalibrate(q, np.zeros_like(y), g, folds=2)
+
+
+def test_a_constant_signal_is_not_recalibrated_and_the_others_are():
+    """A signal with one value on every row (the demo's base rate) has nothing to recalibrate: its
+    cross-fitted map is each fold's base rate, and their differences alone ranked the runs (AUROC
+    0.467 on the demo, flagged as worse than chance). It is skipped with the reason; the others are
+    recalibrated as before."""
+    from pathlib import Path
+
+    import tpsviz
+    from tpsviz.diagnostics.calibrate import add_all_recalibrated, add_recalibrated
+
+    data = tpsviz.load(Path(__file__).resolve().parents[1] / "demo_data" / "tau2-like.csv")
+    with pytest.raises(ValueError, match="same value on every row"):
+        add_recalibrated(data, "base_rate", "platt")
+    out, reports = add_all_recalibrated(data, "platt")
+    assert reports["base_rate"].startswith("skipped:") and "same value on every row" in reports["base_rate"]
+    assert "base_rate@platt" not in out.predictors
+    assert {"logprob@platt", "hesitation@platt", "verbal@platt"} <= set(out.predictors)
