@@ -41,6 +41,7 @@ PAGES = [
 warmup.start()  # the first view's heavy imports load in the background while its log is read
 nav = st.navigation(PAGES)
 st.session_state["_figures"] = {}
+sidebar.S.count_run()  # (a section drawn only while open tells whether it was drawn in the run before)
 try:
     sidebar.render()
 except Exception as e:  # the sidebar must never leave the user with a traceback

@@ -396,15 +396,22 @@ def keep_widgets(keys) -> None:
             st.session_state[f"_kept_{k}"] = st.session_state[k]
 
 
+def count_run() -> int:
+    """Number this script run (``app.py``, once per run, whatever the page)."""
+    n = st.session_state.get("_run_no", 0) + 1
+    st.session_state["_run_no"] = n
+    return n
+
+
 def kept_upload(up, key: str):
     """(bytes, file name, restored) of an upload box drawn only while its section is open: the file
-    it holds, or the one it held when it was last drawn (Streamlit forgets an undrawn box's file;
-    ``restored`` is then True), until the user removes it from the box, uploads another or calls
-    :func:`forget_upload`. None: no file. Call :func:`upload_box_hidden` in a run that does not draw
-    the box."""
+    it holds, or the one it held when it was last drawn (Streamlit forgets the file of a box a run
+    does not draw: the section closed, another page; ``restored`` is then True), until the user
+    removes it from the box, uploads another or calls :func:`forget_upload`. None: no file."""
     kept_key, shown_key = f"_kept_{key}", f"_shown_{key}"
-    was_shown = st.session_state.get(shown_key, False)
-    st.session_state[shown_key] = True
+    now = st.session_state.get("_run_no", 0)
+    was_shown = st.session_state.get(shown_key) == now - 1  # drawn in the run just before
+    st.session_state[shown_key] = now
     if up is not None:
         st.session_state[kept_key] = (up.getvalue(), up.name, False)
     elif (kept := st.session_state.get(kept_key)) is not None and not kept[2]:
@@ -413,11 +420,6 @@ def kept_upload(up, key: str):
         else:  # the box was hidden and is drawn again
             st.session_state[kept_key] = (kept[0], kept[1], True)
     return st.session_state.get(kept_key)
-
-
-def upload_box_hidden(key: str) -> None:
-    """A run that does not draw the upload box ``key`` (see :func:`kept_upload`)."""
-    st.session_state[f"_shown_{key}"] = False
 
 
 def forget_upload(key: str) -> None:

@@ -358,13 +358,11 @@ if groups.open:
                         help="Split this log's runs by a column (model, agent, prompt, task family), or load a second "
                              "log (a candidate) and compare it with this one (the baseline) on their common predictors.")
         if mode == "groups of this log":
-            S.upload_box_hidden("cand_upload")
             _groups_of_this_log(by_model)
         else:
             logs_said = _second_log()
     S.keep_widgets(S.GROUP_WIDGETS)
 else:
-    S.upload_box_hidden("cand_upload")
     S.remember_group_choice(None, None, "auto")
 
 # ----------------------------------------------------------------- verdict (top of the page, filled last)

@@ -226,6 +226,12 @@ def test_closing_the_groups_section_keeps_its_choices_and_the_candidate_log():
     pd.testing.assert_frame_equal(at.dataframe[-1].value, want)
     at.run()  # a further run keeps it (the box stays empty)
     pd.testing.assert_frame_equal(at.dataframe[-1].value, want)
+    at.switch_page("pages/views/reliability.py").run()  # another page forgets the box too
+    at.switch_page("pages/views/overview.py").run()
+    at.session_state["ov_groups"] = True  # (the section itself is closed again, as every other)
+    at.run()
+    assert at.radio(key="grp_mode").value == "this log with a second log"
+    pd.testing.assert_frame_equal(at.dataframe[-1].value, want)
     at.button(key="cand_forget").click().run()
     assert not at.exception and not any("candidate" in set(d.value.get("group", [])) for d in at.dataframe
                                         if "group" in d.value)
