@@ -163,27 +163,26 @@ all_runs_section(cfg, data)  # a dataset read as a sample: the headline table on
 # ----------------------------------------------------------------- compare
 def _show_comparison(table, caption, below) -> dict:
     """The paired comparison against the baseline with AUROC and T-ECE (their bootstrap: cached, not
-    α's) and where rank metrics and TPS disagree; ``below``: a container for the latter, or None to
-    draw it in place. Returns compute.compare's result."""
+    α's) and where rank metrics and TPS disagree, in ``below`` (a container, or ``st`` in place).
+    Returns compute.compare's result."""
     cmp = V.compare(cfg, data, baseline, metrics=True, figure=False)
     table.dataframe(cmp["table"], hide_index=True, width="stretch", column_config=cmp_cols)
     caption.caption(f"TPS on {int(cmp['raw']['n_runs'].max()) if len(cmp['raw']) else 0:,} runs, paired by "
                     f"trajectory; AUROC and T-ECE on the {summ['n_complete']:,} complete runs ({Rs.metric_boot_note(cfg)}).")
     msgs = V.disagreements(cfg, cmp["raw"], baseline)
-    box = below if below is not None else st
     if msgs:  # one element for the heading and the list
-        box.container(border=True).markdown("#### :material/lightbulb: Where rank metrics and TPS disagree\n"
-                                            + "\n".join("- " + m for m in msgs))
+        below.container(border=True).markdown("#### :material/lightbulb: Where rank metrics and TPS disagree\n"
+                                              + "\n".join("- " + m for m in msgs))
     else:
-        box.caption("Against this baseline, no predictor is clearly better or worse under TPS while AUROC "
-                    "says otherwise (|Δ/SE| ≥ 2 is called clear, everywhere on this page).")
+        below.caption("Against this baseline, no predictor is clearly better or worse under TPS while AUROC "
+                      "says otherwise (|Δ/SE| ≥ 2 is called clear, everywhere on this page).")
     return cmp
 
 
 st.subheader("Paired comparison against a baseline")
 preds = list(cfg.predictors)
 cmp_box = st.container() if large else st  # (filled in place unless the metrics' bootstrap comes last)
-callout = st.container() if large else None
+callout = st.container() if large else st
 if len(preds) >= 2:
     default = F.default_baseline(preds)
     baseline = cmp_box.selectbox("Baseline", preds, index=preds.index(default), key="baseline",

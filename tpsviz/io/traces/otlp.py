@@ -35,6 +35,7 @@ from tpsviz.io.harness import check_nodes
 from tpsviz.io.traces.genai import MESSAGE_ATTRIBUTES, BadMessages, genai_messages, token_logprobs
 from tpsviz.io.traces.openinference import openinference_kind, openinference_messages
 from tpsviz.io.traces.spans import Span, TraceFile
+from tpsviz.io.traces.values import Tally
 
 __all__ = ["read_otlp", "any_value", "flatten", "otlp_id", "MODEL_OPERATIONS", "TOOL_OPERATIONS",
            "MAX_ATTRIBUTE_CHARS", "MAX_MESSAGE_CHARS", "MAX_SPAN_ATTRIBUTES"]
@@ -149,20 +150,7 @@ def otlp_id(v, n_bytes: int) -> str | None:
     return None if set(out) == {"0"} else out
 
 
-class _Counts:
-    """What the reader left out or cut, by why (the notes)."""
-
-    def __init__(self):
-        self.c: dict[str, int] = {}
-
-    def add(self, what: str, n: int = 1) -> None:
-        self.c[what] = self.c.get(what, 0) + n
-
-    def notes(self) -> list[str]:
-        return [f"{n:,} {what}" for what, n in self.c.items() if n]
-
-
-def _attributes(items, counts: _Counts) -> dict:
+def _attributes(items, counts: Tally) -> dict:
     """An OTLP attribute list as structures by key (bad values left out and counted)."""
     out = {}
     for kv in _list(items):
@@ -176,7 +164,7 @@ def _attributes(items, counts: _Counts) -> dict:
     return out
 
 
-def _flat(structured: dict, counts: _Counts) -> dict:
+def _flat(structured: dict, counts: Tally) -> dict:
     """Attributes flattened to dotted keys, texts cut to :data:`MAX_ATTRIBUTE_CHARS`, at most
     :data:`MAX_SPAN_ATTRIBUTES` kept."""
     flat: dict = {}
@@ -228,7 +216,7 @@ def _tool_message(attrs: dict) -> tuple:
     return (m,)
 
 
-def _messages(structured: dict, events: list, counts: _Counts) -> tuple[tuple, tuple]:
+def _messages(structured: dict, events: list, counts: Tally) -> tuple[tuple, tuple]:
     too_long = [k for k in MESSAGE_ATTRIBUTES
                 if isinstance(structured.get(k), str) and len(structured[k]) > MAX_MESSAGE_CHARS]
     if too_long:
@@ -249,7 +237,7 @@ def _messages(structured: dict, events: list, counts: _Counts) -> tuple[tuple, t
     return openinference_messages(structured)
 
 
-def _span(raw: dict, where: str, counts: _Counts) -> Span | None:
+def _span(raw: dict, where: str, counts: Tally) -> Span | None:
     """One OTLP span, or None (counted) when it has no usable ids or start time."""
     trace_id, span_id = otlp_id(_get(raw, "traceId"), 16), otlp_id(_get(raw, "spanId"), 8)
     start = _time(_get(raw, "startTimeUnixNano"))
@@ -337,7 +325,7 @@ def read_otlp(raw: bytes, name: str, limits: Limits, parsed=None) -> TraceFile:
     LogFormatError
         Not OTLP JSON, more spans than ``limits.max_rows``, no span at all; never quoting a value.
     """
-    out, counts, n_seen = TraceFile(source="otlp"), _Counts(), set()
+    out, counts, n_seen = TraceFile(source="otlp"), Tally(), set()
     for label, batch in _batches(raw, name, limits, parsed):
         resources = _get(batch, "resourceSpans") if isinstance(batch, dict) else None
         if not isinstance(resources, list):
@@ -354,7 +342,7 @@ def read_otlp(raw: bytes, name: str, limits: Limits, parsed=None) -> TraceFile:
     return out
 
 
-def _resource(res, where: str, out: TraceFile, counts: _Counts, seen: set, max_spans: int, name: str) -> None:
+def _resource(res, where: str, out: TraceFile, counts: Tally, seen: set, max_spans: int, name: str) -> None:
     """The spans of one ``resourceSpans`` entry into ``out`` (its resource attributes onto their traces)."""
     if not isinstance(res, dict):
         counts.add("resourceSpans entries that are not objects were left out")
