@@ -162,10 +162,16 @@ _DONE_JS = """(want) => {
   if (document.querySelector('[data-testid="stStatusWidget"]')) return false;
   if (document.querySelector('[data-testid="stSkeleton"]')) return false;
   if (document.querySelector('[data-stale="true"]')) return false;
-  if (!document.querySelector('[data-testid="stMain"] .js-plotly-plot')) return false;
+  const main = document.querySelector('[data-testid="stMain"]');
+  if (!main) return false;
+  if ([...main.querySelectorAll('[data-testid="stPlotlyChart"]')].some(c => !c.querySelector('.js-plotly-plot'))) return false;
+  if ([...main.querySelectorAll('img')].some(i => !i.complete)) return false;
   if (want && !document.body.innerText.includes(want)) return false;
   return true;
 }"""
+
+#: the same, and a plotly chart must be drawn in the main area (the toy's: its α text is drawn before it)
+_DONE_CHART_JS = _DONE_JS.replace("  if (want", "  if (!main.querySelector('.js-plotly-plot')) return false;\n  if (want")
 
 
 def _free_port() -> int:
@@ -196,23 +202,24 @@ def _start(script: Path, cwd: Path, command: list | None = None, env: dict | Non
     return proc, base, t0
 
 
-def _wait_complete(pg, want: str = "", stable: int = 3, timeout: float = 180) -> None:
-    """Poll until the page is complete for ``stable`` consecutive polls (25 ms apart)."""
+def _wait_complete(pg, want: str = "", stable: int = 3, timeout: float = 180, chart: bool = False) -> None:
+    """Poll until the page is complete for ``stable`` consecutive polls (25 ms apart): every chart drawn
+    and every picture loaded; ``chart``: a plotly chart must be on it (the toy)."""
     deadline = time.perf_counter() + timeout
     ok = 0
     while ok < stable:
         if time.perf_counter() > deadline:
             raise TimeoutError("page did not complete")
-        ok = ok + 1 if pg.evaluate(_DONE_JS, want) else 0
+        ok = ok + 1 if pg.evaluate(_DONE_CHART_JS if chart else _DONE_JS, want) else 0
         pg.wait_for_timeout(25)
 
 
-def _view(browser, base: str, marker: str) -> float:
+def _view(browser, base: str, marker: str, chart: bool = False) -> float:
     ctx = browser.new_context(viewport={"width": 1400, "height": 1000})
     pg = ctx.new_page()
     t = time.perf_counter()
     pg.goto(base)
-    _wait_complete(pg, marker)
+    _wait_complete(pg, marker, chart=chart)
     dt = time.perf_counter() - t
     ctx.close()
     return dt
@@ -222,11 +229,12 @@ class Nudger:
     """One browser session on one app whose α slider is nudged one step right at a time (the
     session stays open between rounds: the next nudge goes on from the last α)."""
 
-    def __init__(self, browser, base: str, marker: str):
+    def __init__(self, browser, base: str, marker: str, chart: bool = False):
+        self.chart = chart
         self.ctx = browser.new_context(viewport={"width": 1400, "height": 1000})
         self.pg = self.ctx.new_page()
         self.pg.goto(base)
-        _wait_complete(self.pg, marker)
+        _wait_complete(self.pg, marker, chart=chart)
         self.pg.wait_for_timeout(1500)
         self.thumb = self.pg.locator("[data-testid='stSidebar'] input[type=range][aria-label='α']").first
         self.done = 0
@@ -238,7 +246,7 @@ class Nudger:
         t = time.perf_counter()
         self.thumb.press("ArrowRight")
         self.pg.wait_for_timeout(60)  # let the widget message reach the server before polling
-        _wait_complete(self.pg, want)
+        _wait_complete(self.pg, want, chart=self.chart)
         dt = time.perf_counter() - t
         self.pg.wait_for_timeout(500)
         return dt
@@ -247,13 +255,13 @@ class Nudger:
         self.ctx.close()
 
 
-def _cold(script: Path, cwd: Path, browser, marker: str):
+def _cold(script: Path, cwd: Path, browser, marker: str, chart: bool = False):
     """Start a server; (process, base URL, seconds to the first complete view)."""
     proc, base, t0 = _start(script, cwd)
     ctx = browser.new_context(viewport={"width": 1400, "height": 1000})
     pg = ctx.new_page()
     pg.goto(base)
-    _wait_complete(pg, marker)
+    _wait_complete(pg, marker, chart=chart)
     cold = time.perf_counter() - t0
     ctx.close()
     return proc, base, cold
@@ -270,14 +278,14 @@ def measure_alternating(toy: tuple, app: tuple, browser, rounds: int, nudges: in
     started, nudgers = {}, {}
     try:
         for name, (script, cwd, marker) in (("toy", toy), ("app", app)):
-            proc, base, cold = _cold(script, cwd, browser, marker)
+            proc, base, cold = _cold(script, cwd, browser, marker, chart=name == "toy")
             started[name] = (proc, base, marker)
             out[name]["cold start"] = [cold]
         for name, (_, base, marker) in started.items():
-            nudgers[name] = Nudger(browser, base, marker)
+            nudgers[name] = Nudger(browser, base, marker, chart=name == "toy")
         for _ in range(rounds):
             for name, (_, base, marker) in started.items():
-                out[name]["first view"].append(_view(browser, base, marker))
+                out[name]["first view"].append(_view(browser, base, marker, chart=name == "toy"))
             for name in started:
                 out[name]["slider nudge"] += [nudgers[name].nudge() for _ in range(nudges)]
     finally:

@@ -10,9 +10,12 @@ timed as in bench_browser.py: key press → page complete again, new α shown):
   --toys   the toy and toys with more elements that do not change: 70 Markdown elements, the same
            text in one element, 25 more sidebar widgets, two tables whose numbers change with α.
            What an element costs a nudge whatever the computation behind it.
+  --compare CHECKOUT…  the toy and the dashboard of each checkout (e.g. git worktrees with one part
+           of the page left out): what that part costs a nudge, against the toy of the same run.
 
 Usage: .venv/bin/python bench/bench_nudge_floor.py --warm [--rounds 8] [--repo CHECKOUT]
        .venv/bin/python bench/bench_nudge_floor.py --toys [--rounds 6]
+       .venv/bin/python bench/bench_nudge_floor.py --compare . /tmp/without-figure
 """
 
 from __future__ import annotations
@@ -47,7 +50,7 @@ def _alternate(servers: dict, markers: dict, rounds: int, nudges: int, before=No
         browser = p.chromium.launch(executable_path=B.CHROMIUM, args=B.ARGS)
         if before is not None:
             before(browser)
-        nudgers = {k: B.Nudger(browser, base, markers[k]) for k, base in servers.items()}
+        nudgers = {k: B.Nudger(browser, base, markers[k], chart=k.startswith("toy")) for k, base in servers.items()}
         for _ in range(rounds):
             for k, nd in nudgers.items():
                 out[k] += [nd.nudge() for _ in range(nudges)]
@@ -67,12 +70,13 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--warm", action="store_true", help="the dashboard cold and warm against the toy")
     ap.add_argument("--toys", action="store_true", help="toys with more elements against the toy")
+    ap.add_argument("--compare", nargs="+", metavar="CHECKOUT", help="the dashboard of each checkout against the toy")
     ap.add_argument("--rounds", type=int, default=8)
     ap.add_argument("--nudges", type=int, default=3)
     ap.add_argument("--repo", default=str(ROOT), help="checkout whose app.py is measured (default: this one)")
     args = ap.parse_args()
-    if not (args.warm or args.toys):
-        ap.error("choose --warm or --toys")
+    if not (args.warm or args.toys or args.compare):
+        ap.error("choose --warm, --toys or --compare")
     repo = Path(args.repo).resolve()
     with tempfile.TemporaryDirectory() as tmp:
         tmp = Path(tmp)
@@ -87,6 +91,9 @@ def main() -> None:
             if args.warm:
                 for name in ("dashboard, cold cache", "dashboard, α values computed before"):
                     procs[name] = B._start(repo / "app.py", repo, command=serve)
+            for co in map(Path, args.compare or []):
+                co = co.resolve()
+                procs[f"dashboard {co.name or co}"] = B._start(co / "app.py", co, command=serve)
             servers = {k: v[1] for k, v in procs.items()}
             markers = {k: "α=0" if k.startswith("toy") else B.VERDICT_DONE for k in servers}
 

@@ -11,7 +11,6 @@ CIs and the paired AUROC/T-ECE comparison.
 import streamlit as st
 
 from pages._ui import common as C
-from pages._ui.charts import plot
 from pages._ui.allruns import all_runs_section
 from pages._ui.get_forecasts import forecasts_panel, reference_bar
 from pages._ui import reading as R
@@ -27,7 +26,7 @@ from tpsviz.diagnostics.caveats import schedule_caveat
 from tpsviz.diagnostics.leaderboard import METRIC_INFO
 from tpsviz.diagnostics.verdict import RULES
 from tpsviz.evaluation import tables as T
-from tpsviz.evaluation.report import leaderboard_figure
+from tpsviz.evaluation.report import leaderboard_svg
 from tpsviz.diagnostics.groups import group_columns
 from tpsviz.evaluation.summary import constant_predictors, model_column, summary_line
 from tpsviz.diagnostics.populations import censoring_summary
@@ -151,12 +150,10 @@ if pred_warn:
 # drawn only when open (a rerun on opening): the browser redraws every element after each change of α
 details = st.expander("All columns: SE, per-step TPS, skill CI, AUPRC, metric CIs, final-step metrics",
                       key="ov_details", on_change="rerun")
-if large:  # the points first: their figure is replaced once the CIs are in
-    board_figure = st.empty()
-    with board_figure:
-        plot(leaderboard_figure(ev), "overview_leaderboard_points", name="Leaderboard")
-else:
-    plot(leaderboard_figure(ev), "overview_leaderboard", name="Leaderboard")
+# a picture, not a plotly chart: the browser redrew a chart in full after every change of α, about
+# 0.1 s of each nudge (docs/deployment.md); the Export page and the report keep the plotly figure
+board_figure = st.empty() if large else st  # a large log: the points first, replaced once the CIs are in
+board_figure.image(leaderboard_svg(ev), width="content")
 
 all_runs_section(cfg, data)  # a dataset read as a sample: the headline table on every run, on request
 
@@ -231,8 +228,7 @@ if large:
         ev = evaluation(cfg, verdicts=False)
     _show_board(ev)
     _show_caption(ev)
-    with board_figure:
-        plot(leaderboard_figure(ev), "overview_leaderboard", name="Leaderboard")
+    board_figure.image(leaderboard_svg(ev), width="content")
 if details.open:
     with details:
         st.dataframe(T.leaderboard_details(ev, F.display_name), hide_index=True, width="stretch")

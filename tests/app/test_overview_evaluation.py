@@ -64,6 +64,7 @@ def test_a_large_log_ends_with_the_evaluation_too(monkeypatch):
     at = fresh()
     _check(at, _evaluate())
     assert "(large log)" not in texts(at) and "mean ± 1.96 SE for now" not in texts(at)
+    assert "95% bootstrap CI</title>" in _leaderboard_picture(at)  # one picture: the points' was replaced
 
 
 def test_every_pair_is_drawn_on_request_with_the_cores_numbers(app):
@@ -122,3 +123,43 @@ def test_the_comparison_is_drawn_in_place_and_in_the_order_a_large_log_ends_with
     assert kinds[:4] == ["subheader", "selectbox", "dataframe", "caption"], small
     assert small[4].startswith("markdown: #### :material/lightbulb: Where"), small  # heading and list: one element
     assert kinds[5:] == ["expander"], small  # its list in the same element (a markdown per line before)
+
+
+def _leaderboard_picture(at) -> str:
+    """The SVG document of the Overview's leaderboard picture (its element's data URL)."""
+    import base64
+
+    found = []
+
+    def walk(node):
+        for child in (node.children.values() if isinstance(node.children, dict) else node.children):
+            if getattr(child, "type", "") == "image":
+                found.append(child.proto.imgs[0].url)
+            elif hasattr(child, "children"):
+                walk(child)
+
+    walk(at.main)
+    assert len(found) == 1, found
+    head, body = found[0].split(",", 1)
+    assert head == "data:image/svg+xml;base64"
+    return base64.b64decode(body).decode()
+
+
+def test_the_leaderboard_is_a_picture_of_the_evaluation_not_a_chart_redrawn_on_each_nudge(app):
+    """Issue 35, point 5: a plotly chart on the Overview was redrawn in full by the browser after every
+    change of α (about 0.1 s of a nudge, docs/deployment.md). The picture shows the Evaluation's rows,
+    best first, and its title and axis follow the settings."""
+    import xml.etree.ElementTree as ET
+
+    ns = "{http://www.w3.org/2000/svg}"
+    for alpha in (None, 1.0):
+        if alpha is not None:
+            app.slider(key="a").set_value(alpha).run()
+        assert not app.exception
+        assert not app.main.get("plotly_chart")
+        ev = _evaluate(**({} if alpha is None else {"alpha": alpha, "beta": 0.0}))
+        root = ET.fromstring(_leaderboard_picture(app))
+        labels = [t.text for t in root.iter(f"{ns}text") if t.get("text-anchor") == "end"]
+        assert labels == [display_name(n) for n in ev.order]
+        assert root.find(f"{ns}title").text == "Mean TPS with 95% bootstrap CI"
+        assert ("nats" in ET.tostring(root, encoding="unicode")) == (alpha is None)

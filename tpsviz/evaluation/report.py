@@ -17,7 +17,7 @@ from tpsviz.diagnostics.verdict import RULES
 from tpsviz.evaluation.tables import interval_kind, intervals, report_table, verdict_table
 from tpsviz.report.html import Section
 
-__all__ = ["report_settings", "report_sections", "leaderboard_figure", "REPORT_PANELS"]
+__all__ = ["report_settings", "report_sections", "leaderboard_figure", "leaderboard_svg", "REPORT_PANELS"]
 
 #: reliability diagrams of the report: at most this many predictors (as on the Export page)
 REPORT_PANELS = 6
@@ -102,12 +102,36 @@ def leaderboard_figure(ev):
     """
     from tpsviz.report import figures as F  # plotly: only when a figure is drawn
 
+    return F.leaderboard_figure(*_leaderboard_args(ev, F))
+
+
+def leaderboard_svg(ev, width: int = 900) -> str:
+    """:func:`leaderboard_figure` as a static SVG picture
+    (:func:`tpsviz.report.figures.comparison.leaderboard_svg`: what the dashboard's Overview shows).
+
+    Parameters
+    ----------
+    ev : Evaluation
+    width : int
+        Width in pixels.
+
+    Returns
+    -------
+    str
+    """
+    from tpsviz.report import figures as F
+
+    return F.leaderboard_svg(*_leaderboard_args(ev, F), width=width)
+
+
+def _leaderboard_args(ev, F) -> tuple:
+    """The arguments both leaderboard pictures take, in order."""
     s, settings, iv = ev.summary, ev.settings, intervals(ev)
     colors = {n: c for n, c in F.predictor_colors(list(ev.data.predictors)).items() if n in s.index}
     boot = interval_kind(ev) == "bootstrap"
-    return F.leaderboard_figure(s, colors, settings.alpha, settings.beta, ev.reference_mean, level=settings.level,
-                                intervals={n: (iv.at[n, "low"], iv.at[n, "high"]) for n in s.index},
-                                ci_label="bootstrap CI" if boot else "± 1.96 SE (bootstrap off)")
+    return (s, colors, settings.alpha, settings.beta, ev.reference_mean, settings.level,
+            {n: (iv.at[n, "low"], iv.at[n, "high"]) for n in s.index},
+            "bootstrap CI" if boot else "± 1.96 SE (bootstrap off)")
 
 
 def _leaderboard(ev, F) -> Section:

@@ -21,7 +21,7 @@ then ``F.leaderboard_figure(...)``):
 
 from tpsviz.report.figures.censoring import (
     artificial_check_figure, censoring_modes_figure, length_histogram_figure, mc_audit_figure, qz_band_figure)
-from tpsviz.report.figures.comparison import delta_matrix_figure, demo_bars_figure, leaderboard_figure
+from tpsviz.report.figures.comparison import delta_matrix_figure, demo_bars_figure, leaderboard_figure, leaderboard_svg
 from tpsviz.report.figures.monitoring import cusum_figure, deferral_figure, monitor_figure
 from tpsviz.report.figures.outcomes import ovr_reliability_figure, pit_figure
 from tpsviz.report.figures.reliability import (
@@ -43,7 +43,7 @@ __all__ = [
     # scoring
     "omega_figure", "omega_svg", "score_curves_figure", "schedule_figure", "murphy_figure",
     # comparison
-    "leaderboard_figure", "delta_matrix_figure", "demo_bars_figure",
+    "leaderboard_figure", "leaderboard_svg", "delta_matrix_figure", "demo_bars_figure",
     # steps
     "prepare_heatmap", "contribution_heatmap_figure", "prepare_step_means", "step_means_figure",
     "trajectory_figure",
