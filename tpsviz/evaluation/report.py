@@ -105,7 +105,7 @@ def leaderboard_figure(ev):
     return F.leaderboard_figure(*_leaderboard_args(ev, F))
 
 
-def leaderboard_svg(ev, width: int = 900) -> str:
+def leaderboard_svg(ev, width: int = 720) -> str:
     """:func:`leaderboard_figure` as a static SVG picture
     (:func:`tpsviz.report.figures.comparison.leaderboard_svg`: what the dashboard's Overview shows).
 

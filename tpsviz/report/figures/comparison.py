@@ -48,7 +48,7 @@ def leaderboard_figure(summary: pd.DataFrame, colors: dict, alpha: float, beta: 
 
 def leaderboard_svg(summary: pd.DataFrame, colors: dict, alpha: float, beta: float,
                     ref_value: float | None = None, level: float = 0.95, intervals: dict | None = None,
-                    ci_label: str = "bootstrap CI", width: int = 900) -> str:
+                    ci_label: str = "bootstrap CI", width: int = 720) -> str:
     """:func:`leaderboard_figure` as a static SVG picture: the same rows, whiskers, "−∞" arrows,
     reference line and title, without hover or zoom.
 
@@ -74,7 +74,7 @@ def leaderboard_svg(summary: pd.DataFrame, colors: dict, alpha: float, beta: flo
     rows = list(s.iterrows())[::-1]  # best first, top down
     labels = [clean_text(display_name(n), 40) for n, _ in rows]
     row_h, top, bottom = 34, 50, 48
-    x0 = min(260, 16 + 7 * max((len(t) for t in labels), default=4))
+    x0 = min(250, 16 + 7.5 * max((len(t) for t in labels), default=4))
     x1, y_end = width - 24, top + row_h * len(rows)
     height = y_end + bottom
     lo_d, hi_d = _svg_domain(s, bounds, edge, ref_value)
@@ -99,8 +99,8 @@ def leaderboard_svg(summary: pd.DataFrame, colors: dict, alpha: float, beta: flo
     title = html.escape(_leaderboard_title(level, ci_label))
     axis = html.escape(score_label(alpha, beta))
     return (f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" viewBox="0 0 {width} '
-            f'{height}" font-family="Source Sans Pro, Arial, sans-serif" font-size="13" fill="#31333F">'
-            f'<title>{title}</title><text x="4" y="20" font-size="15">{title}</text>{"".join(parts)}'
+            f'{height}" font-family="Source Sans Pro, Arial, sans-serif" font-size="14" fill="#31333F">'
+            f'<title>{title}</title><text x="4" y="20" font-size="16">{title}</text>{"".join(parts)}'
             f'<text x="{(x0 + x1) / 2:.1f}" y="{height - 8}" text-anchor="middle">{axis}</text></svg>')
 
 
