@@ -216,11 +216,15 @@ def _tool_message(attrs: dict) -> tuple:
     return (m,)
 
 
+def _too_long(values) -> bool:
+    """Whether a message text among ``values`` is longer than :data:`MAX_MESSAGE_CHARS`."""
+    return any(isinstance(v, str) and len(v) > MAX_MESSAGE_CHARS for v in values)
+
+
 def _messages(structured: dict, events: list, counts: Tally) -> tuple[tuple, tuple]:
-    too_long = [k for k in MESSAGE_ATTRIBUTES
-                if isinstance(structured.get(k), str) and len(structured[k]) > MAX_MESSAGE_CHARS]
-    if too_long:
-        counts.add(f"span(s) hold messages longer than {MAX_MESSAGE_CHARS:,} characters: not read")
+    too_long = f"span(s) hold messages longer than {MAX_MESSAGE_CHARS:,} characters: not read"
+    if _too_long(structured.get(k) for k in MESSAGE_ATTRIBUTES):
+        counts.add(too_long)
         return (), ()
     try:
         inputs, outputs = genai_messages(structured, events)
@@ -230,9 +234,8 @@ def _messages(structured: dict, events: list, counts: Tally) -> tuple[tuple, tup
     if inputs or outputs:
         return inputs, outputs
     # an OpenInference instrumentor exporting by OTLP: llm.input_messages.<i>.message.* attributes
-    if any(isinstance(v, str) and len(v) > MAX_MESSAGE_CHARS for k, v in structured.items()
-           if k.startswith(("llm.input_messages.", "llm.output_messages."))):
-        counts.add(f"span(s) hold messages longer than {MAX_MESSAGE_CHARS:,} characters: not read")
+    if _too_long(v for k, v in structured.items() if k.startswith(("llm.input_messages.", "llm.output_messages."))):
+        counts.add(too_long)
         return (), ()
     return openinference_messages(structured)
 
