@@ -65,13 +65,15 @@ def test_mc_audit_brute_force(sim):
             if row.censored and tid in qhat.index:
                 f = np.clip(grp[f"conf_{name}"].to_numpy(), 1e-6, 1 - 1e-6)
                 diffs.append(qhat[tid] * np.sum(np.log(f) - np.log1p(-f)))
-            else:
+            elif not row.censored:
                 diffs.append(0.0)
+            # a censored run without rollouts has no q_Z: left out of both modes (exact mode is exact)
         r = audit.table.loc[name]
         assert r.delta == pytest.approx(np.mean(diffs), rel=1e-10)
         assert r.delta_se == pytest.approx(np.std(diffs, ddof=1) / np.sqrt(len(diffs)), rel=1e-9)
         assert r.tps_exact - r.tps_simple == pytest.approx(r.delta, rel=1e-10)
         assert r.delta_ci_low <= r.delta <= r.delta_ci_high and r.mc_se > 0
     assert audit.info["unknown_ids"] == ["ghost"] and audit.info["censored_without"] == [dropped]
-    assert any("1 of" in n and "no rollouts" in n for n in audit.notes)
+    assert audit.info["n_left_out"] == 1 and audit.table["n_trajectories"].eq(data.n_trajectories - 1).all()
+    assert any("1 of" in n and "no rollouts" in n and "leaves them out" in n for n in audit.notes)
     assert any("not in the log" in n for n in audit.notes)

@@ -19,16 +19,37 @@ def data(sim):
     return sim.to_data()
 
 
-def test_matches_recalibrate_and_is_scorable(data):
-    d2, rep = add_recalibrated(data, "verbal", "platt", folds=4, seed=3)
+def _labels_by_hand(data, mode):
+    """Each row's label under a censoring mode, written out independently of the code under test:
+    Y of a complete run; a censored run's 0 (simple), 1 (upper), q_z (exact), NaN (complete)."""
+    t = data.trajectories
+    per_run = []
+    for y, cens, q in zip(t["outcome"], t["censored"], t["q_z"]):
+        if not cens:
+            per_run.append(float(y))
+        else:
+            per_run.append({"simple": 0.0, "upper": 1.0, "exact": float(q), "complete": np.nan}[mode])
+    return np.array(per_run)[data.steps.traj.to_numpy()]
+
+
+@pytest.mark.parametrize("mode", ["complete", "simple", "upper", "exact"])
+def test_matches_recalibrate_on_the_modes_labels_and_is_scorable(data, mode):
+    """The map is fitted with the labels of the censoring mode the predictor is scored under (issue 45)."""
+    d2, rep = add_recalibrated(data, "verbal", "platt", folds=4, seed=3, censoring=mode)
     assert "verbal@platt" in d2.predictors and "verbal@platt" not in data.predictors
     codes = data.steps.traj.to_numpy()
-    y = data.trajectories.outcome.to_numpy()[codes]
+    y = _labels_by_hand(data, mode)
     direct = recalibrate(data.forecasts("verbal"), y, codes, "platt", 4, seed=3)
     np.testing.assert_allclose(d2.forecasts("verbal@platt"), direct.probabilities, rtol=0, atol=0)
     assert rep["name"] == "verbal@platt" and rep["n_labelled"] == int((~np.isnan(y)).sum())
-    res = compute_tps(d2, ScoreSettings(n_boot=0), ["verbal", "verbal@platt"])
+    assert rep["censoring"] == mode
+    n, k = data.n_trajectories, data.n_censored
+    assert rep["fitted_on"].startswith(f"the {n - k:,} complete runs" if mode == "complete" else f"all {n:,} runs")
+    res = compute_tps(d2, ScoreSettings(censoring=mode, n_boot=0), ["verbal", "verbal@platt"])
     assert res.summary.loc["verbal@platt", "tps_mean"] > res.summary.loc["verbal", "tps_mean"]
+    # fitted on the scored population, the conversion is calibrated in the large on it
+    lab, p = y[~np.isnan(y)], d2.forecasts("verbal@platt")[~np.isnan(y)]
+    assert abs(p.mean() - lab.mean()) < 0.02
 
 
 def test_own_outcome_never_used(sim):
@@ -49,19 +70,20 @@ def test_own_outcome_never_used(sim):
         assert not np.array_equal(a.forecasts(name), b.forecasts(name))  # others did move
 
 
-def test_censored_runs_not_fitted_on(sim):
-    """Changing a censored run's signal changes no other row (it is never in a training set)."""
+def test_censored_runs_enter_the_fit_by_the_mode(sim):
+    """Changing a censored run's signal changes no other row in complete-case mode (it is never in a training
+    set), and does change other folds' rows in simple mode (there it is a failure the map is fitted on)."""
     df = sim.steps.copy()
     d0 = from_frame(df)
     cens_id = d0.trajectories.trajectory_id[d0.trajectories.censored].iloc[0]
     df.loc[df.trajectory_id == cens_id, "raw_logprob"] -= 3.0
     d1 = from_frame(df)
-    a, _ = add_recalibrated(d0, "raw_logprob", "platt", seed=2, per_step=True)
-    b, _ = add_recalibrated(d1, "raw_logprob", "platt", seed=2, per_step=True)
     other = (d0.steps.trajectory_id != cens_id).to_numpy()
-    np.testing.assert_array_equal(a.forecasts("logprob@platt")[other],
-                                  b.forecasts("logprob@platt")[other])
-    assert np.isfinite(a.forecasts("logprob@platt")).all()
+    for mode, same in (("complete", True), ("simple", False)):
+        a, _ = add_recalibrated(d0, "raw_logprob", "platt", seed=2, per_step=True, censoring=mode)
+        b, _ = add_recalibrated(d1, "raw_logprob", "platt", seed=2, per_step=True, censoring=mode)
+        assert np.array_equal(a.forecasts("logprob@platt")[other], b.forecasts("logprob@platt")[other]) == same
+        assert np.isfinite(a.forecasts("logprob@platt")).all()
 
 
 def test_signals_directions_and_names(data):

@@ -8,6 +8,7 @@ from dataclasses import replace
 import numpy as np
 import pandas as pd
 
+from tpsviz.diagnostics.calibrate import add_recalibrated
 from tpsviz.diagnostics.caveats import MIN_COMPLETE, caveats, recalibration_source
 from tpsviz.cli.main import main
 from tpsviz.diagnostics.leaderboard import skill_table
@@ -104,16 +105,24 @@ def test_recalibration_source_of_signals():
     assert recalibration_source(data, "nothing@platt") is None
 
 
-def test_map_fitted_on_complete_runs_scored_where_many_are_censored():
+def test_a_map_fitted_for_one_mode_and_scored_under_another_is_questioned():
+    """A conversion records the censoring mode it was fitted for; scored under another mode (possible from
+    Python) it gets a warning, scored under its own none (issue 45: maps fit the scored population)."""
     data = _web(300)  # about 45% censored
     assert data.n_censored / data.n_trajectories > 0.2
-    data = _with(data, "verbal@platt", data.forecasts("truthful"))
-    w = caveats(data, ScoreSettings(censoring="simple", n_boot=0),
+    fitted, _ = add_recalibrated(data, "verbal", "platt", censoring="complete")
+    w = caveats(fitted, ScoreSettings(censoring="simple", n_boot=0),
                 predictors=["verbal@platt"]).predictors["verbal@platt"]
-    assert any("fitted on complete runs only" in x and "% of runs are censored" in x for x in w)
-    w = caveats(data, ScoreSettings(censoring="complete", n_boot=0),
+    hit = [x for x in w if "its map was fitted on the" in x]
+    assert len(hit) == 1 and "(complete censoring)" in hit[0] and "scored under simple censoring" in hit[0]
+    assert f"the {data.n_trajectories - data.n_censored:,} complete runs" in hit[0]
+    w = caveats(fitted, ScoreSettings(censoring="complete", n_boot=0),
                 predictors=["verbal@platt"]).predictors["verbal@platt"]
-    assert not any("fitted on complete runs only" in x for x in w)
+    assert not any("its map was fitted" in x for x in w)
+    fitted, _ = add_recalibrated(data, "verbal", "platt", censoring="simple")
+    w = caveats(fitted, ScoreSettings(censoring="simple", n_boot=0),
+                predictors=["verbal@platt"]).predictors["verbal@platt"]
+    assert not any("its map was fitted" in x for x in w)
 
 
 def test_cli_json_has_verdicts_and_warnings(capsys):

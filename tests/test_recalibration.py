@@ -94,8 +94,10 @@ def test_bad_input():
     q, y, g, _ = _runs(n_traj=20)
     with pytest.raises(ValueError, match="differ in length"):
         recalibrate(q[:-1], y, g)
-    with pytest.raises(ValueError, match="0, 1 or NaN"):
+    with pytest.raises(ValueError, match=r"in \[0, 1\]"):
         recalibrate(q, y * 2, g)
+    with pytest.raises(ValueError, match=r"in \[0, 1\]"):
+        recalibrate(q, y - 0.5, g)
     with pytest.raises(ValueError, match="folds"):
         recalibrate(q, y, g, folds=1)
     with pytest.raises(ValueError, match="method"):

@@ -29,9 +29,9 @@ def brute_tps(df, name, a, b, schedule, mode, eps=1e-6):
             continue
         T = len(g)
         q = {"simple": 0.0, "upper": 1.0}.get(mode)
-        if mode == "exact":
+        if mode == "exact" and cens:
             q = g["q_z"].iloc[0]
-            q = 0.0 if (q is None or math.isnan(q)) else q
+            assert not math.isnan(q)  # exact mode is exact: every censored run has its q_Z
         total, any_scored = 0.0, False
         for pos, (_, r) in enumerate(g.iterrows(), start=1):
             p = r[f"conf_{name}"]
@@ -65,7 +65,13 @@ def small():
     rng = np.random.default_rng(0)
     df.loc[rng.random(len(df)) < 0.05, "conf_noisy"] = np.nan  # some missing forecasts
     df["weight"] = rng.uniform(0.5, 2.0, len(df))
-    # some censored runs without q_z (fall back to simple)
+    return df
+
+
+@pytest.fixture(scope="module")
+def partial_qz(small):
+    """The small log with 3 of its censored runs without q_z."""
+    df = small.copy()
     cens_ids = df.loc[df["censored"], "trajectory_id"].unique()[:3]
     df.loc[df["trajectory_id"].isin(cens_ids), "q_z"] = np.nan
     return df
@@ -96,7 +102,7 @@ def test_counts_and_step_mean(small):
     n_missing = int(small["conf_noisy"].isna().sum())
     assert s.loc["noisy", "n_missing"] == n_missing
     assert s.loc["noisy", "n_steps"] == len(small) - n_missing
-    assert s.loc["verbal", "n_qz_fallback"] == 3
+    assert s.loc["verbal", "n_qz_fallback"] == 0
     n_cens = small.groupby("trajectory_id")["censored"].first().sum()
     assert s.loc["verbal", "n_censored"] == n_cens
     pt = res.per_trajectory[res.per_trajectory.predictor == "verbal"]
@@ -120,6 +126,26 @@ def test_step_contributions_sum_to_tps(small, sched, mode):
     np.testing.assert_allclose(sums.loc[pt.index].to_numpy(), pt.to_numpy(), rtol=1e-12)
     assert set(contrib.columns) >= {"trajectory_id", "step", "t", "predictor", "weight", "score",
                                     "contribution"}
+
+
+def test_exact_mode_refuses_a_censored_run_without_qz(partial_qz):
+    """Exact mode is exact: a censored run without q_Z is refused with the counts and the remedies, never
+    scored as if q_Z were 0 (issue 45); the log's default mode is then simple."""
+    from tpsviz import default_censoring
+    from tpsviz.core.censoring import MissingQz
+    data = from_frame(partial_qz)
+    n_cens = int(data.trajectories["censored"].sum())
+    with pytest.raises(MissingQz) as e:
+        compute_tps(data, ScoreSettings(censoring="exact", n_boot=0))
+    assert (e.value.n_missing, e.value.n_censored) == (3, n_cens)
+    assert f"3 of the {n_cens} censored runs have none" in str(e.value)
+    assert "rollouts" in str(e.value) and "censoring='simple'" in str(e.value)
+    assert default_censoring(data) == "simple"
+    assert default_censoring(from_frame(partial_qz.assign(q_z=np.where(partial_qz.censored, 0.3, np.nan)))) == "exact"
+    # one value for every censored run makes it exact again, and that value is what is scored
+    ids = data.trajectories.trajectory_id[data.trajectories.censored]
+    res = compute_tps(data, ScoreSettings(censoring="exact", n_boot=0), q_z=pd.Series(0.25, index=ids))
+    assert (res.per_trajectory.loc[res.per_trajectory.censored, "q_z_used"] == 0.25).all()
 
 
 def test_qz_bounds_band(small):

@@ -57,7 +57,9 @@ def _complete_rows(data):
 def test_a_weak_signal_converted_below_chance_is_too_weak_to_convert_not_optimistic(weak):
     data, v = weak
     assert v.n_runs == 101 and 0.12 <= v.run_rate <= 0.18  # the real log's shape: 101 runs, ~15% succeed
-    assert v.rules_label == "optimistic"  # what the headline said before (the issue's case)
+    # issue 37's headline was "optimistic", from a map fitted on complete runs only; fitted on the simple
+    # score's population (issue 45) the noise signal's conversion is no longer biased, only uninformative
+    assert v.rules_label == "uninformative" and abs(v.bias) < 2 * v.bias_se
     assert (v.label, v.key, v.rule) == ("too weak to convert", "too_weak_to_convert", "conversion")
     # the numbers against scikit-learn on the complete runs' rows
     keep, y, _ = _complete_rows(data)
@@ -68,7 +70,9 @@ def test_a_weak_signal_converted_below_chance_is_too_weak_to_convert_not_optimis
     assert v.conversion_auroc_ci_high < 0.5 < v.source_auroc_ci_high and v.source_auroc_ci_low < 0.5
     # the sentence names the conversion, how, both rankings with their intervals, and whose fault it is
     assert v.text.startswith("uala@platt: too weak to convert — unc_uala converted to a probability by Platt "
-                             "scaling, each run's map fitted on other runs (cross-fitted), ranks runs worse "
+                             "scaling, fitted on all 101 runs, the "
+                             f"{data.n_censored} cut off counted as failures, each run's map on other runs "
+                             "(cross-fitted), ranks runs worse "
                              f"than chance (AUROC {a_conv:.2f}, 95% CI ")
     assert f"unc_uala by itself ranks them no better than chance (AUROC {a_src:.2f}, 95% CI " in v.text
     assert "too weak a signal to convert, so this judges the conversion, not the agent's signal" in v.text
@@ -142,12 +146,15 @@ def test_an_informative_conversion_keeps_the_rules_label_and_says_how_it_was_mad
     v = out["logprob@platt"]
     assert v.label == v.rules_label == "trustworthy" and v.rule == "all"
     assert v.text.startswith("logprob@platt: trustworthy — raw_logprob converted to a probability by Platt "
-                             "scaling, each run's map fitted on other runs (cross-fitted); says 37% on average")
+                             f"scaling, fitted on all 450 runs, the {data.n_censored} cut off counted as failures, "
+                             f"each run's map on other runs (cross-fitted); says {100 * v.mean_forecast:.0f}% on average")
+    assert abs(v.mean_forecast - v.success_rate) < 0.01  # fitted on the scored population: calibrated in the large
     assert v.conversion_auroc > 0.6 and v.conversion_auroc_ci_low > 0.5  # measured, not at fault
     w = out["verbal@isotonic-step"]
     assert w.label == w.rules_label and w.text.startswith(
-        f"verbal@isotonic-step: {w.label} — verbal recalibrated by isotonic regression, one map per step, each "
-        "run's map fitted on other runs (cross-fitted); says ")
+        f"verbal@isotonic-step: {w.label} — verbal recalibrated by isotonic regression, one map per step, fitted "
+        f"on all 450 runs, the {data.n_censored} cut off counted as failures, each run's map on other runs "
+        "(cross-fitted); says ")
     assert conversion_words(data, "verbal") is None
 
 
@@ -208,7 +215,7 @@ def test_the_json_and_the_tables_carry_the_key_the_rules_label_and_the_conversio
     obj = json.loads(json.dumps(ev.to_json(), allow_nan=False))
     rec = obj["predictors"]["uala@platt"]["verdict"]
     assert (rec["label"], rec["key"], rec["rules_label"]) == ("too weak to convert", "too_weak_to_convert",
-                                                              "optimistic")
+                                                              "uninformative")
     conv = rec["conversion"]
     assert conv["source"] == "unc_uala" and conv["how"].startswith("unc_uala converted to a probability by Platt")
     assert conv["conversion_auroc_ci_high"] < 0.5 < conv["source_auroc_ci_high"]

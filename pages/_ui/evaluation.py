@@ -41,7 +41,7 @@ def evaluation(cfg: Config | None = None, *, ci: bool = True, verdicts: bool = T
     cfg = cfg or current()
     a, points = Rs.analysis(cfg), Rs.analysis(cfg, n_boot=0)
     src = current_source()
-    data, _ = prepared(src, a.filters, a.recal)
+    data, _ = prepared(src, a.filters, a.recal, fit=a.fit)
     result = Rs.tps(a=a) if ci else Rs.tps_points(a=a)
     skill = Rs.skill(a=a if ci else points)
     # no warning depends on a bootstrap (results.caveats): from points, a large log warns before its CIs

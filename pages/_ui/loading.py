@@ -35,7 +35,8 @@ from .state import SEED, Config, Source, current, current_source, data_roots, pa
 from .text import md
 from .wording import say
 
-__all__ = ["LoadFailure", "is_failure", "load_base", "prepared", "get_data", "cfg_refs", "result_key",
+__all__ = ["LoadFailure", "is_failure", "load_base", "prepared", "get_data", "cfg_refs", "cfg_fit", "fit_key",
+           "result_key",
            "get_rollouts", "LARGE_ROWS", "is_large"]
 
 
@@ -120,12 +121,13 @@ def load_base(src: Source):
 
 
 @memo(max_entries=6, spinner="Applying filters and recalibration…")
-def _prepared(key: str, filters: tuple, recal: tuple, _src: Source):
+def _prepared(key: str, filters: tuple, recal: tuple, fit: tuple, _src: Source):
     base = load_base(_src)
     if isinstance(base, LoadFailure):
         return base, []
     data = base.subset(filter_mask(base, filters))
     problems = []
+    censoring, q_z = _fit_population(data, fit, _src) if recal else (None, None)
     for spec in recal:
         r = parse_recal(spec)
         if r is None:
@@ -133,7 +135,8 @@ def _prepared(key: str, filters: tuple, recal: tuple, _src: Source):
             continue
         try:
             data, _ = add_recalibrated(data, r["source"], r["method"], folds=r["folds"],
-                                       per_step=r["per_step"], seed=SEED, name=r["name"])
+                                       per_step=r["per_step"], seed=SEED, name=r["name"],
+                                       censoring=censoring, q_z=q_z)
         except Cancelled:  # nobody waits: not a failed recalibration, and nothing is kept
             raise
         except Exception as e:
@@ -141,20 +144,42 @@ def _prepared(key: str, filters: tuple, recal: tuple, _src: Source):
     return data, problems
 
 
-def prepared(src: Source, filters: tuple, recal: tuple, refs: tuple = ()):
-    """(TrajectoryData | LoadFailure, problems): the source's log, filtered and recalibrated, with
-    the reference forecasters ``refs`` describes (``references.refs_key``; () = none)."""
+def _fit_population(data, fit: tuple, src: Source) -> tuple:
+    """(censoring mode, q_z) the recalibrations are fitted for (:func:`fit_key`): the sidebar's mode, so
+    that a map is fitted on the population the score scores (docs/theory.md §6)."""
+    if not fit:
+        return None, None
+    if fit[0] != "exact":
+        return fit[0], None
+    ro = get_rollouts(src) if fit[1] == "rollouts" else None
+    q_z, _ = qz_for_source(data, fit[1], fit[2], None if ro is None or is_failure(ro) else ro)
+    return "exact", q_z
+
+
+def fit_key(recal: tuple, settings, qz: tuple) -> tuple:
+    """The part of an analysis the recalibrations' maps depend on: () without any, else the censoring
+    mode they are fitted for and, in exact mode, the q_Z source and constant (``results.Analysis.qz``).
+    A change of censoring mode refits them; α, β, the schedule and ε never do."""
+    if not recal:
+        return ()
+    return (settings.censoring,) + (tuple(qz) if settings.censoring == "exact" else ())
+
+
+def prepared(src: Source, filters: tuple, recal: tuple, refs: tuple = (), fit: tuple = ()):
+    """(TrajectoryData | LoadFailure, problems): the source's log, filtered and recalibrated (maps
+    fitted for the censoring mode of ``fit``: :func:`fit_key`), with the reference forecasters
+    ``refs`` describes (``references.refs_key``; () = none)."""
     if refs:
-        return _referenced(result_key(src), filters, recal, refs, src)
-    return _prepared(src.key, filters, recal, src)
+        return _referenced(result_key(src), filters, recal, refs, fit, src)
+    return _prepared(result_key(src) if fit else src.key, filters, recal, fit, src)
 
 
 @memo(max_entries=6, spinner="Fitting the reference forecasters…")
-def _referenced(key: str, filters: tuple, recal: tuple, refs: tuple, _src: Source):
+def _referenced(key: str, filters: tuple, recal: tuple, refs: tuple, fit: tuple, _src: Source):
     """The prepared log with ``ref:step``, ``ref:task``, ``ref:task+step`` fitted on its runs under the
     censoring mode, seed and (exact mode) q_Z source of ``refs``. Keyed on the log with its rollouts
     (``result_key``): q_Z may come from them."""
-    data, problems = _prepared(_src.key, filters, recal, _src)
+    data, problems = _prepared(result_key(_src) if fit else _src.key, filters, recal, fit, _src)
     if isinstance(data, LoadFailure) or data.n_trajectories == 0:
         return data, problems
     settings, (source, const) = refs_settings(refs)
@@ -179,12 +204,17 @@ def get_data(cfg: Config | None = None, src: Source | None = None):
     seen = st.session_state.get("_base")  # what the sidebar loaded in this run
     if seen is not None and seen[0] == src.key and is_failure(seen[1]):
         return seen[1], []  # one answer per run, also for a failure that is not cached
-    return prepared(src, cfg.filters, cfg.recal, cfg_refs(cfg))
+    return prepared(src, cfg.filters, cfg.recal, cfg_refs(cfg), cfg_fit(cfg))
 
 
 def cfg_refs(cfg: Config) -> tuple:
     """The references' part of the analysis of these settings (``references.refs_key``)."""
     return refs_key(cfg.references, cfg.score_settings(), (cfg.qz_source, float(cfg.qz_const)))
+
+
+def cfg_fit(cfg: Config) -> tuple:
+    """The recalibrations' part of the analysis of these settings (:func:`fit_key`)."""
+    return fit_key(cfg.recal, cfg.score_settings(), (cfg.qz_source, float(cfg.qz_const)))
 
 
 LARGE_ROWS = 200_000          # above this many step rows, the Overview shows point estimates before CIs

@@ -28,7 +28,7 @@ import pandas as pd
 import streamlit as st
 
 import tpsviz
-from tpsviz.core.censoring import CENSORING_LABELS
+from tpsviz.core.censoring import CENSORING_LABELS, MissingQz, mode_labels
 from tpsviz.core.tps import ScoreSettings, TPSResult
 from tpsviz.diagnostics import audit as AU
 from tpsviz.diagnostics import caveats as CV
@@ -45,7 +45,7 @@ from tpsviz.monitoring import deferral as DF
 from tpsviz.monitoring import monitor as MO
 from tpsviz.report import figures as F
 
-from .loading import cfg_refs, get_data, get_rollouts, is_failure, load_base, prepared, result_key
+from .loading import cfg_fit, cfg_refs, get_data, get_rollouts, is_failure, load_base, prepared, result_key
 from .memo import approx_bytes, memo
 from .references import keep_refs, with_versus
 from .state import SEED, Config, Source, current, current_source
@@ -74,6 +74,9 @@ class Analysis:
         (source, constant) of q_Z in exact mode (``tpsviz.diagnostics.audit.qz_for_source``).
     refs : tuple
         The reference forecasters added to the log (``references.refs_key``; () = none).
+    fit : tuple
+        The censoring mode (and q_Z source) the recalibrations' maps are fitted for
+        (``loading.fit_key``; () = no recalibration): the sidebar's, whatever ``settings`` scores.
     """
 
     data: str
@@ -83,6 +86,7 @@ class Analysis:
     settings: ScoreSettings = _DEFAULT
     qz: tuple = ("log", 0.5)
     refs: tuple = ()
+    fit: tuple = ()
 
     def key(self, keep: tuple) -> "Analysis":
         """This analysis reduced to the parts in ``keep`` (the others at their defaults). q_Z
@@ -101,7 +105,7 @@ def analysis(cfg: Config | None = None, src: Source | None = None, *, predictors
     return Analysis(data=result_key(src), filters=cfg.filters, recal=cfg.recal,
                     predictors=tuple(cfg.predictors if predictors is None else predictors),
                     settings=cfg.score_settings(censoring=censoring, n_boot=n_boot),
-                    qz=(cfg.qz_source, float(cfg.qz_const)), refs=cfg_refs(cfg))
+                    qz=(cfg.qz_source, float(cfg.qz_const)), refs=cfg_refs(cfg), fit=cfg_fit(cfg))
 
 
 @dataclass(frozen=True)
@@ -124,6 +128,17 @@ def qz_choice(data, src: Source, qz: tuple):
     source, const = qz
     ro = get_rollouts(src) if source == "rollouts" else None
     return AU.qz_for_source(data, source, const, None if ro is None or is_failure(ro) else ro)
+
+
+def exact_refusal(data, src: Source, qz: tuple):
+    """Why exact censoring cannot score ``data`` with the q_Z source ``qz`` (a MissingQz: some censored
+    run has no q_Z), or None when it can (docs/theory.md §4: exact mode is exact)."""
+    q, _ = qz_choice(data, src, qz)
+    try:
+        mode_labels(data, "exact", q)
+    except MissingQz as e:
+        return e
+    return None
 
 
 _NESTING = threading.local()   # results being computed by this thread (only the outermost shows a spinner)
@@ -155,7 +170,7 @@ def result(spinner: str, keep: tuple = SETTINGS, max_entries: int = 24, per_pred
 
     def wrap(fn):
         def compute(key: Analysis, args: tuple, kw: tuple, _src: Source):
-            data, _ = prepared(_src, key.filters, key.recal, key.refs)
+            data, _ = prepared(_src, key.filters, key.recal, key.refs, key.fit)
             return fn(key, Inputs(data, _src, key.qz), *args, **dict(kw))
 
         compute.__module__, compute.__qualname__ = fn.__module__, fn.__qualname__
@@ -411,7 +426,7 @@ def verdicts(a: Analysis | None = None) -> dict:
     """verdict.verdicts of the analysis's predictors (the skill only with ≥ 200 replicates)."""
     a = a or analysis()
     src = current_source()
-    data, _ = prepared(src, a.filters, a.recal, a.refs)
+    data, _ = prepared(src, a.filters, a.recal, a.refs, a.fit)
     sk = skill(a=a) if a.settings.n_boot >= 200 else None
     q = Inputs(data, src, a.qz).q_z(settings=a.settings)
     res = tps(a=a)
@@ -446,7 +461,7 @@ def _two_logs(a: Analysis, cand_key: str, pair_on: str, _src: Source, _cand: Sou
     cand = load_base(_cand)
     if is_failure(cand):
         return cand
-    base, _ = prepared(_src, a.filters, a.recal, a.refs)
+    base, _ = prepared(_src, a.filters, a.recal, a.refs, a.fit)
     column = CB.free_column(base, cand)  # "log", or "log_2" … when a log has a column of that name
     both = CB.combine_logs(base, cand, column=column)
     names = [p for p in a.predictors if p in both.predictors]

@@ -63,8 +63,12 @@ with cc[1]:
 
 # ----------------------------------------------------------------- treatments
 st.subheader("TPS under each treatment")
-modes = ["complete", "simple", "exact", "upper"]
+# exact mode is exact (docs/theory.md §4): with a censored run lacking q_Z under this q_Z source it is left out
+exact_no = Rs.exact_refusal(data, Rs.current_source(), (cfg.qz_source, float(cfg.qz_const)))
+modes = [m for m in ("complete", "simple", "exact", "upper") if m != "exact" or exact_no is None]
 qnote = Rs.censoring_label(cfg, "exact")  # ("exact (q_Z from …)": the mode names itself)
+if exact_no is not None:
+    st.caption(f"Exact is left out of this section: {C.md(say(exact_no))}.")
 treatments_box, shift_box = st.empty(), st.empty()
 
 
@@ -88,19 +92,17 @@ def _show_treatments(results: dict, boot: bool) -> None:
             lo, hi, _ = summary_interval(r, results[m].settings.level)
             rows.append({"predictor": p, "mode": Rs.censoring_label(cfg, m), "key": m, "tps_mean": r["tps_mean"],
                          "tps_ci_low": lo, "tps_ci_high": hi,
-                         "n_trajectories": int(r["n_trajectories"]), "n_censored": int(r["n_censored"]),
-                         "n_qz_fallback": int(r["n_qz_fallback"])})
+                         "n_trajectories": int(r["n_trajectories"]), "n_censored": int(r["n_censored"])})
     table = pd.DataFrame(rows)
     how = ("95% bootstrap CI" if boot and cfg.n_boot else
            "95% interval = mean ± 1.96 SE" + (" (bootstrap off)" if boot else
                                               " while the bootstrap CI is computed (large log)"))
-    fb = int(results["exact"].summary["n_qz_fallback"].max()) if len(preds) else 0
     cur = results[cfg.censoring].summary
     with treatments_box.container():
         plot(F.censoring_modes_figure(table, colors, cfg.alpha, cfg.beta, current=Rs.censoring_label(cfg)),
                _key("cens_modes", boot), name="TPS by censoring treatment")
-        st.caption(f"{cfg.unit} per run, higher is better, {how}; {qnote}"
-                   + (f"; {fb} censored run(s) had no q_Z and were scored with q_Z = 0" if fb else "") +
+        st.caption(f"{cfg.unit} per run, higher is better, {how}"
+                   + (f"; {qnote}" if exact_no is None else "") +
                    ". The current sidebar mode (larger, outlined markers) is **" + Rs.censoring_label(cfg) + "**.")
         st.markdown(f"**Under the current mode — {Rs.censoring_label(cfg)}**",
                     help="The mode chosen in the sidebar; every other page uses it.")
@@ -108,14 +110,15 @@ def _show_treatments(results: dict, boot: bool) -> None:
             "predictor": [F.display_name(p) for p in cur.index],
             f"TPS ({cfg.unit}/run)": [Fm.num(v) for v in cur["tps_mean"]],
             "95% CI": [Fm.interval(*summary_interval(cur.loc[p])[:2]) for p in cur.index],
-            "n runs": cur["n_trajectories"].to_numpy(), "censored runs scored": cur["n_censored"].to_numpy(),
-            "q_Z fallback": cur["n_qz_fallback"].to_numpy()}), hide_index=True, width="stretch",
+            "n runs": cur["n_trajectories"].to_numpy(), "censored runs scored": cur["n_censored"].to_numpy()}),
+            hide_index=True, width="stretch",
             key=_key("cens_current", boot))
 
 
 def _show_shift(boot: bool) -> None:
     a = Rs.analysis(cfg, n_boot=None if boot else 0)
-    sh_cs, sh_se = Rs.shift("complete", "simple", a=a), Rs.shift("simple", "exact", a=a)
+    sh_cs = Rs.shift("complete", "simple", a=a)
+    sh_se = Rs.shift("simple", "exact", a=a) if exact_no is None else None
     with shift_box.container():
         st.markdown("**Shift between treatments** (per predictor; 95% trajectory-bootstrap CI)",
                     help="Difference of mean TPS. Complete-case averages over complete runs only, so its shift mixes "
@@ -125,9 +128,10 @@ def _show_shift(boot: bool) -> None:
             f"simple − complete-case ({cfg.unit})": [Fm.num(sh_cs.loc[p, "shift"], "+.4f") for p in preds],
             "95% CI (simple − cc)": [Fm.interval(sh_cs.loc[p, "shift_ci_low"], sh_cs.loc[p, "shift_ci_high"], "+.4f")
                                      for p in preds],
-            f"exact − simple ({cfg.unit})": [Fm.num(sh_se.loc[p, "shift"], "+.4f") for p in preds],
+            f"exact − simple ({cfg.unit})": [Fm.num(sh_se.loc[p, "shift"], "+.4f") if sh_se is not None else
+                                             "needs q_Z" for p in preds],
             "95% CI (exact − simple)": [Fm.interval(sh_se.loc[p, "shift_ci_low"], sh_se.loc[p, "shift_ci_high"], "+.4f")
-                                        for p in preds],
+                                        if sh_se is not None else "" for p in preds],
             "per step: simple − cc": [Fm.num(sh_cs.loc[p, "shift_step"], "+.4f") for p in preds],
         }), hide_index=True, width="stretch", key=_key("cens_shift", boot), column_config={
             f"simple − complete-case ({cfg.unit})": st.column_config.TextColumn(

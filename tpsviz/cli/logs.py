@@ -117,7 +117,7 @@ def settings_for(args, data) -> ScoreSettings:
     return settings_from(args, default_censoring(data) == "exact")
 
 
-def load_log(args, path, allow_empty: bool = False):
+def load_log(args, path, allow_empty: bool = False, recalibrate=True):
     """One log with its recalibrated predictors (``--recalibrate``), and the notes of the loading
     (:func:`tpsviz.evaluation.settings.read_log`).
 
@@ -130,6 +130,9 @@ def load_log(args, path, allow_empty: bool = False):
         The log.
     allow_empty : bool
         Return a log without any forecast (the caller adds its references) instead of refusing it.
+    recalibrate : bool
+        Add ``--recalibrate``'s predictors here, fitted on the population of ``--censoring`` (or the
+        log's default mode); False: the caller adds them once q_Z is known (:func:`prepare`).
 
     Returns
     -------
@@ -142,10 +145,12 @@ def load_log(args, path, allow_empty: bool = False):
         For a log with nothing to score, or a recalibration that gives no predictor.
     """
     options = read_options(args)
+    recalibrate = args.recalibrate if recalibrate else None
     try:
-        return evaluation_settings.read_log(path, options, args.forecasts, args.recalibrate, args.folds, args.seed,
+        return evaluation_settings.read_log(path, options, args.forecasts, recalibrate, args.folds, args.seed,
                                             getattr(args, "schedule", "uniform"),
-                                            allow_empty=allow_empty, outcomes=getattr(args, "outcomes", None))
+                                            allow_empty=allow_empty, outcomes=getattr(args, "outcomes", None),
+                                            censoring=getattr(args, "censoring", None))
     except LogFormatError:
         raise
     except ValueError as exc:
@@ -169,10 +174,14 @@ def prepare(args):
     ------
     Fail
     """
-    data, notes = load_log(args, args.path, allow_empty=True)
+    data, notes = load_log(args, args.path, allow_empty=True, recalibrate=False)
     try:
         q_z, args.censoring, more = evaluation_settings.qz_source(data, None, args.rollouts, args.censoring)
         settings = settings_for(args, data)
+        if args.recalibrate:  # fitted on the population the score scores (docs/theory.md §6)
+            data, recal = evaluation_settings.recalibrated(data, args.recalibrate, args.folds, args.seed,
+                                                           settings.censoring, q_z)
+            more = recal + more
         data, refs = evaluation_settings.with_references(data, settings, q_z, getattr(args, "references", False),
                                                          getattr(args, "folds", 5), args.seed)
     except LogFormatError:

@@ -197,8 +197,8 @@ def add_log_options(p: argparse.ArgumentParser) -> None:
     add_json(p)
     p.add_argument("--recalibrate", choices=("platt", "isotonic", "beta"), default=None,
                    help="add a cross-fitted recalibration of every predictor and raw_/unc_ "
-                        "signal as predictor <name>@<method> (fitted on complete runs, folds "
-                        "grouped by trajectory; beta skips raw signals)")
+                        "signal as predictor <name>@<method> (fitted on the runs the --censoring mode "
+                        "scores, with its labels; folds grouped by trajectory; beta skips raw signals)")
     p.add_argument("--folds", type=int, default=5,
                    help="cross-fitting folds for --recalibrate (default 5)")
     add_reading_options(p)

@@ -11,7 +11,9 @@ Censoring modes:
 ``simple``    q_Z = 0 for every censored run (censoring treated as failure); strictly
               proper for the pseudo-label target m_t = P(Δ=1, Y=1 | H_t).
 ``exact``     q_Z from the log's ``q_z`` column (or a supplied estimate, e.g. Monte-Carlo
-              rollouts); censored runs without q_Z fall back to ``simple`` and are counted.
+              rollouts). Every censored run needs one: a censored run without q_Z is refused
+              (:class:`MissingQz`, with its remedies), never scored as if q_Z were 0 under the
+              name "exact" (docs/theory.md §4).
 ``upper``     q_Z = 1 for every censored run: with ``simple`` it bounds TPS_cen, which is
               linear in q_Z, for any q_Z in [0, 1].
 
@@ -25,29 +27,78 @@ import numpy as np
 import pandas as pd
 
 from tpsviz.core.data import TrajectoryData
+from tpsviz.core.errors import SettingError
 from tpsviz.core.scores import beta_score
+from tpsviz.core.wording import setting
 
-__all__ = ["CENSORING_MODES", "CENSORING_LABELS", "default_censoring", "qz_per_trajectory", "qz_for_runs",
-           "censored_row_scores"]
+__all__ = ["CENSORING_MODES", "CENSORING_LABELS", "TARGETS", "MissingQz", "default_censoring", "qz_coverage",
+           "qz_per_trajectory", "qz_for_runs", "mode_labels", "population_words", "censored_row_scores"]
 
 CENSORING_MODES = ("complete", "simple", "exact", "upper")
 CENSORING_LABELS = {
     "complete": "complete-case (censored runs left out)",
     "simple": "simple (q_Z = 0: censoring scored as failure)",
-    "exact": "exact (q_Z from the log, simple where missing)",
+    "exact": "exact (q_Z of every censored run from the log or an estimate)",
     "upper": "upper bound (q_Z = 1)",
 }
 
 
-def default_censoring(data: TrajectoryData) -> str:
-    """``exact`` when the log has a ``q_z`` value for some censored run, else ``simple``."""
+#: what the score of each mode elicits at step t (docs/theory.md §4): the target a forecast must report
+#: to be truthful under that mode, and so the label a map from a signal to a probability is fitted on
+TARGETS = {
+    "simple": "m_t = P(success within the budget | H_t): a cut-off run counts as a failure",
+    "upper": "P(success or cut off | H_t): a cut-off run counts as a success",
+    "exact": "q_t = P(success | H_t): a cut-off run counts as q_Z of a success",
+    "complete": "P(success | H_t, the run ends within the budget): cut-off runs are left out",
+}
+
+
+class MissingQz(SettingError):
+    """Exact censoring asked for a log where some censored run has no q_Z.
+
+    Attributes
+    ----------
+    n_missing, n_censored : int
+        Censored runs without q_Z, and all censored runs.
+    """
+
+    def __init__(self, n_missing: int, n_censored: int):
+        self.n_missing, self.n_censored = int(n_missing), int(n_censored)
+        super().__init__(
+            f"exact censoring needs q_Z for every censored run, and {self.n_missing:,} of the "
+            f"{self.n_censored:,} censored runs have none: give a q_Z for every one ({setting('rollouts')} "
+            f"covering every censored run, a q_z value in the log for each, or one value for all, "
+            f"{setting('q_z', 0.5)}), or choose {setting('censoring', 'simple')} (a cut-off run counts as a "
+            "failure)")
+
+    def __reduce__(self):
+        return (MissingQz, (self.n_missing, self.n_censored))
+
+
+def qz_coverage(data: TrajectoryData) -> tuple[int, int]:
+    """(censored runs with a ``q_z`` value in the log, censored runs)."""
     t = data.trajectories
-    return "exact" if bool((t["censored"] & t["q_z"].notna()).any()) else "simple"
+    cens = t["censored"].to_numpy(dtype=bool)
+    return int((cens & t["q_z"].notna().to_numpy()).sum()), int(cens.sum())
+
+
+def default_censoring(data: TrajectoryData) -> str:
+    """``exact`` when every censored run of the log has a ``q_z`` value (and there is one), else ``simple``.
+
+    A log where only some censored runs have q_z is scored ``simple`` by default: exact mode needs
+    every one (:class:`MissingQz`)."""
+    with_qz, n_cens = qz_coverage(data)
+    return "exact" if n_cens and with_qz == n_cens else "simple"
 
 
 def qz_per_trajectory(data: TrajectoryData, mode: str, q_z) -> tuple[np.ndarray, np.ndarray]:
-    """q_Z per trajectory (NaN for complete runs) and the mask of censored runs that fell
-    back to q_Z = 0 for want of an estimate (``exact`` mode only)."""
+    """q_Z per trajectory (NaN for complete runs) and the mask of censored runs without an estimate
+    (always empty: :func:`qz_for_runs` refuses them in ``exact`` mode).
+
+    Raises
+    ------
+    MissingQz
+        In ``exact`` mode, when a censored run has no q_Z."""
     t = data.trajectories
     given = None
     if mode == "exact":
@@ -73,7 +124,12 @@ def qz_for_runs(cens: np.ndarray, given: np.ndarray | None, mode: str) -> tuple[
     q : ndarray
         q_Z per run (NaN for complete runs).
     fallback : ndarray of bool
-        Censored runs without an estimate in ``exact`` mode (scored with q_Z = 0).
+        Censored runs without an estimate: always none (kept for the callers' counts).
+
+    Raises
+    ------
+    MissingQz
+        In ``exact`` mode, when a censored run has no estimate.
     """
     q = np.full(cens.shape, np.nan)
     none = np.zeros(cens.shape, dtype=bool)
@@ -84,9 +140,64 @@ def qz_for_runs(cens: np.ndarray, given: np.ndarray | None, mode: str) -> tuple[
         q[cens] = 1.0
         return q, none
     q[cens] = given[cens]
-    fallback = cens & np.isnan(q)
-    q[fallback] = 0.0
-    return q, fallback
+    missing = cens & np.isnan(q)
+    if missing.any():
+        raise MissingQz(int(missing.sum()), int(cens.sum()))
+    return q, none
+
+
+def mode_labels(data: TrajectoryData, censoring: str, q_z=None) -> np.ndarray:
+    """Each run's label under a censoring mode: the outcome the score of that mode rewards.
+
+    A complete run's label is its outcome Y. A censored run's label is 0 (``simple``), 1
+    (``upper``), its q_Z (``exact``: a soft label, weight q_Z on success) or NaN (``complete``:
+    left out). A forecast is truthful under a mode when it reports the expected label given the
+    history (:data:`TARGETS`), so everything fitted or tested against outcomes (recalibration maps,
+    the reference forecasters, the verdict's checks, the base rate) uses these labels
+    (docs/theory.md §4, §6).
+
+    Parameters
+    ----------
+    data : TrajectoryData
+    censoring : str
+        One of :data:`CENSORING_MODES`.
+    q_z : array_like or Series, optional
+        q_Z estimates in ``exact`` mode (default: the log's ``q_z`` column).
+
+    Returns
+    -------
+    ndarray of float
+        One label in [0, 1] per run, in the order of ``data.trajectories`` (NaN: not used).
+
+    Raises
+    ------
+    MissingQz
+        In ``exact`` mode, when a censored run has no q_Z.
+    """
+    if censoring not in CENSORING_MODES:
+        raise ValueError(f"censoring must be one of {', '.join(CENSORING_MODES)}, got {censoring!r}")
+    t = data.trajectories
+    cens = t["censored"].to_numpy(dtype=bool)
+    y = t["outcome"].to_numpy(dtype=float).copy()
+    if censoring == "complete":
+        y[cens] = np.nan
+        return y
+    q, _ = qz_per_trajectory(data, censoring, q_z)
+    y[cens] = q[cens]
+    return y
+
+
+def population_words(data: TrajectoryData, censoring: str) -> str:
+    """The runs a fit under ``censoring`` uses, in words: "all 600 runs, the 280 cut off counted as
+    failures" or "the 320 complete runs (280 cut off left out)"."""
+    n, n_cens = int(data.n_trajectories), int(data.n_censored)
+    if not n_cens:
+        return f"all {n:,} runs (none cut off)"
+    if censoring == "complete":
+        return f"the {n - n_cens:,} complete runs ({n_cens:,} cut off left out)"
+    how = {"simple": "counted as failures", "upper": "counted as successes",
+           "exact": "counted at their q_Z"}[censoring]
+    return f"all {n:,} runs, the {n_cens:,} cut off {how}"
 
 
 def _align_qz(data: TrajectoryData, q_z) -> np.ndarray:

@@ -179,8 +179,8 @@ def qz_for_source(data: TrajectoryData, source: str = "log", constant: float = 0
     data : TrajectoryData
     source : {"log", "rollouts", "constant"}
         The log's ``q_z`` column; the Monte-Carlo mean of ``rollouts`` (a censored run without
-        rollouts falls back to q_Z = 0, as without a q_z value); or ``constant`` for every
-        censored run.
+        rollouts has no q_Z, as without a q_z value: exact mode then refuses the log,
+        :class:`tpsviz.core.censoring.MissingQz`); or ``constant`` for every censored run.
     constant : float
         q_Z of source ``"constant"``, in [0, 1].
     rollouts : DataFrame, optional
@@ -252,12 +252,17 @@ def mc_audit(data: TrajectoryData, rollouts, settings: ScoreSettings | None = No
     Returns
     -------
     MCAudit
-        Censored runs without rollouts are scored with q_Z = 0 in both modes (their
-        difference is 0) and counted in the notes.
+        Censored runs without rollouts have no q_Z, so exact mode cannot score them: the audit
+        leaves them out of both modes (counted in the notes and in ``info["n_left_out"]``).
     """
     settings = settings or ScoreSettings()
     q, info = rollout_qz_series(data, rollouts)
     qz = qz_from_rollouts(rollouts)
+    if info["censored_without"]:  # exact mode needs every censored run's q_Z (docs/theory.md §4)
+        keep = ~(data.trajectories["censored"].to_numpy(dtype=bool) & np.isnan(q.to_numpy(dtype=float)))
+        data = data.subset(keep)
+        q = q[keep]
+    info["n_left_out"] = len(info["censored_without"])
     names = list(data.predictors if predictors is None else predictors)
     ex = compute_tps(data, replace(settings, censoring="exact"), names, q_z=q)
     si = compute_tps(data, replace(settings, censoring="simple"), names)
@@ -286,7 +291,7 @@ def mc_audit(data: TrajectoryData, rollouts, settings: ScoreSettings | None = No
     notes = []
     if info["censored_without"]:
         notes.append(f"{len(info['censored_without'])} of {info['n_censored']} censored runs have "
-                     "no rollouts; they are scored with q_Z = 0 in both modes (difference 0)")
+                     "no rollouts, so no q_Z: the audit leaves them out of both modes")
     if info["unknown_ids"]:
         ex_ids = ", ".join(show_id(i) for i in info["unknown_ids"][:3])
         notes.append(f"{len(info['unknown_ids'])} trajectory id(s) in the rollouts are not in the "

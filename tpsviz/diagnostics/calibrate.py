@@ -3,22 +3,36 @@
 :func:`add_recalibrated` wraps :func:`tpsviz.diagnostics.recalibration.recalibrate` at the level of a
 :class:`~tpsviz.core.data.TrajectoryData`: it takes a predictor (``conf_<name>``) or a raw signal
 (``raw_<name>``: higher = more confident; ``unc_<name>``: higher = less confident), fits the
-map on the complete runs only (the outcome must be known), cross-fitted with folds grouped by
-trajectory so that no run is recalibrated by a map fitted on its own outcome, and adds the
-result as a new predictor ``<name>@<method>``. Censored runs get probabilities from the map of
-their own fold too, so the new predictor can be scored under every censoring mode.
+map cross-fitted with folds grouped by trajectory so that no run is recalibrated by a map fitted on
+its own outcome, and adds the result as a new predictor ``<name>@<method>``.
+
+The map is fitted on the population the score then scores (docs/theory.md §6): with the labels of
+the censoring mode (:func:`tpsviz.core.censoring.mode_labels`): ``simple`` all runs, a cut-off run
+labelled 0; ``upper`` all runs, labelled 1; ``exact`` all runs, a cut-off run entering with its q_Z
+as a soft label; ``complete`` the complete runs only. A map fitted on complete runs and scored under
+``simple`` would convert a signal into P(success | the run completes) and be called optimistic for
+the app's own fit (measured: a bias of +0.17 to +0.19 with 40% of runs cut off). Every row, cut-off
+runs included, gets the map of its own fold. The mode is recorded on the log
+(:func:`recalibration_mode`), so a conversion is said with its population and questioned when
+scored under another mode.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
+from dataclasses import replace
+
+from tpsviz.core.censoring import MissingQz, default_censoring, mode_labels, population_words
 from tpsviz.core.inference import DEFAULT_SEED
 from tpsviz.core.data import TrajectoryData
 from tpsviz.diagnostics.recalibration import METHODS, recalibrate
 
 __all__ = ["add_recalibrated", "add_all_recalibrated", "recalibrated_name", "sources", "recalibration_source",
-           "source_values", "conversion_words", "METHOD_WORDS", "METHODS"]
+           "source_values", "conversion_words", "recalibration_mode", "METHOD_WORDS", "METHODS"]
+
+#: the key of ``TrajectoryData.reading`` that records each conversion's fitting population
+FITS_KEY = "recalibrations"
 
 #: each recalibration method in words (the verdict's sentence says how a predictor was made)
 METHOD_WORDS = {"platt": "Platt scaling", "isotonic": "isotonic regression", "beta": "beta calibration"}
@@ -118,8 +132,17 @@ def conversion_words(data: TrajectoryData, name: str) -> str | None:
     method, per_step = (tag[:-len("-step")], True) if tag.endswith("-step") else (tag, False)
     how = METHOD_WORDS.get(method, method)
     made = "converted to a probability" if src in data.signals else "recalibrated"
+    fit = recalibration_mode(data, name)
+    on = f" on {fit['population']}" if fit else ""
     return (f"{src} {made} by {how}" + (", one map per step" if per_step else "")
-            + ", each run's map fitted on other runs (cross-fitted)")
+            + f", fitted{on}, each run's map on other runs (cross-fitted)")
+
+
+def recalibration_mode(data: TrajectoryData, name: str) -> dict | None:
+    """How the conversion ``name`` was fitted: ``{"censoring": mode, "population": words}``, or None
+    when ``data`` does not record it (a predictor that is no conversion made here)."""
+    fits = data.reading.get(FITS_KEY) if isinstance(data.reading, dict) else None
+    return (fits or {}).get(name)
 
 
 def _resolve_source(data: TrajectoryData, source: str):
@@ -138,7 +161,8 @@ def _resolve_source(data: TrajectoryData, source: str):
 
 def add_recalibrated(data: TrajectoryData, source: str, method: str = "platt", folds: int = 5,
                      per_step: bool = False, seed: int = DEFAULT_SEED,
-                     name: str | None = None) -> tuple[TrajectoryData, dict]:
+                     name: str | None = None, censoring: str | None = None,
+                     q_z=None) -> tuple[TrajectoryData, dict]:
     """Add a cross-fitted recalibration of a predictor or raw signal as a new predictor.
 
     Parameters
@@ -159,17 +183,30 @@ def add_recalibrated(data: TrajectoryData, source: str, method: str = "platt", f
         Seed of the fold assignment.
     name : str, optional
         Name of the new predictor (default :func:`recalibrated_name`).
+    censoring : {"simple", "upper", "exact", "complete"}, optional
+        The censoring mode the new predictor will be scored under: its labels are the fitting
+        population (module docstring). Default :func:`tpsviz.core.censoring.default_censoring`,
+        the mode :func:`tpsviz.compute_tps` scores by default.
+    q_z : array_like or Series, optional
+        q_Z of the censored runs in ``exact`` mode (default: the log's ``q_z`` column).
 
     Returns
     -------
     data : TrajectoryData
         A copy with the predictor ``<name>@<method>`` added (NaN where the source is
-        missing). The input is not modified.
+        missing) and its fitting population recorded (:func:`recalibration_mode`). The input is
+        not modified.
     report : dict
         The recalibration report (``method``, ``folds``, ``n_labelled`` …, see
         :class:`tpsviz.diagnostics.recalibration.RecalibrationResult`) plus ``source``, ``name``,
-        ``n_missing`` (rows without a source value, left missing) and
-        ``fitted_on`` (which runs the maps were fitted on).
+        ``n_missing`` (rows without a source value, left missing), ``censoring`` and
+        ``fitted_on`` (which runs the maps were fitted on, in words).
+
+    Raises
+    ------
+    ValueError
+        Nothing to recalibrate, a constant signal, too few labelled runs for the folds, or
+        (:class:`tpsviz.core.censoring.MissingQz`) exact mode with a censored run without q_Z.
     """
     x, kind, direction = _resolve_source(data, source)
     if method not in METHODS:
@@ -178,8 +215,9 @@ def add_recalibrated(data: TrajectoryData, source: str, method: str = "platt", f
         raise ValueError(f"beta calibration needs probabilities; {source!r} is a raw signal "
                          "(use platt or isotonic)")
     new = name or recalibrated_name(data, source, method)
+    mode = censoring or default_censoring(data)
     codes = data.steps["traj"].to_numpy()
-    y = data.trajectories["outcome"].to_numpy(dtype=float)[codes]  # NaN for censored runs
+    y = mode_labels(data, mode, q_z)[codes]  # the labels the score of this mode rewards
     ok = np.isfinite(x)
     if not ok.any():
         raise ValueError(f"{source!r} has no value on any row")
@@ -191,22 +229,27 @@ def add_recalibrated(data: TrajectoryData, source: str, method: str = "platt", f
                       seed=seed, direction=direction, signal=kind)
     values = np.full(data.n_steps, np.nan)
     values[ok] = res.probabilities
+    population = population_words(data, mode)
     report = dict(res.report)
-    report.update(source=source, name=new, n_missing=int((~ok).sum()),
-                  fitted_on="complete runs only (outcome observed); every row, censored runs "
-                            "included, gets the map fitted on the other folds")
+    report.update(source=source, name=new, n_missing=int((~ok).sum()), censoring=mode,
+                  fitted_on=f"{population}; every row gets the map fitted on the other folds")
     note = (f"{new}: cross-fitted {method} recalibration of {source} ({folds} folds by "
-            f"trajectory{', per step' if per_step else ''}, fitted on complete runs)")
-    return data.with_predictor(new, values, note=note), report
+            f"trajectory{', per step' if per_step else ''}, fitted on {population})")
+    out = data.with_predictor(new, values, note=note)
+    fits = dict((out.reading or {}).get(FITS_KEY) or {})
+    fits[new] = {"censoring": mode, "population": population}
+    return replace(out, reading={**(out.reading or {}), FITS_KEY: fits}), report
 
 
 def add_all_recalibrated(data: TrajectoryData, method: str = "platt", folds: int = 5,
-                         per_step: bool = False, seed: int = DEFAULT_SEED,
-                         ) -> tuple[TrajectoryData, dict]:
-    """Recalibrate every predictor and every raw/unc signal (see :func:`sources`).
+                         per_step: bool = False, seed: int = DEFAULT_SEED, censoring: str | None = None,
+                         q_z=None) -> tuple[TrajectoryData, dict]:
+    """Recalibrate every predictor and every raw/unc signal (see :func:`sources`), each fitted on the
+    population of the censoring mode (:func:`add_recalibrated`).
 
     Beta calibration skips raw signals (it needs probabilities); a source that cannot be
-    fitted (e.g. one outcome class in a fold) is skipped and reported.
+    fitted (e.g. one outcome class in a fold) is skipped and reported. Exact mode with a censored
+    run without q_Z is refused (:class:`tpsviz.core.censoring.MissingQz`), not skipped.
 
     Returns
     -------
@@ -220,7 +263,9 @@ def add_all_recalibrated(data: TrajectoryData, method: str = "platt", folds: int
             reports[src] = "skipped: beta calibration needs probabilities"
             continue
         try:
-            data, rep = add_recalibrated(data, src, method, folds, per_step, seed)
+            data, rep = add_recalibrated(data, src, method, folds, per_step, seed, censoring=censoring, q_z=q_z)
+        except MissingQz:
+            raise
         except ValueError as exc:
             reports[src] = f"skipped: {exc}"
             continue

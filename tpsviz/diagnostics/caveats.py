@@ -3,7 +3,7 @@
 Each rule is stated in docs/theory.md §8 ("Warnings"). :func:`caveats` returns plain sentences:
 one list for the log (too few runs, a schedule that is not proper) and one per predictor
 (forecasts clipped, skill not above 0, a recalibration that inverted the ranking of its signal
-or was fitted on complete runs and scored where many runs are censored).
+or was fitted on another censoring mode's population than the one it is scored under).
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from tpsviz.core.cancel import checkpoint
-from tpsviz.diagnostics.calibrate import recalibration_source, source_values
+from tpsviz.diagnostics.calibrate import recalibration_mode, recalibration_source, source_values
 from tpsviz.diagnostics.leaderboard import labelled_rows
 from tpsviz.diagnostics.metric_bootstrap import paired_metric_difference
 from tpsviz.diagnostics.metrics import auroc
@@ -21,13 +21,11 @@ from tpsviz.core.data import TrajectoryData
 from tpsviz.core.tps import ScoreSettings
 
 __all__ = ["Caveats", "caveats", "schedule_caveat", "recalibration_source", "MIN_COMPLETE", "MIN_EACH",
-           "MAX_CENSORED_SHARE", "Z_FELL"]
+           "Z_FELL"]
 
 #: fewer complete runs than this, or fewer of either outcome than :data:`MIN_EACH`, is a warning
 MIN_COMPLETE = 100
 MIN_EACH = 20
-#: a map fitted on complete runs is questioned when more than this share of runs is censored
-MAX_CENSORED_SHARE = 0.20
 #: a recalibration whose AUROC fell against its own signal by Δ/SE below this, and by at least
 #: MIN_FALL, is flagged: cross-fitted maps cost a signal a little of its ranking (the demo's three
 #: raw signals under Platt lose 0.006-0.008 at Δ/SE -2.4 to -2.7), which is no reason to act
@@ -117,11 +115,12 @@ def _recalibration_caveats(data, settings, name, src, n_boot) -> list:
             out.append(f"{name}: AUROC fell from {a - d.delta:.3f} ({src}) to {a:.3f} "
                        f"(Δ/SE = {d.z:.1f}): the cross-fitted maps disagree across folds. "
                        + hint)
-    share = data.n_censored / max(data.n_trajectories, 1)
-    if share > MAX_CENSORED_SHARE and settings.censoring != "complete":
-        out.append(f"{name}: its map was fitted on complete runs only, but {share:.0%} of runs are "
-                   f"censored and the {settings.censoring} score includes them: the map may not "
-                   "hold for runs cut off by the budget.")
+    fit = recalibration_mode(data, name)
+    if data.n_censored and fit and fit["censoring"] != settings.censoring:
+        out.append(f"{name}: its map was fitted on {fit['population']} ({fit['censoring']} censoring), but it "
+                   f"is scored under {settings.censoring} censoring: it converts the signal into the other "
+                   "mode's target, so its calibration is judged against the wrong one; recalibrate under "
+                   f"{settings.censoring} censoring.")
     return out
 
 

@@ -32,7 +32,7 @@ from tpsviz.core.data import TrajectoryData
 from tpsviz.diagnostics.metric_bootstrap import (
     MeanStat, metric_statistic, replicate_statistics, replicate_summary)
 from tpsviz.diagnostics.metrics import metric_point, scalarised_score
-from tpsviz.core.censoring import default_censoring, qz_per_trajectory
+from tpsviz.core.censoring import default_censoring, mode_labels
 from tpsviz.core.tps import ScoreSettings, TPSResult, compute_tps, no_predictor_message
 
 __all__ = ["METRIC_INFO", "LABELS", "metric_table", "BaseRateReference", "base_rate_reference",
@@ -238,7 +238,7 @@ RATE_RULES = {
     "simple": "share of all runs that finished with success, censored runs counting as "
               "failures: P(Δ=1, Y=1), the constant the simple censored score elicits",
     "exact": "expected success rate of all runs: complete runs count Y, censored runs count "
-             "the q_Z used for scoring (0 where it is missing, as in scoring)",
+             "the q_Z used for scoring",
     "upper": "share of runs that succeeded or were censored (q_Z = 1 for censored runs)",
 }
 
@@ -279,24 +279,16 @@ def _reference_name(data: TrajectoryData) -> str:
 
 
 def run_labels(data: TrajectoryData, settings: ScoreSettings, q_z=None) -> np.ndarray:
-    """The label ℓ_i each run is scored against under ``settings.censoring``.
-
-    Complete runs: their outcome Y. Censored runs: 0 (simple), 1 (upper), the q_Z used for
-    scoring (exact; 0 where it is missing, as in scoring) or NaN (complete-case leaves them
-    out).
+    """The label ℓ_i each run is scored against under ``settings.censoring``
+    (:func:`tpsviz.core.censoring.mode_labels`: Y of a complete run; a censored run's 0 (simple),
+    1 (upper), q_Z (exact) or NaN (complete-case leaves them out)).
 
     Returns
     -------
     ndarray
         One float per trajectory, in the order of ``data.trajectories``.
     """
-    t = data.trajectories
-    cens = t["censored"].to_numpy()
-    out = t["outcome"].to_numpy(dtype=float)
-    if settings.censoring == "complete":
-        return np.where(cens, np.nan, out)
-    q, _ = qz_per_trajectory(data, settings.censoring, q_z)
-    return np.where(cens, q, out)
+    return mode_labels(data, settings.censoring, q_z)
 
 
 def reference_rate(data: TrajectoryData, settings: ScoreSettings, q_z=None) -> tuple[float, str]:

@@ -10,8 +10,14 @@ Maps (scikit-learn fits):
 
 Cross-fitting (docs/theory.md §6): trajectories are split at random (seeded) into k folds; every row
 gets its probability from a map fitted on the labelled rows of the *other* folds, so no run is
-recalibrated with its own outcome. Rows with unknown outcome (NaN: censored) are never used
-to fit; they are predicted like every other row, by the map of their own trajectory's fold.
+recalibrated with its own outcome. Rows without a label (NaN) are never used to fit; they are
+predicted like every other row, by the map of their own trajectory's fold.
+
+Labels are 0, 1 or a soft label ℓ in (0, 1) (a censored run under exact censoring, ℓ = q_Z): a
+soft label enters the logistic fits as a row with outcome 1 and weight ℓ plus a row with outcome 0
+and weight 1 − ℓ (the expected log-likelihood), and the isotonic fit as the value ℓ (least squares).
+Which label a censored run gets is the censoring mode's (:func:`tpsviz.core.censoring.mode_labels`):
+the map is fitted on the population the score then scores.
 """
 
 from __future__ import annotations
@@ -61,7 +67,7 @@ def _features(x: np.ndarray, method: str, signal: str) -> np.ndarray:
 
 
 def _fit(method: str, feats: np.ndarray, y: np.ndarray):
-    """A fitted map: features -> probabilities."""
+    """A fitted map: features -> probabilities (``y``: labels in [0, 1], soft ones included)."""
     if method == "isotonic":
         # (scikit-learn: ~2.5 s to import, only when a model is fitted)
         from sklearn.isotonic import IsotonicRegression
@@ -75,8 +81,38 @@ def _fit(method: str, feats: np.ndarray, y: np.ndarray):
     from sklearn.preprocessing import StandardScaler
 
     model = make_pipeline(StandardScaler(), LogisticRegression(C=1e6, max_iter=1000))
-    model.fit(feats, y.astype(int))
+    hard = (y == 0) | (y == 1)
+    if hard.all():
+        model.fit(feats, y.astype(int))
+    else:  # a soft label ℓ: outcome 1 with weight ℓ and outcome 0 with weight 1 − ℓ
+        X, lab, w = soft_rows(feats, y)
+        model.fit(X, lab, logisticregression__sample_weight=w)
     return lambda f: model.predict_proba(f)[:, 1]
+
+
+def soft_rows(feats: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Rows of a weighted logistic fit equivalent to soft labels: every row with label ℓ becomes a row
+    (outcome 1, weight ℓ) and a row (outcome 0, weight 1 − ℓ); rows of weight 0 are dropped.
+
+    Parameters
+    ----------
+    feats : ndarray, shape (n, k)
+        Features of each row.
+    y : ndarray, shape (n,)
+        Labels in [0, 1].
+
+    Returns
+    -------
+    X : ndarray, shape (m, k)
+    outcome : ndarray of int, shape (m,)
+    weight : ndarray, shape (m,)
+        The log-likelihood Σ w·log P(outcome) over these rows is Σ_i [ℓ_i log p_i + (1 − ℓ_i) log(1 − p_i)].
+    """
+    X = np.vstack([feats, feats])
+    outcome = np.r_[np.ones(y.size, dtype=int), np.zeros(y.size, dtype=int)]
+    weight = np.r_[y, 1.0 - y]
+    keep = weight > 0
+    return X[keep], outcome[keep], weight[keep]
 
 
 def _fittable(y: np.ndarray) -> bool:
@@ -104,8 +140,8 @@ def _validate(x, y, groups, method, signal, direction, folds):
         raise ValueError("the signal x must be finite (drop rows without a forecast first)")
     if signal == "probability" and not ((x >= 0) & (x <= 1)).all():
         raise ValueError("a probability signal must lie in [0, 1]; use signal='raw' otherwise")
-    if not (np.isnan(y) | np.isin(y, (0.0, 1.0))).all():
-        raise ValueError("outcomes y must be 0, 1 or NaN (unknown)")
+    if not (np.isnan(y) | ((y >= 0) & (y <= 1))).all():
+        raise ValueError("labels y must be in [0, 1] (0, 1, or a soft label such as q_Z) or NaN (not used)")
     return x, y, g
 
 
@@ -128,7 +164,7 @@ def _assign_folds(g: np.ndarray, labelled: np.ndarray, folds: int, seed: int) ->
     trajectories; a ValueError when fewer trajectories than folds have an outcome."""
     codes, traj = np.unique(g, return_inverse=True)
     if np.unique(traj[labelled]).size < folds:
-        raise ValueError(f"{folds} folds need at least {folds} trajectories with an outcome")
+        raise ValueError(f"{folds} folds need at least {folds} trajectories with a label")
     rng = np.random.default_rng(seed)
     fold_of_traj = rng.permutation(codes.size) % folds
     return fold_of_traj[traj], int(codes.size)
@@ -196,7 +232,8 @@ def recalibrate(x, y, groups, method: str = "platt", folds: int = 5, per_step=No
         The signal per row: probabilities in [0, 1] (``signal="probability"``) or any real
         value (``signal="raw"``, e.g. a log-probability or an entropy).
     y : array_like
-        Outcome per row: 0, 1, or NaN where unknown (censored runs).
+        Label per row: 0, 1, a soft label in (0, 1) (a censored run's q_Z under exact censoring), or
+        NaN where the row is not fitted on (e.g. censored runs in complete-case mode).
     groups : array_like
         Trajectory id of each row (any hashable values; rows of a run share one id).
     method : {"platt", "isotonic", "beta"}

@@ -18,7 +18,7 @@ from tpsviz.core.censoring import default_censoring
 from tpsviz.evaluation.record import Evaluation
 from tpsviz.evaluation.settings import (
     RECALIBRATIONS, check_settings, memory_reason, no_forecast_reason, qz_source, read_log, read_options,
-    score_settings, with_references)
+    recalibrated, score_settings, with_references)
 
 __all__ = ["evaluate", "Evaluation"]
 
@@ -93,11 +93,14 @@ def evaluate(source_or_data, *, alpha: float | None = None, beta: float | None =
     options = _reading_options(source_or_data, forecasts, dict(
         fmt=fmt, success_threshold=success_threshold, treat=treat, scorer=scorer, conf=conf, mapping=mapping,
         percent=percent, run_by=run_by, step_spans=step_spans, outcome=outcome, censor_when=censor_when), outcomes)
-    data, notes = read_log(source_or_data, options, forecasts, recalibrate, folds, seed, schedule,
+    data, notes = read_log(source_or_data, options, forecasts, None, folds, seed, schedule,
                            allow_empty=True, outcomes=outcomes)
     q, censoring, qz_notes = qz_source(data, q_z, rollouts, censoring)
     settings = score_settings(default_censoring(data) == "exact", alpha, beta, score, schedule, censoring,
                               eps, n_boot, seed, level)
+    if recalibrate:  # fitted on the population the score scores: after the censoring mode is known
+        data, recal_notes = recalibrated(data, recalibrate, folds, seed, settings.censoring, q)
+        notes = notes + recal_notes
     data, ref_notes = with_references(data, settings, q, bool(references), folds, seed)
     if not data.predictors:
         raise ValueError(no_forecast_reason(data))

@@ -17,6 +17,7 @@ from pathlib import Path
 
 import numpy as np
 
+from tpsviz.core.censoring import MissingQz, default_censoring, population_words, qz_coverage
 from tpsviz.core.data import TrajectoryData
 from tpsviz.core.inference import DEFAULT_SEED
 from tpsviz.core.schedules import Schedule, parse_schedule
@@ -34,7 +35,7 @@ from tpsviz.io.harness.runs import ReadOptions, parse_conf, parse_mapping, parse
 from tpsviz.io.loading import load
 from tpsviz.io.traces.options import TraceOptions, parse_rules
 
-__all__ = ["check_settings", "read_options", "read_log", "with_references", "no_forecast_reason", "qz_source", "score_settings",
+__all__ = ["check_settings", "read_options", "read_log", "recalibrated", "with_references", "no_forecast_reason", "qz_source", "score_settings",
            "plain_text", "memory_reason", "dataset_for_engine", "dataset_size", "MIN_N_BOOT", "MAX_N_BOOT", "MAX_SEED",
            "CSV_BYTES_PER_ROW", "RECALIBRATIONS"]
 
@@ -159,8 +160,9 @@ def read_options(fmt: str | None = None, success_threshold: float | None = None,
 
 def read_log(source, options: ReadOptions | None = None, forecasts=None, recalibrate: str | None = None,
              folds: int = 5, seed: int | None = None, schedule: str | Schedule = "uniform",
-             allow_empty: bool = False, outcomes=None) -> tuple[TrajectoryData, list]:
-    """Read a log (:func:`tpsviz.load`) and add its cross-fitted recalibrations.
+             allow_empty: bool = False, outcomes=None, censoring: str | None = None,
+             q_z=None) -> tuple[TrajectoryData, list]:
+    """Read a log (:func:`tpsviz.load`) and add its cross-fitted recalibrations (:func:`recalibrated`).
 
     Parameters
     ----------
@@ -179,6 +181,9 @@ def read_log(source, options: ReadOptions | None = None, forecasts=None, recalib
         :func:`with_references`) instead of refusing it.
     outcomes : path, optional
         Trace files: a table ``trajectory_id, outcome[, censored]`` (docs/traces.md).
+    censoring, q_z
+        The censoring mode the recalibrated predictors will be scored under, and q_Z in exact mode:
+        their maps are fitted on that mode's population (default: the log's default mode).
 
     Returns
     -------
@@ -205,7 +210,7 @@ def read_log(source, options: ReadOptions | None = None, forecasts=None, recalib
         raise ValueError("schedule 'column' needs a 'weight' column in the log; this file has none")
     if not recalibrate:
         return data, []
-    return _recalibrated(data, recalibrate, folds, seed)
+    return recalibrated(data, recalibrate, folds, seed, censoring, q_z)
 
 
 def _no_predictor(data: TrajectoryData) -> str:
@@ -266,11 +271,37 @@ def no_forecast_reason(data: TrajectoryData) -> str:
             f"{why}")
 
 
-def _recalibrated(data: TrajectoryData, method: str, folds: int, seed):
-    """(data with ``<name>@<method>`` predictors, notes) of :func:`read_log`."""
+def recalibrated(data: TrajectoryData, method: str, folds: int = 5, seed: int | None = None,
+                 censoring: str | None = None, q_z=None) -> tuple[TrajectoryData, list]:
+    """The log with a cross-fitted recalibration ``<name>@<method>`` of every predictor and raw
+    signal, fitted on the population of the censoring mode (docs/theory.md §6), and notes.
+
+    Parameters
+    ----------
+    data : TrajectoryData
+    method : {"platt", "isotonic", "beta"}
+    folds, seed
+        Cross-fitting folds and their seed (default: the bootstrap's).
+    censoring : str, optional
+        The mode the new predictors are scored under (default :func:`tpsviz.default_censoring`).
+    q_z : array_like or Series, optional
+        q_Z of the censored runs in exact mode (default: the log's column).
+
+    Returns
+    -------
+    data : TrajectoryData
+    notes : list of str
+        What the recalibration skipped.
+
+    Raises
+    ------
+    SettingError
+        When no predictor results, or exact mode lacks a censored run's q_Z.
+    """
     before = list(data.notes)
+    mode = censoring or default_censoring(data)
     data, reports = add_all_recalibrated(data, method, folds=folds,
-                                         seed=seed if seed is not None else DEFAULT_SEED)
+                                         seed=seed if seed is not None else DEFAULT_SEED, censoring=mode, q_z=q_z)
     added = [p for p in data.predictors if p.endswith(f"@{method}")]
     if not data.predictors:
         why = "; ".join(f"{plain_text(s, 40)}: {plain_text(r, 200)}" for s, r in reports.items()
@@ -279,7 +310,7 @@ def _recalibrated(data: TrajectoryData, method: str, folds: int, seed):
                            + (f" ({why})" if why else "") + f"; try another method or fewer {setting('folds')}")
     data = replace(data, notes=before + [  # one line instead of one note per recalibrated predictor
         f"added {len(added)} predictors by cross-fitted {method} recalibration "
-        f"({folds} folds by trajectory, fitted on complete runs): {', '.join(added)}"])
+        f"({folds} folds by trajectory, fitted on {population_words(data, mode)}): {', '.join(added)}"])
     return data, [f"recalibration of {src} {rep}" for src, rep in reports.items() if isinstance(rep, str)]
 
 
@@ -315,7 +346,7 @@ def qz_source(data: TrajectoryData, q_z=None, rollouts=None, censoring: str | No
         if source == "column":
             if rollouts is not None:
                 raise SettingError(f"{setting('rollouts')} given with {setting('q_z', 'column')}: choose one")
-            return None, censoring, []
+            return None, censoring, _column_qz(data, censoring)
         return _rollouts(data, rollouts, censoring)
     if isinstance(source, bool) or not isinstance(source, (int, float, np.number)):
         raise SettingError(f"{setting('q_z')} must be 'column', 'rollouts' or a probability in [0, 1], "
@@ -329,14 +360,26 @@ def qz_source(data: TrajectoryData, q_z=None, rollouts=None, censoring: str | No
     return q, censoring, [note]
 
 
+def _column_qz(data: TrajectoryData, censoring: str | None) -> list:
+    """Notes on the log's q_z column; :class:`MissingQz` when exact mode is asked for and some censored
+    run has no q_z (exact mode is exact: docs/theory.md §4)."""
+    with_qz, n_cens = qz_coverage(data)
+    if censoring == "exact" and with_qz < n_cens:
+        raise MissingQz(n_cens - with_qz, n_cens)
+    if censoring is None and 0 < with_qz < n_cens:
+        return [text(f"q_z is given for {with_qz:,} of the {n_cens:,} censored runs: exact censoring needs "
+                     f"every one, so the log is scored {setting('censoring', 'simple')} (a cut-off run counts "
+                     "as a failure)")]
+    return []
+
+
 def _rollouts(data: TrajectoryData, rollouts, censoring: str | None):
     """(q_z, censoring, notes) of a rollouts table: exact mode by default (docs/theory.md)."""
     q_z, info = rollout_qz_series(data, rollouts)
     censoring = censoring or "exact"
     notes = [f"rollouts: q_Z estimated for {info['n_with_rollouts']} of {info['n_censored']} censored runs"]
-    if info["censored_without"]:
-        notes.append(f"rollouts: {len(info['censored_without'])} censored runs have no "
-                     "rollouts and are scored with q_Z = 0")
+    if info["censored_without"] and censoring == "exact":  # exact mode is exact (docs/theory.md §4)
+        raise MissingQz(len(info["censored_without"]), info["n_censored"])
     if info["unknown_ids"]:
         notes.append(f"rollouts: {len(info['unknown_ids'])} trajectory id(s) not in the log "
                      f"were ignored (e.g. {', '.join(show_id(i) for i in info['unknown_ids'][:3])})")

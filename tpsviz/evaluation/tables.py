@@ -128,7 +128,7 @@ def _ci(m: pd.Series, key: str) -> str:
 def leaderboard_details(ev, name=str) -> pd.DataFrame:
     """Every column of the leaderboard as text, best first: TPS with its SE, interval and per
     weighted step, the reference's TPS, skill and its CI, the usual metrics with their CIs (where
-    the metrics were bootstrapped), final-step metrics, steps and q_Z fallbacks.
+    the metrics were bootstrapped), final-step metrics and steps.
 
     Parameters
     ----------
@@ -154,7 +154,7 @@ def leaderboard_details(ev, name=str) -> pd.DataFrame:
             "T-ECE": Fm.num(m.get("tece_pooled", np.nan), ".3f"), f"T-ECE {ci}": _ci(m, "tece_pooled"),
             "AUROC (final step)": Fm.num(m.get("auroc_final", np.nan), ".3f"),
             "T-ECE (final step)": Fm.num(m.get("tece_final", np.nan), ".3f"),
-            "n steps": int(r["n_steps"]), "q_Z fallback": int(r["n_qz_fallback"])})
+            "n steps": int(r["n_steps"])})
     return pd.DataFrame(rows)
 
 

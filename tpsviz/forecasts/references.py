@@ -21,7 +21,7 @@ forecast, shrinkage included:
   on the other folds' step rows and applied to fold f's.
 
 Censored runs enter by the censoring mode: with q_Z as a soft label (simple 0, upper 1, exact the
-log's or the given q_Z, 0 where missing), or not at all (complete-case).
+log's or the given q_Z; every censored run needs one), or not at all (complete-case).
 """
 
 from __future__ import annotations
@@ -33,7 +33,7 @@ import pandas as pd
 
 from tpsviz.core.wording import setting, text
 from tpsviz.core._fast.blas import one_blas_thread
-from tpsviz.core.censoring import default_censoring, qz_per_trajectory
+from tpsviz.core.censoring import default_censoring, mode_labels
 from tpsviz.core.data import TrajectoryData
 from tpsviz.core.inference import DEFAULT_SEED
 from tpsviz.core.schema import REFERENCE_PREFIX, is_reference  # (named below every layer: the verdicts use it)
@@ -74,8 +74,8 @@ def task_column(data: TrajectoryData) -> str | None:
 
 
 def run_labels(data: TrajectoryData, censoring: str, q_z=None) -> np.ndarray:
-    """Each run's label for the references: Y of a finished run; a censored run's q_Z under the
-    censoring mode (simple 0, upper 1, exact q_Z or 0 where missing), NaN in complete-case mode.
+    """Each run's label for the references: :func:`tpsviz.core.censoring.mode_labels` (Y of a
+    finished run; a censored run's 0, 1 or q_Z by the censoring mode, NaN in complete-case mode).
 
     Parameters
     ----------
@@ -90,15 +90,7 @@ def run_labels(data: TrajectoryData, censoring: str, q_z=None) -> np.ndarray:
     ndarray of float
         One label in [0, 1] per run (NaN: not used).
     """
-    t = data.trajectories
-    y = t["outcome"].to_numpy(dtype=float).copy()
-    cens = t["censored"].to_numpy(dtype=bool)
-    if censoring == "complete":
-        y[cens] = np.nan
-    else:
-        q, _ = qz_per_trajectory(data, censoring, q_z)
-        y[cens] = q[cens]
-    return y
+    return mode_labels(data, censoring, q_z)
 
 
 def run_folds(n_runs: int, folds: int = DEFAULT_FOLDS, seed: int | None = None) -> np.ndarray:
@@ -324,7 +316,7 @@ def reference_notes(info: dict) -> list[str]:
     """What :func:`add_references` did, in words (the notes of the log)."""
     names = info["names"]
     words = {"simple": "failures (q_Z = 0)", "upper": "successes (q_Z = 1)",
-             "exact": "their q_Z as a fractional outcome (0 where missing)", "complete": "left out"}
+             "exact": "their q_Z as a fractional outcome", "complete": "left out"}
     out = []
     if names:
         out.append(f"references {', '.join(names)}: yardsticks from the other runs' outcomes, not the agent's "
