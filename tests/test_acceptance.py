@@ -1,7 +1,9 @@
 """The issue's headline checks on the committed demo data (docs/theory.md §1 headline results).
 
 - tau2-like (450 runs): cross-fitted Platt recalibration of ``verbal`` barely moves AUROC
-  (|Δ| < 0.01) while TPS (log score) improves by Δ/SE > 10, several times the AUROC's |Δ/SE|.
+  (|Δ| < 0.01) while TPS (log score) improves by Δ/SE > 8, several times the AUROC's |Δ/SE|
+  (measured 9.9–11.1 on the demo and seeds 5, 9, 11, 13 with maps fitted on the simple score's population,
+  issue 45).
 - webshop-like: including censored runs with the simple score (q_Z = 0) instead of dropping them
   (complete-case) shifts mean TPS up for the under-confident predictor and down for the
   over-confident one, each with a bootstrap CI over trajectories.
@@ -40,7 +42,7 @@ def test_tau2_platt_barely_moves_auroc(tau_platt):
 
 def test_tau2_headline(tau_platt):
     assert tau_platt.tps_delta > 0
-    assert tau_platt.tps_z > 10 and tau_platt.tps_z > 3 * abs(tau_platt.auroc_z)
+    assert tau_platt.tps_z > 8 and tau_platt.tps_z > 3 * abs(tau_platt.auroc_z)
 
 
 @pytest.mark.slow
@@ -49,7 +51,7 @@ def test_tau2_headline_holds_for_other_draws(seed):
     """Not a property of one lucky draw: the same scenario with other seeds."""
     r = _platt_vs_raw(simulate("tau2-like", seed=seed).to_data())
     assert abs(r.auroc_delta) < 0.01
-    assert r.tps_z > 10 and r.tps_z > 3 * abs(r.auroc_z)
+    assert r.tps_z > 8 and r.tps_z > 3 * abs(r.auroc_z)
 
 
 @pytest.fixture(scope="module")

@@ -94,7 +94,7 @@ def test_baseline_is_a_predictor_wherever_it_is_listed():
 HIDDEN = {("multiclass", "--bootstrap"): "n_boot", ("crps", "--bootstrap"): "n_boot",
           ("monitor", "--baseline"): "baseline_runs", ("monitor", "--by"): "by", ("check", "--baseline"): "baseline_score",
           **{("defer", f): "refused" for f in ("--alpha", "--beta", "--schedule", "--censoring", "--eps",
-                                                "--rollouts")}}
+                                                "--rollouts", "--q-z")}}
 
 
 def test_every_hidden_option_is_an_old_spelling_or_refused():

@@ -46,7 +46,7 @@ def test_soft_labels_fit_as_replicated_hard_rows(method):
     assert np.max(np.abs(rounded.probabilities - soft.probabilities)) > 0.02
 
 
-def _budget_log(seed: int, mode: str):
+def _budget_frame(seed: int, mode: str):
     """tau2-like runs with a step budget of 11 (about 45% cut off) and a raw signal that is an exact
     increasing map of the mode's target: m_t under simple, q_t (with the run's true q_Z) under exact."""
     sim = simulate(replace(SCENARIOS["tau2-like"], budget=11), n_trajectories=600, seed=seed)
@@ -55,6 +55,11 @@ def _budget_log(seed: int, mode: str):
     if mode == "exact":
         df["q_z"] = df["trajectory_id"].map(sim.truth.set_index("trajectory_id")["q_z_true"])
     df["raw_signal"] = 1.7 * logit(target) - 0.4
+    return df, target
+
+
+def _budget_log(seed: int, mode: str):
+    df, target = _budget_frame(seed, mode)
     return tpsviz.from_frame(df), target
 
 
@@ -84,3 +89,22 @@ def test_the_old_fit_on_complete_runs_was_the_wrong_population():
     v = ev.verdicts["signal@platt"]
     assert v.bias > 0.1 and v.label != "trustworthy"
     assert any("its map was fitted on the" in w for w in ev.warnings.all())
+
+
+@pytest.mark.slow
+def test_the_cli_converts_on_the_scored_population_and_refuses_exact_without_qz(tmp_path, capsys):
+    """`score LOG --recalibrate platt --censoring simple` on the issue's kind of log: trustworthy, with its
+    population named; `--censoring exact` without q_Z exits 2 with the remedies; `--q-z` is one of them."""
+    from tpsviz.cli.main import main
+
+    path = tmp_path / "budget.csv"
+    _budget_frame(seed=2, mode="simple")[0].to_csv(path, index=False)
+    assert main(["score", str(path), "--recalibrate", "platt", "--censoring", "simple", "--n-boot", "200"]) == 0
+    out = capsys.readouterr().out
+    line = next(x for x in out.splitlines() if x.strip().startswith("signal@platt:"))
+    assert "signal@platt: trustworthy" in line and "cut off counted as failures" in line
+    assert main(["score", str(path), "--censoring", "exact", "--recalibrate", "platt", "--n-boot", "0"]) == 2
+    err = capsys.readouterr().err
+    assert "exact censoring needs q_Z for every censored run" in err and "--q-z" in err and "--rollouts" in err
+    assert main(["score", str(path), "--q-z", "0.3", "--recalibrate", "platt", "--n-boot", "0"]) == 0
+    assert "q_Z = 0.3 for every censored run (exact mode)" in capsys.readouterr().out

@@ -167,7 +167,7 @@ def require_data():
     if data.n_trajectories == 0:
         st.warning("**The filters leave no trajectories.** Widen the metadata filters in the sidebar.", icon=":material/search:")
         st.stop()
-    refusal = Rs.exact_refusal(data, src, (cfg.qz_source, float(cfg.qz_const))) if cfg.censoring == "exact" else None
+    refusal = L.exact_refusal(data, src, (cfg.qz_source, float(cfg.qz_const))) if cfg.censoring == "exact" else None
     if refusal is not None:  # exact mode is exact (docs/theory.md §4): never q_Z = 0 under its name
         st.error(f"**Exact censoring cannot score this log with this q_Z source.** {md(say(refusal))}.",
                  icon=":material/tune:")

@@ -24,11 +24,13 @@ from tpsviz.evaluation.tables import exact_01_counts, interval_kind, report_tabl
 from tpsviz.report import figures as F
 from tpsviz.report.html import Section
 
+from . import loading as L
 from . import results as Rs
 from . import state as S
 from .evaluation import evaluation
 from .sample import sample_info
 from .text import md as _md
+from .wording import say
 
 
 def infinite_note(ev) -> str | None:
@@ -323,7 +325,8 @@ def report_sections(cfg: S.Config, data) -> list:
     if data.n_censored:
         rows = []
         res = {}
-        for m in ("complete", "simple", "exact", "upper"):
+        exact_no = L.exact_refusal(data, S.current_source(), (cfg.qz_source, float(cfg.qz_const)))
+        for m in ("complete", "simple", "exact", "upper") if exact_no is None else ("complete", "simple", "upper"):
             res[m] = Rs.tps(a=Rs.analysis(cfg, censoring=m))
             for p in res[m].summary.index:
                 r = res[m].summary.loc[p]
@@ -333,7 +336,9 @@ def report_sections(cfg: S.Config, data) -> list:
         shown = t.assign(predictor=t["predictor"].map(F.display_name)).rename(columns={
             "mode": "censoring", "tps_mean": f"TPS ({cfg.unit}/run)", "tps_ci_low": "95% CI low",
             "tps_ci_high": "95% CI high", "n_trajectories": "runs"})
-        secs.append(Section("TPS by censoring treatment", "The exact rows: " + Rs.censoring_label(cfg, "exact") + ".",
+        secs.append(Section("TPS by censoring treatment",
+                            "The exact rows: " + Rs.censoring_label(cfg, "exact") + "." if exact_no is None else
+                            f"No exact rows: {say(exact_no)}.",
                             F.censoring_modes_figure(t, colors, cfg.alpha, cfg.beta), shown))
     curves, omega = score_curves(cfg)
     secs.append(Section("The scoring rule", "S(p,1), S(p,0) and the threshold weight ω(c) for the current α, β.", curves))

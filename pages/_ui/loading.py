@@ -20,6 +20,7 @@ import streamlit as st
 
 import tpsviz
 from tpsviz.core.cancel import Cancelled
+from tpsviz.core.censoring import MissingQz, mode_labels
 from tpsviz.core.wording import named
 from tpsviz.diagnostics.audit import load_rollouts
 from tpsviz.diagnostics.calibrate import add_recalibrated
@@ -36,7 +37,7 @@ from .text import md
 from .wording import say
 
 __all__ = ["LoadFailure", "is_failure", "load_base", "prepared", "get_data", "cfg_refs", "cfg_fit", "fit_key",
-           "result_key",
+           "result_key", "qz_choice", "exact_refusal",
            "get_rollouts", "LARGE_ROWS", "is_large"]
 
 
@@ -151,9 +152,7 @@ def _fit_population(data, fit: tuple, src: Source) -> tuple:
         return None, None
     if fit[0] != "exact":
         return fit[0], None
-    ro = get_rollouts(src) if fit[1] == "rollouts" else None
-    q_z, _ = qz_for_source(data, fit[1], fit[2], None if ro is None or is_failure(ro) else ro)
-    return "exact", q_z
+    return "exact", qz_choice(data, src, fit[1:])[0]
 
 
 def fit_key(recal: tuple, settings, qz: tuple) -> tuple:
@@ -188,6 +187,24 @@ def _referenced(key: str, filters: tuple, recal: tuple, refs: tuple, fit: tuple,
         ro = get_rollouts(_src) if source == "rollouts" else None
         q_z, _ = qz_for_source(data, source, const, None if ro is None or is_failure(ro) else ro)
     return add_references(data, settings, q_z=q_z, automatic=not data.predictors and not data.signals), problems
+
+
+def qz_choice(data, src: Source, qz: tuple):
+    """(q_z, note) of tpsviz.diagnostics.audit.qz_for_source with the source's rollouts."""
+    source, const = qz
+    ro = get_rollouts(src) if source == "rollouts" else None
+    return qz_for_source(data, source, const, None if ro is None or is_failure(ro) else ro)
+
+
+def exact_refusal(data, src: Source, qz: tuple):
+    """Why exact censoring cannot score ``data`` with the q_Z source ``qz`` (a MissingQz: some censored
+    run has no q_Z), or None when it can (docs/theory.md §4: exact mode is exact)."""
+    q, _ = qz_choice(data, src, qz)
+    try:
+        mode_labels(data, "exact", q)
+    except MissingQz as e:
+        return e
+    return None
 
 
 def result_key(src: Source) -> str:

@@ -28,7 +28,7 @@ import pandas as pd
 import streamlit as st
 
 import tpsviz
-from tpsviz.core.censoring import CENSORING_LABELS, MissingQz, mode_labels
+from tpsviz.core.censoring import CENSORING_LABELS
 from tpsviz.core.tps import ScoreSettings, TPSResult
 from tpsviz.diagnostics import audit as AU
 from tpsviz.diagnostics import caveats as CV
@@ -45,7 +45,7 @@ from tpsviz.monitoring import deferral as DF
 from tpsviz.monitoring import monitor as MO
 from tpsviz.report import figures as F
 
-from .loading import cfg_fit, cfg_refs, get_data, get_rollouts, is_failure, load_base, prepared, result_key
+from .loading import cfg_fit, cfg_refs, get_data, get_rollouts, is_failure, load_base, prepared, qz_choice, result_key
 from .memo import approx_bytes, memo
 from .references import keep_refs, with_versus
 from .state import SEED, Config, Source, current, current_source
@@ -121,24 +121,6 @@ class Inputs:
         if (censoring or (settings.censoring if settings else "exact")) != "exact" or not self.qz:
             return None
         return qz_choice(self.data, self.src, self.qz)[0]
-
-
-def qz_choice(data, src: Source, qz: tuple):
-    """(q_z, note) of tpsviz.diagnostics.audit.qz_for_source with the source's rollouts."""
-    source, const = qz
-    ro = get_rollouts(src) if source == "rollouts" else None
-    return AU.qz_for_source(data, source, const, None if ro is None or is_failure(ro) else ro)
-
-
-def exact_refusal(data, src: Source, qz: tuple):
-    """Why exact censoring cannot score ``data`` with the q_Z source ``qz`` (a MissingQz: some censored
-    run has no q_Z), or None when it can (docs/theory.md §4: exact mode is exact)."""
-    q, _ = qz_choice(data, src, qz)
-    try:
-        mode_labels(data, "exact", q)
-    except MissingQz as e:
-        return e
-    return None
 
 
 _NESTING = threading.local()   # results being computed by this thread (only the outermost shows a spinner)

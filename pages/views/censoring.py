@@ -64,7 +64,7 @@ with cc[1]:
 # ----------------------------------------------------------------- treatments
 st.subheader("TPS under each treatment")
 # exact mode is exact (docs/theory.md §4): with a censored run lacking q_Z under this q_Z source it is left out
-exact_no = Rs.exact_refusal(data, Rs.current_source(), (cfg.qz_source, float(cfg.qz_const)))
+exact_no = L.exact_refusal(data, Rs.current_source(), (cfg.qz_source, float(cfg.qz_const)))
 modes = [m for m in ("complete", "simple", "exact", "upper") if m != "exact" or exact_no is None]
 qnote = Rs.censoring_label(cfg, "exact")  # ("exact (q_Z from …)": the mode names itself)
 if exact_no is not None:

@@ -389,7 +389,7 @@ def test_censoring_on_a_large_log_ends_with_the_same_numbers(monkeypatch):
     def tables(at):
         found = {}
         for d in at.dataframe:
-            for name, column in (("cens_current", "q_Z fallback"), ("cens_shift", "per step: simple − cc")):
+            for name, column in (("cens_current", "censored runs scored"), ("cens_shift", "per step: simple − cc")):
                 if column in d.value.columns:
                     assert name not in found, f"{name} is drawn twice"
                     found[name] = d.value

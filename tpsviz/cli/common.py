@@ -44,7 +44,7 @@ CLI = Wording(
         "replay": "python -m tpsviz forecast {value} --model PROVIDER/MODEL --out FORECASTS.parquet",
         "model": "--model", "name": "--name",
         "seed": "--seed", "level": "--level", "folds": "--folds", "censoring": "--censoring",
-        "rollouts": "--rollouts", "q_z": "--rollouts (or the log's q_z column)",
+        "rollouts": "--rollouts", "q_z": "--q-z",
         "score": "--alpha and --beta (a preset's values)",
     },
     with_value="{word} {value}", default="--{flag}")

@@ -135,8 +135,8 @@ def _group_data(args):
         return data, settings, q_z, notes, args.by
     if args.by is not None:
         raise Fail("give either --by COLUMN or a second log, not both")
-    if args.rollouts:
-        raise Fail("--rollouts refers to the runs of one log; it cannot be used with two logs")
+    if args.rollouts or args.q_z is not None:
+        raise Fail("--rollouts and --q-z refer to the censored runs of one log; they cannot be used with two logs")
     a, notes_a = load_log(args, args.path)
     b, notes_b = load_log(args, args.candidate)
     column = free_column(a, b)  # "log", or "log_2" … when a log has a column of that name

@@ -42,6 +42,7 @@ ENGINES = ("auto", *ENGINE_NAMES)
 def _unsupported(args) -> list[str]:
     """Options the out-of-core engine does not apply (named, never silently ignored)."""
     given = [("--recalibrate", args.recalibrate), ("--rollouts", args.rollouts),
+             ("--q-z", getattr(args, "q_z", None) is not None),
              ("--forecasts", args.forecasts), ("--conf", args.conf),
              ("--treat", args.treat), ("--scorer", args.scorer),
              ("--success-threshold", args.success_threshold is not None),

@@ -176,7 +176,8 @@ def prepare(args):
     """
     data, notes = load_log(args, args.path, allow_empty=True, recalibrate=False)
     try:
-        q_z, args.censoring, more = evaluation_settings.qz_source(data, None, args.rollouts, args.censoring)
+        q_z, args.censoring, more = evaluation_settings.qz_source(data, getattr(args, "q_z", None), args.rollouts,
+                                                                  args.censoring)
         settings = settings_for(args, data)
         if args.recalibrate:  # fitted on the population the score scores (docs/theory.md §6)
             data, recal = evaluation_settings.recalibrated(data, args.recalibrate, args.folds, args.seed,

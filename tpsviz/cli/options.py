@@ -206,7 +206,7 @@ def add_log_options(p: argparse.ArgumentParser) -> None:
 
 #: the options of the score's rule (:func:`add_rule_options`), with their attributes
 RULE_OPTIONS = (("--alpha", "alpha"), ("--beta", "beta"), ("--schedule", "schedule"),
-                ("--censoring", "censoring"), ("--eps", "eps"), ("--rollouts", "rollouts"))
+                ("--censoring", "censoring"), ("--eps", "eps"), ("--rollouts", "rollouts"), ("--q-z", "q_z"))
 
 
 def add_rule_options(p: argparse.ArgumentParser) -> None:
@@ -217,8 +217,8 @@ def add_rule_options(p: argparse.ArgumentParser) -> None:
                    help="beta-family beta > -1 (default 0; alpha=beta=1 is half the Brier score)")
     add_schedule(p)
     add_censoring(p, words="censored runs: complete = leave out, simple = q_Z 0, exact = q_Z from the "
-                           "q_z column (simple where missing), upper = q_Z 1. Default: exact when "
-                           "the log has q_z, else simple")
+                           "q_z column, --rollouts or --q-z (every censored run needs one), upper = q_Z 1. "
+                           "Default: exact when every censored run has a q_Z, else simple")
     p.add_argument("--eps", type=float, default=1e-6,
                    help="clip forecasts to [eps, 1-eps] before scoring (default 1e-6; 0 = off, "
                         "unbounded scores may then be -inf)")
@@ -226,6 +226,9 @@ def add_rule_options(p: argparse.ArgumentParser) -> None:
                    help="Monte-Carlo rollouts table (trajectory_id, outcome 0/1 per rollout): "
                         "q_Z of censored runs = mean rollout outcome, used in exact mode "
                         "(the default censoring when this is given)")
+    p.add_argument("--q-z", dest="q_z", type=float, metavar="VALUE", default=None,
+                   help="one q_Z in [0, 1] for every censored run, used in exact mode (the default "
+                        "censoring when this is given); not with --rollouts")
 
 
 def add_scoring_options(p: argparse.ArgumentParser) -> None:

@@ -98,13 +98,20 @@ def evaluate(source_or_data, *, alpha: float | None = None, beta: float | None =
     q, censoring, qz_notes = qz_source(data, q_z, rollouts, censoring)
     settings = score_settings(default_censoring(data) == "exact", alpha, beta, score, schedule, censoring,
                               eps, n_boot, seed, level)
-    if recalibrate:  # fitted on the population the score scores: after the censoring mode is known
-        data, recal_notes = recalibrated(data, recalibrate, folds, seed, settings.censoring, q)
-        notes = notes + recal_notes
-    data, ref_notes = with_references(data, settings, q, bool(references), folds, seed)
+    data, more = _added_forecasts(data, settings, q, recalibrate, references, folds, seed)
     if not data.predictors:
         raise ValueError(no_forecast_reason(data))
-    return Evaluation.compute(data, settings, q, notes + qz_notes + ref_notes, memory_reason(source_or_data, fmt))
+    return Evaluation.compute(data, settings, q, notes + qz_notes + more, memory_reason(source_or_data, fmt))
+
+
+def _added_forecasts(data, settings, q, recalibrate, references, folds, seed) -> tuple:
+    """(the log with its recalibrations and references, notes): both fitted once the censoring mode and
+    q_Z are known, on the population the score scores (docs/theory.md §6)."""
+    notes = []
+    if recalibrate:
+        data, notes = recalibrated(data, recalibrate, folds, seed, settings.censoring, q)
+    data, ref_notes = with_references(data, settings, q, bool(references), folds, seed)
+    return data, notes + ref_notes
 
 
 def _reading_options(source_or_data, forecasts, reading: dict, outcomes=None):
