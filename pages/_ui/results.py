@@ -579,8 +579,8 @@ def censoring_label(cfg: Config | None = None, censoring: str | None = None) -> 
         src = current_source()
         ro = get_rollouts(src) if src is not None else None
         if ro is not None and not is_failure(ro):
-            return "exact (q_Z = Monte-Carlo mean of the rollouts, simple where a run has none)"
-        return "exact (no usable rollouts: q_Z from the log, simple where missing)"
+            return "exact (q_Z = Monte-Carlo mean of the rollouts)"
+        return "exact (no usable rollouts: q_Z from the log)"
     return CENSORING_LABELS["exact"]
 
 

@@ -14,7 +14,7 @@ import streamlit as st
 import tpsviz
 from tpsviz.report import figures as F
 from tpsviz.core.schedules import SCHEDULE_NAMES
-from tpsviz.core.censoring import CENSORING_MODES
+from tpsviz.core.censoring import CENSORING_MODES, qz_coverage
 
 from . import reading as R
 from . import results as Rs
@@ -445,6 +445,10 @@ def _censoring(sb, base):
                          disabled=not (exact and qzs == "constant"), value=0.5,
                          help="Used when the q_Z source is 'one value'. 0 = simple (censoring as failure), 1 = upper.")
     cens_caption.caption(Rs.censoring_label(S.Config(censoring=cens, qz_source=qzs, qz_const=float(qz_const))))
+    with_qz, n_cens = qz_coverage(base) if base is not None else (0, 0)
+    if 0 < with_qz < n_cens:  # exact mode is exact (docs/theory.md §4): say why it is not the default
+        sb.caption(f"The log's q_z covers {with_qz:,} of its {n_cens:,} censored runs; exact needs every one "
+                   "(rollouts or one value).")
     eps_txt = sb.select_slider(LABELS["eps"], S.EPS_TEXT, key="eps", bind=BIND,
                                value="1e-06",
                                help="Forecasts are clipped to [ε, 1−ε] before scoring so unbounded scores stay finite; "

@@ -178,7 +178,7 @@ class TPSResult:
         ``tps_ci_low``, ``tps_ci_high``, ``tps_step_mean`` (Σ TPS_i / Σ w_t: a display
         normalisation per weighted step), ``n_trajectories``, ``n_censored``, ``n_steps``
         (scored), ``n_missing`` (steps without a forecast), ``n_clipped``,
-        ``n_qz_fallback`` (censored runs scored with q_Z = 0 for want of q_Z),
+        ``n_qz_fallback`` (always 0: exact mode refuses a censored run without q_Z),
         ``n_excluded_censored`` (complete-case), ``n_no_forecast`` (runs with no forecast).
     per_trajectory : DataFrame
         Long: ``trajectory_id``, ``traj``, ``predictor``, ``tps``, ``censored``,
@@ -362,7 +362,8 @@ def compute_tps(
         Subset of ``data.predictors`` to score (default: all).
     q_z : array_like or Series, optional
         q_Z estimates per trajectory for ``exact`` mode (e.g. from Monte-Carlo rollouts),
-        overriding the log's ``q_z`` column; NaN falls back to q_Z = 0 (counted).
+        overriding the log's ``q_z`` column; every censored run needs one
+        (:class:`tpsviz.core.censoring.MissingQz`).
 
     Returns
     -------

@@ -371,7 +371,7 @@ class Evaluation:
     def censoring_words(self) -> str:
         """The censoring mode in words, with the q_Z source used in exact mode."""
         if self.settings.censoring == "exact" and isinstance(self.q_z, pd.Series):
-            return "exact (q_Z = Monte-Carlo mean of the rollouts, simple where a run has none)"
+            return "exact (q_Z = Monte-Carlo mean of the rollouts)"
         if self.settings.censoring == "exact" and self.q_z is not None and len(self.q_z):
             return f"exact (q_Z = {float(np.asarray(self.q_z)[0]):g} for every censored run)"
         return settings_words(self.settings)["censoring"]
