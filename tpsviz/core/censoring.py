@@ -32,7 +32,8 @@ from tpsviz.core.scores import beta_score
 from tpsviz.core.wording import setting
 
 __all__ = ["CENSORING_MODES", "CENSORING_LABELS", "TARGETS", "MissingQz", "default_censoring", "qz_coverage",
-           "qz_per_trajectory", "qz_for_runs", "mode_labels", "population_words", "censored_row_scores"]
+           "qz_per_trajectory", "qz_for_runs", "mode_labels", "labels_for_runs", "population_words",
+           "censored_row_scores"]
 
 CENSORING_MODES = ("complete", "simple", "exact", "upper")
 CENSORING_LABELS = {
@@ -177,14 +178,40 @@ def mode_labels(data: TrajectoryData, censoring: str, q_z=None) -> np.ndarray:
     if censoring not in CENSORING_MODES:
         raise ValueError(f"censoring must be one of {', '.join(CENSORING_MODES)}, got {censoring!r}")
     t = data.trajectories
-    cens = t["censored"].to_numpy(dtype=bool)
-    y = t["outcome"].to_numpy(dtype=float).copy()
-    if censoring == "complete":
-        y[cens] = np.nan
-        return y
-    q, _ = qz_per_trajectory(data, censoring, q_z)
-    y[cens] = q[cens]
-    return y
+    given = (t["q_z"].to_numpy(dtype=float) if q_z is None else _align_qz(data, q_z)) if censoring == "exact" else None
+    return labels_for_runs(t["outcome"].to_numpy(dtype=float), t["censored"].to_numpy(dtype=bool), given,
+                           censoring)[0]
+
+
+def labels_for_runs(outcome: np.ndarray, cens: np.ndarray, given: np.ndarray | None,
+                    censoring: str) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`mode_labels` on arrays (the engines' per-run sums have no TrajectoryData).
+
+    Parameters
+    ----------
+    outcome : ndarray of float
+        Y per run (read on complete runs).
+    cens : ndarray of bool
+        Censored, per run.
+    given : ndarray of float or None
+        q_Z estimates per run (read in ``exact`` mode only).
+    censoring : str
+
+    Returns
+    -------
+    label : ndarray
+        ℓ per run (NaN: left out, complete-case).
+    q : ndarray
+        q_Z used per run (NaN for complete runs).
+
+    Raises
+    ------
+    MissingQz
+        In ``exact`` mode, when a censored run has no q_Z.
+    """
+    q, _ = qz_for_runs(cens, given, censoring)
+    label = np.where(cens, np.nan if censoring == "complete" else q, outcome)
+    return label, q
 
 
 def population_words(data: TrajectoryData, censoring: str) -> str:

@@ -31,7 +31,7 @@ from tpsviz.core.inference import (bootstrap_sums, column_mean_intervals, group_
 from tpsviz.diagnostics.metrics import auprc, auroc, tece
 from tpsviz.diagnostics.reliability import wilson_interval
 from tpsviz.core.scores import beta_score
-from tpsviz.core.censoring import qz_for_runs
+from tpsviz.core.censoring import labels_for_runs
 from tpsviz.core.tps import ScoreSettings, summary_row
 from tpsviz.engines import pages
 
@@ -353,15 +353,13 @@ def _mixed(out: np.ndarray, label: np.ndarray, one: np.ndarray, a1, a0) -> np.nd
 
 
 def run_labels_of(sums: RunSums, settings: ScoreSettings, q_z=None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(ℓ_i per run, q_Z used (NaN for complete runs), censored runs that fell back to q_Z = 0)."""
+    """(ℓ_i per run, q_Z used (NaN for complete runs), censored runs without q_Z: none, exact mode refuses
+    them) by :func:`tpsviz.core.censoring.labels_for_runs`."""
     runs = sums.runs
     cens = runs["censored"].to_numpy(dtype=bool)
     given = runs["q_z"].to_numpy(dtype=float) if q_z is None else np.asarray(q_z, dtype=float)
-    q, fallback = qz_for_runs(cens, given, settings.censoring)
-    label = np.where(cens, q, runs["outcome"].to_numpy(dtype=float))
-    if settings.censoring == "complete":
-        label = np.where(cens, np.nan, label)
-    return label, q, fallback
+    label, q = labels_for_runs(runs["outcome"].to_numpy(dtype=float), cens, given, settings.censoring)
+    return label, q, np.zeros(cens.shape, dtype=bool)
 
 
 def score_from_sums(sums: RunSums, settings: ScoreSettings | None = None, q_z=None,
