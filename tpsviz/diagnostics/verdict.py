@@ -103,7 +103,8 @@ RULES = (
                                        "deviation"),
     ("trustworthy", "none of the above: calibrated (the bias, slope and CORP miscalibration "
                     "checks pass; together they wrongly fail a truthful predictor in about "
-                    "5% of logs) and informative (discrimination test, skill above 0)"),
+                    "5% of logs) and informative (discrimination test; skill above 0 by its estimate, "
+                    "the sentence saying when its interval reaches 0)"),
 )
 
 
