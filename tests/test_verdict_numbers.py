@@ -101,6 +101,16 @@ def _stats(**change) -> dict:
     return s | change
 
 
+def test_an_uninformative_verdict_names_both_populations_too():
+    # the other way round: no discrimination on the score's labels, some on the complete runs alone
+    s = _stats(dsc_p=0.31, auroc=0.53, auroc_complete=0.61, n_observed=140)
+    text = sentence("x", "uninformative", "dsc", s, 0.95, "simple")
+    assert text.startswith("x: uninformative — ")
+    m = re.search(r"discrimination test p = (0\.\d\d), AUROC (0\.\d\d) on these steps, (\d+) cut-off runs included; "
+                  r"(0\.\d\d) on the (\d+) complete runs alone", text)
+    assert m and m.groups() == ("0.31", "0.53", "60", "0.61", "140"), text
+
+
 def test_informative_by_the_test_but_not_by_rank_says_so():
     text = sentence("x", "trustworthy", "all", _stats(auroc=0.48, auroc_complete=0.48), 0.95, "complete")
     assert "informative (" not in text and "not by rank (AUROC 0.48)" in text
