@@ -149,9 +149,11 @@ def _refuse_unscored(now: dict, names: list[str]) -> None:
     ------
     NothingScored
     """
-    s = now["settings"]
-    refuse_unscored({n: (now["predictors"].get(n) or {}).get("n_trajectories") or 0 for n in names},
-                    s.get("censoring"), int(s.get("n_censored") or 0))
+    present = [n for n in names if n in now["predictors"]]  # (one only in the baseline fails --max-drop: exit 1)
+    if present:
+        s = now["settings"]
+        refuse_unscored({n: now["predictors"][n].get("n_trajectories") or 0 for n in present},
+                        s.get("censoring"), int(s.get("n_censored") or 0))
 
 
 def _value(x) -> float:
@@ -262,7 +264,7 @@ def run(args) -> int:
     try:
         now = _score_object(args)
         names = _names(args, now, base)
-        _refuse_unscored(now, [n for n in names if n in now["predictors"]])
+        _refuse_unscored(now, names)
     except NothingScored as exc:
         if args.json:  # the checks' object still, with why nothing was scored; then exit 2 (main says why)
             print(json.dumps({"passed": False, "exit_code": EXIT_BAD_INPUT, "rules": _rules_json(args),
