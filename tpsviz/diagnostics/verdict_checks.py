@@ -235,7 +235,8 @@ def row_statistics(p, lab, runs, last_p, run_lab, observed, level, rng, n_null) 
              success_rate=float(lab.mean()) if p.size else nan)
     y_seen = observed[runs]  # each row's observed outcome (NaN: its run was cut off): the leaderboard's rows
     seen_rows = ~np.isnan(y_seen)
-    s.update(auroc=label_auroc(p, lab), auroc_complete=label_auroc(p[seen_rows], y_seen[seen_rows]))
+    a = label_auroc(p, lab)  # (0.25 s on 1.4M rows: the second only where runs were cut off)
+    s.update(auroc=a, auroc_complete=a if seen_rows.all() else label_auroc(p[seen_rows], y_seen[seen_rows]))
     if n_runs < 2:
         s.update(bias=nan, bias_se=nan, slope=nan, slope_se=nan, slope_ci_low=nan,
                  slope_ci_high=nan, separation=0, mcb=nan, mcb_p=nan, dsc=nan, dsc_p=nan, unc=nan, dsc_rev_p=nan,
