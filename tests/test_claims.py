@@ -115,3 +115,10 @@ def test_a_gamed_last_report_that_gains_on_the_runs_is_explained():
     honest = D.phi_mean_manipulation(data)  # (the demo's truthful q_t: the change loses, no such sentence)
     assert "scores higher" not in honest.explanation
     assert D.bin_mean_forecast(data).comparison["reference"] == "truthful"
+
+
+def test_two_values_that_differ_past_six_decimals_still_print_apart():
+    # found by the property test above (issue 45 review): before, "drops from -0.000 to -0.000"
+    s = change_text("mean TPS", -0.0, -1e-12, 2.5e-39)
+    m = re.search(r"from (\S+) to (\S+) ", s)
+    assert m and m.group(1) != m.group(2) and float(m.group(1)) == 0.0 and float(m.group(2)) == -1e-12, s

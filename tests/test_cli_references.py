@@ -1,6 +1,6 @@
 """The references on the command line and in tpsviz.evaluate (issue 34, point 1): real harness logs
 without forecasts score their references (exit 0, a verdict per reference, the line on how to add
-a forecast); ``--references`` adds them to a log with forecasts and every real verdict says whether
+a forecast; exit 2 when not even a reference can be formed); ``--references`` adds them to a log with forecasts and every real verdict says whether
 it beats the best of them, with the paired Δ ± SE of diagnostics.compare in the JSON."""
 
 from __future__ import annotations
@@ -72,14 +72,19 @@ def test_ref_task_of_tau_bench_uses_the_trials_of_a_task():
     assert ref[i] == pytest.approx(want, rel=1e-12)
 
 
-def test_an_inspect_log_too_small_for_a_reference_exits_0_and_says_why(capsys):
+def test_an_inspect_log_too_small_for_a_reference_exits_2_and_says_why(capsys):
+    # nothing scored: exit 2, so a CI gate does not pass on nothing (issue 45; it was exit 0)
     path = next((FIX / "inspect").glob("2024-11-05*.eval"))
     rc, out, err = score(capsys, path)
-    assert rc == 0, err
-    assert "nothing scored" in out and "fewer than 2 runs have an outcome" in out
-    assert f"python -m tpsviz forecast {path}" in out
+    assert rc == 2
+    assert "nothing scored" in err and "fewer than 2 runs have an outcome" in err
+    assert f"python -m tpsviz forecast {path}" in err
+    assert out.startswith(f"{path.name}: ")  # how the log was read, still
     rc, out, _ = score(capsys, path, "--json")
-    assert rc == 0 and json.loads(out)["predictors"] == {}
+    obj = json.loads(out)
+    assert rc == 2 and obj["predictors"] == {}
+    assert "fewer than 2 runs have an outcome" in obj["nothing_scored"]["why"]
+    assert f"python -m tpsviz forecast {path}" in obj["nothing_scored"]["what_to_do"]
 
 
 @pytest.fixture(scope="module")

@@ -279,11 +279,13 @@ def test_3_predictor_without_any_forecast(tmp_path, capsys):
     compare(data, s, baseline="b")
     z_matrix(data, s, ["a", "b"])
     censoring_shift(data, s, ["a", "b"])
-    for args in (["score", f], ["compare", f, "--baseline", "a"], ["compare", f, "--baseline", "b"],
-                 ["score", f, "--json"]):
+    for args in (["score", f], ["score", f, "--json"]):  # a is scored, b's line says why not
         code, out, err = run_cli(args, capsys)
         assert code == 0, err
     assert "no run was scored" in run_cli(["score", f], capsys)[1]
+    for base in ("a", "b"):  # nothing to compare: exit 2 with why, not an empty table and exit 0 (issue 45)
+        code, out, err = run_cli(["compare", f, "--baseline", base], capsys)
+        assert code == 2 and "nothing scored: no run" in err and "a forecast of b" in err, err
 
 
 def test_3_deeply_nested_json(tmp_path, capsys):

@@ -459,8 +459,11 @@ def test_raw_only_log_through_the_cli(tmp_path, capsys):
     assert code == 0, err
     assert "entropy@platt" in out
     code, out, err = run_cli(["compare", f, "--recalibrate", "isotonic", "--baseline", "entropy@isotonic",
-                              "--n-boot", "50"], capsys)
-    assert code == 0, err
+                              "--n-boot", "50"], capsys)  # its one predictor: nothing to compare it with (exit 2)
+    assert code == 2 and "no predictor besides the baseline entropy@isotonic" in err
+    code, out, err = run_cli(["compare", f, "--recalibrate", "isotonic", "--references", "--baseline",
+                              "entropy@isotonic", "--n-boot", "50"], capsys)
+    assert code == 0 and "ref:step" in out, err
 
 
 def test_cli_reads_every_harness_and_reports_the_treatment_table(tmp_path, capsys, inspect_logs):

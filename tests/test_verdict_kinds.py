@@ -62,18 +62,22 @@ def test_a_weak_signal_converted_below_chance_is_too_weak_to_convert_not_optimis
     assert v.rules_label == "uninformative" and abs(v.bias) < 2 * v.bias_se
     assert (v.label, v.key, v.rule) == ("too weak to convert", "too_weak_to_convert", "conversion")
     # the numbers against scikit-learn on the complete runs' rows
-    keep, y, _ = _complete_rows(data)
+    keep, y, runs = _complete_rows(data)
     a_conv = roc_auc_score(y, data.forecasts("uala@platt")[keep])
     a_src = roc_auc_score(y, -data.steps["unc_uala"].to_numpy()[keep])  # unc_: higher = less confident
     assert v.conversion_auroc == pytest.approx(a_conv, abs=1e-12) and a_conv < 0.35
     assert v.source_auroc == pytest.approx(a_src, abs=1e-12)
     assert v.conversion_auroc_ci_high < 0.5 < v.source_auroc_ci_high and v.source_auroc_ci_low < 0.5
-    # the sentence names the conversion, how, both rankings with their intervals, and whose fault it is
+    # the sentence names the conversion, how, both rankings with their intervals and their runs (the complete
+    # ones: about half the runs were cut off), and whose fault it is
+    n_complete = np.unique(runs).size
+    assert v.n_observed == n_complete < v.n_runs
     assert v.text.startswith("uala@platt: too weak to convert — unc_uala converted to a probability by Platt "
                              "scaling, fitted on all 101 runs, the "
                              f"{data.n_censored} cut off counted as failures, each run's map on other runs "
                              "(cross-fitted), ranks runs worse "
-                             f"than chance (AUROC {a_conv:.2f}, 95% CI ")
+                             f"than chance on the {n_complete} complete runs, as in the leaderboard (AUROC "
+                             f"{a_conv:.2f}, 95% CI ")
     assert f"unc_uala by itself ranks them no better than chance (AUROC {a_src:.2f}, 95% CI " in v.text
     assert "too weak a signal to convert, so this judges the conversion, not the agent's signal" in v.text
     assert f"the conversion says {100 * v.mean_forecast:.0f}% on average" in v.text

@@ -17,21 +17,27 @@ The log is scored as ``score`` scores it (same options, same numbers: the checks
 The predictors are every predictor of the log (its ``conf_<name>`` columns, and ``<name>@<method>``
 with ``--recalibrate``; the base-rate reference is not one), or those named with ``--predictor``.
 Exit 0 when all pass; exit 1 with one line per failing predictor saying why, and for nothing else;
-exit 2 for bad input or usage; exit 3 for an unexpected failure (a bug: :data:`tpsviz.cli.common.EXIT_BUG`).
-``--json`` prints the checks as one object (same exit codes).
+exit 2 for bad input or usage, and when none of the predictors checked was scored (a gate must not pass
+on nothing: :mod:`tpsviz.cli.unscored`); exit 3 for an unexpected failure (a bug:
+:data:`tpsviz.cli.common.EXIT_BUG`). ``--json`` prints the checks as one object (same exit codes; with
+``nothing_scored`` saying why when nothing was scored).
 """
 
 from __future__ import annotations
 
 import json
 import math
+import shlex
 
-from tpsviz.cli.common import CLI, Fail, safe
+from tpsviz.cli.common import CLI, EXIT_BAD_INPUT, Fail, safe, say
 from tpsviz.cli.engine import score_json_out_of_core
 from tpsviz.cli.kinds import KIND_WORDS
 from tpsviz.cli.logs import log_kind, prepare
 from tpsviz.cli.options import add_engine_options, add_references_option, add_scoring_options, check_args, hidden_alias
 from tpsviz.cli.score import engine_for, refuse_references_out_of_core, score_in_memory
+from tpsviz.cli.unscored import NothingScored, refuse_unscored
+from tpsviz.evaluation.settings import no_forecast_reason
+from tpsviz.forecasts.references import how_to_add_forecast
 from tpsviz.io.files import read_file
 
 __all__ = ["add_arguments", "run", "EXIT_FAILED", "SETTINGS_COMPARED", "evaluate_checks"]
@@ -51,7 +57,8 @@ EPILOG = ("rules (all given must hold for every predictor):\n"
           "                         a predictor of the baseline missing from the log fails, a new one is not\n"
           "                         checked by this rule\n"
           "exit codes: 0 every predictor passes; 1 some fail (one line each, saying why); 2 bad input or usage\n"
-          "  (a file, an option, a baseline scored otherwise); 3 an unexpected failure (a bug in tpsviz)")
+          "  (a file, an option, a baseline scored otherwise) or nothing scored (no predictor checked has a\n"
+          "  scored run: the message says why and what to do); 3 an unexpected failure (a bug in tpsviz)")
 
 
 def add_arguments(p) -> None:
@@ -114,7 +121,13 @@ def _comparable(base: dict, now: dict, path: str) -> None:
 
 
 def _score_object(args) -> dict:
-    """The object ``score --json`` prints for this log (in memory or out of core)."""
+    """The object ``score --json`` prints for this log (in memory or out of core).
+
+    Raises
+    ------
+    NothingScored
+        The log has no forecast, and no reference forecaster could be formed.
+    """
     kind = log_kind(args)
     if kind != "binary":
         raise Fail(f"{safe(args.path)} is a {KIND_WORDS[kind]} log; check gates binary logs (verdict, skill, "
@@ -123,7 +136,24 @@ def _score_object(args) -> dict:
     if engine in ("duckdb", "dask"):
         refuse_references_out_of_core(args, engine)
         return score_json_out_of_core(args, ds, why, engine)
-    return score_in_memory(*prepare(args), why).to_json(CLI)
+    data, settings, q_z, notes = prepare(args)
+    if not data.predictors:  # as `score` says it (its exit 2), not the library's advice
+        raise NothingScored(no_forecast_reason(data), say(how_to_add_forecast(shlex.quote(args.path))))
+    return score_in_memory(data, settings, q_z, notes, why).to_json(CLI)
+
+
+def _refuse_unscored(now: dict, names: list[str]) -> None:
+    """Exit 2 when none of the predictors checked has a scored run: a gate must not pass (or fail) on nothing.
+
+    Raises
+    ------
+    NothingScored
+    """
+    present = [n for n in names if n in now["predictors"]]  # (one only in the baseline fails --max-drop: exit 1)
+    if present:
+        s = now["settings"]
+        refuse_unscored({n: now["predictors"][n].get("n_trajectories") or 0 for n in present},
+                        s.get("censoring"), int(s.get("n_censored") or 0))
 
 
 def _value(x) -> float:
@@ -231,10 +261,18 @@ def run(args) -> int:
     check_args(args)
     _check_rules(args)
     base = _read_baseline(args.baseline_score) if args.baseline_score else None
-    now = _score_object(args)
+    try:
+        now = _score_object(args)
+        names = _names(args, now, base)
+        _refuse_unscored(now, names)
+    except NothingScored as exc:
+        if args.json:  # the checks' object still, with why nothing was scored; then exit 2 (main says why)
+            print(json.dumps({"passed": False, "exit_code": EXIT_BAD_INPUT, "rules": _rules_json(args),
+                              "nothing_scored": exc.json()}, indent=2, allow_nan=False))
+        raise
     if base is not None:
         _comparable(base["settings"], now["settings"], args.baseline_score)
-    checks, notes = evaluate_checks(now, base, _names(args, now, base), args.require, args.min_skill, args.max_drop)
+    checks, notes = evaluate_checks(now, base, names, args.require, args.min_skill, args.max_drop)
     failures = [f"{safe(p)}: " + "; ".join(c["why"] for c in cs if not c["passed"])
                 for p, cs in checks.items() if not all(c["passed"] for c in cs)]
     code = EXIT_FAILED if failures else 0
@@ -258,12 +296,16 @@ def _rule_words(args) -> list[str]:
         [f"--max-drop {args.max_drop:g} from {safe(args.baseline_score)}"] if args.max_drop is not None else [])
 
 
+def _rules_json(args) -> dict:
+    return {"require": args.require, "min_skill": args.min_skill, "max_drop": args.max_drop,
+            "baseline": args.baseline_score}
+
+
 def _as_json(args, now: dict, checks: dict, failures: list, notes: list, code: int) -> dict:
     s = now["settings"]
     return {
         "passed": not failures, "exit_code": code,
-        "rules": {"require": args.require, "min_skill": args.min_skill, "max_drop": args.max_drop,
-                  "baseline": args.baseline_score},
+        "rules": _rules_json(args),
         "settings": {k: s.get(k) for k in ("file", "engine", *SETTINGS_COMPARED, "n_boot", "level", "seed",
                                            "n_trajectories")},
         "predictors": {safe(p): {"passed": all(c["passed"] for c in cs), "checks": cs} for p, cs in checks.items()},

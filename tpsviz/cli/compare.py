@@ -19,6 +19,7 @@ from tpsviz.cli.logs import load_log, log_kind, prepare, settings_for
 from tpsviz.cli.multiclass import add_label_options
 from tpsviz.cli.options import add_engine_options, add_references_option, add_scoring_options, check_args
 from tpsviz.cli.output import print_header
+from tpsviz.cli.unscored import unpaired_why, unscored_why
 from tpsviz.cli.score import engine_for, refuse_references_out_of_core
 from tpsviz.diagnostics.compare import compare
 from tpsviz.diagnostics.combine import combine_logs, free_column
@@ -85,8 +86,14 @@ def run(args) -> int:
         table = compare(data, settings, baseline=args.baseline, q_z=q_z, metrics=("auroc",))
     except ValueError as exc:
         raise Fail(say(exc)) from None
+    nothing = unpaired_why(table, args.baseline, _scored_runs(data, settings, args.baseline), settings.censoring,
+                           data.n_censored)
     if args.json:
-        print(json.dumps(_baseline_json(args, data, settings, notes, table), indent=2))
+        print(json.dumps(_baseline_json(args, data, settings, notes, table)
+                         | ({"nothing_scored": nothing.json()} if nothing else {}), indent=2))
+    if nothing is not None:  # exit 2: nothing was compared (main prints why)
+        raise nothing
+    if args.json:
         return 0
     print_header(data, settings, data.notes + notes)
     print()
@@ -103,6 +110,15 @@ def run(args) -> int:
               f"{fmt(r.tps_z, 9, 2)}   {fmt(r.auroc_delta, 11, 4)} {fmt(r.auroc_se, 8, 4)} "
               f"{fmt(r.auroc_z, 9, 2)} {int(r.n_runs):>6}")
     return 0
+
+
+def _scored_runs(data, settings, name: str) -> int:
+    """Runs with a forecast of ``name`` that the censoring mode scores (complete-case: complete runs)."""
+    has = np.bincount(data.steps["traj"].to_numpy(), weights=np.isfinite(data.forecasts(name)),
+                      minlength=data.n_trajectories) > 0
+    if settings.censoring == "complete":
+        has &= ~data.trajectories["censored"].to_numpy(dtype=bool)
+    return int(has.sum())
 
 
 def _baseline_json(args, data, settings, notes, table) -> dict:
@@ -160,8 +176,14 @@ def _compare_groups(args) -> int:
                  for g in groups if g != base}
     except ValueError as exc:
         raise Fail(say(exc)) from None
+    scored = table["n_scored"].fillna(0).groupby(level="predictor", sort=False).sum()
+    nothing = unscored_why({n: int(k) for n, k in scored.items()}, settings.censoring, data.n_censored)
     if args.json:
-        print(json.dumps(_groups_json(data, settings, notes, by, base, table, diffs), indent=2))
+        print(json.dumps(_groups_json(data, settings, notes, by, base, table, diffs)
+                         | ({"nothing_scored": nothing.json()} if nothing else {}), indent=2))
+    if nothing is not None:  # exit 2: no group has a scored run (main prints why)
+        raise nothing
+    if args.json:
         return 0
     print_header(data, settings, data.notes + notes)
     print()

@@ -15,6 +15,7 @@ import numpy as np
 from tpsviz.cli.common import Fail, safe, say
 from tpsviz.cli.logs import load_log
 from tpsviz.cli.options import RULE_OPTIONS, add_log_options, check_args, refuse_options, refused_given
+from tpsviz.cli.unscored import unscored_why
 from tpsviz.core.inference import DEFAULT_SEED
 from tpsviz.monitoring.deferral import Utility, deferral
 
@@ -61,10 +62,16 @@ def run(args) -> int:
     n_boot = min(args.n_boot, 2000)
     res = {n: deferral(data, n, utility, censored=args.censored_runs, n_boot=n_boot, level=args.level,
                        seed=seed) for n in names}
+    # a predictor without any forecast never hands off: its "result" is the log's outcomes, not a policy
+    nothing = unscored_why({n: res[n].n_runs if np.isfinite(data.forecasts(n)).any() else 0 for n in names},
+                           "", 0)
     if args.json:
-        print(json.dumps(_as_json(data, utility, res, args, n_boot, notes), indent=2))
-        return 0
-    _print(data, utility, res, names, args, n_boot, notes)
+        print(json.dumps(_as_json(data, utility, res, args, n_boot, notes)
+                         | ({"nothing_scored": nothing.json()} if nothing else {}), indent=2))
+    elif nothing is None:
+        _print(data, utility, res, names, args, n_boot, notes)
+    if nothing is not None:  # exit 2 (main prints why)
+        raise nothing
     return 0
 
 

@@ -21,6 +21,7 @@ import numpy as np
 from tpsviz.cli.common import Fail, fmt, name_width, num, safe, say, say_all
 from tpsviz.cli.logs import settings_from
 from tpsviz.cli.output import print_paired_tps, print_tps_table
+from tpsviz.cli.unscored import unpaired_why, unscored_why
 from tpsviz.engines import ENGINE_NAMES, OUT_OF_CORE, get_engine
 from tpsviz.evaluation.record import reading_json, verdict_numbers
 from tpsviz.evaluation.settings import dataset_for_engine
@@ -144,10 +145,14 @@ def _score_parts(args, ds: Dataset, why: str, engine) -> tuple:
 
 def _score_out_of_core(args, ds: Dataset, why: str, engine) -> int:
     parts = _score_parts(args, ds, why, engine)
+    res = parts[0]
+    nothing = unscored_why(dict(res.summary["n_trajectories"]), res.settings.censoring, res.sums.n_censored)
     if args.json:
-        print(json.dumps(_json(*parts), indent=2))
-        return 0
-    _print(*parts)
+        print(json.dumps(_json(*parts) | ({"nothing_scored": nothing.json()} if nothing else {}), indent=2))
+    elif nothing is None:
+        _print(*parts)
+    if nothing is not None:  # exit 2: a CI gate must not pass on nothing
+        raise nothing
     return 0
 
 
@@ -171,10 +176,13 @@ def _compare_out_of_core(args, ds: Dataset, why: str, engine) -> int:
     sums, settings, _ = _sums(args, ds, engine, counts=False)
     settings = dataclasses.replace(settings, n_boot=0)  # (reported: no bootstrap here)
     try:
-        table = paired_tps(tps_of_runs(sums, settings), args.baseline, settings.level)
+        runs = tps_of_runs(sums, settings)
+        table = paired_tps(runs, args.baseline, settings.level)
     except ValueError as exc:
         raise Fail(say(exc)) from None
     words = engine.describe(why, intervals=False)
+    nothing = unpaired_why(table, args.baseline, int((~np.isnan(runs[args.baseline])).sum()), settings.censoring,
+                           sums.n_censored)
     if args.json:
         obj = {
             "baseline": args.baseline,
@@ -190,7 +198,10 @@ def _compare_out_of_core(args, ds: Dataset, why: str, engine) -> int:
                 for name, r in table.iterrows()
             },
         }
-        print(json.dumps(obj, indent=2))
+        print(json.dumps(obj | ({"nothing_scored": nothing.json()} if nothing else {}), indent=2))
+    if nothing is not None:  # exit 2: nothing was compared (main prints why)
+        raise nothing
+    if args.json:
         return 0
     print_header(ds, sums, settings, words)
     print()
@@ -249,7 +260,7 @@ def _sample_verdicts(args, ds: Dataset, sums, settings, engine):
 
 
 def _ranks_words(metrics) -> str:
-    if metrics.empty or bool(metrics["ranks_exact"].fillna(True).all()):
+    if metrics.empty or bool(metrics["ranks_exact"].dropna().all()):  # (NaN: no forecast, nothing to bound)
         return "AUROC/AUPRC from exact counts on the distinct forecast values"
     au = float(np.nanmax(metrics["auroc_bound"].to_numpy(float)))
     ap = float(np.nanmax(metrics["auprc_bound"].to_numpy(float)))

@@ -1,8 +1,9 @@
 """Command line: ``python -m tpsviz score PATH …``, ``compare PATH --baseline NAME`` and friends: the
 parser of every command and the dispatch to the command's module (``add_arguments(p)``, ``run(args)``).
 
-Exit codes: 0 done; 1 only from ``check`` (a predictor failed a rule); 2 bad input or usage, with a
-one-paragraph message on stderr, never a traceback; 3 an unexpected failure (a bug in tpsviz).
+Exit codes: 0 done; 1 only from ``check`` (a predictor failed a rule); 2 bad input or usage, or
+nothing scored (:mod:`tpsviz.cli.unscored`), with a one-paragraph message on stderr, never a
+traceback; 3 an unexpected failure (a bug in tpsviz).
 Every number printed is computed by the core (``tps``, ``diagnostics``, ``compare``,
 ``calibrate``, ``audit``), the same functions the dashboard calls.
 """

@@ -15,6 +15,7 @@ import numpy as np
 from tpsviz.cli.common import Fail, safe, say
 from tpsviz.cli.logs import prepare
 from tpsviz.cli.options import add_scoring_options, check_args, hidden_alias
+from tpsviz.cli.unscored import unscored_why
 from tpsviz.core.formatting import json_number
 from tpsviz.core.tps import settings_words
 from tpsviz.monitoring.cusum import N_SIM
@@ -95,10 +96,15 @@ def run(args) -> int:
     except ValueError as exc:
         raise Fail(safe(say(exc), 400)) from None
     words = settings_words(settings)
+    scored = res.windows.groupby("predictor", sort=False)["n_runs"].max() if len(res.windows) else {}
+    nothing = unscored_why({n: int(scored.get(n, 0)) for n in names}, settings.censoring, data.n_censored)
     if args.json:
-        print(json.dumps(_json(res, data, words, notes), indent=2))
-        return 0
-    _print(res, data, words, notes, args.rows)
+        print(json.dumps(_json(res, data, words, notes) | ({"nothing_scored": nothing.json()} if nothing else {}),
+                         indent=2))
+    elif nothing is None:
+        _print(res, data, words, notes, args.rows)
+    if nothing is not None:  # exit 2: no window has a scored run (main prints why)
+        raise nothing
     return 0
 
 

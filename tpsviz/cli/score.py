@@ -23,6 +23,7 @@ from tpsviz.cli.logs import log_kind, prepare, read_options
 from tpsviz.cli.multiclass import add_label_options
 from tpsviz.cli.options import add_engine_options, add_references_option, add_scoring_options, check_args
 from tpsviz.cli.output import print_header, print_tps_table
+from tpsviz.cli.unscored import NothingScored, unscored_why
 from tpsviz.core.errors import LogFormatError
 from tpsviz.evaluation.record import REFERENCE_WORDS, Evaluation, reading_json
 from tpsviz.evaluation.settings import no_forecast_reason
@@ -72,23 +73,35 @@ def run(args) -> int:
         refuse_references_out_of_core(args, engine)
         return score_out_of_core(args, ds, why, engine)
     data, settings, q_z, notes = prepare(args)
-    if not data.predictors:  # no forecast, and too few runs for a reference: say so, nothing failed
-        return print_nothing_scored(args, data, settings, notes, why)
+    if not data.predictors:  # no forecast, and too few runs for a reference
+        print_nothing_scored(args, data, settings, notes, why)
     ev = score_in_memory(data, settings, q_z, notes, why)
-    if args.per_trajectory:
+    nothing = unscored_why(dict(ev.summary["n_trajectories"]), settings.censoring, data.n_censored)
+    if args.per_trajectory and nothing is None:
         write_safe_csv(ev.per_trajectory_table(), args.per_trajectory)
     if args.json:
-        print(json.dumps(ev.to_json(CLI), indent=2))
-        return 0
-    print_score(ev, args.path)
+        print(json.dumps(ev.to_json(CLI) | ({"nothing_scored": nothing.json()} if nothing else {}), indent=2))
+    elif nothing is not None:  # how the log was read (its notes say what was left out), then why: exit 2
+        print_header(ev.data, ev.settings, ev.notes, engine=ev.engine_reason)
+    else:
+        print_score(ev, args.path)
+    if nothing is not None:
+        raise nothing
     return 0
 
 
-def print_nothing_scored(args, data, settings, notes, why: str) -> int:
-    """The report of a log without any forecast whose references cannot be formed: how it was read,
-    why nothing is scored and how to add a forecast (text, or JSON with no predictor); exit 0."""
+def print_nothing_scored(args, data, settings, notes, why: str) -> None:
+    """The report of a log without any forecast whose references cannot be formed: how it was read
+    (text, or JSON with no predictor and ``nothing_scored``), then the exit 2 with why nothing is
+    scored and how to add a forecast.
+
+    Raises
+    ------
+    NothingScored
+    """
     reason = no_forecast_reason(data)
     how = say(how_to_add_forecast(shlex.quote(args.path)))
+    nothing = NothingScored(reason, how)
     if args.json:
         print(json.dumps({"settings": {**settings.describe(), "file": data.source, "engine": "memory",
                                        "engine_reason": why, "n_trajectories": data.n_trajectories,
@@ -96,13 +109,10 @@ def print_nothing_scored(args, data, settings, notes, why: str) -> int:
                                        "notes": [say(n) for n in list(data.notes) + list(notes)], "reading": reading_json(data.reading),
                                        "references": {"names": [], "no_forecast": True, "why_none": reason,
                                                       "how_to_add_forecast": how}},
-                          "warnings": [], "predictors": {}}, indent=2))
-        return 0
-    print_header(data, settings, list(data.notes) + list(notes), engine=why)
-    print()
-    print(f"nothing scored: {safe(reason)}")
-    print(safe(how))
-    return 0
+                          "warnings": [], "predictors": {}, "nothing_scored": nothing.json()}, indent=2))
+    else:
+        print_header(data, settings, list(data.notes) + list(notes), engine=why)
+    raise nothing
 
 
 def refuse_references_out_of_core(args, engine: str) -> None:

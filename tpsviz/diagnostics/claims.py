@@ -39,9 +39,14 @@ def z_text(z) -> str:
 
 
 def _pair(a: float, b: float, digits: int) -> tuple[str, str]:
-    """a and b with enough digits to tell them apart (up to 6 decimals)."""
+    """a and b with enough digits to tell them apart (up to 6 decimals, then significant digits: two
+    different floats differ within 17 of them, so "from x to x" is never written)."""
     for d in range(digits, 7):
         sa, sb = f"{a:.{d}f}", f"{b:.{d}f}"
+        if sa != sb:
+            return sa, sb
+    for d in range(digits, 18):  # (-0.0 against -1e-12: "-0" and "-1e-12")
+        sa, sb = f"{a:.{d}g}", f"{b:.{d}g}"
         if sa != sb:
             return sa, sb
     return f"{a:.{digits}f}", f"{b:.{digits}f}"

@@ -103,7 +103,8 @@ RULES = (
                                        "deviation"),
     ("trustworthy", "none of the above: calibrated (the bias, slope and CORP miscalibration "
                     "checks pass; together they wrongly fail a truthful predictor in about "
-                    "5% of logs) and informative (discrimination test, skill above 0)"),
+                    "5% of logs) and informative (discrimination test; skill above 0 by its estimate, "
+                    "the sentence saying when its interval reaches 0)"),
 )
 
 
@@ -144,6 +145,12 @@ class Verdict:
     dsc_rev_p : float
         Permutation p-value of the discrimination of the reversed forecast 1 − F (small: the
         forecasts point the wrong way).
+    auroc : float
+        AUROC on the same labelled step rows as the discrimination test (soft labels weighted:
+        :func:`~tpsviz.diagnostics.verdict_checks.label_auroc`); the sentence quotes it.
+    auroc_complete : float
+        AUROC on the step rows of the runs whose outcome was observed, the rows of the leaderboard's
+        AUROC (the same as ``auroc`` when no run with a forecast was cut off, or in complete-case mode).
     n_test_runs : int
         Runs the CORP tests used (all, or a seeded subset of
         :data:`~tpsviz.diagnostics.verdict_checks.MAX_TEST_RUNS`).
@@ -202,6 +209,8 @@ class Verdict:
     ref_rate: float
     level: float
     rules_label: str = ""
+    auroc: float = np.nan
+    auroc_complete: float = np.nan
     source: str = ""
     conversion: str = ""
     conversion_auroc: float = np.nan

@@ -14,7 +14,7 @@ from tpsviz.diagnostics.corp_nulls import N_NULL
 from tpsviz.diagnostics.verdict_checks import MIN_CLASS, MIN_RUNS, z_value
 from tpsviz.diagnostics.verdict_kinds import lost_ranking
 
-__all__ = ["SUCCESS_WORDS", "sentence", "kind_sentence", "rates_words"]
+__all__ = ["SUCCESS_WORDS", "sentence", "kind_sentence", "rates_words", "ranking_words"]
 
 #: what counts as success under each censoring mode's labels
 SUCCESS_WORDS = {
@@ -39,22 +39,70 @@ def _signed(v: float) -> str:
     return f"{v:+.2f}" if abs(v) >= 0.01 or v == 0 else f"{v:+.2g}"
 
 
-def _skill_words(s: dict) -> str:
+def _skill_words(s: dict, level: float) -> str:
+    """The skill against always saying the base rate, in words conditioned on its point and interval.
+
+    "better than" only when the interval lies above 0, "worse than" only when it lies below, "no
+    better than" for a point at or below 0, and "above 0, but not clearly" for a point above 0 whose
+    interval reaches 0: rule 6 bars a point at or below 0 (docs/theory.md §8), so a trustworthy
+    predictor is never said to be no better than the base rate.
+    """
     r = _pct(s["ref_rate"])
     sk, se = s["skill"], s["skill_se"]
+    lo, hi = s.get("skill_ci_low", np.nan), s.get("skill_ci_high", np.nan)
     if sk == -np.inf:
         return (f"worse than always saying {r}: a forecast of exactly 0 or 1 turned out wrong, which this "
                 "unbounded score punishes without limit (ε = 0)")
     if not np.isfinite(sk):
         return f"skill against always saying {r} is undefined"
-    pm = f" ± {_signed(se)[1:]}" if np.isfinite(se) else ""
-    if s["skill_ci_low"] > 0:
-        word = "better than"
-    elif s["skill_ci_high"] < 0:
-        word = "worse than"
-    else:
-        word = "not clearly better than"
-    return f"{word} always saying {r} (skill {_signed(sk)}{pm})"
+    num = f"skill {_signed(sk)}" + (f" ± {_signed(se)[1:]}" if np.isfinite(se) else "")
+    if sk > 0 and lo > 0:
+        return f"better than always saying {r} ({num})"
+    if sk < 0 and hi < 0:
+        return f"worse than always saying {r} ({num})"
+    if sk > 0:
+        ci = (f"{level:.0%} CI {_signed(lo)} to {_signed(hi)}" if np.isfinite(lo) and np.isfinite(hi)
+              else "no interval")
+        return f"{num} against always saying {r}: above 0, but not clearly ({ci})"
+    return f"no better than always saying {r} ({num})"
+
+
+def ranking_words(s: dict) -> str:
+    """The AUROC on the rows of the verdict's discrimination test and, where the leaderboard's AUROC
+    counts other runs (the complete ones only), that one too, each with its runs named.
+
+    Parameters
+    ----------
+    s : dict
+        A verdict's statistics (``auroc``, ``auroc_complete``, ``n_runs``, ``n_observed``).
+
+    Returns
+    -------
+    str
+        "AUROC 0.68" (one population), "AUROC 0.68 on these steps, 72 cut-off runs included; 0.43 on
+        the 78 complete runs alone, as in the leaderboard", or "" without an AUROC.
+    """
+    a = s.get("auroc", np.nan)
+    if not np.isfinite(a):
+        return ""
+    n, n_obs = s["n_runs"], s.get("n_observed", s["n_runs"])
+    if n_obs >= n:
+        return f"AUROC {a:.2f}"
+    ac = s.get("auroc_complete", np.nan)
+    other = f"{ac:.2f}" if np.isfinite(ac) else "undefined"
+    return (f"AUROC {a:.2f} on these steps, {n - n_obs} cut-off runs included; {other} on the {n_obs} complete "
+            "runs alone, as in the leaderboard")
+
+
+def _informative(s: dict) -> str:
+    """"informative (discrimination test p …, AUROC …)", said by rank only when the AUROC on the same
+    rows is above 0.5."""
+    test, rank = f"discrimination test {_p(s['dsc_p'])}", ranking_words(s)
+    if not rank:
+        return f"informative ({test})"
+    if s["auroc"] > 0.5:
+        return f"informative ({test}, {rank})"
+    return f"informative by the {test}, but not by rank ({rank})"
 
 
 def _right_on_average(s: dict) -> bool:
@@ -99,13 +147,15 @@ def _why(label: str, rule: str, s: dict, level: float) -> str:
     """The reason of a rule's label, after the rates."""
     slope = (f"calibration slope {s['slope']:.2f} ± {s['slope_se']:.2f}"
              if np.isfinite(s["slope_se"]) else "")
+    rank = ranking_words(s)
+    rank = f", {rank}" if rank else ""
     if rule == "dsc":
         return (f"its forecasts point the wrong way: runs it rates higher fail more often (reversed, "
-                f"1 − F separates successes from failures: discrimination test {_p(s['dsc_rev_p'])}); as "
+                f"1 − F separates successes from failures: discrimination test {_p(s['dsc_rev_p'])}{rank}); as "
                 "reported they carry no usable signal"
                 if s["dsc_rev_p"] < 1 - level else
                 f"its forecasts separate successes from failures no better than on shuffled "
-                f"outcomes (discrimination test {_p(s['dsc_p'])})")
+                f"outcomes (discrimination test {_p(s['dsc_p'])}{rank})")
     if rule == "slope":
         return (("right on average, but " if _right_on_average(s) else "")
                 + ("too extreme both ways" if label == "overconfident" else "too timid, hugging the middle")
@@ -119,8 +169,7 @@ def _why(label: str, rule: str, s: dict, level: float) -> str:
     if rule == "skill":  # skill <= 0
         return "calibrated, but"
     if rule == "all":
-        return ("calibrated" + (f" ({slope})" if slope else "") + " and informative "
-                f"(discrimination test {_p(s['dsc_p'])}); " + ("" if s["skill_ci_low"] > 0 else "but "))
+        return "calibrated" + (f" ({slope})" if slope else "") + f" and {_informative(s)}"
     return ""  # bias: the rates say it
 
 
@@ -150,17 +199,16 @@ def sentence(name: str, label: str, rule: str, s: dict, level: float, mode: str)
                 f"a verdict needs at least {MIN_RUNS} runs and {MIN_CLASS} of each outcome")
     head = lead + rates_words(s, mode)
     why = _why(label, rule, s, level)
-    skill = _skill_words(s)
+    skill = _skill_words(s, level)
     reversed_ = (rule != "dsc" and s.get("dsc_rev_p", 1.0) < 1 - level
                  and not s.get("dsc_p", 0.0) < 1 - level)
     if reversed_:  # whatever else is wrong, say that the signal runs backwards
+        rank = ranking_words(s)
         why = (why + "; " if why else "") + (
             f"its forecasts point the wrong way: runs it rates higher fail more often (discrimination "
-            f"of 1 − F: {_p(s['dsc_rev_p'])})")
+            f"of 1 − F: {_p(s['dsc_rev_p'])}" + (f"; {rank}" if rank else "") + ")")
     if rule == "skill":
         return f"{head}; {why} {skill}"
-    if rule == "all":
-        return f"{head}; {why}{skill}"
     return f"{head}; " + (f"{why}; " if why else "") + skill
 
 
@@ -185,13 +233,15 @@ def _conversion_reason(label: str, s: dict, level: float) -> str:
     a_s, lo_s, hi_s = s["source_auroc"], s["source_auroc_ci_low"], s["source_auroc_ci_high"]
     dz = s.get("conversion_delta_z", np.nan)
     conv = s.get("conversion") or f"the conversion of {src}"
+    n, n_obs = s.get("n_runs", 0), s.get("n_observed", 0)
+    on = f" on the {n_obs} complete runs, as in the leaderboard" if 0 < n_obs < n else ""  # its rows
     if hi_c < 0.5:
-        how = f"ranks runs worse than chance ({_auroc(a_c, lo_c, hi_c, level)})"
+        how = f"ranks runs worse than chance{on} ({_auroc(a_c, lo_c, hi_c, level)})"
     elif lost_ranking(s, level):
-        how = (f"lost most of its ranking ({_auroc(a_c, lo_c, hi_c, level)}, against {a_s:.2f} for {src} by "
+        how = (f"lost most of its ranking{on} ({_auroc(a_c, lo_c, hi_c, level)}, against {a_s:.2f} for {src} by "
                f"itself; the difference is {dz:.1f} standard errors)")
     else:
-        how = f"does not rank runs better than chance ({_auroc(a_c, lo_c, hi_c, level)})"
+        how = f"does not rank runs better than chance{on} ({_auroc(a_c, lo_c, hi_c, level)})"
     out = f"{conv}, {how}; {src} by itself ranks them {_ranks(lo_s, hi_s)} ({_auroc(a_s, lo_s, hi_s, level)}): "
     if label == "too weak to convert":
         return out + "too weak a signal to convert, so this judges the conversion, not the agent's signal"
@@ -206,7 +256,7 @@ def _constant_sentence(name: str, s: dict, level: float, mode: str) -> str:
     near = abs(c - r) <= z_value(level) * np.sqrt(max(r * (1 - r), 0.0) / n) if np.isfinite(r) else True
     where = "the base rate" if near else f"{'above' if c > r else 'below'} the base rate ({_pct(r)} of runs)"
     return (f"{_lead(name, 'constant', s)}{rates_words(s, mode, f'says {_pct(c)} at every step')}; {where}, "
-            f"uninformative by construction: one value cannot tell runs apart; {_skill_words(s)}")
+            f"uninformative by construction: one value cannot tell runs apart; {_skill_words(s, level)}")
 
 
 def kind_sentence(name: str, label: str, s: dict, level: float, mode: str, rules_label: str, rules_rule: str) -> str:
@@ -236,4 +286,4 @@ def kind_sentence(name: str, label: str, s: dict, level: float, mode: str, rules
     if label == "constant":
         return _constant_sentence(name, s, level, mode)
     reason = _conversion_reason(label, s, level)
-    return f"{name}: {label} — {reason}; the conversion {rates_words(s, mode)}; {_skill_words(s)}"
+    return f"{name}: {label} — {reason}; the conversion {rates_words(s, mode)}; {_skill_words(s, level)}"

@@ -61,10 +61,12 @@ def verdict_numbers(v: Verdict) -> dict:
     dict
     """
     d = v.to_dict()
-    return {k: d[k] for k in ("n_runs", "n_success", "n_failure", "mean_forecast",
+    # auroc: on the rows of the discrimination test; auroc_complete: on the n_observed complete runs'
+    # rows, the leaderboard's (docs/theory.md §8)
+    return {k: d[k] for k in ("n_runs", "n_observed", "n_success", "n_failure", "mean_forecast",
                               "success_rate", "run_rate", "bias", "bias_se", "slope",
-                              "slope_se", "mcb", "mcb_p", "dsc", "dsc_p", "skill", "skill_se",
-                              "ref_rate", "rule")}
+                              "slope_se", "mcb", "mcb_p", "dsc", "dsc_p", "auroc", "auroc_complete",
+                              "skill", "skill_se", "skill_ci_low", "skill_ci_high", "ref_rate", "rule")}
 
 
 def conversion_numbers(v: Verdict) -> dict | None:
