@@ -29,6 +29,7 @@ from tpsviz.core.cancel import checkpoint
 from tpsviz.core.data import TrajectoryData
 from tpsviz.core.schema import clean_text, show_id
 from tpsviz.core.censoring import default_censoring
+from tpsviz.core.clusters import TASK_COLUMNS, task_column, text_values
 from tpsviz.core.tps import ScoreSettings, compute_tps, no_predictor_message
 from tpsviz.diagnostics.claims import is_clear, z_text
 from tpsviz.diagnostics.group_inference import DIFF_COLUMNS, difference_by_task, difference_unpaired
@@ -43,8 +44,6 @@ MISSING_LABEL = "(missing)"
 MAX_GROUPS = 50
 #: ``pair_on="auto"`` pairs by task only when at least this many tasks appear in both groups
 AUTO_MIN_TASKS = 10
-#: column names ``pair_on="auto"`` looks for (case-insensitive), in this order
-TASK_COLUMNS = ("task", "task_id", "task_name")
 _LABEL_CHARS = 60
 _TABLE_COLUMNS = ["n_runs", "n_complete", "n_censored", "success_rate", "n_scored", "tps_mean",
                   "tps_se", "tps_ci_low", "tps_ci_high", "tps_ref", "skill", "skill_se",
@@ -86,7 +85,7 @@ def group_labels(data: TrajectoryData, by: str) -> pd.Series:
         If ``by`` is not a trajectory-level metadata column.
     """
     _meta_column(data, by, "grouping")
-    text = _as_text(data.trajectories[by])
+    text = text_values(data.trajectories[by])
     taken = {MISSING_LABEL}
     label_of = {}
     for value in sorted({t for t in text if t is not None}):
@@ -98,14 +97,6 @@ def group_labels(data: TrajectoryData, by: str) -> pd.Series:
         taken.add(label)
         label_of[value] = label
     return pd.Series([MISSING_LABEL if t is None else label_of[t] for t in text], dtype=object)
-
-
-def _as_text(col: pd.Series) -> np.ndarray:
-    """Every value as text without surrounding spaces, None where it is missing (NaN, None) or
-    blank."""
-    # stripped like trajectory ids: "X" and "X " are one group (or task), never two shown alike
-    return np.array([None if pd.isna(v) or not str(v).strip() else str(v).strip() for v in col],
-                    dtype=object)
 
 
 def _group_order(labels: pd.Series, by: str) -> list[str]:
@@ -256,15 +247,13 @@ def _pairing(data: TrajectoryData, labels: pd.Series, by: str, a: str, b: str, p
         return None, "unpaired: different runs, independent samples (pair_on not given)"
     auto = isinstance(pair_on, str) and pair_on == "auto"
     if auto:
-        low = {str(c).lower(): c for c in data.metadata_columns}
-        found = [low[c] for c in TASK_COLUMNS if c in low and low[c] != by]
-        if not found:
-            return None, "unpaired: no task column (task, task_id, task_name) to pair on"
-        pair_on = found[0]
+        pair_on = task_column(data, exclude=(by,))
+        if pair_on is None:
+            return None, f"unpaired: no task column ({', '.join(TASK_COLUMNS)}) to pair on"
     _meta_column(data, pair_on, "pairing")
     if pair_on == by:
         raise ValueError("pair_on must differ from the grouping column")
-    tasks = _as_text(data.trajectories[pair_on])
+    tasks = text_values(data.trajectories[pair_on])
     common = len(set(tasks[(labels == a).to_numpy()]) & set(tasks[(labels == b).to_numpy()])
                  - {None})
     need = AUTO_MIN_TASKS if auto else 2
@@ -359,7 +348,7 @@ def group_difference(data: TrajectoryData, by: str, a: str, b: str,
     (mat_a, ra, deg_a), (mat_b, rb, deg_b) = (
         _run_values(data, keep, settings, names, q_z) for keep in keeps)
     if column is not None:
-        tasks = _as_text(data.trajectories[column])
+        tasks = text_values(data.trajectories[column])
         tasks_a, tasks_b = tasks[keeps[0]], tasks[keeps[1]]
     seeds = (settings.seed + groups.index(a), settings.seed + groups.index(b))
     rows = {}
