@@ -24,7 +24,9 @@ import numpy as np
 import pandas as pd
 
 from tpsviz.core.data import TrajectoryData
+from tpsviz.core.errors import SettingError
 from tpsviz.core.schema import show_id
+from tpsviz.core.wording import setting
 
 __all__ = ["TASK_COLUMNS", "CLUSTER_CHOICES", "Clusters", "task_column", "text_values", "run_clusters",
            "by_run", "check_cluster_by"]
@@ -165,6 +167,15 @@ class Clusters:
                 "count as tasks of their own") if self.n_without_task else ""
         return f"SE clustered by task ({self.n_tasks:,} task{'s' if self.n_tasks != 1 else ''}{lone})"
 
+    def line(self) -> str:
+        """:meth:`words` with the column and why: ``"SE clustered by task (50 tasks; column 'task_id';
+        auto: runs repeat tasks)"``, ``"SE by run (auto: the log names no task)"``."""
+        why = "; ".join(x for x in ((f"column {show_id(self.column)}" if self.clustered else ""), self.reason) if x)
+        words = self.words()
+        if not why:
+            return words
+        return f"{words[:-1]}; {why})" if words.endswith(")") else f"{words} ({why})"
+
     def bootstrap_words(self) -> str:
         """What a bootstrap replicate resamples: ``"tasks"`` or ``"trajectories"``."""
         return "tasks" if self.clustered else "trajectories"
@@ -178,7 +189,7 @@ def by_run(n: int, reason: str = "") -> Clusters:
 def check_cluster_by(by) -> str:
     """Refuse a cluster choice that is not ``"auto"``, ``"run"`` or a column name (non-empty text)."""
     if not isinstance(by, str) or not by.strip():
-        raise ValueError(f"cluster_by must be 'auto', 'run' or a metadata column's name, got {by!r}")
+        raise SettingError(f"{setting('cluster_by')} must be 'auto', 'run' or a run-level column's name, got {by!r}")
     return by
 
 
@@ -193,7 +204,7 @@ def _codes(text: np.ndarray) -> tuple[np.ndarray, np.ndarray, int]:
     return codes, lone, len(uniques)
 
 
-def run_clusters(data: TrajectoryData, by: str = "auto") -> Clusters:
+def run_clusters(data: TrajectoryData, by: str = "auto", exclude=()) -> Clusters:
     """The cluster of every run of ``data``.
 
     Parameters
@@ -202,6 +213,9 @@ def run_clusters(data: TrajectoryData, by: str = "auto") -> Clusters:
     by : str
         ``"auto"``: the task column (:func:`task_column`) when some task has 2 runs or more, else
         by run; ``"run"``: by run; a column name: that run-level metadata column.
+    exclude : collection of str
+        Columns ``"auto"`` does not take (the column runs are grouped by: within a group it is one
+        value, so it cannot be the task).
 
     Returns
     -------
@@ -217,12 +231,12 @@ def run_clusters(data: TrajectoryData, by: str = "auto") -> Clusters:
     n = data.n_trajectories
     if by == "run":
         return by_run(n, "asked for")
-    column = task_column(data) if by == "auto" else by
+    column = task_column(data, exclude) if by == "auto" else by
     if by != "auto" and column not in data.metadata_columns:
         cols = data.metadata_columns
         have = ", ".join(show_id(c) for c in cols[:20]) if cols else "none"
-        raise ValueError(f"cluster_by: {show_id(column)} is not a run-level metadata column of the log "
-                         f"(they are: {have}); give one, 'auto' or 'run'")
+        raise SettingError(f"{setting('cluster_by')} {show_id(column)} is not a run-level metadata column "
+                           f"of the log (they are: {have}); give one of them, 'auto' or 'run'")
     if column is None:
         return by_run(n, "auto: the log names no task")
     codes, lone, tasks = _codes(text_values(data.trajectories[column]))

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 import pandas as pd
 
+from tpsviz.core.clusters import Clusters, run_clusters
 from tpsviz.core.data import TrajectoryData
 from tpsviz.core.tps import ScoreSettings, TPSResult, compute_tps, settings_words
 from tpsviz.core.wording import PYTHON, Wording, setting, word
@@ -278,6 +279,11 @@ class Evaluation:
         return list(s.sort_values(ascending=False, kind="stable").index)
 
     @property
+    def clusters(self) -> Clusters:
+        """The unit of every SE and interval (by run, or by task: docs/theory.md §6.1)."""
+        return self.result.clusters or run_clusters(self.data, self.settings.cluster_by)
+
+    @property
     def reference_rate(self) -> float | None:
         """The constant forecast skill is measured against (None without a predictor)."""
         return float(self.skill["ref_rate"].iloc[0]) if len(self.skill) else None
@@ -396,7 +402,7 @@ class Evaluation:
             **self.settings.describe(), "file": data.source, "engine": "memory",
             "engine_reason": word(self.engine_reason, wording), "n_trajectories": data.n_trajectories,
             "n_steps": data.n_steps, "n_censored": data.n_censored, "notes": [word(n, wording) for n in self.notes],
-            "reading": reading_json(data.reading), "units": _UNITS,
+            "reading": reading_json(data.reading), "units": _UNITS, "se": self.clusters.to_json(),
             "reference_rate": json_value(self.reference_rate), "reference_rule": self.reference_rule,
             "metrics": _METRICS, "missing": "a null value is explained in the predictor's 'why_null'",
             "excess_movement": _MOVEMENT, "verdict_rules": [f"{label}: {rule}" for label, rule in RULES],
