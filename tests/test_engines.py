@@ -7,6 +7,7 @@ from __future__ import annotations
 import itertools
 import os
 import shutil
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -69,7 +70,7 @@ def _log_with_everything(seed: int = 3) -> pd.DataFrame:
 
 
 def _compare(data, ds, settings, engine="duckdb"):
-    ref = compute_tps(data, settings)
+    ref = compute_tps(data, replace(settings, cluster_by="run"))  # (the engines' SEs are by run)
     sums = sums_duckdb(ds, settings) if engine == "duckdb" else sums_in_memory(data, settings)
     got = score_from_sums(sums, settings)
     m1 = ref.tps_matrix()
@@ -120,7 +121,7 @@ def test_the_paired_tps_comparison_on_all_runs_agrees_with_compare(demo_sets):
                ScoreSettings(eps=0.0, n_boot=0)):
         got = score_from_sums(sums_duckdb(ds, st), st, skill_boot=0)
         for base in ("truthful", "verbal"):
-            want = compare(data, st, baseline=base, n_boot=0, metrics=())
+            want = compare(data, replace(st, cluster_by="run"), baseline=base, n_boot=0, metrics=())
             paired = got.paired_tps(base).loc[want.index]
             assert base not in paired.index and len(paired) == len(data.predictors) - 1
             np.testing.assert_array_equal(paired["n_runs"].to_numpy(), want["n_runs"].to_numpy())
@@ -161,6 +162,7 @@ def test_per_run_tps_without_the_pooled_counts_is_the_scored_tps(demo_sets):
 def test_skill_and_metrics_agree_with_the_in_memory_tables(demo_sets):
     data, ds = demo_sets["webshop-like"]
     for st in (ScoreSettings(n_boot=300), ScoreSettings(alpha=2, beta=3, censoring="complete", n_boot=300)):
+        st = replace(st, cluster_by="run")  # (the engines' SEs are by run)
         ref = compute_tps(data, st)
         got = score_from_sums(sums_duckdb(ds, st), st, skill_boot=300)
         sk = skill_table(data, st, n_boot=300, result=ref)

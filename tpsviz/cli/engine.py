@@ -123,7 +123,8 @@ def _sums(args, ds: Dataset, engine, counts: bool = True):
     percent = args.percent_names
     sums = engine.runsums(ds, probe, mapping=mapping, percent=percent, counts=counts)
     has_qz = bool((sums.runs["censored"] & sums.runs["q_z"].notna()).any())
-    return sums, settings_from(args, has_qz=has_qz), engine.intervals
+    # by run, every SE of the report: the sums' and the sample's verdicts' alike (BY_RUN)
+    return sums, dataclasses.replace(settings_from(args, has_qz=has_qz), cluster_by="run"), engine.intervals
 
 
 def _scored(args, ds: Dataset, engine):

@@ -110,7 +110,7 @@ _METRICS = ("auroc/auprc/tece_pooled pooled over (trajectory, step) pairs of com
             "constant reference rate")
 _MOVEMENT = ("mean over runs of sum (F_t+1 - F_t)^2 minus the uncertainty resolved, F_1(1-F_1) - F_end(1-F_end) "
              "(a finished run ends at Y); 0 for a truthful forecast, > 0 over-reacts, < 0 under-reacts; "
-             "z = value / se across runs (docs/theory.md, Rational updating)")
+             "z = value / se across runs, the se clustered as settings.se says (docs/theory.md, Rational updating)")
 _METRIC_KEYS = ("auroc", "auprc", "auroc_final", "tece_pooled", "tece_final")
 #: the columns of :attr:`Evaluation.leaderboard`
 LEADERBOARD_COLUMNS = ("tps_mean", "tps_se", "tps_ci_low", "tps_ci_high", "tps_step_mean", "tps_ref", "skill",
@@ -198,7 +198,7 @@ class Evaluation:
         verdict = {n: replace(v, text=f"{v.text}; {versus[n]['words']}") if n in versus else v
                    for n, v in verdict.items()}
         warn = caveats(data, settings, result.summary, skill)
-        moves = excess_movement(data, list(result.summary.index))
+        moves = excess_movement(data, list(result.summary.index), settings.cluster_by)
         return cls(data, settings, result, metrics, skill, verdict, moves, warn,
                    tuple(data.notes) + tuple(notes), q_z, engine_reason or memory_reason(data), versus)
 
