@@ -196,10 +196,9 @@ def check_cluster_by(by) -> str:
 def _codes(text: np.ndarray) -> tuple[np.ndarray, np.ndarray, int]:
     """(codes, runs without a task, tasks): the codes of task labels by first appearance, a run without
     one (None) a code of its own after the tasks'."""
-    lone = np.array([t is None for t in text], dtype=bool)
-    codes = np.empty(text.size, dtype=np.int64)
-    task_codes, uniques = pd.factorize(pd.Series(text[~lone], dtype=object), sort=False)
-    codes[~lone] = task_codes
+    codes, uniques = pd.factorize(text, sort=False)  # (None: code −1)
+    codes = codes.astype(np.int64)
+    lone = codes < 0
     codes[lone] = len(uniques) + np.arange(int(lone.sum()))
     return codes, lone, len(uniques)
 
