@@ -52,8 +52,9 @@ def add_arguments(p) -> None:
     add_engine_options(p, "compare")
     p.add_argument("--pair-on", metavar="COLUMN", default="auto",
                    help="pair runs by this task column where both groups ran the same tasks "
-                        "(default auto: a column named task/task_id/task_name with at least 10 "
-                        "common tasks; 'none' = unpaired)")
+                        "(default auto: the log's task column, e.g. task/task_id/task_name, with at least 10 "
+                        "common tasks; 'none' = unpaired). A column named here is also the cluster of the "
+                        "SEs (with --cluster-by auto)")
     add_label_options(p.add_argument_group("multi-class logs (docs/multiclass.md)"))
 
 
