@@ -119,8 +119,8 @@ def cluster_choice(args) -> str:
     """``--cluster-by`` (default auto); with auto, a column named by ``--pair-on`` is the cluster too."""
     by = getattr(args, "cluster_by", "auto") or "auto"
     pair_on = getattr(args, "pair_on", None)
-    if by == "auto" and pair_on and pair_on.lower() not in ("auto", "none"):
-        return pair_on
+    if by == "auto" and pair_on and pair_on.lower() not in ("auto", "none") and pair_on != getattr(args, "by", None):
+        return pair_on  # (pair_on = --by is refused by the pairing, in its own words)
     return by
 
 
