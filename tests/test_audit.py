@@ -55,7 +55,8 @@ def test_mc_audit_brute_force(sim):
     dropped = cens_ids.iloc[0]
     roll = pd.concat([roll[roll.trajectory_id != dropped],
                       pd.DataFrame({"trajectory_id": ["ghost"], "rollout": [1], "outcome": [1]})])
-    audit = mc_audit(data, roll, ScoreSettings(n_boot=200), predictors=["verbal", "pessimistic"])
+    audit = mc_audit(data, roll, ScoreSettings(n_boot=200, cluster_by="run"), predictors=["verbal", "pessimistic"])
+    tasked = mc_audit(data, roll, ScoreSettings(n_boot=0), predictors=["verbal", "pessimistic"])  # by task
     qhat = roll.groupby("trajectory_id").outcome.mean()
     st = data.steps
     for name in ("verbal", "pessimistic"):
@@ -72,6 +73,12 @@ def test_mc_audit_brute_force(sim):
         assert r.delta == pytest.approx(np.mean(diffs), rel=1e-10)
         assert r.delta_se == pytest.approx(np.std(diffs, ddof=1) / np.sqrt(len(diffs)), rel=1e-9)
         assert r.tps_exact - r.tps_simple == pytest.approx(r.delta, rel=1e-10)
+        # clustered by the log's task column (docs/theory.md §6.1): K/(K−1) Σ_k (Σ_{i in k} (d_i − d̄))² / n²
+        task = data.trajectories.set_index("trajectory_id").loc[sorted(st["trajectory_id"].unique()), "task"]
+        e = pd.Series(np.asarray(diffs) - np.mean(diffs), index=task.to_numpy()).groupby(level=0).sum()
+        k = len(e)
+        assert tasked.table.loc[name, "delta_se"] == pytest.approx(
+            np.sqrt(k / (k - 1) * np.sum(e ** 2)) / len(diffs), rel=1e-9)
         assert r.delta_ci_low <= r.delta <= r.delta_ci_high and r.mc_se > 0
     assert audit.info["unknown_ids"] == ["ghost"] and audit.info["censored_without"] == [dropped]
     assert audit.info["n_left_out"] == 1 and audit.table["n_trajectories"].eq(data.n_trajectories - 1).all()

@@ -36,11 +36,14 @@ def dataset(tmp_path_factory):
 
 def test_out_of_core_json_matches_the_in_memory_json(dataset, tmp_path):
     args = ["--json", "--n-boot", "300", "--alpha", "2", "--beta", "3", "--schedule", "linear"]
-    mem = run("score", DEMO, *args, "--engine", "memory", "--per-trajectory", tmp_path / "m.csv")
+    # (out of core every SE is by run: the in-memory score is asked for the same unit)
+    mem = run("score", DEMO, *args, "--engine", "memory", "--cluster-by", "run", "--per-trajectory", tmp_path / "m.csv")
     duck = run("score", dataset, *args, "--engine", "duckdb", "--per-trajectory", tmp_path / "d.csv")
     assert mem.returncode == 0 and duck.returncode == 0, duck.stderr
     a, b = json.loads(mem.stdout), json.loads(duck.stdout)
     assert a["settings"]["engine"] == "memory" and b["settings"]["engine"] == "duckdb"
+    assert a["settings"]["se"]["unit"] == b["settings"]["se"]["unit"] == "run"
+    assert "out of core" in b["settings"]["se"]["reason"]
     assert b["settings"]["n_trajectories"] == a["settings"]["n_trajectories"]
     assert b["settings"]["reference_rate"] == pytest.approx(a["settings"]["reference_rate"], rel=1e-12)
     assert b["settings"]["verdicts"].startswith("on all") and "exact counts" in b["settings"]["metrics"]
@@ -142,10 +145,11 @@ def test_compare_out_of_core_gives_the_in_memory_tps_columns(dataset, settings):
     """compare --baseline on all runs out of core: Δ TPS, its SE, Δ/SE and the runs of the
     in-memory compare (the same per-run differences); the paired AUROC is left out, and said so."""
     args = ["--json", "--n-boot", "50", "--baseline", "truthful", *settings]
-    mem = run("compare", DEMO, *args, "--engine", "memory")
+    mem = run("compare", DEMO, *args, "--engine", "memory", "--cluster-by", "run")  # (out of core: by run)
     duck = run("compare", dataset, *args, "--engine", "duckdb")
     assert mem.returncode == 0 and duck.returncode == 0, duck.stderr
     a, b = json.loads(mem.stdout), json.loads(duck.stdout)
+    assert a["settings"]["se"]["unit"] == b["settings"]["se"]["unit"] == "run"
     assert b["settings"]["engine"] == "duckdb" and b["baseline"] == "truthful"
     assert "AUROC delta: not computed out of core" in b["settings"]["definition"]
     assert set(b["predictors"]) == set(a["predictors"]) and len(a["predictors"]) >= 2

@@ -331,7 +331,7 @@ def test_cli_compare_on_the_dask_engine(tmp_path):
     assert out.returncode == 0, out.stderr
     obj = json.loads(out.stdout)
     assert obj["settings"]["engine"] == "dask" and "Poisson" not in obj["settings"]["engine_words"]  # (no CIs)
-    ref = json.loads(subprocess.run([sys.executable, "-m", "tpsviz", "compare", str(DEMO), *args],
+    ref = json.loads(subprocess.run([sys.executable, "-m", "tpsviz", "compare", str(DEMO), *args, "--cluster-by", "run"],
                                     cwd=ROOT, capture_output=True, text=True, timeout=300).stdout)
     assert set(obj["predictors"]) == set(ref["predictors"])
     for name, p in ref["predictors"].items():

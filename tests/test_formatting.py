@@ -42,7 +42,7 @@ def test_settings_words_one_description_of_the_settings():
     w = settings_words(ScoreSettings(alpha=0.3, beta=0.0, schedule=Schedule("per-length")), censoring="exact (x)")
     assert w["score"] == "custom (α=0.3, β=0)" and w["unit"].startswith("beta-score units")
     assert w["schedule_status"] != "strictly proper" and w["censoring"] == "exact (x)"
-    assert w["bootstrap"] == "2000 replicates over trajectories, seed 20260101"
+    assert w["bootstrap"] == "2000 replicates over trajectories (tasks where runs repeat them), seed 20260101"
 
 
 def test_a_nonzero_value_never_reads_as_zero():

@@ -45,6 +45,7 @@ def test_grouped_intervals_match_the_bootstrap_over_runs(sums, monkeypatch):
     monkeypatch.setattr(runsums, "BOOT_GROUPS", 512)
     grouped = score_from_sums(sums, st)
     assert "512 random groups of runs" in grouped.ci_words and "over runs" in over_runs.ci_words
+    assert all("SE by run" in s.ci_words for s in (grouped, over_runs))  # (said: no task clusters out of core)
     a, b = over_runs.summary, grouped.summary
     np.testing.assert_array_equal(a["tps_mean"], b["tps_mean"])  # point estimates from the runs
     w_runs = (a["tps_ci_high"] - a["tps_ci_low"]).to_numpy()

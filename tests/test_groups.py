@@ -16,7 +16,7 @@ from tpsviz.diagnostics.groups import MAX_GROUPS, MISSING_LABEL, group_differenc
 from tpsviz.core.inference import bootstrap_weights
 from tpsviz.synthetic.agent import simulate
 
-SIMPLE = ScoreSettings(censoring="simple", n_boot=0)
+SIMPLE = ScoreSettings(censoring="simple", n_boot=0, cluster_by="run")  # by run: the hand computations below
 
 
 def _with(data: TrajectoryData, column: str, values) -> TrajectoryData:

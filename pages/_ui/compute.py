@@ -302,7 +302,8 @@ def report_sections(cfg: S.Config, data) -> list:
             secs.append(Section(f"Each group minus {gv['base']}", " ".join(gv["pairing"].values()),
                                 table=gv["diff"]))
     secs += [Section("Leaderboard", f"TPS in {cfg.unit} per trajectory (higher is better, 0 is perfect), 95% "
-                    f"{'bootstrap CI over trajectories' if interval_kind(ev) == 'bootstrap' else 'interval ± 1.96 SE'}; "
+                    f"{'bootstrap CI over ' + ev.clusters.bootstrap_words() if interval_kind(ev) == 'bootstrap' else 'interval ± 1.96 SE'}"
+                    f", {ev.clusters.words()}; "
                     f"skill against the constant forecast F ≡ {ev.reference_rate:.3f} ({ev.reference_rule}); "
                     f"{Rs.metric_boot_note(cfg)}.", leaderboard_figure(ev),
                      report_table(ev, F.display_name))]

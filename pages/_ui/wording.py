@@ -75,6 +75,8 @@ DASHBOARD = Wording(
         "rollouts": f'the sidebar\'s "{LABELS["rollouts"]}" (or "{LABELS["rollouts_path"]}")',
         "seed": "the bootstrap's seed (fixed in the dashboard; the command line's --seed)",
         "level": "the 95% level of the intervals (fixed in the dashboard; the command line's --level)",
+        "cluster_by": ("the unit of the SEs (in the dashboard: the task where runs repeat tasks, else the run; "
+                       "the command line's --cluster-by)"),
         "folds": "the folds of the Recalibration page's cross-fitting",
     },
     with_value="{word} set to {value}")

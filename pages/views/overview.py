@@ -93,7 +93,8 @@ board = st.empty() if large else st
 
 def _ci_help(ev) -> str:
     if T.interval_kind(ev) == "bootstrap":
-        return h["CI"]
+        return (f"Percentile bootstrap interval resampling tasks with all their runs ({ev.clusters.words()}: runs "
+                "of one task are not independent)." if ev.clusters.clustered else h["CI"])
     if large and cfg.n_boot:
         return "Mean ± 1.96 SE while the bootstrap CI is computed (large log)."
     return "Bootstrap off (0 replicates): mean ± 1.96 SE, a normal approximation."
@@ -101,7 +102,8 @@ def _ci_help(ev) -> str:
 
 def _ci_text(ev) -> str:
     if T.interval_kind(ev) == "bootstrap":
-        return f"95% percentile bootstrap CI over trajectories ({cfg.n_boot} replicates)"
+        return (f"95% percentile bootstrap CI over {ev.clusters.bootstrap_words()} ({cfg.n_boot} replicates; "
+                f"{ev.clusters.words()})")
     if large and cfg.n_boot:
         return "95% interval = mean ± 1.96 SE for now: the bootstrap CI is being computed (large log)"
     return "95% interval = mean ± 1.96 SE (bootstrap off; raise it in the sidebar's Uncertainty box)"

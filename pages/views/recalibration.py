@@ -164,7 +164,8 @@ with delta_box:
         st.markdown(f"**Recalibrated − original:** TPS Δ = {Fm.num(r['tps_delta'], '+.4g')} {cfg.unit}/run "
                     f"({z_text(zt)}); AUROC Δ = {Fm.num(m['auroc_delta'], '+.4f')} ({z_text(za)}).",
                     help="Paired over the same runs: TPS from the per-run differences (analytic SE), AUROC by a paired "
-                         "bootstrap over trajectories. |Δ/SE| ≥ 2 is called clear.")
+                         "bootstrap over trajectories; both clustered by task where runs repeat tasks. |Δ/SE| ≥ 2 is "
+                         "called clear.")
         if is_clear(za) and za < 0:
             st.warning(f"Recalibration clearly lowered AUROC ({z_text(za)}): the cross-fitted maps rank runs worse than "
                        f"the signal itself. {recalibration_hint(focus_spec['method'])}", icon=":material/warning:")

@@ -43,7 +43,7 @@ CLI = Wording(
         "multiclass": "'python -m tpsviz multiclass'", "continuous": "'python -m tpsviz crps'",
         "replay": "python -m tpsviz forecast {value} --model PROVIDER/MODEL --out FORECASTS.parquet",
         "model": "--model", "name": "--name",
-        "seed": "--seed", "level": "--level", "folds": "--folds", "censoring": "--censoring",
+        "seed": "--seed", "level": "--level", "cluster_by": "--cluster-by", "folds": "--folds", "censoring": "--censoring",
         "rollouts": "--rollouts", "q_z": "--q-z",
         "score": "--alpha and --beta (a preset's values)",
     },

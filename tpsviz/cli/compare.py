@@ -30,8 +30,8 @@ from tpsviz.evaluation.record import reading_json
 __all__ = ["add_arguments", "run"]
 
 DESCRIPTION = ("Paired comparison on the same runs, delta = predictor - baseline. TPS: "
-               "mean of per-run differences, SE = sd/sqrt(n); AUROC: paired trajectory "
-               "bootstrap over complete runs (pooled over steps).")
+               "mean of per-run differences, SE = sd/sqrt(n), clustered by task where runs repeat tasks "
+               "(--cluster-by); AUROC: paired trajectory bootstrap over complete runs (pooled over steps).")
 
 
 def add_arguments(p) -> None:
@@ -53,8 +53,9 @@ def add_arguments(p) -> None:
     add_engine_options(p, "compare")
     p.add_argument("--pair-on", metavar="COLUMN", default="auto",
                    help="pair runs by this task column where both groups ran the same tasks "
-                        "(default auto: a column named task/task_id/task_name with at least 10 "
-                        "common tasks; 'none' = unpaired)")
+                        "(default auto: the log's task column, e.g. task/task_id/task_name, with at least 10 "
+                        "common tasks; 'none' = unpaired). A column named here is also the cluster of the "
+                        "SEs (with --cluster-by auto)")
     add_label_options(p.add_argument_group("multi-class logs (docs/multiclass.md)"))
 
 
@@ -97,8 +98,10 @@ def run(args) -> int:
         return 0
     print_header(data, settings, data.notes + notes)
     print()
+    se = table.attrs["se"]
+    unit = f"tasks (column {safe(se['column'], 40)})" if se["unit"] == "task" else "trajectories"
     print(f"paired comparison with baseline {args.baseline!r}: delta = predictor - baseline "
-          "(TPS: higher is better; AUROC: complete runs, paired trajectory bootstrap with "
+          f"(TPS: higher is better; AUROC: complete runs, paired bootstrap over {unit} with "
           f"{settings.n_boot} replicates)")
     nw = name_width(table.index)
     header = (f"{'predictor':<{nw}} {'TPS delta':>10} {'SE':>8} {'delta/SE':>9}   "
@@ -127,10 +130,12 @@ def _baseline_json(args, data, settings, notes, table) -> dict:
         "settings": {**settings.describe(), "file": data.source,
                      "n_trajectories": data.n_trajectories, "n_censored": data.n_censored,
                      "notes": [say(n) for n in data.notes + notes], "reading": reading_json(data.reading),
+                     "se": table.attrs["se"],
                      "definition": "delta = predictor - baseline on the same runs; TPS: "
-                                   "mean of per-run differences, SE = sd/sqrt(n); AUROC "
-                                   "pooled over steps of complete runs, SE from a paired "
-                                   "trajectory bootstrap; z = delta/SE"},
+                                   "mean of per-run differences, SE = sd/sqrt(n) (by run) or clustered "
+                                   "by task (se.unit 'task': sum the centred differences within a task, "
+                                   "tasks as the units); AUROC pooled over steps of complete runs, SE from a "
+                                   "paired bootstrap over the same units; z = delta/SE"},
         "predictors": {
             pred: {k: num(r[k]) for k in ("tps_delta", "tps_se", "tps_z", "auroc_delta",
                                           "auroc_se", "auroc_z")}
@@ -185,7 +190,7 @@ def _compare_groups(args) -> int:
         raise nothing
     if args.json:
         return 0
-    print_header(data, settings, data.notes + notes)
+    print_header(data, settings, data.notes + notes, exclude=(by,))
     print()
     _print_groups(table, groups, by)
     _print_differences(diffs, base, name_width(table.index.get_level_values("predictor")))
@@ -194,8 +199,11 @@ def _compare_groups(args) -> int:
 
 def _print_groups(table, groups, by) -> None:
     """The leaderboard of each group: TPS, skill against the group's own success rate, runs."""
+    se = table.attrs.get("se") or {}
+    unit = (f"; each group's SE clustered by task (column {safe(se['column'], 40)})" if se.get("unit") == "task"
+            else "; SE by run")
     print(f"groups of {safe(by, 40)}: TPS per trajectory (higher is better) and skill against each "
-          "group's own success rate")
+          f"group's own success rate{unit}")
     nw = max(name_width(table.index.get_level_values("predictor")), 12)
     gw = min(max(len(safe(g, 30)) for g in groups), 30)
     header = (f"{'group':<{gw}} {'predictor':<{nw}} {'TPS':>10} {'± SE':>8} {'skill':>8} "
@@ -247,15 +255,16 @@ def _groups_json(data, settings, notes, by, base, table, diffs) -> dict:
     return {
         "settings": {**settings.describe(), "file": safe(data.source),
                      "n_trajectories": data.n_trajectories, "notes": say_all(data.notes + notes),
-                     "by": safe(by), "base_group": safe(base),
-                     "definition": "per group: mean TPS per run (SE = sd/sqrt(n)) and skill = 1 - "
+                     "by": safe(by), "base_group": safe(base), "se": table.attrs.get("se"),
+                     "definition": "per group: mean TPS per run (SE = sd/sqrt(n) by run, or clustered by "
+                                   "task when se.unit is 'task') and skill = 1 - "
                                    "TPS/TPS_ref against the group's own success rate; delta = group "
-                                   "- base group, unpaired (SE = sqrt(se_a^2 + se_b^2)) or paired by "
-                                   "task (SE = sd of task differences / sqrt(K))"},
+                                   "- base group, unpaired (SE = sqrt(se_a^2 + se_b^2), each clustered as "
+                                   "the group's) or paired by task (SE = sd of task differences / sqrt(K))"},
         "groups": groups,
         "left_out_groups": {safe(g): int(n) for g, n in (table.attrs.get("small_groups") or {}).items()},
         "differences": {
-            safe(g): {"pairing": safe(d.attrs["pairing"]),
+            safe(g): {"pairing": safe(d.attrs["pairing"]), "se": d.attrs.get("se"),
                       "predictors": {safe(pred): rec(r, dkeys) | {"why_null": {
                           k: safe(v) for k, v in why_missing(r, base, g).items()}}
                                      for pred, r in d.iterrows()}}

@@ -28,6 +28,7 @@ from tpsviz.evaluation.settings import dataset_for_engine
 from tpsviz.io.dataset import Dataset
 from tpsviz.report.export import PER_TRAJECTORY_COLUMNS, write_safe_csv
 from tpsviz.io.files import Limits
+from tpsviz.core.clusters import by_run
 from tpsviz.core.inference import DEFAULT_SEED
 from tpsviz.core.tps import settings_words
 from tpsviz.diagnostics.verdict import verdicts
@@ -38,6 +39,13 @@ __all__ = ["choose_engine", "score_out_of_core", "score_json_out_of_core", "comp
            "ENGINES"]
 
 ENGINES = ("auto", *ENGINE_NAMES)
+#: why every SE out of core is by run (the in-memory path clusters by task, docs/theory.md §6.1)
+BY_RUN = "out of core: every SE and bootstrap is by run (--cluster-by applies in memory)"
+
+
+def _se_json(n_runs: int) -> dict:
+    """The ``se`` entry of an out-of-core JSON: by run, and why."""
+    return by_run(n_runs, BY_RUN).to_json()
 
 
 def _unsupported(args) -> list[str]:
@@ -49,7 +57,8 @@ def _unsupported(args) -> list[str]:
              ("--success-threshold", args.success_threshold is not None),
              ("--run-by", getattr(args, "run_by", None)), ("--step-spans", getattr(args, "step_spans", None)),
              ("--outcome", getattr(args, "outcome", None)), ("--outcomes", getattr(args, "outcomes", None)),
-             ("--censor-when", getattr(args, "censor_when", None))]
+             ("--censor-when", getattr(args, "censor_when", None)),
+             ("--cluster-by COLUMN", getattr(args, "cluster_by", "auto") not in ("auto", "run"))]
     return [flag for flag, on in given if on]
 
 
@@ -116,7 +125,8 @@ def _sums(args, ds: Dataset, engine, counts: bool = True):
     percent = args.percent_names
     sums = engine.runsums(ds, probe, mapping=mapping, percent=percent, counts=counts)
     has_qz = bool((sums.runs["censored"] & sums.runs["q_z"].notna()).any())
-    return sums, settings_from(args, has_qz=has_qz), engine.intervals
+    # by run, every SE of the report: the sums' and the sample's verdicts' alike (BY_RUN)
+    return sums, dataclasses.replace(settings_from(args, has_qz=has_qz), cluster_by="run"), engine.intervals
 
 
 def _scored(args, ds: Dataset, engine):
@@ -187,7 +197,8 @@ def _compare_out_of_core(args, ds: Dataset, why: str, engine) -> int:
         obj = {
             "baseline": args.baseline,
             "settings": {**settings.describe(), "file": ds.label, "engine": sums.engine, "engine_reason": why,
-                         "engine_words": words, "n_trajectories": sums.n_trajectories,
+                         "engine_words": words, "se": _se_json(sums.n_trajectories),
+                         "n_trajectories": sums.n_trajectories,
                          "n_censored": sums.n_censored, "notes": say_all(sums.notes),
                          "reading": reading_json({"format": ds.fmt}),
                          "definition": "delta = predictor - baseline on the same runs; TPS: mean of per-run "
@@ -233,6 +244,7 @@ def print_header(ds: Dataset, sums, settings, words: str) -> None:
     if not settings.schedule.verdict.is_strictly_proper:
         print(f"  note: {w['schedule_reason']}")
     print(f"censoring: {w['censoring']}; eps = {w['eps']}")
+    print(f"uncertainty: SE by run ({BY_RUN})")
     for note in sums.notes:
         print(f"note: {safe(say(note))}")
 
@@ -275,7 +287,7 @@ def _json(res, ds: Dataset, why: str, ranks: str, verdict, sample_words: str) ->
     ref_rate = float(sk["ref_rate"].iloc[0]) if len(sk) else None
     return {
         "settings": {**res.settings.describe(), "file": ds.label, "engine": sums.engine, "engine_reason": why,
-                     "engine_words": res.engine_words,
+                     "engine_words": res.engine_words, "se": _se_json(sums.n_trajectories),
                      "dataset": {"files": ds.n_files, "bytes": ds.n_bytes, "skipped": ds.skipped},
                      "n_trajectories": sums.n_trajectories, "n_steps": sums.n_steps,
                      "n_censored": sums.n_censored, "notes": say_all(sums.notes),

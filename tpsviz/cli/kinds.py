@@ -34,7 +34,7 @@ KIND_OPTIONS = (
     ("--success-threshold", "success_threshold", _BINARY), ("--treat", "treat", _BINARY),
     ("--scorer", "scorer", _BINARY), ("--conf", "conf", _BINARY), ("--forecasts", "forecasts", _BINARY),
     ("--map", "map", _BINARY), ("--percent", "percent", _BINARY), ("--scheduler", "scheduler", _BINARY),
-    ("--verdict-sample", "verdict_sample", _BINARY),
+    ("--verdict-sample", "verdict_sample", _BINARY), ("--cluster-by", "cluster_by", _BINARY),
     ("--censoring", "censoring", ("binary", "multiclass")), ("--eps", "eps", ("binary", "multiclass")),
     ("--rule", "rule", ("multiclass",)), ("--censored-label", "censored_label", ("multiclass",)),
     ("--bins", "bins", ("multiclass", "continuous")),

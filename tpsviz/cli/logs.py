@@ -10,6 +10,7 @@ the header alone (a table's first line or Parquet footer, a dataset's columns), 
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 from pathlib import Path
 
 from tpsviz.cli.common import Fail, say
@@ -23,7 +24,7 @@ from tpsviz.io.harness.runs import ReadOptions
 from tpsviz.io.kinds import outcome_kind
 from tpsviz.io.tables import FORMATS, table_columns
 
-__all__ = ["log_kind", "read_options", "settings_from", "settings_for", "load_log", "prepare"]
+__all__ = ["log_kind", "read_options", "settings_from", "settings_for", "load_log", "prepare", "cluster_choice"]
 
 
 def _header(path: str) -> list[str]:
@@ -92,7 +93,8 @@ def settings_from(args, has_qz: bool) -> ScoreSettings:
     Parameters
     ----------
     args : Namespace
-        ``alpha``, ``beta``, ``schedule``, ``censoring``, ``eps``, ``n_boot``, ``level``, ``seed``.
+        ``alpha``, ``beta``, ``schedule``, ``censoring``, ``eps``, ``n_boot``, ``level``, ``seed`` and,
+        where the command has them, ``cluster_by`` and ``pair_on`` (:func:`cluster_choice`).
     has_qz : bool
         Whether the log has q_z: the default censoring is then exact, else simple.
 
@@ -106,10 +108,20 @@ def settings_from(args, has_qz: bool) -> ScoreSettings:
         For settings the core refuses (the core's message).
     """
     try:
-        return evaluation_settings.score_settings(has_qz, args.alpha, args.beta, None, args.schedule, args.censoring,
-                                                  args.eps, args.n_boot, args.seed, args.level)
+        settings = evaluation_settings.score_settings(has_qz, args.alpha, args.beta, None, args.schedule,
+                                                      args.censoring, args.eps, args.n_boot, args.seed, args.level)
+        return replace(settings, cluster_by=cluster_choice(args))
     except ValueError as exc:
         raise Fail(say(exc)) from None
+
+
+def cluster_choice(args) -> str:
+    """``--cluster-by`` (default auto); with auto, a column named by ``--pair-on`` is the cluster too."""
+    by = getattr(args, "cluster_by", "auto") or "auto"
+    pair_on = getattr(args, "pair_on", None)
+    if by == "auto" and pair_on and pair_on.lower() not in ("auto", "none") and pair_on != getattr(args, "by", None):
+        return pair_on  # (pair_on = --by is refused by the pairing, in its own words)
+    return by
 
 
 def settings_for(args, data) -> ScoreSettings:

@@ -24,7 +24,7 @@ __all__ = ["DESCRIPTION", "LOG_FORMAT", "VERDICT_HELP", "ENGINES", "BINARY_CENSO
            "add_n_boot", "add_seed", "add_level", "add_schedule", "add_censoring", "add_json",
            "add_engine_options", "add_harness_options", "add_reading_options", "add_trace_options", "add_log_options", "add_rule_options",
            "add_scoring_options", "refuse_options", "refused_given", "flag", "check_numbers", "check_args",
-           "add_references_option"]
+           "add_references_option", "add_cluster_by"]
 
 ENGINES = ("auto", "memory", "duckdb", "dask")
 #: censoring modes of a binary log (a multi-class log takes the first three, docs/multiclass.md)
@@ -94,6 +94,15 @@ def add_schedule(p, extra: str = "") -> None:
     """``--schedule SPEC`` (default uniform), with the list of schedules in the help."""
     p.add_argument("--schedule", default="uniform", metavar="SPEC",
                    help=f"weight schedule (default uniform{extra}); one of:\n" + schedule_help())
+
+
+def add_cluster_by(p) -> None:
+    """``--cluster-by {auto,run,COLUMN}``: the unit of every SE and bootstrap (docs/theory.md §6.1)."""
+    p.add_argument("--cluster-by", metavar="{auto,run,COLUMN}", default="auto",
+                   help="the unit of SEs and bootstrap CIs: auto (default: the task column, e.g. task_id or an "
+                        "Inspect sample id, when runs repeat tasks; else the run), run, or a run-level column. "
+                        "Runs of one task are not independent: an SE by run is then too small (docs/theory.md "
+                        "section 6.1). Out of core, SEs are by run")
 
 
 def add_censoring(p, choices=BINARY_CENSORING, words: str = "") -> None:
@@ -232,9 +241,11 @@ def add_rule_options(p: argparse.ArgumentParser) -> None:
 
 
 def add_scoring_options(p: argparse.ArgumentParser) -> None:
-    """Everything that scores a binary log: :func:`add_log_options` and :func:`add_rule_options`."""
+    """Everything that scores a binary log: :func:`add_log_options`, :func:`add_rule_options` and
+    ``--cluster-by``."""
     add_rule_options(p)
     add_log_options(p)
+    add_cluster_by(p)
 
 
 def refuse_options(p: argparse.ArgumentParser, options) -> None:

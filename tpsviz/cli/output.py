@@ -7,13 +7,15 @@ from __future__ import annotations
 import numpy as np
 
 from tpsviz.cli.common import fmt, interval, name_width, safe, say
+from tpsviz.core.clusters import run_clusters
 from tpsviz.core.tps import settings_words
 
 __all__ = ["print_header", "print_reading", "print_tps_table", "print_paired_tps"]
 
 
-def print_header(data, settings, notes, engine: str | None = None) -> None:
-    """The log (runs, steps, censored), how it was read, the settings in words and the notes.
+def print_header(data, settings, notes, engine: str | None = None, exclude=()) -> None:
+    """The log (runs, steps, censored), how it was read, the settings in words, the unit of the SEs and
+    the notes.
 
     Parameters
     ----------
@@ -23,6 +25,8 @@ def print_header(data, settings, notes, engine: str | None = None) -> None:
         Every note: the log's (``data.notes``) and the command's.
     engine : str, optional
         Why the memory engine scored it (``score``).
+    exclude : collection of str
+        Columns that cannot be the task (the grouping column of ``compare --by``).
     """
     v = settings.schedule.verdict
     print(f"{safe(data.source)}: {data.n_trajectories} trajectories, {data.n_steps} steps, "
@@ -36,6 +40,10 @@ def print_header(data, settings, notes, engine: str | None = None) -> None:
     if not v.is_strictly_proper:
         print(f"  note: {w['schedule_reason']}")
     print(f"censoring: {w['censoring']}; eps = {w['eps']}")
+    c = run_clusters(data, settings.cluster_by, exclude)
+    boot = (f"{settings.n_boot} bootstrap replicates over {c.bootstrap_words()}, seed {settings.seed}"
+            if settings.n_boot else "bootstrap off (intervals: mean ± z·SE)")
+    print(f"uncertainty: {safe(c.line())}; {boot}")
     for note in notes:
         print(f"note: {safe(say(note))}")
 

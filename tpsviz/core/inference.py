@@ -1,7 +1,10 @@
-"""Inference over trajectories: the trajectory is the unit (steps within a run are dependent).
+"""Inference over trajectories: the trajectory is the unit (steps within a run are dependent), or
+the task when runs repeat tasks (docs/theory.md §6.1).
 
 Means with standard errors, seeded percentile bootstrap CIs that resample whole
-trajectories, and paired differences of two predictors on the same runs.
+trajectories, and paired differences of two predictors on the same runs. Given ``groups`` (the
+cluster of every run, :func:`tpsviz.core.clusters.run_clusters`), the SE is cluster-robust
+(:func:`mean_se`) and the bootstrap resamples whole clusters with all their runs.
 """
 
 from __future__ import annotations
@@ -13,7 +16,7 @@ import numpy as np
 
 from tpsviz.core import resample
 
-__all__ = ["Estimate", "mean_estimate", "paired_difference", "bootstrap_weights", "group_sums",
+__all__ = ["Estimate", "mean_estimate", "mean_se", "paired_difference", "bootstrap_weights", "group_sums",
            "bootstrap_sums", "column_mean_intervals", "percentile_intervals", "DEFAULT_SEED", "normal_quantile",
            "summary_interval"]
 
@@ -133,7 +136,7 @@ def bootstrap_sums(x, n_boot: int, seed: int) -> np.ndarray:
 
 
 def column_mean_intervals(values: np.ndarray, valid: np.ndarray, n_boot: int, level: float,
-                          seed: int) -> tuple[np.ndarray, np.ndarray]:
+                          seed: int, groups: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
     """Percentile bootstrap CIs of each column's mean over its valid rows, every column resampled
     with the same replicates (a paired trajectory bootstrap).
 
@@ -155,12 +158,16 @@ def column_mean_intervals(values: np.ndarray, valid: np.ndarray, n_boot: int, le
         Confidence level in (0, 1).
     seed : int
         Seed of the replicates (:func:`bootstrap_weights`).
+    groups : ndarray of int, optional
+        The cluster of every row, 0 … K−1 (:meth:`tpsviz.core.clusters.Clusters.groups`): a
+        replicate then draws K clusters with all their rows, Σ_k c_k S_kj / Σ_k c_k N_kj with
+        S and N the sums and valid counts of each cluster. None: rows are the units.
 
     Returns
     -------
     low, high : ndarray, shape (k,)
-        NaN for a column that has fewer than 2 valid rows or a value on them that is not finite,
-        and for every column when ``n_boot <= 0`` or there are fewer than 2 rows.
+        NaN for a column that has fewer than 2 valid rows (clusters) or a value on them that is
+        not finite, and for every column when ``n_boot <= 0`` or there are fewer than 2 rows.
     """
     values = np.asarray(values, dtype=float)
     valid = np.asarray(valid, dtype=bool)
@@ -169,6 +176,12 @@ def column_mean_intervals(values: np.ndarray, valid: np.ndarray, n_boot: int, le
         return np.full(k, np.nan), np.full(k, np.nan)
     finite = np.array([np.isfinite(values[valid[:, j], j]).all() for j in range(k)])
     v = np.where(valid & np.isfinite(values), values, 0.0)
+    if groups is not None:
+        sums = bootstrap_sums(group_sums(np.hstack([v, valid.astype(float)]), groups), n_boot, seed)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            reps = sums[:, :k] / sums[:, k:]
+        units = np.array([np.unique(groups[valid[:, j]]).size for j in range(k)])
+        return percentile_intervals(reps, finite, units, level)
     # replicated Σ c_i v_i and Σ c_i [valid_i]; a column valid on every run has Σ c_i = n
     partial = ~valid.all(axis=0)
     sums = bootstrap_sums(np.hstack([v, valid[:, partial].astype(float)]), n_boot, seed)
@@ -233,8 +246,49 @@ def _percentiles(reps: np.ndarray, level: float) -> tuple[float, float]:
     return float(lo), float(hi)
 
 
+def mean_se(values, groups: np.ndarray | None = None) -> float:
+    """SE of the mean of one value per run, by run or clustered (docs/theory.md §6.1).
+
+    By run: sd/√n (ddof 1). Clustered: with m the mean, e_k = Σ_{i in cluster k} (v_i − m) the
+    centred sum of cluster k and K the clusters present,
+
+        SE² = K/(K−1) · Σ_k e_k² / n²
+
+    the cluster-robust (sandwich) variance of a mean, with the small-sample factor K/(K−1). When
+    every cluster holds one run (K = n) it is exactly sd²/n: the SE by run.
+
+    Parameters
+    ----------
+    values : array_like
+        One value per run.
+    groups : ndarray of int, optional
+        The cluster of every run (non-negative codes; absent codes are no cluster). None: by run.
+
+    Returns
+    -------
+    float
+        NaN with fewer than 2 runs (clusters) or a mean that is not finite.
+    """
+    v = np.asarray(values, dtype=float)
+    n = v.size
+    if n < 2:
+        return np.nan
+    mean = float(v.mean())
+    if not np.isfinite(mean):
+        return np.nan
+    if groups is None:
+        return float(v.std(ddof=1) / np.sqrt(n))
+    g = np.asarray(groups)
+    e = np.bincount(g, weights=v - mean)
+    k = int(np.count_nonzero(np.bincount(g)))
+    if k < 2:
+        return np.nan
+    return float(np.sqrt(k / (k - 1) * float(e @ e)) / n)
+
+
 def mean_estimate(
-    values, n_boot: int = 2000, level: float = 0.95, seed: int = DEFAULT_SEED
+    values, n_boot: int = 2000, level: float = 0.95, seed: int = DEFAULT_SEED,
+    groups: np.ndarray | None = None,
 ) -> Estimate:
     """Mean over trajectories with SE and a seeded percentile bootstrap CI.
 
@@ -248,10 +302,15 @@ def mean_estimate(
         Confidence level in (0, 1).
     seed : int
         Bootstrap seed.
+    groups : ndarray of int, optional
+        The cluster of every trajectory (non-negative codes): the SE is
+        clustered (:func:`mean_se`) and the bootstrap resamples whole clusters (ratio
+        Σ c_k S_k / Σ c_k n_k). None: by trajectory.
 
     Returns
     -------
     Estimate
+        ``n`` is the number of trajectories.
     """
     v = np.asarray(values, dtype=float)
     n = v.size
@@ -260,16 +319,23 @@ def mean_estimate(
     mean = float(v.mean())
     if n < 2:
         return Estimate(mean, np.nan, np.nan, np.nan, n, level)
-    se = float(v.std(ddof=1) / np.sqrt(n))
-    if n_boot <= 0 or not np.isfinite(mean):
+    if groups is not None:  # codes 0 … K−1 (an absent code would be a cluster of no run, drawn all the same)
+        groups = np.unique(np.asarray(groups), return_inverse=True)[1].ravel()
+    se = mean_se(v, groups)
+    if n_boot <= 0 or not np.isfinite(mean) or not np.isfinite(se):
         return Estimate(mean, se, np.nan, np.nan, n, level)
-    reps = bootstrap_sums(v, n_boot, seed) / n
-    lo, hi = _percentiles(reps, level)
+    if groups is None:
+        reps = bootstrap_sums(v, n_boot, seed) / n
+    else:
+        s = bootstrap_sums(group_sums(np.column_stack([v, np.ones(n)]), groups), n_boot, seed)
+        reps = s[:, 0] / s[:, 1]
+    lo, hi = _percentiles(reps[np.isfinite(reps)], level)
     return Estimate(mean, se, lo, hi, n, level)
 
 
 def paired_difference(
-    a, b, n_boot: int = 2000, level: float = 0.95, seed: int = DEFAULT_SEED
+    a, b, n_boot: int = 2000, level: float = 0.95, seed: int = DEFAULT_SEED,
+    groups: np.ndarray | None = None,
 ) -> tuple[Estimate, float]:
     """Mean of the per-trajectory differences a_i - b_i, and its Δ/SE.
 
@@ -277,6 +343,9 @@ def paired_difference(
     ----------
     a, b : array_like
         Values of two predictors on the same trajectories, in the same order.
+    groups : ndarray of int, optional
+        The cluster of every trajectory (as in :func:`mean_estimate`): the differences stay
+        paired by run, their SE and bootstrap are clustered.
 
     Returns
     -------
@@ -289,7 +358,7 @@ def paired_difference(
     b = np.asarray(b, dtype=float)
     if a.shape != b.shape:
         raise ValueError("paired values must have the same shape (same trajectories)")
-    est = mean_estimate(a - b, n_boot=n_boot, level=level, seed=seed)
+    est = mean_estimate(a - b, n_boot=n_boot, level=level, seed=seed, groups=groups)
     # an SE at rounding level (identical predictors up to float noise) gives no z
     tiny = 1e-12 * max(1.0, abs(est.mean)) if np.isfinite(est.mean) else np.inf
     z = est.mean / est.se if np.isfinite(est.se) and est.se > tiny else np.nan

@@ -19,13 +19,14 @@ import numpy as np
 import pandas as pd
 
 from tpsviz.core.cancel import checkpoint
+from tpsviz.core.clusters import Clusters, check_cluster_by, run_clusters
 from tpsviz.core.censoring import (
     CENSORING_LABELS, CENSORING_MODES, censored_row_scores, default_censoring, qz_per_trajectory)
 from tpsviz.core.data import TrajectoryData
-from tpsviz.core.inference import DEFAULT_SEED, column_mean_intervals
+from tpsviz.core.inference import DEFAULT_SEED, column_mean_intervals, mean_se
 from tpsviz.core.schedules import Schedule
-from tpsviz.core.schema import show_id
 from tpsviz.core.scores import TABLE_MIN, family_name, score_unit, validate_alpha_beta
+from tpsviz.core.weights import MAX_WEIGHT, check_weights, step_weights  # (their home until they grew apart)
 
 __all__ = ["ScoreSettings", "TPSResult", "compute_tps", "settings_words", "step_weights", "check_weights",
            "MAX_WEIGHT", "summary_row", "no_predictor_message"]
@@ -51,6 +52,10 @@ class ScoreSettings:
         Confidence level.
     seed : int
         Bootstrap seed.
+    cluster_by : str
+        The unit of every SE and bootstrap (docs/theory.md §6.1): ``"auto"`` (default: the task
+        column when runs repeat tasks, else the run), ``"run"``, or a run-level metadata column
+        (:func:`tpsviz.core.clusters.run_clusters`).
     """
 
     alpha: float = 0.0
@@ -61,9 +66,11 @@ class ScoreSettings:
     n_boot: int = 2000
     level: float = 0.95
     seed: int = DEFAULT_SEED
+    cluster_by: str = "auto"
 
     def __post_init__(self) -> None:
         validate_alpha_beta(self.alpha, self.beta)
+        check_cluster_by(self.cluster_by)
         if self.censoring not in CENSORING_MODES:
             raise ValueError(f"censoring must be one of {', '.join(CENSORING_MODES)}, "
                              f"got {self.censoring!r}")
@@ -80,6 +87,7 @@ class ScoreSettings:
             "alpha": self.alpha, "beta": self.beta, "schedule": self.schedule.spec,
             "schedule_verdict": self.schedule.verdict.status, "censoring": self.censoring,
             "eps": self.eps, "n_boot": self.n_boot, "level": self.level, "seed": self.seed,
+            "cluster_by": self.cluster_by,
         }
 
 
@@ -111,59 +119,16 @@ def settings_words(settings: ScoreSettings, censoring: str | None = None) -> dic
         "schedule_reason": v.reason,
         "censoring": censoring or CENSORING_LABELS[settings.censoring],
         "eps": f"{settings.eps:g}" + (" (clipping off)" if settings.eps == 0 else ""),
-        "bootstrap": (f"{settings.n_boot} replicates over trajectories, seed {settings.seed}" if settings.n_boot
+        "bootstrap": (f"{settings.n_boot} replicates over {_units(settings)}, seed {settings.seed}" if settings.n_boot
                       else "off (intervals: mean ± z·SE)"),
     }
 
 
-def step_weights(data: TrajectoryData, schedule: Schedule) -> np.ndarray:
-    """w_t for every step row of ``data`` under ``schedule``."""
-    length = data.trajectories["length"].to_numpy()[data.steps["traj"].to_numpy()]
-    column = data.steps["weight"].to_numpy(dtype=float) if "weight" in data.steps else None
-    w = schedule.weights(data.steps["t"].to_numpy(), length, column)
-    if schedule.name == "column" and np.isnan(w).any():
-        empty = np.isnan(w)
-        first = data.steps["trajectory_id"].to_numpy()[np.flatnonzero(empty)[0]]
-        raise ValueError(f"schedule 'column': the 'weight' column is empty on {int(empty.sum()):,} row(s), "
-                         f"e.g. in trajectory {show_id(first, 40)}; give every row a weight")
-    check_weights(schedule, w)
-    return w
-
-
-MAX_WEIGHT = 1e150   # any weight above: a run's weighted sum of scores could overflow
-
-
-def check_weights(schedule: Schedule, w: np.ndarray) -> None:
-    """Refuse weights a schedule's verdict cannot stand behind (docs/theory.md, schedules).
-
-    A schedule labelled strictly proper needs every w_t > 0 and finite: γ^(t−1) or γ^(H−t)
-    can underflow to 0 or overflow to ∞ in floating point (``back:0.5:1000000``,
-    ``front:1e308``), which would score every predictor a perfect 0 or NaN. A ``column``
-    schedule of zeros scores nothing.
-    """
-    w = np.asarray(w, dtype=float)
-    if w.size == 0:
-        return
-    if schedule.name in ("uniform", "linear", "front", "back"):
-        zero = int(np.count_nonzero(w == 0))
-        inf = int(np.count_nonzero(~np.isfinite(w)))
-        if zero or inf:
-            what = []
-            if zero:
-                what.append(f"underflow to 0 on {zero:,} of {w.size:,} step rows")
-            if inf:
-                what.append(f"overflow to infinity on {inf:,} of {w.size:,} step rows")
-            raise ValueError(
-                f"schedule {schedule.spec}: the weights {' and '.join(what)} in floating point, "
-                "so the score would not be strictly proper (and could read as a perfect 0); "
-                "choose γ closer to 1 or a smaller budget H")
-    elif schedule.name == "column" and not np.any(w > 0):
-        raise ValueError("schedule 'column': every weight in the 'weight' column is 0, so "
-                         "nothing would be scored; give positive weights")
-    big = float(np.max(w))
-    if big > MAX_WEIGHT:  # Σ_t w_t S summed over a run would overflow to ±inf
-        raise ValueError(f"schedule {schedule.spec}: weights up to {big:.3g} would overflow when a run's "
-                         f"scores are summed; keep weights below {MAX_WEIGHT:.0e} (only their ratios matter)")
+def _units(settings: ScoreSettings) -> str:
+    """What a bootstrap replicate resamples under the settings' cluster choice, in words."""
+    by = settings.cluster_by
+    return ("trajectories" if by == "run" else "trajectories (tasks where runs repeat them)" if by == "auto"
+            else f"tasks (column {by})")
 
 
 @dataclass
@@ -180,6 +145,7 @@ class TPSResult:
         (scored), ``n_missing`` (steps without a forecast), ``n_clipped``,
         ``n_qz_fallback`` (always 0: exact mode refuses a censored run without q_Z),
         ``n_excluded_censored`` (complete-case), ``n_no_forecast`` (runs with no forecast).
+        ``tps_se`` and the CI are clustered by task when :attr:`clusters` is.
     per_trajectory : DataFrame
         Long: ``trajectory_id``, ``traj``, ``predictor``, ``tps``, ``censored``,
         ``n_scored``, ``weight_sum``, ``q_z_used`` (NaN for complete runs).
@@ -196,6 +162,8 @@ class TPSResult:
     # per predictor: (rows scored, Σ w_t, censored, q_Z used) of every run: the long frame's other columns
     _run_columns: dict[str, tuple] = field(default_factory=dict, repr=False)
     _per_trajectory: pd.DataFrame | None = field(default=None, repr=False, compare=False)
+    #: the unit of the SEs and intervals (:func:`tpsviz.core.clusters.run_clusters` of the log)
+    clusters: Clusters | None = field(default=None, repr=False, compare=False)
 
     @property
     def per_trajectory(self) -> pd.DataFrame:
@@ -290,17 +258,18 @@ class TPSResult:
         values, valid = self._run_matrix(names)
         summary = self.summary.copy()
         if names:
-            lo, hi = column_mean_intervals(values, valid, settings.n_boot, settings.level, settings.seed)
+            groups = None if self.clusters is None else self.clusters.groups()
+            lo, hi = column_mean_intervals(values, valid, settings.n_boot, settings.level, settings.seed, groups)
             summary["tps_ci_low"], summary["tps_ci_high"] = lo, hi
         return TPSResult(settings, summary, self._data, self._weights, self._scores, self._runs,
-                         self._run_columns, self._per_trajectory)
+                         self._run_columns, self._per_trajectory, self.clusters)
 
     def only(self, names: list[str]) -> "TPSResult":
         """The same result restricted to some of its predictors (the inverse of :meth:`combine`)."""
         names = list(names)
         return TPSResult(self.settings, self.summary.loc[names], self._data, self._weights,
                          {n: self._scores[n] for n in names}, {n: self._runs[n] for n in names},
-                         {n: self._run_columns[n] for n in names})
+                         {n: self._run_columns[n] for n in names}, clusters=self.clusters)
 
     @classmethod
     def combine(cls, parts: list["TPSResult"]) -> "TPSResult":
@@ -321,7 +290,8 @@ class TPSResult:
                    _data=first._data, _weights=weights,
                    _scores={k: v for p in parts for k, v in p._scores.items()},
                    _runs={k: v for p in parts for k, v in p._runs.items()},
-                   _run_columns={k: v for p in parts for k, v in p._run_columns.items()})
+                   _run_columns={k: v for p in parts for k, v in p._run_columns.items()},
+                   clusters=first.clusters)
 
 
 def _sum_by_run(values: np.ndarray, starts: np.ndarray) -> np.ndarray:
@@ -387,7 +357,7 @@ def compute_tps(
     summary = pd.DataFrame(rows).set_index("predictor")
     # weights for every step row (the scope rows' weights were enough for the scores)
     w_rows = None if (scope.w is None or scope.rows_in is not None) else scope.w
-    result = TPSResult(settings, summary, data, w_rows, scores, runs, columns)
+    result = TPSResult(settings, summary, data, w_rows, scores, runs, columns, clusters=scope.clusters)
     return result.with_intervals(settings.n_boot) if names else result
 
 
@@ -411,6 +381,7 @@ class _Scope:
     w: np.ndarray | None        # w_t of every row in scope (None: uniform weights)
     zero_w: bool
     wsum_all: np.ndarray        # Σ w_t per run over the rows in scope
+    clusters: Clusters | None = None  # the unit of the SEs (settings.cluster_by)
 
     @classmethod
     def of(cls, data: TrajectoryData, settings: ScoreSettings, q_z) -> "_Scope":
@@ -435,7 +406,8 @@ class _Scope:
             w = w_all if rows_in is None else w_all[rows_in]
             zero_w = bool((w == 0).any())
         scope = cls(n_traj, cens_t, q_t, fallback_t, complete_case, in_scope_t, rows_in, scope_len,
-                    scope_starts, scope_len > 0, y, cens_rows, q, w, zero_w, scope_len.astype(float))
+                    scope_starts, scope_len > 0, y, cens_rows, q, w, zero_w, scope_len.astype(float),
+                    run_clusters(data, settings.cluster_by))
         if w is not None:
             scope.wsum_all = scope.by_run(w)
         return scope
@@ -467,10 +439,12 @@ def _score_predictor(data: TrajectoryData, settings: ScoreSettings, sc: _Scope, 
     all_valid = bool(valid.all())
     sel = slice(None) if all_valid else valid
     columns = (n_scored, wsum, sc.cens_t, sc.q_t)  # of every run: the long frame is built when asked for
+    groups = sc.clusters.groups()
     row = summary_row(name, tps[sel], wsum[sel], sc.cens_t[valid], sc.fallback_t[valid],
                       n_steps=int(p.size - n_missing), n_missing=n_missing, n_clipped=n_clipped,
                       n_excluded_censored=int(sc.cens_t.sum()) if sc.complete_case else 0,
-                      n_no_forecast=int((sc.in_scope_t & (n_scored == 0)).sum()))
+                      n_no_forecast=int((sc.in_scope_t & (n_scored == 0)).sum()),
+                      groups=None if groups is None else groups[sel])
     return row, columns, score, (tps if all_valid else np.where(valid, tps, np.nan)), valid
 
 
@@ -541,7 +515,7 @@ def _per_run(sc: _Scope, s: np.ndarray, missing: np.ndarray | None):
 
 def summary_row(name: str, tps: np.ndarray, wsum: np.ndarray, cens: np.ndarray, fallback: np.ndarray,
                 n_steps: int, n_missing: int, n_clipped: int, n_excluded_censored: int,
-                n_no_forecast: int) -> dict:
+                n_no_forecast: int, groups: np.ndarray | None = None) -> dict:
     """One predictor's row of :attr:`TPSResult.summary` from its scored runs (no intervals yet).
 
     Parameters
@@ -553,10 +527,12 @@ def summary_row(name: str, tps: np.ndarray, wsum: np.ndarray, cens: np.ndarray, 
         Of the scored runs: censored; censored and scored with q_Z = 0 for want of q_Z.
     n_steps, n_missing, n_clipped, n_excluded_censored, n_no_forecast : int
         Counts over the rows and runs in scope.
+    groups : ndarray of int, optional
+        The cluster of each scored run: the SE is then clustered (:func:`tpsviz.core.inference.mean_se`).
     """
     n = int(tps.size)
     mean = float(tps.mean()) if n else np.nan
-    se = float(tps.std(ddof=1) / np.sqrt(n)) if n >= 2 and np.isfinite(mean) else np.nan
+    se = mean_se(tps, groups)
     wtot = float(wsum.sum())
     return {
         "predictor": name,

@@ -60,6 +60,7 @@ SETTINGS = {
     "name": "the name of the replay's predictor (its column conf_<name>)",
     "seed": "the seed of the bootstrap and the folds",
     "level": "the confidence level of the intervals",
+    "cluster_by": "the unit of the SEs and bootstraps: auto, run or a task column",
     "folds": "the folds by trajectory of cross-fitted fits",
     "q_z": "the source of q_Z, the continuation success of censored runs (exact censoring)",
     "rollouts": "a table of continuation rollouts from censored runs (their q_Z)",

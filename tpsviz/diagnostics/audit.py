@@ -217,7 +217,8 @@ class MCAudit:
     table : DataFrame
         Per predictor (index): ``tps_exact``, ``tps_simple`` (mean TPS per trajectory over all
         runs), ``delta`` = exact − simple, ``delta_se``, ``delta_z``, ``delta_ci_low``,
-        ``delta_ci_high`` (paired over runs: percentile bootstrap resampling trajectories),
+        ``delta_ci_high`` (paired over runs: percentile bootstrap resampling trajectories, or
+        tasks where runs repeat them, docs/theory.md §6.1),
         ``mc_se`` (the part of the SE due to the rollouts' own noise,
         sqrt(Σ_i a_i² se_i²)/n with a_i = Σ_t w_t [S(F_t,1) − S(F_t,0)]; already contained in
         ``delta_se``), ``exact_ci_low``/``exact_ci_high`` and ``simple_ci_low``/
@@ -269,13 +270,14 @@ def mc_audit(data: TrajectoryData, rollouts, settings: ScoreSettings | None = No
     ids = data.trajectories["trajectory_id"]
     me, ms = ex.tps_matrix().reindex(ids), si.tps_matrix().reindex(ids)
     se_map = qz.set_index("trajectory_id")["se"].reindex(ids).to_numpy(dtype=float)
+    groups = ex.clusters.groups()  # paired by run, clustered by task where runs repeat tasks
     qv = q.to_numpy(dtype=float)
     rows = []
     for name in names:
         a, b = me[name].to_numpy(dtype=float), ms[name].to_numpy(dtype=float)
         ok = ~np.isnan(a) & ~np.isnan(b)
         est, z = paired_difference(a[ok], b[ok], n_boot=settings.n_boot, level=settings.level,
-                                   seed=settings.seed)
+                                   seed=settings.seed, groups=None if groups is None else groups[ok])
         # a_i = (exact − simple)/q̂_i for runs with q̂ > 0; MC noise of the mean difference
         with np.errstate(invalid="ignore", divide="ignore"):
             slope = np.where(qv > 0, (a - b) / qv, 0.0)

@@ -20,8 +20,9 @@ import numpy as np
 import pandas as pd
 
 from tpsviz.core.cancel import checkpoint
+from tpsviz.core.clusters import run_clusters
 from tpsviz.diagnostics.leaderboard import labelled_rows, tps_matrix_for
-from tpsviz.core.inference import bootstrap_sums, paired_difference
+from tpsviz.core.inference import bootstrap_sums, group_sums, paired_difference
 from tpsviz.core.data import TrajectoryData
 from tpsviz.diagnostics.metric_bootstrap import metric_replicates, paired_metric_difference
 from tpsviz.diagnostics.metrics import metric_point
@@ -47,17 +48,24 @@ def _check_names(data: TrajectoryData, names) -> None:
                          f"{', '.join(data.predictors)}")
 
 
-def _paired_metric(metric, data, a, b, labelled, y, n_boot, seed, level, n_bins):
-    """(delta, se, z, ci_low, ci_high, n) of metric(a) − metric(b) on shared labelled rows."""
+def _row_units(data: TrajectoryData, rows: np.ndarray, groups: np.ndarray | None) -> np.ndarray:
+    """The bootstrap unit of each selected step row: its run, or its run's cluster (``groups``)."""
+    g = data.steps["traj"].to_numpy()[rows]
+    return g if groups is None else groups[g]
+
+
+def _paired_metric(metric, data, a, b, labelled, y, n_boot, seed, level, n_bins, groups=None):
+    """(delta, se, z, ci_low, ci_high, n) of metric(a) − metric(b) on shared labelled rows (bootstrap units:
+    runs, or the clusters ``groups`` of the runs; n counts runs)."""
     pa, pb = data.forecasts(a), data.forecasts(b)
     rows = labelled & ~np.isnan(pa) & ~np.isnan(pb)
-    g = data.steps["traj"].to_numpy()[rows]
-    n = int(np.unique(g).size)
+    n = int(np.unique(data.steps["traj"].to_numpy()[rows]).size)
+    g = _row_units(data, rows, groups)
     nan = (np.nan,) * 5
     if n == 0:
         return nan + (0,)
     try:
-        if n_boot <= 0 or n < 2:
+        if n_boot <= 0 or np.unique(g).size < 2:
             d = (metric_point(metric, pa[rows], y[rows], n_bins, "uniform")
                  - metric_point(metric, pb[rows], y[rows], n_bins, "uniform"))
             return (float(d), np.nan, np.nan, np.nan, np.nan, n)
@@ -102,7 +110,9 @@ def compare(data: TrajectoryData, settings: ScoreSettings | None = None,
         were scored on, ``tps_se`` = sd of the differences / √n, ``tps_z`` = Δ/SE,
         ``tps_ci_low``/``tps_ci_high`` (percentile bootstrap), ``n_runs``; for each metric m:
         ``m_delta``, ``m_se``, ``m_z``, ``m_ci_low``, ``m_ci_high``, ``m_n_trajectories``
-        (complete runs where both forecast). The frame's ``attrs`` hold the baseline.
+        (complete runs where both forecast). The frame's ``attrs`` hold the baseline and ``se``
+        (:meth:`tpsviz.core.clusters.Clusters.to_json`): the differences stay paired by run, and
+        their SE and bootstraps are clustered by task when ``settings.cluster_by`` clusters the runs.
     """
     settings, n_boot, seed = _resolve(data, settings, n_boot, seed)
     if baseline is None:
@@ -113,6 +123,8 @@ def compare(data: TrajectoryData, settings: ScoreSettings | None = None,
     mat = tps_matrix_for(data, settings, names + [baseline], q_z, result)
     base = mat[baseline].to_numpy(dtype=float)
     labelled, y = labelled_rows(data)
+    clusters = run_clusters(data, settings.cluster_by)
+    groups = clusters.groups()
     rows = []
     for name in names:
         checkpoint()  # stop here if nobody waits for the result (tpsviz.core.cancel)
@@ -120,7 +132,8 @@ def compare(data: TrajectoryData, settings: ScoreSettings | None = None,
         both = ~np.isnan(col) & ~np.isnan(base)  # the runs both were scored on (−∞ is a score)
         rec = {"predictor": name}
         if both.any():
-            est, z = paired_difference(col[both], base[both], n_boot=n_boot, level=settings.level, seed=seed)
+            est, z = paired_difference(col[both], base[both], n_boot=n_boot, level=settings.level, seed=seed,
+                                       groups=None if groups is None else groups[both])
             rec.update(tps_delta=est.mean, tps_se=est.se, tps_z=z, tps_ci_low=est.ci_low,
                        tps_ci_high=est.ci_high)
         else:
@@ -129,7 +142,7 @@ def compare(data: TrajectoryData, settings: ScoreSettings | None = None,
         rec["n_runs"] = int(both.sum())
         for m in metrics:
             vals = _paired_metric(m, data, name, baseline, labelled, y, n_boot, seed,
-                                  settings.level, n_bins)
+                                  settings.level, n_bins, groups)
             rec.update(zip((f"{m}_delta", f"{m}_se", f"{m}_z", f"{m}_ci_low", f"{m}_ci_high",
                             f"{m}_n_trajectories"), vals))
         rows.append(rec)
@@ -138,7 +151,7 @@ def compare(data: TrajectoryData, settings: ScoreSettings | None = None,
         cols += [f"{m}_delta", f"{m}_se", f"{m}_z", f"{m}_ci_low", f"{m}_ci_high",
                  f"{m}_n_trajectories"]
     out = pd.DataFrame(rows, columns=["predictor"] + cols).set_index("predictor")
-    out.attrs["baseline"] = baseline
+    out.attrs.update(baseline=baseline, se=clusters.to_json())
     return out
 
 
@@ -164,13 +177,15 @@ def z_matrix(data: TrajectoryData, settings: ScoreSettings | None = None,
     Returns
     -------
     DataFrame
-        Square, antisymmetric; the diagonal is NaN.
+        Square, antisymmetric; the diagonal is NaN. SEs and bootstraps are clustered by task as in
+        :func:`compare`.
     """
     settings, n_boot, seed = _resolve(data, settings, n_boot, seed)
     names = list(data.predictors if predictors is None else predictors)
     _check_names(data, names)
     k = len(names)
     z = np.full((k, k), np.nan)
+    groups = run_clusters(data, settings.cluster_by).groups()
     if metric == "tps":
         # the runs both were scored on (a NaN is a run left out; −∞ is a score), by numpy masks: a
         # frame's dropna() per pair cost 15 times more on the demo
@@ -180,7 +195,8 @@ def z_matrix(data: TrajectoryData, settings: ScoreSettings | None = None,
             for j in range(i + 1, k):
                 rows = scored[:, i] & scored[:, j]
                 if rows.sum() >= 2:
-                    _, zz = paired_difference(mat[rows, i], mat[rows, j], n_boot=0)
+                    _, zz = paired_difference(mat[rows, i], mat[rows, j], n_boot=0,
+                                              groups=None if groups is None else groups[rows])
                     z[i, j], z[j, i] = zz, -zz
     else:
         labelled, y = labelled_rows(data)
@@ -188,7 +204,7 @@ def z_matrix(data: TrajectoryData, settings: ScoreSettings | None = None,
         for name in names:
             rows &= ~np.isnan(data.forecasts(name))
         if rows.any() and n_boot > 0:
-            g = data.steps["traj"].to_numpy()[rows]
+            g = _row_units(data, rows, groups)
             ps = [data.forecasts(name)[rows] for name in names]
             try:
                 points = np.array([metric_point(metric, p, y[rows], n_bins, "uniform") for p in ps])
@@ -211,7 +227,8 @@ def censoring_shift(data: TrajectoryData, settings: ScoreSettings | None = None,
                     predictors: list[str] | None = None, from_mode: str = "complete",
                     to_mode: str = "simple", q_z=None, n_boot: int | None = None,
                     seed: int | None = None) -> pd.DataFrame:
-    """Shift of mean TPS between two censoring modes, with a trajectory-bootstrap CI.
+    """Shift of mean TPS between two censoring modes, with a trajectory-bootstrap CI (tasks resampled
+    when ``settings.cluster_by`` clusters the runs; ``attrs["se"]`` says which).
 
     shift = mean TPS(to_mode, over its runs) − mean TPS(from_mode, over its runs). The two
     means may run over different populations (complete-case drops the censored runs), so
@@ -248,6 +265,7 @@ def censoring_shift(data: TrajectoryData, settings: ScoreSettings | None = None,
     names = list(data.predictors if predictors is None else predictors)
     _check_names(data, names)
     ids = data.trajectories["trajectory_id"]
+    clusters = run_clusters(data, settings.cluster_by)
     res = {}
     for mode in (from_mode, to_mode):
         r = compute_tps(data, replace(settings, censoring=mode, n_boot=0), names, q_z=q_z)
@@ -260,18 +278,20 @@ def censoring_shift(data: TrajectoryData, settings: ScoreSettings | None = None,
         checkpoint()  # stop here if nobody waits for the result (tpsviz.core.cancel)
         v_f, w_f = (x[name].to_numpy(dtype=float) for x in res[from_mode])
         v_t, w_t = (x[name].to_numpy(dtype=float) for x in res[to_mode])
-        rows.append({"predictor": name} | _shift(v_f, w_f, v_t, w_t, n_boot, seed, settings.level))
+        rows.append({"predictor": name} | _shift(v_f, w_f, v_t, w_t, n_boot, seed, settings.level,
+                                                 clusters.groups()))
     cols = ["tps_from", "tps_to", "shift", "shift_se", "shift_ci_low", "shift_ci_high",
             "step_from", "step_to", "shift_step", "shift_step_se", "shift_step_ci_low",
             "shift_step_ci_high", "n_from", "n_to"]
     out = pd.DataFrame(rows).set_index("predictor")[cols]
-    out.attrs.update(from_mode=from_mode, to_mode=to_mode)
+    out.attrs.update(from_mode=from_mode, to_mode=to_mode, se=clusters.to_json())
     return out
 
 
-def _shift(v_f, w_f, v_t, w_t, n_boot: int, seed: int, level: float) -> dict:
+def _shift(v_f, w_f, v_t, w_t, n_boot: int, seed: int, level: float, groups: np.ndarray | None = None) -> dict:
     """One predictor's shift from one censoring mode to another, per trajectory and per step, with
-    bootstrap SEs and percentile CIs (runs of the whole log resampled; ratio estimators).
+    bootstrap SEs and percentile CIs (runs of the whole log resampled, or their clusters ``groups``
+    with all their runs; ratio estimators).
 
     ``v_*`` are TPS_i and ``w_*`` the weight sums Σ_t w_t of every run under each mode (NaN: the mode
     does not score the run).
@@ -290,8 +310,10 @@ def _shift(v_f, w_f, v_t, w_t, n_boot: int, seed: int, level: float) -> dict:
     for key in ("shift", "shift_step"):
         rec.update({f"{key}_se": np.nan, f"{key}_ci_low": np.nan, f"{key}_ci_high": np.nan})
     finite = np.isfinite(vf).all() and np.isfinite(vt).all()
-    if n_boot > 0 and vf.size >= 2 and finite and np.isfinite(rec["shift"]):
-        s = bootstrap_sums(np.column_stack([vt, mt, vf, mf, wt, wf]), n_boot, seed)
+    units = vf.size if groups is None else int(groups.max()) + 1 if groups.size else 0
+    if n_boot > 0 and units >= 2 and finite and np.isfinite(rec["shift"]):
+        x = np.column_stack([vt, mt, vf, mf, wt, wf])
+        s = bootstrap_sums(x if groups is None else group_sums(x, groups), n_boot, seed)
         with np.errstate(invalid="ignore", divide="ignore"):
             r1 = s[:, 0] / s[:, 1] - s[:, 2] / s[:, 3]
             r2 = s[:, 0] / s[:, 4] - s[:, 2] / s[:, 5]

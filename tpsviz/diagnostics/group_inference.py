@@ -4,7 +4,8 @@ The caller (:func:`tpsviz.diagnostics.groups.group_difference`) scores each grou
 the two ways to compare them, each returning one row of numbers per predictor:
 
 - :func:`difference_unpaired`: different runs, independent samples: SE = √(se_a² + se_b²), the skill
-  difference from two independent trajectory bootstraps;
+  difference from two independent trajectory bootstraps; each group's SE and bootstrap clustered by
+  task when its runs repeat tasks (docs/theory.md §6.1);
 - :func:`difference_by_task`: paired by task: per task the mean TPS_i of each group's runs, then
   differences over the tasks in both groups, with one bootstrap resampling tasks.
 """
@@ -14,7 +15,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from tpsviz.core.inference import bootstrap_sums
+from tpsviz.core.inference import bootstrap_sums, group_sums, mean_se
 from tpsviz.diagnostics.metric_bootstrap import replicate_summary
 
 __all__ = ["difference_unpaired", "difference_by_task", "DIFF_COLUMNS"]
@@ -36,18 +37,21 @@ def _skill(tps_sum: float, ref_sum: float, degenerate: bool) -> float:
     return 1.0 - tps_sum / ref_sum if not degenerate and ref_sum != 0 else np.nan
 
 
-def _group_side(v: np.ndarray, r: np.ndarray, degenerate: bool, n_boot: int, seed: int):
-    """Mean TPS, its SE, skill and their bootstrap replicates for one group's runs."""
+def _group_side(v: np.ndarray, r: np.ndarray, degenerate: bool, n_boot: int, seed: int,
+                groups: np.ndarray | None = None):
+    """Mean TPS, its SE, skill and their bootstrap replicates for one group's runs (by run, or by the
+    clusters ``groups``, codes 0 … K−1 of the group's runs)."""
     vok = ~np.isnan(v)
     ok = vok & ~np.isnan(r)
     n = int(vok.sum())
     mean = float(v[vok].mean()) if n else np.nan
-    se = float(v[vok].std(ddof=1) / np.sqrt(n)) if n >= 2 else np.nan
+    se = mean_se(v[vok], None if groups is None else groups[vok]) if n >= 2 else np.nan
     skill = _skill(float(v[ok].sum()), float(r[ok].sum()), degenerate) if ok.any() else np.nan
     reps = (np.full(max(n_boot, 0), np.nan),) * 2
     cols = np.column_stack([np.where(vok, v, 0.0), vok, np.where(ok, v, 0.0), np.where(ok, r, 0.0)])
-    if n_boot > 0 and n >= 2 and np.isfinite(cols).all():
-        s = bootstrap_sums(cols, n_boot, seed)
+    units = n if groups is None else np.unique(groups[vok]).size
+    if n_boot > 0 and units >= 2 and np.isfinite(cols).all():
+        s = bootstrap_sums(cols if groups is None else group_sums(cols, groups), n_boot, seed)
         with np.errstate(invalid="ignore", divide="ignore"):
             reps = (s[:, 0] / s[:, 1],
                     np.full(n_boot, np.nan) if np.isnan(skill) else 1.0 - s[:, 2] / s[:, 3])
@@ -67,9 +71,11 @@ def _difference(side_a: dict, side_b: dict, tps_se: float, level: float) -> dict
             "skill_ci_low": s_lo, "skill_ci_high": s_hi}
 
 
-def difference_unpaired(va, ra, deg_a, vb, rb, deg_b, n_boot: int, seeds, level: float) -> dict:
+def difference_unpaired(va, ra, deg_a, vb, rb, deg_b, n_boot: int, seeds, level: float,
+                        groups=(None, None)) -> dict:
     """Group b − group a over different runs (independent samples): SE = √(se_a² + se_b²); the skill
-    difference from two independent trajectory bootstraps.
+    difference from two independent trajectory bootstraps. With ``groups``, each group's se is
+    clustered (:func:`tpsviz.core.inference.mean_se`) and its bootstrap resamples whole clusters.
 
     Parameters
     ----------
@@ -85,14 +91,17 @@ def difference_unpaired(va, ra, deg_a, vb, rb, deg_b, n_boot: int, seeds, level:
         The seed of each group's bootstrap.
     level : float
         Confidence level of the intervals.
+    groups : tuple of (ndarray of int or None)
+        The cluster of every run of group a and of group b (codes 0 … K−1 within the group;
+        :meth:`tpsviz.core.clusters.Clusters.of`), or None: by run.
 
     Returns
     -------
     dict
         One row of :data:`DIFF_COLUMNS`.
     """
-    side_a = _group_side(va, ra, deg_a, n_boot, seeds[0])
-    side_b = _group_side(vb, rb, deg_b, n_boot, seeds[1])
+    side_a = _group_side(va, ra, deg_a, n_boot, seeds[0], groups[0])
+    side_b = _group_side(vb, rb, deg_b, n_boot, seeds[1], groups[1])
     rec = _difference(side_a, side_b, float(np.hypot(side_a["se"], side_b["se"])), level)
     return rec | {"paired": False, "n_pairs": 0, "n_a": side_a["n"], "n_b": side_b["n"],
                   "n_left_out": 0, "n_no_task": 0}

@@ -27,8 +27,11 @@ import pandas as pd
 
 from tpsviz.core.cancel import checkpoint
 from tpsviz.core.data import TrajectoryData
+from tpsviz.core.errors import SettingError
 from tpsviz.core.schema import clean_text, show_id
+from tpsviz.core.wording import setting
 from tpsviz.core.censoring import default_censoring
+from tpsviz.core.clusters import TASK_COLUMNS, Clusters, run_clusters, task_column, text_values
 from tpsviz.core.tps import ScoreSettings, compute_tps, no_predictor_message
 from tpsviz.diagnostics.claims import is_clear, z_text
 from tpsviz.diagnostics.group_inference import DIFF_COLUMNS, difference_by_task, difference_unpaired
@@ -43,8 +46,6 @@ MISSING_LABEL = "(missing)"
 MAX_GROUPS = 50
 #: ``pair_on="auto"`` pairs by task only when at least this many tasks appear in both groups
 AUTO_MIN_TASKS = 10
-#: column names ``pair_on="auto"`` looks for (case-insensitive), in this order
-TASK_COLUMNS = ("task", "task_id", "task_name")
 _LABEL_CHARS = 60
 _TABLE_COLUMNS = ["n_runs", "n_complete", "n_censored", "success_rate", "n_scored", "tps_mean",
                   "tps_se", "tps_ci_low", "tps_ci_high", "tps_ref", "skill", "skill_se",
@@ -86,7 +87,7 @@ def group_labels(data: TrajectoryData, by: str) -> pd.Series:
         If ``by`` is not a trajectory-level metadata column.
     """
     _meta_column(data, by, "grouping")
-    text = _as_text(data.trajectories[by])
+    text = text_values(data.trajectories[by])
     taken = {MISSING_LABEL}
     label_of = {}
     for value in sorted({t for t in text if t is not None}):
@@ -98,14 +99,6 @@ def group_labels(data: TrajectoryData, by: str) -> pd.Series:
         taken.add(label)
         label_of[value] = label
     return pd.Series([MISSING_LABEL if t is None else label_of[t] for t in text], dtype=object)
-
-
-def _as_text(col: pd.Series) -> np.ndarray:
-    """Every value as text without surrounding spaces, None where it is missing (NaN, None) or
-    blank."""
-    # stripped like trajectory ids: "X" and "X " are one group (or task), never two shown alike
-    return np.array([None if pd.isna(v) or not str(v).strip() else str(v).strip() for v in col],
-                    dtype=object)
 
 
 def _group_order(labels: pd.Series, by: str) -> list[str]:
@@ -121,11 +114,18 @@ def _group_order(labels: pd.Series, by: str) -> list[str]:
     return groups
 
 
-def _resolve(data: TrajectoryData, settings, predictors, n_boot, seed):
-    """Settings decided on the whole log (so every group is scored alike) and the predictors."""
+def _resolve(data: TrajectoryData, settings, predictors, n_boot, seed, by: str):
+    """Settings decided on the whole log (so every group is scored alike), the predictors, and the
+    clusters of the whole log (``settings.cluster_by`` then names their column, or ``"run"``, so that
+    every group's SE has the same unit)."""
     settings = settings or ScoreSettings(censoring=default_censoring(data))
     settings = replace(settings, n_boot=settings.n_boot if n_boot is None else int(n_boot),
                        seed=settings.seed if seed is None else int(seed))
+    if settings.cluster_by == by:
+        raise SettingError(f"{setting('cluster_by')} {show_id(by)} is the grouping column; within a group it has "
+                           "one value, so it cannot be the task: choose another column, 'auto' or 'run'")
+    clusters = run_clusters(data, settings.cluster_by, exclude=(by,))
+    settings = replace(settings, cluster_by=clusters.column or "run")
     if not data.predictors:
         raise ValueError(no_predictor_message(data))
     names = list(data.predictors if predictors is None else predictors)
@@ -134,7 +134,7 @@ def _resolve(data: TrajectoryData, settings, predictors, n_boot, seed):
         raise ValueError(f"unknown predictor(s) {', '.join(show_id(p) for p in unknown)}; "
                          f"the log has {', '.join(show_id(p) for p in data.predictors)}"
                          if unknown else "no predictor to score: the list of predictors is empty")
-    return settings, names
+    return settings, names, clusters
 
 
 def _subset_qz(q_z, keep: np.ndarray):
@@ -228,7 +228,7 @@ def group_table(data: TrajectoryData, by: str, settings: ScoreSettings | None = 
         Unknown or step-level column, a column with one group only, more than
         :data:`MAX_GROUPS` groups, or no group with ``min_runs`` runs.
     """
-    settings, names = _resolve(data, settings, predictors, n_boot, seed)
+    settings, names, clusters = _resolve(data, settings, predictors, n_boot, seed, by)
     labels = group_labels(data, by)
     groups = _group_order(labels, by)
     counts = {g: int((labels == g).sum()) for g in groups}
@@ -245,7 +245,8 @@ def group_table(data: TrajectoryData, by: str, settings: ScoreSettings | None = 
                            _subset_qz(q_z, keep))
         frames.append(rows.assign(group=g).reset_index())
     out = pd.concat(frames, ignore_index=True).set_index(["group", "predictor"])[_TABLE_COLUMNS]
-    out.attrs.update(by=by, groups=counts, small_groups=small, settings=settings.describe())
+    out.attrs.update(by=by, groups=counts, small_groups=small, settings=settings.describe(),
+                     se=clusters.to_json())
     return out
 
 
@@ -256,15 +257,13 @@ def _pairing(data: TrajectoryData, labels: pd.Series, by: str, a: str, b: str, p
         return None, "unpaired: different runs, independent samples (pair_on not given)"
     auto = isinstance(pair_on, str) and pair_on == "auto"
     if auto:
-        low = {str(c).lower(): c for c in data.metadata_columns}
-        found = [low[c] for c in TASK_COLUMNS if c in low and low[c] != by]
-        if not found:
-            return None, "unpaired: no task column (task, task_id, task_name) to pair on"
-        pair_on = found[0]
+        pair_on = task_column(data, exclude=(by,))
+        if pair_on is None:
+            return None, f"unpaired: no task column ({', '.join(TASK_COLUMNS)}) to pair on"
     _meta_column(data, pair_on, "pairing")
     if pair_on == by:
         raise ValueError("pair_on must differ from the grouping column")
-    tasks = _as_text(data.trajectories[pair_on])
+    tasks = text_values(data.trajectories[pair_on])
     common = len(set(tasks[(labels == a).to_numpy()]) & set(tasks[(labels == b).to_numpy()])
                  - {None})
     need = AUTO_MIN_TASKS if auto else 2
@@ -313,7 +312,10 @@ def group_difference(data: TrajectoryData, by: str, a: str, b: str,
     with skill_g = 1 − Σ_i TPS_i / Σ_i TPS_ref,i over group g's runs against its own base-rate
     reference (see :func:`group_table` for why), its SE the sd of the differences of two
     independent trajectory bootstraps (runs resampled within each group, seeds as in
-    :func:`group_table`). The CIs are percentiles of those replicate differences.
+    :func:`group_table`). The CIs are percentiles of those replicate differences. Where runs
+    repeat tasks (``settings.cluster_by``, :func:`tpsviz.core.clusters.run_clusters`; a
+    ``pair_on`` column when ``cluster_by`` is ``"auto"``), se_g is clustered by task and each
+    bootstrap resamples the group's tasks with all their runs (docs/theory.md §6.1).
 
     Paired by task (``pair_on`` names a task column): per task k and group g, the mean
     TPS_i (and TPS_ref,i) of the group's scored runs on that task; d_k = mean_b,k − mean_a,k
@@ -333,9 +335,10 @@ def group_difference(data: TrajectoryData, by: str, a: str, b: str,
         As in :func:`group_table`.
     pair_on : str, optional
         None: unpaired. A metadata column (e.g. a task id): paired by task; at least 2 tasks
-        must appear in both groups. ``"auto"``: the first column named task, task_id or
-        task_name (any case) when at least :data:`AUTO_MIN_TASKS` tasks appear in both
-        groups, else unpaired. ``attrs["pairing"]`` says which was used and why.
+        must appear in both groups. ``"auto"``: the log's task column
+        (:func:`tpsviz.core.clusters.task_column`: the one its reader recorded, else task,
+        task_id or task_name, any case) when at least :data:`AUTO_MIN_TASKS` tasks appear in
+        both groups, else unpaired. ``attrs["pairing"]`` says which was used and why.
 
     Returns
     -------
@@ -345,9 +348,13 @@ def group_difference(data: TrajectoryData, by: str, a: str, b: str,
         ``skill_ci_high``); ``paired``; ``n_pairs`` (tasks paired, 0 unpaired), ``n_a``,
         ``n_b`` (scored runs used), ``n_left_out`` (scored runs whose task is in one group
         only), ``n_no_task`` (scored runs without a task). ``attrs``: ``by``, ``a``, ``b``,
-        ``paired``, ``pair_on``, ``pairing``, ``settings``.
+        ``paired``, ``pair_on``, ``pairing``, ``settings``, ``se`` (the unit of the SE,
+        :meth:`tpsviz.core.clusters.Clusters.to_json`, over the runs of both groups).
     """
-    settings, names = _resolve(data, settings, predictors, n_boot, seed)
+    settings = settings or ScoreSettings(censoring=default_censoring(data))
+    if pair_on in data.metadata_columns and pair_on != by and settings.cluster_by == "auto":
+        settings = replace(settings, cluster_by=pair_on)  # the task named for pairing is the cluster too
+    settings, names, clusters = _resolve(data, settings, predictors, n_boot, seed, by)
     labels = group_labels(data, by)
     groups = _group_order(labels, by)
     for label, role in ((a, "a"), (b, "b")):
@@ -356,27 +363,41 @@ def group_difference(data: TrajectoryData, by: str, a: str, b: str,
         raise ValueError("groups a and b are the same group")
     column, pairing = _pairing(data, labels, by, a, b, pair_on)
     keeps = [(labels == g).to_numpy() for g in (a, b)]
+    if column is not None:  # the unit is the task already: the one of the pairing
+        clusters = run_clusters(data, column)
+    both = clusters.of(keeps[0] | keeps[1])
+    if column is None and clusters.clustered:
+        pairing += f"; each group's {both.words()}"
+    seeds = (settings.seed + groups.index(a), settings.seed + groups.index(b))
+    rows = _difference_rows(data, settings, names, q_z, keeps, column, seeds, clusters)
+    out = pd.DataFrame.from_dict(rows, orient="index")[DIFF_COLUMNS]
+    out.index.name = "predictor"
+    out.attrs.update(by=by, a=a, b=b, paired=column is not None, pair_on=column,
+                     pairing=pairing, settings=settings.describe(), se=both.to_json())
+    return out
+
+
+def _difference_rows(data: TrajectoryData, settings: ScoreSettings, names: list[str], q_z, keeps, column,
+                     seeds, clusters: Clusters) -> dict:
+    """One :data:`DIFF_COLUMNS` row per predictor: group b − group a, paired on ``column`` or unpaired
+    (each group's runs clustered by ``clusters``)."""
     (mat_a, ra, deg_a), (mat_b, rb, deg_b) = (
         _run_values(data, keep, settings, names, q_z) for keep in keeps)
     if column is not None:
-        tasks = _as_text(data.trajectories[column])
+        tasks = text_values(data.trajectories[column])
         tasks_a, tasks_b = tasks[keeps[0]], tasks[keeps[1]]
-    seeds = (settings.seed + groups.index(a), settings.seed + groups.index(b))
+    units = tuple(clusters.of(keep).groups() for keep in keeps)
     rows = {}
     for name in names:
         checkpoint()  # stop here if nobody waits for the result (tpsviz.core.cancel)
         va, vb = mat_a[name].to_numpy(dtype=float), mat_b[name].to_numpy(dtype=float)
         if column is None:
             rows[name] = difference_unpaired(va, ra, deg_a, vb, rb, deg_b, settings.n_boot, seeds,
-                                   settings.level)
+                                             settings.level, units)
         else:
             rows[name] = difference_by_task(va, ra, deg_a, tasks_a, vb, rb, deg_b, tasks_b,
-                                 settings.n_boot, settings.seed, settings.level)
-    out = pd.DataFrame.from_dict(rows, orient="index")[DIFF_COLUMNS]
-    out.index.name = "predictor"
-    out.attrs.update(by=by, a=a, b=b, paired=column is not None, pair_on=column,
-                     pairing=pairing, settings=settings.describe())
-    return out
+                                            settings.n_boot, settings.seed, settings.level)
+    return rows
 
 
 # --------------------------------------------------------------------------- reading the results

@@ -27,6 +27,7 @@ import numpy as np
 import pandas as pd
 
 from tpsviz.core.cancel import checkpoint
+from tpsviz.core.clusters import run_clusters
 from tpsviz.core.inference import bootstrap_sums, group_sums, mean_estimate
 from tpsviz.core.data import TrajectoryData
 from tpsviz.diagnostics.metric_bootstrap import (
@@ -139,7 +140,8 @@ def metric_table(data: TrajectoryData, settings: ScoreSettings | None = None,
         One row per predictor (index). For every metric m of :data:`METRIC_INFO`: ``m``
         (point estimate on the data), ``m_se`` (sd of the bootstrap replicates or, for the
         scalarised scores, sd/√n over runs), ``m_ci_low``, ``m_ci_high`` (percentile
-        interval, resampling trajectories). Then ``n_trajectories`` and ``n_steps``
+        interval, resampling trajectories, or tasks with their runs when ``settings.cluster_by``
+        clusters them: ``attrs["se"]`` says which). Then ``n_trajectories`` and ``n_steps``
         (labelled runs and rows with a forecast), ``n_unlabelled`` (censored runs left out;
         0 with pseudo-labels), ``n_pseudo`` (censored runs labelled 0) and ``labels``.
         A metric undefined on the data (e.g. one outcome class only) is NaN.
@@ -156,6 +158,7 @@ def metric_table(data: TrajectoryData, settings: ScoreSettings | None = None,
     labelled, y_all = labelled_rows(data, pseudo_labels)
     codes = data.steps["traj"].to_numpy()
     cens = data.trajectories["censored"].to_numpy()
+    clusters = run_clusters(data, settings.cluster_by)
     rows = []
     for name in names:
         checkpoint()  # stop here if nobody waits for the result (tpsviz.core.cancel)
@@ -166,7 +169,8 @@ def metric_table(data: TrajectoryData, settings: ScoreSettings | None = None,
             rows.append(rec | {"n_trajectories": 0, "n_steps": 0})
             continue
         runs = np.unique(codes[idx])
-        rec.update(_predictor_metrics(p_all, y_all, codes, idx, runs, settings, n_bins, n_boot, seed))
+        rec.update(_predictor_metrics(p_all, y_all, codes, idx, runs, settings, n_bins, n_boot, seed,
+                                      clusters.groups()))
         rec.update({
             "n_trajectories": int(runs.size), "n_steps": int(idx.size),
             "n_unlabelled": 0 if pseudo_labels else int(cens.sum()),
@@ -176,6 +180,7 @@ def metric_table(data: TrajectoryData, settings: ScoreSettings | None = None,
     out = _with_every_column(pd.DataFrame(rows).set_index("predictor"))
     out["labels"] = LABELS[bool(pseudo_labels)]
     out["n_bins"] = int(n_bins)
+    out.attrs["se"] = clusters.to_json()
     return out
 
 
@@ -196,22 +201,27 @@ _METRIC_COLUMNS = (["auroc", "auprc", "auroc_final", "tece_pooled", "tece_final"
 
 
 def _predictor_metrics(p_all, y_all, codes, idx, runs, settings: ScoreSettings, n_bins: int, n_boot: int,
-                       seed) -> dict:
+                       seed, cluster: np.ndarray | None = None) -> dict:
     """Every metric of one predictor on its labelled rows ``idx`` (of the runs ``runs``), with SE and CI
-    (columns ``m``, ``m_se``, ``m_ci_low``, ``m_ci_high``); all bootstraps share one set of replicates."""
+    (columns ``m``, ``m_se``, ``m_ci_low``, ``m_ci_high``); all bootstraps share one set of replicates,
+    which resample the clusters of ``cluster`` (one code per run of the log; None: by run)."""
     p, y, g = p_all[idx], y_all[idx], codes[idx]
     fin = final_rows(codes, idx)
-    pf, yf, gf = p_all[fin], y_all[fin], codes[fin]
-    specs = [("auroc", "auroc", p, y, g, "uniform"), ("auprc", "auprc", p, y, g, "uniform"),
-             ("auroc_final", "auroc", pf, yf, gf, "uniform"),
-             ("tece_pooled", "tece", p, y, g, "uniform"),
-             ("tece_final", "tece", pf, yf, gf, "uniform"),
-             ("tece_pooled_mass", "tece", p, y, g, "quantile"),
-             ("tece_final_mass", "tece", pf, yf, gf, "quantile")]
+    pf, yf = p_all[fin], y_all[fin]
+    # the bootstrap's units (tasks, or runs): 0 … K−1 for every labelled run, and for every row
+    units, unit_of_run = np.unique(runs if cluster is None else cluster[runs], return_inverse=True)
+    unit_of_run = unit_of_run.ravel()
+    u, uf = unit_of_run[np.searchsorted(runs, g)], unit_of_run[np.searchsorted(runs, codes[fin])]
+    specs = [("auroc", "auroc", p, y, u, "uniform"), ("auprc", "auprc", p, y, u, "uniform"),
+             ("auroc_final", "auroc", pf, yf, uf, "uniform"),
+             ("tece_pooled", "tece", p, y, u, "uniform"),
+             ("tece_final", "tece", pf, yf, uf, "uniform"),
+             ("tece_pooled_mass", "tece", p, y, u, "quantile"),
+             ("tece_final_mass", "tece", pf, yf, uf, "quantile")]
     point, se, boot = {}, {}, {}  # boot: column -> statistic to replicate
     for col, metric, pv, yv, gv, strategy in specs:
         point[col] = _metric_point(metric, pv, yv, n_bins, strategy)
-        if n_boot > 0 and np.isfinite(point[col]) and runs.size >= 2:
+        if n_boot > 0 and np.isfinite(point[col]) and units.size >= 2:
             boot[col] = metric_statistic(metric, pv, yv, gv, n_boot, n_bins, strategy)[0]
     eps = float(settings.eps)
     pc = np.clip(p, eps, 1.0 - eps) if eps > 0 else p
@@ -220,11 +230,12 @@ def _predictor_metrics(p_all, y_all, codes, idx, runs, settings: ScoreSettings, 
             col = f"scal_{sname}_{phi}"
             with np.errstate(divide="ignore"):
                 v = scalarised_score(pc, y, g, phi, a, b)
-            e = mean_estimate(v, n_boot=0, level=settings.level)
-            point[col], se[col] = e.mean, e.se  # SE: sd / sqrt(n) over runs
-            if n_boot > 0 and v.size >= 2 and np.isfinite(v).all():
-                boot[col] = MeanStat(v)
-    reps = dict(zip(boot, replicate_statistics(list(boot.values()), runs.size, n_boot, seed)))
+            by_unit = None if cluster is None else unit_of_run
+            e = mean_estimate(v, n_boot=0, level=settings.level, groups=by_unit)
+            point[col], se[col] = e.mean, e.se  # SE: sd / sqrt(n) over runs, or clustered
+            if n_boot > 0 and units.size >= 2 and np.isfinite(v).all():
+                boot[col] = MeanStat(v, by_unit)
+    reps = dict(zip(boot, replicate_statistics(list(boot.values()), units.size, n_boot, seed)))
     rec = {}
     for col in point:
         sd, lo, hi = replicate_summary(reps[col], settings.level) if col in reps else (np.nan,) * 3
@@ -362,7 +373,8 @@ def tps_matrix_for(data: TrajectoryData, settings: ScoreSettings, names: list[st
     """
     if result is None:
         return compute_tps(data, replace(settings, n_boot=0), names, q_z=q_z).tps_matrix()
-    if replace(result.settings, n_boot=0, seed=0) != replace(settings, n_boot=0, seed=0):
+    same = dict(n_boot=0, seed=0, cluster_by="run")  # (none of these changes a run's TPS)
+    if replace(result.settings, **same) != replace(settings, **same):
         raise ValueError("the TPS result passed was computed under other settings")
     missing = [n for n in names if n not in result.summary.index]
     if missing:
@@ -403,7 +415,8 @@ def skill_table(data: TrajectoryData, settings: ScoreSettings | None = None,
     data, settings, predictors, q_z, rate
         As in :func:`base_rate_reference` and :func:`compute_tps`.
     n_boot, seed : int, optional
-        Paired trajectory bootstrap of the skill ratio (default from ``settings``).
+        Paired trajectory bootstrap of the skill ratio (default from ``settings``); it resamples
+        tasks when ``settings.cluster_by`` clusters the runs (``attrs["se"]`` says which).
     result : TPSResult, optional
         The predictors' TPS already computed under the same settings (and ``q_z``); saves
         scoring the log again.
@@ -429,7 +442,10 @@ def skill_table(data: TrajectoryData, settings: ScoreSettings | None = None,
     for name in names:
         checkpoint()  # stop here if nobody waits for the result (tpsviz.core.cancel)
         values[name] = (mat[name].to_numpy(dtype=float), _reference_on_rows(data, settings, ref, name, q_z))
-    return skill_from_runs(values, ref.rate, ref.rule, settings.level, n_boot, seed)
+    clusters = run_clusters(data, settings.cluster_by)
+    out = skill_from_runs(values, ref.rate, ref.rule, settings.level, n_boot, seed, clusters.groups())
+    out.attrs["se"] = clusters.to_json()
+    return out
 
 
 def skill_from_runs(values: dict, rate: float, rule: str, level: float, n_boot: int,
@@ -450,8 +466,9 @@ def skill_from_runs(values: dict, rate: float, rule: str, level: float, n_boot: 
         Paired trajectory bootstrap of the skill ratio.
     groups : ndarray of int, optional
         A group per run (0 … G − 1): the bootstrap then resamples the G groups of runs, with
-        the runs' sums per group (:func:`tpsviz.engines.runsums.run_groups`, for millions of
-        runs). Point estimates are from the runs.
+        the runs' sums per group: the tasks runs repeat (:func:`tpsviz.core.clusters.run_clusters`),
+        or random groups for millions of runs (:func:`tpsviz.engines.runsums.run_groups`). Point
+        estimates are from the runs; no SE from fewer than 2 groups.
 
     Returns
     -------
@@ -474,7 +491,9 @@ def skill_from_runs(values: dict, rate: float, rule: str, level: float, n_boot: 
         mr = float(ro.mean()) if m else np.nan
         with np.errstate(invalid="ignore", divide="ignore"):
             sk = 1.0 - mp / mr if m and mr != 0 and not degenerate else np.nan
-        boot = n_boot > 0 and m >= 2 and np.isfinite(sk) and np.isfinite(vo).all() and np.isfinite(ro).all()
+        units = m if groups is None or not m else (
+            int(groups.max()) + 1 if every else int(np.count_nonzero(np.bincount(groups[ok]))))
+        boot = n_boot > 0 and units >= 2 and np.isfinite(sk) and np.isfinite(vo).all() and np.isfinite(ro).all()
         stats[name] = (v, ok, m, mp, mr, sk, r, boot)
     # the skill ratio Σ c·TPS / Σ c·TPS_ref of every predictor, from one set of replicates
     boot_names = [k for k, st in stats.items() if st[-1]]

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from tpsviz.core.inference import DEFAULT_SEED, Estimate, bootstrap_sums, bootstrap_weights
+from tpsviz.core.inference import DEFAULT_SEED, Estimate, bootstrap_sums, bootstrap_weights, group_sums
 from tpsviz.diagnostics.metrics import (
     METRICS, bin_edges, bin_index, check_rows, metric_point, trajectory_codes, value_groups)
 
@@ -268,18 +268,22 @@ def _statistic(metric, p, y, g, n, n_bins, strategy, method="auto", n_boot=0):
 
 
 class MeanStat:
-    """The mean over trajectories of one value per trajectory, as a bootstrap statistic."""
+    """The mean over trajectories of one value per trajectory, as a bootstrap statistic; with
+    ``groups`` (the unit 0 … K−1 of every trajectory, e.g. its task) the units are the groups."""
 
-    def __init__(self, values):
+    def __init__(self, values, groups: np.ndarray | None = None):
         self.values = np.asarray(values, dtype=float)
+        self.groups = groups
 
     def columns(self) -> np.ndarray:
-        """The per-trajectory values, as one column."""
-        return self.values[:, None]
+        """The per-unit sums of the values (and, by group, the trajectories of each group)."""
+        if self.groups is None:
+            return self.values[:, None]
+        return group_sums(np.column_stack([self.values, np.ones(self.values.size)]), self.groups)
 
     def from_sums(self, sums: np.ndarray) -> np.ndarray:
         """Replicates of the mean from the replicated sums of the values."""
-        return sums[:, 0] / self.values.size
+        return sums[:, 0] / (self.values.size if self.groups is None else sums[:, 1])
 
 
 def metric_statistic(metric: str, p, y, groups, n_boot: int, n_bins: int = 10,

@@ -26,7 +26,8 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from tpsviz.core.inference import normal_quantile
+from tpsviz.core.clusters import run_clusters
+from tpsviz.core.inference import mean_se, normal_quantile
 from tpsviz.core.data import TrajectoryData
 
 __all__ = ["excess_movement", "movement_per_run", "drift_table"]
@@ -82,7 +83,8 @@ def movement_per_run(f: np.ndarray, codes: np.ndarray, y: np.ndarray) -> pd.Data
                          "quadratic_variation": qv_r, "resolved": resolved, "excess": qv_r - resolved})
 
 
-def excess_movement(data: TrajectoryData, predictors: list[str] | None = None) -> pd.DataFrame:
+def excess_movement(data: TrajectoryData, predictors: list[str] | None = None,
+                    cluster_by: str = "auto") -> pd.DataFrame:
     """Mean excess movement per run of every predictor, with its SE across runs and z.
 
     Parameters
@@ -90,6 +92,9 @@ def excess_movement(data: TrajectoryData, predictors: list[str] | None = None) -
     data : TrajectoryData
     predictors : list of str, optional
         Default: all.
+    cluster_by : str
+        The unit of the SE (:func:`tpsviz.core.clusters.run_clusters`: by task where runs repeat
+        tasks, docs/theory.md §6.1).
 
     Returns
     -------
@@ -100,13 +105,14 @@ def excess_movement(data: TrajectoryData, predictors: list[str] | None = None) -
         means).
     """
     rows = []
+    groups = run_clusters(data, cluster_by).groups()
     for name in predictors or data.predictors:
         f, codes, y = _paths(data, name)
         per = movement_per_run(f, codes, y)
         x = per["excess"].to_numpy(dtype=float)
         m = x.size
         value = float(x.mean()) if m else np.nan
-        se = float(x.std(ddof=1) / np.sqrt(m)) if m >= 2 else np.nan
+        se = mean_se(x, None if groups is None else groups[per["run"].to_numpy(dtype=int)])
         with np.errstate(invalid="ignore", divide="ignore"):
             z = value / se if se and np.isfinite(se) else np.nan
         rows.append({"predictor": name, "value": value, "se": se, "z": z, "n_runs": m,

@@ -417,6 +417,7 @@ def score_from_sums(sums: RunSums, settings: ScoreSettings | None = None, q_z=No
     else:
         words = f"{getattr(intervals, 'words', 'bootstrap over runs')} ({settings.n_boot} replicates)" + (
             f"; skill CIs over {BOOT_GROUPS:,} random groups of runs" if groups is not None else "")
+    words += "; SE by run (out of core, runs that repeat a task are not clustered by it: docs/theory.md §6.1)"
     if sums.predictors and groups is not None and intervals is None:
         summary["tps_ci_low"], summary["tps_ci_high"] = _grouped_intervals(cols, valids, groups, settings)
     elif sums.predictors:

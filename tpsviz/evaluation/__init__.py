@@ -13,6 +13,9 @@ builds its HTML report. Builds on every layer below ``cli``; the command line us
 
 from __future__ import annotations
 
+from dataclasses import replace
+
+from tpsviz.core.clusters import check_cluster_by
 from tpsviz.core.data import TrajectoryData
 from tpsviz.core.censoring import default_censoring
 from tpsviz.evaluation.record import Evaluation
@@ -30,7 +33,7 @@ def evaluate(source_or_data, *, alpha: float | None = None, beta: float | None =
              fmt: str | None = None, success_threshold: float | None = None, treat=(),
              scorer: str | None = None, conf=(), mapping=(), percent=(), forecasts=None,
              references: bool = False, run_by: str | None = None, step_spans=(), outcome: str | None = None,
-             outcomes=None, censor_when=()) -> Evaluation:
+             outcomes=None, censor_when=(), cluster_by: str = "auto") -> Evaluation:
     """Score every predictor of a log and decide every report of ``python -m tpsviz score``.
 
     Parameters
@@ -75,6 +78,9 @@ def evaluate(source_or_data, *, alpha: float | None = None, beta: float | None =
         the log's outcomes alone (docs/forecasts.md §1; ``folds`` and ``seed`` set their folds):
         every other predictor's verdict then says whether it beats the best of them. A log
         without any forecast always gets them.
+    cluster_by : str
+        The unit of SEs and bootstraps: ``"auto"``, ``"run"`` or a column (docs/theory.md §6.1,
+        :func:`tpsviz.core.clusters.run_clusters`); ``to_json()["settings"]["se"]`` says which.
 
     Returns
     -------
@@ -86,18 +92,15 @@ def evaluate(source_or_data, *, alpha: float | None = None, beta: float | None =
         For a setting out of range or that does not fit the log (tpsviz.LogFormatError, a
         ValueError, for a log that cannot be read).
     """
-    check_settings(n_boot, seed, eps, folds, level)
-    if recalibrate is not None and recalibrate not in RECALIBRATIONS:
-        raise ValueError(f"recalibrate must be one of {', '.join(RECALIBRATIONS)}, got {recalibrate!r}")
-    score_settings(False, alpha, beta, score, schedule, censoring, eps, n_boot, seed, level)  # fail before reading
+    _check_early(recalibrate, cluster_by, alpha, beta, score, schedule, censoring, eps, n_boot, seed, level, folds)
     options = _reading_options(source_or_data, forecasts, dict(
         fmt=fmt, success_threshold=success_threshold, treat=treat, scorer=scorer, conf=conf, mapping=mapping,
         percent=percent, run_by=run_by, step_spans=step_spans, outcome=outcome, censor_when=censor_when), outcomes)
     data, notes = read_log(source_or_data, options, forecasts, None, folds, seed, schedule,
                            allow_empty=True, outcomes=outcomes)
     q, censoring, qz_notes = qz_source(data, q_z, rollouts, censoring)
-    settings = score_settings(default_censoring(data) == "exact", alpha, beta, score, schedule, censoring,
-                              eps, n_boot, seed, level)
+    settings = replace(score_settings(default_censoring(data) == "exact", alpha, beta, score, schedule, censoring,
+                                      eps, n_boot, seed, level), cluster_by=cluster_by)
     data, more = _added_forecasts(data, settings, q, recalibrate, references, folds, seed)
     if not data.predictors:
         raise ValueError(no_forecast_reason(data))
@@ -112,6 +115,16 @@ def _added_forecasts(data, settings, q, recalibrate, references, folds, seed) ->
         data, notes = recalibrated(data, recalibrate, folds, seed, settings.censoring, q)
     data, ref_notes = with_references(data, settings, q, bool(references), folds, seed)
     return data, notes + ref_notes
+
+
+def _check_early(recalibrate, cluster_by, alpha, beta, score, schedule, censoring, eps, n_boot, seed, level,
+                 folds) -> None:
+    """Refuse a setting out of range before the log is read (the settings of :func:`evaluate`)."""
+    check_settings(n_boot, seed, eps, folds, level)
+    check_cluster_by(cluster_by)
+    if recalibrate is not None and recalibrate not in RECALIBRATIONS:
+        raise ValueError(f"recalibrate must be one of {', '.join(RECALIBRATIONS)}, got {recalibrate!r}")
+    score_settings(False, alpha, beta, score, schedule, censoring, eps, n_boot, seed, level)
 
 
 def _reading_options(source_or_data, forecasts, reading: dict, outcomes=None):

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 import pandas as pd
 
+from tpsviz.core.clusters import Clusters, run_clusters
 from tpsviz.core.data import TrajectoryData
 from tpsviz.core.tps import ScoreSettings, TPSResult, compute_tps, settings_words
 from tpsviz.core.wording import PYTHON, Wording, setting, word
@@ -111,7 +112,7 @@ _METRICS = ("auroc/auprc/tece_pooled pooled over (trajectory, step) pairs of com
             "constant reference rate")
 _MOVEMENT = ("mean over runs of sum (F_t+1 - F_t)^2 minus the uncertainty resolved, F_1(1-F_1) - F_end(1-F_end) "
              "(a finished run ends at Y); 0 for a truthful forecast, > 0 over-reacts, < 0 under-reacts; "
-             "z = value / se across runs (docs/theory.md, Rational updating)")
+             "z = value / se across runs, the se clustered as settings.se says (docs/theory.md, Rational updating)")
 _METRIC_KEYS = ("auroc", "auprc", "auroc_final", "tece_pooled", "tece_final")
 #: the columns of :attr:`Evaluation.leaderboard`
 LEADERBOARD_COLUMNS = ("tps_mean", "tps_se", "tps_ci_low", "tps_ci_high", "tps_step_mean", "tps_ref", "skill",
@@ -199,7 +200,7 @@ class Evaluation:
         verdict = {n: replace(v, text=f"{v.text}; {versus[n]['words']}") if n in versus else v
                    for n, v in verdict.items()}
         warn = caveats(data, settings, result.summary, skill)
-        moves = excess_movement(data, list(result.summary.index))
+        moves = excess_movement(data, list(result.summary.index), settings.cluster_by)
         return cls(data, settings, result, metrics, skill, verdict, moves, warn,
                    tuple(data.notes) + tuple(notes), q_z, engine_reason or memory_reason(data), versus)
 
@@ -278,6 +279,11 @@ class Evaluation:
         """The predictors, best mean TPS first (a missing mean last; ties in the log's order)."""
         s = self.summary["tps_mean"].fillna(-np.inf)
         return list(s.sort_values(ascending=False, kind="stable").index)
+
+    @property
+    def clusters(self) -> Clusters:
+        """The unit of every SE and interval (by run, or by task: docs/theory.md §6.1)."""
+        return self.result.clusters or run_clusters(self.data, self.settings.cluster_by)
 
     @property
     def reference_rate(self) -> float | None:
@@ -398,7 +404,7 @@ class Evaluation:
             **self.settings.describe(), "file": data.source, "engine": "memory",
             "engine_reason": word(self.engine_reason, wording), "n_trajectories": data.n_trajectories,
             "n_steps": data.n_steps, "n_censored": data.n_censored, "notes": [word(n, wording) for n in self.notes],
-            "reading": reading_json(data.reading), "units": _UNITS,
+            "reading": reading_json(data.reading), "units": _UNITS, "se": self.clusters.to_json(),
             "reference_rate": json_value(self.reference_rate), "reference_rule": self.reference_rule,
             "metrics": _METRICS, "missing": "a null value is explained in the predictor's 'why_null'",
             "excess_movement": _MOVEMENT, "verdict_rules": [f"{label}: {rule}" for label, rule in RULES],

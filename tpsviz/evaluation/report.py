@@ -131,7 +131,8 @@ def _leaderboard_args(ev, F) -> tuple:
     boot = interval_kind(ev) == "bootstrap"
     return (s, colors, settings.alpha, settings.beta, ev.reference_mean, settings.level,
             {n: (iv.at[n, "low"], iv.at[n, "high"]) for n in s.index},
-            "bootstrap CI" if boot else "± 1.96 SE (bootstrap off)")
+            ("bootstrap CI over tasks" if ev.clusters.clustered else "bootstrap CI") if boot
+            else "± 1.96 SE (bootstrap off)")
 
 
 def _leaderboard(ev, F) -> Section:
@@ -141,7 +142,8 @@ def _leaderboard(ev, F) -> Section:
     unit = settings_words(settings)["unit"]
     rate = ev.reference_rate
     text = (f"TPS in {unit} per trajectory (higher is better, 0 is perfect), {settings.level:.0%} "
-            f"{'bootstrap CI over trajectories' if boot else 'interval ± 1.96 SE'}; skill against the "
+            f"{'bootstrap CI over ' + ev.clusters.bootstrap_words() if boot else 'interval ± 1.96 SE'}, "
+            f"{ev.clusters.words()}; skill against the "
             f"constant forecast F ≡ {Fm.num(rate, '.3f')} ({ev.reference_rule or 'no reference'}); usual metrics "
             "on complete runs, pooled over steps.")
     return Section("Leaderboard", text, leaderboard_figure(ev), report_table(ev, F.display_name))

@@ -211,6 +211,15 @@ def _difference(row: pd.Series, unit: str) -> str:
     return f"{abs(row['tps_delta']):.2f} ± {row['tps_se']:.2f} {unit} a run"
 
 
+def _se_note(diff: pd.DataFrame) -> str:
+    """"; SE clustered by task, 50 tasks" when the SE of an unpaired difference is clustered, else ""."""
+    se = diff.attrs.get("se") or {}
+    if se.get("unit") != "task" or diff.attrs.get("paired"):
+        return ""
+    k = int(se.get("clusters", 0)) - int(se.get("runs_without_task", 0))
+    return f"; SE clustered by task, {k:,} task{'s' if k != 1 else ''}"
+
+
 def _one_group(diff: pd.DataFrame, a: str, b: str, unit: str, skip=()) -> str:
     """Group b against group a in words, from one group_difference frame."""
     rows = diff[np.isfinite(diff["tps_z"].to_numpy(dtype=float))]
@@ -221,13 +230,15 @@ def _one_group(diff: pd.DataFrame, a: str, b: str, unit: str, skip=()) -> str:
     top = rows.loc[rows["tps_z"].abs().idxmax()]
     p = clean_text(top.name, 40)
     on = f" on {p}" if len(rows) > 1 or len(diff) > 1 else ""
+    note = _se_note(diff)
     if not is_clear(top["tps_z"]):
         if len(rows) == 1:
-            return f"{b} and {a} are not clearly different{on} ({top['tps_delta']:+.2f} ± {top['tps_se']:.2f} {unit} a run)"
+            return (f"{b} and {a} are not clearly different{on} ({top['tps_delta']:+.2f} ± {top['tps_se']:.2f} "
+                    f"{unit} a run{note})")
         return (f"{b} and {a} are not clearly different on any of {len(rows)} signals (largest gap: {p}, "
-                f"{top['tps_delta']:+.2f} ± {top['tps_se']:.2f} {unit} a run)")
+                f"{top['tps_delta']:+.2f} ± {top['tps_se']:.2f} {unit} a run{note})")
     verb = "better" if top["tps_z"] > 0 else "worse"
-    said = f"{b} scores {verb} than {a}{on} (by {_difference(top, unit)}"
+    said = f"{b} scores {verb} than {a}{on} (by {_difference(top, unit)}{note}"
     if len(rows) > 1:
         z = rows["tps_z"].to_numpy(dtype=float)
         better, worse = int(sum(is_clear(v) and v > 0 for v in z)), int(sum(is_clear(v) and v < 0 for v in z))

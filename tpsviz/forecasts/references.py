@@ -34,6 +34,7 @@ import pandas as pd
 from tpsviz.core.wording import setting, text
 from tpsviz.core._fast.blas import one_blas_thread
 from tpsviz.core.censoring import default_censoring, mode_labels
+from tpsviz.core.clusters import TASK_COLUMNS, task_column, text_values  # (one detection: the SEs cluster by it too)
 from tpsviz.core.data import TrajectoryData
 from tpsviz.core.inference import DEFAULT_SEED
 from tpsviz.core.schema import REFERENCE_PREFIX, is_reference  # (named below every layer: the verdicts use it)
@@ -47,8 +48,6 @@ __all__ = ["REFERENCES", "REF_STEP", "REF_TASK", "REF_TASK_STEP", "REFERENCE_PRE
 
 REF_STEP, REF_TASK, REF_TASK_STEP = "ref:step", "ref:task", "ref:task+step"
 REFERENCES = (REF_STEP, REF_TASK, REF_TASK_STEP)
-#: metadata columns taken as the task, in this order, when the reader names none
-TASK_COLUMNS = ("task", "task_id", "task_name")
 #: pseudo-runs at the base rate added to every step of ``ref:step`` (a step few runs reach is not
 #: forecast 0 or 1 from one or two of them)
 PSEUDO_RUNS = 1.0
@@ -60,17 +59,6 @@ FEATURE_CLIP = 1e-4
 def real_predictors(names) -> list[str]:
     """The predictors that are not references, in order."""
     return [n for n in names if not is_reference(n)]
-
-
-def task_column(data: TrajectoryData) -> str | None:
-    """The run-level metadata column that names the task: the one the reader recorded
-    (``reading["task_column"]``: tau-bench and tau2-bench ``task_id``, Inspect AI ``sample_id``),
-    else the first of :data:`TASK_COLUMNS` the log has; None without one."""
-    cols = data.metadata_columns
-    named = data.reading.get("task_column") if isinstance(data.reading, dict) else None
-    if named in cols:
-        return named
-    return next((c for c in TASK_COLUMNS if c in cols), None)
 
 
 def run_labels(data: TrajectoryData, censoring: str, q_z=None) -> np.ndarray:
@@ -129,10 +117,7 @@ def step_curve(lengths: np.ndarray, labels: np.ndarray) -> np.ndarray:
 
 def _task_codes(data: TrajectoryData, column: str) -> np.ndarray:
     """Task code of every run (-1: no task named)."""
-    v = data.trajectories[column]
-    text = v.astype(str).str.strip()
-    present = (v.notna() & (text != "")).to_numpy()
-    codes, _ = pd.factorize(pd.Series(np.where(present, text.to_numpy(), None), dtype=object))
+    codes, _ = pd.factorize(pd.Series(text_values(data.trajectories[column]), dtype=object))
     return codes.astype(np.int64)
 
 
