@@ -256,7 +256,8 @@ def test_two_labels_score_exactly_as_the_binary_tps(tau2, pred, rule, ab, schedu
     log = multiclass_from_frame(_two_label_frame(steps, pred))
     res = tps_k(log, rule, schedule, mode, censored_label="failure", n_boot=300)
     binary = tpsviz.compute_tps(data, tpsviz.ScoreSettings(alpha=ab[0], beta=ab[1], schedule=schedule,
-                                                           censoring=mode, n_boot=300), predictors=[pred])
+                                                           censoring=mode, n_boot=300, cluster_by="run"),
+                                 predictors=[pred])  # (multi-class SEs are by run: docs/multiclass.md)
     got = res.per_run.set_index("trajectory_id")["tps"]
     want = binary.per_trajectory.set_index("trajectory_id")["tps"]
     assert sorted(got.index) == sorted(want.index)
@@ -273,7 +274,7 @@ def test_two_labels_exact_mode_matches_the_binary_exact_mode():
     assert data.trajectories["q_z"].notna().any()
     log = multiclass_from_frame(_two_label_frame(steps, "verbal", with_q=True))
     for rule, ab in (("log", (0, 0)), ("brier", (1, 1))):
-        # binary exact mode scores a censored run without q_z with q_Z = 0: the label "failure"
+        # every censored run has its q_z here (binary exact mode refuses one without: docs/theory.md §4)
         res = tps_k(log, rule, censoring="exact", censored_label="failure", n_boot=0)
         binary = tpsviz.compute_tps(data, tpsviz.ScoreSettings(*ab, censoring="exact", n_boot=0), ["verbal"])
         got = res.per_run.set_index("trajectory_id")["tps"].sort_index()
