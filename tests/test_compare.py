@@ -113,3 +113,25 @@ def test_reusing_a_tps_result_gives_the_same_numbers():
                                   skill_table(data, st, n_boot=20, result=res))
     with pytest.raises(ValueError, match="other settings"):
         compare(data, ScoreSettings(n_boot=0), baseline="verbal", metrics=(), result=res)
+
+
+def test_complete_case_comparisons_cluster_the_runs_in_scope_by_their_own_tasks():
+    """Complete-case mode scores only the complete runs: the paired Δ's clusters are theirs (a regression: the
+    clusters of every run were indexed by the complete runs' mask). The SE against a loop over tasks."""
+    from tpsviz import load
+    from tpsviz.diagnostics.compare import compare, z_matrix
+
+    data = load("demo_data/webshop-like.csv")
+    st = ScoreSettings(censoring="complete", n_boot=0)
+    table = compare(data, st, baseline="verbal", predictors=["truthful"], metrics=())
+    t = data.trajectories
+    done = t.loc[~t["censored"], ["trajectory_id", "task"]]
+    mat = compute_tps(data, st, ["truthful", "verbal"]).tps_matrix().loc[done["trajectory_id"]]
+    d = (mat["truthful"] - mat["verbal"]).to_numpy()
+    e = pd.Series(d - d.mean()).groupby(done["task"].to_numpy()).sum().to_numpy()
+    k = e.size
+    se = np.sqrt(k / (k - 1) * np.sum(e ** 2)) / d.size
+    assert table.loc["truthful", "n_runs"] == len(done)
+    assert table.loc["truthful", "tps_se"] == pytest.approx(se, rel=1e-10)
+    z = z_matrix(data, st, ["truthful", "verbal"])
+    assert z.loc["truthful", "verbal"] == pytest.approx(d.mean() / se, rel=1e-10)

@@ -41,6 +41,15 @@ def _resolve(data: TrajectoryData, settings, n_boot, seed):
     return settings, n_boot, seed
 
 
+def _matrix_groups(data: TrajectoryData, clusters, index) -> np.ndarray | None:
+    """The cluster of every row of a TPS matrix (index: the trajectory ids of the runs in scope, e.g. the
+    complete runs alone in complete-case mode), or None when the clusters are the runs."""
+    groups = clusters.groups()
+    if groups is None:
+        return None
+    return pd.Series(groups, index=data.trajectories["trajectory_id"].to_numpy()).reindex(index).to_numpy()
+
+
 def _check_names(data: TrajectoryData, names) -> None:
     unknown = [p for p in names if p not in data.predictors]
     if unknown:
@@ -124,7 +133,7 @@ def compare(data: TrajectoryData, settings: ScoreSettings | None = None,
     base = mat[baseline].to_numpy(dtype=float)
     labelled, y = labelled_rows(data)
     clusters = run_clusters(data, settings.cluster_by)
-    groups = clusters.groups()
+    groups, run_groups = clusters.groups(), _matrix_groups(data, clusters, mat.index)
     rows = []
     for name in names:
         checkpoint()  # stop here if nobody waits for the result (tpsviz.core.cancel)
@@ -133,7 +142,7 @@ def compare(data: TrajectoryData, settings: ScoreSettings | None = None,
         rec = {"predictor": name}
         if both.any():
             est, z = paired_difference(col[both], base[both], n_boot=n_boot, level=settings.level, seed=seed,
-                                       groups=None if groups is None else groups[both])
+                                       groups=None if run_groups is None else run_groups[both])
             rec.update(tps_delta=est.mean, tps_se=est.se, tps_z=z, tps_ci_low=est.ci_low,
                        tps_ci_high=est.ci_high)
         else:
@@ -185,18 +194,20 @@ def z_matrix(data: TrajectoryData, settings: ScoreSettings | None = None,
     _check_names(data, names)
     k = len(names)
     z = np.full((k, k), np.nan)
-    groups = run_clusters(data, settings.cluster_by).groups()
+    clusters = run_clusters(data, settings.cluster_by)
+    groups = clusters.groups()
     if metric == "tps":
         # the runs both were scored on (a NaN is a run left out; −∞ is a score), by numpy masks: a
         # frame's dropna() per pair cost 15 times more on the demo
-        mat = tps_matrix_for(data, settings, names, q_z, result).to_numpy(dtype=float)
+        frame = tps_matrix_for(data, settings, names, q_z, result)
+        mat, run_groups = frame.to_numpy(dtype=float), _matrix_groups(data, clusters, frame.index)
         scored = ~np.isnan(mat)
         for i in range(k):
             for j in range(i + 1, k):
                 rows = scored[:, i] & scored[:, j]
                 if rows.sum() >= 2:
                     _, zz = paired_difference(mat[rows, i], mat[rows, j], n_boot=0,
-                                              groups=None if groups is None else groups[rows])
+                                              groups=None if run_groups is None else run_groups[rows])
                     z[i, j], z[j, i] = zz, -zz
     else:
         labelled, y = labelled_rows(data)
