@@ -232,7 +232,7 @@ def stretch_centre(target: np.ndarray, factor: float, rows: np.ndarray | None = 
 
 
 def distortions(target: np.ndarray, rng: np.random.Generator, constant: float, noise: float = 1.0,
-                rows: np.ndarray | None = None) -> dict:
+                rows: np.ndarray | None = None, centres: dict | None = None) -> dict:
     """Known distortions of a target forecast (docs/validation.md).
 
     Parameters
@@ -248,6 +248,9 @@ def distortions(target: np.ndarray, rng: np.random.Generator, constant: float, n
     rows : ndarray of bool, optional
         The rows the score labels (complete-case: the complete runs' rows); the stretches keep the
         mean forecast over these rows (default every row).
+    centres : dict, optional
+        ``{2.0: c, 0.5: c}``: fixed centres of the stretches instead (e.g. a scenario's, from a large
+        pilot simulation, so that a distortion is the same function of the history in every log).
 
     Returns
     -------
@@ -261,7 +264,7 @@ def distortions(target: np.ndarray, rng: np.random.Generator, constant: float, n
     lt = logit(target)
     out = {"plus15": np.clip(target + 0.15, CLIP, 1 - CLIP), "minus15": np.clip(target - 0.15, CLIP, 1 - CLIP)}
     for name, factor in (("logit_x2", 2.0), ("logit_half", 0.5)):
-        c = stretch_centre(target, factor, rows)
+        c = centres[factor] if centres else stretch_centre(target, factor, rows)
         out[name] = sigmoid(c + factor * (lt - c))
     out["logit_noise"] = sigmoid(lt + noise * rng.standard_normal(target.size))
     out["constant"] = np.full(target.size, float(constant))
