@@ -50,7 +50,7 @@ BASE_SEED = 20_261_207
 #: the truth: batches × runs per batch of the large simulation of a scenario (quick: smaller)
 TRUTH = {"default": (20, 10_000), "quick": (6, 5_000)}
 #: bump when what a truth batch computes changes (the cache key)
-TRUTH_VERSION = 1
+TRUTH_VERSION = 2
 
 
 def design(kind: str) -> list[Spec]:
@@ -118,6 +118,7 @@ def truths(specs: list[Spec], pool, cache: Path, size: tuple[int, int]) -> dict:
             vals = results[i * batches:(i + 1) * batches]
             rec = {"constants": c, "batches": batches, "runs_per_batch": runs,
                    "value": {q: float(np.mean([v[q] for v in vals])) for q in QUANTITIES},
+                   "tail_share": float(np.mean([v["tail_share"] for v in vals])),
                    "se": {q: float(np.std([v[q] for v in vals], ddof=1) / np.sqrt(batches)) for q in QUANTITIES}}
             todo[k][1].write_text(json.dumps(rec, indent=1))
             out[k] = rec
@@ -128,9 +129,13 @@ def _truth_seed(key: tuple, batch: int) -> int:
     return log_seed("truth:" + ":".join(map(str, key)), batch + 1, BASE_SEED)
 
 
-def run(kind: str, workers: int, cache: Path) -> dict:
-    """Run a design: the truths, then every log; returns the results (:func:`validate_report.summarise`)."""
-    specs = design(kind)
+def run(kind: str, workers: int, cache: Path, only=None, logs: int | None = None) -> dict:
+    """Run a design (``only``: those scenarios of it; ``logs``: that many logs each): the truths, then
+    every log; returns the results (:func:`validate_report.summarise`)."""
+    specs = [Spec(**(asdict(s) | ({"logs": logs} if logs else {}))) for s in design(kind) if not only or s.name in only]
+    load_before = os.getloadavg()[0]
+    if not specs:
+        raise SystemExit(f"no scenario of the {kind} design is called {', '.join(only)}")
     t0 = time.perf_counter()
     ctx = multiprocessing.get_context("fork")
     with ctx.Pool(workers, initializer=_init_worker) as pool:
@@ -143,8 +148,10 @@ def run(kind: str, workers: int, cache: Path) -> dict:
     records.sort(key=lambda r: (r["scenario"], r["rep"]))  # the same results whatever the workers
     elapsed = time.perf_counter() - t0
     return summarise(specs, records, truth, {"design": kind, "workers": workers, "seconds": elapsed,
+                                             "cpu_seconds": sum(r["cpu_seconds"] for r in records),
                                              "truth_seconds": t_truth, "fit_population": fit_population(),
                                              "base_seed": BASE_SEED, "commit": _commit(),
+                                             "load": [load_before, os.getloadavg()[0]],
                                              "date": time.strftime("%Y-%m-%d")})
 
 
@@ -170,9 +177,12 @@ def main(argv=None) -> int:
                     help="markdown tables to write (default docs/validation.md; --quick writes none)")
     ap.add_argument("--json", default=None, metavar="PATH", help="write the results as JSON ('-': stdout)")
     ap.add_argument("--cache", default=str(ROOT / "bench" / ".cache"), help="where the true values are cached")
+    ap.add_argument("--only", default=None, metavar="NAME,…", help="only these scenarios of the design")
+    ap.add_argument("--logs", type=int, default=None, help="logs per scenario instead of the design's")
     args = ap.parse_args(argv)
     kind = "quick" if args.quick else "full" if args.full else "default"
-    results = run(kind, max(1, args.workers), Path(args.cache))
+    only = set(args.only.split(",")) if args.only else None
+    results = run(kind, max(1, args.workers), Path(args.cache), only, args.logs)
     out = args.out if args.out is not None else (None if kind == "quick" else str(ROOT / "docs" / "validation.md"))
     if out:
         write_markdown(results, Path(out))

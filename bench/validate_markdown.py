@@ -37,10 +37,7 @@ def _intro(results: dict) -> list[str]:
         "public path and counts how often a verdict or an interval is wrong. Every rate is given with its "
         "Monte-Carlo SE √(p(1 − p)/n_logs) and its goal (issue 45).",
         "",
-        f"This run: design `{m['design']}`, {n_logs:,} logs in {m['seconds'] / 60:.1f} minutes on {m['workers']} "
-        f"worker processes (of which {m['truth_seconds']:.0f} s for the true values"
-        f"{', read from the cache' if all(s['truth'].get('cached') for s in results['scenarios']) else ''}; "
-        f"they are cached under `bench/.cache/`), code at commit `{m.get('commit', '?')}`, {m.get('date', '')}.",
+        _this_run(results, n_logs),
         "",
         "Rerun: `.venv/bin/python bench/validate.py` (about 10 minutes on 2 cores; rewrites this page), "
         "`--full` for 5 times as many logs, `--quick` for the small design the test suite runs "
@@ -82,10 +79,27 @@ def _intro(results: dict) -> list[str]:
         f"{GROUPS[1]} − {GROUPS[0]} tasks (different runs; with `tasks`, different tasks); `metric_table` the "
         "AUROC's bootstrap interval (complete runs' steps, truthful predictor).",
         "- **True values** (coverage): the same point estimates on a large simulation of the scenario, "
-        "20 batches of 10,000 runs (mean over batches; its MC SE, the SD over batches / √20, is given in the "
-        "coverage table against the typical SE of one log).",
+        f"{_truth_size(results)} (mean over batches; its MC SE, the SD over batches / √batches, is given in "
+        "the coverage table against the typical SE of one log).",
         "",
     ]
+
+
+def _truth_size(results: dict) -> str:
+    t = results["scenarios"][0]["truth"]
+    return f"{t['batches']} batches of {t['runs_per_batch']:,} runs"
+
+
+def _this_run(results: dict, n_logs: int) -> str:
+    m = results["meta"]
+    cached = all(s["truth"].get("cached") for s in results["scenarios"])
+    load = m.get("load", [np.nan, np.nan])
+    return (f"This run: design `{m['design']}`, {n_logs:,} logs in {m['seconds'] / 60:.1f} minutes on "
+            f"{m['workers']} worker processes, of which {m['truth_seconds']:.0f} s for the true values"
+            f"{' (read from the cache)' if cached else ' (now cached under `bench/.cache/`)'}; the logs took "
+            f"{m['cpu_seconds'] / 60:.1f} CPU-minutes (load average {load[0]:.1f} before and {load[1]:.1f} "
+            f"after, on a machine shared with other work). Code at commit `{m.get('commit', '?')}`, "
+            f"{m.get('date', '')}.")
 
 
 def _scenarios(results: dict) -> list[str]:
@@ -96,12 +110,16 @@ def _scenarios(results: dict) -> list[str]:
         rows.append([f"`{s['name']}`" + (" (headline)" if s["headline"] else ""), s["mode"], f"{s['n_runs']:,}",
                      f"{s['horizon']} ({100 * s['censored']:.0f}% cut off)",
                      f"{EPOCHS} epochs" if s["tasks"] else "—", f"`{s['schedule_spec']}`", n,
-                     f"{se5:.1f} / {se95:.1f}", f"{s['seconds_per_log']:.2f}"])
+                     f"{se5:.1f} / {se95:.1f}", f"{100 * s['truth']['tail_share']:.0f}%",
+                     f"{s['seconds_per_log']:.2f}"])
     return ["## Scenarios", "",
             f"A fractional design over censoring mode, runs per log, budget, tasks and schedule; the "
-            f"goals on false alarms and coverage apply to scenarios with ≥ {GOAL_MIN_RUNS} runs.", ""] + _table(
+            f"goals on false alarms and coverage apply to scenarios with ≥ {GOAL_MIN_RUNS} runs. Tail: the "
+            "share of the truthful predictor's total TPS carried by its worst 1% of runs (from the large "
+            "simulation): a large share means a mean driven by rare runs (those that wander up to the "
+            "budget), which intervals from 50 to 1,000 runs cannot see well.", ""] + _table(
         ["scenario", "censoring", "runs", "budget H", "tasks", "schedule", "logs", "MC SE (points) at 5% / 95%",
-         "s per log"], rows)
+         "tail", "s per log"], rows)
 
 
 def _false_alarms(results: dict) -> list[str]:
@@ -134,12 +152,13 @@ def _power(results: dict) -> list[str]:
 
 def _coverage(results: dict) -> list[str]:
     qs = list(QUANTITY_WORDS)
-    rows, truth = [], []
+    rows, truth, why = [], [], []
     for s in results["scenarios"]:
         cov = s["coverage"]
         rows.append([f"`{s['name']}`", f"{s['n_runs']:,}"] +
                     [f"{cell(cov[q])}" + ("" if cov[q]["met"] is None else f" {mark(cov[q]['met'])}") +
                      (f" ({cov[q]['undefined']} undefined)" if cov[q]["undefined"] else "") for q in qs])
+        why.append([f"`{s['name']}`"] + [f"{cov[q]['sd_over_se']:.2f} ({cov[q]['bias_over_sd']:+.2f})" for q in qs])
         truth.append([f"`{s['name']}`"] + [f"{cov[q]['truth']:.4f} ± {cov[q]['truth_se']:.4f} "
                                             f"({cov[q]['truth_se_over_se']:.2f})" for q in qs])
     return (["## 3. Coverage of the 95% intervals", "",
@@ -148,6 +167,10 @@ def _coverage(results: dict) -> list[str]:
              "(TPS, skill, paired Δ, AUROC) and percentiles of two independent bootstraps (unpaired Δ); "
              "'undefined': logs where a group had too few runs.", ""] +
             _table(["scenario", "runs"] + [QUANTITY_WORDS[q] for q in qs], rows) +
+            ["Why an interval misses: the SD of the estimates over the logs against the SE the intervals "
+             "imply (median half-width / 1.96; above 1: intervals too narrow), and the mean estimate's "
+             "distance from the truth in SDs of the estimates (off 0: biased estimates).", ""] +
+            _table(["scenario"] + [QUANTITY_WORDS[q] for q in qs], why) +
             ["True values ± their MC SE, and in brackets that SE over the median SE of one log (half-width / "
              "1.96): small against 1, so the truth's own error moves coverage by a fraction of a point.", ""] +
             _table(["scenario"] + [QUANTITY_WORDS[q] for q in qs], truth))

@@ -181,7 +181,7 @@ def conversion_bias(data, target: np.ndarray, rows: np.ndarray) -> dict:
 def measure_log(job: tuple) -> dict:
     """One log of a scenario: (spec, rep, seed, constants) → its labels, intervals and conversion biases."""
     spec, rep, seed, consts = job
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), time.process_time()
     log = simulate_spec(spec, spec.n_runs, seed)
     rng = np.random.default_rng([seed, 1])
     data = log.to_data(forecasts(log, spec, consts, rng), q_z=spec.mode == "exact")
@@ -191,7 +191,8 @@ def measure_log(job: tuple) -> dict:
     return {"scenario": spec.name, "rep": rep, "seed": seed,
             "labels": {n: v.label for n, v in ev.verdicts.items()},
             "intervals": intervals(data, ev), "bias": conversion_bias(data, target, rows),
-            "censored": float(log.truth["censored"].mean()), "seconds": time.perf_counter() - t0}
+            "censored": float(log.truth["censored"].mean()), "seconds": time.perf_counter() - t0,
+            "cpu_seconds": time.process_time() - c0}
 
 
 def truth_batch(job: tuple) -> dict:
@@ -204,10 +205,11 @@ def truth_batch(job: tuple) -> dict:
     names = ["truthful", PAIRED_BASELINE]
     result = compute_tps(data, settings, names)
     tps = result.summary["tps_mean"]
+    per_run = np.sort(result.tps_matrix()["truthful"].dropna().to_numpy())  # worst (most negative) first
     skill = skill_table(data, settings, ["truthful"], result=result).loc["truthful", "skill"]
     diff = group_difference(data, "difficulty", GROUPS[0], GROUPS[1], settings, ["truthful"],
                             pair_on="none").loc["truthful", "tps_delta"]
     auroc = metric_table(data, settings, ["truthful"], n_boot=0).loc["truthful", "auroc"]
     return {"tps": float(tps["truthful"]), "skill": float(skill),
             "paired": float(tps["truthful"] - tps[PAIRED_BASELINE]), "unpaired": float(diff),
-            "auroc": float(auroc)}
+            "auroc": float(auroc), "tail_share": float(per_run[:max(1, per_run.size // 100)].sum() / per_run.sum())}

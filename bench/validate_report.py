@@ -62,6 +62,13 @@ def _coverage(spec, recs: list[dict], q: str, truth: dict) -> dict:
     half = np.median([(hi - lo) / 2 for _, lo, hi in ok]) if ok else math.nan
     out["median_half_width"] = float(half)
     out["truth_se_over_se"] = float(tse / (half / 1.96)) if ok and half > 0 else math.nan
+    est = np.array([e for e, _, _ in ok])
+    sd = float(est.std(ddof=1)) if est.size >= 2 else math.nan
+    # why an interval misses: the estimates' mean off the truth (in SDs of the estimates), or the
+    # intervals too narrow for the estimates' spread (their SD over the median SE the intervals imply)
+    out["mean_estimate"] = float(est.mean()) if est.size else math.nan
+    out["bias_over_sd"] = float((est.mean() - value) / sd) if sd > 0 else math.nan
+    out["sd_over_se"] = float(sd / (half / 1.96)) if sd > 0 and half > 0 else math.nan
     out["above"] = _rate(sum(value > hi for _, lo, hi in ok), len(ok))["rate"]  # the CI misses low
     out["below"] = _rate(sum(value < lo for _, lo, hi in ok), len(ok))["rate"]
     out["applies"] = spec.n_runs >= GOAL_MIN_RUNS
@@ -117,11 +124,18 @@ def missed(results: dict) -> list[str]:
         for q, c in s["coverage"].items():
             if c["met"] is False:
                 out.append(f"{s['name']}: coverage of {QUANTITY_WORDS[q]} {pct(c)} outside "
-                           f"{GOAL_COVERAGE[0]:.0%}–{GOAL_COVERAGE[1]:.0%}{miss_side(c)}")
+                           f"{GOAL_COVERAGE[0]:.0%}–{GOAL_COVERAGE[1]:.0%}{miss_side(c)}; {diagnosis(c)}")
         for name, c in s["conversions"].items():
             if not c["met"]:
                 out.append(f"{s['name']}: {name} bias {c['bias']:+.3f} ± {c['bias_se']:.3f}, |bias| > {GOAL_BIAS}")
     return out
+
+
+def diagnosis(c: dict) -> str:
+    """Why intervals miss, from the estimates over the logs: their SD against the SE the intervals imply,
+    and their mean against the truth."""
+    return (f"the estimates' SD is {c['sd_over_se']:.2f}× the SE the intervals imply, their mean "
+            f"{c['bias_over_sd']:+.2f} SD off the truth")
 
 
 def miss_side(c: dict) -> str:
