@@ -43,14 +43,14 @@ sys.path.insert(0, str(ROOT))
 from validate_measure import (  # noqa: E402
     QUANTITIES, Spec, fit_population, log_seed, measure_log, population_constants, truth_batch)
 from validate_markdown import write_markdown  # noqa: E402
-from validate_report import summarise, summary_text  # noqa: E402
+from validate_report import missed, summarise, summary_text  # noqa: E402
 from tpsviz.synthetic.validation import VALIDATION_AGENT  # noqa: E402
 
 BASE_SEED = 20_261_207
 #: the truth: batches × runs per batch of the large simulation of a scenario (quick: smaller)
 TRUTH = {"default": (20, 10_000), "quick": (6, 5_000)}
 #: bump when what a truth batch computes changes (the cache key)
-TRUTH_VERSION = 2
+TRUTH_VERSION = 3
 
 
 def design(kind: str) -> list[Spec]:
@@ -119,6 +119,7 @@ def truths(specs: list[Spec], pool, cache: Path, size: tuple[int, int]) -> dict:
             rec = {"constants": c, "batches": batches, "runs_per_batch": runs,
                    "value": {q: float(np.mean([v[q] for v in vals])) for q in QUANTITIES},
                    "tail_share": float(np.mean([v["tail_share"] for v in vals])),
+                   "design_effect": float(np.mean([v["design_effect"] for v in vals])),
                    "se": {q: float(np.std([v[q] for v in vals], ddof=1) / np.sqrt(batches)) for q in QUANTITIES}}
             todo[k][1].write_text(json.dumps(rec, indent=1))
             out[k] = rec
@@ -179,10 +180,17 @@ def main(argv=None) -> int:
     ap.add_argument("--cache", default=str(ROOT / "bench" / ".cache"), help="where the true values are cached")
     ap.add_argument("--only", default=None, metavar="NAME,…", help="only these scenarios of the design")
     ap.add_argument("--logs", type=int, default=None, help="logs per scenario instead of the design's")
+    ap.add_argument("--from-json", default=None, metavar="PATH",
+                    help="simulate nothing: write the tables of results saved by --json (goals judged again)")
     args = ap.parse_args(argv)
     kind = "quick" if args.quick else "full" if args.full else "default"
     only = set(args.only.split(",")) if args.only else None
-    results = run(kind, max(1, args.workers), Path(args.cache), only, args.logs)
+    if args.from_json:
+        results = json.loads(Path(args.from_json).read_text())
+        results["missed"] = missed(results)
+        kind = results["meta"]["design"]
+    else:
+        results = run(kind, max(1, args.workers), Path(args.cache), only, args.logs)
     out = args.out if args.out is not None else (None if kind == "quick" else str(ROOT / "docs" / "validation.md"))
     if out:
         write_markdown(results, Path(out))

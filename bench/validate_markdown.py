@@ -109,7 +109,8 @@ def _scenarios(results: dict) -> list[str]:
         se5, se95 = (100 * np.sqrt(p * (1 - p) / n) for p in (0.05, 0.95))
         rows.append([f"`{s['name']}`" + (" (headline)" if s["headline"] else ""), s["mode"], f"{s['n_runs']:,}",
                      f"{s['horizon']} ({100 * s['censored']:.0f}% cut off)",
-                     f"{EPOCHS} epochs" if s["tasks"] else "—", f"`{s['schedule_spec']}`", n,
+                     f"{EPOCHS} epochs (×{s['truth']['design_effect']:.2f})" if s["tasks"] else "—",
+                     f"`{s['schedule_spec']}`", n,
                      f"{se5:.1f} / {se95:.1f}", f"{100 * s['truth']['tail_share']:.0f}%",
                      f"{s['seconds_per_log']:.2f}"])
     return ["## Scenarios", "",
@@ -117,7 +118,10 @@ def _scenarios(results: dict) -> list[str]:
             f"goals on false alarms and coverage apply to scenarios with ≥ {GOAL_MIN_RUNS} runs. Tail: the "
             "share of the truthful predictor's total TPS carried by its worst 1% of runs (from the large "
             "simulation): a large share means a mean driven by rare runs (those that wander up to the "
-            "budget), which intervals from 50 to 1,000 runs cannot see well.", ""] + _table(
+            "budget), which intervals from 50 to 1,000 runs cannot see well. Tasks: in brackets the design "
+            "effect of the truthful predictor's per-run TPS, the variance of its mean with runs clustered by "
+            "task over its variance with runs independent (Σ_k (Σ_{i∈k} (v_i − v̄))² / Σ_i (v_i − v̄)², from the "
+            "large simulation): an SE that treats runs as independent is √(that) too small.", ""] + _table(
         ["scenario", "censoring", "runs", "budget H", "tasks", "schedule", "logs", "MC SE (points) at 5% / 95%",
          "tail", "s per log"], rows)
 
@@ -194,7 +198,9 @@ def _recalibration(results: dict) -> list[str]:
 
 
 def _missed(results: dict) -> list[str]:
-    out = ["## Goals missed", ""]
+    out = ["## Goals missed", "",
+           "A goal is judged on the point estimate; \"clearly\" when the miss is beyond 2 Monte-Carlo SEs of the "
+           "goal, \"within 2 MC SE\" when more logs (`--full`) could still show it met.", ""]
     out += [f"- {x}" for x in results["missed"]] or ["Every goal is met."]
     return out + [""]
 

@@ -30,7 +30,7 @@ from tpsviz.synthetic.validation import (
 #: step budgets: "short" cuts off about 40% of runs, "long" about 6%
 BUDGETS = {"short": 8, "long": 40}
 #: tasks repeated over epochs: runs per task and SD of a task's prior log-odds
-EPOCHS, SPREAD = 5, 1.0
+EPOCHS, SPREAD = 10, 2.0
 #: the back-loaded schedule's ratio (w_t = γ^(H − t), H the budget)
 BACK_GAMMA = 0.9
 #: the paired comparison: truthful − this distortion, on the same runs
@@ -205,11 +205,23 @@ def truth_batch(job: tuple) -> dict:
     names = ["truthful", PAIRED_BASELINE]
     result = compute_tps(data, settings, names)
     tps = result.summary["tps_mean"]
-    per_run = np.sort(result.tps_matrix()["truthful"].dropna().to_numpy())  # worst (most negative) first
+    mat = result.tps_matrix()["truthful"]
+    per_run = np.sort(mat.dropna().to_numpy())  # worst (most negative) first
+    task = pd.Series(log.truth["task"].to_numpy(), index=log.truth["trajectory_id"].to_numpy())
     skill = skill_table(data, settings, ["truthful"], result=result).loc["truthful", "skill"]
     diff = group_difference(data, "difficulty", GROUPS[0], GROUPS[1], settings, ["truthful"],
                             pair_on="none").loc["truthful", "tps_delta"]
     auroc = metric_table(data, settings, ["truthful"], n_boot=0).loc["truthful", "auroc"]
     return {"tps": float(tps["truthful"]), "skill": float(skill),
             "paired": float(tps["truthful"] - tps[PAIRED_BASELINE]), "unpaired": float(diff),
-            "auroc": float(auroc), "tail_share": float(per_run[:max(1, per_run.size // 100)].sum() / per_run.sum())}
+            "auroc": float(auroc), "tail_share": float(per_run[:max(1, per_run.size // 100)].sum() / per_run.sum()),
+            "design_effect": design_effect(mat.to_numpy(), task.reindex(mat.index).to_numpy())}
+
+
+def design_effect(values: np.ndarray, clusters: np.ndarray) -> float:
+    """Var of a mean clustered by task over its variance with runs independent:
+    Σ_k (Σ_{i∈k} (v_i − v̄))² / Σ_i (v_i − v̄)² (1 when every run is its own task)."""
+    ok = np.isfinite(values)
+    d = values[ok] - values[ok].mean()
+    sums = pd.Series(d).groupby(clusters[ok]).sum().to_numpy()
+    return float(np.sum(sums ** 2) / np.sum(d ** 2))

@@ -113,21 +113,30 @@ def summarise(specs, records: list[dict], truth: dict, meta: dict) -> dict:
     return results
 
 
+def clearly(gap: float, se: float) -> str:
+    """"clearly" when a miss is beyond 2 MC SE of the goal, else "within MC error" (it may be noise)."""
+    return "clearly" if se > 0 and gap > 2 * se or se == 0 and gap > 0 else "within 2 MC SE"
+
+
 def missed(results: dict) -> list[str]:
-    """Every goal missed, in words."""
+    """Every goal missed, in words: by how much (clearly: beyond 2 MC SE of the goal) and why."""
     out = []
     for s in results["scenarios"]:
         fa = s["false_alarm"]
         if fa["met"] is False:
-            out.append(f"{s['name']}: false alarms {pct(fa)} > {GOAL_FALSE_ALARM:.0%} "
-                       f"(uninformative {pct(fa['uninformative'])}, calibration labels {pct(fa['calibration'])})")
+            out.append(f"{s['name']}: false alarms {pct(fa)} > {GOAL_FALSE_ALARM:.0%}, "
+                       f"{clearly(fa['rate'] - GOAL_FALSE_ALARM, fa['se'])} (uninformative "
+                       f"{pct(fa['uninformative'])}, calibration labels {pct(fa['calibration'])})")
         for q, c in s["coverage"].items():
             if c["met"] is False:
+                gap = max(GOAL_COVERAGE[0] - c["rate"], c["rate"] - GOAL_COVERAGE[1])
                 out.append(f"{s['name']}: coverage of {QUANTITY_WORDS[q]} {pct(c)} outside "
-                           f"{GOAL_COVERAGE[0]:.0%}–{GOAL_COVERAGE[1]:.0%}{miss_side(c)}; {diagnosis(c)}")
+                           f"{GOAL_COVERAGE[0]:.0%}–{GOAL_COVERAGE[1]:.0%}, {clearly(gap, c['se'])}"
+                           f"{miss_side(c)}; {diagnosis(c)}")
         for name, c in s["conversions"].items():
             if not c["met"]:
-                out.append(f"{s['name']}: {name} bias {c['bias']:+.3f} ± {c['bias_se']:.3f}, |bias| > {GOAL_BIAS}")
+                out.append(f"{s['name']}: {name} bias {c['bias']:+.3f} ± {c['bias_se']:.3f}, |bias| > {GOAL_BIAS}, "
+                           f"{clearly(abs(c['bias']) - GOAL_BIAS, c['bias_se'])}")
     return out
 
 
