@@ -16,7 +16,9 @@ The forecast F_t is reported at the end of step t. Everything below is computed 
 - the posterior π_t = P(B = good | H_t) from the signals (Bayes' rule),
 - q_t = P(Y=1 | H_t) = π_t c_good + (1 - π_t) c_bad,
 - m_t = P(Δ=1, Y=1 | H_t) = Σ_B P(B | H_t) c_B P(submit within the budget | B, k_t, H - t),
-  the pseudo-label target of the simple censored score (dynamic programming),
+  the pseudo-label target of the simple censored score (dynamic programming), and
+  d_t = P(Δ=1 | H_t) = Σ_B P(B | H_t) P(submit within the budget | B, k_t, H - t)
+  (:func:`budget_targets`),
 - the length-tilted target E[Y/T | H_t] / E[1/T | H_t] that the 1/T schedule elicits.
 """
 
@@ -30,7 +32,8 @@ import pandas as pd
 from tpsviz.io.longform import from_frame
 
 __all__ = ["TaskFamily", "Scenario", "SimulatedLog", "simulate", "SCENARIOS",
-           "length_tilted_target", "known_distortions", "logit", "sigmoid"]
+           "length_tilted_target", "known_distortions", "logit", "sigmoid", "Walk", "walk",
+           "budget_targets"]
 
 
 @dataclass(frozen=True)
@@ -224,11 +227,11 @@ def simulate(scenario: Scenario | str, n_trajectories: int | None = None,
     rng = np.random.default_rng(sc.seed if seed is None else seed)
     fam, good, y_true = _draw_runs(sc, n, rng)
     goals = np.array([f.goals for f in sc.families])[fam]
-    walk = _walk(sc, rng, good, goals, logit(np.array([f.prior_good for f in sc.families])[fam]))
+    walk = walk_runs(sc, rng, good, goals, logit(np.array([f.prior_good for f in sc.families])[fam]))
     traj, tt, kk = walk.traj, walk.t, walk.k
     post = sigmoid(walk.logodds)
     q = post * sc.correct_good + (1 - post) * sc.correct_bad
-    m = _budget_target(sc, fam[traj], tt, kk, post, q, goals[traj])
+    m, _ = budget_targets(sc, fam[traj], tt, kk, post, q, goals[traj])
     tid = np.array([f"{sc.name[:3]}-{i:05d}" for i in range(n)])
     noise = rng.standard_normal((4, traj.size))
     steps = pd.DataFrame({
@@ -270,8 +273,8 @@ def _draw_runs(sc: Scenario, n: int, rng: np.random.Generator):
 
 
 @dataclass
-class _Walk:
-    """The runs' progress walks: one entry per step row, sorted by (run, t)."""
+class Walk:
+    """The runs' progress walks (:func:`walk_runs`): one entry per step row, sorted by (run, t)."""
 
     traj: np.ndarray      # run of each row
     t: np.ndarray         # step t of each row
@@ -281,10 +284,27 @@ class _Walk:
     censored: np.ndarray  # per run: not submitted by step H
 
 
-def _walk(sc: Scenario, rng: np.random.Generator, good: np.ndarray, goals: np.ndarray,
-          logodds: np.ndarray) -> _Walk:
+def walk_runs(sc: Scenario, rng: np.random.Generator, good: np.ndarray, goals: np.ndarray,
+              logodds: np.ndarray) -> Walk:
     """Every run's signals o_t drawn step by step up to the budget H, with the progress counter
-    and the posterior log-odds of a good approach (``logodds``: the prior's, updated in place)."""
+    and the posterior log-odds of a good approach.
+
+    Parameters
+    ----------
+    sc : Scenario
+        Its budget and emission probabilities are used.
+    rng : numpy.random.Generator
+    good : ndarray of bool
+        Each run's hidden approach.
+    goals : ndarray of int
+        Each run's progress needed to submit.
+    logodds : ndarray of float
+        Each run's prior log-odds of a good approach (updated in place).
+
+    Returns
+    -------
+    Walk
+    """
     n, H = good.size, int(sc.budget)
     eg = np.array(sc.emit_good)
     eb = np.array(sc.emit_bad)
@@ -313,17 +333,30 @@ def _walk(sc: Scenario, rng: np.random.Generator, good: np.ndarray, goals: np.nd
     traj = np.concatenate(rec["traj"])
     tt = np.concatenate(rec["t"])
     order = np.lexsort((tt, traj))
-    return _Walk(traj[order], tt[order], np.concatenate(rec["k"])[order],
+    return Walk(traj[order], tt[order], np.concatenate(rec["k"])[order],
                  np.concatenate(rec["logodds"])[order], length, active.copy())
 
 
-def _budget_target(sc: Scenario, f_r: np.ndarray, tt: np.ndarray, kk: np.ndarray, post: np.ndarray,
-                   q: np.ndarray, goals_r: np.ndarray) -> np.ndarray:
-    """m_t = P(Δ=1, Y=1 | H_t) for every step row: submitted within the budget and right
-    (= q_t at the submission step)."""
+def budget_targets(sc: Scenario, f_r: np.ndarray, tt: np.ndarray, kk: np.ndarray, post: np.ndarray,
+                   q: np.ndarray, goals_r: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """m_t = P(Δ=1, Y=1 | H_t) and d_t = P(Δ=1 | H_t) for every step row.
+
+    Δ = 1 when the run submits within the budget H; at the submission step m_t = q_t and d_t = 1.
+
+    Parameters
+    ----------
+    sc : Scenario
+    f_r, tt, kk, post, q, goals_r : ndarray
+        Per step row: the run's family, the step t, the progress k_t, the posterior π_t, q_t and
+        the run's goals.
+
+    Returns
+    -------
+    m, d : ndarray
+    """
     H = int(sc.budget)
     cg, cb = sc.correct_good, sc.correct_bad
-    m_succ = np.empty_like(q)
+    m_succ, d_succ = np.empty_like(q), np.empty_like(q)
     for fi, f in enumerate(sc.families):
         hg = _hit_within(f.goals, sc.emit_good, H)
         hb = _hit_within(f.goals, sc.emit_bad, H)
@@ -331,7 +364,9 @@ def _budget_target(sc: Scenario, f_r: np.ndarray, tt: np.ndarray, kk: np.ndarray
         kk_s = np.minimum(kk[sel], f.goals - 1)
         rem = H - tt[sel]
         m_succ[sel] = post[sel] * cg * hg[kk_s, rem] + (1 - post[sel]) * cb * hb[kk_s, rem]
-    return np.where(kk >= goals_r, q, m_succ)
+        d_succ[sel] = post[sel] * hg[kk_s, rem] + (1 - post[sel]) * hb[kk_s, rem]
+    done = kk >= goals_r
+    return np.where(done, q, m_succ), np.where(done, 1.0, d_succ)
 
 
 def _rollouts(sc: Scenario, rng: np.random.Generator, good: np.ndarray, censored: np.ndarray,
