@@ -120,6 +120,17 @@ BASE = dict(conversion_auroc=0.62, conversion_auroc_ci_low=0.55, conversion_auro
     ({"conversion_auroc": 0.58, "conversion_auroc_ci_low": 0.51, "source_auroc": 0.52,
       "source_auroc_ci_low": 0.45}, None),                                 # the conversion shows a ranking
     ({"conversion_auroc": np.nan}, None),                                  # not measured
+    # weak on the complete runs alone, informative on the runs the score scores (issue 45): no fault
+    ({"conversion_auroc": 0.52, "conversion_auroc_ci_low": 0.44, "source_auroc": 0.52,
+      "source_auroc_ci_low": 0.45, "dsc_p": 0.005, "auroc": 0.68}, None),
+    ({"conversion_auroc": 0.45, "conversion_auroc_ci_low": 0.40, "conversion_auroc_ci_high": 0.49,
+      "dsc_p": 0.005, "auroc": 0.66}, None),
+    # the discrimination test passes but the scored runs' AUROC is not above 0.5: still at fault
+    ({"conversion_auroc": 0.52, "conversion_auroc_ci_low": 0.44, "source_auroc": 0.52,
+      "source_auroc_ci_low": 0.45, "dsc_p": 0.005, "auroc": 0.49}, "too weak to convert"),
+    # a lost ranking is a fault whatever the scored runs show (a relative loss against the source)
+    ({"conversion_auroc": 0.55, "conversion_auroc_ci_low": 0.49, "conversion_delta_z": -3.0, "dsc_p": 0.005,
+      "auroc": 0.6}, "conversion failed"),
 ])
 def test_a_conversion_is_at_fault_by_its_intervals(change, fault):
     s = BASE | change

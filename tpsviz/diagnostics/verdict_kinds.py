@@ -139,12 +139,16 @@ def lost_ranking(s: dict, level: float) -> bool:
 def conversion_fault(s: dict, level: float) -> str | None:
     """Whether a conversion ranks runs worse than its signal allows, and why, decided on intervals.
 
-    The conversion is at fault when its AUROC's interval lies below 0.5 (it ranks runs worse than
-    chance), when it lost most of its source's ranking (it keeps less than half of the source's AUROC
-    above 0.5, :data:`MIN_KEPT`, and the paired Δ/SE is below −z at ``level``: a significant but
-    small loss, 0.664 → 0.657 on the tau2-like demo's raw_logprob, is no fault), or when neither its
-    interval nor its source's lies above 0.5 (nothing shown to convert: whatever the calibration of
-    the map, it says nothing about the agent's signal).
+    The conversion is at fault when it lost most of its source's ranking (it keeps less than half of
+    the source's AUROC above 0.5, :data:`MIN_KEPT`, and the paired Δ/SE is below −z at ``level``: a
+    significant but small loss, 0.664 → 0.657 on the tau2-like demo's raw_logprob, is no fault); or,
+    unless the verdict's discrimination test shows it informative on the runs the score scores (its
+    DSC test passes and its AUROC there is above 0.5: ``dsc_p``, ``auroc``), when its AUROC's interval
+    on the complete runs lies below 0.5 (it ranks runs worse than chance) or neither its interval nor
+    its source's lies above 0.5 (nothing shown to convert). The AUROCs are on the complete runs' rows
+    (the leaderboard's); a step budget makes that population a selection, where a signal truthful to
+    the score's target may rank weakly: docs/validation.md measured a quarter of exact monotone maps of
+    the target called too weak to convert before the scored population was consulted.
 
     Parameters
     ----------
@@ -165,7 +169,8 @@ def conversion_fault(s: dict, level: float) -> str | None:
     if not np.isfinite(a_c):
         return None
     weak_source = not lo_s > 0.5  # (a NaN interval shows nothing either)
-    fault = (hi_c < 0.5) or lost_ranking(s, level) or (weak_source and not lo_c > 0.5)
+    informative = s.get("dsc_p", np.nan) < 1 - level and s.get("auroc", np.nan) > 0.5  # on the scored runs
+    fault = lost_ranking(s, level) or (not informative and ((hi_c < 0.5) or (weak_source and not lo_c > 0.5)))
     if not fault:
         return None
     return "too weak to convert" if weak_source else "conversion failed"
