@@ -153,7 +153,15 @@ def test_compute_tps_se_and_interval_are_clustered_by_task():
     s = np.array([v[ok & (codes == k)].sum() for k in range(res.clusters.n_clusters)])
     n = np.array([(ok & (codes == k)).sum() for k in range(res.clusters.n_clusters)])
     counts = np.vstack(list(bootstrap_weights(res.clusters.n_clusters, 400, 11)))
-    lo, hi = np.quantile(counts @ s / (counts @ n), [0.025, 0.975])
+    # studentized (the default interval): t* = (m* − m)/SE*, SE* the clustered SE of the replicate
+    K, m = s.size, s.sum() / n.sum()
+    se = np.sqrt(K / (K - 1) * np.sum((s - m * n) ** 2)) / n.sum()
+    t = []
+    for c in counts:
+        ms = c @ s / (c @ n)
+        t.append((ms - m) / (np.sqrt(K / (K - 1) * np.sum(c * (s - ms * n) ** 2)) / (c @ n)))
+    t_lo, t_hi = np.quantile(t, [0.025, 0.975])
+    lo, hi = m - t_hi * se, m - t_lo * se
     assert res.summary.loc["b", "tps_ci_low"] == pytest.approx(lo, rel=1e-9)
     assert res.summary.loc["b", "tps_ci_high"] == pytest.approx(hi, rel=1e-9)
     # by run: the plain SE, and the numbers are those of a log without a task column

@@ -84,13 +84,22 @@ def test_group_table_skill_bootstrap_by_explicit_counts(web):
     tps = _per_run(web, SIMPLE, "noisy")
     for k, (g, sel) in enumerate(web.trajectories.groupby("model")):  # sorted: seed + k
         v = tps.loc[sel["trajectory_id"]].to_numpy()
-        ref = _ref_log_uniform_simple(sel)
         c = np.vstack(list(bootstrap_weights(v.size, n_boot, seed + k)))
-        reps = 1 - (c @ v) / (c @ ref)
+        # the reference rate is re-estimated in every replicate (its own share of successes, simple score)
+        y = np.where(sel["censored"], 0.0, sel["outcome"].to_numpy(dtype=float))
+        length = sel["length"].to_numpy()
+        r = (c @ y) / c.sum(axis=1)
+        ref = np.log(r) * (c @ (length * y)) + np.log1p(-r) * (c @ (length * (1 - y)))
+        reps = 1 - (c @ v) / ref
         row = table.loc[(g, "noisy")]
         assert row["skill_se"] == pytest.approx(reps.std(ddof=1), rel=1e-8)
         assert row["skill_ci_low"] == pytest.approx(np.quantile(reps, 0.025), rel=1e-8)
-        assert row["tps_ci_high"] == pytest.approx(np.quantile(c @ v / v.size, 0.975), rel=1e-8)
+        # the TPS interval is studentized: t* = (m* − m)/SE* with the replicate's own SE (by run)
+        m, n = v.mean(), v.size
+        ms = c @ v / n
+        se_s = np.sqrt(n / (n - 1) * np.array([np.sum(ci * (v - mi) ** 2) for ci, mi in zip(c, ms)])) / n
+        t_lo = np.quantile((ms - m) / se_s, 0.025)
+        assert row["tps_ci_high"] == pytest.approx(m - t_lo * v.std(ddof=1) / np.sqrt(n), rel=1e-8)
 
 
 def test_missing_values_are_their_own_group(web):

@@ -31,6 +31,65 @@ def _loop(values, valid, n_boot, level, seed):
     return lo, hi
 
 
+def _loop_t(values, valid, n_boot, level, seed):
+    """Each column's studentized (bootstrap-t) interval, one replicate at a time, from the replicate's
+    resampled values written out (each valid row repeated as often as it was drawn): t* = (m* − m)/se*
+    with se* = sd*/√n* (ddof 1, the sample's n in the small-sample factor as for the clustered SE),
+    and [m − t*_(1−a)·se, m − t*_(a)·se]."""
+    n, k = values.shape
+    counts = np.vstack(list(bootstrap_weights(n, n_boot, seed))).astype(int)
+    lo, hi = np.full(k, np.nan), np.full(k, np.nan)
+    for j in range(k):
+        rows = valid[:, j]
+        x = values[rows, j]
+        if x.size < 2 or not np.isfinite(x).all():
+            continue
+        m, se = x.mean(), x.std(ddof=1) / np.sqrt(x.size)
+        ts = []
+        for c in counts:
+            xs = np.repeat(x, c[rows])
+            if xs.size == 0:
+                continue
+            ms = xs.mean()
+            se_s = np.sqrt(x.size / (x.size - 1) * np.sum((xs - ms) ** 2)) / xs.size
+            if se_s > 1e-9 * se:  # (a replicate of one value drawn has no SE)
+                ts.append((ms - m) / se_s)
+        if len(ts) >= 2:
+            t_lo, t_hi = np.quantile(ts, [(1 - level) / 2, (1 + level) / 2])
+            lo[j], hi[j] = m - t_hi * se, m - t_lo * se
+    return lo, hi
+
+
+@settings(max_examples=30, deadline=None)
+@given(n=st.integers(3, 25), k=st.integers(1, 3), seed=st.integers(0, 2**31 - 1),
+       level=st.sampled_from([0.5, 0.8, 0.95]), data=st.data())
+def test_studentized_intervals_match_a_loop_over_the_resampled_values(n, k, seed, level, data):
+    rng = np.random.default_rng(seed)
+    values = rng.normal(size=(n, k)) * rng.uniform(0.1, 10, size=k)
+    valid = rng.random((n, k)) < data.draw(st.sampled_from([0.5, 1.0]))
+    valid[:, 0] = True
+    got = column_mean_intervals(values, valid, 200, level, seed)  # (studentized: the default)
+    want = _loop_t(values, valid, 200, level, seed)
+    np.testing.assert_allclose(got[0], want[0], rtol=1e-8, atol=1e-10)
+    np.testing.assert_allclose(got[1], want[1], rtol=1e-8, atol=1e-10)
+
+
+def test_the_studentized_interval_covers_a_skewed_mean_better_than_the_percentile_one():
+    """Means of a heavy left tail (log-normal, as a TPS carried by a few long runs): over 400 samples of 60
+    the bootstrap-t interval covers the true mean closer to 95% than the percentile one (docs/validation.md
+    measures the same on simulated logs)."""
+    rng = np.random.default_rng(11)
+    truth = -np.exp(1.2 ** 2 / 2)  # the mean of −LogNormal(0, 1.2)
+    hits = {"studentized": 0, "percentile": 0}
+    for i in range(400):
+        v = -rng.lognormal(0.0, 1.2, size=(60, 1))
+        for kind in hits:
+            lo, hi = column_mean_intervals(v, np.ones_like(v, bool), 400, 0.95, i, interval=kind)
+            hits[kind] += bool(lo[0] <= truth <= hi[0])
+    assert hits["studentized"] > hits["percentile"] + 12, hits  # (400 samples: 12 is 3 points)
+    assert hits["studentized"] / 400 > 0.88, hits
+
+
 @settings(max_examples=40, deadline=None)
 @given(n=st.integers(2, 25), k=st.integers(1, 4), seed=st.integers(0, 2**31 - 1),
        level=st.sampled_from([0.5, 0.8, 0.95]), data=st.data())
@@ -43,7 +102,7 @@ def test_column_mean_intervals_match_a_loop_over_the_replicates(n, k, seed, leve
         i, j = rng.integers(n), rng.integers(k)
         values[i, j], valid[i, j] = -np.inf, True
     values[~valid & (rng.random((n, k)) < 0.5)] = np.nan  # (anything where not valid)
-    got = column_mean_intervals(values, valid, 300, level, seed)
+    got = column_mean_intervals(values, valid, 300, level, seed, interval="percentile")
     want = _loop(values, valid, 300, level, seed)
     np.testing.assert_allclose(got[0], want[0], rtol=1e-10, atol=1e-12)
     np.testing.assert_allclose(got[1], want[1], rtol=1e-10, atol=1e-12)
@@ -86,7 +145,7 @@ def test_an_interval_lies_within_the_values_of_a_column_valid_on_few_runs(n, m, 
     valid = np.zeros((n, 2), bool)
     valid[rng.choice(n, m, replace=False), 0] = True
     valid[:, 1] = True
-    lo, hi = column_mean_intervals(v, valid, 500, 0.95, seed)
+    lo, hi = column_mean_intervals(v, valid, 500, 0.95, seed, interval="percentile")
     mine = v[valid[:, 0], 0]
     assert mine.min() - 1e-12 <= lo[0] <= hi[0] <= mine.max() + 1e-12
 

@@ -1,10 +1,16 @@
 """Inference over trajectories: the trajectory is the unit (steps within a run are dependent), or
 the task when runs repeat tasks (docs/theory.md §6.1).
 
-Means with standard errors, seeded percentile bootstrap CIs that resample whole
-trajectories, and paired differences of two predictors on the same runs. Given ``groups`` (the
-cluster of every run, :func:`tpsviz.core.clusters.run_clusters`), the SE is cluster-robust
-(:func:`mean_se`) and the bootstrap resamples whole clusters with all their runs.
+Means with standard errors, seeded bootstrap CIs that resample whole trajectories, and paired
+differences of two predictors on the same runs. Given ``groups`` (the cluster of every run,
+:func:`tpsviz.core.clusters.run_clusters`), the SE is cluster-robust (:func:`mean_se`) and the
+bootstrap resamples whole clusters with all their runs.
+
+The interval of a mean is **studentized** by default (the bootstrap-t: each replicate's
+t* = (m* − m)/SE*, its SE* from the same resampled sums, and the interval
+[m − t*_(1−a)·SE, m − t*_(a)·SE]). It corrects for the skew of a mean carried by a few runs (the long
+runs of a heavy-tailed TPS), where the percentile interval undercovers (docs/validation.md). The
+``percentile`` interval stays available: it is the out-of-core engines' only kind.
 """
 
 from __future__ import annotations
@@ -17,10 +23,12 @@ import numpy as np
 from tpsviz.core import resample
 
 __all__ = ["Estimate", "mean_estimate", "mean_se", "paired_difference", "bootstrap_weights", "group_sums",
-           "bootstrap_sums", "column_mean_intervals", "percentile_intervals", "DEFAULT_SEED", "normal_quantile",
-           "summary_interval"]
+           "bootstrap_sums", "column_mean_intervals", "percentile_intervals", "studentized_interval",
+           "moment_columns", "replicate_means", "INTERVALS", "DEFAULT_SEED", "normal_quantile", "summary_interval"]
 
 DEFAULT_SEED = 20260101
+#: the bootstrap intervals of a mean: studentized (bootstrap-t, the default) or percentile
+INTERVALS = ("studentized", "percentile")
 
 
 def normal_quantile(level: float = 0.95) -> float:
@@ -136,15 +144,18 @@ def bootstrap_sums(x, n_boot: int, seed: int) -> np.ndarray:
 
 
 def column_mean_intervals(values: np.ndarray, valid: np.ndarray, n_boot: int, level: float,
-                          seed: int, groups: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
-    """Percentile bootstrap CIs of each column's mean over its valid rows, every column resampled
-    with the same replicates (a paired trajectory bootstrap).
+                          seed: int, groups: np.ndarray | None = None,
+                          interval: str = "studentized") -> tuple[np.ndarray, np.ndarray]:
+    """Bootstrap CIs of each column's mean over its valid rows, every column resampled with the same
+    replicates (a paired trajectory bootstrap).
 
     Replicate b gives column j the mean  Σ_i c_bi v_ij [valid_ij] / Σ_i c_bi [valid_ij]  for the
-    resampling counts c_bi of :func:`bootstrap_weights` (a column valid on every row divides by n);
-    a replicate that draws none of a column's valid rows is left out of that column's quantiles.
-    TPS per trajectory (``compute_tps``, the engines' sums), TPS-k of a multi-class log and the
-    CRPS-TPS of a continuous one take their intervals from it.
+    resampling counts c_bi of :func:`bootstrap_weights`; a replicate that draws none of a column's
+    valid rows is left out of that column's quantiles. ``studentized`` (default): the bootstrap-t
+    interval, each replicate's SE from the same sums (:func:`replicate_means`,
+    :func:`studentized_interval`); ``percentile``: the replicates' quantiles. TPS per trajectory
+    (``compute_tps``), TPS-k of a multi-class log and the CRPS-TPS of a continuous one take their
+    intervals from it.
 
     Parameters
     ----------
@@ -162,6 +173,7 @@ def column_mean_intervals(values: np.ndarray, valid: np.ndarray, n_boot: int, le
         The cluster of every row, 0 … K−1 (:meth:`tpsviz.core.clusters.Clusters.groups`): a
         replicate then draws K clusters with all their rows, Σ_k c_k S_kj / Σ_k c_k N_kj with
         S and N the sums and valid counts of each cluster. None: rows are the units.
+    interval : {"studentized", "percentile"}
 
     Returns
     -------
@@ -172,15 +184,20 @@ def column_mean_intervals(values: np.ndarray, valid: np.ndarray, n_boot: int, le
     values = np.asarray(values, dtype=float)
     valid = np.asarray(valid, dtype=bool)
     n, k = values.shape
+    if interval not in INTERVALS:
+        raise ValueError(f"interval must be one of {', '.join(INTERVALS)}, got {interval!r}")
     if n_boot <= 0 or n < 2 or k == 0:
         return np.full(k, np.nan), np.full(k, np.nan)
     finite = np.array([np.isfinite(values[valid[:, j], j]).all() for j in range(k)])
     v = np.where(valid & np.isfinite(values), values, 0.0)
+    units = valid.sum(axis=0) if groups is None else np.array([np.unique(groups[valid[:, j]]).size
+                                                                for j in range(k)])
+    if interval == "studentized":
+        return _studentized_columns(v, valid, n_boot, level, seed, groups, finite, units)
     if groups is not None:
         sums = bootstrap_sums(group_sums(np.hstack([v, valid.astype(float)]), groups), n_boot, seed)
         with np.errstate(invalid="ignore", divide="ignore"):
             reps = sums[:, :k] / sums[:, k:]
-        units = np.array([np.unique(groups[valid[:, j]]).size for j in range(k)])
         return percentile_intervals(reps, finite, units, level)
     # replicated Σ c_i v_i and Σ c_i [valid_i]; a column valid on every run has Σ c_i = n
     partial = ~valid.all(axis=0)
@@ -189,7 +206,109 @@ def column_mean_intervals(values: np.ndarray, valid: np.ndarray, n_boot: int, le
     den[:, partial] = sums[:, k:]
     with np.errstate(invalid="ignore", divide="ignore"):
         reps = sums[:, :k] / den
-    return percentile_intervals(reps, finite, valid.sum(axis=0), level)
+    return percentile_intervals(reps, finite, units, level)
+
+
+def _studentized_columns(v, valid, n_boot, level, seed, groups, finite, units):
+    """:func:`column_mean_intervals`' studentized intervals: the five moment columns of every column's
+    units (runs, or clusters) bootstrapped with one set of replicates."""
+    k = v.shape[1]
+    sv, nv = (v, valid.astype(float)) if groups is None else (group_sums(v, groups),
+                                                               group_sums(valid.astype(float), groups))
+    with np.errstate(invalid="ignore", divide="ignore"):
+        centers = np.where(finite, sv.sum(axis=0) / nv.sum(axis=0), 0.0)
+    centers = np.where(np.isfinite(centers), centers, 0.0)
+    cols = [moment_columns(sv[:, j], nv[:, j], centers[j]) for j in range(k)]
+    sums = bootstrap_sums(np.hstack(cols), n_boot, seed)
+    lo, hi = np.full(k, np.nan), np.full(k, np.nan)
+    for j in range(k):
+        if not (finite[j] and units[j] >= 2):
+            continue
+        m, se = replicate_means(cols[j].sum(axis=0)[None, :], int(units[j]), centers[j])
+        m_reps, se_reps = replicate_means(sums[:, 5 * j:5 * j + 5], int(units[j]), centers[j])
+        lo[j], hi[j] = studentized_interval(float(m[0]), float(se[0]), m_reps, se_reps, level)
+    return lo, hi
+
+
+def moment_columns(s, n, center: float = 0.0) -> np.ndarray:
+    """The five sums a studentized bootstrap of a mean resamples, per unit (a run, or a cluster of
+    runs): S, N, S², S·N, N², with S the unit's sum of values, less ``center`` each, and N its count.
+
+    Parameters
+    ----------
+    s, n : array_like
+        Per unit: the sum of its values and how many values it has (a run: its value and 1).
+    center : float
+        Subtracted from every value (the sample mean: the replicates' sums of squares then cancel less).
+
+    Returns
+    -------
+    ndarray, shape (units, 5)
+    """
+    n = np.asarray(n, dtype=float)
+    s = np.asarray(s, dtype=float) - center * n
+    return np.column_stack([s, n, s * s, s * n, n * n])
+
+
+def replicate_means(sums: np.ndarray, units: int, center: float = 0.0) -> tuple[np.ndarray, np.ndarray]:
+    """Mean and SE of every replicate from its resampled :func:`moment_columns` sums.
+
+    With m = ΣS/ΣN, the centred sums e_k = S_k − m·N_k give
+    Σ_k c_k e_k² = ΣcS² − 2m·ΣcSN + m²·ΣcN², and
+    SE² = K/(K−1) · Σ_k c_k e_k² / (ΣcN)², the clustered SE of :func:`mean_se` (sd/√n by run) of the
+    replicate (K: the units of the sample).
+
+    Parameters
+    ----------
+    sums : ndarray, shape (replicates, 5)
+        Resampled sums of S, N, S², S·N, N².
+    units : int
+        K, the units (runs or clusters) of the sample.
+    center : float
+        The ``center`` of :func:`moment_columns` (added back to the means).
+
+    Returns
+    -------
+    means, ses : ndarray, shape (replicates,)
+        NaN where a replicate has no value; an SE of 0 where the centred sums cancel to rounding (a
+        replicate that drew one value).
+    """
+    ss, sn, ss2, ssn, sn2 = (sums[:, i] for i in range(5))
+    with np.errstate(invalid="ignore", divide="ignore"):
+        m = ss / sn
+        e2 = ss2 - 2 * m * ssn + m * m * sn2
+        e2 = np.where(e2 > 1e-12 * (ss2 + m * m * sn2), e2, 0.0)  # (Σ c e² ≥ 0: below rounding it is 0)
+        se = np.sqrt(units / max(units - 1, 1) * e2) / sn
+    return m + center, se
+
+
+def studentized_interval(mean: float, se: float, mean_reps: np.ndarray, se_reps: np.ndarray,
+                         level: float) -> tuple[float, float]:
+    """The bootstrap-t interval [m − t*_(1−a)·SE, m − t*_(a)·SE] of a mean, a = (1 − level)/2.
+
+    Parameters
+    ----------
+    mean, se : float
+        The sample's estimate and its SE.
+    mean_reps, se_reps : ndarray
+        Every replicate's estimate and SE (:func:`replicate_means`); a replicate with an SE of 0 (one
+        value drawn) or none is left out.
+    level : float
+
+    Returns
+    -------
+    low, high : float
+        NaN without a finite SE or with fewer than 2 usable replicates.
+    """
+    if not (np.isfinite(mean) and np.isfinite(se)):
+        return np.nan, np.nan
+    ok = np.isfinite(mean_reps) & np.isfinite(se_reps) & (se_reps > 0)  # (one value drawn: no SE)
+    if ok.sum() < 2:
+        return np.nan, np.nan
+    t = (mean_reps[ok] - mean) / se_reps[ok]
+    a = (1 - level) / 2
+    t_lo, t_hi = np.quantile(t, [a, 1 - a])
+    return float(mean - t_hi * se), float(mean - t_lo * se)
 
 
 def percentile_intervals(reps: np.ndarray, finite: np.ndarray, n_valid: np.ndarray,
@@ -288,9 +407,9 @@ def mean_se(values, groups: np.ndarray | None = None) -> float:
 
 def mean_estimate(
     values, n_boot: int = 2000, level: float = 0.95, seed: int = DEFAULT_SEED,
-    groups: np.ndarray | None = None,
+    groups: np.ndarray | None = None, interval: str = "studentized",
 ) -> Estimate:
-    """Mean over trajectories with SE and a seeded percentile bootstrap CI.
+    """Mean over trajectories with SE and a seeded bootstrap CI (studentized by default).
 
     Parameters
     ----------
@@ -306,6 +425,8 @@ def mean_estimate(
         The cluster of every trajectory (non-negative codes): the SE is
         clustered (:func:`mean_se`) and the bootstrap resamples whole clusters (ratio
         Σ c_k S_k / Σ c_k n_k). None: by trajectory.
+    interval : {"studentized", "percentile"}
+        The bootstrap-t interval (module docstring) or the replicates' percentiles.
 
     Returns
     -------
@@ -322,8 +443,17 @@ def mean_estimate(
     if groups is not None:  # codes 0 … K−1 (an absent code would be a cluster of no run, drawn all the same)
         groups = np.unique(np.asarray(groups), return_inverse=True)[1].ravel()
     se = mean_se(v, groups)
+    if interval not in INTERVALS:
+        raise ValueError(f"interval must be one of {', '.join(INTERVALS)}, got {interval!r}")
     if n_boot <= 0 or not np.isfinite(mean) or not np.isfinite(se):
         return Estimate(mean, se, np.nan, np.nan, n, level)
+    if interval == "studentized":
+        s, c = (v, np.ones(n)) if groups is None else (group_sums(v[:, None], groups)[:, 0],
+                                                       np.bincount(groups).astype(float))
+        m_reps, se_reps = replicate_means(bootstrap_sums(moment_columns(s, c, mean), n_boot, seed), int(c.size),
+                                          mean)
+        lo, hi = studentized_interval(mean, se, m_reps, se_reps, level)
+        return Estimate(mean, se, lo, hi, n, level)
     if groups is None:
         reps = bootstrap_sums(v, n_boot, seed) / n
     else:
@@ -335,7 +465,7 @@ def mean_estimate(
 
 def paired_difference(
     a, b, n_boot: int = 2000, level: float = 0.95, seed: int = DEFAULT_SEED,
-    groups: np.ndarray | None = None,
+    groups: np.ndarray | None = None, interval: str = "studentized",
 ) -> tuple[Estimate, float]:
     """Mean of the per-trajectory differences a_i - b_i, and its Δ/SE.
 
@@ -346,6 +476,8 @@ def paired_difference(
     groups : ndarray of int, optional
         The cluster of every trajectory (as in :func:`mean_estimate`): the differences stay
         paired by run, their SE and bootstrap are clustered.
+    interval : {"studentized", "percentile"}
+        As in :func:`mean_estimate`.
 
     Returns
     -------
@@ -358,7 +490,7 @@ def paired_difference(
     b = np.asarray(b, dtype=float)
     if a.shape != b.shape:
         raise ValueError("paired values must have the same shape (same trajectories)")
-    est = mean_estimate(a - b, n_boot=n_boot, level=level, seed=seed, groups=groups)
+    est = mean_estimate(a - b, n_boot=n_boot, level=level, seed=seed, groups=groups, interval=interval)
     # an SE at rounding level (identical predictors up to float noise) gives no z
     tiny = 1e-12 * max(1.0, abs(est.mean)) if np.isfinite(est.mean) else np.inf
     z = est.mean / est.se if np.isfinite(est.se) and est.se > tiny else np.nan

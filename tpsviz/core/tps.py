@@ -23,7 +23,7 @@ from tpsviz.core.clusters import Clusters, check_cluster_by, run_clusters
 from tpsviz.core.censoring import (
     CENSORING_LABELS, CENSORING_MODES, censored_row_scores, default_censoring, qz_per_trajectory)
 from tpsviz.core.data import TrajectoryData
-from tpsviz.core.inference import DEFAULT_SEED, column_mean_intervals, mean_se
+from tpsviz.core.inference import DEFAULT_SEED, INTERVALS, column_mean_intervals, mean_se
 from tpsviz.core.schedules import Schedule
 from tpsviz.core.scores import TABLE_MIN, family_name, score_unit, validate_alpha_beta
 from tpsviz.core.weights import MAX_WEIGHT, check_weights, step_weights  # (their home until they grew apart)
@@ -56,6 +56,9 @@ class ScoreSettings:
         The unit of every SE and bootstrap (docs/theory.md §6.1): ``"auto"`` (default: the task
         column when runs repeat tasks, else the run), ``"run"``, or a run-level metadata column
         (:func:`tpsviz.core.clusters.run_clusters`).
+    interval : str
+        The bootstrap interval of a mean (TPS, paired and unpaired differences): ``"studentized"``
+        (default, the bootstrap-t) or ``"percentile"`` (:mod:`tpsviz.core.inference`).
     """
 
     alpha: float = 0.0
@@ -67,10 +70,13 @@ class ScoreSettings:
     level: float = 0.95
     seed: int = DEFAULT_SEED
     cluster_by: str = "auto"
+    interval: str = "studentized"
 
     def __post_init__(self) -> None:
         validate_alpha_beta(self.alpha, self.beta)
         check_cluster_by(self.cluster_by)
+        if self.interval not in INTERVALS:
+            raise ValueError(f"interval must be one of {', '.join(INTERVALS)}, got {self.interval!r}")
         if self.censoring not in CENSORING_MODES:
             raise ValueError(f"censoring must be one of {', '.join(CENSORING_MODES)}, "
                              f"got {self.censoring!r}")
@@ -87,7 +93,7 @@ class ScoreSettings:
             "alpha": self.alpha, "beta": self.beta, "schedule": self.schedule.spec,
             "schedule_verdict": self.schedule.verdict.status, "censoring": self.censoring,
             "eps": self.eps, "n_boot": self.n_boot, "level": self.level, "seed": self.seed,
-            "cluster_by": self.cluster_by,
+            "cluster_by": self.cluster_by, "interval": self.interval,
         }
 
 
@@ -245,7 +251,7 @@ class TPSResult:
         return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
 
     def with_intervals(self, n_boot: int, seed: int | None = None, level: float | None = None) -> "TPSResult":
-        """The same result with bootstrap CIs of n_boot replicates (percentile, by trajectory).
+        """The same result with bootstrap CIs of n_boot replicates (``settings.interval``, by trajectory or cluster).
 
         The CIs are those :func:`compute_tps` gives with ``n_boot`` replicates (same seed, same
         resamples), computed from the per-trajectory TPS alone: a point result (``n_boot=0``)
@@ -259,7 +265,8 @@ class TPSResult:
         summary = self.summary.copy()
         if names:
             groups = None if self.clusters is None else self.clusters.groups()
-            lo, hi = column_mean_intervals(values, valid, settings.n_boot, settings.level, settings.seed, groups)
+            lo, hi = column_mean_intervals(values, valid, settings.n_boot, settings.level, settings.seed, groups,
+                                           settings.interval)
             summary["tps_ci_low"], summary["tps_ci_high"] = lo, hi
         return TPSResult(settings, summary, self._data, self._weights, self._scores, self._runs,
                          self._run_columns, self._per_trajectory, self.clusters)

@@ -277,7 +277,8 @@ def mc_audit(data: TrajectoryData, rollouts, settings: ScoreSettings | None = No
         a, b = me[name].to_numpy(dtype=float), ms[name].to_numpy(dtype=float)
         ok = ~np.isnan(a) & ~np.isnan(b)
         est, z = paired_difference(a[ok], b[ok], n_boot=settings.n_boot, level=settings.level,
-                                   seed=settings.seed, groups=None if groups is None else groups[ok])
+                                   seed=settings.seed, groups=None if groups is None else groups[ok],
+                                   interval=settings.interval)
         # a_i = (exact − simple)/q̂_i for runs with q̂ > 0; MC noise of the mean difference
         with np.errstate(invalid="ignore", divide="ignore"):
             slope = np.where(qv > 0, (a - b) / qv, 0.0)

@@ -2,7 +2,7 @@
 
 - :func:`compare`: every predictor against a baseline, Δ = predictor − baseline, with its SE
   and Δ/SE. TPS: analytically from the per-run differences TPS_i(A) − TPS_i(B) over the runs
-  both were scored on (plus a percentile bootstrap CI); AUROC and T-ECE: paired trajectory
+  both were scored on (plus a bootstrap CI, studentized by default); AUROC and T-ECE: paired trajectory
   bootstrap (both predictors evaluated on identical resamples of complete runs).
 - :func:`z_matrix`: Δ/SE for all ordered pairs (row − column).
 - :func:`censoring_shift`: how mean TPS moves when the scoring population and the censored
@@ -117,7 +117,7 @@ def compare(data: TrajectoryData, settings: ScoreSettings | None = None,
     DataFrame
         Index predictor. ``tps_delta`` = mean_i [TPS_i(pred) − TPS_i(base)] over runs both
         were scored on, ``tps_se`` = sd of the differences / √n, ``tps_z`` = Δ/SE,
-        ``tps_ci_low``/``tps_ci_high`` (percentile bootstrap), ``n_runs``; for each metric m:
+        ``tps_ci_low``/``tps_ci_high`` (bootstrap: ``settings.interval``), ``n_runs``; for each metric m:
         ``m_delta``, ``m_se``, ``m_z``, ``m_ci_low``, ``m_ci_high``, ``m_n_trajectories``
         (complete runs where both forecast). The frame's ``attrs`` hold the baseline and ``se``
         (:meth:`tpsviz.core.clusters.Clusters.to_json`): the differences stay paired by run, and
@@ -142,7 +142,8 @@ def compare(data: TrajectoryData, settings: ScoreSettings | None = None,
         rec = {"predictor": name}
         if both.any():
             est, z = paired_difference(col[both], base[both], n_boot=n_boot, level=settings.level, seed=seed,
-                                       groups=None if run_groups is None else run_groups[both])
+                                       groups=None if run_groups is None else run_groups[both],
+                                       interval=settings.interval)
             rec.update(tps_delta=est.mean, tps_se=est.se, tps_z=z, tps_ci_low=est.ci_low,
                        tps_ci_high=est.ci_high)
         else:

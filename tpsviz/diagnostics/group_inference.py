@@ -15,7 +15,8 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from tpsviz.core.inference import bootstrap_sums, group_sums, mean_se
+from tpsviz.core.inference import (bootstrap_sums, group_sums, mean_se, moment_columns, replicate_means,
+                                   studentized_interval)
 from tpsviz.diagnostics.metric_bootstrap import replicate_summary
 
 __all__ = ["difference_unpaired", "difference_by_task", "DIFF_COLUMNS"]
@@ -48,21 +49,32 @@ def _group_side(v: np.ndarray, r: np.ndarray, degenerate: bool, n_boot: int, see
     se = mean_se(v[vok], None if groups is None else groups[vok]) if n >= 2 else np.nan
     skill = _skill(float(v[ok].sum()), float(r[ok].sum()), degenerate) if ok.any() else np.nan
     reps = (np.full(max(n_boot, 0), np.nan),) * 2
+    se_reps = np.full(max(n_boot, 0), np.nan)
     cols = np.column_stack([np.where(vok, v, 0.0), vok, np.where(ok, v, 0.0), np.where(ok, r, 0.0)])
     units = n if groups is None else np.unique(groups[vok]).size
     if n_boot > 0 and units >= 2 and np.isfinite(cols).all():
-        s = bootstrap_sums(cols if groups is None else group_sums(cols, groups), n_boot, seed)
+        per_unit = cols if groups is None else group_sums(cols, groups)
+        # the mean's five moment sums (its studentized interval) and the skill's two sums, one set of replicates
+        s = bootstrap_sums(np.hstack([moment_columns(per_unit[:, 0], per_unit[:, 1], mean), per_unit[:, 2:]]),
+                           n_boot, seed)
+        mean_reps, se_reps = replicate_means(s[:, :5], int(units), mean)
         with np.errstate(invalid="ignore", divide="ignore"):
-            reps = (s[:, 0] / s[:, 1],
-                    np.full(n_boot, np.nan) if np.isnan(skill) else 1.0 - s[:, 2] / s[:, 3])
-    return {"tps": mean, "se": se, "skill": skill, "n": n, "reps": reps}
+            reps = (mean_reps, np.full(n_boot, np.nan) if np.isnan(skill) else 1.0 - s[:, 5] / s[:, 6])
+    return {"tps": mean, "se": se, "skill": skill, "n": n, "reps": reps, "se_reps": se_reps}
 
 
 def _difference(side_a: dict, side_b: dict, tps_se: float, level: float) -> dict:
-    """Δ = b − a of mean TPS and skill with SE, z and percentile CI from the replicates."""
+    """Δ = b − a of mean TPS and skill with SE, z and CI from the replicates: the TPS interval studentized
+    where both sides carry their replicates' SEs (``se_reps``: t* = (Δ* − Δ)/√(se_a*² + se_b*²)), else
+    percentile; the skill's percentile."""
     d_tps = side_b["tps"] - side_a["tps"]
     d_skill = side_b["skill"] - side_a["skill"]
-    _, t_lo, t_hi = replicate_summary(side_b["reps"][0] - side_a["reps"][0], level)
+    d_reps = side_b["reps"][0] - side_a["reps"][0]
+    if "se_reps" in side_a and "se_reps" in side_b:
+        t_lo, t_hi = studentized_interval(d_tps, tps_se, d_reps, np.hypot(side_a["se_reps"], side_b["se_reps"]),
+                                          level)
+    else:
+        _, t_lo, t_hi = replicate_summary(d_reps, level)
     s_se, s_lo, s_hi = replicate_summary(side_b["reps"][1] - side_a["reps"][1], level)
     return {"tps_a": side_a["tps"], "tps_b": side_b["tps"], "tps_delta": d_tps,
             "tps_se": tps_se, "tps_z": _z(d_tps, tps_se), "tps_ci_low": t_lo,

@@ -35,8 +35,7 @@ from tpsviz.diagnostics.metric_bootstrap import (
 from tpsviz.diagnostics.metrics import metric_point, scalarised_score
 from tpsviz.core.censoring import default_censoring, mode_labels
 from tpsviz.core.tps import ScoreSettings, TPSResult, compute_tps, no_predictor_message
-from tpsviz.core.weights import step_weights
-from tpsviz.diagnostics.skill_rate import RateRefit
+from tpsviz.diagnostics.skill_rate import RateRefit, rate_refit, skill_replicates
 
 __all__ = ["METRIC_INFO", "LABELS", "metric_table", "BaseRateReference", "base_rate_reference",
            "skill_table", "leaderboard", "labelled_rows", "final_rows", "run_labels"]
@@ -445,23 +444,11 @@ def skill_table(data: TrajectoryData, settings: ScoreSettings | None = None,
         checkpoint()  # stop here if nobody waits for the result (tpsviz.core.cancel)
         values[name] = (mat[name].to_numpy(dtype=float), _reference_on_rows(data, settings, ref, name, q_z))
     clusters = run_clusters(data, settings.cluster_by)
-    refit = _rate_refit(data, settings, names, q_z) if rate is None and reference is None or (
+    refit = rate_refit(data, settings, names, q_z) if rate is None and reference is None or (
         reference is not None and reference.rule != "given by the user") else None
     out = skill_from_runs(values, ref.rate, ref.rule, settings.level, n_boot, seed, clusters.groups(), refit)
     out.attrs["se"] = clusters.to_json()
     return out
-
-
-def _rate_refit(data: TrajectoryData, settings: ScoreSettings, names: list[str], q_z) -> RateRefit:
-    """The labels and each predictor's W_i (Σ w_t over the rows it forecasts, per run) with which the skill
-    bootstrap re-estimates the reference rate in every replicate (:mod:`tpsviz.diagnostics.skill_rate`)."""
-    w = step_weights(data, settings.schedule)
-    traj, n = data.steps["traj"].to_numpy(), data.n_trajectories
-    weights = {}
-    for name in names:
-        rows = ~np.isnan(data.forecasts(name))
-        weights[name] = np.bincount(traj[rows], weights=w[rows], minlength=n)
-    return RateRefit(run_labels(data, settings, q_z), weights, settings.alpha, settings.beta, settings.eps)
 
 
 def skill_from_runs(values: dict, rate: float, rule: str, level: float, n_boot: int,
@@ -515,7 +502,7 @@ def skill_from_runs(values: dict, rate: float, rule: str, level: float, n_boot: 
         boot = n_boot > 0 and units >= 2 and np.isfinite(sk) and np.isfinite(vo).all() and np.isfinite(ro).all()
         stats[name] = (v, ok, m, mp, mr, sk, r, boot)
     boot_names = [k for k, st in stats.items() if st[-1]]
-    reps_of = _skill_replicates(stats, boot_names, rate, n_boot, seed, groups, None if degenerate else refit)
+    reps_of = skill_replicates(stats, boot_names, rate, n_boot, seed, groups, None if degenerate else refit)
     rows = []
     a = (1 - level) / 2
     for name in values:
@@ -532,36 +519,6 @@ def skill_from_runs(values: dict, rate: float, rule: str, level: float, n_boot: 
                      "ref_rate": rate, "ref_rule": rule, "n_trajectories": m,
                      "skill_note": note})
     return pd.DataFrame(rows).set_index("predictor")
-
-
-def _skill_replicates(stats: dict, names: list, rate: float, n_boot: int, seed: int, groups, refit) -> dict:
-    """The skill ratio 1 − Σ c·TPS / Σ c·TPS_ref of every predictor in ``names``, from one set of replicates
-    (``stats``: :func:`skill_from_runs`'s per predictor); TPS_ref of a replicate at its own rate where
-    ``refit`` rebuilds the reference (:mod:`tpsviz.diagnostics.skill_rate`), else at ``rate``."""
-    if not names:
-        return {}
-    cols, where = [], {}
-    for k in names:
-        v, ok, m, _, _, _, r, _ = stats[k]
-        parts = refit.parts(k, rate, r, ok) if refit is not None else None
-        where[k] = (len(cols), parts is not None)
-        cols += [x if m == x.size else np.where(ok, x, 0.0) for x in (v, r)] + (list(parts) if parts else [])
-    if refit is not None and any(p for _, p in where.values()):
-        where["_population"] = (len(cols), True)
-        cols += list(refit.population())
-    # (groups: each column's sums by group, with no stacked copy of the runs' columns)
-    x = group_sums(cols, groups) if groups is not None else np.column_stack(cols)
-    sums = bootstrap_sums(x, n_boot, seed)
-    out = {}
-    for k in names:
-        j, rebuilt = where[k]
-        ref = sums[:, j + 1]
-        if rebuilt:
-            p = where["_population"][0]
-            ref = refit.reference_sums(sums[:, j + 2], sums[:, j + 3], sums[:, p], sums[:, p + 1])
-        with np.errstate(invalid="ignore", divide="ignore"):
-            out[k] = 1.0 - sums[:, j] / ref
-    return out
 
 
 def leaderboard(data: TrajectoryData, settings: ScoreSettings | None = None,

@@ -18,9 +18,14 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from tpsviz.core.censoring import mode_labels
+from tpsviz.core.data import TrajectoryData
+from tpsviz.core.inference import bootstrap_sums, group_sums
 from tpsviz.core.scores import beta_score_pair
+from tpsviz.core.tps import ScoreSettings
+from tpsviz.core.weights import step_weights
 
-__all__ = ["RateRefit"]
+__all__ = ["RateRefit", "rate_refit", "skill_replicates"]
 
 
 @dataclass(frozen=True)
@@ -75,3 +80,79 @@ class RateRefit:
             r = sum_label / sum_inside
         s1, s0 = self.score_pair(np.where(np.isfinite(r), r, 0.5))
         return np.where(np.isfinite(r), s1 * sum_a1 + s0 * sum_a0, np.nan)
+
+
+def rate_refit(data: TrajectoryData, settings: ScoreSettings, names: list[str], q_z) -> RateRefit:
+    """The labels and each predictor's W_i (Σ w_t over the rows it forecasts, per run) with which the skill
+    bootstrap re-estimates the reference rate in every replicate (module docstring).
+
+    Parameters
+    ----------
+    data : TrajectoryData
+    settings : ScoreSettings
+        The censoring mode (the labels), the schedule (w_t), α, β and ε.
+    names : list of str
+        The predictors.
+    q_z : array_like or Series, optional
+        q_Z in exact mode.
+
+    Returns
+    -------
+    RateRefit
+    """
+    w = step_weights(data, settings.schedule)
+    traj, n = data.steps["traj"].to_numpy(), data.n_trajectories
+    weights = {}
+    for name in names:
+        rows = ~np.isnan(data.forecasts(name))
+        weights[name] = np.bincount(traj[rows], weights=w[rows], minlength=n)
+    return RateRefit(mode_labels(data, settings.censoring, q_z), weights, settings.alpha, settings.beta, settings.eps)
+
+
+def skill_replicates(stats: dict, names: list, rate: float, n_boot: int, seed: int, groups, refit) -> dict:
+    """The skill ratio 1 − Σ c·TPS / Σ c·TPS_ref of every predictor in ``names``, from one set of replicates.
+
+    Parameters
+    ----------
+    stats : dict
+        Per predictor, :func:`tpsviz.diagnostics.leaderboard.skill_from_runs`'s tuple
+        (TPS_i, scored mask, n, mean, reference mean, skill, TPS_ref,i, bootstrapped).
+    names : list of str
+        The predictors to bootstrap.
+    rate : float
+        The sample's reference rate.
+    n_boot, seed : int
+    groups : ndarray of int or None
+        The cluster of every run (None: by run).
+    refit : RateRefit or None
+        TPS_ref of a replicate at its own rate where it rebuilds the reference, else at ``rate``.
+
+    Returns
+    -------
+    dict of str to ndarray
+        The skill replicates of every predictor.
+    """
+    if not names:
+        return {}
+    cols, where = [], {}
+    for k in names:
+        v, ok, m, _, _, _, r, _ = stats[k]
+        parts = refit.parts(k, rate, r, ok) if refit is not None else None
+        where[k] = (len(cols), parts is not None)
+        cols += [x if m == x.size else np.where(ok, x, 0.0) for x in (v, r)] + (list(parts) if parts else [])
+    if refit is not None and any(p for _, p in where.values()):
+        where["_population"] = (len(cols), True)
+        cols += list(refit.population())
+    # (groups: each column's sums by group, with no stacked copy of the runs' columns)
+    x = group_sums(cols, groups) if groups is not None else np.column_stack(cols)
+    sums = bootstrap_sums(x, n_boot, seed)
+    out = {}
+    for k in names:
+        j, rebuilt = where[k]
+        ref = sums[:, j + 1]
+        if rebuilt:
+            p = where["_population"][0]
+            ref = refit.reference_sums(sums[:, j + 2], sums[:, j + 3], sums[:, p], sums[:, p + 1])
+        with np.errstate(invalid="ignore", divide="ignore"):
+            out[k] = 1.0 - sums[:, j] / ref
+    return out

@@ -6,7 +6,8 @@ The rules are stated in docs/theory.md §8 and decided in this order (the first 
    :data:`MIN_CLASS` of either outcome.
 2. ``optimistic`` / ``pessimistic``: calibration in the large fails. The bias
    b̄ = mean over labelled step rows of (F_t − ℓ) is significantly above (below) 0, with a
-   standard error clustered by trajectory. (Step-weighted on purpose: for a truthful F,
+   standard error clustered by trajectory, tested by the studentized bootstrap by run
+   (:func:`~tpsviz.diagnostics.verdict_checks.bias_test`: the law of b̄/SE where a few long runs carry it). (Step-weighted on purpose: for a truthful F,
    E[Σ_{t≤T} (F_t − Y)] = 0 at any stopping time T; a mean per run is not 0 when the length of
    a run depends on its outcome.)
 3. ``uninformative``: no discrimination. The CORP discrimination DSC (half Brier score) is not
@@ -135,6 +136,9 @@ class Verdict:
         Mean label over the labelled runs (each run once).
     bias, bias_se : float
         mean(F_t − ℓ) and its SE clustered by run (> 0: optimistic).
+    bias_p : float
+        Its p-value by the studentized bootstrap by run
+        (:func:`tpsviz.diagnostics.verdict_checks.bias_test`; NaN: the normal z decides).
     slope, slope_se, slope_ci_low, slope_ci_high : float
         Calibration slope b (1 = calibrated; NaN for a constant or separating forecast).
     separation : int
@@ -220,6 +224,7 @@ class Verdict:
     source_auroc_ci_low: float = np.nan
     source_auroc_ci_high: float = np.nan
     conversion_delta_z: float = np.nan
+    bias_p: float = np.nan
 
     @property
     def key(self) -> str:
@@ -247,7 +252,8 @@ def _decide(s: dict, level: float) -> tuple[str, str]:
             or n_obs < MIN_RUNS or min(k_obs, n_obs - k_obs) < MIN_CLASS):
         return "too little data", "data"
     zb = s["bias"] / s["bias_se"] if s["bias_se"] > 0 else np.nan
-    if np.isfinite(zb) and abs(zb) > z:
+    pb = s.get("bias_p", np.nan)  # the studentized bootstrap's p-value; else the normal z
+    if np.isfinite(zb) and (pb < alpha_cal if np.isfinite(pb) else abs(zb) > z):
         return ("optimistic" if zb > 0 else "pessimistic"), "bias"
     if not s["dsc_p"] < 1 - level:
         return "uninformative", "dsc"

@@ -422,7 +422,8 @@ def score_from_sums(sums: RunSums, settings: ScoreSettings | None = None, q_z=No
         summary["tps_ci_low"], summary["tps_ci_high"] = _grouped_intervals(cols, valids, groups, settings)
     elif sums.predictors:
         vals, ok = np.column_stack(cols), np.column_stack(valids)
-        lo, hi = (column_mean_intervals(vals, ok, settings.n_boot, settings.level, settings.seed)
+        lo, hi = (column_mean_intervals(vals, ok, settings.n_boot, settings.level, settings.seed,
+                                        interval="percentile")  # (the engines' kind: their words say so)
                   if intervals is None
                   else intervals(vals, ok, runs["trajectory_id"].to_numpy(), settings))
         summary["tps_ci_low"], summary["tps_ci_high"] = lo, hi
