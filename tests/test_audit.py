@@ -60,7 +60,7 @@ def test_mc_audit_brute_force(sim):
     qhat = roll.groupby("trajectory_id").outcome.mean()
     st = data.steps
     for name in ("verbal", "pessimistic"):
-        diffs = []
+        diffs, tasks = [], []
         for tid, grp in st.groupby("trajectory_id"):
             row = data.trajectories.set_index("trajectory_id").loc[tid]
             if row.censored and tid in qhat.index:
@@ -68,14 +68,15 @@ def test_mc_audit_brute_force(sim):
                 diffs.append(qhat[tid] * np.sum(np.log(f) - np.log1p(-f)))
             elif not row.censored:
                 diffs.append(0.0)
-            # a censored run without rollouts has no q_Z: left out of both modes (exact mode is exact)
+            else:  # a censored run without rollouts has no q_Z: left out of both modes (exact mode is exact)
+                continue
+            tasks.append(row.task)
         r = audit.table.loc[name]
         assert r.delta == pytest.approx(np.mean(diffs), rel=1e-10)
         assert r.delta_se == pytest.approx(np.std(diffs, ddof=1) / np.sqrt(len(diffs)), rel=1e-9)
         assert r.tps_exact - r.tps_simple == pytest.approx(r.delta, rel=1e-10)
         # clustered by the log's task column (docs/theory.md §6.1): K/(K−1) Σ_k (Σ_{i in k} (d_i − d̄))² / n²
-        task = data.trajectories.set_index("trajectory_id").loc[sorted(st["trajectory_id"].unique()), "task"]
-        e = pd.Series(np.asarray(diffs) - np.mean(diffs), index=task.to_numpy()).groupby(level=0).sum()
+        e = pd.Series(np.asarray(diffs) - np.mean(diffs), index=tasks).groupby(level=0).sum()
         k = len(e)
         assert tasked.table.loc[name, "delta_se"] == pytest.approx(
             np.sqrt(k / (k - 1) * np.sum(e ** 2)) / len(diffs), rel=1e-9)

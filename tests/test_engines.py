@@ -80,7 +80,8 @@ def _compare(data, ds, settings, engine="duckdb"):
             score_from_sums(sums, settings)
         assert (a.value.n_missing, a.value.n_censored) == (b.value.n_missing, b.value.n_censored)
         return None, None
-    ref = compute_tps(data, replace(settings, cluster_by="run"))  # (the engines' SEs are by run)
+    # (the engines' SEs are by run and their CIs percentile)
+    ref = compute_tps(data, replace(settings, cluster_by="run", interval="percentile"))
     got = score_from_sums(sums, settings)
     m1 = ref.tps_matrix()
     m2 = got.per_trajectory.pivot(index="trajectory_id", columns="predictor", values="tps")
@@ -130,7 +131,8 @@ def test_the_paired_tps_comparison_on_all_runs_agrees_with_compare(demo_sets):
                ScoreSettings(eps=0.0, n_boot=0)):
         got = score_from_sums(sums_duckdb(ds, st), st, skill_boot=0)
         for base in ("truthful", "verbal"):
-            want = compare(data, replace(st, cluster_by="run"), baseline=base, n_boot=0, metrics=())
+            want = compare(data, replace(st, cluster_by="run", interval="percentile"), baseline=base, n_boot=0,
+                           metrics=())
             paired = got.paired_tps(base).loc[want.index]
             assert base not in paired.index and len(paired) == len(data.predictors) - 1
             np.testing.assert_array_equal(paired["n_runs"].to_numpy(), want["n_runs"].to_numpy())
@@ -171,7 +173,7 @@ def test_per_run_tps_without_the_pooled_counts_is_the_scored_tps(demo_sets):
 def test_skill_and_metrics_agree_with_the_in_memory_tables(demo_sets):
     data, ds = demo_sets["webshop-like"]
     for st in (ScoreSettings(n_boot=300), ScoreSettings(alpha=2, beta=3, censoring="complete", n_boot=300)):
-        st = replace(st, cluster_by="run")  # (the engines' SEs are by run)
+        st = replace(st, cluster_by="run", interval="percentile")  # (the engines': by run, percentile)
         ref = compute_tps(data, st)
         got = score_from_sums(sums_duckdb(ds, st), st, skill_boot=300)
         sk = skill_table(data, st, n_boot=300, result=ref)

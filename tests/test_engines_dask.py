@@ -278,7 +278,7 @@ def test_poisson_sums_in_blocks_equal_one_product(monkeypatch):
 
 def test_poisson_and_multinomial_intervals_agree_within_monte_carlo_error(client):
     data = tpsviz.load(DEMO)
-    st = ScoreSettings(n_boot=4000)
+    st = ScoreSettings(n_boot=4000, cluster_by="run", interval="percentile")  # (the Poisson engine: by run, percentile)
     res = compute_tps(data, st)
     mat = res.tps_matrix()
     values = mat.to_numpy()

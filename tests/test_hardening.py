@@ -247,6 +247,8 @@ def test_3_every_run_censored(tmp_path, capsys, censoring):
     code, out, err = run_cli(["score", f, "--censoring", censoring], capsys)
     if censoring == "complete":
         assert code == 2 and "every run is censored" in err and "censoring mode" in err
+    elif censoring == "exact":  # exact mode is exact: this log has no q_Z, the remedies are named
+        assert code == 2 and "exact censoring needs q_Z for every censored run" in err and "--q-z" in err
     else:
         assert code == 0, err
         assert "nan" not in out.lower().replace("n/a", "")

@@ -38,7 +38,7 @@ def _fresh_cache():
 @pytest.fixture
 def fake_log(monkeypatch):
     """results.py computations read a stand-in for the prepared log (no Streamlit session)."""
-    monkeypatch.setattr(R, "prepared", lambda src, filters, recal, refs=(): ("DATA", []))
+    monkeypatch.setattr(R, "prepared", lambda src, filters, recal, refs=(), fit=(): ("DATA", []))
 
 
 def _run_all(targets, timeout: float = TIMEOUT) -> list:

@@ -256,8 +256,9 @@ def test_two_labels_score_exactly_as_the_binary_tps(tau2, pred, rule, ab, schedu
     log = multiclass_from_frame(_two_label_frame(steps, pred))
     res = tps_k(log, rule, schedule, mode, censored_label="failure", n_boot=300)
     binary = tpsviz.compute_tps(data, tpsviz.ScoreSettings(alpha=ab[0], beta=ab[1], schedule=schedule,
-                                                           censoring=mode, n_boot=300, cluster_by="run"),
-                                 predictors=[pred])  # (multi-class SEs are by run: docs/multiclass.md)
+                                                           censoring=mode, n_boot=300, cluster_by="run",
+                                                           interval="percentile"),
+                                 predictors=[pred])  # (multi-class: SEs by run, percentile CIs)
     got = res.per_run.set_index("trajectory_id")["tps"]
     want = binary.per_trajectory.set_index("trajectory_id")["tps"]
     assert sorted(got.index) == sorted(want.index)

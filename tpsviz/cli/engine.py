@@ -126,7 +126,9 @@ def _sums(args, ds: Dataset, engine, counts: bool = True):
     sums = engine.runsums(ds, probe, mapping=mapping, percent=percent, counts=counts)
     has_qz = bool((sums.runs["censored"] & sums.runs["q_z"].notna()).any())
     # by run, every SE of the report: the sums' and the sample's verdicts' alike (BY_RUN)
-    return sums, dataclasses.replace(settings_from(args, has_qz=has_qz), cluster_by="run"), engine.intervals
+    # (and percentile CIs: the engines' only kind, said in their words)
+    return sums, dataclasses.replace(settings_from(args, has_qz=has_qz), cluster_by="run", interval="percentile"), \
+        engine.intervals
 
 
 def _scored(args, ds: Dataset, engine):

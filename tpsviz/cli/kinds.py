@@ -35,6 +35,7 @@ KIND_OPTIONS = (
     ("--scorer", "scorer", _BINARY), ("--conf", "conf", _BINARY), ("--forecasts", "forecasts", _BINARY),
     ("--map", "map", _BINARY), ("--percent", "percent", _BINARY), ("--scheduler", "scheduler", _BINARY),
     ("--verdict-sample", "verdict_sample", _BINARY), ("--cluster-by", "cluster_by", _BINARY),
+    ("--interval", "interval", _BINARY), ("--q-z", "q_z", _BINARY),
     ("--censoring", "censoring", ("binary", "multiclass")), ("--eps", "eps", ("binary", "multiclass")),
     ("--rule", "rule", ("multiclass",)), ("--censored-label", "censored_label", ("multiclass",)),
     ("--bins", "bins", ("multiclass", "continuous")),

@@ -110,7 +110,7 @@ def settings_from(args, has_qz: bool) -> ScoreSettings:
     try:
         settings = evaluation_settings.score_settings(has_qz, args.alpha, args.beta, None, args.schedule,
                                                       args.censoring, args.eps, args.n_boot, args.seed, args.level)
-        return replace(settings, cluster_by=cluster_choice(args))
+        return replace(settings, cluster_by=cluster_choice(args), interval=getattr(args, "interval", "studentized"))
     except ValueError as exc:
         raise Fail(say(exc)) from None
 

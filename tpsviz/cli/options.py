@@ -15,6 +15,7 @@ import os
 from pathlib import Path
 
 from tpsviz.cli.common import CLI, Fail, safe, say
+from tpsviz.core.inference import INTERVALS
 from tpsviz.core.schedules import schedule_help
 from tpsviz.diagnostics.verdict import RULES as VERDICT_RULES
 from tpsviz.evaluation.settings import MAX_N_BOOT, MIN_N_BOOT, check_settings
@@ -24,7 +25,7 @@ __all__ = ["DESCRIPTION", "LOG_FORMAT", "VERDICT_HELP", "ENGINES", "BINARY_CENSO
            "add_n_boot", "add_seed", "add_level", "add_schedule", "add_censoring", "add_json",
            "add_engine_options", "add_harness_options", "add_reading_options", "add_trace_options", "add_log_options", "add_rule_options",
            "add_scoring_options", "refuse_options", "refused_given", "flag", "check_numbers", "check_args",
-           "add_references_option", "add_cluster_by"]
+           "add_references_option", "add_cluster_by", "add_interval"]
 
 ENGINES = ("auto", "memory", "duckdb", "dask")
 #: censoring modes of a binary log (a multi-class log takes the first three, docs/multiclass.md)
@@ -103,6 +104,14 @@ def add_cluster_by(p) -> None:
                         "Inspect sample id, when runs repeat tasks; else the run), run, or a run-level column. "
                         "Runs of one task are not independent: an SE by run is then too small (docs/theory.md "
                         "section 6.1). Out of core, SEs are by run")
+
+
+def add_interval(p) -> None:
+    """``--interval {studentized,percentile}``: the bootstrap CI of a mean (docs/theory.md §6.1)."""
+    p.add_argument("--interval", choices=INTERVALS, default="studentized",
+                   help="the bootstrap CI of a mean TPS and of differences: studentized (default, the bootstrap-t: "
+                        "it follows the skew of a mean a few long runs carry; docs/validation.md) or percentile "
+                        "(the out-of-core engines' kind)")
 
 
 def add_censoring(p, choices=BINARY_CENSORING, words: str = "") -> None:
@@ -242,10 +251,11 @@ def add_rule_options(p: argparse.ArgumentParser) -> None:
 
 def add_scoring_options(p: argparse.ArgumentParser) -> None:
     """Everything that scores a binary log: :func:`add_log_options`, :func:`add_rule_options` and
-    ``--cluster-by``."""
+    ``--cluster-by`` and ``--interval``."""
     add_rule_options(p)
     add_log_options(p)
     add_cluster_by(p)
+    add_interval(p)
 
 
 def refuse_options(p: argparse.ArgumentParser, options) -> None:

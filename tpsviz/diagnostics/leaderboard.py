@@ -374,7 +374,7 @@ def tps_matrix_for(data: TrajectoryData, settings: ScoreSettings, names: list[st
     """
     if result is None:
         return compute_tps(data, replace(settings, n_boot=0), names, q_z=q_z).tps_matrix()
-    same = dict(n_boot=0, seed=0, cluster_by="run")  # (none of these changes a run's TPS)
+    same = dict(n_boot=0, seed=0, cluster_by="run", interval="percentile")  # (none changes a run's TPS)
     if replace(result.settings, **same) != replace(settings, **same):
         raise ValueError("the TPS result passed was computed under other settings")
     missing = [n for n in names if n not in result.summary.index]

@@ -26,6 +26,7 @@ import numpy as np
 import pandas as pd
 
 from tpsviz.diagnostics.leaderboard import RATE_RULES, skill_from_runs
+from tpsviz.diagnostics.skill_rate import RateRefit
 from tpsviz.core.inference import (bootstrap_sums, column_mean_intervals, group_sums, paired_difference,
                                    percentile_intervals)
 from tpsviz.diagnostics.metrics import auprc, auroc, tece
@@ -463,8 +464,11 @@ def _skill(sums: RunSums, settings: ScoreSettings, label: np.ndarray, cols, vali
         w = sums.wsum[name]
         ref = _ref_per_run(w, s1, s0, _where(valid, label, 0.5))
         values[name] = (_where(valid, tps, np.nan), _where(valid, ref, np.nan))
+    # the rate re-estimated in every replicate, as in memory (tpsviz.diagnostics.skill_rate)
+    refit = RateRefit(label, {name: np.asarray(sums.wsum[name], dtype=float) for name in sums.predictors},
+                      settings.alpha, settings.beta, eps)
     return skill_from_runs(values, rate, RATE_RULES[settings.censoring], settings.level, n_boot,
-                           settings.seed, groups)
+                           settings.seed, groups, refit)
 
 
 def _grid_bounds(pos: np.ndarray, neg: np.ndarray) -> tuple[float, float]:

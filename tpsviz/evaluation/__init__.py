@@ -16,6 +16,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from tpsviz.core.clusters import check_cluster_by
+from tpsviz.core.inference import INTERVALS
 from tpsviz.core.data import TrajectoryData
 from tpsviz.core.censoring import default_censoring
 from tpsviz.evaluation.record import Evaluation
@@ -33,7 +34,7 @@ def evaluate(source_or_data, *, alpha: float | None = None, beta: float | None =
              fmt: str | None = None, success_threshold: float | None = None, treat=(),
              scorer: str | None = None, conf=(), mapping=(), percent=(), forecasts=None,
              references: bool = False, run_by: str | None = None, step_spans=(), outcome: str | None = None,
-             outcomes=None, censor_when=(), cluster_by: str = "auto") -> Evaluation:
+             outcomes=None, censor_when=(), cluster_by: str = "auto", interval: str = "studentized") -> Evaluation:
     """Score every predictor of a log and decide every report of ``python -m tpsviz score``.
 
     Parameters
@@ -48,15 +49,12 @@ def evaluate(source_or_data, *, alpha: float | None = None, beta: float | None =
     schedule : str or Schedule
         Weight schedule (default ``uniform``; :func:`tpsviz.parse_schedule`).
     censoring : {"complete", "simple", "exact", "upper"}, optional
-        Default: ``exact`` when the log has q_z values or another q_Z source is given, else ``simple``.
+        Default: ``exact`` when every censored run has a q_Z (a q_z value, ``rollouts``, ``q_z``), else ``simple``.
     eps : float
         Forecasts are clipped to [ε, 1 − ε] (default 1e-6; 0 = off).
-    n_boot : int
-        Bootstrap replicates: 0 (no CI) or 50 to 20,000 (default 2000).
-    seed : int, optional
-        Bootstrap (and recalibration) seed (default fixed).
-    level : float
-        Confidence level of intervals and verdict tests (default 0.95).
+    n_boot, seed, level
+        Bootstrap replicates (0: no CI, or 50 to 20,000; default 2000), the bootstrap's (and
+        recalibration's) seed (default fixed), the level of intervals and verdict tests (default 0.95).
     q_z : {"column", "rollouts"} or float, optional
         q_Z of censored runs in exact mode: the log's ``q_z`` column (default), the Monte-Carlo
         mean of ``rollouts`` (default when they are given), or one probability for every run.
@@ -78,9 +76,10 @@ def evaluate(source_or_data, *, alpha: float | None = None, beta: float | None =
         the log's outcomes alone (docs/forecasts.md §1; ``folds`` and ``seed`` set their folds):
         every other predictor's verdict then says whether it beats the best of them. A log
         without any forecast always gets them.
-    cluster_by : str
+    cluster_by, interval : str
         The unit of SEs and bootstraps: ``"auto"``, ``"run"`` or a column (docs/theory.md §6.1,
-        :func:`tpsviz.core.clusters.run_clusters`); ``to_json()["settings"]["se"]`` says which.
+        ``to_json()["settings"]["se"]`` says which); the bootstrap CI of a mean: ``"studentized"``
+        (default, the bootstrap-t) or ``"percentile"`` (:mod:`tpsviz.core.inference`).
 
     Returns
     -------
@@ -92,7 +91,8 @@ def evaluate(source_or_data, *, alpha: float | None = None, beta: float | None =
         For a setting out of range or that does not fit the log (tpsviz.LogFormatError, a
         ValueError, for a log that cannot be read).
     """
-    _check_early(recalibrate, cluster_by, alpha, beta, score, schedule, censoring, eps, n_boot, seed, level, folds)
+    _check_early(recalibrate, (cluster_by, interval), alpha, beta, score, schedule, censoring, eps, n_boot, seed,
+                 level, folds)
     options = _reading_options(source_or_data, forecasts, dict(
         fmt=fmt, success_threshold=success_threshold, treat=treat, scorer=scorer, conf=conf, mapping=mapping,
         percent=percent, run_by=run_by, step_spans=step_spans, outcome=outcome, censor_when=censor_when), outcomes)
@@ -100,7 +100,7 @@ def evaluate(source_or_data, *, alpha: float | None = None, beta: float | None =
                            allow_empty=True, outcomes=outcomes)
     q, censoring, qz_notes = qz_source(data, q_z, rollouts, censoring)
     settings = replace(score_settings(default_censoring(data) == "exact", alpha, beta, score, schedule, censoring,
-                                      eps, n_boot, seed, level), cluster_by=cluster_by)
+                                      eps, n_boot, seed, level), cluster_by=cluster_by, interval=interval)
     data, more = _added_forecasts(data, settings, q, recalibrate, references, folds, seed)
     if not data.predictors:
         raise ValueError(no_forecast_reason(data))
@@ -117,11 +117,14 @@ def _added_forecasts(data, settings, q, recalibrate, references, folds, seed) ->
     return data, notes + ref_notes
 
 
-def _check_early(recalibrate, cluster_by, alpha, beta, score, schedule, censoring, eps, n_boot, seed, level,
+def _check_early(recalibrate, inference, alpha, beta, score, schedule, censoring, eps, n_boot, seed, level,
                  folds) -> None:
-    """Refuse a setting out of range before the log is read (the settings of :func:`evaluate`)."""
+    """Refuse a setting out of range before the log is read (the settings of :func:`evaluate`;
+    ``inference``: its cluster_by and interval)."""
     check_settings(n_boot, seed, eps, folds, level)
-    check_cluster_by(cluster_by)
+    check_cluster_by(inference[0])
+    if inference[1] not in INTERVALS:
+        raise ValueError(f"interval must be one of {', '.join(INTERVALS)}, got {inference[1]!r}")
     if recalibrate is not None and recalibrate not in RECALIBRATIONS:
         raise ValueError(f"recalibrate must be one of {', '.join(RECALIBRATIONS)}, got {recalibrate!r}")
     score_settings(False, alpha, beta, score, schedule, censoring, eps, n_boot, seed, level)

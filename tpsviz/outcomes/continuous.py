@@ -218,7 +218,7 @@ def tps_crps(log: ContinuousLog, schedule: Schedule = Schedule(), n_boot: int = 
             "n_no_forecast": int(runs.size - sel.size),
         })
     summary = pd.DataFrame(rows, columns=_SUMMARY_COLUMNS).set_index("predictor")
-    lo, hi = column_mean_intervals(values, valid, int(n_boot), level, seed)
+    lo, hi = column_mean_intervals(values, valid, int(n_boot), level, seed, interval="percentile")
     summary["tps_ci_low"], summary["tps_ci_high"] = lo, hi
     per_run = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(
         columns=["trajectory_id", "traj", "predictor", "tps", "crps_mean", "n_scored", "weight_sum"])

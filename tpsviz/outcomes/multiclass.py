@@ -299,7 +299,8 @@ def tps_k(log: MulticlassLog, rule: str = "log", schedule: Schedule | None = Non
         valids.append(valid)
     summary = pd.DataFrame(rows, columns=_SUMMARY_COLUMNS).set_index("predictor")
     if names:
-        lo, hi = column_mean_intervals(np.column_stack(values), np.column_stack(valids), int(n_boot), level, seed)
+        lo, hi = column_mean_intervals(np.column_stack(values), np.column_stack(valids), int(n_boot), level, seed,
+                                       interval="percentile")
         summary["tps_ci_low"], summary["tps_ci_high"] = lo, hi
     per_run = (pd.concat(frames, ignore_index=True) if frames else
                pd.DataFrame(columns=["trajectory_id", "predictor", "tps", "censored", "n_scored", "weight_sum"]))
