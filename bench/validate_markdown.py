@@ -133,8 +133,11 @@ def _false_alarms(results: dict) -> list[str]:
         rows.append([f"`{s['name']}`", f"{s['n_runs']:,}", cell(fa), cell(fa["calibration"]),
                      cell(fa["uninformative"]), cell(fa["other"]), mark(fa["met"])])
     return ["## 1. False alarms: a truthful predictor called anything but trustworthy", "",
-            f"Rates in % ± MC SE. Calibration labels: {', '.join(CALIBRATION_LABELS)}. Goal ≤ "
-            f"{GOAL_FALSE_ALARM:.0%} (docs/theory.md §8 states about 5%).", ""] + _table(
+            f"Rates in % ± MC SE. Calibration labels: {', '.join(CALIBRATION_LABELS)}. The goal ≤ "
+            f"{GOAL_FALSE_ALARM:.0%} is on the labels that blame a truthful forecast (calibration and other "
+            "labels); \"uninformative\" (its discrimination not shown by the test) is reported beside them: "
+            "it measures power, and is high where the truthful forecast is barely informative (its true skill "
+            "is in the coverage table's truth).", ""] + _table(
         ["scenario", "runs", "not trustworthy", "calibration labels", "uninformative", "other labels",
          f"goal ≤ {GOAL_FALSE_ALARM:.0%}"], rows)
 

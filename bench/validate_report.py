@@ -38,8 +38,11 @@ def _false_alarm(spec, labels: list[str]) -> dict:
     out["calibration"] = _rate(sum(c[x] for x in CALIBRATION_LABELS), n)
     out["other"] = _rate(n - c["trustworthy"] - c["uninformative"] - out["calibration"]["k"], n)
     out["labels"] = dict(c)
+    # the goal is on the labels that blame a truthful forecast (calibration and other); "uninformative" says
+    # its discrimination was not shown, which is power, reported beside it (issue 45: separately)
+    out["blaming"] = _rate(n - c["trustworthy"] - c["uninformative"], n)
     out["applies"] = spec.n_runs >= GOAL_MIN_RUNS
-    out["met"] = bool(out["rate"] <= GOAL_FALSE_ALARM) if out["applies"] else None
+    out["met"] = bool(out["blaming"]["rate"] <= GOAL_FALSE_ALARM) if out["applies"] else None
     return out
 
 
@@ -124,9 +127,11 @@ def missed(results: dict) -> list[str]:
     for s in results["scenarios"]:
         fa = s["false_alarm"]
         if fa["met"] is False:
-            out.append(f"{s['name']}: false alarms {pct(fa)} > {GOAL_FALSE_ALARM:.0%}, "
-                       f"{clearly(fa['rate'] - GOAL_FALSE_ALARM, fa['se'])} (uninformative "
-                       f"{pct(fa['uninformative'])}, calibration labels {pct(fa['calibration'])})")
+            b = fa["blaming"]
+            out.append(f"{s['name']}: false alarms (calibration and other labels) {pct(b)} > "
+                       f"{GOAL_FALSE_ALARM:.0%}, "
+                       f"{clearly(b['rate'] - GOAL_FALSE_ALARM, b['se'])} (besides uninformative "
+                       f"{pct(fa['uninformative'])}; labels {fa['labels']})")
         for q, c in s["coverage"].items():
             if c["met"] is False:
                 gap = max(GOAL_COVERAGE[0] - c["rate"], c["rate"] - GOAL_COVERAGE[1])
@@ -177,7 +182,7 @@ def summary_text(results: dict) -> str:
         worst = next(q for q, c in s["coverage"].items() if c is cov)
         bias = max(s["conversions"].values(), key=lambda c: abs(c["bias"]))
         power = min(p["rate"] for p in s["power"].values())
-        lines.append(f"  {s['name']:<27} {s['n_logs']:>4} logs  false alarms {cell(s['false_alarm']):>11}%  "
+        lines.append(f"  {s['name']:<27} {s['n_logs']:>4} logs  false alarms {cell(s['false_alarm']['blaming']):>11}%  "
                      f"least power {100 * power:5.1f}%  coverage furthest from 95%: {worst} {cell(cov)}%  "
                      f"largest |conversion bias| {bias['bias']:+.3f}")
     lines.append("goals missed:" if results["missed"] else "every goal met")
