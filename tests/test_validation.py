@@ -81,7 +81,11 @@ def test_the_command_writes_its_tables_and_a_summary(quick):
         assert f"`{s['name']}`" in md
         assert 0.3 < s["censored"] < 0.5  # the short budget cuts off about 40% of runs
         for name, c in s["conversions"].items():
-            assert abs(c["bias"]) < 1, name
+            # an exact monotone map of the mode's target, fitted on the scored population (issue 45: the
+            # map fitted on complete runs was off by +0.10 to +0.23 here)
+            assert abs(c["bias"]) <= 0.03, (s["name"], name, c["bias"])
+            if name.endswith("@platt"):
+                assert c["trustworthy"]["rate"] >= 0.7, (s["name"], name, c["trustworthy"])
 
 
 def test_a_log_is_measured_the_same_from_its_seed():
@@ -99,3 +103,23 @@ def test_a_log_is_measured_the_same_from_its_seed():
         rec.pop("seconds"), rec.pop("cpu_seconds")
     assert json.dumps(a, sort_keys=True) == json.dumps(b, sort_keys=True)
     assert log_seed(spec.name, 3, 1) != log_seed(spec.name, 4, 1) != log_seed("other", 4, 1)
+
+
+def test_the_stated_error_rate_is_the_one_measured():
+    """The error rate the verdict's rules state (``ERROR_RATE_WORDS``: the README, ``score --help``, the
+    dashboard) is the one docs/validation.json measured: the headline scenarios' false alarms (the labels
+    that blame a truthful predictor) round into the stated range, and the largest over the scenarios of
+    200 runs or more is the stated maximum. Regenerate both with bench/validate.py --json."""
+    import re
+
+    from tpsviz.diagnostics.verdict import ERROR_RATE_WORDS, RULES
+
+    results = json.loads((ROOT / "docs" / "validation.json").read_text())
+    low, high = (int(x) for x in re.search(r"in (\d+)–(\d+)% of logs", ERROR_RATE_WORDS).groups())
+    worst = int(re.search(r"up to (\d+)%", ERROR_RATE_WORDS).group(1))
+    applies = [s for s in results["scenarios"] if s["false_alarm"]["applies"]]
+    headline = [round(100 * s["false_alarm"]["blaming"]["rate"]) for s in applies if s["headline"]]
+    assert len(headline) == 3 and low <= min(headline) and max(headline) <= high, headline
+    assert max(round(100 * s["false_alarm"]["blaming"]["rate"]) for s in applies) == worst
+    assert any(ERROR_RATE_WORDS in rule for _, rule in RULES)
+    assert "docs/validation.md" in ERROR_RATE_WORDS

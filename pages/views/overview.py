@@ -24,7 +24,7 @@ from pages._ui.wording import say
 from tpsviz.report import figures as F
 from tpsviz.diagnostics.caveats import schedule_caveat
 from tpsviz.diagnostics.leaderboard import METRIC_INFO
-from tpsviz.diagnostics.verdict import RULES
+from tpsviz.diagnostics.verdict import ERROR_RATE_WORDS, RULES
 from tpsviz.evaluation import tables as T
 from tpsviz.evaluation.report import leaderboard_svg
 from tpsviz.diagnostics.groups import group_columns
@@ -385,8 +385,10 @@ with verdict_box:
     rules = st.expander("How the verdict is decided", key="ov_rules", on_change="rerun")
     if rules.open:
         rules.markdown("The first rule that holds gives the label. Every test uses the trajectory as its unit "
-                       "(steps of one run are not independent), and the three calibration checks together "
-                       "wrongly fail a truthful predictor in about 5% of logs.\n\n"
+                       "(steps of one run are not independent) and the three calibration checks "
+                       + C.md(ERROR_RATE_WORDS) + ": the tables of false alarms, power and coverage of every "
+                       "interval are in docs/validation.md of the tpsviz repository (`bench/validate.py` "
+                       "measures them again).\n\n"
                        + "\n".join(f"1. **{C.md(label)}**: {C.md(rule)}" for label, rule in RULES)
                        + "\n\nSuccess is counted as the score counts it: under the current censoring mode, "
                        + C.md(Rs.censoring_label(cfg)) + ". Details: docs/theory.md §8.")

@@ -33,8 +33,8 @@ or ``conversion failed``. The rules' own label is kept (:attr:`Verdict.rules_lab
 sentence of every conversion says what was converted and how.
 
 The three calibration checks (2, 4, 5) share the error rate 1 − level (Bonferroni: each at
-(1 − level)/3), so a truthful predictor is called ``trustworthy`` in about ``level`` of logs
-where it is informative; discrimination (3) is tested at 1 − level.
+(1 − level)/3); discrimination (3) is tested at 1 − level. How often they wrongly blame a truthful
+predictor is measured by simulation (:data:`ERROR_RATE_WORDS`, docs/validation.md).
 
 Labels ℓ follow the censoring mode of the score, so the verdict judges the forecast the score
 rewards: complete runs count Y; censored runs count 0 (simple), 1 (upper), q_Z (exact) or are
@@ -64,7 +64,7 @@ from tpsviz.diagnostics.verdict_words import kind_sentence, sentence
 import contextvars
 from concurrent.futures import ThreadPoolExecutor
 
-__all__ = ["LABELS", "LABEL_KEYS", "RULE_LABELS", "Verdict", "verdicts", "verdict_statistics", "statistics_for",
+__all__ = ["LABELS", "LABEL_KEYS", "RULE_LABELS", "ERROR_RATE_WORDS", "Verdict", "verdicts", "verdict_statistics", "statistics_for",
            "RULES", "MIN_RUNS", "MIN_CLASS"]
 
 #: the labels of the calibration and discrimination rules, in the order they are tried
@@ -75,6 +75,11 @@ LABELS = ("yardstick", "too little data", "constant", "too weak to convert", "co
 #: a stable machine-readable key of every label (the JSON's ``verdict.key``)
 LABEL_KEYS = {label: label.replace(" ", "_") for label in LABELS}
 
+#: the measured error rate of the calibration checks, in words: the figures of docs/validation.md (a test
+#: checks them against docs/validation.json, written by bench/validate.py with the tables)
+ERROR_RATE_WORDS = ("together they wrongly blame a truthful predictor in 2–5% of logs of 200 runs with 40% cut off "
+                    "by the step budget, under every censoring mode, and in up to 11% where a few long runs carry "
+                    "the score (measured by simulation with known truth: docs/validation.md)")
 #: the rules in words (for the page, the README and the report)
 RULES = (
     ("yardstick", "a reference forecaster (ref:step, ref:task, ref:task+step) fitted on other runs' "
@@ -103,9 +108,8 @@ RULES = (
                                        "(consistency resampling) fails and this is the larger "
                                        "deviation"),
     ("trustworthy", "none of the above: calibrated (the bias, slope and CORP miscalibration "
-                    "checks pass; together they wrongly fail a truthful predictor in about "
-                    "5% of logs) and informative (discrimination test; skill above 0 by its estimate, "
-                    "the sentence saying when its interval reaches 0)"),
+                    f"checks pass; {ERROR_RATE_WORDS}) and informative (discrimination test; skill above 0 "
+                    "by its estimate, the sentence saying when its interval reaches 0)"),
 )
 
 
