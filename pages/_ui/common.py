@@ -21,7 +21,7 @@ from . import state as S
 from .reading import mapping_form
 from .sample import sample_info, sample_words
 from .text import md
-from .wording import say
+from .wording import LABELS, say
 
 def tiles(items: list) -> None:
     """Metric tiles in a row that wraps: each tile is as wide as its label and value, so no tile is cut
@@ -169,8 +169,11 @@ def require_data():
         st.stop()
     refusal = L.exact_refusal(data, src, (cfg.qz_source, float(cfg.qz_const))) if cfg.censoring == "exact" else None
     if refusal is not None:  # exact mode is exact (docs/theory.md §4): never q_Z = 0 under its name
-        st.error(f"**Exact censoring cannot score this log with this q_Z source.** {md(say(refusal))}.",
-                 icon=":material/tune:")
+        st.error(f"**Exact censoring needs a q_Z for every censored run**: {refusal.n_missing:,} of this log's "
+                 f"{refusal.n_censored:,} censored runs have none under this q_Z source. In the sidebar, set "
+                 f"*{LABELS['q_z']}* to *one value* (then choose it with the slider), give a rollouts file "
+                 f"covering every censored run, or set *{LABELS['censoring']}* to *simple* (a cut-off run "
+                 "counts as a failure).", icon=":material/tune:")
         st.stop()
     if not cfg.predictors:
         st.warning("**No predictor selected.** Choose at least one in the sidebar's *Predictors* box.", icon=":material/touch_app:")

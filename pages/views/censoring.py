@@ -68,7 +68,9 @@ exact_no = L.exact_refusal(data, Rs.current_source(), (cfg.qz_source, float(cfg.
 modes = [m for m in ("complete", "simple", "exact", "upper") if m != "exact" or exact_no is None]
 qnote = Rs.censoring_label(cfg, "exact")  # ("exact (q_Z from …)": the mode names itself)
 if exact_no is not None:
-    st.caption(f"Exact is left out of this section: {C.md(say(exact_no))}.")
+    st.caption(f"Exact is left out of this section: {exact_no.n_missing:,} of the {exact_no.n_censored:,} censored "
+               f"runs have no q_Z under the sidebar's q_Z source (set it to *one value*, or give a rollouts file "
+               "covering every censored run, to see it).")
 treatments_box, shift_box = st.empty(), st.empty()
 
 

@@ -102,8 +102,8 @@ def _ci_help(ev) -> str:
 
 def _ci_text(ev) -> str:
     if T.interval_kind(ev) == "bootstrap":
-        return (f"95% percentile bootstrap CI over {ev.clusters.bootstrap_words()} ({cfg.n_boot} replicates; "
-                f"{ev.clusters.words()})")
+        return (f"95% {ev.settings.interval} bootstrap CI over {ev.clusters.bootstrap_words()} ({cfg.n_boot} "
+                f"replicates; {ev.clusters.words()})")
     if large and cfg.n_boot:
         return "95% interval = mean ± 1.96 SE for now: the bootstrap CI is being computed (large log)"
     return "95% interval = mean ± 1.96 SE (bootstrap off; raise it in the sidebar's Uncertainty box)"

@@ -41,7 +41,8 @@ def print_header(data, settings, notes, engine: str | None = None, exclude=()) -
         print(f"  note: {w['schedule_reason']}")
     print(f"censoring: {w['censoring']}; eps = {w['eps']}")
     c = run_clusters(data, settings.cluster_by, exclude)
-    boot = (f"{settings.n_boot} bootstrap replicates over {c.bootstrap_words()}, seed {settings.seed}"
+    boot = (f"{settings.n_boot} bootstrap replicates over {c.bootstrap_words()}, seed {settings.seed}, "
+            f"{settings.interval} intervals"
             if settings.n_boot else "bootstrap off (intervals: mean ± z·SE)")
     print(f"uncertainty: {safe(c.line())}; {boot}")
     for note in notes:
