@@ -108,3 +108,23 @@ def test_the_cli_converts_on_the_scored_population_and_refuses_exact_without_qz(
     assert "exact censoring needs q_Z for every censored run" in err and "--q-z" in err and "--rollouts" in err
     assert main(["score", str(path), "--q-z", "0.3", "--recalibrate", "platt", "--n-boot", "0"]) == 0
     assert "q_Z = 0.3 for every censored run (exact mode)" in capsys.readouterr().out
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("method", ["platt", "isotonic"])
+def test_under_the_upper_bound_a_cut_off_run_is_a_success_for_the_map_too(method):
+    """``upper`` (a cut-off run counts as a success): a raw signal that is an exact monotone map of its target
+    u_t = P(success or cut off | H_t) (the validation agent's exact u_t, budget 8: about 40% cut off)
+    converts to a trustworthy forecast within 0.02 of the success share it is scored against."""
+    from tpsviz.synthetic.validation import VALIDATION_AGENT, mode_target, simulate_tasks
+
+    log = simulate_tasks(replace(VALIDATION_AGENT, budget=8), 600, seed=4)
+    target = mode_target(log.rows, "upper")
+    data = log.to_data({"raw_signal": 1.7 * logit(target) - 0.4})
+    assert 0.3 < data.n_censored / data.n_trajectories < 0.5
+    ev = tpsviz.evaluate(data, recalibrate=method, censoring="upper", n_boot=200)
+    v = ev.verdicts[f"signal@{method}"]
+    assert v.label == "trustworthy", v.text
+    assert abs(v.mean_forecast - v.success_rate) <= 0.02
+    assert abs(np.mean(ev.data.forecasts(f"signal@{method}") - target)) <= 0.02
+    assert "cut off counted as successes" in v.text
