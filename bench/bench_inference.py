@@ -7,7 +7,7 @@ two predictors (continuous forecasts, and the same rounded to 0.01 as verbal con
 Timed, each as (point estimate, B replicates, ratio):
 
 - TPS: ``compute_tps`` with ``n_boot=0`` vs ``n_boot=B`` (both include scoring; the
-  bootstrap adds the percentile CI of every predictor);
+  bootstrap adds the CI of every predictor: studentized, the default, and percentile);
 - AUROC / AUPRC / T-ECE pooled over steps: ``metrics.<metric>`` vs
   ``metrics.bootstrap_metric`` (point + B replicates);
 - paired TPS difference (analytic SE) and paired AUROC difference (``paired_metric_difference``).
@@ -30,6 +30,7 @@ _sys.path.insert(0, str(_Path(__file__).resolve().parents[1]))  # run from anywh
 
 import sys
 import time
+from dataclasses import replace
 
 import numpy as np
 import pandas as pd
@@ -83,6 +84,9 @@ def main(n_traj: int = 100_000, n_boot: int = 2000) -> None:
 
     rows = [
         ("TPS, 2 predictors", lambda: compute_tps(data, s0), lambda: compute_tps(data, sb)),
+        # the studentized CI (the default) resamples five sums per predictor; the percentile one, one
+        ("TPS, percentile CI", lambda: compute_tps(data, s0),
+         lambda: compute_tps(data, replace(sb, interval="percentile"))),
         ("AUROC continuous", lambda: auroc(p, y),
          lambda: bootstrap_metric("auroc", p, y, g, n_boot, 7)),
         ("AUROC 0.01 grid", lambda: auroc(pg, y),

@@ -45,8 +45,8 @@ def test_exact_mode_without_a_qz_for_every_censored_run_is_refused_with_its_reme
     at.selectbox(key="cens").set_value("exact").run()
     assert not at.exception
     err = " ".join(e.value for e in at.error)
-    assert "Exact censoring cannot score this log with this q_Z source" in err
-    assert "4 of the 4 censored runs have none" in err and "simple" in err
+    assert "Exact censoring needs a q_Z for every censored run" in err
+    assert "4 of this log's 4 censored runs have none" in err and "one value" in err and "simple" in err
     # one value for every censored run makes exact mode exact again
     at.radio(key="qzs").set_value("one value").run()
     assert not at.exception and not at.error, [e.value for e in at.error]
@@ -58,6 +58,6 @@ def test_the_censoring_page_leaves_exact_out_when_it_cannot_score_and_says_why()
     at = fresh({"demo": "tau2-like"})
     at.switch_page("pages/views/censoring.py").run()
     assert not at.exception and not at.error, [e.value for e in at.error]
-    assert "Exact is left out of this section" in texts(at)
+    assert "Exact is left out of this section: 4 of the 4 censored runs have no q_Z" in texts(at)
     shift = next(d.value for d in at.dataframe if "per step: simple − cc" in d.value.columns)
     assert set(shift[[c for c in shift.columns if c.startswith("exact − simple")][0]]) == {"needs q_Z"}
