@@ -170,9 +170,11 @@ def _coverage(results: dict) -> list[str]:
                                             f"({cov[q]['truth_se_over_se']:.2f})" for q in qs])
     return (["## 3. Coverage of the 95% intervals", "",
              f"Share of logs (% ± MC SE) whose interval contains the true value. Goal {GOAL_COVERAGE[0]:.0%}–"
-             f"{GOAL_COVERAGE[1]:.0%} with ≥ {GOAL_MIN_RUNS} runs. Intervals: percentile bootstrap by run "
-             "(TPS, skill, paired Δ, AUROC) and percentiles of two independent bootstraps (unpaired Δ); "
-             "'undefined': logs where a group had too few runs.", ""] +
+             f"{GOAL_COVERAGE[1]:.0%} with ≥ {GOAL_MIN_RUNS} runs. Intervals: the product's defaults, "
+             "resampling runs, or tasks where runs repeat tasks: the studentized bootstrap (TPS, paired Δ, and "
+             "the unpaired Δ from two independent bootstraps), percentiles with the base rate re-estimated in "
+             "every replicate (skill), percentiles (AUROC); 'undefined': logs where a group had too few runs.",
+             ""] +
             _table(["scenario", "runs"] + [QUANTITY_WORDS[q] for q in qs], rows) +
             ["Why an interval misses: the SD of the estimates over the logs against the SE the intervals "
              "imply (median half-width / 1.96; above 1: intervals too narrow), and the mean estimate's "
