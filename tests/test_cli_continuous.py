@@ -103,14 +103,21 @@ def _err(args, capsys) -> str:
     return err
 
 
-def test_wrong_kind_of_log(tmp_path, capsys):
+def test_the_old_spelling_is_score_on_every_kind_of_log(tmp_path, capsys):
+    """``crps`` is an old spelling of ``score`` (issue 48): a binary or multi-class log given to it is
+    scored as ``score`` scores it, the same JSON."""
     b = tmp_path / "binary.csv"
-    pd.DataFrame({"trajectory_id": ["a"], "step": [1], "outcome": [1], "conf_v": [0.4]}).to_csv(b, index=False)
-    assert "tpsviz score" in _err(["crps", str(b)], capsys)
+    pd.DataFrame({"trajectory_id": ["a", "b"], "step": [1, 1], "outcome": [1, 0], "conf_v": [0.4, 0.3]}).to_csv(
+        b, index=False)
     m = tmp_path / "multi.csv"
     pd.DataFrame({"trajectory_id": ["a"], "step": [1], "outcome": ["success"], "conf_v__success": [0.4],
                   "conf_v__failure": [0.6]}).to_csv(m, index=False)
-    assert "tpsviz multiclass" in _err(["crps", str(m)], capsys)
+    for path in (b, m):
+        outs = []
+        for command in ("crps", "score"):
+            assert main([command, str(path), "--json", "--n-boot", "0"]) == 0
+            outs.append(json.loads(capsys.readouterr().out))
+        assert outs[0] == outs[1] and outs[0]["predictors"]
 
 
 def test_bad_options_and_files(demo_csv, tmp_path, capsys):

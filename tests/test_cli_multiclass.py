@@ -116,12 +116,13 @@ def test_default_censoring_without_q_is_complete(demo, capsys, tmp_path):
     assert rc == 2 and "have no q vector" in err and "--censored-label" in err
 
 
-def test_a_binary_log_is_sent_to_score(capsys, tmp_path):
+def test_a_binary_log_is_scored_as_score_scores_it(capsys, tmp_path):
+    """``multiclass`` is an old spelling of ``score`` (issue 48): a binary log gets score's report."""
     p = tmp_path / "binary.csv"
     simulate("tau2-like", n_trajectories=20).steps.to_csv(p, index=False)
-    rc, out, err = _run(capsys, p)
-    assert rc == 2 and out == ""
-    assert err.startswith("error: binary.csv") and "use `python -m tpsviz score" in err
+    rc, out, _ = _run(capsys, p, "--json", "--n-boot", "0")
+    assert rc == 0 and main(["score", str(p), "--json", "--n-boot", "0"]) == 0
+    assert json.loads(out) == json.loads(capsys.readouterr().out)
 
 
 @pytest.mark.parametrize("args,needle", [

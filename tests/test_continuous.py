@@ -597,7 +597,7 @@ def test_binary_and_multiclass_logs_point_to_their_commands():
     assert "tpsviz score" in _error(binary)
     multi = pd.DataFrame({"trajectory_id": ["a"], "step": [1], "outcome": ["success"],
                           "conf_v__success": [0.4], "conf_v__failure": [0.6]})
-    assert "tpsviz multiclass" in _error(multi)
+    assert "tpsviz score" in _error(multi) and "multi-class" in _error(multi)
 
 
 def test_every_problem_is_listed_once():

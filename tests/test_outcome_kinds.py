@@ -18,9 +18,8 @@ DEMO = Path(__file__).resolve().parents[1] / "demo_data"
 
 
 @pytest.mark.parametrize("name, words, function, command", [
-    ("multiclass-like.csv", "this is a multi-class log", "tpsviz.outcomes.multiclass.tps_k", "tpsviz multiclass"),
-    ("continuous-like.csv", "this is a continuous-outcome log", "tpsviz.outcomes.continuous.tps_crps",
-     "tpsviz crps")])
+    ("multiclass-like.csv", "this is a multi-class log", "tpsviz.evaluate", "tpsviz score"),
+    ("continuous-like.csv", "this is a continuous-outcome log", "tpsviz.evaluate", "tpsviz score")])
 def test_binary_reader_names_the_command(name, words, function, command):
     """From Python the message names the functions that score the log; the command line words the
     same error with its command, the dashboard with its page (tests/test_wording.py)."""

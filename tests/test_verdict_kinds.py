@@ -17,7 +17,7 @@ from tpsviz.diagnostics.calibrate import add_recalibrated, conversion_words
 from tpsviz.diagnostics.verdict import LABEL_KEYS, LABELS, RULE_LABELS, verdicts
 from tpsviz.diagnostics.verdict_kinds import conversion_fault, lost_ranking
 from tpsviz.diagnostics.verdict_words import kind_sentence
-from tpsviz.evaluation.record import Evaluation
+from tpsviz.evaluation.record import BinaryEvaluation
 from tpsviz.evaluation.tables import verdict_rows
 from tpsviz.forecasts import references
 from tpsviz.io.longform import from_frame
@@ -226,7 +226,7 @@ def test_reference_forecasters_are_yardsticks_with_what_the_rules_find():
 # --------------------------------------------------------------------------- where the labels go
 def test_the_json_and_the_tables_carry_the_key_the_rules_label_and_the_conversion(weak):
     data, _ = weak
-    ev = Evaluation.compute(data, SIMPLE)
+    ev = BinaryEvaluation.compute(data, SIMPLE)
     obj = json.loads(json.dumps(ev.to_json(), allow_nan=False))
     rec = obj["predictors"]["uala@platt"]["verdict"]
     assert (rec["label"], rec["key"], rec["rules_label"]) == ("too weak to convert", "too_weak_to_convert",

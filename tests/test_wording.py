@@ -169,7 +169,7 @@ def test_another_outcome_kind_is_recognised_by_its_marker_not_its_words():
     with pytest.raises(LogFormatError) as err:
         tpsviz.load(DEMO / "multiclass-like.csv")
     assert named(err.value) == {"multiclass"} and LoadFailure(err.value.source, err.value.problems).named == {"multiclass"}
-    assert "'python -m tpsviz multiclass'" in word(err.value, CLI)
+    assert "'python -m tpsviz score'" in word(err.value, CLI)
     assert "score it with the Other outcomes page" in dashboard_say(err.value)
 
 

@@ -29,13 +29,12 @@ from tpsviz.core.artificial_censoring import artificial_censoring_check
 from tpsviz.core.censoring import CENSORING_MODES, default_censoring
 from tpsviz.core.tps import ScoreSettings, TPSResult, compute_tps
 from tpsviz.diagnostics.verdict import Verdict as PredictorVerdict
-from tpsviz.evaluation import evaluate
-from tpsviz.evaluation.record import Evaluation
+from tpsviz.evaluation import Evaluation, ReadSettings, Settings, evaluate
 
 __version__ = "0.1.0"
 
 __all__ = [
-    "evaluate", "Evaluation", "PredictorVerdict",
+    "evaluate", "Evaluation", "Settings", "ReadSettings", "PredictorVerdict",
     "add_all_recalibrated", "add_recalibrated",
     "decompose", "decompose_by_step",
     "combine_logs", "group_difference", "group_table",

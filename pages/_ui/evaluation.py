@@ -9,7 +9,7 @@ The Overview and the report read this one object; its tables are built in the co
 
 from __future__ import annotations
 
-from tpsviz.evaluation.record import Evaluation
+from tpsviz.evaluation.record import BinaryEvaluation
 
 from . import results as Rs
 from .loading import prepared
@@ -18,7 +18,7 @@ from .state import Config, current, current_source
 __all__ = ["evaluation"]
 
 
-def evaluation(cfg: Config | None = None, *, ci: bool = True, verdicts: bool = True) -> Evaluation:
+def evaluation(cfg: Config | None = None, *, ci: bool = True, verdicts: bool = True) -> BinaryEvaluation:
     """The Evaluation of the current log under ``cfg`` (default: the sidebar's settings).
 
     Parameters
@@ -46,7 +46,7 @@ def evaluation(cfg: Config | None = None, *, ci: bool = True, verdicts: bool = T
     skill = Rs.skill(a=a if ci else points)
     # no warning depends on a bootstrap (results.caveats): from points, a large log warns before its CIs
     warn = Rs.caveats(a=a if ci else points)
-    return Evaluation.from_parts(
+    return BinaryEvaluation.from_parts(
         data, a.settings, result, Rs.metrics(a=Rs.analysis(cfg, n_boot=Rs.metric_boot(cfg) if ci else 0)), skill, warn,
         verdicts=Rs.verdicts(a) if verdicts else None, excess_movement=Rs.updating(a=a),
         q_z=Rs.Inputs(data, src, a.qz).q_z(settings=a.settings), engine_reason="the dashboard")

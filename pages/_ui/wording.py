@@ -78,6 +78,11 @@ DASHBOARD = Wording(
         "cluster_by": ("the unit of the SEs (in the dashboard: the task where runs repeat tasks, else the run; "
                        "the command line's --cluster-by)"),
         "folds": "the folds of the Recalibration page's cross-fitting",
+        "schedule": 'the sidebar\'s "Weight schedule w_t"',
+        "interval": "the kind of bootstrap interval (studentized in the dashboard; the command line's --interval)",
+        "rule": 'the Other outcomes page\'s "Score"',
+        "censored_label": "the Other outcomes page's label of censored runs",
+        "bins": 'the Other outcomes page\'s "Bins"',
     },
     with_value="{word} set to {value}")
 

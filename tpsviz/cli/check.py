@@ -32,9 +32,10 @@ import shlex
 from tpsviz.cli.common import CLI, EXIT_BAD_INPUT, Fail, safe, say
 from tpsviz.cli.engine import score_json_out_of_core
 from tpsviz.cli.kinds import KIND_WORDS
-from tpsviz.cli.logs import log_kind, prepare
+from tpsviz.cli.logs import log_kind
 from tpsviz.cli.options import add_engine_options, add_references_option, add_scoring_options, check_args, hidden_alias
-from tpsviz.cli.score import engine_for, refuse_references_out_of_core, score_in_memory
+from tpsviz.evaluation.front_door import NothingToScore
+from tpsviz.cli.score import engine_for, evaluation_for, refuse_references_out_of_core
 from tpsviz.cli.unscored import NothingScored, refuse_unscored
 from tpsviz.evaluation.settings import no_forecast_reason
 from tpsviz.forecasts.references import how_to_add_forecast
@@ -136,10 +137,11 @@ def _score_object(args) -> dict:
     if engine in ("duckdb", "dask"):
         refuse_references_out_of_core(args, engine)
         return score_json_out_of_core(args, ds, why, engine)
-    data, settings, q_z, notes = prepare(args)
-    if not data.predictors:  # as `score` says it (its exit 2), not the library's advice
-        raise NothingScored(no_forecast_reason(data), say(how_to_add_forecast(shlex.quote(args.path))))
-    return score_in_memory(data, settings, q_z, notes, why).to_json(CLI)
+    try:
+        return evaluation_for(args, why).to_json(CLI)
+    except NothingToScore as none:  # as `score` says it (its exit 2), not the library's advice
+        raise NothingScored(no_forecast_reason(none.data),
+                            say(how_to_add_forecast(shlex.quote(args.path)))) from None
 
 
 def _refuse_unscored(now: dict, names: list[str]) -> None:

@@ -40,12 +40,14 @@ CLI = Wording(
         "out_of_core": "--engine duckdb (score, or compare --baseline)", "in_memory": "--engine memory",
         "distributed": "--engine dask", "recalibrate": "--recalibrate", "eps": "--eps", "alpha": "--alpha",
         "beta": "--beta", "n_boot": "--n-boot",
-        "multiclass": "'python -m tpsviz multiclass'", "continuous": "'python -m tpsviz crps'",
+        "multiclass": "'python -m tpsviz score'", "continuous": "'python -m tpsviz score'",
         "replay": "python -m tpsviz forecast {value} --model PROVIDER/MODEL --out FORECASTS.parquet",
         "model": "--model", "name": "--name",
         "seed": "--seed", "level": "--level", "cluster_by": "--cluster-by", "folds": "--folds", "censoring": "--censoring",
         "rollouts": "--rollouts", "q_z": "--q-z",
         "score": "--alpha and --beta (a preset's values)",
+        "schedule": "--schedule", "interval": "--interval", "rule": "--rule", "censored_label": "--censored-label",
+        "bins": "--bins",
     },
     with_value="{word} {value}", default="--{flag}")
 

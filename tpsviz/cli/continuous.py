@@ -1,28 +1,22 @@
-"""``tpsviz crps``: score a log whose outcome is a number with the CRPS (tpsviz.outcomes.continuous).
+"""The text report of ``score`` on a log whose outcome is a number (TPS-CRPS,
+tpsviz.outcomes.continuous). ``crps PATH`` is an old spelling of ``score PATH``.
 
-Prints the file, the runs scored and left out (censored runs have no outcome), the schedule with
-its propriety verdict, then per predictor, best first: its form, TPS-CRPS (mean over runs of
-−Σ_t w_t CRPS_t, in the outcome's units, higher is better) with a bootstrap CI, the mean CRPS per
-weighted step, the steps scored and missing, and a PIT line (χ² test of uniformity on the last
-scored step of each run, and the histogram's shape in words). ``--json`` prints the same and the
-PIT histograms as one JSON object (no NaN: null).
+The numbers are the :class:`~tpsviz.evaluation.outcome_kinds.ContinuousEvaluation`'s: the file, the
+runs scored and left out (censored runs have no outcome), the schedule with its propriety verdict,
+then per predictor, best first: its form, TPS-CRPS (mean over runs of −Σ_t w_t CRPS_t, in the
+outcome's units, higher is better) with a bootstrap CI, the mean CRPS per weighted step, the steps
+scored and missing, and a PIT line (χ² test of uniformity on the last scored step of each run, and
+the histogram's shape in words). ``--json`` prints its ``to_json()``.
 """
 
 from __future__ import annotations
 
-import json
 import math
 
-from tpsviz.cli.common import Fail, safe, say, say_all
-from tpsviz.cli.options import add_json, add_level, add_n_boot, add_schedule, add_seed, check_numbers, hidden_alias
-from tpsviz.core.errors import LogFormatError
-from tpsviz.core.inference import DEFAULT_SEED, normal_quantile
-from tpsviz.core.schedules import parse_schedule
-from tpsviz.io.continuous import read_continuous
-from tpsviz.outcomes.continuous import tps_crps
-from tpsviz.outcomes.continuous_pit import pit_histogram
+from tpsviz.cli.common import safe, say
+from tpsviz.core.inference import normal_quantile
 
-__all__ = ["add_arguments", "add_bins", "compute", "score_log", "print_header", "run", "EPILOG"]
+__all__ = ["add_bins", "print_header", "print_text", "EPILOG"]
 
 EPILOG = ("continuous-outcome log: one row per (run, step): trajectory_id, step, outcome (a number; empty = "
           "censored), optional censored, and per predictor <name> one of\n"
@@ -36,129 +30,12 @@ def add_bins(p, what: str = "PIT histogram bins (default 10; 2 to 100)") -> None
     p.add_argument("--bins", type=int, default=10, help=what)
 
 
-def add_arguments(p) -> None:
-    """The options of ``crps``."""
-    p.description = ("Score every predictor of a log whose outcome is a number (a final reward or cost) with "
-                     "TPS-CRPS = -sum_t w_t CRPS(F_t, Y) per run: in the outcome's units, higher is better, 0 is "
-                     "perfect. Censored runs have no outcome and are left out (complete case). See "
-                     "docs/continuous.md. `tpsviz score` reads such a log too.")
-    p.epilog = EPILOG
-    p.add_argument("path", help="the log: .csv, .tsv, .parquet or .jsonl")
-    add_schedule(p, "; 'column' is not available here")
-    add_n_boot(p)
-    hidden_alias(p, "--bootstrap", "n_boot", int)
-    add_seed(p, "seed of the bootstrap and of the randomised PIT")
-    add_level(p)
-    add_bins(p)
-    add_json(p)
-
-
-def _num(x):
-    """A number for JSON: None for NaN or infinity."""
-    if x is None:
-        return None
-    x = float(x)
-    return x if math.isfinite(x) else None
-
-
 def _g(x, width: int = 0) -> str:
     """A number in the outcome's units for a table (4 significant digits)."""
     if x is None or not math.isfinite(float(x)):
         return f"{'n/a':>{width}}"
     text = f"{float(x):#.4g}"
     return f"{text:>{width}}"
-
-
-def _check(args):
-    check_numbers(args)
-    seed = DEFAULT_SEED if args.seed is None else args.seed
-    bins = getattr(args, "bins", 10)  # (compare has no --bins: it draws no PIT)
-    if not 2 <= bins <= 100:
-        raise Fail(f"--bins must be between 2 and 100, got {bins}")
-    try:
-        schedule = parse_schedule(args.schedule)
-    except ValueError as exc:
-        raise Fail(say(exc)) from None
-    return schedule, seed
-
-
-def score_log(args) -> tuple:
-    """TPS-CRPS of the command line's log under its options.
-
-    Parameters
-    ----------
-    args : Namespace
-        ``path``, ``schedule``, ``n_boot``, ``seed``, ``level``, ``bins``.
-
-    Returns
-    -------
-    log : ContinuousLog
-    result : ContinuousResult
-    seed : int
-        The seed used (the fixed default when ``--seed`` is not given).
-
-    Raises
-    ------
-    Fail
-    """
-    schedule, seed = _check(args)
-    log = read_continuous(args.path)
-    try:
-        result = tps_crps(log, schedule, n_boot=args.n_boot, level=args.level, seed=seed)
-    except LogFormatError:
-        raise
-    except ValueError as exc:  # a schedule whose weights underflow, …
-        raise Fail(say(exc)) from None
-    return log, result, seed
-
-
-def compute(args) -> tuple:
-    """(log, result, PIT per predictor, seed) for the command line's options (:func:`score_log`
-    and the PIT histograms of every predictor)."""
-    log, result, seed = score_log(args)
-    pits = {}
-    try:
-        for pred in log.predictors:
-            table, test = pit_histogram(log, pred, args.bins, seed, which="all")
-            last, _ = pit_histogram(log, pred, args.bins, seed, which="last")
-            pits[pred] = (table, last, test)
-    except LogFormatError:
-        raise
-    except ValueError as exc:
-        raise Fail(say(exc)) from None
-    return log, result, pits, seed
-
-
-def _order(summary) -> list[str]:
-    """Predictors best first (highest TPS-CRPS; unscored last)."""
-    key = summary["tps_mean"].fillna(-math.inf)
-    return list(summary.index[(-key).argsort(kind="stable")])
-
-
-def _histogram(table) -> list[dict]:
-    return [{"bin_low": _num(r.bin_low), "bin_high": _num(r.bin_high), "count": int(r.count),
-             "expected": _num(r.expected)} for r in table.itertuples()]
-
-
-def as_json(log, result, pits, bins: int) -> dict:
-    """The JSON object printed by ``crps --json``."""
-    s = result.summary
-    predictors = {}
-    for n in _order(s):
-        r = s.loc[n]
-        table, last, test = pits[n]
-        predictors[safe(n)] = {
-            "form": r["form"],
-            **{k: _num(r[k]) for k in ("tps_mean", "tps_se", "tps_ci_low", "tps_ci_high", "crps_step_mean")},
-            **{k: int(r[k]) for k in ("n_runs", "n_excluded_censored", "n_steps", "n_missing", "n_no_forecast")},
-            "levels": log.levels.get(n),
-            "pit": {"test": {k: (_num(v) if isinstance(v, float) else v) for k, v in test.items()},
-                    "histogram_all_rows": _histogram(table), "histogram_last_steps": _histogram(last)},
-        }
-    settings = {k: v for k, v in result.settings.items()}
-    settings.update({"file": safe(log.source), "n_runs": log.n_runs, "n_censored": log.n_censored,
-                     "n_step_rows": len(log.steps), "pit_bins": bins})
-    return {"settings": settings, "notes": say_all(result.notes), "predictors": predictors}
 
 
 def print_header(log, result) -> None:
@@ -176,16 +53,18 @@ def print_header(log, result) -> None:
     print("TPS-CRPS per run = -sum_t w_t CRPS(F_t, Y), in the outcome's units: higher is better, 0 is perfect")
 
 
-def run(args) -> int:
-    """Read the log, score it and print the text report (or JSON)."""
-    log, result, pits, seed = compute(args)
-    if args.json:
-        print(json.dumps(as_json(log, result, pits, args.bins), indent=2, allow_nan=False))
-        return 0
+def print_text(ev) -> None:
+    """The text report of ``score`` on a continuous-outcome log.
+
+    Parameters
+    ----------
+    ev : tpsviz.evaluation.outcome_kinds.ContinuousEvaluation
+    """
+    log, result, pits, seed, bins = ev.log, ev.result, ev.pits, ev.seed, ev.bins
     s, st = result.summary, result.settings
     print_header(log, result)
     print()
-    names = _order(s)
+    names = ev.order
     z = normal_quantile(st["level"])
     nw = max([len(safe(n, 40)) for n in names] + [9])
     pct = f"{st['level'] * 100:g}% CI"
@@ -209,7 +88,7 @@ def run(args) -> int:
     for note in result.notes:
         print(f"note: {safe(say(note))}")
     print()
-    print(f"PIT (uniform when calibrated): chi-square test on the last scored step of each run ({args.bins} bins; "
+    print(f"PIT (uniform when calibrated): chi-square test on the last scored step of each run ({bins} bins; "
           f"runs are independent, steps of a run are not)")
     for n in names:
         test = pits[n][2]
@@ -217,4 +96,3 @@ def run(args) -> int:
         ptxt = "n/a" if p is None or not math.isfinite(p) else (f"{p:.2g}" if p < 0.01 else f"{p:.2f}")
         few = " (few runs per bin: approximate)" if test["approximate"] and test["n_runs"] else ""
         print(f"  {safe(n, 40):<{nw}}  p = {ptxt} on {test['n_runs']:,} runs{few}: {test['reading']}")
-    return 0

@@ -1,7 +1,7 @@
 """``score`` and ``compare`` on a log whose outcome is one of k labels or a number.
 
-``score`` hands such a log to the command that reads its kind (``multiclass``, ``crps``: the same
-report); ``compare --baseline NAME`` gives the paired difference of every predictor's TPS-k or
+``score`` prints such a log's :class:`~tpsviz.evaluation.base.Evaluation` (what ``tpsviz.evaluate``
+returns for it: :mod:`tpsviz.evaluation.outcome_kinds`); ``compare --baseline NAME`` gives the paired difference of every predictor's TPS-k or
 TPS-CRPS per run against the baseline's, as for a binary log (SE = sd/sqrt(n) of the per-run
 differences, :func:`tpsviz.engines.runsums.paired_tps`). An option that has no meaning for the
 log's kind is refused by name, never ignored.
@@ -14,16 +14,19 @@ import json
 import numpy as np
 
 from tpsviz.cli import continuous, multiclass
-from tpsviz.cli.common import Fail, num, safe
+from tpsviz.cli.common import CLI, Fail, num, safe, say
+from tpsviz.cli.logs import settings_of
 from tpsviz.cli.output import print_paired_tps
+from tpsviz.core.errors import LogFormatError
 from tpsviz.core.formatting import json_number
 from tpsviz.engines.runsums import paired_tps
+from tpsviz.evaluation.front_door import open_log
+from tpsviz.evaluation.outcome_kinds import evaluate_continuous, evaluate_multiclass
 from tpsviz.io.dataset import is_dataset_spec
 
 __all__ = ["KIND_WORDS", "KIND_OPTIONS", "check_options_for", "score_other", "compare_other"]
 
 KIND_WORDS = {"binary": "binary (success/failure)", "multiclass": "multi-class", "continuous": "continuous-outcome"}
-_COMMAND = {"multiclass": "multiclass", "continuous": "crps"}
 _BINARY = ("binary",)
 
 #: (option, attribute, the kinds of log it applies to); every other option applies to every kind
@@ -71,7 +74,7 @@ def check_options_for(args, kind: str) -> None:
         return
     one = len(bad) == 1
     hint = ("they are options of multi-class and continuous-outcome logs, docs/multiclass.md and docs/continuous.md"
-            if kind == "binary" else f"its options: python -m tpsviz {_COMMAND[kind]} --help")
+            if kind == "binary" else f"docs/{'multiclass' if kind == 'multiclass' else 'continuous'}.md")
     raise Fail(f"{', '.join(bad)} {'does' if one else 'do'} not apply to a {KIND_WORDS[kind]} log "
                f"({safe(args.path)}): drop {'it' if one else 'them'} ({hint})")
 
@@ -84,11 +87,37 @@ def _check_one_file(args, kind: str) -> None:
                    "from one file: give the path of one file")
 
 
-def score_other(args, kind: str) -> int:
-    """``score`` on a multi-class (``kind="multiclass"``) or continuous-outcome log
-    (``"continuous"``): the report of ``multiclass`` or ``crps``; returns the exit code."""
+def evaluation_of(args, kind: str):
+    """The Evaluation of a multi-class (``kind="multiclass"``) or continuous-outcome log
+    (``"continuous"``) under the command's options: what ``tpsviz.evaluate`` returns for it.
+
+    Raises
+    ------
+    Fail
+        For a setting the evaluation refuses (its message, in the command line's words).
+    """
     _check_one_file(args, kind)
-    return multiclass.run(args) if kind == "multiclass" else continuous.run(args)
+    settings, read = settings_of(args)
+    try:
+        _, log = open_log(args.path, read)
+        return evaluate_multiclass(log, settings) if kind == "multiclass" else evaluate_continuous(log, settings)
+    except LogFormatError:
+        raise
+    except ValueError as exc:
+        raise Fail(f"{safe(args.path)}: {say(exc).replace('censored_label', '--censored-label')}") from None
+
+
+def score_other(args, kind: str) -> int:
+    """``score`` on a multi-class or continuous-outcome log: its Evaluation as text or JSON; returns the
+    exit code."""
+    ev = evaluation_of(args, kind)
+    if args.json:
+        print(json.dumps(ev.to_json(CLI), indent=2, allow_nan=False))
+    elif kind == "multiclass":
+        multiclass.print_text(ev)
+    else:
+        continuous.print_text(ev)
+    return 0
 
 
 def _per_run(per_run, names) -> dict:
@@ -107,10 +136,8 @@ def compare_other(args, kind: str) -> int:
     if args.baseline is None:
         raise Fail("compare needs --baseline NAME (a predictor of the log)")
     args.n_boot = 0  # (the paired SE is sd/sqrt(n) of the differences: no bootstrap, and the JSON says so)
-    if kind == "multiclass":
-        log, res, _ = multiclass.compute(args)
-    else:
-        log, res, _ = continuous.score_log(args)
+    ev = evaluation_of(args, kind)
+    log, res = ev.log, ev.result
     names = list(res.summary.index)
     if args.baseline not in names:
         raise Fail(f"unknown baseline {safe(args.baseline)!r}: the log's predictors are "
@@ -128,7 +155,7 @@ def compare_other(args, kind: str) -> int:
                          indent=2, allow_nan=False))
         return 0
     if kind == "multiclass":
-        multiclass.print_header(log, res, args)
+        multiclass.print_header(ev)
     else:
         continuous.print_header(log, res)
     print()

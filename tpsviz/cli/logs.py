@@ -11,37 +11,18 @@ from __future__ import annotations
 
 import math
 from dataclasses import replace
-from pathlib import Path
 
 from tpsviz.cli.common import Fail, say
 from tpsviz.core.errors import LogFormatError
 from tpsviz.core.censoring import default_censoring
 from tpsviz.core.tps import ScoreSettings
 from tpsviz.evaluation import settings as evaluation_settings
-from tpsviz.io.dataset import DATASET_FORMATS, is_dataset_spec, open_dataset
-from tpsviz.io.files import limits_from_env, read_file
+from tpsviz.evaluation.front_door import log_header
+from tpsviz.evaluation.options import ReadSettings, Settings
 from tpsviz.io.harness.runs import ReadOptions
 from tpsviz.io.kinds import outcome_kind
-from tpsviz.io.tables import FORMATS, table_columns
 
-__all__ = ["log_kind", "read_options", "settings_from", "settings_for", "load_log", "prepare", "cluster_choice"]
-
-
-def _header(path: str) -> list[str]:
-    """The column names of a table file or dataset, or [] when there is none to read (a harness log,
-    a folder of harness files, a file that is not there: the reader then says what is wrong)."""
-    if is_dataset_spec(path):
-        return list(open_dataset(path).columns)
-    p = Path(path)
-    if not p.is_file():  # (a FIFO or a device is no file: never opened here)
-        return []
-    suffix = p.suffix.lower()
-    if suffix in DATASET_FORMATS:
-        return list(open_dataset(path).columns)  # (the first line or the footer only)
-    if suffix in FORMATS:
-        raw = read_file(path, limits_from_env().max_bytes, label=p.name)
-        return table_columns(raw, p.name, FORMATS[suffix])
-    return []
+__all__ = ["log_kind", "settings_of", "read_options", "settings_from", "settings_for", "load_log", "prepare", "cluster_choice"]
 
 
 def log_kind(args) -> str:
@@ -62,9 +43,35 @@ def log_kind(args) -> str:
     if getattr(args, "format", "auto") not in ("auto", "csv", "tsv", "parquet", "jsonl") or getattr(args, "map", None):
         return "binary"
     try:
-        return outcome_kind(_header(args.path))
+        return outcome_kind(log_header(args.path))
     except (LogFormatError, OSError, ValueError):
         return "binary"
+
+
+def settings_of(args) -> tuple[Settings, ReadSettings]:
+    """The command's options as the two groups of settings of :func:`tpsviz.evaluate`.
+
+    Parameters
+    ----------
+    args : Namespace
+        The options of ``score`` (a command without an option leaves its field at the default).
+
+    Returns
+    -------
+    (Settings, ReadSettings)
+
+    Raises
+    ------
+    Fail
+        For a success threshold that is not finite.
+    """
+    if getattr(args, "success_threshold", None) is not None and not math.isfinite(args.success_threshold):
+        raise Fail("--success-threshold must be a finite number")
+    score = {f: getattr(args, f) for f in Settings.__dataclass_fields__ if hasattr(args, f)}
+    score["cluster_by"] = cluster_choice(args)
+    read = {f: getattr(args, f) for f in ReadSettings.__dataclass_fields__ if hasattr(args, f)}
+    read.update(fmt=getattr(args, "format", None), mapping=getattr(args, "map", None) or ())
+    return Settings(**score), ReadSettings(**read)
 
 
 def read_options(args) -> ReadOptions:

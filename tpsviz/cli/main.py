@@ -16,16 +16,22 @@ import sys
 
 from tpsviz.cli import check, compare, continuous, defer, demo, forecast, monitor, multiclass, score
 from tpsviz.cli.common import EXIT_BAD_INPUT, EXIT_BUG, Fail, say
-from tpsviz.cli.options import DESCRIPTION, LOG_FORMAT, VERDICT_HELP
+from tpsviz.cli.options import DESCRIPTION, LOG_FORMAT, VERDICT_HELP, hidden_alias
 from tpsviz.core.errors import LogFormatError
 from tpsviz.core.schema import clean_text
 
-__all__ = ["build_parser", "main", "COMMANDS", "EXIT_BAD_INPUT", "EXIT_BUG"]
+__all__ = ["build_parser", "main", "COMMANDS", "ALIASES", "EXIT_BAD_INPUT", "EXIT_BUG"]
+
+#: old spellings of a command: parsed as the command, left out of the list of commands
+ALIASES = (("multiclass", "score"), ("crps", "score"))
+OLD_SPELLINGS = ("old spellings: `multiclass PATH` and `crps PATH` are `score PATH` (score reads every outcome "
+                 "kind; they are kept working)")
 
 #: (command, module, keywords of its parser): the order of ``--help``
 COMMANDS = (
     ("score", score, dict(help="score every predictor of a log with TPS (binary, multi-class or continuous outcome)",
-                          description=DESCRIPTION, epilog=LOG_FORMAT + "\n\n" + VERDICT_HELP)),
+                          description=DESCRIPTION, epilog="\n\n".join((
+                              LOG_FORMAT, multiclass.EPILOG.rstrip(), continuous.EPILOG, VERDICT_HELP, OLD_SPELLINGS)))),
     ("compare", compare, dict(help="compare every predictor with a baseline: delta, SE, delta/SE",
                               description=compare.DESCRIPTION, epilog=LOG_FORMAT)),
     ("check", check, dict(help="exit 1 unless every predictor meets the rules (a CI gate on the agent's confidence)",
@@ -42,10 +48,6 @@ COMMANDS = (
                                       "risk-coverage curve (docs/theory.md section 10). The score's rule options "
                                       "(alpha, beta, schedule, censoring, eps, rollouts) do not enter.",
                           epilog=LOG_FORMAT)),
-    ("multiclass", multiclass, dict(help="score a log whose outcome is one of k labels (TPS-k: multi-class Brier or "
-                                         "log; `score` reads such a log too)")),
-    ("crps", continuous, dict(help="score a log whose outcome is a number (final reward, cost) with the CRPS "
-                                   "(`score` reads such a log too)")),
     ("monitor", monitor, dict(help="TPS and skill over time in sliding windows, with a degradation alarm")),
     ("forecast", forecast, dict(help="forecasts for a log that has none: a model replays each transcript prefix "
                                      "and gives P(success) per step (writes a table for --forecasts)",
@@ -67,9 +69,19 @@ def build_parser() -> argparse.ArgumentParser:
         prog="python -m tpsviz", description=DESCRIPTION, epilog=LOG_FORMAT,
         formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    modules = {}
     for command, module, kwargs in COMMANDS:
         sp = sub.add_parser(command, formatter_class=argparse.RawTextHelpFormatter, **kwargs)
         module.add_arguments(sp)
+        sp.set_defaults(run=module.run, command_parser=sp)
+        modules[command] = (module, kwargs)
+    for old, command in ALIASES:  # (no help=: argparse then leaves the alias out of the list)
+        module, kwargs = modules[command]
+        sp = sub.add_parser(old, formatter_class=argparse.RawTextHelpFormatter,
+                            description=f"an old spelling of `{command}`: " + kwargs.get("description", ""),
+                            epilog=kwargs.get("epilog"))
+        module.add_arguments(sp)
+        hidden_alias(sp, "--bootstrap", "n_boot", int)  # (the old commands' own old spelling)
         sp.set_defaults(run=module.run, command_parser=sp)
     return parser
 

@@ -19,19 +19,20 @@ from tpsviz.cli.common import CLI, Fail, fmt, name_width, safe, say
 from tpsviz.cli.continuous import add_bins
 from tpsviz.cli.engine import choose_engine, score_out_of_core
 from tpsviz.cli.kinds import check_options_for, score_other
-from tpsviz.cli.logs import log_kind, prepare, read_options
+from tpsviz.cli.logs import log_kind, read_options, settings_of
 from tpsviz.cli.multiclass import add_label_options
 from tpsviz.cli.options import add_engine_options, add_references_option, add_scoring_options, check_args
 from tpsviz.cli.output import print_header, print_tps_table
 from tpsviz.cli.unscored import NothingScored, unscored_why
 from tpsviz.core.errors import LogFormatError
-from tpsviz.evaluation.record import REFERENCE_WORDS, Evaluation, reading_json
+from tpsviz.evaluation.front_door import NothingToScore, evaluate_binary
+from tpsviz.evaluation.record import REFERENCE_WORDS, BinaryEvaluation, reading_json
 from tpsviz.evaluation.settings import no_forecast_reason
 from tpsviz.forecasts.references import how_to_add_forecast
 from tpsviz.io.files import limits_from_env
 from tpsviz.report.export import write_safe_csv
 
-__all__ = ["add_arguments", "run", "engine_for", "score_in_memory", "print_score", "refuse_references_out_of_core",
+__all__ = ["add_arguments", "run", "engine_for", "evaluation_for", "print_score", "refuse_references_out_of_core",
            "print_nothing_scored"]
 
 
@@ -72,11 +73,12 @@ def run(args) -> int:
     if engine in ("duckdb", "dask"):
         refuse_references_out_of_core(args, engine)
         return score_out_of_core(args, ds, why, engine)
-    data, settings, q_z, notes = prepare(args)
-    if not data.predictors:  # no forecast, and too few runs for a reference
-        print_nothing_scored(args, data, settings, notes, why)
-    ev = score_in_memory(data, settings, q_z, notes, why)
-    nothing = unscored_why(dict(ev.summary["n_trajectories"]), settings.censoring, data.n_censored)
+    try:
+        ev = evaluation_for(args, why)
+    except NothingToScore as none:  # no forecast, and too few runs for a reference
+        print_nothing_scored(args, none.data, none.settings, none.notes, why)
+    data = ev.data
+    nothing = unscored_why(dict(ev.summary["n_trajectories"]), ev.settings.censoring, data.n_censored)
     if args.per_trajectory and nothing is None:
         write_safe_csv(ev.per_trajectory_table(), args.per_trajectory)
     if args.json:
@@ -127,44 +129,43 @@ def refuse_references_out_of_core(args, engine: str) -> None:
                    f"--engine {engine}; use --engine memory on a log within TPSVIZ_MAX_ROWS (or a sample of it)")
 
 
-def score_in_memory(data, settings, q_z, notes, why: str) -> Evaluation:
-    """Score a log in memory: every report of ``score`` (:meth:`tpsviz.evaluation.record.Evaluation.compute`).
+def evaluation_for(args, why: str) -> BinaryEvaluation:
+    """The in-memory Evaluation of the command's binary log under its options: what
+    ``tpsviz.evaluate`` returns for it (:func:`tpsviz.evaluation.front_door.evaluate_binary`).
 
     Parameters
     ----------
-    data : TrajectoryData
-    settings : ScoreSettings
-    q_z : Series or None
-        q_Z of the censored runs from rollouts.
-    notes : list of str
-        The notes of the reading (after the log's own).
+    args : Namespace
     why : str
         Why the memory engine scores the log.
 
     Returns
     -------
-    Evaluation
+    BinaryEvaluation
 
     Raises
     ------
+    NothingToScore
+        The log has no forecast, and no reference forecaster could be formed.
     Fail
         For what the core refuses (its message).
     """
+    settings, read = settings_of(args)
     try:
-        return Evaluation.compute(data, settings, q_z, notes, why)
-    except LogFormatError:
+        return evaluate_binary(args.path, settings, read, why)
+    except (LogFormatError, NothingToScore):
         raise
     except ValueError as exc:
         raise Fail(say(exc)) from None
 
 
-def print_score(ev: Evaluation, path: str | None = None) -> None:
+def print_score(ev: BinaryEvaluation, path: str | None = None) -> None:
     """The text report of ``score`` in memory: header, verdicts, TPS, skill and metrics, updating.
 
     Parameters
     ----------
     ev : Evaluation
-        The log scored (:func:`score_in_memory`).
+        The log scored (:func:`evaluation_for`).
     path : str, optional
         The log as given on the command line (named in the line on how to add a forecast).
     """
@@ -201,7 +202,7 @@ def print_score(ev: Evaluation, path: str | None = None) -> None:
         print(f"warning: {safe(w)}")
 
 
-def _print_metrics(ev: Evaluation, nw: int) -> None:
+def _print_metrics(ev: BinaryEvaluation, nw: int) -> None:
     """The reference, the skill and usual metrics table, and why a value is n/a."""
     skill, metrics = ev.skill, ev.metrics
     if ev.reference_rate is not None:

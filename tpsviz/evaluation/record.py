@@ -1,4 +1,4 @@
-"""The :class:`Evaluation`: every report of ``python -m tpsviz score`` on one log, with its JSON
+"""The :class:`BinaryEvaluation`: every report of ``python -m tpsviz score`` on a binary log, with its JSON
 (``to_json()``, the object ``score --json`` prints), its offline HTML report (``to_html()``) and a
 compact notebook view (``_repr_html_``). Texts in the JSON are the command line's, word for word,
 except the names of settings: ``to_json()`` names them as Python does (``n_boot``), ``to_json(CLI)``
@@ -22,6 +22,7 @@ from tpsviz.diagnostics.caveats import Caveats, caveats
 from tpsviz.diagnostics.leaderboard import metric_table, skill_table
 from tpsviz.diagnostics.updating import excess_movement
 from tpsviz.diagnostics.verdict import RULES, Verdict, verdicts
+from tpsviz.evaluation.base import Evaluation
 from tpsviz.evaluation.report import report_sections, report_settings
 from tpsviz.forecasts.references import how_to_add_forecast, is_reference, real_predictors
 from tpsviz.forecasts.versus import best_reference, versus_best_reference
@@ -30,7 +31,7 @@ from tpsviz.evaluation.tables import report_table
 from tpsviz.report.export import PER_TRAJECTORY_COLUMNS
 from tpsviz.report.html import build_report, html_table
 
-__all__ = ["Evaluation", "json_value", "verdict_numbers", "conversion_numbers", "reading_json", "LEADERBOARD_COLUMNS"]
+__all__ = ["BinaryEvaluation", "json_value", "verdict_numbers", "conversion_numbers", "reading_json", "LEADERBOARD_COLUMNS"]
 
 
 def json_value(v):
@@ -125,8 +126,9 @@ REFERENCE_WORDS = ("reference forecasters computed from the other runs' outcomes
 
 
 @dataclass(frozen=True, eq=False, repr=False)
-class Evaluation:
-    """Every report of ``python -m tpsviz score`` on one log, as Python objects.
+class BinaryEvaluation(Evaluation):
+    """Every report of ``python -m tpsviz score`` on a binary log (success/failure), as Python objects
+    (the :class:`~tpsviz.evaluation.base.Evaluation` of a binary log).
 
     Attributes
     ----------
@@ -172,9 +174,11 @@ class Evaluation:
     engine_reason: str = "a TrajectoryData given in memory"
     versus: dict = field(default_factory=dict)
 
+    kind = "binary"
+
     @classmethod
     def compute(cls, data: TrajectoryData, settings: ScoreSettings, q_z=None, notes=(),
-                engine_reason: str | None = None) -> "Evaluation":
+                engine_reason: str | None = None) -> "BinaryEvaluation":
         """Score ``data`` under ``settings`` and decide every report (what ``score`` computes).
 
         Parameters
@@ -208,7 +212,7 @@ class Evaluation:
     def from_parts(cls, data: TrajectoryData, settings: ScoreSettings, result: TPSResult, metrics: pd.DataFrame,
                    skill: pd.DataFrame, warnings: Caveats, verdicts: dict | None = None,
                    excess_movement: pd.DataFrame | None = None, *, q_z=None, notes=(),
-                   engine_reason: str | None = None) -> "Evaluation":
+                   engine_reason: str | None = None) -> "BinaryEvaluation":
         """An Evaluation of parts computed elsewhere, each by the function :meth:`compute` calls.
 
         The dashboard keeps every part in its cache under only the settings it depends on (an α
@@ -260,7 +264,7 @@ class Evaluation:
 
     def __repr__(self) -> str:
         d = self.data
-        return (f"<Evaluation of {plain_text(d.source, 60)!r}: {d.n_trajectories} runs, "
+        return (f"<BinaryEvaluation of {plain_text(d.source, 60)!r}: {d.n_trajectories} runs, "
                 f"{len(self.summary)} predictors, best first {self.order[:3]}{'…' if len(self.order) > 3 else ''}>")
 
     # ---------------------------------------------------------------- the numbers
@@ -273,12 +277,6 @@ class Evaluation:
     def per_trajectory(self) -> pd.DataFrame:
         """TPS per (run, predictor) (``TPSResult.per_trajectory``)."""
         return self.result.per_trajectory
-
-    @property
-    def order(self) -> list:
-        """The predictors, best mean TPS first (a missing mean last; ties in the log's order)."""
-        s = self.summary["tps_mean"].fillna(-np.inf)
-        return list(s.sort_values(ascending=False, kind="stable").index)
 
     @property
     def clusters(self) -> Clusters:
@@ -454,13 +452,16 @@ class Evaluation:
         notebook's table: :func:`tpsviz.evaluation.tables.report_table`)."""
         return report_table(self)
 
+    def headline(self) -> str:
+        """The log and the settings in one line: runs, steps, censored, score, schedule, censoring."""
+        d, w = self.data, settings_words(self.settings, self.censoring_words())
+        return (f"{plain_text(d.source)}: {d.n_trajectories:,} runs, {d.n_steps:,} steps, {d.n_censored:,} censored "
+                f"· score {w['score']} · schedule {w['schedule']} ({w['schedule_status']}) · censoring {w['censoring']}")
+
     def _repr_html_(self) -> str:
         """A compact notebook view: the log, the settings, the verdicts and the leaderboard."""
-        esc, d = html.escape, self.data
-        w = settings_words(self.settings, self.censoring_words())
-        head = (f"<p><b>tpsviz evaluation</b> of {esc(plain_text(d.source))}: {d.n_trajectories:,} runs, "
-                f"{d.n_steps:,} steps, {d.n_censored:,} censored · score {esc(w['score'])} · schedule "
-                f"{esc(w['schedule'])} ({esc(w['schedule_status'])}) · censoring {esc(w['censoring'])}</p>")
+        esc = html.escape
+        head = f"<p><b>tpsviz evaluation</b> of {esc(self.headline())}</p>"
         items = "".join(f"<li>{esc(plain_text(s))}</li>" for s in self.verdict_sentences())
         warn = "".join(f"<p>warning: {esc(plain_text(x))}</p>" for x in self.warnings.log)
         return f"<div class='tpsviz-evaluation'>{head}<ul>{items}</ul>{html_table(self.display_table())}{warn}</div>"

@@ -162,7 +162,7 @@ def _no_predictor(conf: list[str]) -> str:
     multi = [c for c in conf if "__" in c[len("conf_"):]]
     if multi:
         hint = ("it has conf_<name>__<label> columns, so it is a multi-class log: score it with "
-                "'tpsviz multiclass'")
+                "'tpsviz score' (tpsviz.evaluate)")
     elif conf:
         hint = "it has conf_<name> columns, so it is a binary (success/failure) log: score it with 'tpsviz score'"
     else:

@@ -34,7 +34,7 @@ from tpsviz.io.traces.options import parse_rules
 from tpsviz.io.traces.read import read_traces
 
 __all__ = ["TrajectoryData", "LogFormatError", "load", "from_frame", "FORMATS", "read_source", "read_outcomes_table",
-           "ReadOptions", "read_forecasts_table", "guarded", "no_forecast_note"]
+           "ReadOptions", "read_forecasts_table", "guarded", "no_forecast_note", "is_frame"]
 
 
 def read_source(source, name: str | None = None, limits: Limits | None = None,
@@ -209,8 +209,9 @@ def load(source, name: str | None = None, fmt: str | None = None, limits: Limits
 
     Parameters
     ----------
-    source : str, PathLike, bytes, binary file-like or list of (bytes, name)
-        The log. A path is opened read-only (a regular file of at most ``limits.max_bytes``,
+    source : str, PathLike, bytes, binary file-like, list of (bytes, name), DataFrame or pyarrow Table
+        The log. A DataFrame or Table is in the long format (``options.mapping`` renames other
+        columns) and is never modified. A path is opened read-only (a regular file of at most ``limits.max_bytes``,
         a tau2-bench results folder, or a dataset: another folder or a glob pattern of
         Parquet/CSV/TSV files with the same columns, :func:`tpsviz.io.dataset.open_dataset`);
         bytes / file objects need ``name``; a list of (bytes, name) is a tau2-bench folder's
@@ -333,6 +334,10 @@ def _read_frame(source, name: str | None, options: ReadOptions, limits: Limits, 
                 outcomes=None):
     """The raw long frame of any source :func:`load` takes, how it was read, and its name."""
     kind = options.fmt if options.fmt not in (None, "auto") else None
+    if is_frame(source):
+        if outcomes is not None:
+            _refuse_outcomes(outcomes[1], "DataFrame")
+        return _frame_given(source, name, options)
     several = isinstance(source, list) or is_dataset_spec(source) or (
         isinstance(source, (str, os.PathLike)) and Path(source).is_dir())
     if outcomes is not None and (several or kind not in (None,) + TRACE_FORMATS):
@@ -366,21 +371,46 @@ def _read_frame(source, name: str | None, options: ReadOptions, limits: Limits, 
     return frame, reading, name
 
 
+def is_frame(source) -> bool:
+    """Whether ``source`` is a table already in memory: a pandas DataFrame or a pyarrow Table (told
+    by its type's module, so pyarrow is not imported for the question)."""
+    return isinstance(source, pd.DataFrame) or (
+        type(source).__module__.startswith("pyarrow") and hasattr(source, "to_pandas"))
+
+
+def _frame_given(source, name: str | None, options: ReadOptions):
+    """A DataFrame or pyarrow Table in the long format (with ``options.mapping`` for other column
+    names) as a raw frame; the caller's table is never modified (a shallow copy, copy-on-write)."""
+    name = str(name or "<DataFrame>")
+    df = source if isinstance(source, pd.DataFrame) else source.to_pandas()
+    df = df.copy(deep=False)
+    df.attrs = {}
+    df.columns = [str(c) for c in df.columns]
+    frame = _note_unused(apply_mapping(df, options.mapping, name), options, "in-memory")
+    return frame, {"format": "dataframe", "options": options.describe()}, name
+
+
 def _read_table_log(raw: bytes, name: str, kind: str, options: ReadOptions, limits: Limits):
     """A table file's raw frame with the column mapping applied, and a note naming the harness
     options given that a table does not use."""
     ids = [col for target, col in options.mapping if target == "trajectory_id"]
     frame = apply_mapping(read_table(raw, name, kind, limits.max_rows, limits.max_cells, limits.max_bytes,
                                      text_columns=ids, max_nodes=limits.max_json_nodes), options.mapping, name)
+    return _note_unused(frame, options, kind.upper()), {"format": kind, "options": options.describe()}
+
+
+def _note_unused(frame, options: ReadOptions, what: str):
+    """``frame`` with a note naming the harness options given that a table does not use: never let
+    a user believe one was applied."""
     unused = [setting(name) for name, given in (("treat", options.treat), ("conf", options.conf),
                                                 ("scorer", options.scorer),
                                                 ("success_threshold", options.success_threshold is not None))
               if given]
-    if unused:  # never let a user believe a harness option was applied to a table
+    if unused:
         frame.attrs["notes"] = list(frame.attrs.get("notes", [])) + [text(
             f"{', '.join(unused)} appl{'ies' if len(unused) == 1 else 'y'} to harness logs only "
-            f"(tau2-bench, tau-bench, Inspect AI): ignored for this {kind.upper()} table.")]
-    return frame, {"format": kind, "options": options.describe()}
+            f"(tau2-bench, tau-bench, Inspect AI): ignored for this {what} table.")]
+    return frame
 
 
 def _join_forecasts(frame, reading: dict, forecasts, limits: Limits, read):

@@ -1,0 +1,289 @@
+"""``tpsviz.evaluate(source, *, settings=None, read=None, engine="auto", **overrides)``: any log a
+user holds, of any outcome kind, scored as ``python -m tpsviz score`` scores it.
+
+The source is opened once (:func:`open_log`): a path (a file, a tau2-bench folder, a dataset
+folder or glob), an open binary file, a pandas DataFrame or pyarrow Table in the long format, or a
+log already read. Its outcome kind is told from its columns as ``score`` tells it
+(:func:`tpsviz.io.kinds.outcome_kind`), and the log is scored by its kind's path: a binary log by
+:meth:`~tpsviz.evaluation.record.BinaryEvaluation.compute` after its recalibrations and references
+(:func:`evaluate_binary`), the others by :mod:`tpsviz.evaluation.outcome_kinds`. The command line's
+``score`` calls the same functions.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import fields, replace
+from pathlib import Path
+
+from tpsviz.core.censoring import default_censoring
+from tpsviz.core.clusters import check_cluster_by
+from tpsviz.core.data import TrajectoryData
+from tpsviz.core.errors import SettingError
+from tpsviz.core.inference import INTERVALS
+from tpsviz.core.wording import setting
+from tpsviz.evaluation.base import Evaluation
+from tpsviz.evaluation.options import ENGINES, ReadSettings, Settings, check_for_kind, resolve
+from tpsviz.evaluation.outcome_kinds import evaluate_continuous, evaluate_multiclass
+from tpsviz.evaluation.record import BinaryEvaluation
+from tpsviz.evaluation.settings import (
+    RECALIBRATIONS, check_settings, dataset_for_engine, memory_reason, no_forecast_reason, plain_text, qz_source,
+    read_log, read_options, recalibrated, score_settings, with_references)
+from tpsviz.io.continuous import ContinuousLog, read_continuous
+from tpsviz.io.dataset import DATASET_FORMATS, is_dataset_spec, open_dataset
+from tpsviz.io.files import limits_from_env, read_file
+from tpsviz.io.kinds import outcome_kind
+from tpsviz.io.loading import is_frame, read_source
+from tpsviz.io.multiclass import MulticlassLog, read_multiclass
+from tpsviz.io.tables import FORMATS, format_of, table_columns
+
+__all__ = ["evaluate", "evaluate_binary", "open_log", "log_header", "NothingToScore", "check_early"]
+
+
+class NothingToScore(SettingError):
+    """A log without any forecast whose references cannot be formed: nothing to score.
+
+    Attributes
+    ----------
+    data : TrajectoryData
+        The log as read.
+    settings : ScoreSettings
+    notes : list of str
+        The notes of the reading.
+    """
+
+    def __init__(self, data: TrajectoryData, settings, notes):
+        super().__init__(no_forecast_reason(data))
+        self.data, self.settings, self.notes = data, settings, list(notes)
+
+
+def evaluate(source, *, settings: Settings | None = None, read: ReadSettings | None = None, engine: str = "auto",
+             **overrides) -> Evaluation:
+    """Score every predictor of a log and decide every report of ``python -m tpsviz score``.
+
+    Parameters
+    ----------
+    source : str, PathLike, binary file, DataFrame, pyarrow Table or a log already read
+        A log file (a table, a harness log, a trace file), a tau2-bench folder, a dataset (a
+        folder or glob of Parquet/CSV files), an open binary file, a DataFrame or Table in the
+        long format (``mapping`` renames other columns; it is never modified), or a
+        :class:`~tpsviz.core.data.TrajectoryData` (or a multi-class or continuous log) already read.
+    settings : Settings, optional
+        How the log is scored (:class:`tpsviz.Settings`; default: ``score``'s defaults).
+    read : ReadSettings, optional
+        How it is read (:class:`tpsviz.ReadSettings`: format, mapping, harness and trace options).
+    engine : {"auto", "memory", "duckdb", "dask"}
+        ``auto`` scores in memory a log within ``TPSVIZ_MAX_ROWS``, as ``score --engine auto``
+        does; a dataset above it is refused here with the out-of-core command that scores it.
+    **overrides
+        Any field of :class:`Settings` or :class:`ReadSettings` by name (``n_boot=500``,
+        ``mapping={"trajectory_id": "run"}``), overriding ``settings`` and ``read``.
+
+    Returns
+    -------
+    Evaluation
+        A :class:`~tpsviz.evaluation.record.BinaryEvaluation`, or for a multi-class or
+        continuous-outcome log a :class:`~tpsviz.evaluation.outcome_kinds.MulticlassEvaluation` or
+        :class:`~tpsviz.evaluation.outcome_kinds.ContinuousEvaluation`; ``kind`` says which.
+
+    Raises
+    ------
+    ValueError
+        For an unknown keyword (naming the nearest valid one), a setting out of range or that does
+        not apply to the log's kind (tpsviz.LogFormatError, a ValueError, for a log that cannot be
+        read; :class:`NothingToScore` for a log without any forecast or reference).
+    """
+    s, r = resolve(settings, read, overrides)
+    check_early(s, engine)
+    kind, log = open_log(source, r)
+    check_for_kind(s, r, kind)
+    if kind == "multiclass":
+        return evaluate_multiclass(log, s)
+    if kind == "continuous":
+        return evaluate_continuous(log, s)
+    why = _engine_reason(source, r, engine)
+    return evaluate_binary(log, s, r, why)
+
+
+def check_early(s: Settings, engine: str = "auto") -> None:
+    """Refuse a setting out of range before the log is read.
+
+    Parameters
+    ----------
+    s : Settings
+    engine : str
+
+    Raises
+    ------
+    SettingError
+    """
+    if engine not in ENGINES:
+        raise SettingError(f"engine must be one of {', '.join(ENGINES)}, got {engine!r}")
+    check_settings(s.n_boot, s.seed, s.eps, s.folds, s.level)
+    check_cluster_by(s.cluster_by)
+    if s.interval not in INTERVALS:
+        raise SettingError(f"{setting('interval')} must be one of {', '.join(INTERVALS)}, got {s.interval!r}")
+    if s.recalibrate is not None and s.recalibrate not in RECALIBRATIONS:
+        raise SettingError(f"{setting('recalibrate')} must be one of {', '.join(RECALIBRATIONS)}, "
+                           f"got {s.recalibrate!r}")
+    if s.rule not in ("log", "brier"):
+        raise SettingError(f"{setting('rule')} must be log or brier, got {s.rule!r}")
+    score_settings(False, s.alpha, s.beta, s.score, s.schedule, s.censoring, s.eps, s.n_boot, s.seed, s.level)
+
+
+def _engine_reason(source, r: ReadSettings, engine: str) -> str:
+    """Why the log is scored in memory; a dataset that the engine must score out of core is refused
+    with the command that scores it."""
+    if engine in ("duckdb", "dask"):
+        raise SettingError(f"engine={engine!r}: tpsviz.evaluate scores logs in memory; score a dataset out of core "
+                           f"with {setting('out_of_core' if engine == 'duckdb' else 'distributed')} (docs/api.md)")
+    if isinstance(source, (str, os.PathLike)):
+        too_large, words, _ = dataset_for_engine(source, r.fmt)
+        if too_large and engine == "auto":
+            raise SettingError(f"{plain_text(source)}: {words}, above TPSVIZ_MAX_ROWS: score it out of core with "
+                               f"{setting('out_of_core')}, or raise TPSVIZ_MAX_ROWS")
+        return memory_reason(source, r.fmt)
+    if is_frame(source):
+        return "a table given in memory"
+    return memory_reason(source, r.fmt)
+
+
+# ----------------------------------------------------------------------------- the source
+def log_header(path) -> list[str]:
+    """The column names of a table file or dataset, or [] when there is none to read (a harness log,
+    a folder of harness files, a file that is not there: the reader then says what is wrong).
+
+    Parameters
+    ----------
+    path : str or PathLike
+
+    Returns
+    -------
+    list of str
+    """
+    if is_dataset_spec(path):
+        return list(open_dataset(path).columns)
+    p = Path(path)
+    if not p.is_file():  # (a FIFO or a device is no file: never opened here)
+        return []
+    suffix = p.suffix.lower()
+    if suffix in DATASET_FORMATS:
+        return list(open_dataset(path).columns)  # (the first line or the footer only)
+    if suffix in FORMATS:
+        raw = read_file(path, limits_from_env().max_bytes, label=p.name)
+        return table_columns(raw, p.name, FORMATS[suffix])
+    return []
+
+
+def _kind_of(columns, r: ReadSettings) -> str:
+    """The outcome kind of a table's columns; a forced harness format or a mapping reads binary logs."""
+    if r.fmt not in (None, "auto", "csv", "tsv", "parquet", "jsonl") or r.mapping:
+        return "binary"
+    return outcome_kind([str(c) for c in columns])
+
+
+def open_log(source, r: ReadSettings | None = None) -> tuple[str, object]:
+    """The outcome kind of a source and the source as its kind's path reads it.
+
+    Parameters
+    ----------
+    source : path, binary file, DataFrame, pyarrow Table or a log already read
+    r : ReadSettings, optional
+
+    Returns
+    -------
+    kind : {"binary", "multiclass", "continuous"}
+    log : object
+        A multi-class or continuous log read; for a binary log the source itself (a path, bytes
+        with their name, a frame or a TrajectoryData), read by :func:`evaluate_binary`.
+    """
+    r = r or ReadSettings()
+    if isinstance(source, TrajectoryData):
+        return "binary", source
+    if isinstance(source, MulticlassLog):
+        return "multiclass", source
+    if isinstance(source, ContinuousLog):
+        return "continuous", source
+    if is_frame(source):
+        kind = _kind_of(source.column_names if hasattr(source, "column_names") else source.columns, r)
+        frame = source if kind == "binary" or not hasattr(source, "to_pandas") else source.to_pandas()
+        return kind, _read_kind(kind, frame, "<DataFrame>")
+    if isinstance(source, (str, os.PathLike)):
+        try:
+            kind = _kind_of(log_header(source), r)
+        except (OSError, ValueError):  # (the binary reader names the problem as it always has)
+            kind = "binary"
+        if kind != "binary" and is_dataset_spec(source):
+            raise SettingError(f"{plain_text(source)}: the folder's files hold a {kind} log; such a log is read "
+                               "from one file: give the path of one file")
+        return kind, _read_kind(kind, source, None)
+    if hasattr(source, "read"):  # an open binary file: read once, under the size limit
+        raw, name = read_source(source, None, limits_from_env())
+        kind = "binary"
+        if Path(name).suffix.lower() in FORMATS:
+            kind = _kind_of(table_columns(raw, name, format_of(name, "a log", raw)), r)
+        return kind, _read_kind(kind, (raw, name), name)
+    return "binary", source
+
+
+def _read_kind(kind: str, source, name):
+    """A multi-class or continuous log read; a binary source as it is."""
+    if kind == "multiclass":
+        return read_multiclass(source, name)
+    if kind == "continuous":
+        return read_continuous(source, name)
+    return source
+
+
+# ----------------------------------------------------------------------------- binary logs
+def evaluate_binary(source, s: Settings, r: ReadSettings, why: str | None = None) -> BinaryEvaluation:
+    """A binary log read (or taken as read), its q_Z source, recalibrations and references, then
+    :meth:`BinaryEvaluation.compute`.
+
+    Parameters
+    ----------
+    source : path, (bytes, name), DataFrame or TrajectoryData
+    s : Settings
+    r : ReadSettings
+    why : str, optional
+        Why the log is scored in memory.
+
+    Returns
+    -------
+    BinaryEvaluation
+
+    Raises
+    ------
+    NothingToScore
+        When the log holds no forecast and its references cannot be formed.
+    """
+    options = None if isinstance(source, TrajectoryData) else _read_options(r)
+    if options is None and r != ReadSettings():
+        given = [f.name for f in _given_fields(r)]
+        raise SettingError(f"{', '.join(given)}: reading options apply to a file; this log is already read "
+                           "(a TrajectoryData)")
+    data, notes = read_log(source, options, r.forecasts, None, s.folds, s.seed, s.schedule,
+                           allow_empty=True, outcomes=r.outcomes)
+    q, censoring, qz_notes = qz_source(data, s.q_z, s.rollouts, s.censoring)
+    settings = replace(score_settings(default_censoring(data) == "exact", s.alpha, s.beta, s.score, s.schedule,
+                                      censoring, s.eps, s.n_boot, s.seed, s.level),
+                       cluster_by=s.cluster_by, interval=s.interval)
+    more = []
+    if s.recalibrate:  # fitted on the population the score scores (docs/theory.md §6)
+        data, more = recalibrated(data, s.recalibrate, s.folds, s.seed, settings.censoring, q)
+    data, refs = with_references(data, settings, q, bool(s.references), s.folds, s.seed)
+    notes = notes + more + qz_notes + refs
+    if not data.predictors:
+        raise NothingToScore(data, settings, notes)
+    return BinaryEvaluation.compute(data, settings, q, notes, why or memory_reason(source, r.fmt))
+
+
+def _read_options(r: ReadSettings):
+    return read_options(r.fmt, r.success_threshold, r.treat, r.scorer, r.conf, r.mapping, r.percent, r.run_by,
+                        r.step_spans, r.outcome, r.censor_when)
+
+
+def _given_fields(r: ReadSettings) -> list:
+    """The reading options given (not at their defaults)."""
+    default = ReadSettings()
+    return [f for f in fields(r) if getattr(r, f.name) not in (getattr(default, f.name), (), [], {}, "auto", None)]
