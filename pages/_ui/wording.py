@@ -83,6 +83,8 @@ DASHBOARD = Wording(
         "rule": 'the Other outcomes page\'s "Score"',
         "censored_label": "the Other outcomes page's label of censored runs",
         "bins": 'the Other outcomes page\'s "Bins"',
+        "engine": "the engine (memory in the pages; a sampled dataset's section \"All runs (out of core)\")",
+        "verdict_sample": "the sample of runs the pages read (the command line's --verdict-sample)",
     },
     with_value="{word} set to {value}")
 

@@ -47,7 +47,7 @@ CLI = Wording(
         "rollouts": "--rollouts", "q_z": "--q-z",
         "score": "--alpha and --beta (a preset's values)",
         "schedule": "--schedule", "interval": "--interval", "rule": "--rule", "censored_label": "--censored-label",
-        "bins": "--bins",
+        "bins": "--bins", "verdict_sample": "--verdict-sample", "engine": "--engine",
     },
     with_value="{word} {value}", default="--{flag}")
 

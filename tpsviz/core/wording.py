@@ -58,6 +58,8 @@ SETTINGS = {
     "rule": "the multi-class score (log or brier)",
     "censored_label": "the label a censored run counts as (multi-class logs)",
     "bins": "the bins of a reliability diagram or PIT histogram",
+    "engine": "where the rows are scored: memory, or out of core (duckdb, dask)",
+    "verdict_sample": "the runs of the sample the verdicts are decided on out of core",
     "multiclass": "scoring a log whose outcome is one of k labels",
     "continuous": "scoring a log whose outcome is a number",
     "replay": "the replay of a finished log to a model (docs/forecasts.md section 3); value: the log",

@@ -24,20 +24,22 @@ from tpsviz.core.inference import INTERVALS
 from tpsviz.core.wording import setting
 from tpsviz.evaluation.base import Evaluation
 from tpsviz.evaluation.options import ENGINES, ReadSettings, Settings, check_for_kind, resolve
+from tpsviz.engines import OUT_OF_CORE
+from tpsviz.evaluation.out_of_core import evaluate_dataset
 from tpsviz.evaluation.outcome_kinds import evaluate_continuous, evaluate_multiclass
 from tpsviz.evaluation.record import BinaryEvaluation
 from tpsviz.evaluation.settings import (
     RECALIBRATIONS, check_settings, dataset_for_engine, memory_reason, no_forecast_reason, plain_text, qz_source,
     read_log, read_options, recalibrated, score_settings, with_references)
 from tpsviz.io.continuous import ContinuousLog, read_continuous
-from tpsviz.io.dataset import DATASET_FORMATS, is_dataset_spec, open_dataset
-from tpsviz.io.files import limits_from_env, read_file
+from tpsviz.io.dataset import DATASET_FORMATS, Dataset, is_dataset_spec, open_dataset
+from tpsviz.io.files import Limits, limits_from_env, read_file
 from tpsviz.io.kinds import outcome_kind
 from tpsviz.io.loading import is_frame, read_source
 from tpsviz.io.multiclass import MulticlassLog, read_multiclass
 from tpsviz.io.tables import FORMATS, format_of, table_columns
 
-__all__ = ["evaluate", "evaluate_binary", "open_log", "log_header", "NothingToScore", "check_early"]
+__all__ = ["evaluate", "evaluate_binary", "open_log", "log_header", "choose_engine", "NothingToScore", "check_early"]
 
 
 class NothingToScore(SettingError):
@@ -58,7 +60,7 @@ class NothingToScore(SettingError):
 
 
 def evaluate(source, *, settings: Settings | None = None, read: ReadSettings | None = None, engine: str = "auto",
-             **overrides) -> Evaluation:
+             scheduler: str | None = None, **overrides) -> Evaluation:
     """Score every predictor of a log and decide every report of ``python -m tpsviz score``.
 
     Parameters
@@ -73,8 +75,12 @@ def evaluate(source, *, settings: Settings | None = None, read: ReadSettings | N
     read : ReadSettings, optional
         How it is read (:class:`tpsviz.ReadSettings`: format, mapping, harness and trace options).
     engine : {"auto", "memory", "duckdb", "dask"}
-        ``auto`` scores in memory a log within ``TPSVIZ_MAX_ROWS``, as ``score --engine auto``
-        does; a dataset above it is refused here with the out-of-core command that scores it.
+        Where the rows are scored, as ``score --engine`` chooses: ``auto`` reads into memory a log
+        within ``TPSVIZ_MAX_ROWS`` and scores a larger Parquet/CSV dataset out of core with DuckDB
+        (:func:`choose_engine`). Out of core, what needs the step rows in memory is refused by name
+        and the verdicts are decided on a sample of runs (:mod:`tpsviz.evaluation.out_of_core`).
+    scheduler : str, optional
+        With ``engine="dask"``: the address of a Dask scheduler (default: a local cluster).
     **overrides
         Any field of :class:`Settings` or :class:`ReadSettings` by name (``n_boot=500``,
         ``mapping={"trajectory_id": "run"}``), overriding ``settings`` and ``read``.
@@ -82,7 +88,8 @@ def evaluate(source, *, settings: Settings | None = None, read: ReadSettings | N
     Returns
     -------
     Evaluation
-        A :class:`~tpsviz.evaluation.record.BinaryEvaluation`, or for a multi-class or
+        A :class:`~tpsviz.evaluation.record.BinaryEvaluation` (a
+        :class:`~tpsviz.evaluation.out_of_core.DatasetEvaluation` out of core), or for a multi-class or
         continuous-outcome log a :class:`~tpsviz.evaluation.outcome_kinds.MulticlassEvaluation` or
         :class:`~tpsviz.evaluation.outcome_kinds.ContinuousEvaluation`; ``kind`` says which.
 
@@ -97,11 +104,16 @@ def evaluate(source, *, settings: Settings | None = None, read: ReadSettings | N
     check_early(s, engine)
     kind, log = open_log(source, r)
     check_for_kind(s, r, kind)
+    if kind != "binary" and engine in OUT_OF_CORE:
+        raise SettingError(f"{setting('engine', engine)}: a {kind} log has no out-of-core path yet; it is read into "
+                           f"memory from one file ({setting('engine', 'memory')})")
     if kind == "multiclass":
         return evaluate_multiclass(log, s)
     if kind == "continuous":
         return evaluate_continuous(log, s)
-    why = _engine_reason(source, r, engine)
+    engine, why, ds = choose_engine(source, r.fmt, engine)
+    if ds is not None:
+        return evaluate_dataset(ds, s, r, engine, why, scheduler)
     return evaluate_binary(log, s, r, why)
 
 
@@ -131,21 +143,49 @@ def check_early(s: Settings, engine: str = "auto") -> None:
     score_settings(False, s.alpha, s.beta, s.score, s.schedule, s.censoring, s.eps, s.n_boot, s.seed, s.level)
 
 
-def _engine_reason(source, r: ReadSettings, engine: str) -> str:
-    """Why the log is scored in memory; a dataset that the engine must score out of core is refused
-    with the command that scores it."""
-    if engine in ("duckdb", "dask"):
-        raise SettingError(f"engine={engine!r}: tpsviz.evaluate scores logs in memory; score a dataset out of core "
-                           f"with {setting('out_of_core' if engine == 'duckdb' else 'distributed')} (docs/api.md)")
-    if isinstance(source, (str, os.PathLike)):
-        too_large, words, _ = dataset_for_engine(source, r.fmt)
-        if too_large and engine == "auto":
-            raise SettingError(f"{plain_text(source)}: {words}, above TPSVIZ_MAX_ROWS: score it out of core with "
-                               f"{setting('out_of_core')}, or raise TPSVIZ_MAX_ROWS")
-        return memory_reason(source, r.fmt)
-    if is_frame(source):
-        return "a table given in memory"
-    return memory_reason(source, r.fmt)
+def choose_engine(source, fmt: str | None = None, engine: str = "auto",
+                  limits: Limits | None = None) -> tuple[str, str, Dataset | None]:
+    """Where a binary log is scored, and why: the choice of ``score --engine``.
+
+    Parameters
+    ----------
+    source : path, file, frame or log already read
+    fmt : str, optional
+        The forced format.
+    engine : {"auto", "memory", "duckdb", "dask"}
+        ``auto``: in memory within ``TPSVIZ_MAX_ROWS``, else DuckDB for a Parquet/CSV dataset.
+    limits : tpsviz.io.files.Limits, optional
+        Default: from the environment.
+
+    Returns
+    -------
+    engine : str
+        ``memory``, ``duckdb`` or ``dask``.
+    why : str
+    dataset : Dataset or None
+        The opened dataset out of core (None in memory).
+
+    Raises
+    ------
+    SettingError
+        For an out-of-core engine asked for a source it cannot read (a harness log, a frame).
+    """
+    if engine == "memory":
+        return "memory", f"asked for with {setting('engine', 'memory')}", None
+    limits = limits or limits_from_env()
+    too_large, words, ds = dataset_for_engine(source, fmt, limits)
+    if too_large is None:
+        if engine in OUT_OF_CORE:
+            raise SettingError(f"{setting('engine', engine)} reads Parquet, CSV and TSV tables (a file, a folder or a "
+                               f"glob pattern of them); read harness logs, JSON Lines and tables in memory with "
+                               f"{setting('engine', 'memory')}")
+        return "memory", ("a table given in memory" if is_frame(source) else words), None
+    if engine in OUT_OF_CORE:
+        return engine, f"asked for with {setting('engine', engine)}; {words}", ds
+    if too_large:
+        return "duckdb", (f"auto: {words}, more than the {limits.max_rows:,} rows read into memory "
+                          "(TPSVIZ_MAX_ROWS)"), ds
+    return "memory", f"auto: {words}, within the {limits.max_rows:,} rows read into memory", None
 
 
 # ----------------------------------------------------------------------------- the source

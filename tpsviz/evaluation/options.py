@@ -61,6 +61,9 @@ class Settings:
         Multi-class logs: the score (``log`` or ``brier``) and the label a censored run counts as.
     bins : int
         Multi-class: bins of the one-vs-rest reliability (1 to 100); continuous: PIT bins (2 to 100).
+    verdict_sample : int
+        Out of core: the verdicts need the step rows, so they are decided on a seeded random sample
+        of this many runs (0: no verdicts).
     """
 
     alpha: float | None = None
@@ -82,6 +85,7 @@ class Settings:
     rule: str = "log"
     censored_label: str | None = None
     bins: int = 10
+    verdict_sample: int = 20_000
 
 
 @dataclass(frozen=True)
@@ -128,7 +132,7 @@ _READ_FIELDS = tuple(f.name for f in fields(ReadSettings))
 #: the settings that apply to some outcome kinds only (every other field applies to every kind)
 _KIND_FIELDS = {
     **{k: ("binary",) for k in ("alpha", "beta", "score", "q_z", "rollouts", "recalibrate", "folds", "references",
-                                "cluster_by", "interval")},
+                                "cluster_by", "interval", "verdict_sample")},
     **{k: ("binary",) for k in _READ_FIELDS},
     "censoring": ("binary", "multiclass"), "eps": ("binary", "multiclass"),
     "rule": ("multiclass",), "censored_label": ("multiclass",), "bins": ("multiclass", "continuous"),
