@@ -27,7 +27,6 @@ gap to a distorted trace as Σ w_t (A1 + A0) · ∫ |τ_t − c| ω(c) dc betwee
 
 from __future__ import annotations
 
-import functools
 import itertools
 from dataclasses import dataclass
 
@@ -35,39 +34,13 @@ import numpy as np
 import pandas as pd
 import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
-from scipy import integrate
+from score_oracle import divergence, s_quad
 
 from tpsviz import ScoreSettings, compute_tps, from_frame, parse_schedule
 from tpsviz.core.scores import expected_score
 from tpsviz.core.schedules import SCHEDULE_NAMES
 
 MODES = ("simple", "exact", "upper", "complete")
-
-
-# ----------------------------------------------------------------------------- the independent S
-@functools.lru_cache(maxsize=None)
-def s_quad(p: float, y: int, a: float, b: float) -> float:
-    """S(p, y) by quadrature: S(p, 1) = −∫_p^1 c^(α−1)(1−c)^β dc, S(p, 0) = −∫_0^p c^α(1−c)^(β−1) dc.
-
-    The end singularities go into QUADPACK's algebraic weight (x − lo)^u (hi − x)^v."""
-    if y == 1:
-        val, _ = integrate.quad(lambda c: c ** (a - 1.0), p, 1.0, weight="alg", wvar=(0.0, b),
-                                epsabs=0.0, epsrel=1e-12, limit=200)
-    else:
-        val, _ = integrate.quad(lambda c: (1.0 - c) ** (b - 1.0), 0.0, p, weight="alg", wvar=(a, 0.0),
-                                epsabs=0.0, epsrel=1e-12, limit=200)
-    return -val
-
-
-@functools.lru_cache(maxsize=None)
-def divergence(p: float, tau: float, a: float, b: float) -> float:
-    """E_τ[S(τ, Y)] − E_τ[S(p, Y)] = ∫ between p and τ of |τ − c| ω(c) dc (Schervish form)."""
-    lo, hi = min(p, tau), max(p, tau)
-    if lo == hi:
-        return 0.0
-    val, _ = integrate.quad(lambda c: abs(tau - c) * c ** (a - 1.0) * (1.0 - c) ** (b - 1.0), lo, hi,
-                            epsabs=0.0, epsrel=1e-11, limit=200)
-    return val
 
 
 # ----------------------------------------------------------------------------- the enumerated agent
