@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import numpy as np
 import pandas as pd
-import pytest
 from hypothesis import HealthCheck, assume, given, settings, strategies as st
 
 from tpsviz.core.data import TrajectoryData
@@ -98,15 +97,13 @@ def _few_tasks_log(folds: int, seed: int) -> TrajectoryData:
     return from_frame(pd.DataFrame(rows), source="few tasks")
 
 
-@pytest.mark.xfail(strict=True, raises=ValueError, reason=(
-    "add_references raises ValueError when every training run of some fold names no task (the fold's Beta "
-    "prior has no task to fit), though the log as a whole offers ref:task"))
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(seed=st.integers(0, 2**31 - 1), mode=st.sampled_from(["simple", "exact", "upper", "complete"]))
 def test_a_fold_whose_training_runs_name_no_task_is_said_not_refused(seed, mode):
     """Found while testing the property above: when every training run of some fold names no task, the
     fold's Beta prior has nothing to fit and add_references raised ValueError ("the beta-binomial prior
-    needs at least one task with a labelled run") instead of leaving ref:task out with the reason."""
+    needs at least one task with a labelled run") instead of leaving ref:task out with the reason (fixed in
+    tpsviz.forecasts.references.reference_forecasts)."""
     fold = run_folds(6, 2, seed)
     assume(3 <= (fold != 0).sum() <= 5)
     data = _few_tasks_log(2, seed)
