@@ -266,6 +266,10 @@ def test_3_every_run_censored_skill_is_undefined_not_huge(tmp_path):
 
 
 def test_3_predictor_without_any_forecast(tmp_path, capsys):
+    import math
+
+    from sklearn.metrics import roc_auc_score
+
     from tpsviz.diagnostics.compare import censoring_shift, compare, z_matrix
     from tpsviz.diagnostics.leaderboard import metric_table, skill_table
 
@@ -275,12 +279,29 @@ def test_3_predictor_without_any_forecast(tmp_path, capsys):
     s = tpsviz.ScoreSettings(n_boot=50)
     res = tpsviz.compute_tps(data, s)
     assert list(res.tps_matrix().columns) == ["a", "b"] and res.tps_matrix()["b"].isna().all()
-    metric_table(data, s, n_boot=20)
-    skill_table(data, s, n_boot=20)
-    compare(data, s, baseline="a")
-    compare(data, s, baseline="b")
-    z_matrix(data, s, ["a", "b"])
-    censoring_shift(data, s, ["a", "b"])
+    # a's numbers against a hand computation (log score: t1 forecasts 0.6 and succeeds, t2 0.3, 0.2 and fails);
+    # b's are missing, on 0 runs, never an error
+    tps_a = [math.log(0.6), math.log(0.7) + math.log(0.8)]
+    mt = metric_table(data, s, n_boot=20)
+    assert mt.loc["a", "auroc"] == pytest.approx(roc_auc_score([1, 0, 0], [0.6, 0.3, 0.2]))
+    assert mt.loc["a", "tece_pooled"] == pytest.approx((0.4 + 0.3 + 0.2) / 3)  # one row per bin: |F − Y| each
+    assert mt.loc["a", "scal_log_mean"] == pytest.approx((math.log(0.6) + math.log(1 - 0.25)) / 2)  # S(mean F)
+    assert mt.loc["a", "n_trajectories"] == 2 and mt.loc["b", "n_trajectories"] == 0
+    assert mt.loc["b", ["auroc", "tece_pooled", "scal_log_mean"]].isna().all()
+    sk = skill_table(data, s, n_boot=20)
+    ref = (1 * math.log(0.5) + 2 * math.log(0.5)) / 2  # the base rate 1/2 at every step, W_i = 1 and 2
+    assert sk.loc["a", "tps_mean"] == pytest.approx(np.mean(tps_a)) and sk.loc["a", "tps_ref"] == pytest.approx(ref)
+    assert sk.loc["a", "skill"] == pytest.approx(1 - np.mean(tps_a) / ref)
+    assert np.isnan(sk.loc["b", "skill"]) and sk.loc["b", "n_trajectories"] == 0
+    for base, other in (("a", "b"), ("b", "a")):  # no run has both: nothing paired, nothing made up
+        cmp = compare(data, s, baseline=base)
+        assert list(cmp.index) == [other] and cmp.loc[other, "n_runs"] == 0
+        assert cmp.loc[other, ["tps_delta", "tps_se", "tps_z", "auroc_delta"]].isna().all()
+    z = z_matrix(data, s, ["a", "b"])
+    assert z.shape == (2, 2) and z.isna().all().all()
+    shift = censoring_shift(data, s, ["a", "b"])  # no run is censored: complete-case = simple, shift 0
+    assert shift.loc["a", "tps_from"] == pytest.approx(np.mean(tps_a)) and shift.loc["a", "shift"] == 0.0
+    assert shift.loc["b", "n_from"] == 0 and np.isnan(shift.loc["b", "shift"])
     for args in (["score", f], ["score", f, "--json"]):  # a is scored, b's line says why not
         code, out, err = run_cli(args, capsys)
         assert code == 0, err
@@ -301,15 +322,30 @@ def test_3_fuzzed_tables_never_raise_anything_but_log_format_error():
     cells = ["", "0", "1", "0.5", "2", "-1", "nan", "inf", "1e19", "x", "true", "None", "=1+1"]
     cols = ["trajectory_id", "step", "outcome", "conf_a", "conf_b", "censored", "q_z", "weight",
             "raw_s", "Conf_C", "t"]
-    for _ in range(150):
-        chosen = list(rng.choice(cols, size=rng.integers(1, len(cols)), replace=True))
+    scored = 0
+    for k in range(300):
+        if k < 150:
+            chosen = list(rng.choice(cols, size=rng.integers(1, len(cols)), replace=True))
+        else:  # the columns a log needs and sound cells mostly, so that the fuzz reaches the scoring too
+            chosen = cols[:4] + list(rng.choice(cols[4:], size=rng.integers(0, 4), replace=False))
+            cells = ["0", "1", "0.5", "0.25", "1", "0"] * 6 + ["", "2", "-1", "nan", "inf", "x", "true"]
         rows = [",".join(str(rng.choice(cells)) for _ in chosen) for _ in range(rng.integers(0, 6))]
         raw = (",".join(chosen) + "\n" + "\n".join(rows) + "\n").encode()
         try:
             data = load(raw, name="fuzz.csv")
         except LogFormatError:
             continue
-        tpsviz.compute_tps(data, tpsviz.ScoreSettings(n_boot=20))
+        res = tpsviz.compute_tps(data, tpsviz.ScoreSettings(n_boot=20))
+        scored += 1
+        m = res.tps_matrix()  # what it scores holds together: one row per predictor, rewards <= 0,
+        assert list(res.summary.index) == data.predictors  # the mean over the runs it scored
+        for name in data.predictors:
+            tps = m[name].dropna().to_numpy() if name in m else np.array([])
+            assert res.summary.loc[name, "n_trajectories"] == tps.size <= data.n_trajectories
+            assert (tps <= 0).all()
+            if tps.size and np.isfinite(tps).all():
+                assert res.summary.loc[name, "tps_mean"] == pytest.approx(tps.mean())
+    assert scored >= 5, scored  # (the fuzz reaches the scoring, not only the reader's refusals)
 
 
 # ----------------------------------------------------------------------------- 4. misread input
@@ -540,9 +576,13 @@ def test_adv_wide_parquet_is_refused_by_cells(tmp_path):
 def test_adv_odd_inspect_archives_never_crash(members, capsys):
     raw = _zip(members)
     try:
-        load(raw, name="odd.eval", options=tpsviz.io.harness.runs.ReadOptions(conf=(("v", "metadata.x"),)))
-    except LogFormatError:
-        pass
+        data = load(raw, name="odd.eval", options=tpsviz.io.harness.runs.ReadOptions(conf=(("v", "metadata.x"),)))
+    except LogFormatError as exc:
+        assert str(exc).startswith("odd.eval"), exc  # refused, naming the archive
+        return
+    # read: the one sample with its score "C" (correct) and the forecast 0.5 at metadata.x
+    assert data.n_trajectories == 1 and data.predictors == ["v"]
+    assert data.trajectories["outcome"].tolist() == [1.0] and data.forecasts("v").tolist() == [0.5]
 
 
 def test_adv_messages_cut_file_values(tmp_path):

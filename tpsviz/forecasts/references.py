@@ -260,6 +260,8 @@ def reference_forecasts(data: TrajectoryData, censoring: str, q_z=None, folds: i
     codes = _task_codes(data, col) if col is not None else None
     why = ("the log names no task (a tau-bench or tau2-bench task_id, an Inspect AI sample id across epochs, "
            f"or a metadata column {', '.join(TASK_COLUMNS)})" if codes is None else _task_offer(codes, labels))
+    if not why and not all((tr & (codes >= 0)).any() for tr in trains):  # (each fold's prior needs a task)
+        why = "some fold of runs has no other run with a task and an outcome to fit the task prior on"
     if why:
         info["not_offered"] = {REF_TASK: why, REF_TASK_STEP: why}
     else:
