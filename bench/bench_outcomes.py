@@ -35,7 +35,7 @@ def main() -> None:
     from tpsviz.io.continuous import continuous_from_frame
     from tpsviz.outcomes.continuous_pit import pit_histogram
     from tpsviz.outcomes.continuous import tps_crps
-    from tpsviz.monitoring.monitor import monitor
+    from tpsviz.diagnostics.monitoring.monitor import monitor
     from tpsviz.io.multiclass import multiclass_from_frame
     from tpsviz.outcomes.multiclass_reliability import reliability_ovr
     from tpsviz.outcomes.multiclass import tps_k

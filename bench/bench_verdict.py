@@ -17,7 +17,7 @@ import tpsviz  # noqa: E402
 from _timing import median_time  # noqa: E402
 from tpsviz.synthetic.agent import simulate  # noqa: E402
 from tpsviz.diagnostics.verdict import verdict_statistics  # noqa: E402
-from tpsviz.diagnostics.verdict_checks import MAX_TEST_RUNS  # noqa: E402
+from tpsviz.diagnostics.verdict.checks import MAX_TEST_RUNS  # noqa: E402
 
 
 def main() -> None:

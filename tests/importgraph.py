@@ -23,7 +23,6 @@ LAYERS = {
     "tpsviz.synthetic": 2,
     "tpsviz.diagnostics": 3,
     "tpsviz.outcomes": 4,
-    "tpsviz.monitoring": 4,
     "tpsviz.engines": 4,
     "tpsviz.forecasts": 4,  # forecasts for a log without any: references, elicitation, replay
     "tpsviz.report": 5,

@@ -8,7 +8,7 @@ import pandas as pd
 import pytest
 
 import tpsviz
-from tpsviz.monitoring.deferral import Utility, deferral, run_utilities
+from tpsviz.diagnostics.monitoring.deferral import Utility, deferral, run_utilities
 
 
 def _log(seed: int = 0, n: int = 80) -> pd.DataFrame:

@@ -20,6 +20,7 @@ import pytest
 import tpsviz
 from tpsviz.core.errors import SettingError
 from tpsviz.evaluation import BinaryEvaluation, ContinuousEvaluation, MulticlassEvaluation, NothingToScore
+from tpsviz.evaluation.out_of_core import DatasetEvaluation
 
 DEMO = Path(__file__).resolve().parents[1] / "demo_data"
 WEBSHOP = DEMO / "webshop-like.csv"
@@ -160,19 +161,43 @@ def test_a_setting_of_another_kind_is_refused_by_name():
         tpsviz.evaluate(DEMO / "continuous-like.csv", censoring="simple")
 
 
-def test_engines_out_of_core_are_refused_with_the_command_that_runs_them():
-    with pytest.raises(SettingError, match=r"out of core with tpsviz.engines.get_engine\('duckdb'\)"):
-        tpsviz.evaluate(WEBSHOP, engine="duckdb")
+def test_out_of_core_gives_the_same_numbers_as_memory_where_both_compute_them(tmp_path, webshop_frame):
+    cut = [0, 4000, 8000, len(webshop_frame)]
+    for i in range(3):
+        webshop_frame.iloc[cut[i]:cut[i + 1]].to_parquet(tmp_path / f"part-{i}.parquet")
+    same = dict(n_boot=200, cluster_by="run", interval="percentile", censoring="simple")
+    memory = tpsviz.evaluate(tmp_path, engine="memory", **same)
+    duck = tpsviz.evaluate(tmp_path, engine="duckdb", verdict_sample=0, **same)
+    assert isinstance(duck, DatasetEvaluation) and duck.kind == "binary" and isinstance(duck, tpsviz.Evaluation)
+    for col in ("tps_mean", "tps_se", "n_trajectories", "n_steps"):
+        np.testing.assert_allclose(duck.summary[col].to_numpy(float), memory.summary[col].to_numpy(float), rtol=1e-9)
+    np.testing.assert_allclose(duck.to_json()["predictors"]["truthful"]["auroc"],
+                               memory.to_json()["predictors"]["truthful"]["auroc"], rtol=1e-9)
+    assert duck.to_json()["settings"]["se"]["unit"] == "run" and "not computed" in duck.verdict_sentences()[0]
+    assert duck.leaderboard.index.tolist() == memory.leaderboard.index.tolist()
+
+
+def test_what_an_engine_cannot_compute_is_refused_with_its_remedy(tmp_path, webshop_frame):
+    webshop_frame.to_parquet(tmp_path / "part-0.parquet")
+    with pytest.raises(SettingError, match="recalibrate is not available with the out-of-core engine.*tpsviz.evaluate"):
+        tpsviz.evaluate(tmp_path, engine="duckdb", recalibrate="platt")
+    with pytest.raises(SettingError, match="engine='duckdb' reads Parquet, CSV and TSV tables"):
+        tpsviz.evaluate(webshop_frame, engine="duckdb")
+    with pytest.raises(SettingError, match="multiclass log has no out-of-core path yet"):
+        tpsviz.evaluate(DEMO / "multiclass-like.csv", engine="duckdb")
     with pytest.raises(SettingError, match="engine must be one of"):
         tpsviz.evaluate(WEBSHOP, engine="spark")
 
 
-def test_a_dataset_above_the_row_limit_is_refused_by_auto(tmp_path, webshop_frame, monkeypatch):
+def test_auto_scores_a_dataset_above_the_row_limit_out_of_core(tmp_path, webshop_frame, monkeypatch):
     webshop_frame.to_parquet(tmp_path / "part-0.parquet")
     webshop_frame.assign(trajectory_id=webshop_frame["trajectory_id"] + "-b").to_parquet(tmp_path / "part-1.parquet")
     monkeypatch.setenv("TPSVIZ_MAX_ROWS", str(len(webshop_frame)))
-    with pytest.raises(SettingError, match="above TPSVIZ_MAX_ROWS: score it out of core"):
-        tpsviz.evaluate(tmp_path, **FAST)
+    ev = tpsviz.evaluate(tmp_path, n_boot=0, verdict_sample=300)
+    assert isinstance(ev, DatasetEvaluation) and ev.result.sums.engine == "duckdb"
+    assert ev.to_json()["settings"]["engine_reason"].startswith("auto: ")
+    assert int(ev.summary["n_trajectories"].max()) == 2 * webshop_frame["trajectory_id"].nunique()
+    assert "random sample of 300" in ev.to_json()["settings"]["verdicts"]
 
 
 def test_a_log_without_forecast_or_reference_says_why():

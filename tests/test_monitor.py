@@ -1,4 +1,4 @@
-"""Monitoring over time (tpsviz.monitoring.monitor, ``tpsviz monitor``): run order, windows against direct
+"""Monitoring over time (tpsviz.diagnostics.monitoring.monitor, ``tpsviz monitor``): run order, windows against direct
 computations, the CUSUM against the Lindley recursion, its false-alarm rate by simulation, and the
 alarm on the drifting demo scenario (docs/theory.md §11)."""
 
@@ -14,9 +14,9 @@ import pytest
 from tpsviz import compute_tps, from_frame
 from tpsviz.cli.main import main
 from tpsviz.diagnostics.leaderboard import skill_table
-from tpsviz.monitoring.cusum import (
+from tpsviz.diagnostics.monitoring.cusum import (
     _alarm_counts, _null_alarm_counts, _standardised_draws, _stream_scales, cusum_alarm, cusum_path)
-from tpsviz.monitoring.monitor import monitor, order_columns, run_order
+from tpsviz.diagnostics.monitoring.monitor import monitor, order_columns, run_order
 from tpsviz.synthetic.agent import simulate
 from tpsviz.synthetic.drift import CHANGE_RUN, simulate_drift
 

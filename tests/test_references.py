@@ -14,7 +14,7 @@ from hypothesis import given, settings as hsettings, strategies as st
 from tpsviz.core.data import TrajectoryData
 from tpsviz.core.tps import ScoreSettings
 from tpsviz.diagnostics.compare import compare
-from tpsviz.diagnostics.verdict_checks import z_value
+from tpsviz.diagnostics.verdict.checks import z_value
 from tpsviz.forecasts.betabinomial import fit_beta_binomial, log_likelihood, shrunk_rate
 from tpsviz.forecasts.references import (
     PSEUDO_RUNS, REFERENCES, add_references, exclusive_group_sums, reference_forecasts, run_folds, run_labels,

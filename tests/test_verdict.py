@@ -16,7 +16,7 @@ from tpsviz.synthetic.agent import known_distortions, simulate
 from tpsviz.core.tps import ScoreSettings
 from tpsviz.diagnostics.corp_nulls import _Corp
 from tpsviz.diagnostics.verdict import LABELS, MIN_CLASS, MIN_RUNS, verdicts
-from tpsviz.diagnostics.verdict_checks import _clustered_bias, calibration_slope
+from tpsviz.diagnostics.verdict.checks import _clustered_bias, calibration_slope
 
 
 def sig(x):
@@ -235,7 +235,7 @@ def test_verdict_does_not_depend_on_which_other_predictors_are_shown():
 
 def test_corp_tests_use_a_bounded_seeded_subset_of_runs(monkeypatch):
     import tpsviz.diagnostics.verdict as V
-    import tpsviz.diagnostics.verdict_checks as checks
+    import tpsviz.diagnostics.verdict.checks as checks
 
     monkeypatch.setattr(checks, "MAX_TEST_RUNS", 100)
     data = distorted_log(seed=8, n=300)

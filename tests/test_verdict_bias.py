@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from tpsviz.core.inference import bootstrap_weights
-from tpsviz.diagnostics.verdict_checks import bias_test
+from tpsviz.diagnostics.verdict.checks import bias_test
 
 
 def _loop_p(p, lab, runs, n_boot, seed):

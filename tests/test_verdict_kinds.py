@@ -15,8 +15,8 @@ from tpsviz.core import schema
 from tpsviz.core.tps import ScoreSettings
 from tpsviz.diagnostics.calibrate import add_recalibrated, conversion_words
 from tpsviz.diagnostics.verdict import LABEL_KEYS, LABELS, RULE_LABELS, verdicts
-from tpsviz.diagnostics.verdict_kinds import conversion_fault, lost_ranking
-from tpsviz.diagnostics.verdict_words import kind_sentence
+from tpsviz.diagnostics.verdict.kinds import conversion_fault, lost_ranking
+from tpsviz.diagnostics.verdict.words import kind_sentence
 from tpsviz.evaluation.record import BinaryEvaluation
 from tpsviz.evaluation.tables import verdict_rows
 from tpsviz.forecasts import references

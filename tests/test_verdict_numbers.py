@@ -14,8 +14,8 @@ from sklearn.metrics import roc_auc_score
 from tpsviz.core.tps import ScoreSettings
 from tpsviz.diagnostics.leaderboard import metric_table
 from tpsviz.diagnostics.verdict import verdicts
-from tpsviz.diagnostics.verdict_checks import label_auroc
-from tpsviz.diagnostics.verdict_words import kind_sentence, sentence
+from tpsviz.diagnostics.verdict.checks import label_auroc
+from tpsviz.diagnostics.verdict.words import kind_sentence, sentence
 from tpsviz.forecasts.references import add_references
 from tpsviz.synthetic.agent import known_distortions, simulate
 

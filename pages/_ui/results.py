@@ -41,8 +41,8 @@ from tpsviz.diagnostics import leaderboard as LB
 from tpsviz.diagnostics import reliability as RL
 from tpsviz.diagnostics import updating as UP
 from tpsviz.diagnostics import verdict as VD
-from tpsviz.monitoring import deferral as DF
-from tpsviz.monitoring import monitor as MO
+from tpsviz.diagnostics.monitoring import deferral as DF
+from tpsviz.diagnostics.monitoring import monitor as MO
 from tpsviz.report import figures as F
 
 from .loading import cfg_fit, cfg_refs, get_data, get_rollouts, is_failure, load_base, prepared, qz_choice, result_key

@@ -1,5 +1,5 @@
 """Scoring rule lab: what the α/β sliders and the weight schedule mean, what a confidence threshold is
-worth as a hand-off policy (tpsviz.monitoring.deferral, beside the Murphy diagram), and why AUROC and ECE miss
+worth as a hand-off policy (tpsviz.diagnostics.monitoring.deferral, beside the Murphy diagram), and why AUROC and ECE miss
 what TPS sees — for stakeholders."""
 
 import numpy as np
@@ -47,7 +47,7 @@ if len(checks):
             "mean score": st.column_config.NumberColumn(format="%.6f", help="Mean S(F, Y) per step (reward = −loss)."),
         })
 
-# ----------------------------------------------------------------- deferral (tpsviz.monitoring.deferral)
+# ----------------------------------------------------------------- deferral (tpsviz.diagnostics.monitoring.deferral)
 st.subheader("What is a threshold worth? Hand off when F < τ")
 st.markdown("A deployed agent can stop and hand the task to a person at the first step where its confidence falls "
             "below a threshold τ. Whether that pays depends on what a success, a failure, a hand-off and a step are "

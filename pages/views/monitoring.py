@@ -1,5 +1,5 @@
 """Monitoring: TPS and skill over time in sliding windows, and a CUSUM alarm on degradation
-(tpsviz.monitoring.monitor; docs/theory.md §11)."""
+(tpsviz.diagnostics.monitoring.monitor; docs/theory.md §11)."""
 
 import numpy as np
 import streamlit as st
@@ -14,8 +14,8 @@ from pages._ui.text import md
 from pages._ui.wording import say
 from tpsviz.report import figures as F
 from tpsviz.report.export import safe_csv
-from tpsviz.monitoring.cusum import MIN_ALARM_RUNS, N_SIM
-from tpsviz.monitoring.monitor import default_baseline, order_columns
+from tpsviz.diagnostics.monitoring.cusum import MIN_ALARM_RUNS, N_SIM
+from tpsviz.diagnostics.monitoring.monitor import default_baseline, order_columns
 from tpsviz.core.schema import show_id
 
 cfg, data = C.page("Monitoring",

@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 import tpsviz
-from tpsviz.monitoring.deferral import Utility, deferral
+from tpsviz.diagnostics.monitoring.deferral import Utility, deferral
 
 from apptest_helpers import DEMO, fresh
 

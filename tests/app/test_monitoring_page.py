@@ -1,11 +1,11 @@
-"""Issue 13, monitoring: the Monitoring page on the demo logs, its answer against tpsviz.monitoring.monitor, and
+"""Issue 13, monitoring: the Monitoring page on the demo logs, its answer against tpsviz.diagnostics.monitoring.monitor, and
 its controls (order, window, watched predictor)."""
 
 from __future__ import annotations
 
 
 import tpsviz
-from tpsviz.monitoring.monitor import monitor
+from tpsviz.diagnostics.monitoring.monitor import monitor
 from tpsviz.core.tps import ScoreSettings
 
 from apptest_helpers import DEMO, fresh, texts
@@ -20,7 +20,7 @@ def _monitoring(at):
 def _p_words(p: float) -> str:
     """The p of the alarm count: at its floor 1 / (N_SIM + 1) (no simulated stream reached the
     count) it is an upper bound (helper-23 read "p = 0.0025" as exact)."""
-    from tpsviz.monitoring.cusum import N_SIM
+    from tpsviz.diagnostics.monitoring.cusum import N_SIM
 
     return f"p ≤ {p:.2g}" if p <= 1 / (N_SIM + 1) + 1e-12 else f"p = {p:.2g}"
 
@@ -108,7 +108,7 @@ def test_a_calm_start_is_required_and_too_few_runs_after_it_are_said():
 
 
 def test_the_in_control_box_starts_at_the_runs_an_alarm_needs():
-    from tpsviz.monitoring.cusum import MIN_ALARM_RUNS
+    from tpsviz.diagnostics.monitoring.cusum import MIN_ALARM_RUNS
 
     at = _monitoring(fresh({"demo": "drift-like"}))
     assert at.number_input(key="mon_baseline").min == MIN_ALARM_RUNS

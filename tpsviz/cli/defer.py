@@ -1,4 +1,4 @@
-"""``tpsviz defer``: the value of handing off when the forecast falls below τ (tpsviz.monitoring.deferral).
+"""``tpsviz defer``: the value of handing off when the forecast falls below τ (tpsviz.diagnostics.monitoring.deferral).
 
 Prints, per predictor, the best τ (a range "0.00–0.50, flat" when the mean utility is flat at its
 maximum) with its bootstrap interval, the mean utility per run there and
@@ -17,7 +17,7 @@ from tpsviz.cli.logs import load_log
 from tpsviz.cli.options import RULE_OPTIONS, add_log_options, check_args, refuse_options, refused_given
 from tpsviz.cli.unscored import unscored_why
 from tpsviz.core.inference import DEFAULT_SEED
-from tpsviz.monitoring.deferral import Utility, deferral
+from tpsviz.diagnostics.monitoring.deferral import Utility, deferral
 
 __all__ = ["add_arguments", "run"]
 

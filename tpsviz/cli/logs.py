@@ -17,7 +17,7 @@ from tpsviz.core.errors import LogFormatError
 from tpsviz.core.censoring import default_censoring
 from tpsviz.core.tps import ScoreSettings
 from tpsviz.evaluation import settings as evaluation_settings
-from tpsviz.evaluation.front_door import log_header
+from tpsviz.evaluation.front_door import log_header, prepare_binary
 from tpsviz.evaluation.options import ReadSettings, Settings
 from tpsviz.io.harness.runs import ReadOptions
 from tpsviz.io.kinds import outcome_kind
@@ -178,14 +178,15 @@ def load_log(args, path, allow_empty: bool = False, recalibrate=True):
 
 def prepare(args):
     """Load the log, add recalibrated predictors, read rollouts, build the settings, add the
-    references (``--references``, and always to a log without any forecast).
+    references (``--references``, and always to a log without any forecast): the front door's
+    :func:`tpsviz.evaluation.front_door.prepare_binary` under the command's options.
 
     Returns
     -------
     data : TrajectoryData
     settings : ScoreSettings
     q_z : Series or None
-        q_Z of the censored runs from ``--rollouts``.
+        q_Z of the censored runs from ``--rollouts`` or ``--q-z``.
     notes : list of str
         What the loading did (recalibration, rollouts).
 
@@ -193,19 +194,11 @@ def prepare(args):
     ------
     Fail
     """
-    data, notes = load_log(args, args.path, allow_empty=True, recalibrate=False)
     try:
-        q_z, args.censoring, more = evaluation_settings.qz_source(data, getattr(args, "q_z", None), args.rollouts,
-                                                                  args.censoring)
-        settings = settings_for(args, data)
-        if args.recalibrate:  # fitted on the population the score scores (docs/theory.md §6)
-            data, recal = evaluation_settings.recalibrated(data, args.recalibrate, args.folds, args.seed,
-                                                           settings.censoring, q_z)
-            more = recal + more
-        data, refs = evaluation_settings.with_references(data, settings, q_z, getattr(args, "references", False),
-                                                         getattr(args, "folds", 5), args.seed)
+        p = prepare_binary(args.path, *settings_of(args))
     except LogFormatError:
         raise
     except ValueError as exc:
         raise Fail(say(exc)) from None
-    return data, settings, q_z, notes + more + refs
+    args.censoring = p.settings.censoring
+    return p.data, p.settings, p.q_z, p.notes

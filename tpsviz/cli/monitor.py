@@ -1,4 +1,4 @@
-"""``tpsviz monitor``: TPS and skill over time in sliding windows, and a CUSUM alarm (tpsviz.monitoring.monitor).
+"""``tpsviz monitor``: TPS and skill over time in sliding windows, and a CUSUM alarm (tpsviz.diagnostics.monitoring.monitor).
 
 Prints, per predictor, the windows (thinned to at most ``--rows`` lines) with TPS and skill and their
 intervals, the success rate and the mean forecast, then the alarm's setting, its measured false-alarm
@@ -18,8 +18,8 @@ from tpsviz.cli.options import add_scoring_options, check_args, hidden_alias
 from tpsviz.cli.unscored import unscored_why
 from tpsviz.core.formatting import json_number
 from tpsviz.core.tps import settings_words
-from tpsviz.monitoring.cusum import N_SIM
-from tpsviz.monitoring.monitor import monitor
+from tpsviz.diagnostics.monitoring.cusum import N_SIM
+from tpsviz.diagnostics.monitoring.monitor import monitor
 
 __all__ = ["add_arguments", "run"]
 

@@ -13,7 +13,7 @@ log already read. Its outcome kind is told from its columns as ``score`` tells i
 from __future__ import annotations
 
 import os
-from dataclasses import fields, replace
+from dataclasses import dataclass, fields, replace
 from pathlib import Path
 
 from tpsviz.core.censoring import default_censoring
@@ -39,7 +39,8 @@ from tpsviz.io.loading import is_frame, read_source
 from tpsviz.io.multiclass import MulticlassLog, read_multiclass
 from tpsviz.io.tables import FORMATS, format_of, table_columns
 
-__all__ = ["evaluate", "evaluate_binary", "open_log", "log_header", "choose_engine", "NothingToScore", "check_early"]
+__all__ = ["evaluate", "evaluate_binary", "open_log", "log_header", "choose_engine", "prepare_binary", "PreparedLog",
+           "NothingToScore", "check_early"]
 
 
 class NothingToScore(SettingError):
@@ -276,9 +277,62 @@ def _read_kind(kind: str, source, name):
 
 
 # ----------------------------------------------------------------------------- binary logs
+@dataclass(frozen=True)
+class PreparedLog:
+    """A binary log ready to score: read, with its q_Z source, recalibrations and references.
+
+    Attributes
+    ----------
+    data : TrajectoryData
+    settings : ScoreSettings
+    q_z : Series, ndarray or None
+        q_Z of the censored runs in exact mode (None: the log's column).
+    notes : list of str
+        What the reading, the q_Z source, the recalibration and the references did.
+    """
+
+    data: TrajectoryData
+    settings: object
+    q_z: object
+    notes: list
+
+
+def prepare_binary(source, s: Settings, r: ReadSettings) -> PreparedLog:
+    """Read a binary log (or take it as read), choose its q_Z source and censoring mode, add its
+    recalibrations (fitted on the mode's population, docs/theory.md §6) and references: the first half
+    of :func:`evaluate_binary`, which ``compare``, ``monitor`` and ``defer`` share.
+
+    Parameters
+    ----------
+    source : path, (bytes, name), DataFrame or TrajectoryData
+    s : Settings
+    r : ReadSettings
+
+    Returns
+    -------
+    PreparedLog
+        Its ``data`` may have no predictor (no forecast, and too few runs for a reference).
+    """
+    options = None if isinstance(source, TrajectoryData) else _read_options(r)
+    if options is None and r != ReadSettings():
+        given = [f.name for f in _given_fields(r)]
+        raise SettingError(f"{', '.join(given)}: reading options apply to a file; this log is already read "
+                           "(a TrajectoryData)")
+    data, notes = read_log(source, options, r.forecasts, None, s.folds, s.seed, s.schedule,
+                           allow_empty=True, outcomes=r.outcomes)
+    q, censoring, qz_notes = qz_source(data, s.q_z, s.rollouts, s.censoring)
+    settings = replace(score_settings(default_censoring(data) == "exact", s.alpha, s.beta, s.score, s.schedule,
+                                      censoring, s.eps, s.n_boot, s.seed, s.level),
+                       cluster_by=s.cluster_by, interval=s.interval)
+    more = []
+    if s.recalibrate:  # fitted on the population the score scores (docs/theory.md §6)
+        data, more = recalibrated(data, s.recalibrate, s.folds, s.seed, settings.censoring, q)
+    data, refs = with_references(data, settings, q, bool(s.references), s.folds, s.seed)
+    return PreparedLog(data, settings, q, notes + more + qz_notes + refs)
+
+
 def evaluate_binary(source, s: Settings, r: ReadSettings, why: str | None = None) -> BinaryEvaluation:
-    """A binary log read (or taken as read), its q_Z source, recalibrations and references, then
-    :meth:`BinaryEvaluation.compute`.
+    """A binary log prepared (:func:`prepare_binary`), then :meth:`BinaryEvaluation.compute`.
 
     Parameters
     ----------
@@ -297,25 +351,10 @@ def evaluate_binary(source, s: Settings, r: ReadSettings, why: str | None = None
     NothingToScore
         When the log holds no forecast and its references cannot be formed.
     """
-    options = None if isinstance(source, TrajectoryData) else _read_options(r)
-    if options is None and r != ReadSettings():
-        given = [f.name for f in _given_fields(r)]
-        raise SettingError(f"{', '.join(given)}: reading options apply to a file; this log is already read "
-                           "(a TrajectoryData)")
-    data, notes = read_log(source, options, r.forecasts, None, s.folds, s.seed, s.schedule,
-                           allow_empty=True, outcomes=r.outcomes)
-    q, censoring, qz_notes = qz_source(data, s.q_z, s.rollouts, s.censoring)
-    settings = replace(score_settings(default_censoring(data) == "exact", s.alpha, s.beta, s.score, s.schedule,
-                                      censoring, s.eps, s.n_boot, s.seed, s.level),
-                       cluster_by=s.cluster_by, interval=s.interval)
-    more = []
-    if s.recalibrate:  # fitted on the population the score scores (docs/theory.md §6)
-        data, more = recalibrated(data, s.recalibrate, s.folds, s.seed, settings.censoring, q)
-    data, refs = with_references(data, settings, q, bool(s.references), s.folds, s.seed)
-    notes = notes + more + qz_notes + refs
-    if not data.predictors:
-        raise NothingToScore(data, settings, notes)
-    return BinaryEvaluation.compute(data, settings, q, notes, why or memory_reason(source, r.fmt))
+    p = prepare_binary(source, s, r)
+    if not p.data.predictors:
+        raise NothingToScore(p.data, p.settings, p.notes)
+    return BinaryEvaluation.compute(p.data, p.settings, p.q_z, p.notes, why or memory_reason(source, r.fmt))
 
 
 def _read_options(r: ReadSettings):

@@ -17,7 +17,7 @@ from tpsviz.core.data import TrajectoryData
 from tpsviz.core.scores import score_unit
 from tpsviz.core.tps import ScoreSettings, TPSResult, compute_tps
 from tpsviz.diagnostics.compare import compare
-from tpsviz.diagnostics.verdict_checks import z_value
+from tpsviz.diagnostics.verdict.checks import z_value
 from tpsviz.forecasts.references import is_reference, real_predictors
 
 __all__ = ["best_reference", "versus_best_reference", "versus_words"]

@@ -291,7 +291,7 @@ def _steps_frame(tid, step, codes, order, values: dict, notes: list[str]):
 
 def _file_order(order: np.ndarray, codes: np.ndarray, n: int) -> np.ndarray:
     """Each run's rank by its first row in the file (0 = the run that appears first): the run order
-    of a log without a timestamp (tpsviz.monitoring.monitor)."""
+    of a log without a timestamp (tpsviz.diagnostics.monitoring.monitor)."""
     first = np.full(n, np.iinfo(np.int64).max, dtype=np.int64)
     np.minimum.at(first, codes, order.astype(np.int64))
     return np.argsort(np.argsort(first, kind="stable"), kind="stable").astype(np.int64)

@@ -1,4 +1,4 @@
-"""Figures of tpsviz.monitoring: TPS, skill and calibration over sliding windows, the CUSUM alarm,
+"""Figures of tpsviz.diagnostics.monitoring: TPS, skill and calibration over sliding windows, the CUSUM alarm,
 and the deferral curves (hand off when F_t < τ; docs/theory.md §10–§11)."""
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ __all__ = ["monitor_figure", "cusum_figure", "deferral_figure"]
 
 def monitor_figure(windows: pd.DataFrame, colors: dict, x_title: str) -> go.Figure:
     """TPS per run, skill and calibration-in-the-large over sliding windows
-    (:func:`tpsviz.monitoring.monitor.monitor`; ``windows`` long, with a ``predictor`` column), each window
+    (:func:`tpsviz.diagnostics.monitoring.monitor.monitor`; ``windows`` long, with a ``predictor`` column), each window
     placed at its last run; bands are the 95% intervals (up to three predictors)."""
     fig = make_subplots(rows=3, cols=1, shared_xaxes=True, vertical_spacing=0.06, row_heights=[0.38, 0.32, 0.30],
                         subplot_titles=["TPS per run (↑ better)", "Skill against each window's success rate (↑ better)",
@@ -55,7 +55,7 @@ def monitor_figure(windows: pd.DataFrame, colors: dict, x_title: str) -> go.Figu
 
 def cusum_figure(runs: pd.DataFrame, alarm, color: str, x_title: str) -> go.Figure:
     """The CUSUM statistic S_i of one predictor over the runs, its threshold h, the in-control part
-    and the alarms (:class:`tpsviz.monitoring.cusum.Alarm`)."""
+    and the alarms (:class:`tpsviz.diagnostics.monitoring.cusum.Alarm`)."""
     fig = go.Figure()
     ok = np.isfinite(alarm.statistic)
     x = runs["key"].to_numpy()[ok]
@@ -83,7 +83,7 @@ def cusum_figure(runs: pd.DataFrame, alarm, color: str, x_title: str) -> go.Figu
 def deferral_figure(results: dict, colors: dict) -> go.Figure:
     """Hand off when F_t < τ: mean utility per run over τ (with its pointwise 95% band for up to
     three predictors, and the best τ starred: both ends when the curve is flat at its maximum), and the
-    risk–coverage curve (:func:`tpsviz.monitoring.deferral.deferral` results by predictor)."""
+    risk–coverage curve (:func:`tpsviz.diagnostics.monitoring.deferral.deferral` results by predictor)."""
     fig = make_subplots(rows=1, cols=2, horizontal_spacing=0.1,
                         subplot_titles=["Mean utility per run of 'hand off when F < τ'", "Risk–coverage"])
     bands = len(results) <= 3  # more overlapping bands hide the curves

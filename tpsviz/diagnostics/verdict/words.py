@@ -1,7 +1,7 @@
 """The verdict's sentence: one plain sentence per predictor with the numbers behind its label.
 
 :func:`sentence` says what the rules of :mod:`tpsviz.diagnostics.verdict` found; :func:`kind_sentence`
-says what the predictor is when that names it (:mod:`tpsviz.diagnostics.verdict_kinds`: a yardstick,
+says what the predictor is when that names it (:mod:`tpsviz.diagnostics.verdict.kinds`: a yardstick,
 a constant, a conversion at fault). A conversion's sentence always says what was converted and how.
 No sentence holds a NaN or a "from x to x".
 """
@@ -11,8 +11,8 @@ from __future__ import annotations
 import numpy as np
 
 from tpsviz.diagnostics.corp_nulls import N_NULL
-from tpsviz.diagnostics.verdict_checks import MIN_CLASS, MIN_RUNS, z_value
-from tpsviz.diagnostics.verdict_kinds import lost_ranking
+from tpsviz.diagnostics.verdict.checks import MIN_CLASS, MIN_RUNS, z_value
+from tpsviz.diagnostics.verdict.kinds import lost_ranking
 
 __all__ = ["SUCCESS_WORDS", "sentence", "kind_sentence", "rates_words", "ranking_words"]
 
@@ -260,7 +260,7 @@ def _constant_sentence(name: str, s: dict, level: float, mode: str) -> str:
 
 
 def kind_sentence(name: str, label: str, s: dict, level: float, mode: str, rules_label: str, rules_rule: str) -> str:
-    """The sentence of a label that names what the predictor is (:mod:`tpsviz.diagnostics.verdict_kinds`).
+    """The sentence of a label that names what the predictor is (:mod:`tpsviz.diagnostics.verdict.kinds`).
 
     Parameters
     ----------

@@ -9,7 +9,7 @@ the order in which runs first appear in the file. Then:
   alone does not read as a change of skill) with a delta-method interval, the success rate and the
   mean forecast. docs/theory.md §11.
 * **Alarm.** A one-sided lower CUSUM on D_i = TPS_i − TPS_ref,i, one predictor's per-run TPS minus
-  that of the in-control success rate r₀ on the same rows (:mod:`tpsviz.monitoring.cusum` sets its
+  that of the in-control success rate r₀ on the same rows (:mod:`tpsviz.diagnostics.monitoring.cusum` sets its
   threshold and measures its false-alarm rate). docs/theory.md §11.
 """
 
@@ -23,7 +23,7 @@ import pandas as pd
 from tpsviz.core.data import TrajectoryData
 from tpsviz.core.scores import beta_score, clip_forecasts
 from tpsviz.core.tps import ScoreSettings, compute_tps
-from tpsviz.monitoring.cusum import MIN_ALARM_RUNS, Alarm, cusum_alarm
+from tpsviz.diagnostics.monitoring.cusum import MIN_ALARM_RUNS, Alarm, cusum_alarm
 
 __all__ = ["MonitorResult", "monitor", "run_order", "order_columns", "default_baseline", "window_table"]
 

@@ -1,6 +1,6 @@
 """A CUSUM alarm on the degradation of one predictor's per-run score (docs/theory.md §11).
 
-A one-sided lower CUSUM on a monitored per-run value (:func:`tpsviz.monitoring.monitor.monitor`
+A one-sided lower CUSUM on a monitored per-run value (:func:`tpsviz.diagnostics.monitoring.monitor.monitor`
 watches D_i = TPS_i − TPS_ref,i), standardised with μ₀, σ₀ of the in-control part (the first runs)
 and capped at ±3 (:data:`Z_CAP`): S_i = max(0, S_{i−1} − z_i − k), k = shift/2 (shift in units of
 σ₀). The threshold h gives one false alarm per ``target_arl`` runs on streams resampled from the

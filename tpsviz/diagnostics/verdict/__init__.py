@@ -7,7 +7,7 @@ The rules are stated in docs/theory.md §8 and decided in this order (the first 
 2. ``optimistic`` / ``pessimistic``: calibration in the large fails. The bias
    b̄ = mean over labelled step rows of (F_t − ℓ) is significantly above (below) 0, with a
    standard error clustered by trajectory, tested by the studentized bootstrap by run
-   (:func:`~tpsviz.diagnostics.verdict_checks.bias_test`: the law of b̄/SE where a few long runs carry it). (Step-weighted on purpose: for a truthful F,
+   (:func:`~tpsviz.diagnostics.verdict.checks.bias_test`: the law of b̄/SE where a few long runs carry it). (Step-weighted on purpose: for a truthful F,
    E[Σ_{t≤T} (F_t − Y)] = 0 at any stopping time T; a mean per run is not 0 when the length of
    a run depends on its outcome.)
 3. ``uninformative``: no discrimination. The CORP discrimination DSC (half Brier score) is not
@@ -24,7 +24,7 @@ The rules are stated in docs/theory.md §8 and decided in this order (the first 
    above 0 (no better than always saying the base rate).
 7. ``trustworthy``: none of the above.
 
-What the predictor is (:mod:`tpsviz.diagnostics.verdict_kinds`) may name it before rules 2–7: a
+What the predictor is (:mod:`tpsviz.diagnostics.verdict.kinds`) may name it before rules 2–7: a
 reference forecaster (``ref:*``) is a ``yardstick`` whatever the rules find (its sentence says what
 they find, too little data included); with enough data (rule 1), a forecast with one value on every
 step is ``constant``, and a conversion ``<src>@<method>`` that ranks runs worse than chance or
@@ -40,7 +40,7 @@ Labels ℓ follow the censoring mode of the score, so the verdict judges the for
 rewards: complete runs count Y; censored runs count 0 (simple), 1 (upper), q_Z (exact) or are
 left out (complete-case).
 
-The numbers behind the rules are computed in :mod:`tpsviz.diagnostics.verdict_checks` (bias, slope,
+The numbers behind the rules are computed in :mod:`tpsviz.diagnostics.verdict.checks` (bias, slope,
 separation) and :mod:`tpsviz.diagnostics.corp_nulls` (the CORP tests: consistency resampling for
 MCB, permutations for DSC); this module decides the label and says it in one sentence.
 """
@@ -58,9 +58,9 @@ from tpsviz.core.censoring import default_censoring
 from tpsviz.core.tps import ScoreSettings, TPSResult
 from tpsviz.diagnostics.corp_nulls import N_NULL
 from tpsviz.diagnostics.leaderboard import skill_table
-from tpsviz.diagnostics.verdict_checks import MIN_CLASS, MIN_RUNS, row_statistics, verdict_rows, z_value
-from tpsviz.diagnostics.verdict_kinds import conversion_statistics, predictor_kind
-from tpsviz.diagnostics.verdict_words import kind_sentence, sentence
+from tpsviz.diagnostics.verdict.checks import MIN_CLASS, MIN_RUNS, row_statistics, verdict_rows, z_value
+from tpsviz.diagnostics.verdict.kinds import conversion_statistics, predictor_kind
+from tpsviz.diagnostics.verdict.words import kind_sentence, sentence
 import contextvars
 from concurrent.futures import ThreadPoolExecutor
 
@@ -123,7 +123,7 @@ class Verdict:
         The predictor, its label (one of :data:`LABELS`) and one plain sentence.
     rule : str
         Which rule decided the label (``reference``, ``constant``, ``conversion`` when what the
-        predictor is named it: :mod:`tpsviz.diagnostics.verdict_kinds`).
+        predictor is named it: :mod:`tpsviz.diagnostics.verdict.kinds`).
     n_runs, n_rows : int
         Labelled runs and step rows with a forecast.
     n_success, n_failure : float
@@ -142,7 +142,7 @@ class Verdict:
         mean(F_t − ℓ) and its SE clustered by run (> 0: optimistic).
     bias_p : float
         Its p-value by the studentized bootstrap by run
-        (:func:`tpsviz.diagnostics.verdict_checks.bias_test`; NaN: the normal z decides).
+        (:func:`tpsviz.diagnostics.verdict.checks.bias_test`; NaN: the normal z decides).
     slope, slope_se, slope_ci_low, slope_ci_high : float
         Calibration slope b (1 = calibrated; NaN for a constant or separating forecast).
     separation : int
@@ -155,13 +155,13 @@ class Verdict:
         forecasts point the wrong way).
     auroc : float
         AUROC on the same labelled step rows as the discrimination test (soft labels weighted:
-        :func:`~tpsviz.diagnostics.verdict_checks.label_auroc`); the sentence quotes it.
+        :func:`~tpsviz.diagnostics.verdict.checks.label_auroc`); the sentence quotes it.
     auroc_complete : float
         AUROC on the step rows of the runs whose outcome was observed, the rows of the leaderboard's
         AUROC (the same as ``auroc`` when no run with a forecast was cut off, or in complete-case mode).
     n_test_runs : int
         Runs the CORP tests used (all, or a seeded subset of
-        :data:`~tpsviz.diagnostics.verdict_checks.MAX_TEST_RUNS`).
+        :data:`~tpsviz.diagnostics.verdict.checks.MAX_TEST_RUNS`).
     skill, skill_se, skill_ci_low, skill_ci_high, ref_rate : float
         Skill against the base-rate reference F ≡ ref_rate (:func:`skill_table`).
     level : float

@@ -32,7 +32,7 @@ from tpsviz.diagnostics.calibrate import conversion_words, recalibration_source,
 from tpsviz.diagnostics.leaderboard import labelled_rows
 from tpsviz.diagnostics.metric_bootstrap import metric_replicates, replicate_summary
 from tpsviz.diagnostics.metrics import auroc
-from tpsviz.diagnostics.verdict_checks import z_value
+from tpsviz.diagnostics.verdict.checks import z_value
 
 __all__ = ["CONVERSION_BOOT", "CONVERSION_KEYS", "MIN_KEPT", "conversion_statistics", "is_constant", "lost_ranking",
            "conversion_fault", "predictor_kind"]
