@@ -13,7 +13,7 @@ import pandas as pd
 import pytest
 
 import tpsviz
-from tpsviz.cli.common import CLI, say
+from tpsviz.cli.wording import CLI, say
 from tpsviz.cli.main import main
 from tpsviz.evaluation.record import LEADERBOARD_COLUMNS
 from tpsviz.evaluation.settings import qz_source

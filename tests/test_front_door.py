@@ -213,3 +213,20 @@ def test_a_multiclass_dataframe_and_path_agree():
     b = tpsviz.evaluate(DEMO / "multiclass-like.csv", n_boot=0)
     assert a.kind == b.kind == "multiclass"
     pd.testing.assert_series_equal(a.summary["tps_mean"], b.summary["tps_mean"])
+
+
+def test_the_three_log_containers_share_one_base_whose_counts_pandas_recounts():
+    from tpsviz.core.data import RunLog
+    from tpsviz.io.continuous import read_continuous
+    from tpsviz.io.multiclass import read_multiclass
+
+    for name, reader in (("webshop-like.csv", tpsviz.load), ("multiclass-like.csv", read_multiclass),
+                         ("continuous-like.csv", read_continuous)):
+        log, frame = reader(str(DEMO / name)), pd.read_csv(DEMO / name)
+        assert isinstance(log, RunLog)
+        assert log.n_runs == log.n_trajectories == frame["trajectory_id"].nunique()
+        assert log.n_steps == len(frame)
+        per_run = frame.groupby("trajectory_id")["outcome"].apply(lambda s: s.isna().all())
+        if "censored" in frame:
+            per_run = frame.groupby("trajectory_id")["censored"].first().astype(bool)
+        assert log.n_censored == int(per_run.sum())

@@ -19,7 +19,7 @@ import pytest
 
 import tpsviz
 from tpsviz.cli import main as cli
-from tpsviz.cli.common import say
+from tpsviz.cli.wording import say
 from tpsviz.core.errors import LogFormatError
 from tpsviz.io.harness.runs import ReadOptions
 from tpsviz.io.loading import load

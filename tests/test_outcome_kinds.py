@@ -11,7 +11,7 @@ import pytest
 
 import tpsviz
 from pages._ui.wording import DASHBOARD
-from tpsviz.cli.common import CLI
+from tpsviz.cli.wording import CLI
 from tpsviz.core.wording import word
 
 DEMO = Path(__file__).resolve().parents[1] / "demo_data"

@@ -25,7 +25,7 @@ from langfuse.api import (
     ObservationV2, Score_Boolean, Score_Categorical, Score_Correction, Score_Numeric, ScoreV3_Boolean)
 from langfuse.api.scores.types.score_subject_v3 import ScoreSubjectV3_Session
 
-from tpsviz.cli.common import say
+from tpsviz.cli.wording import say
 from tpsviz.core.errors import LogFormatError
 from tpsviz.io.traces.langfuse import langfuse_messages, langfuse_score_value, read_langfuse
 

@@ -17,12 +17,12 @@ import tpsviz
 from pages._ui.loading import LoadFailure
 from pages._ui.wording import DASHBOARD, LABELS
 from pages._ui.wording import say as dashboard_say
-from tpsviz.cli.common import CLI
+from tpsviz.cli.wording import CLI
 from tpsviz.cli.main import main
 from tpsviz.cli.options import flag
 from tpsviz.core.errors import LogFormatError, SettingError
 from tpsviz.core.wording import PYTHON, SETTINGS, Text, named, setting, text, word
-from tpsviz.evaluation.settings import read_options
+from tpsviz.evaluation.reading import read_options
 
 ROOT = Path(__file__).resolve().parents[1]
 DEMO = ROOT / "demo_data"

@@ -29,7 +29,8 @@ import json
 import math
 import shlex
 
-from tpsviz.cli.common import CLI, EXIT_BAD_INPUT, Fail, safe, say
+from tpsviz.cli.common import EXIT_BAD_INPUT, Fail, safe
+from tpsviz.cli.wording import CLI, say
 from tpsviz.cli.engine import score_json_out_of_core
 from tpsviz.cli.kinds import KIND_WORDS
 from tpsviz.cli.logs import log_kind
@@ -37,7 +38,7 @@ from tpsviz.cli.options import add_engine_options, add_references_option, add_sc
 from tpsviz.evaluation.front_door import NothingToScore
 from tpsviz.cli.score import engine_for, evaluation_for, refuse_references_out_of_core
 from tpsviz.cli.unscored import NothingScored, refuse_unscored
-from tpsviz.evaluation.settings import no_forecast_reason
+from tpsviz.evaluation.reading import no_forecast_reason
 from tpsviz.forecasts.references import how_to_add_forecast
 from tpsviz.io.files import read_file
 

@@ -1,6 +1,6 @@
 """What every command of the command line shares: the refusal of bad input, the core's messages in
-the command line's words, text from a log made safe for a terminal, and numbers written for tables
-and for JSON.
+text from a log made safe for a terminal, and numbers written for tables and for JSON (the core's
+messages in the command line's words: :mod:`tpsviz.cli.wording`).
 
 Bad input raises :class:`Fail`; :func:`tpsviz.cli.main.main` prints its message on stderr and exits
 with :data:`EXIT_BAD_INPUT`, never with a traceback; an unexpected failure (a bug) exits with
@@ -11,11 +11,10 @@ from __future__ import annotations
 
 import math
 
-from tpsviz.core.wording import Wording, word
 from tpsviz.evaluation.record import json_value
-from tpsviz.evaluation.settings import plain_text
+from tpsviz.core.schema import plain_text
 
-__all__ = ["EXIT_BAD_INPUT", "EXIT_BUG", "Fail", "CLI", "say", "say_all", "safe", "name_width", "num", "fmt",
+__all__ = ["EXIT_BAD_INPUT", "EXIT_BUG", "Fail", "safe", "name_width", "num", "fmt",
            "short", "interval"]
 
 #: the exit code of bad input (a file, an option value or a combination of options)
@@ -26,59 +25,6 @@ EXIT_BUG = 3
 
 class Fail(Exception):
     """Bad input: the message is printed on stderr and the command exits with code 2."""
-
-
-#: the command line's words for the settings the core's messages name (:mod:`tpsviz.core.wording`):
-#: the option (``--n-boot``; a setting not listed is its name with dashes), a value after it
-CLI = Wording(
-    "cli",
-    words={
-        "map": "--map", "percent": "--percent", "treat": "--treat", "conf": "--conf", "scorer": "--scorer",
-        "success_threshold": "--success-threshold", "forecasts": "--forecasts",
-        "run_by": "--run-by", "step_spans": "--step-spans", "outcome": "--outcome", "outcomes": "--outcomes",
-        "censor_when": "--censor-when",
-        "out_of_core": "--engine duckdb (score, or compare --baseline)", "in_memory": "--engine memory",
-        "distributed": "--engine dask", "recalibrate": "--recalibrate", "eps": "--eps", "alpha": "--alpha",
-        "beta": "--beta", "n_boot": "--n-boot",
-        "multiclass": "'python -m tpsviz score'", "continuous": "'python -m tpsviz score'",
-        "replay": "python -m tpsviz forecast {value} --model PROVIDER/MODEL --out FORECASTS.parquet",
-        "model": "--model", "name": "--name",
-        "seed": "--seed", "level": "--level", "cluster_by": "--cluster-by", "folds": "--folds", "censoring": "--censoring",
-        "rollouts": "--rollouts", "q_z": "--q-z",
-        "score": "--alpha and --beta (a preset's values)",
-        "schedule": "--schedule", "interval": "--interval", "rule": "--rule", "censored_label": "--censored-label",
-        "bins": "--bins", "verdict_sample": "--verdict-sample", "engine": "--engine",
-    },
-    with_value="{word} {value}", default="--{flag}")
-
-
-def say(message) -> str:
-    """A message of the core (an exception, a note) in the command line's words.
-
-    Parameters
-    ----------
-    message : str, exception or tpsviz.core.wording.Text
-
-    Returns
-    -------
-    str
-        Settings named as options (``--map``, ``--percent verbal``).
-    """
-    return word(message, CLI)
-
-
-def say_all(notes) -> list[str]:
-    """Notes of the core in the command line's words, made safe for a terminal or JSON.
-
-    Parameters
-    ----------
-    notes : iterable of str
-
-    Returns
-    -------
-    list of str
-    """
-    return [safe(say(n)) for n in notes]
 
 
 #: text from a log (an id, a column or file name) for the terminal: no control characters, tabs or line

@@ -12,7 +12,8 @@ import json
 
 import numpy as np
 
-from tpsviz.cli.common import Fail, fmt, name_width, num, safe, say, say_all
+from tpsviz.cli.common import Fail, fmt, name_width, num, safe
+from tpsviz.cli.wording import say, say_all
 from tpsviz.cli.engine import compare_out_of_core
 from tpsviz.cli.kinds import check_options_for, compare_other
 from tpsviz.cli.logs import load_log, log_kind, prepare, settings_for

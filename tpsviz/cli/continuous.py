@@ -13,7 +13,8 @@ from __future__ import annotations
 
 import math
 
-from tpsviz.cli.common import safe, say
+from tpsviz.cli.common import safe
+from tpsviz.cli.wording import say
 from tpsviz.core.inference import normal_quantile
 
 __all__ = ["add_bins", "print_header", "print_text", "EPILOG"]

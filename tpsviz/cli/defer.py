@@ -12,7 +12,8 @@ import json
 
 import numpy as np
 
-from tpsviz.cli.common import Fail, safe, say
+from tpsviz.cli.common import Fail, safe
+from tpsviz.cli.wording import say
 from tpsviz.cli.logs import load_log
 from tpsviz.cli.options import RULE_OPTIONS, add_log_options, check_args, refuse_options, refused_given
 from tpsviz.cli.unscored import unscored_why

@@ -18,7 +18,8 @@ from contextlib import ExitStack
 
 import numpy as np
 
-from tpsviz.cli.common import CLI, Fail, fmt, name_width, num, safe, say, say_all
+from tpsviz.cli.common import Fail, fmt, name_width, num, safe
+from tpsviz.cli.wording import CLI, say, say_all
 from tpsviz.cli.logs import settings_from, settings_of
 from tpsviz.cli.output import print_paired_tps, print_tps_table
 from tpsviz.cli.unscored import unpaired_why, unscored_why
@@ -26,7 +27,7 @@ from tpsviz.core.clusters import by_run
 from tpsviz.core.errors import LogFormatError
 from tpsviz.core.tps import settings_words
 from tpsviz.engines import ENGINE_NAMES, get_engine
-from tpsviz.evaluation import front_door
+from tpsviz.evaluation import engine_choice
 from tpsviz.evaluation.out_of_core import BY_RUN, DatasetEvaluation, evaluate_dataset, refuse_in_memory_settings
 from tpsviz.evaluation.record import reading_json
 from tpsviz.io.dataset import Dataset
@@ -44,9 +45,9 @@ def _se_json(n_runs: int) -> dict:
 
 def choose_engine(args, limits: Limits) -> tuple[str, str, Dataset | None]:
     """(engine, why, dataset) for ``args.path`` under ``--engine``: the front door's choice
-    (:func:`tpsviz.evaluation.front_door.choose_engine`)."""
+    (:func:`tpsviz.evaluation.engine_choice.choose_engine`)."""
     try:
-        return front_door.choose_engine(args.path, args.format, args.engine, limits)
+        return engine_choice.choose_engine(args.path, args.format, args.engine, limits)
     except ValueError as exc:
         raise Fail(say(exc)) from None
 

@@ -13,9 +13,10 @@ import os
 import sys
 from pathlib import Path
 
-from tpsviz.cli.common import Fail, safe, say
+from tpsviz.cli.common import Fail, safe
+from tpsviz.cli.wording import say
 from tpsviz.cli.options import add_harness_options, add_seed, add_trace_options, check_numbers
-from tpsviz.evaluation import settings as evaluation_settings
+from tpsviz.evaluation import reading as evaluation_reading
 from tpsviz.forecasts.cache import AnswerCache
 from tpsviz.forecasts.prompts import load_prompts
 from tpsviz.forecasts.replay import (
@@ -98,7 +99,7 @@ def run(args) -> int:
     out, cache_dir, column = _check(args)
     try:
         prompts = load_prompts(args.prompts)
-        options = evaluation_settings.read_options(args.format, args.success_threshold, args.treat, args.scorer,
+        options = evaluation_reading.read_options(args.format, args.success_threshold, args.treat, args.scorer,
                                                    run_by=args.run_by, step_spans=args.step_spans,
                                                    outcome=args.outcome, censor_when=args.censor_when)
     except ValueError as exc:

@@ -14,7 +14,8 @@ import json
 import numpy as np
 
 from tpsviz.cli import continuous, multiclass
-from tpsviz.cli.common import CLI, Fail, num, safe, say
+from tpsviz.cli.common import Fail, num, safe
+from tpsviz.cli.wording import CLI, say
 from tpsviz.cli.logs import settings_of
 from tpsviz.cli.output import print_paired_tps
 from tpsviz.core.errors import LogFormatError

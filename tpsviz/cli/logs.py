@@ -12,10 +12,12 @@ from __future__ import annotations
 import math
 from dataclasses import replace
 
-from tpsviz.cli.common import Fail, say
+from tpsviz.cli.common import Fail
+from tpsviz.cli.wording import say
 from tpsviz.core.errors import LogFormatError
 from tpsviz.core.censoring import default_censoring
 from tpsviz.core.tps import ScoreSettings
+from tpsviz.evaluation import reading as evaluation_reading
 from tpsviz.evaluation import settings as evaluation_settings
 from tpsviz.evaluation.front_door import log_header, prepare_binary
 from tpsviz.evaluation.options import ReadSettings, Settings
@@ -76,7 +78,7 @@ def settings_of(args) -> tuple[Settings, ReadSettings]:
 
 def read_options(args) -> ReadOptions:
     """The reading options (``--format``, ``--treat``, ``--map`` …) as a :class:`ReadOptions`
-    (:func:`tpsviz.evaluation.settings.read_options`).
+    (:func:`tpsviz.evaluation.reading.read_options`).
 
     Raises
     ------
@@ -86,7 +88,7 @@ def read_options(args) -> ReadOptions:
     if args.success_threshold is not None and not math.isfinite(args.success_threshold):
         raise Fail("--success-threshold must be a finite number")
     try:
-        return evaluation_settings.read_options(args.format, args.success_threshold, args.treat, args.scorer,
+        return evaluation_reading.read_options(args.format, args.success_threshold, args.treat, args.scorer,
                                                 args.conf, args.map, args.percent, getattr(args, "run_by", None),
                                                 getattr(args, "step_spans", ()), getattr(args, "outcome", None),
                                                 getattr(args, "censor_when", ()))
@@ -138,7 +140,7 @@ def settings_for(args, data) -> ScoreSettings:
 
 def load_log(args, path, allow_empty: bool = False, recalibrate=True):
     """One log with its recalibrated predictors (``--recalibrate``), and the notes of the loading
-    (:func:`tpsviz.evaluation.settings.read_log`).
+    (:func:`tpsviz.evaluation.reading.read_log`).
 
     Parameters
     ----------
@@ -166,7 +168,7 @@ def load_log(args, path, allow_empty: bool = False, recalibrate=True):
     options = read_options(args)
     recalibrate = args.recalibrate if recalibrate else None
     try:
-        return evaluation_settings.read_log(path, options, args.forecasts, recalibrate, args.folds, args.seed,
+        return evaluation_reading.read_log(path, options, args.forecasts, recalibrate, args.folds, args.seed,
                                             getattr(args, "schedule", "uniform"),
                                             allow_empty=allow_empty, outcomes=getattr(args, "outcomes", None),
                                             censoring=getattr(args, "censoring", None))

@@ -15,7 +15,8 @@ import os
 import sys
 
 from tpsviz.cli import check, compare, continuous, defer, demo, forecast, monitor, multiclass, score
-from tpsviz.cli.common import EXIT_BAD_INPUT, EXIT_BUG, Fail, say
+from tpsviz.cli.common import EXIT_BAD_INPUT, EXIT_BUG, Fail
+from tpsviz.cli.wording import say
 from tpsviz.cli.options import DESCRIPTION, LOG_FORMAT, VERDICT_HELP, hidden_alias
 from tpsviz.core.errors import LogFormatError
 from tpsviz.core.schema import clean_text

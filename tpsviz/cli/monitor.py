@@ -12,7 +12,8 @@ import math
 
 import numpy as np
 
-from tpsviz.cli.common import Fail, safe, say
+from tpsviz.cli.common import Fail, safe
+from tpsviz.cli.wording import say
 from tpsviz.cli.logs import prepare
 from tpsviz.cli.options import add_scoring_options, check_args, hidden_alias
 from tpsviz.cli.unscored import unscored_why

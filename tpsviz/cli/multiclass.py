@@ -13,7 +13,8 @@ from __future__ import annotations
 import math
 from types import SimpleNamespace
 
-from tpsviz.cli.common import safe, say
+from tpsviz.cli.common import safe
+from tpsviz.cli.wording import say
 from tpsviz.core.inference import summary_interval
 from tpsviz.evaluation.outcome_kinds import MIN_BIN_ROWS
 from tpsviz.outcomes.multiclass import RULES

@@ -14,7 +14,8 @@ import argparse
 import os
 from pathlib import Path
 
-from tpsviz.cli.common import CLI, Fail, safe, say
+from tpsviz.cli.common import Fail, safe
+from tpsviz.cli.wording import CLI, say
 from tpsviz.core.inference import INTERVALS
 from tpsviz.core.schedules import schedule_help
 from tpsviz.diagnostics.verdict import RULES as VERDICT_RULES

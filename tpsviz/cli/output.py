@@ -6,7 +6,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from tpsviz.cli.common import fmt, interval, name_width, safe, say
+from tpsviz.cli.common import fmt, interval, name_width, safe
+from tpsviz.cli.wording import say
 from tpsviz.core.clusters import run_clusters
 from tpsviz.core.tps import settings_words
 

@@ -15,7 +15,8 @@ import shlex
 
 import numpy as np
 
-from tpsviz.cli.common import CLI, Fail, fmt, name_width, safe, say
+from tpsviz.cli.common import Fail, fmt, name_width, safe
+from tpsviz.cli.wording import CLI, say
 from tpsviz.cli.continuous import add_bins
 from tpsviz.cli.engine import choose_engine, score_out_of_core
 from tpsviz.cli.kinds import check_options_for, score_other
@@ -27,7 +28,7 @@ from tpsviz.cli.unscored import NothingScored, unscored_why
 from tpsviz.core.errors import LogFormatError
 from tpsviz.evaluation.front_door import NothingToScore, evaluate_binary
 from tpsviz.evaluation.record import REFERENCE_WORDS, BinaryEvaluation, reading_json
-from tpsviz.evaluation.settings import no_forecast_reason
+from tpsviz.evaluation.reading import no_forecast_reason
 from tpsviz.forecasts.references import how_to_add_forecast
 from tpsviz.io.files import limits_from_env
 from tpsviz.report.export import write_safe_csv

@@ -1,4 +1,6 @@
-"""The validated trajectory log every analysis works on (:class:`TrajectoryData`)."""
+"""The validated trajectory log every analysis works on (:class:`TrajectoryData`), and what every log
+container shares whatever its outcome kind (:class:`RunLog`: binary here, multi-class in
+``tpsviz.io.multiclass``, continuous in ``tpsviz.io.continuous``)."""
 
 from __future__ import annotations
 
@@ -7,11 +9,39 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
-__all__ = ["TrajectoryData"]
+__all__ = ["RunLog", "TrajectoryData"]
+
+
+class RunLog:
+    """The base of every log container: one row per run in ``trajectories`` (with a boolean
+    ``censored`` column), one row per (run, step) in ``steps``, and the counts of both."""
+
+    trajectories: pd.DataFrame
+    steps: pd.DataFrame
+
+    @property
+    def n_runs(self) -> int:
+        """Number of runs (trajectories)."""
+        return len(self.trajectories)
+
+    @property
+    def n_trajectories(self) -> int:
+        """Number of trajectories (:attr:`n_runs`)."""
+        return len(self.trajectories)
+
+    @property
+    def n_steps(self) -> int:
+        """Number of (run, step) rows."""
+        return len(self.steps)
+
+    @property
+    def n_censored(self) -> int:
+        """Number of censored runs (cut off before the outcome was known)."""
+        return int(self.trajectories["censored"].sum())
 
 
 @dataclass
-class TrajectoryData:
+class TrajectoryData(RunLog):
     """A validated trajectory log, sorted and typed once.
 
     Attributes
@@ -70,21 +100,6 @@ class TrajectoryData:
             cached.setflags(write=False)
             self.__dict__["_row_outcome"] = cached
         return cached
-
-    @property
-    def n_trajectories(self) -> int:
-        """Number of trajectories."""
-        return len(self.trajectories)
-
-    @property
-    def n_steps(self) -> int:
-        """Number of (trajectory, step) rows."""
-        return len(self.steps)
-
-    @property
-    def n_censored(self) -> int:
-        """Number of censored trajectories."""
-        return int(self.trajectories["censored"].sum())
 
     @property
     def metadata_columns(self) -> list[str]:

@@ -8,7 +8,7 @@ from collections import Counter
 
 from tpsviz.core.errors import LogFormatError
 
-__all__ = ["REQUIRED", "RESERVED", "PREFIXES", "REFERENCE_PREFIX", "is_reference", "ELICITED_KEY", "ELICITED_PROBLEM_KEY", "looks_like_ours", "canonical_name", "show_id",
+__all__ = ["plain_text", "REQUIRED", "RESERVED", "PREFIXES", "REFERENCE_PREFIX", "is_reference", "ELICITED_KEY", "ELICITED_PROBLEM_KEY", "looks_like_ours", "canonical_name", "show_id",
            "clean_text", "no_lone_surrogates", "MAX_META_CHARS", "MAX_ID_CHARS", "WHITESPACE"]
 
 MAX_META_CHARS = 1000   # a metadata text copied onto every step of its run is cut to this
@@ -153,3 +153,19 @@ def clean_text(s, limit: int | None = None) -> str:
 def show_id(value, limit: int = 40) -> str:
     """A trajectory id (or column name) for a message: cleaned, cut, quoted."""
     return repr(clean_text(value, limit))
+
+
+def plain_text(s, limit: int | None = None) -> str:
+    """Text from a log (id, column or file name) for a terminal or JSON: no control characters,
+    no line breaks or tabs, cut to ``limit`` characters.
+
+    Parameters
+    ----------
+    s : object
+    limit : int, optional
+
+    Returns
+    -------
+    str
+    """
+    return clean_text(s, limit).replace("\n", " ").replace("\t", " ")

@@ -9,7 +9,7 @@ with its own :class:`Wording` (:func:`word`):
 
 - Python (:data:`PYTHON`, here: the core's own interface): the keyword of ``tpsviz.evaluate`` /
   ``tpsviz.load``, e.g. ``mapping``, ``percent='verbal'``;
-- the command line (``tpsviz.cli.common.CLI``): the option, e.g. ``--map``, ``--percent verbal``;
+- the command line (``tpsviz.cli.wording.CLI``): the option, e.g. ``--map``, ``--percent verbal``;
 - the dashboard (``pages/_ui/wording.py``): the widget as the page shows it.
 
 What carries a template: :class:`Text`, a ``str`` whose value is the Python wording (so printing it,

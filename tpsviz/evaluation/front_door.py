@@ -28,18 +28,19 @@ from tpsviz.engines import OUT_OF_CORE
 from tpsviz.evaluation.out_of_core import evaluate_dataset
 from tpsviz.evaluation.outcome_kinds import evaluate_continuous, evaluate_multiclass
 from tpsviz.evaluation.record import BinaryEvaluation
-from tpsviz.evaluation.settings import (
-    RECALIBRATIONS, check_settings, dataset_for_engine, memory_reason, no_forecast_reason, plain_text, qz_source,
-    read_log, read_options, recalibrated, score_settings, with_references)
+from tpsviz.core.schema import plain_text
+from tpsviz.evaluation.engine_choice import choose_engine, memory_reason
+from tpsviz.evaluation.reading import no_forecast_reason, read_log, read_options, recalibrated, with_references
+from tpsviz.evaluation.settings import RECALIBRATIONS, check_settings, qz_source, score_settings
 from tpsviz.io.continuous import ContinuousLog, read_continuous
-from tpsviz.io.dataset import DATASET_FORMATS, Dataset, is_dataset_spec, open_dataset
-from tpsviz.io.files import Limits, limits_from_env, read_file
+from tpsviz.io.dataset import DATASET_FORMATS, is_dataset_spec, open_dataset
+from tpsviz.io.files import limits_from_env, read_file
 from tpsviz.io.kinds import outcome_kind
 from tpsviz.io.loading import is_frame, read_source
 from tpsviz.io.multiclass import MulticlassLog, read_multiclass
 from tpsviz.io.tables import FORMATS, format_of, table_columns
 
-__all__ = ["evaluate", "evaluate_binary", "open_log", "log_header", "choose_engine", "prepare_binary", "PreparedLog",
+__all__ = ["evaluate", "evaluate_binary", "open_log", "log_header", "prepare_binary", "PreparedLog",
            "NothingToScore", "check_early"]
 
 
@@ -142,51 +143,6 @@ def check_early(s: Settings, engine: str = "auto") -> None:
     if s.rule not in ("log", "brier"):
         raise SettingError(f"{setting('rule')} must be log or brier, got {s.rule!r}")
     score_settings(False, s.alpha, s.beta, s.score, s.schedule, s.censoring, s.eps, s.n_boot, s.seed, s.level)
-
-
-def choose_engine(source, fmt: str | None = None, engine: str = "auto",
-                  limits: Limits | None = None) -> tuple[str, str, Dataset | None]:
-    """Where a binary log is scored, and why: the choice of ``score --engine``.
-
-    Parameters
-    ----------
-    source : path, file, frame or log already read
-    fmt : str, optional
-        The forced format.
-    engine : {"auto", "memory", "duckdb", "dask"}
-        ``auto``: in memory within ``TPSVIZ_MAX_ROWS``, else DuckDB for a Parquet/CSV dataset.
-    limits : tpsviz.io.files.Limits, optional
-        Default: from the environment.
-
-    Returns
-    -------
-    engine : str
-        ``memory``, ``duckdb`` or ``dask``.
-    why : str
-    dataset : Dataset or None
-        The opened dataset out of core (None in memory).
-
-    Raises
-    ------
-    SettingError
-        For an out-of-core engine asked for a source it cannot read (a harness log, a frame).
-    """
-    if engine == "memory":
-        return "memory", f"asked for with {setting('engine', 'memory')}", None
-    limits = limits or limits_from_env()
-    too_large, words, ds = dataset_for_engine(source, fmt, limits)
-    if too_large is None:
-        if engine in OUT_OF_CORE:
-            raise SettingError(f"{setting('engine', engine)} reads Parquet, CSV and TSV tables (a file, a folder or a "
-                               f"glob pattern of them); read harness logs, JSON Lines and tables in memory with "
-                               f"{setting('engine', 'memory')}")
-        return "memory", ("a table given in memory" if is_frame(source) else words), None
-    if engine in OUT_OF_CORE:
-        return engine, f"asked for with {setting('engine', engine)}; {words}", ds
-    if too_large:
-        return "duckdb", (f"auto: {words}, more than the {limits.max_rows:,} rows read into memory "
-                          "(TPSVIZ_MAX_ROWS)"), ds
-    return "memory", f"auto: {words}, within the {limits.max_rows:,} rows read into memory", None
 
 
 # ----------------------------------------------------------------------------- the source

@@ -29,7 +29,9 @@ from tpsviz.engines import get_engine
 from tpsviz.evaluation.base import Evaluation
 from tpsviz.evaluation.options import ReadSettings, Settings
 from tpsviz.evaluation.record import json_value, reading_json, verdict_numbers
-from tpsviz.evaluation.settings import plain_text, score_settings
+from tpsviz.core.schema import plain_text
+from tpsviz.evaluation.reading import read_options
+from tpsviz.evaluation.settings import score_settings
 from tpsviz.io.dataset import Dataset
 from tpsviz.io.loading import apply_mapping
 from tpsviz.io.longform import from_frame
@@ -251,7 +253,6 @@ def evaluate_dataset(ds: Dataset, s: Settings, r: ReadSettings, engine: str = "d
     refuse_in_memory_settings(s, r)
     # (the engines load duckdb: imported when an engine is asked for)
     from tpsviz.engines.runsums import score_from_sums
-    from tpsviz.evaluation.settings import read_options
 
     options = read_options(mapping=r.mapping, percent=r.percent)
     mapping, percent = list(options.mapping), options.percent

@@ -22,7 +22,7 @@ from tpsviz.core.schedules import parse_schedule
 from tpsviz.core.wording import PYTHON, Wording, setting, word
 from tpsviz.evaluation.base import Evaluation
 from tpsviz.evaluation.options import Settings
-from tpsviz.evaluation.settings import plain_text
+from tpsviz.core.schema import plain_text
 from tpsviz.outcomes.continuous import tps_crps
 from tpsviz.outcomes.continuous_pit import pit_histogram
 from tpsviz.outcomes.multiclass import CENSORING_MODES, tps_k

@@ -26,7 +26,8 @@ from tpsviz.evaluation.base import Evaluation
 from tpsviz.evaluation.report import report_sections, report_settings
 from tpsviz.forecasts.references import how_to_add_forecast, is_reference, real_predictors
 from tpsviz.forecasts.versus import best_reference, versus_best_reference
-from tpsviz.evaluation.settings import memory_reason, plain_text
+from tpsviz.core.schema import plain_text
+from tpsviz.evaluation.engine_choice import memory_reason
 from tpsviz.evaluation.tables import report_table
 from tpsviz.report.export import PER_TRAJECTORY_COLUMNS
 from tpsviz.report.html import build_report, html_table

@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
+from tpsviz.core.data import RunLog
 from tpsviz.core.errors import LogFormatError
 from tpsviz.io.files import Limits, limits_from_env
 from tpsviz.io.continuous_forms import (
@@ -44,7 +45,7 @@ __all__ = ["ContinuousLog", "is_continuous", "read_continuous", "continuous_from
            "FORMS"]
 
 @dataclass
-class ContinuousLog:
+class ContinuousLog(RunLog):
     """A validated log whose outcome is a number.
 
     Attributes
@@ -77,16 +78,6 @@ class ContinuousLog:
     source: str = "<memory>"
     notes: list[str] = field(default_factory=list)
     columns: dict[str, list[str]] = field(default_factory=dict)
-
-    @property
-    def n_runs(self) -> int:
-        """Number of runs."""
-        return len(self.trajectories)
-
-    @property
-    def n_censored(self) -> int:
-        """Number of censored runs (no outcome)."""
-        return int(self.trajectories["censored"].sum())
 
     def form(self, name: str) -> str:
         """The form of predictor ``name`` (ValueError naming the predictors when unknown)."""

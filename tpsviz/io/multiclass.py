@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
+from tpsviz.core.data import RunLog
 from tpsviz.core.errors import LogFormatError
 from tpsviz.io.files import Limits, limits_from_env
 from tpsviz.io.kinds import is_multiclass, split_conf
@@ -41,7 +42,7 @@ _QZ = "q_z__"
 
 
 @dataclass
-class MulticlassLog:
+class MulticlassLog(RunLog):
     """A validated multi-class trajectory log, sorted and typed once.
 
     Attributes
@@ -108,15 +109,6 @@ class MulticlassLog:
         scored as a chosen label instead (:func:`tpsviz.outcomes.multiclass.tps_k`)."""
         return self.trajectories["censored"].to_numpy(dtype=bool) & np.isnan(self.q_vectors()).any(axis=1)
 
-    @property
-    def n_runs(self) -> int:
-        """Number of runs."""
-        return len(self.trajectories)
-
-    @property
-    def n_censored(self) -> int:
-        """Number of censored runs."""
-        return int(self.trajectories["censored"].sum())
 
 
 def read_multiclass(source, name: str | None = None, limits: Limits | None = None,
