@@ -171,3 +171,12 @@ def test_score_takes_a_level(capsys):
     assert wide["tps_ci_low"] < rec["tps_ci_low"] < rec["tps_ci_high"] < wide["tps_ci_high"]
     assert main(["score", str(DEMO / "tau2-like.csv"), "--level", "1.5"]) == 2
     assert "--level must be in (0, 1)" in capsys.readouterr().err
+
+
+def test_no_option_is_taken_for_a_longer_one_it_begins():
+    """argparse's abbreviations would read ``--score brier`` as ``--scorer brier`` (the Inspect AI scorer)
+    and score the log with the log score, silently: every parser refuses abbreviations."""
+    with pytest.raises(SystemExit):
+        build_parser().parse_args(["score", "x.csv", "--score", "brier"])
+    for command, sp in _commands(aliases=True).items():
+        assert sp.allow_abbrev is False, command

@@ -68,17 +68,18 @@ def build_parser() -> argparse.ArgumentParser:
     """
     parser = argparse.ArgumentParser(
         prog="python -m tpsviz", description=DESCRIPTION, epilog=LOG_FORMAT,
-        formatter_class=argparse.RawDescriptionHelpFormatter)
+        formatter_class=argparse.RawDescriptionHelpFormatter, allow_abbrev=False)
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     modules = {}
     for command, module, kwargs in COMMANDS:
-        sp = sub.add_parser(command, formatter_class=argparse.RawTextHelpFormatter, **kwargs)
+        # (no abbreviations: `--score brier` must not silently become `--scorer brier`)
+        sp = sub.add_parser(command, formatter_class=argparse.RawTextHelpFormatter, allow_abbrev=False, **kwargs)
         module.add_arguments(sp)
         sp.set_defaults(run=module.run, command_parser=sp)
         modules[command] = (module, kwargs)
     for old, command in ALIASES:  # (no help=: argparse then leaves the alias out of the list)
         module, kwargs = modules[command]
-        sp = sub.add_parser(old, formatter_class=argparse.RawTextHelpFormatter,
+        sp = sub.add_parser(old, formatter_class=argparse.RawTextHelpFormatter, allow_abbrev=False,
                             description=f"an old spelling of `{command}`: " + kwargs.get("description", ""),
                             epilog=kwargs.get("epilog"))
         module.add_arguments(sp)
