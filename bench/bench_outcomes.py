@@ -32,11 +32,11 @@ def main() -> None:
     args = ap.parse_args()
 
     from tpsviz import ScoreSettings, compute_tps, from_frame
-    from tpsviz.io.continuous import continuous_from_frame
+    from tpsviz.io.kinds.continuous import continuous_from_frame
     from tpsviz.outcomes.continuous_pit import pit_histogram
     from tpsviz.outcomes.continuous import tps_crps
     from tpsviz.diagnostics.monitoring.monitor import monitor
-    from tpsviz.io.multiclass import multiclass_from_frame
+    from tpsviz.io.kinds.multiclass import multiclass_from_frame
     from tpsviz.outcomes.multiclass_reliability import reliability_ovr
     from tpsviz.outcomes.multiclass import tps_k
     from tpsviz.synthetic.continuous import simulate_continuous

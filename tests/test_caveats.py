@@ -12,7 +12,7 @@ from tpsviz.diagnostics.calibrate import add_recalibrated
 from tpsviz.diagnostics.caveats import MIN_COMPLETE, caveats, recalibration_source
 from tpsviz.cli.main import main
 from tpsviz.diagnostics.leaderboard import skill_table
-from tpsviz.io.longform import from_frame
+from tpsviz.io.tables.longform import from_frame
 from tpsviz.core.schedules import parse_schedule
 from tpsviz.synthetic.agent import simulate
 from tpsviz.core.tps import ScoreSettings, compute_tps

@@ -12,7 +12,7 @@ import pytest
 
 from tpsviz.cli.main import main
 from tpsviz.outcomes.continuous_pit import pit_histogram
-from tpsviz.io.continuous import read_continuous
+from tpsviz.io.kinds.continuous import read_continuous
 from tpsviz.outcomes.continuous import tps_crps
 from tpsviz.core.schedules import parse_schedule
 from tpsviz.synthetic.continuous import simulate_continuous

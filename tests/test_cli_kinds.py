@@ -83,13 +83,13 @@ def _paired(per_run: pd.DataFrame, baseline: str) -> dict:
 @pytest.mark.parametrize("kind", ["multiclass", "continuous"])
 def test_compare_baseline_on_other_kinds_is_the_paired_difference(capsys, kind):
     if kind == "multiclass":
-        from tpsviz.io.multiclass import read_multiclass
+        from tpsviz.io.kinds.multiclass import read_multiclass
         from tpsviz.outcomes.multiclass import tps_k
 
         path, log = MC, read_multiclass(MC)
         res = tps_k(log, censoring="exact", n_boot=0)
     else:
-        from tpsviz.io.continuous import read_continuous
+        from tpsviz.io.kinds.continuous import read_continuous
         from tpsviz.outcomes.continuous import tps_crps
 
         path, log = CONT, read_continuous(CONT)

@@ -10,7 +10,7 @@ import pytest
 
 from tpsviz.cli.main import main
 from tpsviz.outcomes.multiclass_reliability import ovr_summary, reliability_ovr
-from tpsviz.io.multiclass import read_multiclass
+from tpsviz.io.kinds.multiclass import read_multiclass
 from tpsviz.outcomes.multiclass import tps_k
 from tpsviz.core.schedules import parse_schedule
 from tpsviz.synthetic.agent import simulate

@@ -27,7 +27,7 @@ from tpsviz.diagnostics.compare import compare
 from tpsviz.diagnostics.group_inference import difference_unpaired
 from tpsviz.diagnostics.groups import group_difference, group_table
 from tpsviz.diagnostics.leaderboard import metric_table, skill_table
-from tpsviz.io.longform import from_frame
+from tpsviz.io.tables.longform import from_frame
 
 ROOT = Path(__file__).resolve().parents[1]
 

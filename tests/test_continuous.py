@@ -17,9 +17,9 @@ from hypothesis import strategies as st
 from scipy import integrate
 from scipy.stats import norm
 
-from tpsviz.io.continuous_forms import MAX_MEMBERS
+from tpsviz.io.kinds.continuous_forms import MAX_MEMBERS
 from tpsviz.io.kinds import is_continuous
-from tpsviz.io.continuous import continuous_from_frame, read_continuous
+from tpsviz.io.kinds.continuous import continuous_from_frame, read_continuous
 from tpsviz.outcomes.continuous import crps_rows, tps_crps
 from tpsviz.outcomes.continuous_pit import pit_histogram, pit_values
 from tpsviz.core.errors import LogFormatError

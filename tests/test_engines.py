@@ -24,7 +24,7 @@ from tpsviz.engines.memory import sums_in_memory
 from tpsviz.engines.runsums import _grid_bounds
 from tpsviz.core.errors import LogFormatError
 from tpsviz.io.harness.runs import ReadOptions
-from tpsviz.io.duckdb_source import connect, quote_name
+from tpsviz.io.dataset.duckdb_source import connect, quote_name
 from tpsviz.io.files import DataRoots, FileRefused, PathRefused
 from tpsviz.core.schedules import parse_schedule
 from tpsviz.core.tps import ScoreSettings, compute_tps

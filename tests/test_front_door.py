@@ -217,8 +217,8 @@ def test_a_multiclass_dataframe_and_path_agree():
 
 def test_the_three_log_containers_share_one_base_whose_counts_pandas_recounts():
     from tpsviz.core.data import RunLog
-    from tpsviz.io.continuous import read_continuous
-    from tpsviz.io.multiclass import read_multiclass
+    from tpsviz.io.kinds.continuous import read_continuous
+    from tpsviz.io.kinds.multiclass import read_multiclass
 
     for name, reader in (("webshop-like.csv", tpsviz.load), ("multiclass-like.csv", read_multiclass),
                          ("continuous-like.csv", read_continuous)):

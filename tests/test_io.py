@@ -113,7 +113,7 @@ def test_missing_required_column(tmp_path):
 def test_no_forecast_column_loads_with_zero_predictors(tmp_path):
     """A table without forecasts loads (its references are scored: docs/forecasts.md); the note says
     where a forecast comes from. The out-of-core engines still need a forecast column."""
-    from tpsviz.io.header import check_header
+    from tpsviz.io.tables.header import check_header
 
     data = load(write(tmp_path, "m.csv", "trajectory_id,step,outcome,task\nt1,1,1,a\n"))
     assert data.predictors == [] and data.signals == {} and data.metadata_columns == ["task"]

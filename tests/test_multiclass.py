@@ -20,7 +20,7 @@ from tpsviz.core.errors import LogFormatError
 from tpsviz.core.inference import bootstrap_weights
 from tpsviz.outcomes.multiclass import BRIER_FACTOR, expected_score_k, score_k, score_matrix, tps_k
 from tpsviz.io.kinds import is_multiclass
-from tpsviz.io.multiclass import multiclass_from_frame, read_multiclass
+from tpsviz.io.kinds.multiclass import multiclass_from_frame, read_multiclass
 from tpsviz.outcomes.multiclass_reliability import reliability_ovr
 from tpsviz.core.schedules import Schedule
 from tpsviz.synthetic.multiclass import (

@@ -384,7 +384,7 @@ def test_ids_are_stripped_exactly_as_str_strip(values, cut):
     result is str.strip of each, and "changed" says whether any id changed."""
     import pyarrow as pa
 
-    from tpsviz.io.duckdb_source import strip_ids
+    from tpsviz.io.dataset.duckdb_source import strip_ids
 
     ids = pa.array(values, type=pa.string()).slice(min(cut, len(values)))
     kept = values[min(cut, len(values)):]

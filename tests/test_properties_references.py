@@ -20,7 +20,7 @@ from hypothesis import HealthCheck, assume, given, settings, strategies as st
 from tpsviz.core.data import TrajectoryData
 from tpsviz.core.tps import ScoreSettings
 from tpsviz.forecasts.references import REFERENCES, add_references, run_folds
-from tpsviz.io.longform import from_frame
+from tpsviz.io.tables.longform import from_frame
 
 
 @st.composite

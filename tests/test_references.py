@@ -19,7 +19,7 @@ from tpsviz.forecasts.betabinomial import fit_beta_binomial, log_likelihood, shr
 from tpsviz.forecasts.references import (
     PSEUDO_RUNS, REFERENCES, add_references, exclusive_group_sums, reference_forecasts, run_folds, run_labels,
     step_curve, task_column)
-from tpsviz.io.longform import from_frame
+from tpsviz.io.tables.longform import from_frame
 from tpsviz.synthetic.agent import simulate
 
 

@@ -1,5 +1,5 @@
 """A dataset too large for memory read as a seeded random sample of whole runs
-(tpsviz.io.sample, tpsviz.load(..., sample=...))."""
+(tpsviz.io.dataset.sample, tpsviz.load(..., sample=...))."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import pytest
 
 import tpsviz
 from tpsviz.io.dataset import open_dataset
-from tpsviz.io.sample import sample_runs
+from tpsviz.io.dataset.sample import sample_runs
 from tpsviz.io.files import limits_from_env
 
 from test_engines import _split

@@ -23,10 +23,10 @@ import tpsviz
 from tpsviz.io.dataset import open_dataset
 from tpsviz.engines.duck import sums_duckdb
 from tpsviz.engines.plan import is_integer, is_nested, stored_as
-from tpsviz.io.duckdb_source import id_text
+from tpsviz.io.dataset.duckdb_source import id_text
 from tpsviz.core.errors import LogFormatError
 from tpsviz.io.files import limits_from_env
-from tpsviz.io.run_ids import id_text as id_text_in_memory
+from tpsviz.io.tables.run_ids import id_text as id_text_in_memory
 from tpsviz.core.tps import ScoreSettings
 
 from test_engines import _compare

@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tpsviz.diagnostics.decomposition import decompose
-from tpsviz.io.longform import from_frame
+from tpsviz.io.tables.longform import from_frame
 from tpsviz.synthetic.agent import known_distortions, simulate
 from tpsviz.core.tps import ScoreSettings
 from tpsviz.diagnostics.corp_nulls import _Corp

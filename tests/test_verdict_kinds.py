@@ -20,7 +20,7 @@ from tpsviz.diagnostics.verdict.words import kind_sentence
 from tpsviz.evaluation.record import BinaryEvaluation
 from tpsviz.evaluation.tables import verdict_rows
 from tpsviz.forecasts import references
-from tpsviz.io.longform import from_frame
+from tpsviz.io.tables.longform import from_frame
 from tpsviz.synthetic.agent import known_distortions
 
 SIMPLE = ScoreSettings(censoring="simple", n_boot=200)

@@ -19,7 +19,7 @@ from tpsviz.diagnostics.groups import group_difference, group_table
 from tpsviz.core.inference import Estimate, mean_estimate, paired_difference
 from tpsviz.core.errors import LogFormatError
 from tpsviz.core.data import TrajectoryData
-from tpsviz.io.longform import from_frame
+from tpsviz.io.tables.longform import from_frame
 from tpsviz.io.loading import load
 from tpsviz.core.schedules import Schedule, ScheduleVerdict, parse_schedule
 from tpsviz.core.scores import (

@@ -9,11 +9,11 @@ from pathlib import Path
 
 import tpsviz
 from tpsviz.core.cancel import Cancelled
-from tpsviz.io.continuous import read_continuous
+from tpsviz.io.kinds.continuous import read_continuous
 from tpsviz.io.dataset import is_dataset_spec, open_dataset
 from tpsviz.io.files import CANNOT_OPEN, PathRefused, limits_from_env
 from tpsviz.io.kinds import outcome_kind
-from tpsviz.io.multiclass import read_multiclass
+from tpsviz.io.kinds.multiclass import read_multiclass
 from tpsviz.io.tables import FORMATS, table_columns
 
 from .loading import LoadFailure

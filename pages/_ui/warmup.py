@@ -25,7 +25,7 @@ MODULES = ("scipy.stats", "sklearn.isotonic", "sklearn._isotonic")
 #: the app's modules the first view imports (``pages._ui.sidebar`` brings the core, pandas, pyarrow
 #: and plotly; the others are the first view's own)
 APP_MODULES = ("pages._ui.sidebar", "pages._ui.common", "pages._ui.charts", "pages._ui.compute", "pages._ui.allruns",
-               "tpsviz.diagnostics.verdict", "tpsviz.io.sample", "tpsviz.engines.duck")
+               "tpsviz.diagnostics.verdict", "tpsviz.io.dataset.sample", "tpsviz.engines.duck")
 _STARTED = threading.Event()
 
 

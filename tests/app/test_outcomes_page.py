@@ -8,10 +8,10 @@ import pandas as pd
 import pytest
 
 from tpsviz.outcomes.continuous_pit import pit_histogram
-from tpsviz.io.continuous import read_continuous
+from tpsviz.io.kinds.continuous import read_continuous
 from tpsviz.outcomes.continuous import tps_crps
 from tpsviz.core.inference import DEFAULT_SEED
-from tpsviz.io.multiclass import multiclass_from_frame, read_multiclass
+from tpsviz.io.kinds.multiclass import multiclass_from_frame, read_multiclass
 from tpsviz.outcomes.multiclass import tps_k
 
 from apptest_helpers import DEMO, fresh, texts

@@ -1,6 +1,6 @@
 """The validated trajectory log every analysis works on (:class:`TrajectoryData`), and what every log
 container shares whatever its outcome kind (:class:`RunLog`: binary here, multi-class in
-``tpsviz.io.multiclass``, continuous in ``tpsviz.io.continuous``)."""
+``tpsviz.io.kinds.multiclass``, continuous in ``tpsviz.io.kinds.continuous``)."""
 
 from __future__ import annotations
 

@@ -2,7 +2,7 @@
 ``dask.distributed`` (docs/architecture.md, "Engines").
 
 Map: every partition (a group of the dataset's files) is read on a worker by a sandboxed DuckDB
-(:func:`tpsviz.io.duckdb_source.connect`) into partial aggregates per (run, block of 64 step
+(:func:`tpsviz.io.dataset.duckdb_source.connect`) into partial aggregates per (run, block of 64 step
 numbers), the grid counts of the pooled metrics and, when a check fails, the diagnosis. Reduce:
 on the client, partials of the same (run, block) — a run may span partitions — are combined
 (sums, minima, maxima, the bit-OR of the step bitmaps, the last forecast by step) and the runs are
@@ -40,8 +40,8 @@ from tpsviz.engines.runs import Runs
 from tpsviz.engines.runsums import RunSums
 from tpsviz.engines.sql import block_sql, checked_rows_sql, combine_sql, diagnose, per_run_sql, register_scores
 from tpsviz.io.dataset import Dataset
-from tpsviz.io.duckdb_source import strip_ids
-from tpsviz.io.run_ids import merged_ids_note
+from tpsviz.io.dataset.duckdb_source import strip_ids
+from tpsviz.io.tables.run_ids import merged_ids_note
 
 __all__ = ["sums_dask", "cluster", "poisson_intervals_on", "DaskEngine", "POISSON_WORDS"]
 

@@ -2,7 +2,7 @@
 
 Only per-trajectory rows and histogram-sized counts come back to Python; the step rows stay
 on disk (docs/architecture.md, "Engines"). DuckDB runs sandboxed
-(:func:`tpsviz.io.duckdb_source.connect`). :func:`sums_duckdb` runs the main pass
+(:func:`tpsviz.io.dataset.duckdb_source.connect`). :func:`sums_duckdb` runs the main pass
 (:func:`tpsviz.engines.onepass.run_pass`, whose SQL is :mod:`tpsviz.engines.sql`), diagnoses a
 defective dataset row by row, and turns the runs into :class:`~tpsviz.engines.runsums.RunSums`
 (:func:`to_sums`, which the Dask engine shares) with the pooled counts
@@ -38,10 +38,10 @@ from tpsviz.engines.runs import Runs
 from tpsviz.engines.runsums import RunSums
 from tpsviz.engines.sql import checked_rows_sql, diagnose, register_scores
 from tpsviz.io.dataset import Dataset
-from tpsviz.io.duckdb_source import column_types, connect, dataset_source, id_source, quote_name, quote_text
+from tpsviz.io.dataset.duckdb_source import column_types, connect, dataset_source, id_source, quote_name, quote_text
 from tpsviz.io.file_errors import reading
-from tpsviz.io.longform import partial_outcome_note, percent_hint
-from tpsviz.io.run_ids import merged_ids_note, typed_ids_note
+from tpsviz.io.tables.longform import partial_outcome_note, percent_hint
+from tpsviz.io.tables.run_ids import merged_ids_note, typed_ids_note
 
 __all__ = ["sums_duckdb", "DuckDBEngine", "opened", "open_plan", "predictor_names", "to_sums", "check_rows",
            "numbering_note", "typed_ids_notes"]
@@ -95,7 +95,7 @@ def open_plan(ds: Dataset, mapping=(), threads: int | None = None, memory_limit:
     mapping, percent : optional
         ``--map`` pairs and predictors given in percent (:class:`~tpsviz.engines.plan.Plan`).
     threads, memory_limit : optional
-        As :func:`tpsviz.io.duckdb_source.connect`.
+        As :func:`tpsviz.io.dataset.duckdb_source.connect`.
     types : dict, optional
         For a part of a larger dataset (e.g. a Dask partition): the larger dataset's column
         types (:attr:`Plan.stored`), each column of these files read in that type, so that every
@@ -221,7 +221,7 @@ def _sums(con, ds: Dataset, settings: ScoreSettings, source: str, plan: Plan, co
 
 
 def typed_ids_notes(con, ds: Dataset, plan: Plan) -> list[str]:
-    """The note of :func:`tpsviz.io.longform.typed_ids_note` when some Parquet files store the ids
+    """The note of :func:`tpsviz.io.tables.longform.typed_ids_note` when some Parquet files store the ids
     as numbers and others as text, and ids of both read as one run (only for files whose
     schemas differ: one more read of the id column).
 
@@ -496,7 +496,7 @@ class DuckDBEngine(EngineBase):
     Parameters
     ----------
     threads, memory_limit : optional
-        As :func:`tpsviz.io.duckdb_source.connect`.
+        As :func:`tpsviz.io.dataset.duckdb_source.connect`.
     """
 
     name = "duckdb"

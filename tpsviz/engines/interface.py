@@ -19,7 +19,7 @@ import pandas as pd
 from tpsviz.core.tps import ScoreSettings
 from tpsviz.engines.runsums import RunSums
 from tpsviz.io.dataset import Dataset
-from tpsviz.io.sample import sample_runs
+from tpsviz.io.dataset.sample import sample_runs
 
 __all__ = ["Engine", "EngineBase"]
 
@@ -72,7 +72,7 @@ class Engine(Protocol):
 
     def sample(self, source: Dataset, n_runs: int, seed: int = 0, *, max_rows: int | None = None,
                mapping=()) -> tuple[pd.DataFrame, dict]:
-        """The step rows of a seeded random sample of whole runs (:func:`tpsviz.io.sample.sample_runs`)."""
+        """The step rows of a seeded random sample of whole runs (:func:`tpsviz.io.dataset.sample.sample_runs`)."""
         ...
 
     def describe(self, why: str, intervals: bool = True) -> str:
@@ -117,7 +117,7 @@ class EngineBase:
         Returns
         -------
         frame, info
-            As :func:`tpsviz.io.sample.sample_runs`.
+            As :func:`tpsviz.io.dataset.sample.sample_runs`.
         """
         return sample_runs(source, n_runs, seed, max_rows=max_rows, mapping=mapping)
 

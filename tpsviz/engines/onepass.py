@@ -31,8 +31,8 @@ from tpsviz.engines.plan import Plan
 from tpsviz.engines.runs import Runs
 from tpsviz.engines.scoretable import Lookup
 from tpsviz.engines.sql import LONG_RUNS, OFFSETS, long_runs_sql, pass_sql
-from tpsviz.io.duckdb_source import strip_run_ids
-from tpsviz.io.run_ids import MAX_STEP
+from tpsviz.io.dataset.duckdb_source import strip_run_ids
+from tpsviz.io.tables.run_ids import MAX_STEP
 
 __all__ = ["run_pass", "consecutive_offsets", "defects", "flagged"]
 

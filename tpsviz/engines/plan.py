@@ -18,10 +18,10 @@ from tpsviz.core.errors import LogFormatError
 from tpsviz.core.schema import RESERVED, canonical_name, nested_column, show_id
 from tpsviz.core.wording import setting
 from tpsviz.io.dataset import Dataset
-from tpsviz.io.duckdb_source import quote_name, quote_text, refuse_duration_ids
-from tpsviz.io.cells import FALSE_TOKENS, TRUE_TOKENS
-from tpsviz.io.header import check_header
-from tpsviz.io.longform import percent_note
+from tpsviz.io.dataset.duckdb_source import quote_name, quote_text, refuse_duration_ids
+from tpsviz.io.tables.cells import FALSE_TOKENS, TRUE_TOKENS
+from tpsviz.io.tables.header import check_header
+from tpsviz.io.tables.longform import percent_note
 from tpsviz.io.tables import MISSING
 
 __all__ = ["Plan", "is_integer", "is_float", "is_nested", "stored_as", "nan_free"]
@@ -161,7 +161,7 @@ def _boolean(col: str, typ: str) -> tuple[str, str]:
 
 def _outcome(col: str, typ: str, decimal_comma: bool = False) -> tuple[str, str]:
     """(1.0/0.0/NULL, condition of a present value that is neither): a number, or where a text cell
-    is not a number, a true/false word (as ``tpsviz.io.longform``'s outcomes: "true", "yes", …)."""
+    is not a number, a true/false word (as ``tpsviz.io.tables.longform``'s outcomes: "true", "yes", …)."""
     num, num_bad = _number(col, typ, decimal_comma)
     if num_bad == "FALSE":  # a number or boolean column
         return num, num_bad
@@ -176,7 +176,7 @@ class Plan:
     ----------
     ds : Dataset
     types : dict
-        The files' column types, by their own names (:func:`tpsviz.io.duckdb_source.column_types`).
+        The files' column types, by their own names (:func:`tpsviz.io.dataset.duckdb_source.column_types`).
     mapping : sequence of (target, column), optional
         Columns of other names read as long-format columns (``--map``).
     percent : iterable of str, optional

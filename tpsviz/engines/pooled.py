@@ -26,7 +26,7 @@ __all__ = ["labelled_sql", "cell_sql", "floor_cell_sql", "grid_sql", "exact_sql"
 #: below 1e-5; 2^20 cells cost 2 s more for a bound near 1e-7). A multiple of 10: each of the
 #: T-ECE's ten bins is a whole number of cells, so one count per cell serves both. At most 2^16:
 #: a cell is then a USMALLINT, whose range DuckDB knows, and the count per cell a perfect-hash
-#: aggregate (an array indexed by the cell; see tpsviz.io.duckdb_source.connect).
+#: aggregate (an array indexed by the cell; see tpsviz.io.dataset.duckdb_source.connect).
 GRID = 65_530
 #: labelled rows up to which the rank metrics are always counted on the distinct values (above it a
 #: hash table of every distinct forecast costs GBs: measured 80 s and 6 GB at 15M rows)
@@ -131,7 +131,7 @@ def grid_sql(plan: Plan, rows_sql: str) -> str:
     GROUP BY per predictor: measured at 20M rows and 3 predictors 1.2 s (0.40 s a predictor)
     against 1.9 s for GROUPING SETS ((cell), (T-ECE bin)) and 5.2 s for one GROUP BY over the rows
     unpivoted to (k, p). The cell is a USMALLINT so that DuckDB counts into an array (a
-    perfect-hash aggregate, :func:`tpsviz.io.duckdb_source.connect`): 20–30% less time than a
+    perfect-hash aggregate, :func:`tpsviz.io.dataset.duckdb_source.connect`): 20–30% less time than a
     hash table of BIGINT cells.
 
     Parameters

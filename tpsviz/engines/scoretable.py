@@ -25,7 +25,7 @@ import numpy as np
 
 from tpsviz.core._fast import kernels
 from tpsviz.core.scores import beta_score, exact_branch
-from tpsviz.io.duckdb_source import sql_double
+from tpsviz.io.dataset.duckdb_source import sql_double
 import pyarrow as pa
 
 __all__ = ["Lookup", "register", "register_udf"]

@@ -24,8 +24,8 @@ from tpsviz.core.scores import TABLE_MIN
 from tpsviz.core.tps import ScoreSettings
 from tpsviz.engines.plan import Plan, is_integer, nan_free
 from tpsviz.engines.scoretable import Lookup, register, register_udf
-from tpsviz.io.duckdb_source import id_text, quote_name, sql_double, stripped_id
-from tpsviz.io.run_ids import MAX_STEP
+from tpsviz.io.dataset.duckdb_source import id_text, quote_name, sql_double, stripped_id
+from tpsviz.io.tables.run_ids import MAX_STEP
 
 __all__ = ["score_sql", "register_scores", "weight_sql", "id_sql", "rows_sql", "pass_aggregates", "pass_sql",
            "long_runs_sql", "checked_rows_sql", "partial_aggregates", "block_sql", "combine_sql",
@@ -132,13 +132,13 @@ def weight_sql(settings: ScoreSettings, positional: bool) -> str | None:
 
 
 def id_sql(plan: Plan, stripped: bool) -> str:
-    """The trajectory id of a row as text (:func:`tpsviz.io.duckdb_source.id_text`).
+    """The trajectory id of a row as text (:func:`tpsviz.io.dataset.duckdb_source.id_text`).
 
     Parameters
     ----------
     plan : Plan
     stripped : bool
-        Without surrounding whitespace (:func:`tpsviz.io.duckdb_source.stripped_id`).
+        Without surrounding whitespace (:func:`tpsviz.io.dataset.duckdb_source.stripped_id`).
 
     Returns
     -------
@@ -351,7 +351,7 @@ def _parsed_columns(plan: Plan) -> list[str]:
     q, q_bad = plan.expr("q_z")
     wcol, w_bad = plan.expr("weight")
     # the id as stored (runs are grouped by it, and the ids stripped afterwards on far fewer
-    # values: tpsviz.io.duckdb_source.strip_ids); an id that is all whitespace counts as none
+    # values: tpsviz.io.dataset.duckdb_source.strip_ids); an id that is all whitespace counts as none
     tid = id_text(quote_name(plan.col["trajectory_id"]), plan.types["trajectory_id"])
     parsed = [f"{tid} AS tid", f"{step} AS step_d", f"{y} AS y", f"{cens} AS c", f"{q} AS q",
               f"{wcol} AS wcol",

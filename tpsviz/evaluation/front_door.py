@@ -32,12 +32,12 @@ from tpsviz.core.schema import plain_text
 from tpsviz.evaluation.engine_choice import choose_engine, memory_reason
 from tpsviz.evaluation.reading import no_forecast_reason, read_log, read_options, recalibrated, with_references
 from tpsviz.evaluation.settings import RECALIBRATIONS, check_settings, qz_source, score_settings
-from tpsviz.io.continuous import ContinuousLog, read_continuous
+from tpsviz.io.kinds.continuous import ContinuousLog, read_continuous
 from tpsviz.io.dataset import DATASET_FORMATS, is_dataset_spec, open_dataset
 from tpsviz.io.files import limits_from_env, read_file
 from tpsviz.io.kinds import outcome_kind
 from tpsviz.io.loading import is_frame, read_source
-from tpsviz.io.multiclass import MulticlassLog, read_multiclass
+from tpsviz.io.kinds.multiclass import MulticlassLog, read_multiclass
 from tpsviz.io.tables import FORMATS, format_of, table_columns
 
 __all__ = ["evaluate", "evaluate_binary", "open_log", "log_header", "prepare_binary", "PreparedLog",

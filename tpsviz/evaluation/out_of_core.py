@@ -34,7 +34,7 @@ from tpsviz.evaluation.reading import read_options
 from tpsviz.evaluation.settings import score_settings
 from tpsviz.io.dataset import Dataset
 from tpsviz.io.loading import apply_mapping
-from tpsviz.io.longform import from_frame
+from tpsviz.io.tables.longform import from_frame
 from tpsviz.report.html import Section, build_report
 
 __all__ = ["DatasetEvaluation", "evaluate_dataset", "refuse_in_memory_settings", "BY_RUN"]

@@ -61,7 +61,7 @@ class MulticlassEvaluation(Evaluation):
 
     Attributes
     ----------
-    log : tpsviz.io.multiclass.MulticlassLog
+    log : tpsviz.io.kinds.multiclass.MulticlassLog
     result : tpsviz.outcomes.multiclass.MulticlassResult
     censoring : str
         The censoring mode used.
@@ -153,7 +153,7 @@ def evaluate_multiclass(log, s: Settings) -> MulticlassEvaluation:
 
     Parameters
     ----------
-    log : tpsviz.io.multiclass.MulticlassLog
+    log : tpsviz.io.kinds.multiclass.MulticlassLog
     s : Settings
 
     Returns
@@ -191,7 +191,7 @@ class ContinuousEvaluation(Evaluation):
 
     Attributes
     ----------
-    log : tpsviz.io.continuous.ContinuousLog
+    log : tpsviz.io.kinds.continuous.ContinuousLog
     result : tpsviz.outcomes.continuous.ContinuousResult
     pits : dict
         Per predictor: (PIT histogram of all rows, of each run's last scored row, the uniformity test).
@@ -274,7 +274,7 @@ def evaluate_continuous(log, s: Settings) -> ContinuousEvaluation:
 
     Parameters
     ----------
-    log : tpsviz.io.continuous.ContinuousLog
+    log : tpsviz.io.kinds.continuous.ContinuousLog
     s : Settings
 
     Returns

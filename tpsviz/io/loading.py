@@ -24,8 +24,8 @@ from tpsviz.io.harness import (
     HARNESS_FORMATS, TABLE_FORMATS, TRACE_FORMATS, detect_format, read_harness, read_tau2_dir, read_tau2_parts)
 from tpsviz.io.harness.forecasts import join_sidecar
 from tpsviz.io.harness.runs import ReadOptions
-from tpsviz.io.longform import from_frame
-from tpsviz.io.run_ids import id_text
+from tpsviz.io.tables.longform import from_frame
+from tpsviz.io.tables.run_ids import id_text
 from tpsviz.core.schema import SEPARATORS, canonical_name, separator_note, show_id
 from tpsviz.core.wording import setting, text
 from tpsviz.io.tables import FORMATS, format_of, read_table, table_columns
@@ -34,7 +34,7 @@ from tpsviz.io.traces.options import parse_rules
 from tpsviz.io.traces.read import read_traces
 
 __all__ = ["TrajectoryData", "LogFormatError", "load", "from_frame", "FORMATS", "read_source", "read_outcomes_table",
-           "ReadOptions", "read_forecasts_table", "guarded", "no_forecast_note", "is_frame"]
+           "ReadOptions", "read_forecasts_table", "guarded", "no_forecast_note", "is_frame", "READERS"]
 
 
 def read_source(source, name: str | None = None, limits: Limits | None = None,
@@ -151,7 +151,7 @@ def _read_dataset(source, options: ReadOptions, limits: Limits, read, roots, sam
     label = ds.label
     too_big = ds.n_bytes > limits.max_bytes if ds.n_rows is None else ds.n_rows > limits.max_rows
     if sample and too_big:
-        from tpsviz.io.sample import sample_runs  # (DuckDB, imported only when a dataset is sampled)
+        from tpsviz.io.dataset.sample import sample_runs  # (DuckDB, imported only when a dataset is sampled)
 
         frame, info = sample_runs(ds, sample[0], sample[1], limits.max_rows, options.mapping)
         frame.attrs["notes"] = list(ds.notes)
@@ -239,7 +239,7 @@ def load(source, name: str | None = None, fmt: str | None = None, limits: Limits
     sample : (int, int), optional
         ``(n_runs, seed)``: a dataset with more rows than ``limits.max_rows`` (CSV files, whose
         rows are not counted ahead: more bytes than ``limits.max_bytes``) is read as a seeded random sample of that many whole
-        runs (:func:`tpsviz.io.sample.sample_runs`) instead of being refused;
+        runs (:func:`tpsviz.io.dataset.sample.sample_runs`) instead of being refused;
         ``reading["sample"]`` then says how many runs and rows of how many.
     run_by, step_spans, outcome, censor_when : optional
         Trace files (docs/traces.md): the attribute grouping traces into runs; the rules naming
@@ -360,15 +360,30 @@ def _read_frame(source, name: str | None, options: ReadOptions, limits: Limits, 
         kind, parsed = detect_format(raw, name, limits.max_json_nodes)
     if outcomes is not None and kind not in TRACE_FORMATS:
         _refuse_outcomes(outcomes[1], kind)
-    if kind in TABLE_FORMATS:
-        frame, reading = _read_table_log(raw, name, kind, options, limits)
-    elif kind in HARNESS_FORMATS or kind == "tau2-index":
-        frame, reading = guarded(read_harness, name, kind, raw, name, kind, options, limits, parsed)
-    elif kind in TRACE_FORMATS:
-        frame, reading = guarded(read_traces, name, kind, raw, name, kind, options, limits, parsed, outcomes)
-    else:
+    if kind not in READERS:
         raise LogFormatError(name, [f"unknown format {kind!r}"])
+    frame, reading = READERS[kind](raw, name, kind, options, limits, parsed, outcomes)
     return frame, reading, name
+
+
+def _table_reader(raw, name, kind, options, limits, parsed, outcomes):
+    return _read_table_log(raw, name, kind, options, limits)
+
+
+def _harness_reader(raw, name, kind, options, limits, parsed, outcomes):
+    return guarded(read_harness, name, kind, raw, name, kind, options, limits, parsed)
+
+
+def _trace_reader(raw, name, kind, options, limits, parsed, outcomes):
+    return guarded(read_traces, name, kind, raw, name, kind, options, limits, parsed, outcomes)
+
+
+#: the one reader registry: format → ``reader(raw, name, format, options, limits, parsed, outcomes)``
+#: returning (long frame, reading record). A new format is a reader here and a rule in
+#: :func:`tpsviz.io.harness.detect_format` (docs/architecture.md, "Where a new thing goes").
+READERS = {**{f: _table_reader for f in TABLE_FORMATS},
+           **{f: _harness_reader for f in (*HARNESS_FORMATS, "tau2-index")},
+           **{f: _trace_reader for f in TRACE_FORMATS}}
 
 
 def is_frame(source) -> bool:

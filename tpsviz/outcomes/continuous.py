@@ -39,9 +39,9 @@ import numpy as np
 import pandas as pd
 
 from tpsviz.outcomes.continuous_pit import pit_histogram, pit_reading, pit_values
-from tpsviz.io.continuous_forms import FORMS, MAX_MEMBERS
+from tpsviz.io.kinds.continuous_forms import FORMS, MAX_MEMBERS
 from tpsviz.io.kinds import is_continuous
-from tpsviz.io.continuous import ContinuousLog, continuous_from_frame, ensemble_batches, read_continuous
+from tpsviz.io.kinds.continuous import ContinuousLog, continuous_from_frame, ensemble_batches, read_continuous
 from tpsviz.core.inference import DEFAULT_SEED, column_mean_intervals
 from tpsviz.core.schedules import Schedule
 from tpsviz.core.schema import show_id

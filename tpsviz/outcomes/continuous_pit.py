@@ -27,7 +27,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from tpsviz.io.continuous import ensemble_batches
+from tpsviz.io.kinds.continuous import ensemble_batches
 from tpsviz.core.inference import DEFAULT_SEED
 
 __all__ = ["pit_values", "pit_histogram", "pit_reading", "last_scored_rows", "PIT_ALPHA"]

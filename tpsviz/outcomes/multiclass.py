@@ -24,7 +24,7 @@ Censoring modes mirror the binary ones: ``complete`` leaves censored runs out (c
 ``simple`` scores a censored run as the label ``censored_label`` (binary simple = "failure"),
 ``exact`` scores it with its q vector from the log (``q_z__<label>`` columns).
 
-The reading of logs lives in :mod:`tpsviz.io.multiclass` and the one-vs-rest reliability in
+The reading of logs lives in :mod:`tpsviz.io.kinds.multiclass` and the one-vs-rest reliability in
 :mod:`tpsviz.outcomes.multiclass_reliability`; their public names are re-exported here.
 """
 
@@ -37,7 +37,7 @@ import pandas as pd
 
 from tpsviz.core.inference import DEFAULT_SEED, column_mean_intervals
 from tpsviz.io.kinds import is_multiclass
-from tpsviz.io.multiclass import SUM_TOLERANCE, MulticlassLog, multiclass_from_frame, read_multiclass
+from tpsviz.io.kinds.multiclass import SUM_TOLERANCE, MulticlassLog, multiclass_from_frame, read_multiclass
 from tpsviz.outcomes.multiclass_reliability import ovr_summary, reliability_ovr
 from tpsviz.core.schedules import Schedule
 from tpsviz.core.schema import show_id

@@ -11,7 +11,7 @@ import numpy as np
 import pandas as pd
 
 from tpsviz.core.inference import DEFAULT_SEED, bootstrap_sums
-from tpsviz.io.multiclass import MulticlassLog
+from tpsviz.io.kinds.multiclass import MulticlassLog
 from tpsviz.core.schema import show_id
 
 __all__ = ["reliability_ovr", "ovr_summary"]

@@ -29,7 +29,7 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 import pandas as pd
 
-from tpsviz.io.longform import from_frame
+from tpsviz.io.tables.longform import from_frame
 
 __all__ = ["TaskFamily", "Scenario", "SimulatedLog", "simulate", "SCENARIOS",
            "length_tilted_target", "known_distortions", "logit", "sigmoid", "Walk", "walk",

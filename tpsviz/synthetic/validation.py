@@ -24,7 +24,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from tpsviz.io.longform import from_frame
+from tpsviz.io.tables.longform import from_frame
 from tpsviz.synthetic.agent import Scenario, TaskFamily, budget_targets, logit, sigmoid, walk_runs
 
 __all__ = ["TaskLog", "simulate_tasks", "mode_target", "distortions", "raw_signals", "DISTORTIONS",

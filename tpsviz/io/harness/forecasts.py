@@ -18,7 +18,7 @@ import numpy as np
 import pandas as pd
 
 from tpsviz.core.errors import LogFormatError
-from tpsviz.io.run_ids import MAX_STEP
+from tpsviz.io.tables.run_ids import MAX_STEP
 from tpsviz.core.schema import canonical_name, show_id
 
 __all__ = ["message_value", "logprob_signals", "join_sidecar"]

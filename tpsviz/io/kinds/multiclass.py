@@ -23,11 +23,11 @@ from tpsviz.io.files import Limits, limits_from_env
 from tpsviz.io.kinds import is_multiclass, split_conf
 from tpsviz.io.loading import read_source
 from tpsviz.io.tables import MAX_PREDICTORS
-from tpsviz.io.cells import (
+from tpsviz.io.tables.cells import (
     id_examples, is_missing, parse_boolean, parse_numeric, rounding_into_unit, row_examples)
-from tpsviz.io.header import prepared_frame
-from tpsviz.io.longform import per_run_constant, run_censoring
-from tpsviz.io.run_ids import step_numbers, trajectory_ids
+from tpsviz.io.tables.header import prepared_frame
+from tpsviz.io.tables.longform import per_run_constant, run_censoring
+from tpsviz.io.tables.run_ids import step_numbers, trajectory_ids
 from tpsviz.core.schema import REQUIRED, canonical_name, show_id
 from tpsviz.io.tables import MISSING, format_of, read_table, table_columns
 

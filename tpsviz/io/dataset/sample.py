@@ -20,7 +20,7 @@ import pyarrow.compute as pc
 
 from tpsviz.core.schema import WHITESPACE, show_id
 from tpsviz.io.dataset import Dataset
-from tpsviz.io.duckdb_source import (
+from tpsviz.io.dataset.duckdb_source import (
     column_types, connect, dataset_source, id_column, id_source, id_text, quote_name, quote_text,
     refuse_duration_ids, strip_run_ids)
 from tpsviz.io.file_errors import reading
@@ -46,7 +46,7 @@ def sample_runs(ds: Dataset, n_runs: int, seed: int = 0, max_rows: int | None = 
     mapping : sequence of (target, column), optional
         ``--map`` pairs (only the trajectory id's is used here).
     threads, memory_limit : optional
-        As :func:`tpsviz.io.duckdb_source.connect`.
+        As :func:`tpsviz.io.dataset.duckdb_source.connect`.
 
     Returns
     -------

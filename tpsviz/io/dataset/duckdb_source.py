@@ -2,7 +2,7 @@
 the files, and the trajectory ids as :func:`tpsviz.load` reads them (docs/architecture.md,
 "Engines"; docs/formats.md, "Trajectory ids").
 
-What reading a sample of runs (:mod:`tpsviz.io.sample`) and the out-of-core engines
+What reading a sample of runs (:mod:`tpsviz.io.dataset.sample`) and the out-of-core engines
 (:mod:`tpsviz.engines`) share. DuckDB runs sandboxed: it may open only the dataset's files and
 a private spill folder, with extensions off and the configuration locked, and every file path,
 column name and value enters the SQL quoted (:func:`quote_name`, :func:`quote_text`,
@@ -23,7 +23,7 @@ from tpsviz.core.errors import LogFormatError
 from tpsviz.core.schema import WHITESPACE, canonical_name, show_id
 from tpsviz.core.wording import setting
 from tpsviz.io.dataset import Dataset
-from tpsviz.io.run_ids import DURATION_IDS
+from tpsviz.io.tables.run_ids import DURATION_IDS
 
 __all__ = ["quote_name", "quote_text", "sql_double", "connect", "column_types", "dataset_source",
            "id_source", "id_text", "id_column", "refuse_duration_ids", "stripped_id", "strip_ids",
@@ -240,7 +240,7 @@ def id_text(col: str, typ: str) -> str:
         return col
     if t == "BLOB":
         return f"TRY(decode({col}))"
-    # (spelled as tpsviz.io.longform.id_text spells them in memory, docs/formats.md "Trajectory ids":
+    # (spelled as tpsviz.io.tables.longform.id_text spells them in memory, docs/formats.md "Trajectory ids":
     # a boolean as Python's str; a time-zone-aware timestamp as its instant in UTC, whatever the
     # session's time zone, which a plain CAST would use)
     if t == "BOOLEAN":

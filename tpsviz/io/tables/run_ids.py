@@ -13,7 +13,7 @@ import datetime
 import numpy as np
 import pandas as pd
 
-from tpsviz.io.cells import is_missing, parse_numeric, row_examples
+from tpsviz.io.tables.cells import is_missing, parse_numeric, row_examples
 
 __all__ = ["MAX_STEP", "DURATION_IDS", "trajectory_ids", "id_text", "merged_ids_note", "typed_ids_note",
            "step_numbers", "code_runs"]
@@ -27,7 +27,7 @@ def trajectory_ids(df: pd.DataFrame, where, notes: list[str], problems: list[str
     Parameters
     ----------
     df : DataFrame
-        From :func:`tpsviz.io.header.prepared_frame`.
+        From :func:`tpsviz.io.tables.header.prepared_frame`.
     where : Series-like
         Its row locations.
     notes, problems : list of str
@@ -131,7 +131,7 @@ def step_numbers(df: pd.DataFrame, tid: pd.Series, tid_missing, where, problems:
     Parameters
     ----------
     df : DataFrame
-        From :func:`tpsviz.io.header.prepared_frame`.
+        From :func:`tpsviz.io.tables.header.prepared_frame`.
     tid, tid_missing : Series
         From :func:`trajectory_ids`.
     where : Series-like

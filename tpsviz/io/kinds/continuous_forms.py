@@ -22,7 +22,7 @@ import pandas as pd
 from tpsviz.core.errors import LogFormatError
 from tpsviz.io.kinds import (MU_PATTERN, QUANTILE_PATTERN, SAMPLES_PATTERN, SIGMA_PATTERN, is_continuous,
                               quantile_level)
-from tpsviz.io.cells import parse_numeric, row_examples
+from tpsviz.io.tables.cells import parse_numeric, row_examples
 from tpsviz.core.schema import looks_like_ours, show_id
 from tpsviz.io.tables import MAX_PREDICTORS, MISSING
 

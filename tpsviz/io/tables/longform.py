@@ -4,8 +4,8 @@ One row per (trajectory, step). Every defect is collected and raised together as
 :class:`LogFormatError` naming rows (lines), trajectories and columns, never cell values.
 Column names are matched to the long format regardless of case, with a note.
 
-:func:`from_frame` prepares the frame and checks its header (:mod:`tpsviz.io.header`), reads run
-ids and steps (:mod:`tpsviz.io.run_ids`) and cells (:mod:`tpsviz.io.cells`), then checks the values
+:func:`from_frame` prepares the frame and checks its header (:mod:`tpsviz.io.tables.header`), reads run
+ids and steps (:mod:`tpsviz.io.tables.run_ids`) and cells (:mod:`tpsviz.io.tables.cells`), then checks the values
 and builds the steps and runs frames here. The per-run labels (:func:`per_run_constant`,
 :func:`run_censoring`) are shared with the multi-class and continuous readers (docs/multiclass.md,
 docs/continuous.md); the notes and hints with the out-of-core engines.
@@ -20,9 +20,9 @@ from tpsviz.core.data import TrajectoryData
 from tpsviz.core.errors import LogFormatError
 from tpsviz.core.schema import RESERVED, show_id
 from tpsviz.core.wording import setting
-from tpsviz.io.cells import id_examples, parse_boolean, parse_numeric, rounding_into_unit, row_examples
-from tpsviz.io.header import check_header, prepared_frame
-from tpsviz.io.run_ids import code_runs, step_numbers, trajectory_ids
+from tpsviz.io.tables.cells import id_examples, parse_boolean, parse_numeric, rounding_into_unit, row_examples
+from tpsviz.io.tables.header import check_header, prepared_frame
+from tpsviz.io.tables.run_ids import code_runs, step_numbers, trajectory_ids
 
 __all__ = ["from_frame", "per_run_constant", "run_censoring", "partial_outcome_note", "percent_note",
            "percent_hint"]

@@ -14,7 +14,7 @@ import pandas as pd
 from tpsviz.core.errors import LogFormatError
 from tpsviz.core.schema import REQUIRED, canonical_name, looks_like_ours, show_id
 from tpsviz.core.wording import setting
-from tpsviz.io.cells import RowLocations
+from tpsviz.io.tables.cells import RowLocations
 from tpsviz.io.kinds import outcome_kind
 from tpsviz.io.tables import MAX_PREDICTORS
 

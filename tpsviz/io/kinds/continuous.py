@@ -25,14 +25,14 @@ import pandas as pd
 from tpsviz.core.data import RunLog
 from tpsviz.core.errors import LogFormatError
 from tpsviz.io.files import Limits, limits_from_env
-from tpsviz.io.continuous_forms import (
+from tpsviz.io.kinds.continuous_forms import (
     FORM_READERS, FORMS, INTERNAL, MAX_MEMBERS, MAX_VALUE, levels_of, out_of_range,
     predictor_columns)
 from tpsviz.io.kinds import SAMPLES_PATTERN, is_continuous
-from tpsviz.io.cells import id_examples, parse_boolean, parse_numeric, row_examples
-from tpsviz.io.header import prepared_frame
-from tpsviz.io.longform import per_run_constant, run_censoring
-from tpsviz.io.run_ids import code_runs, step_numbers, trajectory_ids
+from tpsviz.io.tables.cells import id_examples, parse_boolean, parse_numeric, row_examples
+from tpsviz.io.tables.header import prepared_frame
+from tpsviz.io.tables.longform import per_run_constant, run_censoring
+from tpsviz.io.tables.run_ids import code_runs, step_numbers, trajectory_ids
 from tpsviz.core.schema import show_id
 from tpsviz.io.tables import format_of, read_table
 from tpsviz.io.loading import read_source

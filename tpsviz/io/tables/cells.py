@@ -27,7 +27,7 @@ class RowLocations:
     """Row locations kept as integers and formatted as "line 12" / "row 12" only on demand.
 
     Masked (``where[mask]``) or sliced (``where.iloc[:3]``) as the Series of locations it stands
-    for (:func:`tpsviz.io.header.prepared_frame` makes one when the rows are numbered).
+    for (:func:`tpsviz.io.tables.header.prepared_frame` makes one when the rows are numbered).
 
     Parameters
     ----------
@@ -63,7 +63,7 @@ def row_examples(where: pd.Series) -> str:
     Parameters
     ----------
     where : Series
-        Row locations of the offending rows (the ``where`` of :func:`tpsviz.io.header.prepared_frame`, masked).
+        Row locations of the offending rows (the ``where`` of :func:`tpsviz.io.tables.header.prepared_frame`, masked).
 
     Returns
     -------
@@ -81,7 +81,7 @@ def id_examples(uniques, mask: np.ndarray) -> str:
     Parameters
     ----------
     uniques : sequence
-        The run ids (``uniques`` of :func:`tpsviz.io.run_ids.code_runs`).
+        The run ids (``uniques`` of :func:`tpsviz.io.tables.run_ids.code_runs`).
     mask : ndarray of bool
         The runs to name, one flag per id.
 
