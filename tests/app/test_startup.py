@@ -61,6 +61,11 @@ def test_preload_skips_a_module_that_cannot_be_imported(monkeypatch):
     """A failed import is left for the code that needs it: the server still starts."""
     from pages._ui import warmup
 
-    monkeypatch.setattr(warmup, "APP_MODULES", ("tpsviz._no_such_module",))
+    import sys
+
+    after = "tpsviz.diagnostics.murphy"  # a module listed after the one that fails
+    monkeypatch.delitem(sys.modules, after, raising=False)
+    monkeypatch.setattr(warmup, "APP_MODULES", ("tpsviz._no_such_module", after))
     monkeypatch.setattr(warmup, "MODULES", ())
     warmup.preload()  # (no exception)
+    assert "tpsviz._no_such_module" not in sys.modules and after in sys.modules
