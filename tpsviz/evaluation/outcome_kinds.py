@@ -54,6 +54,32 @@ def _schedule(spec):
         raise SettingError(f"{setting('schedule')}: {exc}") from None
 
 
+def _display(board: pd.DataFrame, what: str, level: float, check: dict, check_name: str) -> pd.DataFrame:
+    """Text cells of a leaderboard: the score with its interval, runs, steps, missing, the check."""
+    rows = []
+    for n, r in board.iterrows():
+        lo, hi = float(r["tps_ci_low"]), float(r["tps_ci_high"])
+        rows.append({"predictor": plain_text(n, 40), what: f"{float(r['tps_mean']):.4g}",
+                     f"{level * 100:g}% CI": f"[{lo:.4g}, {hi:.4g}]" if math.isfinite(lo) and math.isfinite(hi) else "n/a",
+                     "runs": f"{int(r['n_runs']):,}", "steps": f"{int(r['n_steps']):,}",
+                     "missing": f"{int(r['n_missing']):,}", check_name: check[n]})
+    return pd.DataFrame(rows)
+
+
+def _largest_gap(gaps: pd.DataFrame) -> str:
+    """The largest one-vs-rest gap over labels, with its label, or why there is none."""
+    finite = gaps[gaps["max_gap"].map(lambda v: math.isfinite(float(v)))] if len(gaps) else gaps
+    if not len(finite):
+        return f"no bin of {MIN_BIN_ROWS} rows"
+    lab = finite["max_gap"].astype(float).idxmax()
+    return f"{float(finite.loc[lab, 'max_gap']):.3f} ({plain_text(lab, 30)})"
+
+
+def _pit_words(test: dict) -> str:
+    p = test["p_value"]
+    return "n/a" if p is None or not math.isfinite(p) else f"p = {p:.2g}: {test['reading']}"
+
+
 # ----------------------------------------------------------------------------- multi-class
 @dataclass(frozen=True, eq=False)
 class MulticlassEvaluation(Evaluation):
@@ -102,6 +128,12 @@ class MulticlassEvaluation(Evaluation):
                        f"{cal}; {_NO_VERDICT.format(what='multi-class')}")
         return out
 
+    def display_table(self) -> pd.DataFrame:
+        """The leaderboard as text cells, best first: TPS-k with its interval, the counts and the
+        largest one-vs-rest gap (the notebook view's and the report's table)."""
+        return _display(self.leaderboard, "TPS-k", self.level,
+                        {n: _largest_gap(self.gaps[n]) for n in self.order}, "largest one-vs-rest gap")
+
     def headline(self) -> str:
         s = self.result.settings
         return (f"{plain_text(self.log.source)}: {len(self.log.labels)} labels, {self.log.n_runs:,} runs, "
@@ -133,7 +165,7 @@ class MulticlassEvaluation(Evaluation):
         return out
 
     def to_html(self, title: str | None = None) -> str:
-        sections = [Section("TPS-k per predictor", table=self.leaderboard.reset_index(),
+        sections = [Section("TPS-k per predictor", table=self.display_table(),
                             caption="mean TPS-k per run, best first; higher is better, 0 is perfect")]
         sections += [Section(f"one-vs-rest reliability: {plain_text(n, 40)}", table=self.gaps[n].reset_index())
                      for n in self.order]
@@ -221,12 +253,16 @@ class ContinuousEvaluation(Evaluation):
         out, level = [], float(self.result.settings["level"])
         for n in self.summary.index:
             r, test = self.summary.loc[n], self.pits[n][2]
-            p = test["p_value"]
-            pit = ("PIT test n/a" if p is None or not math.isfinite(p) else
-                   f"PIT uniformity p = {p:.2g} on {test['n_runs']:,} runs: {test['reading']}")
+            pit = f"PIT uniformity on the last steps of {test['n_runs']:,} runs: {_pit_words(test)}"
             out.append(f"{plain_text(n, 40)}: mean TPS-CRPS {_ci_words(r, level)} over {int(r['n_runs']):,} runs; "
                        f"{pit}; {_NO_VERDICT.format(what='continuous-outcome')}")
         return out
+
+    def display_table(self) -> pd.DataFrame:
+        """The leaderboard as text cells, best first: TPS-CRPS with its interval, the counts and the PIT
+        test (the notebook view's and the report's table)."""
+        pit = {n: _pit_words(self.pits[n][2]) for n in self.order}
+        return _display(self.leaderboard, "TPS-CRPS", float(self.result.settings["level"]), pit, "PIT (last steps)")
 
     def headline(self) -> str:
         st = self.result.settings
@@ -255,7 +291,7 @@ class ContinuousEvaluation(Evaluation):
                 "predictors": predictors}
 
     def to_html(self, title: str | None = None) -> str:
-        sections = [Section("TPS-CRPS per predictor", table=self.leaderboard.reset_index(),
+        sections = [Section("TPS-CRPS per predictor", table=self.display_table(),
                             caption="mean TPS-CRPS per run in the outcome's units, best first; higher is better")]
         sections += [Section(f"PIT histogram (last scored step): {plain_text(n, 40)}", table=self.pits[n][1])
                      for n in self.order]
