@@ -16,7 +16,8 @@ with B(x; a, b) the unregularised lower incomplete beta function. Special cases:
 
 Numerics (see ``_lower_beta``): the complement 1-p is never formed in floating point where
 it would lose relative precision; parameters in (-1, 0] use the recurrence in b, and a
-parameter within ``_NEAR_ZERO`` of 0 uses a cubic interpolation in b across 0. The closed
+parameter within ``_NEAR_ZERO`` of 0 uses a cubic interpolation in b across 0 (exactly 0: a digamma
+closed form wherever it does not cancel, full precision down to p = 1e-300). The closed
 forms of log and boosting, the block/thread loop and the interpolation tables for large arrays
 live in :mod:`tpsviz.core._fast.kernels`; :func:`plain_score` does the same job with plain
 whole-array calls (Brier's path, and the oracle of the fast one in the tests).
@@ -168,6 +169,53 @@ def _lower_beta_series(a: float, b: float, x: np.ndarray) -> np.ndarray:
         return x**a * total
 
 
+def _lower_beta_b0(a: float, x: np.ndarray, xc: np.ndarray) -> np.ndarray:
+    """B(x; a, 0) = ∫_0^x t^(a-1)/(1-t) dt for x > 1/2, given xc = 1 - x exactly.
+
+    The closed form (from ∫_0^1 (1 - t^(a-1))/(1-t) dt = ψ(a) + γ)
+
+        B(x; a, 0) = -ln(xc) - (ψ(a) + γ) - Σ_{k>=1} (-1)^k C(a-1, k) xc^k / k
+
+    keeps full relative precision for any tiny xc, where the interpolation in b loses it like
+    ln(1/xc)^4 (1.2e-5 at xc = 1e-300). It is used wherever its terms cancel by less than a
+    factor 100 (a rounding error below about 1e-14 of the result); elsewhere (large a and
+    moderate xc) the interpolation is used.
+    """
+    from scipy import special
+
+    digamma = float(special.digamma(a)) + float(np.euler_gamma)
+    log_term = -np.log(xc)
+    tail = np.zeros_like(xc)
+    size = np.zeros_like(xc)  # Σ |terms|, the scale of the rounding error
+    coef = np.ones_like(xc)  # (-1)^k C(a-1, k) xc^k
+    for k in range(1, 400):
+        coef = coef * ((k - a) / k) * xc
+        term = coef / k
+        tail += term
+        size += np.abs(term)
+        if np.all(np.abs(term) <= 1e-17 * size + 1e-300):
+            break
+    out = log_term - digamma - tail
+    cancels = ~(log_term + abs(digamma) + size <= 100.0 * np.abs(out))
+    if cancels.any():
+        h = 2 * _NEAR_ZERO
+        out[cancels] = _interpolate_in_b(a, 0.0, (-2 * h, -h, h, 2 * h), x[cancels], xc[cancels])
+    return out
+
+
+def _interpolate_in_b(a: float, b: float, nodes, x: np.ndarray, xc: np.ndarray) -> np.ndarray:
+    """Lagrange interpolation of B(x; a, ·) at b through ``nodes`` (none of them 0)."""
+    acc = np.zeros_like(x)
+    for i, bi in enumerate(nodes):
+        vi = _lower_beta_negative(a, bi, x, xc) if bi < 0 else _betainc_lower(a, bi, x, xc)
+        li = 1.0
+        for j, bj in enumerate(nodes):
+            if j != i:
+                li *= (b - bj) / (bi - bj)
+        acc += li * vi
+    return acc
+
+
 def _lower_beta(a: float, b: float, x: np.ndarray, xc: np.ndarray) -> np.ndarray:
     """Unregularised lower incomplete beta B(x; a, b) = ∫_0^x t^(a-1) (1-t)^(b-1) dt.
 
@@ -197,20 +245,14 @@ def _lower_beta(a: float, b: float, x: np.ndarray, xc: np.ndarray) -> np.ndarray
     if not big.any():
         return out
     xb, xcb = x[big], xc[big]
+    if b == 0.0:
+        out[big] = _lower_beta_b0(a, xb, xcb)
+        return out
     if b <= -_NEAR_ZERO:
         out[big] = _lower_beta_negative(a, b, xb, xcb)
         return out
     h = 2 * _NEAR_ZERO
-    nodes = (-2 * h, -h, h, 2 * h)
-    acc = np.zeros_like(xb)
-    for i, bi in enumerate(nodes):
-        vi = _lower_beta_negative(a, bi, xb, xcb) if bi < 0 else _betainc_lower(a, bi, xb, xcb)
-        li = 1.0
-        for j, bj in enumerate(nodes):
-            if j != i:
-                li *= (b - bj) / (bi - bj)
-        acc += li * vi
-    out[big] = acc
+    out[big] = _interpolate_in_b(a, b, (-2 * h, -h, h, 2 * h), xb, xcb)
     return out
 
 
