@@ -27,7 +27,8 @@ from tpsviz.core.data import TrajectoryData
 from tpsviz.core.inference import DEFAULT_SEED, INTERVALS, column_mean_intervals, mean_se
 from tpsviz.core.schedules import Schedule
 from tpsviz.core.scores import family_name, score_unit, validate_alpha_beta
-from tpsviz.core.trajectory_sums import RunRows, contributions, scored_runs, trajectory_sums, where_or_self
+from tpsviz.core.trajectory_sums import (
+    RunLabels, RunRows, contributions, scored_runs, trajectory_sums, where_or_self)
 from tpsviz.core.weights import MAX_WEIGHT, check_weights, step_weights  # (their home until they grew apart)
 
 __all__ = ["ScoreSettings", "TPSResult", "compute_tps", "settings_words", "step_weights", "check_weights",
@@ -382,6 +383,7 @@ class _Scope:
     q_t: np.ndarray             # q_Z used, per run (NaN for complete runs)
     fallback_t: np.ndarray      # censored runs scored with q_Z = 0 for want of q_Z (none: exact mode refuses)
     label: np.ndarray           # ℓ per run under the mode (NaN: left out)
+    labels: RunLabels           # the same, worked out once for every predictor
     complete_case: bool
     in_scope_t: np.ndarray      # runs scored (complete-case leaves the censored ones out)
     length: np.ndarray          # rows per run
@@ -397,8 +399,8 @@ class _Scope:
         complete_case = settings.censoring == "complete"
         in_scope_t = ~cens_t if complete_case else np.ones(len(traj), bool)
         rows = RunRows.of(data, label > 0, label < 1, settings.schedule)  # (ℓ = NaN: neither)
-        return cls(cens_t, q_t, fallback_t, label, complete_case, in_scope_t, traj["length"].to_numpy(), rows,
-                   run_clusters(data, settings.cluster_by))
+        return cls(cens_t, q_t, fallback_t, label, RunLabels.of(label), complete_case, in_scope_t,
+                   traj["length"].to_numpy(), rows, run_clusters(data, settings.cluster_by))
 
 
 def _score_predictor(data: TrajectoryData, settings: ScoreSettings, sc: _Scope, name: str):
@@ -407,7 +409,7 @@ def _score_predictor(data: TrajectoryData, settings: ScoreSettings, sc: _Scope, 
     p_all = data.forecasts(name)
     sums = trajectory_sums(p_all, sc.rows, settings.alpha, settings.beta, settings.eps, last=False,
                            keep_rows=True)
-    tps, n_scored = scored_runs(sums.a1, sums.a0, sums.n_present, sc.label, sc.in_scope_t)
+    tps, n_scored = scored_runs(sums.a1, sums.a0, sums.n_present, sc.labels, sc.in_scope_t)
     s, pc = sums.rows.expected(sc.rows, sc.label), sums.rows.forecast
     if sc.rows.rows_in is None:
         score = (s, pc)

@@ -37,7 +37,7 @@ from tpsviz.diagnostics.reliability import wilson_interval
 from tpsviz.core.scores import beta_score
 from tpsviz.core.censoring import labels_for_runs
 from tpsviz.core.tps import ScoreSettings, summary_of_runs
-from tpsviz.core.trajectory_sums import mix_by_label, scored_runs, where_or_self
+from tpsviz.core.trajectory_sums import RunLabels, mix_by_label, scored_runs, where_or_self
 from tpsviz.engines import pages
 
 __all__ = ["RunSums", "PooledCounts", "DatasetScore", "score_from_sums", "rank_metrics", "run_groups",
@@ -269,9 +269,10 @@ def _scored_runs(sums: RunSums, settings: ScoreSettings, q_z=None):
     label, q_used, fallback = run_labels_of(sums, settings, q_z)
     in_scope = ~cens if settings.censoring == "complete" else np.ones(len(cens), dtype=bool)
     tps_runs, n_scored = {}, {}
+    labels = RunLabels.of(label)  # (worked out once for every predictor)
     for name in sums.predictors:
         out = pages.empty(len(cens), float)  # (a fresh array at millions of runs: mapped at once)
-        tps_runs[name], n_scored[name] = scored_runs(sums.a1[name], sums.a0[name], sums.n_present[name], label,
+        tps_runs[name], n_scored[name] = scored_runs(sums.a1[name], sums.a0[name], sums.n_present[name], labels,
                                                      in_scope, out)
     return tps_runs, n_scored, label, q_used, fallback, in_scope
 
@@ -326,7 +327,7 @@ def _ref_per_run(w: np.ndarray, s1: float, s0: float, label: np.ndarray) -> np.n
     with np.errstate(invalid="ignore"):  # (W = 0 with an infinite score: NaN, as W·S)
         np.multiply(w, s0, out=out)
         np.multiply(w, s1, out=out, where=one)
-        return mix_by_label(out, label, one, lambda m: w[m] * s1, lambda m: w[m] * s0)
+        return mix_by_label(out, label, ~one & (label != 0.0), lambda m: w[m] * s1, lambda m: w[m] * s0)
 
 
 def run_labels_of(sums: RunSums, settings: ScoreSettings, q_z=None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
