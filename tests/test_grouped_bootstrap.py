@@ -15,6 +15,7 @@ from tpsviz.engines.memory import sums_in_memory
 from tpsviz.core.inference import group_sums
 from tpsviz.synthetic.agent import simulate
 from tpsviz.core.tps import ScoreSettings
+from tpsviz.core.trajectory_sums import tps_from_sums
 
 
 def test_groups_are_balanced_seeded_and_cover_every_run():
@@ -136,7 +137,7 @@ def test_run_scores_against_a_loop(fn):
     a0[label == 1.0] = -np.inf
     w, s1, s0 = rng.random(n) * 5, -0.7, -1.3
     if fn == "tps":
-        got = runsums._tps_per_run(a1, a0, label)
+        got = tps_from_sums(a1, a0, label)
         b1, b0 = a1, a0
     else:
         got = runsums._ref_per_run(w, s1, s0, label)

@@ -1,4 +1,4 @@
-"""Censoring: the modes, q_Z per trajectory and the censored scores of step rows (docs/theory.md §4).
+"""Censoring: the modes, q_Z per trajectory and each run's label by mode (docs/theory.md §4).
 
 A run stopped at Z before its outcome is known is scored with the expected score under its
 continuation success probability q_Z:
@@ -17,8 +17,10 @@ Censoring modes:
 ``upper``     q_Z = 1 for every censored run: with ``simple`` it bounds TPS_cen, which is
               linear in q_Z, for any q_Z in [0, 1].
 
-:func:`tpsviz.core.tps.compute_tps` sums these row scores per run;
-:mod:`tpsviz.core.artificial_censoring` checks the simple censored score's closed form.
+Since the censored score is linear in q_Z, a run's TPS is ℓ·A1 + (1 − ℓ)·A0 with ℓ its label under
+the mode (:func:`labels_for_runs`) and A1, A0 its sums of w_t·S(F_t, 1) and w_t·S(F_t, 0)
+(:mod:`tpsviz.core.trajectory_sums`); :mod:`tpsviz.core.artificial_censoring` checks the simple
+censored score's closed form.
 """
 
 from __future__ import annotations
@@ -28,12 +30,10 @@ import pandas as pd
 
 from tpsviz.core.data import TrajectoryData
 from tpsviz.core.errors import SettingError
-from tpsviz.core.scores import beta_score
 from tpsviz.core.wording import setting
 
 __all__ = ["CENSORING_MODES", "CENSORING_LABELS", "TARGETS", "MissingQz", "default_censoring", "qz_coverage",
-           "qz_per_trajectory", "qz_for_runs", "mode_labels", "labels_for_runs", "population_words",
-           "censored_row_scores"]
+           "qz_per_trajectory", "qz_for_runs", "mode_labels", "labels_for_runs", "population_words"]
 
 CENSORING_MODES = ("complete", "simple", "exact", "upper")
 CENSORING_LABELS = {
@@ -238,44 +238,3 @@ def _align_qz(data: TrajectoryData, q_z) -> np.ndarray:
     if np.any((arr < 0) | (arr > 1)):
         raise ValueError("q_z estimates must be in [0, 1]")
     return arr
-
-
-def censored_row_scores(p: np.ndarray, y: np.ndarray, q: np.ndarray | None, censored_rows: np.ndarray | None,
-                        alpha: float, beta: float, table: bool | None = None) -> np.ndarray:
-    """The score of every step row with a forecast: S(p, y) on a complete run's rows, the expected
-    score q·S(p, 1) + (1 − q)·S(p, 0) on a censored run's rows.
-
-    Parameters
-    ----------
-    p : ndarray of float
-        Forecasts, clipped, without NaN.
-    y : ndarray of float
-        The outcome of each row (read on complete rows only).
-    q : ndarray of float or None
-        q_Z of each row (read on censored rows only; None when ``censored_rows`` is None).
-    censored_rows : ndarray of bool or None
-        Rows of censored runs (None: no such row).
-    alpha, beta : float
-        The beta family's parameters.
-    table : bool, optional
-        One evaluation method for every subset scored (:func:`tpsviz.core.scores.beta_score`).
-
-    Returns
-    -------
-    ndarray of float
-    """
-    if censored_rows is None:
-        return beta_score(p, y, alpha, beta, table)
-    out = np.empty(p.shape)
-    comp = ~censored_rows
-    if comp.any():
-        out[comp] = beta_score(p[comp], y[comp], alpha, beta, table)
-    pc, qc = p[censored_rows], q[censored_rows]
-    s = np.zeros(pc.shape)
-    some1, some0 = qc > 0, qc < 1
-    if some1.any():
-        s[some1] += qc[some1] * beta_score(pc[some1], 1, alpha, beta, table)
-    if some0.any():
-        s[some0] += (1.0 - qc[some0]) * beta_score(pc[some0], 0, alpha, beta, table)
-    out[censored_rows] = s
-    return out

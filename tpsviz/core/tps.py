@@ -3,7 +3,8 @@
     TPS(F_1:T, Y) = Σ_t w_t S(F_t, Y)                                  complete run
     TPS_cen(q_Z)  = Σ_{t<=Z} w_t [q_Z S(F_t, 1) + (1 - q_Z) S(F_t, 0)]   censored at Z
 
-The censoring modes and the censored scores of step rows are in :mod:`tpsviz.core.censoring`; the
+The censoring modes and each run's label by mode are in :mod:`tpsviz.core.censoring`; the
+per-trajectory sums TPS is computed from in :mod:`tpsviz.core.trajectory_sums`; the
 artificial-censoring check, which scores logs with :func:`compute_tps`, in
 :mod:`tpsviz.core.artificial_censoring`.
 
@@ -21,15 +22,17 @@ import pandas as pd
 from tpsviz.core.cancel import checkpoint
 from tpsviz.core.clusters import Clusters, check_cluster_by, run_clusters
 from tpsviz.core.censoring import (
-    CENSORING_LABELS, CENSORING_MODES, censored_row_scores, default_censoring, qz_per_trajectory)
+    CENSORING_LABELS, CENSORING_MODES, default_censoring, labels_for_runs, qz_per_trajectory)
 from tpsviz.core.data import TrajectoryData
 from tpsviz.core.inference import DEFAULT_SEED, INTERVALS, column_mean_intervals, mean_se
 from tpsviz.core.schedules import Schedule
-from tpsviz.core.scores import TABLE_MIN, family_name, score_unit, validate_alpha_beta
+from tpsviz.core.scores import family_name, score_unit, validate_alpha_beta
+from tpsviz.core.trajectory_sums import (
+    RunLabels, RunRows, contributions, scored_runs, trajectory_sums, where_or_self)
 from tpsviz.core.weights import MAX_WEIGHT, check_weights, step_weights  # (their home until they grew apart)
 
 __all__ = ["ScoreSettings", "TPSResult", "compute_tps", "settings_words", "step_weights", "check_weights",
-           "MAX_WEIGHT", "summary_row", "no_predictor_message"]
+           "MAX_WEIGHT", "summary_row", "summary_of_runs", "no_predictor_message"]
 
 
 @dataclass(frozen=True)
@@ -246,7 +249,7 @@ class TPSResult:
                 "forecast": pclip[ok],
                 "weight": w,
                 "score": sc,
-                "contribution": np.where(w == 0, 0.0, w * sc),
+                "contribution": contributions(w, sc),  # (the terms the run's sums add up)
             }))
         return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
 
@@ -301,13 +304,6 @@ class TPSResult:
                    clusters=first.clusters)
 
 
-def _sum_by_run(values: np.ndarray, starts: np.ndarray) -> np.ndarray:
-    """Per-trajectory sums of step values (rows sorted by trajectory, every run non-empty)."""
-    if values.size == 0:
-        return np.zeros(starts.size)
-    return np.add.reduceat(values, starts)
-
-
 def no_predictor_message(data) -> str:
     """What to do with a log that has no probability column: raw signals, or no forecast at all."""
     if not data.signals:
@@ -327,6 +323,17 @@ def compute_tps(
     q_z=None,
 ) -> TPSResult:
     """Score every predictor of a trajectory log with the Trajectory Proper Score.
+
+    This is the in-memory engine's scoring: the one behind ``tpsviz score --engine memory``,
+    :func:`tpsviz.evaluate` and the dashboard. It computes each run's sums A1, A0, W with
+    :func:`tpsviz.core.trajectory_sums.trajectory_sums` (the function the engines' in-memory
+    :class:`~tpsviz.engines.runsums.RunSums` come from too), then TPS_i = ℓ_i·A1_i + (1 − ℓ_i)·A0_i
+    with :func:`tpsviz.core.trajectory_sums.tps_from_sums` (the combination the out-of-core engines'
+    :func:`~tpsviz.engines.runsums.score_from_sums` uses), and the summary with
+    :func:`summary_of_runs`. The per-step contributions (:meth:`TPSResult.step_contributions`) are
+    the row terms w_t·S those sums add up. The reference implementation the tests hold it to is a
+    plain loop over runs and steps with scores by numerical integration (``brute_tps`` in
+    ``tests/test_tps.py``); the out-of-core engines are tested against this function.
 
     Parameters
     ----------
@@ -363,96 +370,58 @@ def compute_tps(
         runs[name] = (tps, valid)
     summary = pd.DataFrame(rows).set_index("predictor")
     # weights for every step row (the scope rows' weights were enough for the scores)
-    w_rows = None if (scope.w is None or scope.rows_in is not None) else scope.w
+    w_rows = None if (scope.rows.w is None or scope.rows.rows_in is not None) else scope.rows.w
     result = TPSResult(settings, summary, data, w_rows, scores, runs, columns, clusters=scope.clusters)
     return result.with_intervals(settings.n_boot) if names else result
 
 
 @dataclass
 class _Scope:
-    """The rows and runs a score covers under a censoring mode, with their weights and q_Z."""
+    """The runs a score covers under a censoring mode: their labels, q_Z, rows and weights."""
 
-    n_traj: int
     cens_t: np.ndarray          # censored, per run
     q_t: np.ndarray             # q_Z used, per run (NaN for complete runs)
-    fallback_t: np.ndarray      # censored runs scored with q_Z = 0 for want of q_Z
+    fallback_t: np.ndarray      # censored runs scored with q_Z = 0 for want of q_Z (none: exact mode refuses)
+    label: np.ndarray           # ℓ per run under the mode (NaN: left out)
+    labels: RunLabels           # the same, worked out once for every predictor
     complete_case: bool
     in_scope_t: np.ndarray      # runs scored (complete-case leaves the censored ones out)
-    rows_in: np.ndarray | None  # step rows in scope (None: all)
-    scope_len: np.ndarray       # rows in scope, per run
-    scope_starts: np.ndarray    # first row of each run among the rows in scope
-    has_rows: np.ndarray
-    y: np.ndarray               # outcome of every row in scope
-    cens_rows: np.ndarray | None
-    q: np.ndarray | None        # q_Z of every row in scope (None: no censored run in scope)
-    w: np.ndarray | None        # w_t of every row in scope (None: uniform weights)
-    zero_w: bool
-    wsum_all: np.ndarray        # Σ w_t per run over the rows in scope
+    length: np.ndarray          # rows per run
+    rows: RunRows               # the rows of the runs in scope and the branches each needs
     clusters: Clusters | None = None  # the unit of the SEs (settings.cluster_by)
 
     @classmethod
     def of(cls, data: TrajectoryData, settings: ScoreSettings, q_z) -> "_Scope":
         traj = data.trajectories
-        n_traj = len(traj)
         cens_t = traj["censored"].to_numpy()
         q_t, fallback_t = qz_per_trajectory(data, settings.censoring, q_z)
+        label = labels_for_runs(traj["outcome"].to_numpy(dtype=float), cens_t, q_t, settings.censoring)[0]
         complete_case = settings.censoring == "complete"
-        in_scope_t = ~cens_t if complete_case else np.ones(n_traj, bool)
-        # rows in scope, in trajectory order (complete-case drops the censored runs' rows)
-        codes_all = data.steps["traj"].to_numpy()
-        rows_in = in_scope_t[codes_all] if complete_case and cens_t.any() else None
-        codes = codes_all if rows_in is None else codes_all[rows_in]
-        scope_len = traj["length"].to_numpy() * in_scope_t
-        scope_starts = np.r_[0, np.cumsum(scope_len)[:-1]].astype(np.int64)
-        y = data.row_outcome if rows_in is None else data.row_outcome[rows_in]
-        cens_rows = cens_t[codes] if (cens_t[in_scope_t].any()) else None
-        q = q_t[codes] if cens_rows is not None else None
-        w, zero_w = None, False
-        if settings.schedule.name != "uniform":
-            w_all = step_weights(data, settings.schedule)
-            w = w_all if rows_in is None else w_all[rows_in]
-            zero_w = bool((w == 0).any())
-        scope = cls(n_traj, cens_t, q_t, fallback_t, complete_case, in_scope_t, rows_in, scope_len,
-                    scope_starts, scope_len > 0, y, cens_rows, q, w, zero_w, scope_len.astype(float),
-                    run_clusters(data, settings.cluster_by))
-        if w is not None:
-            scope.wsum_all = scope.by_run(w)
-        return scope
-
-    def by_run(self, values: np.ndarray) -> np.ndarray:
-        """Per-run sums of row values (0 for a run without rows in scope)."""
-        out = np.zeros(self.n_traj)
-        out[self.has_rows] = _sum_by_run(values, self.scope_starts[self.has_rows])
-        return out
+        in_scope_t = ~cens_t if complete_case else np.ones(len(traj), bool)
+        rows = RunRows.of(data, label > 0, label < 1, settings.schedule)  # (ℓ = NaN: neither)
+        return cls(cens_t, q_t, fallback_t, label, RunLabels.of(label), complete_case, in_scope_t,
+                   traj["length"].to_numpy(), rows, run_clusters(data, settings.cluster_by))
 
 
 def _score_predictor(data: TrajectoryData, settings: ScoreSettings, sc: _Scope, name: str):
-    """One predictor's summary row, per-run frame, row scores, per-run TPS and valid runs."""
+    """One predictor's summary row, per-run columns, row scores, per-run TPS and valid runs: the
+    per-trajectory sums (:func:`tpsviz.core.trajectory_sums.trajectory_sums`), then TPS_i from them."""
     p_all = data.forecasts(name)
-    p = p_all if sc.rows_in is None else p_all[sc.rows_in]
-    missing, n_missing, n_clipped, pc = _clipped(p, float(settings.eps))
-    # one evaluation method for the whole log, whatever the size of the subsets scored
-    table = p_all.size >= TABLE_MIN
-    s = _scores_in_scope(sc, pc, missing if n_missing else None, settings, table)
-    tps, n_scored, wsum = _per_run(sc, s, missing if n_missing else None)
-    if sc.rows_in is None:
+    sums = trajectory_sums(p_all, sc.rows, settings.alpha, settings.beta, settings.eps, last=False,
+                           keep_rows=True)
+    tps, n_scored = scored_runs(sums.a1, sums.a0, sums.n_present, sc.labels, sc.in_scope_t)
+    s, pc = sums.rows.expected(sc.rows, sc.label), sums.rows.forecast
+    if sc.rows.rows_in is None:
         score = (s, pc)
     else:
         s_full = np.full(p_all.shape, np.nan)
         pc_full = np.full(p_all.shape, np.nan)
-        s_full[sc.rows_in], pc_full[sc.rows_in] = s, pc
+        s_full[sc.rows.rows_in], pc_full[sc.rows.rows_in] = s, pc
         score = (s_full, pc_full)
-    valid = sc.in_scope_t & (n_scored > 0)
-    all_valid = bool(valid.all())
-    sel = slice(None) if all_valid else valid
-    columns = (n_scored, wsum, sc.cens_t, sc.q_t)  # of every run: the long frame is built when asked for
-    groups = sc.clusters.groups()
-    row = summary_row(name, tps[sel], wsum[sel], sc.cens_t[valid], sc.fallback_t[valid],
-                      n_steps=int(p.size - n_missing), n_missing=n_missing, n_clipped=n_clipped,
-                      n_excluded_censored=int(sc.cens_t.sum()) if sc.complete_case else 0,
-                      n_no_forecast=int((sc.in_scope_t & (n_scored == 0)).sum()),
-                      groups=None if groups is None else groups[sel])
-    return row, columns, score, (tps if all_valid else np.where(valid, tps, np.nan)), valid
+    columns = (n_scored, sums.wsum, sc.cens_t, sc.q_t)  # of every run: the long frame is built when asked for
+    row = summary_of_runs(name, tps, n_scored, sums.wsum, sums.n_clipped, sc.length, sc.in_scope_t, sc.cens_t,
+                          sc.fallback_t, sc.complete_case, sc.clusters.groups())
+    return row, columns, score, tps, n_scored > 0
 
 
 def _long_frame(data: TrajectoryData, names: list[str], runs: dict, columns: dict) -> pd.DataFrame:
@@ -474,50 +443,6 @@ def _long_frame(data: TrajectoryData, names: list[str], runs: dict, columns: dic
             "q_z_used": q_t[sel],
         }))
     return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
-
-
-def _clipped(p: np.ndarray, eps: float):
-    """The forecasts in scope clipped to [ε, 1 − ε]: (missing rows or None, how many are missing,
-    how many were clipped, the clipped forecasts)."""
-    lo, hi = (float(p.min()), float(p.max())) if p.size else (0.5, 0.5)
-    if lo >= eps and hi <= 1.0 - eps:  # the common case: nothing missing, nothing to clip
-        return None, 0, 0, p
-    missing = np.isnan(p)
-    if eps > 0:
-        n_clipped = int(np.count_nonzero(p < eps) + np.count_nonzero(p > 1.0 - eps))
-        return missing, int(missing.sum()), n_clipped, np.clip(p, eps, 1.0 - eps)
-    return missing, int(missing.sum()), 0, p
-
-
-def _scores_in_scope(sc: _Scope, pc: np.ndarray, missing: np.ndarray | None, settings: ScoreSettings,
-                     table: bool) -> np.ndarray:
-    """The score of every row in scope (NaN where the forecast is ``missing``; None: none is)."""
-    if missing is None:
-        return censored_row_scores(pc, sc.y, sc.q, sc.cens_rows, settings.alpha, settings.beta, table)
-    present = ~missing
-    s = np.full(pc.shape, np.nan)
-    s[present] = censored_row_scores(pc[present], sc.y[present], None if sc.q is None else sc.q[present],
-                                     None if sc.cens_rows is None else sc.cens_rows[present],
-                                     settings.alpha, settings.beta, table)
-    return s
-
-
-def _per_run(sc: _Scope, s: np.ndarray, missing: np.ndarray | None):
-    """Per run: TPS_i = Σ_t w_t S, the rows scored and Σ w_t over them (``missing``: rows without a
-    forecast, None when every row has one)."""
-    if sc.w is None:
-        contrib = s
-    else:
-        with np.errstate(invalid="ignore"):
-            contrib = sc.w * s
-        if sc.zero_w:  # w = 0 with S = -inf contributes 0, not NaN
-            contrib[sc.w == 0] = 0.0
-    if missing is None:
-        return sc.by_run(contrib), sc.scope_len, sc.wsum_all
-    contrib = np.where(missing, 0.0, contrib)
-    n_scored = sc.by_run((~missing).astype(float)).astype(int)
-    wsum = sc.by_run(np.where(missing, 0.0, 1.0 if sc.w is None else sc.w))
-    return sc.by_run(contrib), n_scored, wsum
 
 
 def summary_row(name: str, tps: np.ndarray, wsum: np.ndarray, cens: np.ndarray, fallback: np.ndarray,
@@ -557,3 +482,40 @@ def summary_row(name: str, tps: np.ndarray, wsum: np.ndarray, cens: np.ndarray, 
         "n_excluded_censored": int(n_excluded_censored),
         "n_no_forecast": int(n_no_forecast),
     }
+
+
+def summary_of_runs(name: str, tps: np.ndarray, n_scored: np.ndarray, wsum: np.ndarray, n_clipped: np.ndarray,
+                    length: np.ndarray, in_scope: np.ndarray, cens: np.ndarray, fallback: np.ndarray,
+                    complete_case: bool, groups: np.ndarray | None = None) -> dict:
+    """:func:`summary_row` from the arrays of every run: what :func:`compute_tps` and the engines'
+    :func:`tpsviz.engines.runsums.score_from_sums` both report.
+
+    Parameters
+    ----------
+    name : str
+    tps : ndarray
+        TPS_i of every run, NaN where not scored (:func:`tpsviz.core.trajectory_sums.scored_runs`).
+    n_scored : ndarray of int
+        Steps scored per run (0: not scored).
+    wsum, n_clipped : ndarray
+        Σ w_t over the steps with a forecast, and the steps clipped, per run.
+    length : ndarray of int
+        Steps per run.
+    in_scope : ndarray of bool
+        Runs the censoring mode scores.
+    cens, fallback : ndarray of bool
+        Per run: censored; censored and scored with q_Z = 0 for want of q_Z.
+    complete_case : bool
+        Complete-case mode (the censored runs are counted as left out).
+    groups : ndarray of int, optional
+        The cluster of every run (the SE is then clustered).
+    """
+    valid = n_scored > 0
+    scored = slice(None) if valid.all() else valid  # (a slice: views, not copies)
+    n_steps = int(n_scored.sum())
+    return summary_row(name, tps[scored], wsum[scored], cens[scored], fallback[scored], n_steps=n_steps,
+                       n_missing=int((length * in_scope).sum()) - n_steps,
+                       n_clipped=int(where_or_self(in_scope, n_clipped, 0).sum()),
+                       n_excluded_censored=int(cens.sum()) if complete_case else 0,
+                       n_no_forecast=int((in_scope & (n_scored == 0)).sum()),
+                       groups=None if groups is None else groups[scored])

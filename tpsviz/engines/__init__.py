@@ -1,6 +1,8 @@
 """Engines: where per-trajectory sums are computed (docs/architecture.md, "Engines").
 
-``memory``  a log read into memory, by numpy (:mod:`tpsviz.engines.memory`): the oracle;
+``memory``  a log read into memory, by numpy (:mod:`tpsviz.engines.memory`): the sums of
+            :func:`tpsviz.core.trajectory_sums.trajectory_sums`, which :func:`tpsviz.compute_tps`
+            scores from;
 ``duckdb``  a dataset of Parquet/CSV files, out of core (:mod:`tpsviz.engines.duck`);
 ``dask``    the same as a map-reduce on a Dask cluster (:mod:`tpsviz.engines.dask_engine`).
 

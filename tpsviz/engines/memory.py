@@ -2,11 +2,15 @@
 log loaded by :func:`tpsviz.load`, by numpy over its step rows (:class:`MemoryEngine`, the
 ``memory`` implementation of :class:`~tpsviz.engines.interface.Engine`).
 
-It is the oracle the out-of-core engines are tested against (``tests/test_engines.py``,
-``tests/test_engine_parity.py``, ``tests/test_engines_interface.py``). ``tpsviz score --engine
-memory`` does not go through it: that path scores the loaded log with
-:func:`tpsviz.compute_tps`, which also gives what needs the step rows (verdicts, caveats, the
-per-step table); the tests hold the two to the same numbers.
+The sums come from :func:`tpsviz.core.trajectory_sums.trajectory_sums`, the one function that
+sums a log's step rows per run in memory. ``tpsviz score --engine memory``, :func:`tpsviz.evaluate`
+and the dashboard score a loaded log with :func:`tpsviz.compute_tps`, which calls that same function
+and the same combination ℓ·A1 + (1 − ℓ)·A0 as :func:`~tpsviz.engines.runsums.score_from_sums`,
+and keeps what needs the step rows (verdicts, caveats, the per-step table, intervals clustered by
+task). :class:`MemoryEngine` gives the same sums through the engine interface, as
+:class:`RunSums` for :func:`~tpsviz.engines.runsums.score_from_sums`: what the out-of-core
+engines are compared with (``tests/test_engines.py``, ``tests/test_engine_parity.py``,
+``tests/test_engines_interface.py``).
 """
 
 from __future__ import annotations
@@ -15,8 +19,8 @@ import numpy as np
 import pandas as pd
 
 from tpsviz.core.data import TrajectoryData
-from tpsviz.core.scores import TABLE_MIN, beta_score
-from tpsviz.core.tps import ScoreSettings, step_weights
+from tpsviz.core.tps import ScoreSettings
+from tpsviz.core.trajectory_sums import RunRows, trajectory_sums
 from tpsviz.diagnostics.metrics import bin_edges, bin_index
 from tpsviz.engines.interface import EngineBase
 from tpsviz.engines.runsums import PooledCounts, RunSums
@@ -25,10 +29,6 @@ from tpsviz.io.harness.runs import ReadOptions
 from tpsviz.io.loading import load
 
 __all__ = ["sums_in_memory", "MemoryEngine"]
-
-
-def _by_run(values: np.ndarray, codes: np.ndarray, n: int) -> np.ndarray:
-    return np.bincount(codes, weights=values, minlength=n)
 
 
 def pooled_counts(p: np.ndarray, y: np.ndarray, n_bins: int = 10) -> PooledCounts:
@@ -44,6 +44,11 @@ def pooled_counts(p: np.ndarray, y: np.ndarray, n_bins: int = 10) -> PooledCount
 def sums_in_memory(data: TrajectoryData, settings: ScoreSettings) -> RunSums:
     """Per-trajectory sums A1, A0, W of every predictor of a loaded log.
 
+    The sums are :func:`tpsviz.core.trajectory_sums.trajectory_sums`, the function
+    :func:`tpsviz.compute_tps` scores from: A1 on the runs that can end in success (Y = 1 or
+    censored), A0 on those that can end in failure, as the out-of-core engines sum them. Added here:
+    the pooled counts of the rank and calibration metrics.
+
     Parameters
     ----------
     data : TrajectoryData
@@ -55,52 +60,31 @@ def sums_in_memory(data: TrajectoryData, settings: ScoreSettings) -> RunSums:
     RunSums
     """
     t = data.trajectories
-    n = len(t)
     codes = data.steps["traj"].to_numpy()
     cens = t["censored"].to_numpy(dtype=bool)
     y_run = t["outcome"].to_numpy(dtype=float)
+    rows = RunRows.of(data, cens | (y_run == 1.0), cens | (y_run == 0.0), settings.schedule)
     y_row = y_run[codes]
-    need1 = (cens | (y_run == 1.0))[codes]
-    need0 = (cens | (y_run == 0.0))[codes]
-    w = (None if settings.schedule.name == "uniform" else step_weights(data, settings.schedule))
-    table = data.n_steps >= TABLE_MIN
-    eps = float(settings.eps)
-    a1, a0, wsum, n_present, n_clipped, last, pooled = {}, {}, {}, {}, {}, {}, {}
+    fields = {k: {} for k in ("a1", "a0", "wsum", "n_present", "n_clipped", "last")}
+    pooled = {}
     for name in data.predictors:
         p = data.forecasts(name)
-        present = ~np.isnan(p)
-        pc = np.clip(p, eps, 1.0 - eps) if eps > 0 else p
-        clipped = present & ((p < eps) | (p > 1.0 - eps)) if eps > 0 else np.zeros(p.shape, bool)
-        sums = {}
-        for branch, need in ((1, need1), (0, need0)):
-            rows = present & need
-            s = np.zeros(p.shape)
-            s[rows] = beta_score(pc[rows], branch, settings.alpha, settings.beta, table)
-            if w is not None:
-                with np.errstate(invalid="ignore"):
-                    s = np.where(w == 0, 0.0, w * s)  # w = 0 with S = -inf contributes 0
-            sums[branch] = np.where(np.bincount(codes, weights=rows, minlength=n) > 0,
-                                    _by_run(s, codes, n), np.nan)
-        a1[name], a0[name] = sums[1], sums[0]
-        wsum[name] = _by_run(present.astype(float) if w is None else np.where(present, w, 0.0), codes, n)
-        n_present[name] = np.bincount(codes, weights=present, minlength=n).astype(np.int64)
-        n_clipped[name] = np.bincount(codes, weights=clipped, minlength=n).astype(np.int64)
-        idx = np.flatnonzero(present)
-        fin = idx[np.r_[codes[idx][1:] != codes[idx][:-1], True]] if idx.size else idx
-        last[name] = np.full(n, np.nan)
-        last[name][codes[fin]] = p[fin]
-        lab = present & ~np.isnan(y_row)
+        sums = trajectory_sums(p, rows, settings.alpha, settings.beta, settings.eps)
+        for k, v in fields.items():
+            v[name] = getattr(sums, k)
+        lab = ~np.isnan(p) & ~np.isnan(y_row)
         pooled[name] = pooled_counts(p[lab], y_row[lab])
     runs = pd.DataFrame({"trajectory_id": t["trajectory_id"].to_numpy(), "length": t["length"].to_numpy(),
                          "outcome": y_run, "censored": cens,
                          "q_z": t["q_z"].to_numpy(dtype=float)})
-    return RunSums(data.source, "memory", settings, runs, list(data.predictors), a1, a0, wsum,
-                   n_present, n_clipped, last, pooled, data.n_steps, list(data.notes))
+    return RunSums(data.source, "memory", settings, runs, list(data.predictors), **fields, pooled=pooled,
+                   n_steps=data.n_steps, notes=list(data.notes))
 
 
 class MemoryEngine(EngineBase):
     """The ``memory`` engine: a log read into memory (:func:`tpsviz.load`, within
-    ``TPSVIZ_MAX_ROWS``) and summed by numpy (:func:`sums_in_memory`); the oracle of the others."""
+    ``TPSVIZ_MAX_ROWS``) and summed by numpy (:func:`sums_in_memory`, the sums
+    :func:`tpsviz.compute_tps` scores from); what the others are compared with."""
 
     name = "memory"
 

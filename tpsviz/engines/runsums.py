@@ -8,7 +8,10 @@ censoring mode and q_Z are (docs/architecture.md, "Engines"):
 over the steps with a forecast, so that TPS_i = A1_i (Y = 1), A0_i (Y = 0) and, for a run
 censored with q_Z, q_Z·A1_i + (1 − q_Z)·A0_i (docs/theory.md §4: the exact reduced score is
 linear in q_Z). An engine only needs A1 where the run can end in success (Y = 1 or censored)
-and A0 where it can end in failure. The base-rate reference of a run is W_i·S(r, ℓ_i).
+and A0 where it can end in failure. The base-rate reference of a run is W_i·S(r, ℓ_i). In memory
+the sums come from :func:`tpsviz.core.trajectory_sums.trajectory_sums` (:mod:`tpsviz.engines.memory`,
+and :func:`tpsviz.compute_tps` itself); TPS_i from them is
+:func:`tpsviz.core.trajectory_sums.scored_runs` here and in ``compute_tps``.
 
 The pooled rank and calibration metrics come from counts: positives and negatives per distinct
 forecast value (exact) or per cell of a fine grid (with a stated bound on the error), and the
@@ -33,7 +36,8 @@ from tpsviz.diagnostics.metrics import auprc, auroc, tece
 from tpsviz.diagnostics.reliability import wilson_interval
 from tpsviz.core.scores import beta_score
 from tpsviz.core.censoring import labels_for_runs
-from tpsviz.core.tps import ScoreSettings, summary_row
+from tpsviz.core.tps import ScoreSettings, summary_of_runs
+from tpsviz.core.trajectory_sums import RunLabels, mix_by_label, scored_runs, where_or_self
 from tpsviz.engines import pages
 
 __all__ = ["RunSums", "PooledCounts", "DatasetScore", "score_from_sums", "rank_metrics", "run_groups",
@@ -259,24 +263,18 @@ def _checked(sums: RunSums, settings: ScoreSettings | None) -> ScoreSettings:
 
 def _scored_runs(sums: RunSums, settings: ScoreSettings, q_z=None):
     """(TPS_i per predictor, NaN where not scored; steps scored per predictor, 0 where not
-    scored; run labels ℓ_i, q_Z used, q_Z fallbacks, runs in scope)."""
+    scored; run labels ℓ_i, q_Z used, q_Z fallbacks, runs in scope): TPS_i from the sums by
+    :func:`tpsviz.core.trajectory_sums.scored_runs`, as :func:`tpsviz.compute_tps` does."""
     cens = sums.runs["censored"].to_numpy(dtype=bool)
     label, q_used, fallback = run_labels_of(sums, settings, q_z)
     in_scope = ~cens if settings.censoring == "complete" else np.ones(len(cens), dtype=bool)
     tps_runs, n_scored = {}, {}
+    labels = RunLabels.of(label)  # (worked out once for every predictor)
     for name in sums.predictors:
-        n_scored[name] = _where(in_scope, sums.n_present[name], 0)
-        valid = n_scored[name] > 0
-        tps = _tps_per_run(sums.a1[name], sums.a0[name], _where(valid, label, 0.5))
-        tps_runs[name] = _where(valid, tps, np.nan)
+        out = pages.empty(len(cens), float)  # (a fresh array at millions of runs: mapped at once)
+        tps_runs[name], n_scored[name] = scored_runs(sums.a1[name], sums.a0[name], sums.n_present[name], labels,
+                                                     in_scope, out)
     return tps_runs, n_scored, label, q_used, fallback, in_scope
-
-
-def _where(cond: np.ndarray, x: np.ndarray, other) -> np.ndarray:
-    """``np.where(cond, x, other)``, or ``x`` itself (not a copy: read it only) where ``cond``
-    holds on every run, as it mostly does: at millions of runs each copy costs more than the
-    arithmetic (docs/architecture.md, "Scale")."""
-    return x if cond.all() else np.where(cond, x, other)
 
 
 def run_groups(n: int, seed: int, n_groups: int = BOOT_GROUPS) -> np.ndarray:
@@ -321,36 +319,15 @@ def _grouped_intervals(cols: list, valids: list, groups: np.ndarray, settings: S
     return percentile_intervals(reps, finite, np.array([int(v.sum()) for v in valids]), settings.level)
 
 
-def _tps_per_run(a1: np.ndarray, a0: np.ndarray, label: np.ndarray) -> np.ndarray:
-    """ℓ·A1 + (1 − ℓ)·A0, reading A1 only where ℓ = 1 and A0 only where ℓ = 0 (an unbounded
-    branch that does not count is never multiplied by 0); NaN where ℓ is NaN."""
-    one = label == 1.0
-    out = pages.empty(one.size, float)  # (a fresh array at millions of runs: mapped at once)
-    np.copyto(out, a0)
-    np.copyto(out, a1, where=one)
-    return _mixed(out, label, one, lambda m: a1[m], lambda m: a0[m])
-
-
 def _ref_per_run(w: np.ndarray, s1: float, s0: float, label: np.ndarray) -> np.ndarray:
-    """The reference's TPS_ref,i = W_i·S(r, ℓ_i): :func:`_tps_per_run` of W·S(r, 1) and W·S(r, 0),
-    the same numbers, without those two arrays."""
+    """The reference's TPS_ref,i = W_i·S(r, ℓ_i): :func:`tpsviz.core.trajectory_sums.tps_from_sums`
+    of W·S(r, 1) and W·S(r, 0), the same numbers, without those two arrays."""
     one = label == 1.0
     out = pages.empty(one.size, float)
     with np.errstate(invalid="ignore"):  # (W = 0 with an infinite score: NaN, as W·S)
         np.multiply(w, s0, out=out)
         np.multiply(w, s1, out=out, where=one)
-        return _mixed(out, label, one, lambda m: w[m] * s1, lambda m: w[m] * s0)
-
-
-def _mixed(out: np.ndarray, label: np.ndarray, one: np.ndarray, a1, a0) -> np.ndarray:
-    """``out`` with ℓ·A1 + (1 − ℓ)·A0 where ℓ is neither 0 nor 1 (a censored run's q_Z, or NaN);
-    ``a1(m)``, ``a0(m)``: A1 and A0 of the runs ``m``."""
-    mixed = ~one & (label != 0.0)
-    if mixed.any():
-        ell = label[mixed]
-        with np.errstate(invalid="ignore", over="ignore"):
-            out[mixed] = ell * a1(mixed) + (1.0 - ell) * a0(mixed)
-    return out
+        return mix_by_label(out, label, ~one & (label != 0.0), lambda m: w[m] * s1, lambda m: w[m] * s0)
 
 
 def run_labels_of(sums: RunSums, settings: ScoreSettings, q_z=None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -398,15 +375,9 @@ def score_from_sums(sums: RunSums, settings: ScoreSettings | None = None, q_z=No
         n_scored = n_scored_of[name]
         valid = n_scored > 0
         tps = tps_runs[name]
-        n_steps = int(n_scored.sum())
-        scored = slice(None) if valid.all() else valid  # (a slice: views, not copies)
-        rows.append(summary_row(
-            name, tps[scored], sums.wsum[name][scored], cens[scored], fallback[scored], n_steps=n_steps,
-            n_missing=int((length * in_scope).sum()) - n_steps,
-            n_clipped=int(_where(in_scope, sums.n_clipped[name], 0).sum()),
-            n_excluded_censored=int(cens.sum()) if complete_case else 0,
-            n_no_forecast=int((in_scope & (n_scored == 0)).sum())))
-        cols.append(_where(valid, tps, 0.0))
+        rows.append(summary_of_runs(name, tps, n_scored, sums.wsum[name], sums.n_clipped[name], length, in_scope,
+                                    cens, fallback, complete_case))
+        cols.append(where_or_self(valid, tps, 0.0))
         valids.append(valid)
     summary = pd.DataFrame(rows).set_index("predictor")
     groups = run_groups(n, settings.seed) if n > GROUPED_MIN else None
@@ -462,8 +433,8 @@ def _skill(sums: RunSums, settings: ScoreSettings, label: np.ndarray, cols, vali
     values = {}
     for name, tps, valid in zip(sums.predictors, cols, valids):
         w = sums.wsum[name]
-        ref = _ref_per_run(w, s1, s0, _where(valid, label, 0.5))
-        values[name] = (_where(valid, tps, np.nan), _where(valid, ref, np.nan))
+        ref = _ref_per_run(w, s1, s0, where_or_self(valid, label, 0.5))
+        values[name] = (where_or_self(valid, tps, np.nan), where_or_self(valid, ref, np.nan))
     # the rate re-estimated in every replicate, as in memory (tpsviz.diagnostics.skill_rate)
     refit = RateRefit(label, {name: np.asarray(sums.wsum[name], dtype=float) for name in sums.predictors},
                       settings.alpha, settings.beta, eps)
