@@ -58,7 +58,7 @@ class NothingToScore(SettingError):
 
 
 def evaluate(source, *, settings: Settings | None = None, read: ReadSettings | None = None, engine: str = "auto",
-             **overrides) -> Evaluation:
+             cache=None, **overrides) -> Evaluation:
     """Score every predictor of a log and decide every report of ``python -m tpsviz score``.
 
     Parameters
@@ -75,6 +75,10 @@ def evaluate(source, *, settings: Settings | None = None, read: ReadSettings | N
     engine : {"auto", "memory", "duckdb", "dask"}
         ``auto`` scores in memory a log within ``TPSVIZ_MAX_ROWS``, as ``score --engine auto``
         does; a dataset above it is refused here with the out-of-core command that scores it.
+    cache : tpsviz.evaluation.parts.PartsMemo, optional
+        A binary log's parts are kept in it under the settings each depends on, so a second call
+        with one setting moved recomputes only what depends on it (the same numbers;
+        :mod:`tpsviz.evaluation.parts`). Not used for the other outcome kinds.
     **overrides
         Any field of :class:`Settings` or :class:`ReadSettings` by name (``n_boot=500``,
         ``mapping={"trajectory_id": "run"}``), overriding ``settings`` and ``read``.
@@ -102,7 +106,7 @@ def evaluate(source, *, settings: Settings | None = None, read: ReadSettings | N
     if kind == "continuous":
         return evaluate_continuous(log, s)
     why = _engine_reason(source, r, engine)
-    return evaluate_binary(log, s, r, why)
+    return evaluate_binary(log, s, r, why, cache)
 
 
 def check_early(s: Settings, engine: str = "auto") -> None:
@@ -236,7 +240,7 @@ def _read_kind(kind: str, source, name):
 
 
 # ----------------------------------------------------------------------------- binary logs
-def evaluate_binary(source, s: Settings, r: ReadSettings, why: str | None = None) -> BinaryEvaluation:
+def evaluate_binary(source, s: Settings, r: ReadSettings, why: str | None = None, cache=None) -> BinaryEvaluation:
     """A binary log read (or taken as read), its q_Z source, recalibrations and references, then
     :meth:`BinaryEvaluation.compute`.
 
@@ -247,6 +251,8 @@ def evaluate_binary(source, s: Settings, r: ReadSettings, why: str | None = None
     r : ReadSettings
     why : str, optional
         Why the log is scored in memory.
+    cache : tpsviz.evaluation.parts.PartsMemo, optional
+        Passed to :meth:`BinaryEvaluation.compute`.
 
     Returns
     -------
@@ -275,7 +281,7 @@ def evaluate_binary(source, s: Settings, r: ReadSettings, why: str | None = None
     notes = notes + more + qz_notes + refs
     if not data.predictors:
         raise NothingToScore(data, settings, notes)
-    return BinaryEvaluation.compute(data, settings, q, notes, why or memory_reason(source, r.fmt))
+    return BinaryEvaluation.compute(data, settings, q, notes, why or memory_reason(source, r.fmt), cache)
 
 
 def _read_options(r: ReadSettings):

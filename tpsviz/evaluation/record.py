@@ -23,6 +23,7 @@ from tpsviz.diagnostics.leaderboard import metric_table, skill_table
 from tpsviz.diagnostics.updating import excess_movement
 from tpsviz.diagnostics.verdict import RULES, Verdict, verdicts
 from tpsviz.evaluation.base import Evaluation
+from tpsviz.evaluation.parts import evaluation_parts
 from tpsviz.evaluation.report import report_sections, report_settings
 from tpsviz.forecasts.references import how_to_add_forecast, is_reference, real_predictors
 from tpsviz.forecasts.versus import best_reference, versus_best_reference
@@ -178,7 +179,7 @@ class BinaryEvaluation(Evaluation):
 
     @classmethod
     def compute(cls, data: TrajectoryData, settings: ScoreSettings, q_z=None, notes=(),
-                engine_reason: str | None = None) -> "BinaryEvaluation":
+                engine_reason: str | None = None, cache=None) -> "BinaryEvaluation":
         """Score ``data`` under ``settings`` and decide every report (what ``score`` computes).
 
         Parameters
@@ -191,22 +192,22 @@ class BinaryEvaluation(Evaluation):
             Notes of the reading, after ``data.notes``.
         engine_reason : str, optional
             Default :func:`memory_reason` of ``data``.
+        cache : tpsviz.evaluation.parts.PartsMemo, optional
+            Keeps every part under the settings it depends on
+            (:data:`tpsviz.evaluation.parts.DEPENDS`): a later call with one setting moved
+            recomputes only the parts that depend on it, and returns the same numbers as a call
+            without it.
 
         Returns
         -------
         Evaluation
         """
-        result = compute_tps(data, settings, q_z=q_z)
-        metrics = metric_table(data, settings, n_bins=10, n_boot=0)
-        skill = skill_table(data, settings, q_z=q_z, n_boot=max(settings.n_boot, 200), result=result)
-        verdict = verdicts(data, settings, q_z=q_z, skill=skill)
-        versus = versus_best_reference(data, settings, q_z, result)
-        verdict = {n: replace(v, text=f"{v.text}; {versus[n]['words']}") if n in versus else v
-                   for n, v in verdict.items()}
-        warn = caveats(data, settings, result.summary, skill)
-        moves = excess_movement(data, list(result.summary.index), settings.cluster_by)
-        return cls(data, settings, result, metrics, skill, verdict, moves, warn,
-                   tuple(data.notes) + tuple(notes), q_z, engine_reason or memory_reason(data), versus)
+        p = evaluation_parts(data, settings, q_z, cache)
+        verdict = {n: replace(v, text=f"{v.text}; {p['versus'][n]['words']}") if n in p["versus"] else v
+                   for n, v in p["verdicts"].items()}
+        return cls(data, settings, p["result"], p["metrics"], p["skill"], verdict, p["excess_movement"],
+                   p["warnings"], tuple(data.notes) + tuple(notes), q_z, engine_reason or memory_reason(data),
+                   p["versus"])
 
     @classmethod
     def from_parts(cls, data: TrajectoryData, settings: ScoreSettings, result: TPSResult, metrics: pd.DataFrame,
