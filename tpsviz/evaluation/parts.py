@@ -26,15 +26,16 @@ from dataclasses import replace
 import numpy as np
 import pandas as pd
 
+from tpsviz.core import tps as TP
 from tpsviz.core.data import TrajectoryData
-from tpsviz.core.tps import ScoreSettings, compute_tps
-from tpsviz.diagnostics.caveats import caveats
-from tpsviz.diagnostics.leaderboard import metric_table, skill_table
-from tpsviz.diagnostics.updating import excess_movement
-from tpsviz.diagnostics.verdict import statistics_for, verdicts
-from tpsviz.forecasts.versus import versus_best_reference
+from tpsviz.core.tps import ScoreSettings, TPSResult
+from tpsviz.diagnostics import caveats as CV
+from tpsviz.diagnostics import leaderboard as LB
+from tpsviz.diagnostics import updating as UP
+from tpsviz.diagnostics import verdict as VD
+from tpsviz.forecasts import versus as VS
 
-__all__ = ["DEPENDS", "PartsMemo", "evaluation_parts", "part_key", "qz_digest"]
+__all__ = ["DEPENDS", "PER_PREDICTOR", "ONE_LOG", "PartsMemo", "evaluation_parts", "part_key", "qz_digest", "log_digest"]
 
 #: the settings TPS depends on, without its bootstrap; ``"q_z"``: the q_Z of censored runs (exact mode only)
 SCORE = ("alpha", "beta", "schedule", "censoring", "eps", "cluster_by", "interval", "q_z")
@@ -52,6 +53,12 @@ DEPENDS = {
     "warnings": SCORE + BOOT,                  # caveats
     "excess_movement": ("cluster_by",),        # rational updating: the forecasts alone
 }
+#: the parts kept one predictor at a time, each computed alone as in a joint call: a new selection of
+#: predictors finds every part it had (the others are kept for the whole selection)
+PER_PREDICTOR = ("tps_points", "metrics", "skill", "statistics")
+#: of those, the parts whose pieces combine only from one log object (``TPSResult.combine``): each
+#: predictor's piece is identified by the whole log (:meth:`PartsMemo.token` without a predictor)
+ONE_LOG = ("tps_points",)
 
 
 def qz_digest(q_z) -> object:
@@ -103,13 +110,17 @@ class PartsMemo:
     """A bounded memo of an Evaluation's parts (least recently used first out), safe across threads.
 
     Pass one to ``tpsviz.evaluate(…, cache=memo)`` (or :meth:`BinaryEvaluation.compute`) to reuse
-    the parts a change of settings leaves as they were. One computation runs per key at a time: a
-    second thread asking for a part being computed waits for it and takes it.
+    the parts a change of settings leaves as they were. One computation runs per key at a time
+    (:meth:`get`): a second thread asking for a part being computed waits for it and takes it.
+
+    A subclass keeps the parts elsewhere by overriding :meth:`token`, :meth:`find`, :meth:`keep` and
+    :meth:`get` (the dashboard's keeps them in its shared cache: ``pages/_ui/evaluation.py``).
 
     Parameters
     ----------
     max_entries : int
-        Parts kept (every part of one call is one entry; an Evaluation has nine).
+        Parts kept (a part kept per predictor counts once per predictor: an Evaluation of six
+        predictors is 29 entries).
 
     Attributes
     ----------
@@ -118,7 +129,7 @@ class PartsMemo:
         :meth:`clear` ed (what the tests read).
     """
 
-    def __init__(self, max_entries: int = 72):
+    def __init__(self, max_entries: int = 256):
         if int(max_entries) < 1:
             raise ValueError("max_entries must be at least 1")
         self.max_entries = int(max_entries)
@@ -137,13 +148,16 @@ class PartsMemo:
             self._store.clear()
             self.computed.clear()
 
-    def token(self, data: TrajectoryData) -> str:
-        """What identifies ``data`` in the keys: a digest of its rows, predictors and source, computed
-        once per log object (a log read again from the same file has the same token).
+    def token(self, data: TrajectoryData, predictor: str | None = None) -> str:
+        """What identifies ``data`` in the keys: :func:`log_digest`, computed once per log object (a
+        log read again from the same file has the same token, whichever predictors it selects).
 
         Parameters
         ----------
         data : TrajectoryData
+        predictor : str, optional
+            The predictor of a part kept per predictor (a subclass may identify the log by less
+            than all of it for that predictor).
 
         Returns
         -------
@@ -158,6 +172,22 @@ class PartsMemo:
             self._tokens = {k: v for k, v in self._tokens.items() if v[0]() is not None}
             self._tokens[id(data)] = (weakref.ref(data), tok)
         return tok
+
+    def find(self, key: tuple) -> tuple[bool, object]:
+        """(True, the part) when ``key`` is kept, else (False, None)."""
+        with self._lock:
+            if key in self._store:
+                self._store.move_to_end(key)
+                return True, self._store[key]
+        return False, None
+
+    def keep(self, key: tuple, value, part: str) -> None:
+        """Keep ``value`` under ``key`` (the least recently used part goes when the memo is full)."""
+        with self._lock:
+            self._store[key] = value
+            self.computed.append(part)
+            while len(self._store) > self.max_entries:
+                self._store.popitem(last=False)
 
     def get(self, part: str, data: TrajectoryData, key: tuple, compute):
         """The part ``part`` of ``data`` under ``key``, from the memo or ``compute()`` (then kept).
@@ -176,32 +206,65 @@ class PartsMemo:
         object
         """
         k = (part, self.token(data), key)
+        hit, value = self.find(k)
+        if hit:
+            return value
         with self._lock:
-            if k in self._store:
-                self._store.move_to_end(k)
-                return self._store[k]
             lock = self._pending.setdefault(k, threading.Lock())
         try:
             with lock:
-                with self._lock:
-                    if k in self._store:
-                        return self._store[k]
+                hit, value = self.find(k)
+                if hit:
+                    return value
                 value = compute()
-                with self._lock:
-                    self._store[k] = value
-                    self.computed.append(part)
-                    while len(self._store) > self.max_entries:
-                        self._store.popitem(last=False)
+                self.keep(k, value, part)
                 return value
         finally:
             with self._lock:
                 if self._pending.get(k) is lock and not lock.locked():
                     del self._pending[k]
 
+    def get_each(self, part: str, data: TrajectoryData, key: tuple, names: list, compute, split, combine):
+        """A part kept one predictor at a time: the predictors not kept are computed together
+        (``compute(missing)``) and kept one by one (``split(joint, name)``); the result is the joint
+        one when none was kept, else ``combine`` of every predictor's part, in the order of ``names``.
+
+        Parameters
+        ----------
+        part : str
+        data : TrajectoryData
+        key : tuple
+        names : list of str
+        compute : callable
+            ``compute(names)``: the part of several predictors.
+        split, combine : callable
+            One predictor's part of a joint one; one part from a list of predictors' parts.
+
+        Returns
+        -------
+        object
+        """
+        keys = {n: (part, self.token(data, None if part in ONE_LOG else n), key, n) for n in names}
+        found = {}
+        for n, k in keys.items():
+            hit, value = self.find(k)
+            if hit:
+                found[n] = value
+        missing = [n for n in names if n not in found]
+        if not missing:
+            return combine([found[n] for n in names])
+        joint = compute(missing)
+        for n in missing:
+            self.keep(keys[n], split(joint, n), part)
+        if not found:
+            return joint
+        return combine([found[n] if n in found else split(joint, n) for n in names])
+
 
 def log_digest(data: TrajectoryData) -> str:
-    """A digest of a log's step and run tables, predictors, signals and source (a log object that
-    cannot be hashed, e.g. one holding unhashable metadata, is identified by its identity instead).
+    """A digest of a log's step and run tables, signals and source, not of which predictors it selects
+    (a log object that cannot be hashed, e.g. one holding unhashable metadata, is identified by its
+    identity instead).
 
     Parameters
     ----------
@@ -212,7 +275,7 @@ def log_digest(data: TrajectoryData) -> str:
     str
     """
     h = hashlib.blake2b(digest_size=16)
-    h.update(repr((list(data.predictors), sorted(data.signals.items()), str(data.source))).encode())
+    h.update(repr((sorted(data.signals.items()), str(data.source))).encode())
     try:
         for frame in (data.steps, data.trajectories):
             h.update(repr(list(frame.columns)).encode())
@@ -229,6 +292,35 @@ class _Direct:
     def get(part, data, key, compute):
         return compute()
 
+    @staticmethod
+    def get_each(part, data, key, names, compute, split, combine):
+        return compute(names)
+
+
+def _row(frame: pd.DataFrame, name: str) -> pd.DataFrame:
+    return frame.loc[[name]]
+
+
+def _concat(parts: list) -> pd.DataFrame:
+    return pd.concat(parts)
+
+
+def _item(d: dict, name: str) -> dict:
+    return {name: d[name]}
+
+
+def _merge(parts: list) -> dict:
+    return {k: v for p in parts for k, v in p.items()}
+
+
+def _only(result: TPSResult, name: str) -> TPSResult:
+    return result.only([name])
+
+
+#: how a part kept per predictor is cut and put together again
+_SPLIT = {"tps_points": (_only, TPSResult.combine), "metrics": (_row, _concat), "skill": (_row, _concat),
+          "statistics": (_item, _merge)}
+
 
 def evaluation_parts(data: TrajectoryData, settings: ScoreSettings, q_z=None, cache=None) -> dict:
     """Every part of the Evaluation of ``data`` under ``settings``, each from ``cache`` when it holds it.
@@ -240,7 +332,7 @@ def evaluation_parts(data: TrajectoryData, settings: ScoreSettings, q_z=None, ca
     q_z : Series or ndarray, optional
         q_Z of censored runs in exact mode.
     cache : PartsMemo, optional
-        Or any object with the same ``get(part, data, key, compute)``; None: compute every part.
+        Or any object with the same ``get`` and ``get_each``; None: compute every part.
 
     Returns
     -------
@@ -248,20 +340,22 @@ def evaluation_parts(data: TrajectoryData, settings: ScoreSettings, q_z=None, ca
         ``result, metrics, skill, verdicts, versus, warnings, excess_movement``.
     """
     c = cache if cache is not None else _Direct()
+    names = list(data.predictors)
 
     def get(part, compute):
-        return c.get(part, data, part_key(part, settings, q_z), compute)
+        if part in PER_PREDICTOR:
+            return c.get_each(part, data, part_key(part, settings, q_z), names, compute, *_SPLIT[part])
+        return c.get(part, data, part_key(part, settings, q_z) + (("predictors", tuple(names)),), compute)
 
-    names = list(data.predictors)
-    points = get("tps_points", lambda: compute_tps(data, replace(settings, n_boot=0), q_z=q_z))
+    points = get("tps_points", lambda ns: TP.compute_tps(data, replace(settings, n_boot=0), ns, q_z=q_z))
     result = get("tps", lambda: points.with_intervals(settings.n_boot, settings.seed, settings.level))
-    metrics = get("metrics", lambda: metric_table(data, settings, n_bins=10, n_boot=0))
-    skill = get("skill", lambda: skill_table(data, settings, q_z=q_z, n_boot=max(settings.n_boot, 200),
-                                             result=result))
-    stats = get("statistics", lambda: statistics_for(data, replace(settings, n_boot=0), names, q_z))
-    verdict = get("verdicts", lambda: verdicts(data, settings, q_z=q_z, skill=skill, statistics=stats))
-    versus = get("versus", lambda: versus_best_reference(data, settings, q_z, result))
-    warn = get("warnings", lambda: caveats(data, settings, result.summary, skill))
-    moves = get("excess_movement", lambda: excess_movement(data, names, settings.cluster_by))
+    metrics = get("metrics", lambda ns: LB.metric_table(data, settings, ns, n_bins=10, n_boot=0))
+    skill = get("skill", lambda ns: LB.skill_table(data, settings, ns, q_z=q_z, n_boot=max(settings.n_boot, 200),
+                                                   result=result))
+    stats = get("statistics", lambda ns: VD.statistics_for(data, replace(settings, n_boot=0), ns, q_z))
+    verdict = get("verdicts", lambda: VD.verdicts(data, settings, q_z=q_z, skill=skill, statistics=stats))
+    versus = get("versus", lambda: VS.versus_best_reference(data, settings, q_z, result))
+    warn = get("warnings", lambda: CV.caveats(data, settings, result.summary, skill))
+    moves = get("excess_movement", lambda: UP.excess_movement(data, names, settings.cluster_by))
     return dict(result=result, metrics=metrics, skill=skill, verdicts=verdict, versus=versus, warnings=warn,
                 excess_movement=moves)
