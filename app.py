@@ -40,7 +40,6 @@ PAGES = [
 
 warmup.start()  # the first view's heavy imports load in the background while its log is read
 nav = st.navigation(PAGES)
-st.session_state["_figures"] = {}
 sidebar.S.count_run()  # (a section drawn only while open tells whether it was drawn in the run before)
 try:
     sidebar.render()
@@ -50,14 +49,38 @@ except Exception as e:  # the sidebar must never leave the user with a traceback
 
     st.sidebar.error(f"A setting could not be applied: {md(say(e), 300)}")
 st.session_state["_shell"] = True
-try:
-    # a computation nobody waits for (the session ended, a slider moved) stops at its next checkpoint
-    # (tpsviz.core.cancel), so a bootstrap never holds up the next run
-    with sidebar.S.cancel_when_unneeded():
-        nav.run()
-except sidebar.S.Cancelled:  # nobody is waiting for this page any more
-    pass
-except Exception as e:  # a setting the core rejects: say what and what to do, in the page (never a redacted box)
-    from pages._ui.common import show_page_error
 
-    show_page_error(e)
+
+def _fragment_run() -> bool:
+    """Whether this run is a rerun of fragments alone (not of the whole app)."""
+    from streamlit.runtime.scriptrunner import get_script_run_ctx
+
+    ctx = get_script_run_ctx()
+    return bool(ctx is not None and getattr(ctx, "fragment_ids_this_run", None))
+
+
+@st.fragment(key=sidebar.MAIN)
+def main_area():
+    """The page: a fragment, so that an α or β nudge reruns it alone and the sidebar's widgets are not
+    drawn again (``sidebar.rerun_main_only``). Any other interaction with a widget of the page runs the
+    whole app, as before: the sidebar may depend on it (a reading option, a recalibration)."""
+    main_only = st.session_state.pop("_main_only", False)
+    if _fragment_run():
+        if not main_only or not hasattr(nav, "_can_be_called"):
+            st.rerun()  # a widget of the page changed (or Streamlit changed): the whole app runs
+        nav._can_be_called = True  # (st.Page runs once per run of the app; this fragment's rerun runs it again)
+    st.session_state["_figures"] = {}
+    try:
+        # a computation nobody waits for (the session ended, a slider moved) stops at its next checkpoint
+        # (tpsviz.core.cancel), so a bootstrap never holds up the next run
+        with sidebar.S.cancel_when_unneeded():
+            nav.run()
+    except sidebar.S.Cancelled:  # nobody is waiting for this page any more
+        pass
+    except Exception as e:  # a setting the core rejects: say what and what to do, in the page (never a redacted box)
+        from pages._ui.common import show_page_error
+
+        show_page_error(e)
+
+
+main_area()

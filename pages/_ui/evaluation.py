@@ -1,52 +1,154 @@
-"""The :class:`~tpsviz.evaluation.record.Evaluation` of the sidebar's settings: what ``tpsviz.evaluate``
-returns for the same log and settings, assembled from the results the dashboard caches part by part
-(``results.py``: TPS and skill under the score's settings, the metrics under ε and their bootstrap,
-the verdict tests under the labels), so an α nudge recomputes only the parts that depend on α.
+"""The :class:`~tpsviz.evaluation.record.BinaryEvaluation` of the sidebar's settings: what
+``tpsviz.evaluate`` returns for the current log and settings, and nothing assembled here.
 
-The Overview and the report read this one object; its tables are built in the core
+- The log handed to ``tpsviz.evaluate`` is the one the dashboard prepared (``loading.prepared``:
+  filters, recalibrations fitted for the censoring mode, references), restricted to the selected
+  predictors; the settings are the sidebar's.
+- The Evaluation is kept in the shared cache (``memo``, bounded in bytes for a team server) under
+  the ``evaluate`` call: the log's key, the predictors and the settings.
+- Its parts are kept in the same cache, each under the settings it depends on
+  (:mod:`tpsviz.evaluation.parts`): ``evaluate(…, cache=SharedParts(…))``. An α nudge finds the
+  metrics, the verdicts' tests and the excess movement there and rescores only TPS and what follows
+  from it; recalibration maps are fitted in ``loading.prepared`` for the censoring mode and never for α.
+
+The Overview, the report and the Export page read this one object; its tables are built in the core
 (:mod:`tpsviz.evaluation.tables`).
 """
 
 from __future__ import annotations
 
+from dataclasses import replace
+
+import streamlit as st
+
+import tpsviz
+from tpsviz.evaluation.parts import PartsMemo, log_digest
 from tpsviz.evaluation.record import BinaryEvaluation
+from tpsviz.forecasts.references import is_reference
 
-from . import results as Rs
-from .loading import prepared
-from .state import Config, current, current_source
+from .loading import cfg_fit, cfg_refs, get_rollouts, is_failure, prepared, result_key
+from .memo import memo
+from .state import SEED, Config, Source, current, current_source
 
-__all__ = ["evaluation"]
+__all__ = ["evaluation", "evaluate_settings", "SharedParts"]
 
 
-def evaluation(cfg: Config | None = None, *, ci: bool = True, verdicts: bool = True) -> BinaryEvaluation:
+class SharedParts(PartsMemo):
+    """The parts of the Evaluation in the dashboard's shared cache (``memo``: bounded in bytes and in
+    idle time, one computation per key across sessions), for ``tpsviz.evaluate(…, cache=…)``.
+
+    A part is identified by the prepared log's key (no digest of its rows is needed); a part kept
+    per predictor by that key without the references, except for a reference (``ref:*``): the
+    log's own predictors score the same with or without them, so a change that refits the
+    references (the censoring mode) recomputes only theirs.
+
+    Parameters
+    ----------
+    log : tuple
+        The prepared log's key: (result key, filters, recalibrations, references, fit).
+    data : TrajectoryData
+        The log handed to ``tpsviz.evaluate`` (another log object is identified by its digest).
+    """
+
+    def __init__(self, log: tuple, data):
+        super().__init__()
+        self._log, self._data = log, data
+
+    def token(self, data, predictor: str | None = None) -> str:
+        if data is not self._data:
+            return log_digest(data)
+        if predictor is not None and not is_reference(predictor):
+            return repr(self._log[:3] + self._log[4:])  # (the references' part left out)
+        return repr(self._log)
+
+    def find(self, key: tuple):
+        if not _part.has(key[0], key[1], key[2:], None):
+            return False, None
+        try:
+            return True, _part(key[0], key[1], key[2:], _gone)
+        except _Gone:  # dropped from the cache in between
+            return False, None
+
+    def keep(self, key: tuple, value, part: str) -> None:
+        _part.store(value, key[0], key[1], key[2:], None)
+
+    def get(self, part, data, key, compute):
+        return _part(part, self.token(data), (key,), compute)
+
+
+class _Gone(Exception):
+    """A part found in the cache and dropped before it was read (never cached: an exception)."""
+
+
+def _gone():
+    raise _Gone()
+
+
+@memo(max_entries=1000)
+def _part(part: str, token: str, key: tuple, _compute):
+    """One part of an Evaluation (``tpsviz.evaluation.parts``), cached under its log and its settings."""
+    return _compute()
+
+
+def evaluate_settings(cfg: Config, src: Source, n_boot: int | None = None) -> tpsviz.Settings:
+    """The ``tpsviz.Settings`` of the sidebar: α, β, the schedule, the censoring mode with its q_Z
+    source (the rollouts table in memory), ε, the bootstrap; no recalibration or references (the
+    prepared log holds them).
+
+    Parameters
+    ----------
+    cfg : Config
+    src : Source
+    n_boot : int, optional
+        Default: the sidebar's.
+
+    Returns
+    -------
+    tpsviz.Settings
+    """
+    qz = {}
+    if cfg.censoring == "exact":
+        ro = get_rollouts(src) if cfg.qz_source == "rollouts" else None
+        if cfg.qz_source == "constant":
+            qz = dict(q_z=float(cfg.qz_const))
+        elif ro is not None and not is_failure(ro):
+            qz = dict(q_z="rollouts", rollouts=ro)
+    return tpsviz.Settings(alpha=float(cfg.alpha), beta=float(cfg.beta), schedule=cfg.schedule_obj,
+                           censoring=cfg.censoring, eps=float(cfg.eps),
+                           n_boot=int(cfg.n_boot if n_boot is None else n_boot), seed=SEED, **qz)
+
+
+@memo(max_entries=24)
+def _evaluation(log: tuple, predictors: tuple, key: tuple, _data, _settings):
+    """``tpsviz.evaluate`` of the prepared log, cached under the call (log, predictors, settings)."""
+    data = replace(_data, predictors=list(predictors))
+    return tpsviz.evaluate(data, settings=_settings, cache=SharedParts(log, data))
+
+
+def evaluation(cfg: Config | None = None, *, ci: bool = True) -> BinaryEvaluation:
     """The Evaluation of the current log under ``cfg`` (default: the sidebar's settings).
 
     Parameters
     ----------
     cfg : Config, optional
     ci : bool
-        With the bootstrap: TPS and skill CIs (``results.tps``, ``results.skill``) and the metrics'
-        CIs (the sidebar's metric bootstrap). False: point estimates only (TPS ± z·SE, skill and
-        the metrics without a bootstrap), what a large log shows first.
-    verdicts : bool
-        Decide the verdicts (``results.verdicts``, their tests cached under the labels only);
-        False leaves them undecided (an empty dict), for a page that draws the leaderboard first.
+        With the bootstrap (the sidebar's replicates); False: ``n_boot=0`` (TPS ± z·SE), what a
+        large log shows first.
 
     Returns
     -------
-    Evaluation
-        Its metrics carry CIs where ``ci`` (``Evaluation.compute`` gives points); every other
-        number is ``tpsviz.evaluate``'s for the same settings (tests/app/test_pages.py).
+    BinaryEvaluation
+        ``tpsviz.evaluate`` of the prepared log with the selected predictors under these settings.
     """
     cfg = cfg or current()
-    a, points = Rs.analysis(cfg), Rs.analysis(cfg, n_boot=0)
     src = current_source()
-    data, _ = prepared(src, a.filters, a.recal, fit=a.fit)
-    result = Rs.tps(a=a) if ci else Rs.tps_points(a=a)
-    skill = Rs.skill(a=a if ci else points)
-    # no warning depends on a bootstrap (results.caveats): from points, a large log warns before its CIs
-    warn = Rs.caveats(a=a if ci else points)
-    return BinaryEvaluation.from_parts(
-        data, a.settings, result, Rs.metrics(a=Rs.analysis(cfg, n_boot=Rs.metric_boot(cfg) if ci else 0)), skill, warn,
-        verdicts=Rs.verdicts(a) if verdicts else None, excess_movement=Rs.updating(a=a),
-        q_z=Rs.Inputs(data, src, a.qz).q_z(settings=a.settings), engine_reason="the dashboard")
+    refs, fit = cfg_refs(cfg), cfg_fit(cfg)
+    data, _ = prepared(src, cfg.filters, cfg.recal, refs, fit)
+    s = evaluate_settings(cfg, src, None if ci else 0)
+    log = (result_key(src), cfg.filters, cfg.recal, refs, fit)
+    names = tuple(p for p in cfg.predictors if p in data.predictors)
+    key = tuple((k, v) for k, v in vars(s).items() if k != "rollouts") + (("rollouts", src.rollouts_key),)
+    if _evaluation.has(log, names, key, data, s):
+        return _evaluation(log, names, key, data, s)
+    with st.spinner("Scoring…"):
+        return _evaluation(log, names, key, data, s)

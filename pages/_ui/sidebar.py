@@ -61,6 +61,51 @@ def _on_ab():
     st.session_state["preset"] = match[0] if match else "custom"
 
 
+#: the keys of the page's fragment (app.py) and of the sidebar's α/β view below the sliders
+MAIN, FAMILY = "main", "family"
+
+
+def _on_ab_slider():
+    """An α or β slider moved: the page and the α/β view rerun alone when nothing else of the sidebar
+    changes with it (the preset stays "custom"); else, the whole app."""
+    before = st.session_state.get("preset")
+    _on_ab()
+    if before == st.session_state.get("preset") == "custom":
+        rerun_main_only(alpha=float(st.session_state.get("a", 0.0)), beta=float(st.session_state.get("b", 0.0)))
+
+
+def _rerun_family_only() -> None:
+    from streamlit.errors import StreamlitAPIException
+
+    try:
+        st.rerun(FAMILY)
+    except StreamlitAPIException:  # not drawn yet: the interaction's own rerun
+        pass
+
+
+def rerun_main_only(**changed) -> None:
+    """From a sidebar widget's callback: rerun only the page and the sidebar's α/β view, with the
+    settings ``changed`` (fields of :class:`state.Config`) applied to the session's Config, so the
+    sidebar's widgets are not drawn again (issue 48, point 4). Returns (a whole-app rerun follows)
+    when there is no Config yet or the page's fragment is not known to this session."""
+    from dataclasses import replace
+
+    from streamlit.errors import StreamlitAPIException
+
+    cfg = st.session_state.get("_cfg")
+    if cfg is None:
+        return
+    st.session_state["_cfg"] = replace(cfg, **changed)
+    if "alpha" in changed:
+        st.session_state["_ab_shown"] = (changed["alpha"], changed.get("beta", cfg.beta))  # what the sliders show
+    st.session_state["_main_only"] = True
+    try:
+        st.rerun([FAMILY, MAIN])
+    except StreamlitAPIException:  # a fragment of the last run is unknown: the whole app runs
+        st.session_state["_main_only"] = False
+        st.session_state["_cfg"] = cfg
+
+
 def _on_ab_entry(key: str, entry: str, shown: float):
     """A typed α or β moves its slider (the slider, bound to the URL, holds the setting).
 
@@ -70,9 +115,14 @@ def _on_ab_entry(key: str, entry: str, shown: float):
     """
     v = st.session_state.get(entry)
     if v is None or float(v) == shown:
+        # nothing typed: ask for the α/β view's rerun only. A callback that returns makes Streamlit run
+        # the whole app when it comes with an α nudge (the entry drawn by the nudge reports its first
+        # value with the next one), and the sidebar would be drawn again
+        _rerun_family_only()
         return
     st.session_state[key] = float(v)
     _on_ab()
+    st.rerun()  # (the entry is drawn in a fragment: the slider beside it must be drawn again too)
 
 
 #: a metadata column with more distinct values than this gets no filter (the widget would be unusable)
@@ -376,12 +426,23 @@ def _score_family(sb) -> tuple[float, float]:
                       "Brier score, bounded. boosting (−½,−½): harsher than log at the extremes. asym-high/"
                       "asym-low: emphasise high/low decision thresholds.")
     c1, c2 = sb.columns(2)
-    alpha = c1.slider(LABELS["alpha"], -0.95, 4.0, step=0.05, key="a", bind=BIND, on_change=_on_ab, value=0.0,
+    alpha = c1.slider(LABELS["alpha"], -0.95, 4.0, step=0.05, key="a", bind=BIND, on_change=_on_ab_slider, value=0.0,
                       help="α > −1. ω(c) = c^(α−1)(1−c)^(β−1) weighs decision thresholds c; larger α moves weight "
                            "to high thresholds. α ≤ 0 makes S(p,1) unbounded as p → 0.")
-    beta = c2.slider(LABELS["beta"], -0.95, 4.0, step=0.05, key="b", bind=BIND, on_change=_on_ab, value=0.0,
+    beta = c2.slider(LABELS["beta"], -0.95, 4.0, step=0.05, key="b", bind=BIND, on_change=_on_ab_slider, value=0.0,
                      help="β > −1. Larger β moves weight to low thresholds. β ≤ 0 makes S(p,0) unbounded as p → 1.")
-    # a number entry beside each slider for an exact value; it always shows the slider's value. Its
+    with sb:
+        _family_view()
+    return alpha, beta
+
+
+@st.fragment(key=FAMILY)
+def _family_view() -> None:
+    """What changes with α and β below their sliders: an entry for each (its exact value), the family's
+    name and the ω(c) picture. A fragment: an α nudge redraws it with the page, not the sidebar."""
+    alpha, beta = float(st.session_state.get("a", 0.0)), float(st.session_state.get("b", 0.0))
+    c1, c2 = st.columns(2)
+    # a number entry below each slider for an exact value; it always shows the slider's value. Its
     # key carries that value, and only a value other than it is taken as typed: one entry kept in
     # step by writing its state sent its old value back while the slider moved (key presses faster
     # than reruns), and that moved the slider back
@@ -393,12 +454,11 @@ def _score_family(sb) -> tuple[float, float]:
     st.session_state["_ab_shown"] = (alpha, beta)  # (what the sliders show: _on_preset)
     fam = tpsviz.PRESETS.get(st.session_state.get("preset", "log"))
     if fam is not None and (fam.alpha, fam.beta) == (alpha, beta):
-        sb.caption(f"{fam.name}: {fam.description}")
+        st.caption(f"{fam.name}: {fam.description}")
     else:
-        sb.caption(f"custom: α = {alpha:g}, β = {beta:g}")
+        st.caption(f"custom: α = {alpha:g}, β = {beta:g}")
     c = np.linspace(0.005, 0.995, 199)
-    sb.image(F.omega_svg(c, tpsviz.omega(c, alpha, beta), alpha, beta), width="stretch")  # static: no plotly redraw
-    return alpha, beta
+    st.image(F.omega_svg(c, tpsviz.omega(c, alpha, beta), alpha, beta), width="stretch")  # static: no plotly redraw
 
 
 def _schedule(sb, base):

@@ -6,8 +6,8 @@ import streamlit as st
 
 from tpsviz.report import figures as F
 
+from pages._ui.evaluation import evaluation
 from pages._ui import common as C
-from pages._ui import results as Rs
 from pages._ui import state as S
 from pages._ui.sample import sample_info
 from pages._ui import compute as V
@@ -20,7 +20,7 @@ cfg, data = C.page("Export",
 src = S.current_source()
 sample = sample_info(data)  # a dataset opened on a sample: every file says so, in its name and its rows
 stem = S.safe_filename(f"tpsviz_{src.name.rsplit('.', 1)[0]}" + ("_sample" if sample else ""))
-res = Rs.tps(a=Rs.analysis(cfg))
+res = evaluation(cfg).result  # tpsviz.evaluate's TPS of the current settings
 
 
 def _columns() -> dict:

@@ -42,7 +42,7 @@ verdict_box = st.container()  # filled last: the verdict's tests run after the l
 
 # ----------------------------------------------------------------- dataset summary
 summ = censoring_summary(data)
-ev = evaluation(cfg, ci=not large, verdicts=False)  # the verdicts last (their tests), the CIs last on a large log
+ev = evaluation(cfg, ci=not large)  # tpsviz.evaluate's object; on a large log without the bootstrap first
 C.tiles([
     ("Trajectories", f"{data.n_trajectories:,}", "Runs after metadata filters."),
     ("Steps", f"{data.n_steps:,}", "(trajectory, step) rows with forecasts."),
@@ -227,13 +227,15 @@ else:  # one signal in the log: nothing to pair it with here
 if large:
     with st.spinner(f"Bootstrap CIs ({cfg.n_boot} replicates of TPS and skill, {Rs.metric_boot(cfg)} of the metrics "
                     f"over {data.n_steps:,} rows)…"):
-        ev = evaluation(cfg, verdicts=False)
+        ev = evaluation(cfg)
     _show_board(ev)
     _show_caption(ev)
     board_figure.image(leaderboard_svg(ev), width="content")
 if details.open:
     with details:
-        st.dataframe(T.leaderboard_details(ev, F.display_name), hide_index=True, width="stretch")
+        # the metrics with their bootstrap CIs (the sidebar's metric bootstrap; evaluate gives points)
+        st.dataframe(T.leaderboard_details(ev.with_metrics(Rs.metrics_now()), F.display_name), hide_index=True,
+                     width="stretch")
         st.caption(f"TPS interval as above; {Rs.metric_boot_note(cfg)}; metric CIs resample trajectories. "
                    "'per weighted step' = Σ TPS_i / Σ w_t, a display normalisation, not the score.")
 if len(preds) >= 2 and large:
@@ -369,7 +371,7 @@ VERDICT_COLORS = {"trustworthy": "green", "optimistic": "orange", "pessimistic":
                   "too weak to convert": "violet", "conversion failed": "violet"}
 with verdict_box:
     st.subheader("Can I trust it?")
-    ev = evaluation(cfg)
+    ev = evaluation(cfg)  # (the same object as above: cached under the evaluate call)
     # one line first (issue 37): the success rate defined once, the verdicts in one clause, models or logs compared
     constant = constant_predictors(ev.verdicts)  # a base rate is no model's signal: not compared
     said = summary_line(ev, "; ".join(w for w in (V.model_words(cfg, data, constant),

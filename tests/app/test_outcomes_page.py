@@ -140,8 +140,10 @@ def _upload(at, frame: pd.DataFrame, name: str = "mine.csv"):
 
 def _order(at) -> list[str]:
     """The main area's elements in page order: the text of markdown and headings, else the type."""
-    return [getattr(e, "value", "") if e.type in ("markdown", "subheader") else e.type
-            for e in at.main.children.values()]
+    kids = list(at.main.children.values())
+    if len(kids) == 1 and kids[0].type == "flex_container":  # the page's fragment (app.py)
+        kids = list(kids[0].children.values())
+    return [getattr(e, "value", "") if e.type in ("markdown", "subheader") else e.type for e in kids]
 
 
 def test_exact_mode_disables_the_label_picker_when_every_censored_run_has_q():

@@ -62,7 +62,7 @@ class NothingToScore(SettingError):
 
 
 def evaluate(source, *, settings: Settings | None = None, read: ReadSettings | None = None, engine: str = "auto",
-             scheduler: str | None = None, **overrides) -> Evaluation:
+             scheduler: str | None = None, cache=None, **overrides) -> Evaluation:
     """Score every predictor of a log and decide every report of ``python -m tpsviz score``.
 
     Parameters
@@ -83,6 +83,10 @@ def evaluate(source, *, settings: Settings | None = None, read: ReadSettings | N
         and the verdicts are decided on a sample of runs (:mod:`tpsviz.evaluation.out_of_core`).
     scheduler : str, optional
         With ``engine="dask"``: the address of a Dask scheduler (default: a local cluster).
+    cache : tpsviz.evaluation.parts.PartsMemo, optional
+        A binary log's parts are kept in it under the settings each depends on, so a second call
+        with one setting moved recomputes only what depends on it in memory (the same numbers;
+        :mod:`tpsviz.evaluation.parts`). Not used for the other outcome kinds.
     **overrides
         Any field of :class:`Settings` or :class:`ReadSettings` by name (``n_boot=500``,
         ``mapping={"trajectory_id": "run"}``), overriding ``settings`` and ``read``.
@@ -116,7 +120,7 @@ def evaluate(source, *, settings: Settings | None = None, read: ReadSettings | N
     engine, why, ds = choose_engine(source, r.fmt, engine)
     if ds is not None:
         return evaluate_dataset(ds, s, r, engine, why, scheduler)
-    return evaluate_binary(log, s, r, why)
+    return evaluate_binary(log, s, r, why, cache)
 
 
 def check_early(s: Settings, engine: str = "auto") -> None:
@@ -287,7 +291,7 @@ def prepare_binary(source, s: Settings, r: ReadSettings) -> PreparedLog:
     return PreparedLog(data, settings, q, notes + more + qz_notes + refs)
 
 
-def evaluate_binary(source, s: Settings, r: ReadSettings, why: str | None = None) -> BinaryEvaluation:
+def evaluate_binary(source, s: Settings, r: ReadSettings, why: str | None = None, cache=None) -> BinaryEvaluation:
     """A binary log prepared (:func:`prepare_binary`), then :meth:`BinaryEvaluation.compute`.
 
     Parameters
@@ -297,6 +301,8 @@ def evaluate_binary(source, s: Settings, r: ReadSettings, why: str | None = None
     r : ReadSettings
     why : str, optional
         Why the log is scored in memory.
+    cache : tpsviz.evaluation.parts.PartsMemo, optional
+        Passed to :meth:`BinaryEvaluation.compute`.
 
     Returns
     -------
@@ -310,7 +316,7 @@ def evaluate_binary(source, s: Settings, r: ReadSettings, why: str | None = None
     p = prepare_binary(source, s, r)
     if not p.data.predictors:
         raise NothingToScore(p.data, p.settings, p.notes)
-    return BinaryEvaluation.compute(p.data, p.settings, p.q_z, p.notes, why or memory_reason(source, r.fmt))
+    return BinaryEvaluation.compute(p.data, p.settings, p.q_z, p.notes, why or memory_reason(source, r.fmt), cache)
 
 
 def _read_options(r: ReadSettings):

@@ -23,6 +23,7 @@ from tpsviz.diagnostics.leaderboard import metric_table, skill_table
 from tpsviz.diagnostics.updating import excess_movement
 from tpsviz.diagnostics.verdict import RULES, Verdict, verdicts
 from tpsviz.evaluation.base import Evaluation
+from tpsviz.evaluation.parts import evaluation_parts
 from tpsviz.evaluation.report import report_sections, report_settings
 from tpsviz.forecasts.references import how_to_add_forecast, is_reference, real_predictors
 from tpsviz.forecasts.versus import best_reference, versus_best_reference
@@ -179,7 +180,7 @@ class BinaryEvaluation(Evaluation):
 
     @classmethod
     def compute(cls, data: TrajectoryData, settings: ScoreSettings, q_z=None, notes=(),
-                engine_reason: str | None = None) -> "BinaryEvaluation":
+                engine_reason: str | None = None, cache=None) -> "BinaryEvaluation":
         """Score ``data`` under ``settings`` and decide every report (what ``score`` computes).
 
         Parameters
@@ -192,76 +193,46 @@ class BinaryEvaluation(Evaluation):
             Notes of the reading, after ``data.notes``.
         engine_reason : str, optional
             Default :func:`memory_reason` of ``data``.
+        cache : tpsviz.evaluation.parts.PartsMemo, optional
+            Keeps every part under the settings it depends on
+            (:data:`tpsviz.evaluation.parts.DEPENDS`): a later call with one setting moved
+            recomputes only the parts that depend on it, and returns the same numbers as a call
+            without it.
 
         Returns
         -------
         Evaluation
         """
-        result = compute_tps(data, settings, q_z=q_z)
-        metrics = metric_table(data, settings, n_bins=10, n_boot=0)
-        skill = skill_table(data, settings, q_z=q_z, n_boot=max(settings.n_boot, 200), result=result)
-        verdict = verdicts(data, settings, q_z=q_z, skill=skill)
-        versus = versus_best_reference(data, settings, q_z, result)
-        verdict = {n: replace(v, text=f"{v.text}; {versus[n]['words']}") if n in versus else v
-                   for n, v in verdict.items()}
-        warn = caveats(data, settings, result.summary, skill)
-        moves = excess_movement(data, list(result.summary.index), settings.cluster_by)
-        return cls(data, settings, result, metrics, skill, verdict, moves, warn,
-                   tuple(data.notes) + tuple(notes), q_z, engine_reason or memory_reason(data), versus)
+        p = evaluation_parts(data, settings, q_z, cache)
+        verdict = {n: replace(v, text=f"{v.text}; {p['versus'][n]['words']}") if n in p["versus"] else v
+                   for n, v in p["verdicts"].items()}
+        return cls(data, settings, p["result"], p["metrics"], p["skill"], verdict, p["excess_movement"],
+                   p["warnings"], tuple(data.notes) + tuple(notes), q_z, engine_reason or memory_reason(data),
+                   p["versus"])
 
-    @classmethod
-    def from_parts(cls, data: TrajectoryData, settings: ScoreSettings, result: TPSResult, metrics: pd.DataFrame,
-                   skill: pd.DataFrame, warnings: Caveats, verdicts: dict | None = None,
-                   excess_movement: pd.DataFrame | None = None, *, q_z=None, notes=(),
-                   engine_reason: str | None = None) -> "BinaryEvaluation":
-        """An Evaluation of parts computed elsewhere, each by the function :meth:`compute` calls.
-
-        The dashboard keeps every part in its cache under only the settings it depends on (an α
-        nudge recomputes TPS and skill, not the metrics or the verdict tests) and shows the
-        Evaluation they make. A part may also differ from :meth:`compute`'s as the caller chose:
-        ``result`` without intervals (points first on a large log), ``metrics`` with bootstrap
-        CIs.
+    def with_metrics(self, metrics: pd.DataFrame) -> "BinaryEvaluation":
+        """The same Evaluation with the usual metrics replaced, e.g. by
+        :func:`tpsviz.diagnostics.leaderboard.metric_table` with bootstrap CIs (the dashboard's
+        every-column table; :meth:`compute` gives point estimates).
 
         Parameters
         ----------
-        data : TrajectoryData
-        settings : ScoreSettings
-        result : TPSResult
-            :func:`tpsviz.core.tps.compute_tps` of ``data`` under ``settings`` (with or without
-            the bootstrap).
-        metrics, skill : DataFrame
-            :func:`tpsviz.diagnostics.leaderboard.metric_table` and ``skill_table``, one row for
-            every predictor of ``result``.
-        warnings : tpsviz.diagnostics.caveats.Caveats
-        verdicts : dict, optional
-            :func:`tpsviz.diagnostics.verdict.verdicts`; None: not decided yet (an empty dict:
-            the leaderboard's ``verdict`` column is empty and :meth:`to_json` needs them).
-        excess_movement : DataFrame, optional
-            :func:`tpsviz.diagnostics.updating.excess_movement`; None: not computed (NaN
-            values on 0 runs).
-        q_z, notes, engine_reason
-            As in :meth:`compute`.
+        metrics : DataFrame
+            One row for every predictor of :attr:`summary`.
 
         Returns
         -------
-        Evaluation
+        BinaryEvaluation
 
         Raises
         ------
         ValueError
-            When ``metrics`` or ``skill`` lacks a predictor of ``result``.
+            When ``metrics`` lacks a predictor.
         """
-        names = list(result.summary.index)
-        for what, frame in (("metrics", metrics), ("skill", skill)):
-            lacking = [n for n in names if n not in frame.index]
-            if lacking:
-                raise ValueError(f"{what} has no row for {', '.join(map(repr, lacking[:5]))}: every part of an "
-                                 "Evaluation must cover the predictors of its TPS result")
-        if excess_movement is None:
-            excess_movement = pd.DataFrame({"value": np.nan, "se": np.nan, "z": np.nan, "n_runs": 0},
-                                           index=pd.Index(names, name="predictor"))
-        return cls(data, settings, result, metrics, skill, dict(verdicts or {}), excess_movement, warnings,
-                   tuple(data.notes) + tuple(notes), q_z, engine_reason or memory_reason(data))
+        lacking = [n for n in self.summary.index if n not in metrics.index]
+        if lacking:
+            raise ValueError(f"metrics has no row for {', '.join(map(repr, lacking[:5]))}")
+        return replace(self, metrics=metrics)
 
     def __repr__(self) -> str:
         d = self.data
