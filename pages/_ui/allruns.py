@@ -124,7 +124,7 @@ def _score_on_request(info: dict, src: S.Source, skey: tuple, settings):
             if scored.get(src.key, skey) != skey:  # (a table for other settings is not shown: it would mislead)
                 st.caption("All runs were scored under other settings; those results are kept (going back to them "
                            "shows them at once). Score again for the settings now in the sidebar.")
-            pressed = st.button(f"Score all {info['runs_total']:,} runs", key="score_all_runs",
+            pressed = S.pressed(f"Score all {info['runs_total']:,} runs", key="score_all_runs",
                                 help="Takes about a second per 3 million step rows on two cores; the result is kept "
                                      "for these settings.")
         if not pressed:

@@ -438,3 +438,13 @@ def safe_filename(s: str) -> str:
     """``s`` as a file name stem: runs of other characters become one "_", none at either end
     ("Reliability (all steps)" gave "…all_steps_" before ".png"), at most 80 characters."""
     return re.sub(r"[^A-Za-z0-9_.-]+", "_", s)[:80].strip("_.") or "tpsviz"
+
+
+def pressed(label: str, key: str, **kwargs) -> bool:
+    """``st.button`` whose press is not lost when the page's fragment (app.py) hands a click on to a
+    run of the whole app: a plain button is True in the run its click starts only, and that run is
+    the fragment's, which stops at once. The click sets a flag (a callback runs before either run),
+    taken by the run that draws the page."""
+    flag = f"_pressed_{key}"
+    st.button(label, key=key, on_click=st.session_state.__setitem__, args=(flag, True), **kwargs)
+    return bool(st.session_state.pop(flag, False))

@@ -89,7 +89,7 @@ st.subheader("HTML report")
 st.caption("One self-contained file (plotly.js embedded, ~5 MB): opens offline, interactive figures, the settings "
            "and verdict at the top.")
 key = (src.key, cfg)
-if st.button("Build the HTML report", key="build_report", type="primary"):
+if S.pressed("Build the HTML report", key="build_report", type="primary"):
     with st.spinner("Building the report…"):
         sections = V.report_sections(cfg, data)
         html = build_report(f"tpsviz report — {src.name}", V.settings_dict(cfg, data, src), sections,
@@ -107,7 +107,7 @@ st.subheader("PNG of a figure")
 st.caption("Every figure also has a camera button (top right, on hover) that saves a PNG from the browser.")
 figs = V.all_figures(cfg, data)
 name = st.selectbox("Figure", list(figs), key="png_fig")
-if st.button("Render PNG", key="render_png"):
+if S.pressed("Render PNG", key="render_png"):
     try:
         with st.spinner("Rendering with kaleido (starts a headless browser, a few seconds)…"):
             fig = F.with_caption(figs[name], V.settings_line(cfg, data, src))  # the PNG says what it shows
