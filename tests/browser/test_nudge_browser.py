@@ -73,9 +73,9 @@ def test_an_alpha_nudge_redraws_the_page_and_not_the_sidebar(page):
     screenshot(page, "nudge_1_overview_after")
     # a setting outside the α/β view runs the whole app, which sends the sidebar again
     frames.clear()
-    box = side.locator("[data-testid='stSelectbox']").filter(has_text="Weight schedule").locator("[data-baseweb='select']")
+    box = side.locator("[data-testid='stSelectbox']").filter(has_text="Weight schedule")
     for _ in range(3):  # (a click while the box is being drawn may not open it)
-        box.click()
+        box.click(timeout=15_000)
         try:
             page.get_by_role("option", name="linear").first.click(timeout=10_000)
             break
