@@ -30,7 +30,7 @@ from .loading import cfg_fit, cfg_refs, get_rollouts, is_failure, prepared, resu
 from .memo import memo
 from .state import SEED, Config, Source, current, current_source
 
-__all__ = ["evaluation", "evaluate_settings", "SharedParts"]
+__all__ = ["evaluation", "evaluate_settings", "SharedParts", "BoardFirst"]
 
 
 class SharedParts(PartsMemo):
@@ -118,14 +118,32 @@ def evaluate_settings(cfg: Config, src: Source, n_boot: int | None = None) -> tp
                            n_boot=int(cfg.n_boot if n_boot is None else n_boot), seed=SEED, **qz)
 
 
+class BoardFirst(SharedParts):
+    """:class:`SharedParts` that leave the verdicts undecided (their tests are the slowest part of a
+    large log): the Overview draws the leaderboard from it first, then asks for the whole Evaluation,
+    which finds every other part in the shared cache."""
+
+    LATER = ("statistics", "verdicts", "versus")
+
+    def get(self, part, data, key, compute):
+        return {} if part in self.LATER else super().get(part, data, key, compute)
+
+    def get_each(self, part, data, key, names, compute, split, combine):
+        if part in self.LATER:
+            return {}
+        return super().get_each(part, data, key, names, compute, split, combine)
+
+
 @memo(max_entries=24)
-def _evaluation(log: tuple, predictors: tuple, key: tuple, _data, _settings):
-    """``tpsviz.evaluate`` of the prepared log, cached under the call (log, predictors, settings)."""
+def _evaluation(log: tuple, predictors: tuple, key: tuple, verdicts: bool, _data, _settings):
+    """``tpsviz.evaluate`` of the prepared log, cached under the call (log, predictors, settings);
+    ``verdicts=False``: the same without the verdicts (:class:`BoardFirst`)."""
     data = replace(_data, predictors=list(predictors))
-    return tpsviz.evaluate(data, settings=_settings, cache=SharedParts(log, data))
+    parts = (SharedParts if verdicts else BoardFirst)(log, data)
+    return tpsviz.evaluate(data, settings=_settings, cache=parts)
 
 
-def evaluation(cfg: Config | None = None, *, ci: bool = True) -> BinaryEvaluation:
+def evaluation(cfg: Config | None = None, *, ci: bool = True, verdicts: bool = True) -> BinaryEvaluation:
     """The Evaluation of the current log under ``cfg`` (default: the sidebar's settings).
 
     Parameters
@@ -134,6 +152,9 @@ def evaluation(cfg: Config | None = None, *, ci: bool = True) -> BinaryEvaluatio
     ci : bool
         With the bootstrap (the sidebar's replicates); False: ``n_boot=0`` (TPS ± z·SE), what a
         large log shows first.
+    verdicts : bool
+        False: the verdicts left undecided (an empty dict), for a page that draws the leaderboard
+        first (the Overview).
 
     Returns
     -------
@@ -148,7 +169,7 @@ def evaluation(cfg: Config | None = None, *, ci: bool = True) -> BinaryEvaluatio
     log = (result_key(src), cfg.filters, cfg.recal, refs, fit)
     names = tuple(p for p in cfg.predictors if p in data.predictors)
     key = tuple((k, v) for k, v in vars(s).items() if k != "rollouts") + (("rollouts", src.rollouts_key),)
-    if _evaluation.has(log, names, key, data, s):
-        return _evaluation(log, names, key, data, s)
+    if _evaluation.has(log, names, key, verdicts, data, s):
+        return _evaluation(log, names, key, verdicts, data, s)
     with st.spinner("Scoring…"):
-        return _evaluation(log, names, key, data, s)
+        return _evaluation(log, names, key, verdicts, data, s)

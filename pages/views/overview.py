@@ -42,7 +42,7 @@ verdict_box = st.container()  # filled last: the verdict's tests run after the l
 
 # ----------------------------------------------------------------- dataset summary
 summ = censoring_summary(data)
-ev = evaluation(cfg, ci=not large)  # tpsviz.evaluate's object; on a large log without the bootstrap first
+ev = evaluation(cfg, ci=not large, verdicts=False)  # the verdicts last (their tests), the CIs last on a large log
 C.tiles([
     ("Trajectories", f"{data.n_trajectories:,}", "Runs after metadata filters."),
     ("Steps", f"{data.n_steps:,}", "(trajectory, step) rows with forecasts."),
@@ -227,7 +227,7 @@ else:  # one signal in the log: nothing to pair it with here
 if large:
     with st.spinner(f"Bootstrap CIs ({cfg.n_boot} replicates of TPS and skill, {Rs.metric_boot(cfg)} of the metrics "
                     f"over {data.n_steps:,} rows)…"):
-        ev = evaluation(cfg)
+        ev = evaluation(cfg, verdicts=False)
     _show_board(ev)
     _show_caption(ev)
     board_figure.image(leaderboard_svg(ev), width="content")
