@@ -11,8 +11,9 @@
   metrics, the verdicts' tests and the excess movement there and rescores only TPS and what follows
   from it; recalibration maps are fitted in ``loading.prepared`` for the censoring mode and never for α.
 
-The Overview, the report and the Export page read this one object; its tables are built in the core
-(:mod:`tpsviz.evaluation.tables`).
+The Overview, the report and the Export page read this one object (the Overview first without its
+verdicts, :class:`BoardFirst`, so the leaderboard shows before the verdicts' tests end); its tables are
+built in the core (:mod:`tpsviz.evaluation.tables`).
 """
 
 from __future__ import annotations

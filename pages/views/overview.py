@@ -371,7 +371,7 @@ VERDICT_COLORS = {"trustworthy": "green", "optimistic": "orange", "pessimistic":
                   "too weak to convert": "violet", "conversion failed": "violet"}
 with verdict_box:
     st.subheader("Can I trust it?")
-    ev = evaluation(cfg)  # (the same object as above: cached under the evaluate call)
+    ev = evaluation(cfg)  # now with the verdicts: every other part comes from the shared cache (BoardFirst above)
     # one line first (issue 37): the success rate defined once, the verdicts in one clause, models or logs compared
     constant = constant_predictors(ev.verdicts)  # a base rate is no model's signal: not compared
     said = summary_line(ev, "; ".join(w for w in (V.model_words(cfg, data, constant),
