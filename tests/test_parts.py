@@ -130,10 +130,37 @@ def test_an_alpha_nudge_refits_nothing():
     """An α nudge rescores TPS, skill and what follows from them, never the metrics, the verdicts'
     tests or the excess movement; a recalibrated log is fitted before the memo and not again."""
     memo = PartsMemo()
-    tpsviz.evaluate(DEMO / "webshop-like.csv", n_boot=200, cache=memo)
+    tpsviz.evaluate(DEMO / "webshop-like.csv", n_boot=200, cache=memo).complete()
     memo.computed.clear()
-    tpsviz.evaluate(DEMO / "webshop-like.csv", n_boot=200, alpha=0.05, cache=memo)
+    tpsviz.evaluate(DEMO / "webshop-like.csv", n_boot=200, alpha=0.05, cache=memo).complete()
     assert set(memo.computed) == {"tps_points", "tps", "skill", "verdicts", "versus", "warnings"}
+
+
+def test_a_predictor_added_to_a_selection_combines_with_the_kept_ones(log):
+    """Selecting one more predictor after others were scored: the kept predictors' TPS (scored on a
+    copy of the log selecting fewer predictors) combine with the new one's (the dashboard's sidebar
+    did this; it raised "results combine only on the same log and settings")."""
+    memo, names = PartsMemo(), list(log.predictors)
+    tpsviz.evaluate(replace(log, predictors=names[:2]), n_boot=200, cache=memo).complete()
+    kept = tpsviz.evaluate(replace(log, predictors=names), n_boot=200, cache=memo)
+    assert _numbers(kept) == _numbers(tpsviz.evaluate(replace(log, predictors=names), n_boot=200))
+    assert memo.computed.count("tps_points") == len(names)  # the third one alone was scored again
+
+
+def test_a_part_is_computed_when_first_read(log):
+    """An Evaluation read only for its TPS (compare, monitor) never runs the verdicts' tests; reading a
+    verdict computes what it needs, and the numbers are a complete Evaluation's."""
+    memo = PartsMemo()
+    ev = tpsviz.evaluate(log, n_boot=200, cache=memo)
+    assert memo.computed == [] and ev.parts.computed() == ()
+    ev.compare(log.predictors[0], metrics=(), n_boot=0)
+    assert memo.computed == ["tps_points"] * len(log.predictors)  # no bootstrap of TPS, no verdict
+    ev.summary
+    assert memo.computed == ["tps_points"] * len(log.predictors) + ["tps"]
+    ev.verdicts
+    assert {"statistics", "verdicts", "skill", "versus"} <= set(memo.computed)
+    assert "excess_movement" not in memo.computed and "warnings" not in memo.computed
+    assert _numbers(ev) == _numbers(tpsviz.evaluate(log, n_boot=200).complete())
 
 
 def _numbers(ev) -> str:
@@ -160,12 +187,12 @@ def test_the_memoised_evaluation_is_a_fresh_one_after_a_sequence_of_nudges(log):
 
 def test_a_log_read_again_finds_its_parts():
     memo = PartsMemo()
-    first = tpsviz.evaluate(DEMO / "webshop-like.csv", n_boot=0, cache=memo)
+    first = tpsviz.evaluate(DEMO / "webshop-like.csv", n_boot=0, cache=memo).complete()
     n = len(memo.computed)
-    again = tpsviz.evaluate(DEMO / "webshop-like.csv", n_boot=0, cache=memo)
+    again = tpsviz.evaluate(DEMO / "webshop-like.csv", n_boot=0, cache=memo).complete()
     assert len(memo.computed) == n and again.data is not first.data  # read again, nothing computed
     assert _numbers(again) == _numbers(first)
-    other = tpsviz.evaluate(DEMO / "tau2-like.csv", n_boot=0, cache=memo)
+    other = tpsviz.evaluate(DEMO / "tau2-like.csv", n_boot=0, cache=memo).complete()
     assert set(memo.computed[n:]) == set(DEPENDS) and _numbers(other) != _numbers(first)
 
 

@@ -26,6 +26,7 @@ from tpsviz.report.html import Section
 
 from . import loading as L
 from . import results as Rs
+from . import evaluation as E
 from . import state as S
 from .evaluation import evaluation
 from .sample import sample_info
@@ -92,14 +93,14 @@ def group_tables(table: pd.DataFrame, base: str, diffs: dict) -> dict:
 
 
 def compare(cfg: S.Config, data, baseline: str, metrics: bool = True, figure: bool = True) -> dict:
-    """compare.compare against ``baseline``: TPS Δ, SE, Δ/SE (analytic, paired by run) and, with
+    """The Evaluation's comparison against ``baseline`` (``ev.compare``): TPS Δ, SE, Δ/SE (analytic, paired by run) and, with
     ``metrics``, AUROC and T-ECE Δ by paired bootstrap; compare.z_matrix for the heatmap (its figure
     only with ``figure``: the Overview draws it once, from the first call, and fills in the metrics
     of the table later)."""
-    tps, z = Rs.compare_tps(baseline, a=Rs.analysis(cfg))
+    tps, z = E.compare_tps(baseline, cfg)
     t = tps
     if metrics:
-        t = tps.join(Rs.compare_metrics_now(baseline))
+        t = tps.join(E.compare_metrics(baseline, Rs.metric_boot(cfg), cfg))
     rows = []
     for name in t.index:
         r = t.loc[name]

@@ -31,7 +31,8 @@ from .loading import cfg_fit, cfg_refs, get_rollouts, is_failure, prepared, resu
 from .memo import memo
 from .state import SEED, Config, Source, current, current_source
 
-__all__ = ["evaluation", "evaluate_settings", "SharedParts", "BoardFirst"]
+__all__ = ["evaluation", "evaluate_settings", "SharedParts", "BoardFirst", "compare_tps", "compare_metrics",
+           "metric_intervals"]
 
 
 class SharedParts(PartsMemo):
@@ -138,13 +139,29 @@ class BoardFirst(SharedParts):
 @memo(max_entries=24)
 def _evaluation(log: tuple, predictors: tuple, key: tuple, verdicts: bool, _data, _settings):
     """``tpsviz.evaluate`` of the prepared log, cached under the call (log, predictors, settings);
-    ``verdicts=False``: the same without the verdicts (:class:`BoardFirst`)."""
+    ``verdicts=False``: the same without the verdicts (:class:`BoardFirst`). Its parts are computed when
+    a page reads them and are kept (and counted) in the shared cache as :class:`SharedParts`."""
     data = replace(_data, predictors=list(predictors))
     parts = (SharedParts if verdicts else BoardFirst)(log, data)
     return tpsviz.evaluate(data, settings=_settings, cache=parts)
 
 
-def evaluation(cfg: Config | None = None, *, ci: bool = True, verdicts: bool = True) -> BinaryEvaluation:
+def _call(cfg: Config | None, ci: bool, predictors=None) -> tuple:
+    """(log key, predictors, settings key, prepared log, settings) of the ``evaluate`` call of ``cfg``."""
+    cfg = cfg or current()
+    src = current_source()
+    refs, fit = cfg_refs(cfg), cfg_fit(cfg)
+    data, _ = prepared(src, cfg.filters, cfg.recal, refs, fit)
+    s = evaluate_settings(cfg, src, None if ci else 0)
+    log = (result_key(src), cfg.filters, cfg.recal, refs, fit)
+    chosen = cfg.predictors if predictors is None else predictors
+    names = tuple(p for p in chosen if p in data.predictors)
+    key = tuple((k, v) for k, v in vars(s).items() if k != "rollouts") + (("rollouts", src.rollouts_key),)
+    return log, names, key, data, s
+
+
+def evaluation(cfg: Config | None = None, *, ci: bool = True, verdicts: bool = True,
+               predictors=None) -> BinaryEvaluation:
     """The Evaluation of the current log under ``cfg`` (default: the sidebar's settings).
 
     Parameters
@@ -156,21 +173,72 @@ def evaluation(cfg: Config | None = None, *, ci: bool = True, verdicts: bool = T
     verdicts : bool
         False: the verdicts left undecided (an empty dict), for a page that draws the leaderboard
         first (the Overview).
+    predictors : sequence of str, optional
+        Default: the sidebar's selection (the Recalibration page asks for a pair).
 
     Returns
     -------
     BinaryEvaluation
         ``tpsviz.evaluate`` of the prepared log with the selected predictors under these settings.
     """
-    cfg = cfg or current()
-    src = current_source()
-    refs, fit = cfg_refs(cfg), cfg_fit(cfg)
-    data, _ = prepared(src, cfg.filters, cfg.recal, refs, fit)
-    s = evaluate_settings(cfg, src, None if ci else 0)
-    log = (result_key(src), cfg.filters, cfg.recal, refs, fit)
-    names = tuple(p for p in cfg.predictors if p in data.predictors)
-    key = tuple((k, v) for k, v in vars(s).items() if k != "rollouts") + (("rollouts", src.rollouts_key),)
+    log, names, key, data, s = _call(cfg, ci, predictors)
     if _evaluation.has(log, names, key, verdicts, data, s):
         return _evaluation(log, names, key, verdicts, data, s)
     with st.spinner("Scoring…"):
         return _evaluation(log, names, key, verdicts, data, s)
+
+
+# ----------------------------------------------------------------------------- parts read on demand
+#: the settings a paired bootstrap of the usual metrics depends on (never α, β, the schedule or censoring)
+_METRIC_SETTINGS = ("eps", "level", "seed", "cluster_by")
+
+
+def _metric_key(key: tuple) -> tuple:
+    return tuple((k, v) for k, v in key if k in _METRIC_SETTINGS)
+
+
+@memo(max_entries=12, spinner="Paired TPS comparison…")
+def _compared_tps(log: tuple, names: tuple, key: tuple, baseline: str, _ev):
+    return _ev.compare(baseline, metrics=(), n_boot=0), _ev.z_matrix()
+
+
+@memo(max_entries=12, spinner="Paired bootstrap of AUROC and T-ECE against the baseline…")
+def _compared_metrics(log: tuple, names: tuple, key: tuple, baseline: str, n_boot: int, _ev):
+    t = _ev.compare(baseline, metrics=("auroc", "tece"), n_boot=n_boot)
+    return t[[c for c in t.columns if c.startswith(("auroc_", "tece_"))]]
+
+
+@memo(max_entries=24, spinner="Computing AUROC / AUPRC / T-ECE…")
+def _metric_intervals(log: tuple, names: tuple, key: tuple, n_boot: int, _ev):
+    return _ev.metric_intervals(n_boot)
+
+
+def compare_tps(baseline: str, cfg: Config | None = None, predictors=None):
+    """(``ev.compare(baseline)`` of TPS alone — Δ, the analytic SE and Δ/SE —, ``ev.z_matrix()``) of the
+    Evaluation without the bootstrap (:meth:`BinaryEvaluation.compare`); ``baseline`` is compared
+    even when it is not selected."""
+    selected = list((cfg or current()).predictors if predictors is None else predictors)
+    chosen = tuple(dict.fromkeys(selected + [baseline]))
+    log, names, key, _, _ = _call(cfg, False, chosen)
+    ev = evaluation(cfg, ci=False, verdicts=False, predictors=chosen)
+    table, z = _compared_tps(log, names, key, baseline, ev)
+    shown = [n for n in names if n in selected]  # the heatmap: the selected predictors alone
+    return table, z.loc[shown, shown]
+
+
+def compare_metrics(baseline: str, n_boot: int, cfg: Config | None = None, predictors=None):
+    """The AUROC and T-ECE columns of ``ev.compare(baseline)`` by a paired bootstrap of ``n_boot``
+    replicates, kept under the settings they depend on (an α nudge finds them)."""
+    selected = list((cfg or current()).predictors if predictors is None else predictors)
+    chosen = tuple(dict.fromkeys(selected + [baseline]))
+    log, names, key, _, _ = _call(cfg, False, chosen)
+    ev = evaluation(cfg, ci=False, verdicts=False, predictors=chosen)
+    return _compared_metrics(log, names, _metric_key(key), baseline, int(n_boot), ev)
+
+
+def metric_intervals(n_boot: int, cfg: Config | None = None, predictors=None):
+    """``ev.metric_intervals(n_boot)``: the usual metrics with bootstrap CIs, kept under the settings
+    they depend on (an α nudge finds them); ``n_boot=0``: the points."""
+    log, names, key, _, _ = _call(cfg, False, predictors)
+    ev = evaluation(cfg, ci=False, verdicts=False, predictors=predictors)
+    return _metric_intervals(log, names, _metric_key(key), int(n_boot), ev)

@@ -15,6 +15,7 @@ from pages._ui.allruns import all_runs_section
 from pages._ui.get_forecasts import forecasts_panel, reference_bar
 from pages._ui import reading as R
 from pages._ui import compute as V
+from pages._ui import evaluation as E
 from pages._ui.evaluation import evaluation
 from pages._ui import results as Rs
 from pages._ui import loading as L
@@ -234,7 +235,7 @@ if large:
 if details.open:
     with details:
         # the metrics with their bootstrap CIs (the sidebar's metric bootstrap; evaluate gives points)
-        st.dataframe(T.leaderboard_details(ev.with_metrics(Rs.metrics_now()), F.display_name), hide_index=True,
+        st.dataframe(T.leaderboard_details(ev.with_metrics(E.metric_intervals(Rs.metric_boot(cfg), cfg)), F.display_name), hide_index=True,
                      width="stretch")
         st.caption(f"TPS interval as above; {Rs.metric_boot_note(cfg)}; metric CIs resample trajectories. "
                    "'per weighted step' = Σ TPS_i / Σ w_t, a display normalisation, not the score.")

@@ -5,6 +5,7 @@ import streamlit as st
 
 from pages._ui import common as C
 from pages._ui.charts import plot
+from pages._ui import evaluation as E
 from pages._ui import results as Rs
 from pages._ui import loading as L
 from pages._ui import state as S
@@ -123,8 +124,8 @@ delta_box = st.container()
 
 
 def _show_table(boot: bool) -> None:
-    res = (Rs.tps if boot else Rs.tps_points)(a=Rs.analysis(cfg, predictors=pair))
-    met = Rs.metrics_now(ci=boot, predictors=pair)
+    res = E.evaluation(cfg, ci=boot, verdicts=False, predictors=pair)  # its TPS and metrics alone are read
+    met = E.metric_intervals(Rs.metric_boot(cfg) if boot else 0, cfg, predictors=pair)
     rows = []
     for p in pair:
         s_ = res.summary.loc[p]
@@ -156,8 +157,8 @@ if large:
         _show_table(boot=True)
 with delta_box:
     if len(pair) == 2:
-        ct, _ = Rs.compare_tps(pair[0], a=Rs.analysis(cfg, predictors=pair))
-        cm = Rs.compare_metrics_now(pair[0], predictors=pair)
+        ct, _ = E.compare_tps(pair[0], cfg, predictors=pair)
+        cm = E.compare_metrics(pair[0], Rs.metric_boot(cfg), cfg, predictors=pair)
         r = ct.loc[focus]
         m = cm.loc[focus]
         zt, za = r["tps_z"], m["auroc_z"]

@@ -7,6 +7,7 @@ import streamlit as st
 from pages._ui import common as C
 from pages._ui.charts import plot
 from pages._ui import results as Rs
+from pages._ui.evaluation import evaluation
 from tpsviz.report import figures as F
 
 cfg, data = C.page("Step contributions",
@@ -51,7 +52,7 @@ tid = c2.selectbox(f"Trajectory ({len(sub):,} {g}; longest first" + (", first 2,
 row = t[t["trajectory_id"].astype(str) == tid].iloc[0]
 code = int(t.index[t["trajectory_id"].astype(str) == tid][0])
 steps = data.steps[data.steps["traj"].to_numpy() == code]
-res = Rs.tps_points(a=Rs.analysis(cfg))  # per-run values: no bootstrap needed
+res = evaluation(cfg, ci=False, verdicts=False).points  # per-run values: no bootstrap needed
 qz_used = res.per_trajectory.loc[res.per_trajectory["trajectory_id"].astype(str) == tid, "q_z_used"]
 qz = float(qz_used.iloc[0]) if len(qz_used) and np.isfinite(qz_used.iloc[0]) else None
 fig = F.trajectory_figure(steps, preds, colors, row["outcome"], bool(row["censored"]), qz,

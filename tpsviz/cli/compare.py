@@ -21,8 +21,7 @@ from tpsviz.cli.multiclass import add_label_options
 from tpsviz.cli.options import add_engine_options, add_references_option, add_scoring_options, check_args
 from tpsviz.cli.output import print_header
 from tpsviz.cli.unscored import unpaired_why, unscored_why
-from tpsviz.cli.score import engine_for, refuse_references_out_of_core
-from tpsviz.diagnostics.compare import compare
+from tpsviz.cli.score import engine_for, evaluation_or_exit, refuse_references_out_of_core
 from tpsviz.diagnostics.combine import combine_logs, free_column
 from tpsviz.diagnostics.groups import (
     default_base, difference_words, group_difference, group_table, why_missing)
@@ -80,24 +79,25 @@ def run(args) -> int:
     if engine in ("duckdb", "dask"):
         refuse_references_out_of_core(args, engine)
         return compare_out_of_core(args, ds, why, engine)
-    data, settings, q_z, notes = prepare(args)
+    ev = evaluation_or_exit(args, why)  # the Evaluation `score` prints; compare reads its TPS alone
+    data, settings = ev.data, ev.settings
     if args.baseline not in data.predictors:
         raise Fail(f"unknown baseline {safe(args.baseline)!r}: the log's predictors are "
                    f"{', '.join(safe(p, 40) for p in data.predictors)}")
     try:
-        table = compare(data, settings, baseline=args.baseline, q_z=q_z, metrics=("auroc",))
+        table = ev.compare(args.baseline, metrics=("auroc",))
     except ValueError as exc:
         raise Fail(say(exc)) from None
     nothing = unpaired_why(table, args.baseline, _scored_runs(data, settings, args.baseline), settings.censoring,
                            data.n_censored)
     if args.json:
-        print(json.dumps(_baseline_json(args, data, settings, notes, table)
+        print(json.dumps(_baseline_json(args, data, settings, list(ev.notes[len(data.notes):]), table)
                          | ({"nothing_scored": nothing.json()} if nothing else {}), indent=2))
     if nothing is not None:  # exit 2: nothing was compared (main prints why)
         raise nothing
     if args.json:
         return 0
-    print_header(data, settings, data.notes + notes)
+    print_header(data, settings, list(ev.notes))
     print()
     se = table.attrs["se"]
     unit = f"tasks (column {safe(se['column'], 40)})" if se["unit"] == "task" else "trajectories"

@@ -14,13 +14,14 @@ import numpy as np
 
 from tpsviz.cli.common import Fail, safe
 from tpsviz.cli.wording import say
-from tpsviz.cli.logs import prepare
+from tpsviz.cli.score import evaluation_or_exit
 from tpsviz.cli.options import add_scoring_options, check_args, hidden_alias
 from tpsviz.cli.unscored import unscored_why
 from tpsviz.core.formatting import json_number
 from tpsviz.core.tps import settings_words
 from tpsviz.diagnostics.monitoring.cusum import N_SIM
 from tpsviz.diagnostics.monitoring.monitor import monitor
+from tpsviz.evaluation.engine_choice import memory_reason
 
 __all__ = ["add_arguments", "run"]
 
@@ -77,8 +78,8 @@ def run(args) -> int:
         raise Fail(f"--stride must be at least 1 run, got {args.stride}")
     if args.rows < 1:
         raise Fail(f"--rows must be at least 1, got {args.rows}")
-    data, settings, q_z, notes = prepare(args)
-    notes = list(data.notes) + list(notes)  # the log's (a dataset's skipped files …) and the loading's
+    ev = evaluation_or_exit(args, memory_reason(args.path))  # the Evaluation `score` prints; its TPS alone is read
+    data, settings, notes = ev.data, ev.settings, list(ev.notes)  # the log's (a dataset's skipped files …) and the loading's
     names = args.predictor or list(data.predictors)
     unknown = [n for n in names if n not in data.predictors]
     if unknown:
@@ -93,7 +94,7 @@ def run(args) -> int:
         notes.append("runs ordered by the log's column 'timestamp' (--order-by COLUMN names another)")
     try:
         res = monitor(data, settings, by=by, window=args.window, stride=args.stride, predictors=names,
-                      alarm_on=alarm_on, baseline=args.baseline_runs, shift=args.shift, target_arl=args.arl, q_z=q_z)
+                      alarm_on=alarm_on, baseline=args.baseline_runs, shift=args.shift, target_arl=args.arl, q_z=ev.q_z, result=ev.points)
     except ValueError as exc:
         raise Fail(safe(say(exc), 400)) from None
     words = settings_words(settings)

@@ -74,10 +74,7 @@ def run(args) -> int:
     if engine in ("duckdb", "dask"):
         refuse_references_out_of_core(args, engine)
         return score_out_of_core(args, ds, why, engine)
-    try:
-        ev = evaluation_for(args, why)
-    except NothingToScore as none:  # no forecast, and too few runs for a reference
-        print_nothing_scored(args, none.data, none.settings, none.notes, why)
+    ev = evaluation_or_exit(args, why)
     data = ev.data
     nothing = unscored_why(dict(ev.summary["n_trajectories"]), ev.settings.censoring, data.n_censored)
     if args.per_trajectory and nothing is None:
@@ -91,6 +88,31 @@ def run(args) -> int:
     if nothing is not None:
         raise nothing
     return 0
+
+
+def evaluation_or_exit(args, why: str) -> BinaryEvaluation:
+    """:func:`evaluation_for`, or, for a log without any forecast whose references cannot be formed,
+    its report and the exit 2 (:func:`print_nothing_scored`): what ``score``, ``compare`` and
+    ``monitor`` stand on. Its parts are computed when read (``compare`` and ``monitor`` read TPS only).
+
+    Parameters
+    ----------
+    args : Namespace
+    why : str
+        Why the memory engine scores the log.
+
+    Returns
+    -------
+    BinaryEvaluation
+
+    Raises
+    ------
+    NothingScored, Fail
+    """
+    try:
+        return evaluation_for(args, why)
+    except NothingToScore as none:  # no forecast, and too few runs for a reference
+        print_nothing_scored(args, none.data, none.settings, none.notes, why)
 
 
 def print_nothing_scored(args, data, settings, notes, why: str) -> None:

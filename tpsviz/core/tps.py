@@ -292,7 +292,7 @@ class TPSResult:
         if not parts:
             raise ValueError("no results to combine")
         first = parts[0]
-        if any(p.settings != first.settings or p._data is not first._data for p in parts):
+        if any(p.settings != first.settings or not _same_rows(p._data, first._data) for p in parts):
             raise ValueError("results combine only on the same log and settings")
         weights = next((p._weights for p in parts if p._weights is not None), None)
         return cls(settings=first.settings,
@@ -302,6 +302,12 @@ class TPSResult:
                    _runs={k: v for p in parts for k, v in p._runs.items()},
                    _run_columns={k: v for p in parts for k, v in p._run_columns.items()},
                    clusters=first.clusters)
+
+
+def _same_rows(a: TrajectoryData, b: TrajectoryData) -> bool:
+    """Whether two logs are one log's rows (the same object, or copies selecting other predictors of the
+    same step and run tables: a result reads the rows, never the selection)."""
+    return a is b or (a.steps is b.steps and a.trajectories is b.trajectories)
 
 
 def no_predictor_message(data) -> str:

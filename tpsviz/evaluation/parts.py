@@ -35,7 +35,7 @@ from tpsviz.diagnostics import updating as UP
 from tpsviz.diagnostics import verdict as VD
 from tpsviz.forecasts import versus as VS
 
-__all__ = ["DEPENDS", "PER_PREDICTOR", "ONE_LOG", "PartsMemo", "evaluation_parts", "part_key", "qz_digest", "log_digest"]
+__all__ = ["DEPENDS", "PER_PREDICTOR", "ONE_LOG", "PartsMemo", "LazyParts", "evaluation_parts", "part_key", "qz_digest", "log_digest"]
 
 #: the settings TPS depends on, without its bootstrap; ``"q_z"``: the q_Z of censored runs (exact mode only)
 SCORE = ("alpha", "beta", "schedule", "censoring", "eps", "cluster_by", "interval", "q_z")
@@ -339,23 +339,84 @@ def evaluation_parts(data: TrajectoryData, settings: ScoreSettings, q_z=None, ca
     dict
         ``result, metrics, skill, verdicts, versus, warnings, excess_movement``.
     """
-    c = cache if cache is not None else _Direct()
-    names = list(data.predictors)
+    parts = LazyParts(data, settings, q_z, cache)
+    return {name: parts[name] for name in LazyParts.NAMES}
 
-    def get(part, compute):
+
+class LazyParts:
+    """The parts of one Evaluation, each computed when it is first read (with the parts it needs) and
+    then kept: an Evaluation asked only for its TPS (``compare``, ``monitor``) never runs the verdicts'
+    tests. Safe across threads (one computation of a part at a time).
+
+    Parameters
+    ----------
+    data : TrajectoryData
+    settings : ScoreSettings
+    q_z : Series or ndarray, optional
+        q_Z of censored runs in exact mode.
+    cache : PartsMemo, optional
+        Or any object with the same ``get`` and ``get_each``; None: every part computed once here.
+    """
+
+    #: the parts, by the names :class:`~tpsviz.evaluation.record.BinaryEvaluation` reads them
+    NAMES = ("result", "metrics", "skill", "verdicts", "versus", "warnings", "excess_movement")
+
+    def __init__(self, data: TrajectoryData, settings: ScoreSettings, q_z=None, cache=None):
+        self.data, self.settings, self.q_z = data, settings, q_z
+        self._cache = cache if cache is not None else _Direct()
+        self._names = list(data.predictors)
+        self._got: dict = {}
+        self._lock = threading.RLock()
+
+    def __getitem__(self, name: str):
+        with self._lock:
+            if name not in self._got:
+                self._got[name] = getattr(self, f"_{name}")()
+            return self._got[name]
+
+    def computed(self) -> tuple:
+        """The parts read so far (each computed or taken from the cache once)."""
+        with self._lock:
+            return tuple(self._got)
+
+    def _get(self, part: str, compute):
+        c, key = self._cache, part_key(part, self.settings, self.q_z)
         if part in PER_PREDICTOR:
-            return c.get_each(part, data, part_key(part, settings, q_z), names, compute, *_SPLIT[part])
-        return c.get(part, data, part_key(part, settings, q_z) + (("predictors", tuple(names)),), compute)
+            return c.get_each(part, self.data, key, self._names, compute, *_SPLIT[part])
+        return c.get(part, self.data, key + (("predictors", tuple(self._names)),), compute)
 
-    points = get("tps_points", lambda ns: TP.compute_tps(data, replace(settings, n_boot=0), ns, q_z=q_z))
-    result = get("tps", lambda: points.with_intervals(settings.n_boot, settings.seed, settings.level))
-    metrics = get("metrics", lambda ns: LB.metric_table(data, settings, ns, n_bins=10, n_boot=0))
-    skill = get("skill", lambda ns: LB.skill_table(data, settings, ns, q_z=q_z, n_boot=max(settings.n_boot, 200),
-                                                   result=result))
-    stats = get("statistics", lambda ns: VD.statistics_for(data, replace(settings, n_boot=0), ns, q_z))
-    verdict = get("verdicts", lambda: VD.verdicts(data, settings, q_z=q_z, skill=skill, statistics=stats))
-    versus = get("versus", lambda: VS.versus_best_reference(data, settings, q_z, result))
-    warn = get("warnings", lambda: CV.caveats(data, settings, result.summary, skill))
-    moves = get("excess_movement", lambda: UP.excess_movement(data, names, settings.cluster_by))
-    return dict(result=result, metrics=metrics, skill=skill, verdicts=verdict, versus=versus, warnings=warn,
-                excess_movement=moves)
+    def _points(self):
+        d, s, q = self.data, self.settings, self.q_z
+        return self._get("tps_points", lambda ns: TP.compute_tps(d, replace(s, n_boot=0), ns, q_z=q))
+
+    def _result(self):
+        s, points = self.settings, self["points"]
+        return self._get("tps", lambda: points.with_intervals(s.n_boot, s.seed, s.level))
+
+    def _metrics(self):
+        return self._get("metrics", lambda ns: LB.metric_table(self.data, self.settings, ns, n_bins=10, n_boot=0))
+
+    def _skill(self):
+        d, s, q, result = self.data, self.settings, self.q_z, self["result"]
+        return self._get("skill", lambda ns: LB.skill_table(d, s, ns, q_z=q, n_boot=max(s.n_boot, 200), result=result))
+
+    def _statistics(self):
+        d, s, q = self.data, self.settings, self.q_z
+        return self._get("statistics", lambda ns: VD.statistics_for(d, replace(s, n_boot=0), ns, q))
+
+    def _verdicts(self):
+        skill, stats = self["skill"], self["statistics"]
+        return self._get("verdicts", lambda: VD.verdicts(self.data, self.settings, q_z=self.q_z, skill=skill,
+                                                          statistics=stats))
+
+    def _versus(self):
+        result = self["result"]
+        return self._get("versus", lambda: VS.versus_best_reference(self.data, self.settings, self.q_z, result))
+
+    def _warnings(self):
+        result, skill = self["result"], self["skill"]
+        return self._get("warnings", lambda: CV.caveats(self.data, self.settings, result.summary, skill))
+
+    def _excess_movement(self):
+        return self._get("excess_movement",
+                         lambda: UP.excess_movement(self.data, self._names, self.settings.cluster_by))

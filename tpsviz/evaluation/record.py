@@ -9,21 +9,22 @@ from __future__ import annotations
 
 import html
 import math
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
+from functools import cached_property
 
 import numpy as np
 import pandas as pd
 
 from tpsviz.core.clusters import Clusters, run_clusters
 from tpsviz.core.data import TrajectoryData
-from tpsviz.core.tps import ScoreSettings, TPSResult, compute_tps, settings_words
+from tpsviz.core.tps import ScoreSettings, TPSResult, settings_words
 from tpsviz.core.wording import PYTHON, Wording, setting, word
-from tpsviz.diagnostics.caveats import Caveats, caveats
-from tpsviz.diagnostics.leaderboard import metric_table, skill_table
-from tpsviz.diagnostics.updating import excess_movement
-from tpsviz.diagnostics.verdict import RULES, Verdict, verdicts
+from tpsviz.diagnostics.caveats import Caveats
+from tpsviz.diagnostics.compare import compare, z_matrix
+from tpsviz.diagnostics.leaderboard import metric_table
+from tpsviz.diagnostics.verdict import RULES, Verdict
 from tpsviz.evaluation.base import Evaluation
-from tpsviz.evaluation.parts import evaluation_parts
+from tpsviz.evaluation.parts import LazyParts
 from tpsviz.evaluation.report import report_sections, report_settings
 from tpsviz.forecasts.references import how_to_add_forecast, is_reference, real_predictors
 from tpsviz.forecasts.versus import best_reference, versus_best_reference
@@ -161,27 +162,31 @@ class BinaryEvaluation(Evaluation):
         Each real predictor against the best reference (``ref:*``), when the log has references:
         ``{name: {"reference", "delta", "se", "z", "n_runs", "outcome", "words"}}``
         (:func:`tpsviz.forecasts.versus.versus_best_reference`); the verdict's text ends with its words.
+    parts : tpsviz.evaluation.parts.LazyParts
+        Where the attributes above come from: each computed when first read.
+    metrics_given : DataFrame or None
+        The usual metrics given by :meth:`with_metrics` (None: the points of :attr:`parts`).
+
+    Every attribute from ``result`` to ``versus`` is computed when it is first read.
     """
 
     data: TrajectoryData
     settings: ScoreSettings
-    result: TPSResult
-    metrics: pd.DataFrame
-    skill: pd.DataFrame
-    verdicts: dict
-    excess_movement: pd.DataFrame
-    warnings: Caveats
+    parts: LazyParts
     notes: tuple = ()
     q_z: object = None
     engine_reason: str = "a TrajectoryData given in memory"
-    versus: dict = field(default_factory=dict)
+    metrics_given: pd.DataFrame | None = None
 
     kind = "binary"
 
     @classmethod
     def compute(cls, data: TrajectoryData, settings: ScoreSettings, q_z=None, notes=(),
                 engine_reason: str | None = None, cache=None) -> "BinaryEvaluation":
-        """Score ``data`` under ``settings`` and decide every report (what ``score`` computes).
+        """The Evaluation of ``data`` under ``settings`` (what ``score`` computes). Each part is
+        computed when first read (:class:`~tpsviz.evaluation.parts.LazyParts`): a caller that reads
+        only :attr:`result` (``compare``, ``monitor``) never runs the verdicts' tests;
+        :meth:`complete` computes every part at once.
 
         Parameters
         ----------
@@ -203,17 +208,68 @@ class BinaryEvaluation(Evaluation):
         -------
         Evaluation
         """
-        p = evaluation_parts(data, settings, q_z, cache)
-        verdict = {n: replace(v, text=f"{v.text}; {p['versus'][n]['words']}") if n in p["versus"] else v
-                   for n, v in p["verdicts"].items()}
-        return cls(data, settings, p["result"], p["metrics"], p["skill"], verdict, p["excess_movement"],
-                   p["warnings"], tuple(data.notes) + tuple(notes), q_z, engine_reason or memory_reason(data),
-                   p["versus"])
+        return cls(data, settings, LazyParts(data, settings, q_z, cache), tuple(data.notes) + tuple(notes), q_z,
+                   engine_reason or memory_reason(data))
+
+    def complete(self) -> "BinaryEvaluation":
+        """Compute every part now (e.g. before the Evaluation is kept in a cache sized by its bytes).
+
+        Returns
+        -------
+        BinaryEvaluation
+            ``self``.
+        """
+        for name in LazyParts.NAMES:
+            self.parts[name]
+        return self
+
+    @property
+    def result(self) -> TPSResult:
+        """TPS of every predictor (:attr:`summary`, :attr:`per_trajectory`, per-step contributions)."""
+        return self.parts["result"]
+
+    @property
+    def points(self) -> TPSResult:
+        """TPS of every predictor without the bootstrap's intervals (its SEs analytic): all that a
+        comparison or a monitor of per-run TPS reads, at a fraction of :attr:`result`'s cost."""
+        return self.parts["points"]
+
+    @property
+    def metrics(self) -> pd.DataFrame:
+        """The usual metrics per predictor (:func:`tpsviz.diagnostics.leaderboard.metric_table`)."""
+        return self.parts["metrics"] if self.metrics_given is None else self.metrics_given
+
+    @property
+    def skill(self) -> pd.DataFrame:
+        """Skill against the base-rate reference per predictor."""
+        return self.parts["skill"]
+
+    @property
+    def excess_movement(self) -> pd.DataFrame:
+        """Rational updating per predictor: ``value``, ``se``, ``z``, ``n_runs``."""
+        return self.parts["excess_movement"]
+
+    @property
+    def warnings(self) -> Caveats:
+        """Warnings about the log (``log``) and per predictor (``predictors``)."""
+        return self.parts["warnings"]
+
+    @property
+    def versus(self) -> dict:
+        """Each real predictor against the best reference (``ref:*``), when the log has references."""
+        return self.parts["versus"]
+
+    @cached_property
+    def verdicts(self) -> dict:
+        """The verdict of every predictor (docs/theory.md §8); a real predictor's text ends with its
+        comparison to the best reference (:attr:`versus`)."""
+        versus = self.versus
+        return {n: replace(v, text=f"{v.text}; {versus[n]['words']}") if n in versus else v
+                for n, v in self.parts["verdicts"].items()}
 
     def with_metrics(self, metrics: pd.DataFrame) -> "BinaryEvaluation":
-        """The same Evaluation with the usual metrics replaced, e.g. by
-        :func:`tpsviz.diagnostics.leaderboard.metric_table` with bootstrap CIs (the dashboard's
-        every-column table; :meth:`compute` gives point estimates).
+        """The same Evaluation with the usual metrics replaced, e.g. by :meth:`metric_intervals`
+        (the dashboard's every-column table; :meth:`compute` gives point estimates).
 
         Parameters
         ----------
@@ -232,7 +288,66 @@ class BinaryEvaluation(Evaluation):
         lacking = [n for n in self.summary.index if n not in metrics.index]
         if lacking:
             raise ValueError(f"metrics has no row for {', '.join(map(repr, lacking[:5]))}")
-        return replace(self, metrics=metrics)
+        return replace(self, metrics_given=metrics)
+
+    # ---------------------------------------------------------------- comparisons (compare, the dashboard)
+    def compare(self, baseline: str, predictors=None, metrics=("auroc", "tece"), n_boot: int | None = None) -> pd.DataFrame:
+        """Every predictor against ``baseline`` on the same runs: Δ, SE and Δ/SE of TPS (from
+        :attr:`points`, not scored again) and of the rank/binned ``metrics`` by paired bootstrap
+        (:func:`tpsviz.diagnostics.compare.compare`; what ``tpsviz compare --baseline`` prints).
+
+        Parameters
+        ----------
+        baseline : str
+            One of the Evaluation's predictors.
+        predictors : list of str, optional
+            Default: every other predictor.
+        metrics : sequence of {"auroc", "auprc", "tece"}
+        n_boot : int, optional
+            Replicates of the paired bootstraps (default ``settings.n_boot``; 0: analytic TPS SE alone).
+
+        Returns
+        -------
+        DataFrame
+            Index predictor; ``tps_delta, tps_se, tps_z, tps_ci_low, tps_ci_high, n_runs`` and
+            ``m_delta, m_se, m_z, …`` per metric.
+        """
+        return compare(self.data, self.settings, baseline=baseline, predictors=predictors, n_boot=n_boot,
+                       q_z=self.q_z, metrics=tuple(metrics), result=self.points)
+
+    def z_matrix(self, predictors=None, metric: str = "tps", n_boot: int | None = None) -> pd.DataFrame:
+        """Δ/SE of every ordered pair of predictors (entry [a, b] is for a − b;
+        :func:`tpsviz.diagnostics.compare.z_matrix`, TPS from :attr:`points`).
+
+        Parameters
+        ----------
+        predictors : list of str, optional
+        metric : {"tps", "auroc", "auprc", "tece"}
+        n_boot : int, optional
+
+        Returns
+        -------
+        DataFrame
+        """
+        return z_matrix(self.data, self.settings, predictors=predictors, metric=metric, n_boot=n_boot,
+                        q_z=self.q_z, result=self.points)
+
+    def metric_intervals(self, n_boot: int, predictors=None) -> pd.DataFrame:
+        """The usual metrics with bootstrap CIs by trajectory (:attr:`metrics` holds their points):
+        :func:`tpsviz.diagnostics.leaderboard.metric_table` with ``n_boot`` replicates.
+
+        Parameters
+        ----------
+        n_boot : int
+        predictors : list of str, optional
+            Default: every predictor.
+
+        Returns
+        -------
+        DataFrame
+        """
+        names = list(self.summary.index if predictors is None else predictors)
+        return metric_table(self.data, self.settings, names, n_bins=10, n_boot=int(n_boot))
 
     def __repr__(self) -> str:
         d = self.data

@@ -236,7 +236,7 @@ def _window_starts(n: int, window: int, stride: int) -> np.ndarray:
 def monitor(data: TrajectoryData, settings: ScoreSettings | None = None, by: str | None = None,
             window: int = 100, stride: int | None = None, predictors: list[str] | None = None,
             alarm_on: str | None = None, baseline: int | None = None, shift: float = 0.5,
-            target_arl: float = 1000.0, q_z=None) -> MonitorResult:
+            target_arl: float = 1000.0, q_z=None, result=None) -> MonitorResult:
     """TPS and skill over time in sliding windows, and a CUSUM alarm on degradation.
 
     Parameters
@@ -260,6 +260,9 @@ def monitor(data: TrajectoryData, settings: ScoreSettings | None = None, by: str
         As in :func:`cusum_alarm`.
     q_z : array_like or Series, optional
         q_Z estimates for exact censoring (as in :func:`~tpsviz.core.tps.compute_tps`).
+    result : TPSResult, optional
+        TPS already computed on ``data`` under the same settings for these predictors (its
+        per-run TPS reused, e.g. an Evaluation's ``points``).
 
     Returns
     -------
@@ -268,8 +271,10 @@ def monitor(data: TrajectoryData, settings: ScoreSettings | None = None, by: str
     settings = settings or ScoreSettings()
     window, stride, names = _checked_arguments(data, window, stride, predictors, shift, target_arl)
     codes, key, words, n_excluded = run_order(data, by)
-    res = compute_tps(data, replace(settings, n_boot=0), names, q_z=q_z)
-    per = res.per_trajectory
+    if result is None:
+        result = compute_tps(data, replace(settings, n_boot=0), names, q_z=q_z)
+    per = result.per_trajectory
+    per = per[per["predictor"].isin(names)]
     label = _labels(per, data)
     runs = pd.DataFrame({"position": np.arange(codes.size),
                          "trajectory_id": data.trajectories["trajectory_id"].to_numpy()[codes],
