@@ -3,6 +3,8 @@ one-vs-rest reliability) or a number (TPS-CRPS, PIT histograms); docs/multiclass
 
 import streamlit as st
 
+import tpsviz
+
 from pages._ui import common as C
 from pages._ui.charts import plot
 from pages._ui import state as S
@@ -11,10 +13,6 @@ from pages._ui.memo import memo
 from pages._ui.outcomes import labelled_censored_runs, read_other
 from pages._ui.text import md
 from pages._ui.wording import say
-from tpsviz.outcomes.continuous import tps_crps
-from tpsviz.outcomes.continuous_pit import pit_histogram
-from tpsviz.outcomes.multiclass import tps_k
-from tpsviz.outcomes.multiclass_reliability import ovr_summary, reliability_ovr
 from tpsviz.report import figures as F
 from tpsviz.report.export import safe_csv
 
@@ -52,22 +50,21 @@ for note in (say(n) for n in log.notes[:6]):
 
 @memo(max_entries=12, spinner="Scoring the labels…")
 def _multiclass(key: tuple, _log):
-    """TPS-k and the one-vs-rest reliability; key[0] is the log's file (``_log`` is not in the cache key)."""
+    """``tpsviz.evaluate`` of the multi-class log: (TPS-k, the one-vs-rest reliability tables, their
+    gaps); key[0] is the log's file (``_log`` is not in the cache key)."""
     rule, censoring, label, n_boot, spec, bins = key[1:]
-    res = tps_k(_log, rule=rule, schedule=schedule, censoring=censoring, censored_label=label, n_boot=n_boot,
-                seed=S.SEED)
-    rel = {n: reliability_ovr(_log, n, n_bins=bins, n_boot=min(n_boot, 500) or 200, seed=S.SEED)
-           for n in _log.predictors}
-    return res, rel, {n: ovr_summary(t) for n, t in rel.items()}
+    ev = tpsviz.evaluate(_log, rule=rule, schedule=schedule, censoring=censoring, censored_label=label,
+                         n_boot=n_boot, seed=S.SEED, bins=bins)
+    return ev.result, ev.tables, ev.gaps
 
 
 @memo(max_entries=12, spinner="Scoring the distributions…")
 def _continuous(key: tuple, _log):
-    """TPS-CRPS and the PIT histograms; key[0] is the log's file (``_log`` is not in the cache key)."""
+    """``tpsviz.evaluate`` of the continuous-outcome log: (TPS-CRPS, per predictor the PIT histogram of
+    ``which`` rows with the uniformity test); key[0] is the log's file (``_log`` is not in the cache key)."""
     n_boot, spec, which, bins = key[1:]
-    res = tps_crps(_log, schedule=schedule, n_boot=n_boot, seed=S.SEED)
-    pits = {n: pit_histogram(_log, n, n_bins=bins, seed=S.SEED, which=which) for n in _log.predictors}
-    return res, pits
+    ev = tpsviz.evaluate(_log, schedule=schedule, n_boot=n_boot, seed=S.SEED, bins=bins)
+    return ev.result, {n: (every if which == "all" else last, test) for n, (every, last, test) in ev.pits.items()}
 
 
 colors = F.predictor_colors(list(log.predictors))
