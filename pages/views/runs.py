@@ -13,6 +13,7 @@ from pages._ui import runs as RV
 from pages._ui import state as S
 from pages._ui.charts import PLOT_CONFIG
 from pages._ui.text import code, md
+from tpsviz.core.schema import REFERENCE_PREFIX
 from tpsviz.diagnostics import run_messages as RM
 from tpsviz.diagnostics import runs as RU
 from tpsviz.report import figures as F
@@ -89,7 +90,7 @@ runs = RV.table(a=a)
 def _filters(table: pd.DataFrame) -> dict:
     """The filter widgets; returns select_runs' keyword arguments."""
     c = st.columns([1.2, 1.2, 1.6])
-    preset = c[0].selectbox("Preset", [NO_PRESET] + list(RU.PRESETS), key="runs_preset",
+    preset = c[0].selectbox("Preset filter", [NO_PRESET] + list(RU.PRESETS), key="runs_preset",
                             help="; ".join(f"{k}: {v[0]}" for k, v in RU.PRESETS.items()) + ".")
     not_ref = [p for p in preds if not F.is_reference(p)] or preds
     pred = c[1].selectbox("… of predictor", preds, index=preds.index(not_ref[0]), key="runs_preset_pred",
@@ -202,7 +203,9 @@ def _chosen_step(run_id: str, steps: pd.DataFrame, moves: pd.DataFrame) -> int:
     nums = steps["step"].astype(int).tolist()
     if st.session_state.get("_runs_step_of") != run_id:
         st.session_state["_runs_step_of"] = run_id
-        st.session_state["runs_step"] = int(moves["step"].iloc[0]) if len(moves) else nums[0]
+        own = moves[[not F.is_reference(p) and not str(p).startswith(REFERENCE_PREFIX) for p in moves["predictor"]]]
+        first = own if len(own) else moves  # the agent's own signal's largest move, else a yardstick's
+        st.session_state["runs_step"] = int(first["step"].iloc[0]) if len(first) else nums[0]
         st.session_state["_runs_curve_seen"] = None
     points = (st.session_state.get("runs_curve") or {}).get("selection", {}).get("points", [])
     clicked = int(points[0]["x"]) if points and points[0].get("x") is not None else None

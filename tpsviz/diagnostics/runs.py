@@ -320,17 +320,32 @@ def largest_moves(steps: Sequence, forecasts: Sequence, k: int = 3) -> pd.DataFr
 
 
 def run_moves(steps: pd.DataFrame, predictors: Sequence[str], k: int = 3) -> pd.DataFrame:
-    """:func:`largest_moves` of every predictor of one run's :func:`run_steps`.
+    """:func:`largest_moves` of every predictor of one run's :func:`run_steps`, the largest first.
+
+    Parameters
+    ----------
+    steps : DataFrame
+        :func:`run_steps`'s.
+    predictors : sequence of str
+    k : int
+        Moves kept per predictor.
 
     Returns
     -------
     DataFrame
-        ``predictor`` and the columns of :func:`largest_moves`, predictor by predictor.
+        ``predictor`` and the columns of :func:`largest_moves`: the ``k`` largest moves of each
+        predictor, all sorted by |move| (largest first; ties in the order of ``predictors``, then
+        by step).
     """
-    parts = [largest_moves(steps["step"], steps[f"F {p}"], k).assign(predictor=p) for p in predictors]
+    parts = [largest_moves(steps["step"], steps[f"F {p}"], k).assign(predictor=p, rank=i)
+             for i, p in enumerate(predictors)]
     parts = [p for p in parts if len(p)]
     cols = ["predictor", "step", "from_step", "before", "after", "move"]
-    return pd.concat(parts, ignore_index=True)[cols] if parts else pd.DataFrame(columns=cols)
+    if not parts:
+        return pd.DataFrame(columns=cols)
+    out = pd.concat(parts, ignore_index=True)
+    order = np.lexsort((out["step"].to_numpy(), out["rank"].to_numpy(), -np.abs(out["move"].to_numpy(dtype=float))))
+    return out.iloc[order][cols].reset_index(drop=True)
 
 
 def run_facts(table: pd.DataFrame, run_id: str, result: TPSResult | None = None) -> dict | None:

@@ -37,13 +37,16 @@ def _move_traces(fig: go.Figure, moves: pd.DataFrame, colors: dict) -> None:
         return
     for name, part in moves.groupby("predictor", sort=False):
         label = plot_label(name)
-        text = [f"{m:+.2f}" for m in part["move"]]
+        # the move is written at each predictor's largest one only: several predictors' labels overlap
+        big = int(np.argmax(np.abs(part["move"].to_numpy(dtype=float))))
+        text = [f"{m:+.2f}" if i == big else "" for i, m in enumerate(part["move"])]
         fig.add_trace(go.Scatter(
             x=part["step"], y=part["after"], customdata=part["step"], mode="markers+text", text=text,
             textposition="top center", textfont=dict(size=11, color=color_of(colors, name)),
             name=f"largest moves of {label}", legendgroup=label, showlegend=False,
             marker=dict(symbol="circle-open", size=16, line=dict(width=2.5, color=color_of(colors, name))),
-            hovertemplate=f"{label}: F moved %{{text}} into step %{{x}}<extra>a largest move</extra>"), row=1, col=1)
+            hovertext=[f"{m:+.3f}" for m in part["move"]],
+            hovertemplate=f"{label}: F moved %{{hovertext}} into step %{{x}}<extra>a largest move</extra>"), row=1, col=1)
 
 
 def _end_marker(fig: go.Figure, last: int, outcome: float, censored: bool, q_z: float | None) -> None:
