@@ -169,7 +169,7 @@ def _pick_run() -> str | None:
         st.session_state["runs_pick"] = wanted if known else None
     st.selectbox(f"Run ({len(ids):,} in this log" + (f"; the first {MAX_LISTED:,} listed)" if len(ids) > MAX_LISTED
                                                       else ")"),
-                 listed, key="runs_pick", on_change=_on_pick, placeholder="Choose a run",
+                 listed, index=None, key="runs_pick", on_change=_on_pick, placeholder="Choose a run",
                  help="The run's id in the log.")
     return wanted if known else None
 
