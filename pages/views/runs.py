@@ -23,6 +23,7 @@ from tpsviz.report.figures.runs import run_figure
 TABLE, ONE = "Table of runs", "One run"
 NO_PRESET = "none"
 SHORT, FULL = 1_200, 40_000      # characters of a message shown at once, and at most in full
+SHORT_SYSTEM = 300                # a system prompt (a long policy) is cut sooner
 MAX_MESSAGES = 80                 # messages of one step shown (a step that calls many tools)
 MAX_LISTED = 5_000                # runs listed in the run box (the table holds them all)
 AVATARS = {"system": ":material/settings:", "user": ":material/person:", "agent": ":material/smart_toy:",
@@ -251,7 +252,7 @@ def _curve(run_id: str, steps: pd.DataFrame, moves: pd.DataFrame, facts: dict, s
 def _message(m) -> None:
     with st.chat_message(m.kind, avatar=AVATARS.get(m.kind, AVATARS["other"])):
         st.caption(f"**{md(m.label, 120)}** · message {m.index + 1}")
-        short, left = RM.cut_text(m.text, SHORT)
+        short, left = RM.cut_text(m.text, SHORT_SYSTEM if m.kind == "system" else SHORT)
         st.text(short + (" […]" if left else ""))
         if left:
             with st.expander(f"The whole message ({len(m.text):,} characters)"):
