@@ -244,3 +244,12 @@ def test_the_run_figure_draws_the_run_s_steps_and_marks_its_moves(webshop):
     marked = [tr for tr in fig.data if str(tr.name).startswith("largest moves")]
     assert sum(len(tr.x) for tr in marked) == len(moves)
     assert json.loads(fig.to_json())["layout"]["yaxis2"]["title"]["text"].startswith("w_t·S (nats")
+
+
+def test_sorting_the_table_keeps_ties_in_order_and_missing_values_last():
+    table = pd.DataFrame({"run": ["a", "b", "c", "d"], "x": [2.0, np.nan, 1.0, 2.0], "task": ["t2", "t1", "t10", "t1"]})
+    assert RU.sort_runs(table, "x")["run"].tolist() == ["c", "a", "d", "b"]
+    assert RU.sort_runs(table, "x", descending=True)["run"].tolist() == ["a", "d", "c", "b"]
+    assert RU.sort_runs(table, "task")["run"].tolist() == ["b", "d", "c", "a"]
+    with pytest.raises(ValueError, match="no column"):
+        RU.sort_runs(table, "nope")

@@ -26,6 +26,7 @@ SHORT, FULL = 1_200, 40_000      # characters of a message shown at once, and at
 SHORT_SYSTEM = 300                # a system prompt (a long policy) is cut sooner
 MAX_MESSAGES = 80                 # messages of one step shown (a step that calls many tools)
 MAX_LISTED = 5_000                # runs listed in the run box (the table holds them all)
+MAX_ROWS = 10_000                 # rows of the table sent to the browser (the CSV holds every row kept)
 AVATARS = {"system": ":material/settings:", "user": ":material/person:", "agent": ":material/smart_toy:",
            "agent (tool call)": ":material/build:", "tool result": ":material/output:", "other": ":material/chat:"}
 
@@ -142,6 +143,15 @@ def show_table() -> None:
                    f"{md(RU.PRESETS[kwargs['preset']][0])}.")
     st.caption(f"{len(shown):,} of {len(runs):,} runs. Click a column's header to sort; choose a row to open "
                "the run.")
+    full = shown
+    if len(shown) > MAX_ROWS:  # the browser sorts what it holds: sort here first, then send the first rows
+        s = st.columns([1.2, 1, 1.8])
+        by = s[0].selectbox("Sort by", list(shown.columns), key="runs_sort",
+                            index=list(shown.columns).index("steps"))
+        down = s[1].toggle("Largest first", True, key="runs_desc")
+        shown = RU.sort_runs(shown, by, descending=down).head(MAX_ROWS)
+        s[2].caption(f"The first {MAX_ROWS:,} of {len(full):,} runs in this order are listed; the CSV holds all "
+                     "of them.")
     st.session_state["_runs_shown"] = shown["run"].tolist()
     if not len(shown):
         st.info("**No run passes these filters.** Widen them, or choose another preset or predictor.",
@@ -149,7 +159,7 @@ def show_table() -> None:
     else:
         st.dataframe(shown, hide_index=True, key="runs_table", on_select=_on_row, selection_mode="single-row",
                      column_config=_column_config(shown), height=min(38 + 35 * len(shown), 560))
-    st.download_button("Download this table (CSV)", lambda: safe_csv(shown).encode("utf-8"), "runs.csv", "text/csv",
+    st.download_button("Download this table (CSV)", lambda: safe_csv(full).encode("utf-8"), "runs.csv", "text/csv",
                        key="runs_csv", icon=":material/download:",
                        help="The rows shown, every column; cells that a spreadsheet would run as a formula are "
                             "neutralised.")
@@ -277,9 +287,10 @@ def _transcript(run_id: str, step: int, nums: list) -> None:
         st.warning("**The log's file keeps no messages for this run.**", icon=":material/chat_error:")
         return
     messages, n_steps = got
-    st.select_slider("Step", nums, key="runs_step", help="The agent's t-th message and what came before it since "
-                                                        "its previous one (the user's turn, tool results): what the "
-                                                        "replay adds to the transcript at step t.")
+    if len(nums) > 1:
+        st.select_slider("Step", nums, key="runs_step",
+                         help="The agent's t-th message and what came before it since its previous one (the user's "
+                              "turn, tool results): what the replay adds to the transcript at step t.")
     here = [m for m in messages if m.step == step]
     after = [m for m in messages if m.step > n_steps] if step == n_steps else []
     st.caption(f"Step {step} of {n_steps}: {len(here)} message{'s' if len(here) != 1 else ''}"

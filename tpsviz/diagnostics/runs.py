@@ -26,7 +26,7 @@ from tpsviz.core.data import TrajectoryData
 from tpsviz.core.tps import TPSResult
 
 __all__ = ["OUTCOMES", "PRESETS", "COST_WORDS", "DURATION_WORDS", "run_table", "recorded_columns", "task_column",
-           "select_runs", "preset_mask", "find_run", "run_steps", "largest_moves", "run_moves", "run_facts",
+           "select_runs", "sort_runs", "preset_mask", "find_run", "run_steps", "largest_moves", "run_moves", "run_facts",
            "outcome_words", "tps_column", "first_column", "last_column"]
 
 #: the outcome of a run in words: a complete run's Y, or censored (the outcome is unknown)
@@ -235,6 +235,26 @@ def select_runs(table: pd.DataFrame, *, preset: str | None = None, predictor: st
             with np.errstate(invalid="ignore"):
                 keep &= (v >= lo) & (v <= hi)
     return table[keep]
+
+
+def sort_runs(table: pd.DataFrame, column: str, descending: bool = False) -> pd.DataFrame:
+    """The table of runs sorted by one column (stable: ties keep the table's order; missing values last).
+
+    Parameters
+    ----------
+    table : DataFrame
+    column : str
+        A column of ``table``.
+    descending : bool
+
+    Returns
+    -------
+    DataFrame
+    """
+    if column not in table.columns:
+        raise ValueError(f"no column {column!r} in the table of runs")
+    return table.sort_values(column, ascending=not descending, kind="stable", na_position="last",
+                             key=lambda c: c if pd.api.types.is_numeric_dtype(c) else c.astype(str))
 
 
 def find_run(data: TrajectoryData, run_id: str) -> int | None:
