@@ -243,6 +243,7 @@ def test_the_run_figure_draws_the_run_s_steps_and_marks_its_moves(webshop):
     assert list(forecast[0].customdata) == list(steps["step"])  # a click names its step
     marked = [tr for tr in fig.data if str(tr.name).startswith("largest moves")]
     assert sum(len(tr.x) for tr in marked) == len(moves)
+    assert {tr.marker.color for tr in marked} <= {"#E69F00", "#000000"}  # each circle in its predictor's colour
     assert json.loads(fig.to_json())["layout"]["yaxis2"]["title"]["text"].startswith("w_t·S (nats")
 
 

@@ -118,9 +118,9 @@ def _filters(table: pd.DataFrame) -> dict:
         v = v[np.isfinite(v)]
         lo, hi = (float(v.min()), float(v.max())) if len(v) else (0.0, 1.0)
         if hi > lo:
-            ranges[col] = f[1].slider(f"Range of {col}", lo, hi, (lo, hi), key=f"runs_range_{col}")
+            ranges[col] = f[1].slider(f"Range of {md(col, 80)}", lo, hi, (lo, hi), key=f"runs_range_{col}")
         else:
-            f[1].caption(f"Every run has {col} = {lo:g}.")
+            f[1].caption(f"Every run has {md(col, 80)} = {lo:g}.")
     return dict(preset=None if preset == NO_PRESET else preset, predictor=pred, choices=choices, ranges=ranges)
 
 
@@ -198,7 +198,7 @@ def _facts(run_id: str, steps: pd.DataFrame) -> dict:
     for c in rec["cost"] + rec["duration"]:
         v = facts.get(str(c))
         if v is not None and np.isfinite(v):
-            items.append((str(c)[:40], f"{v:,.4g}", "As recorded in the log (its own unit)."))
+            items.append((md(c, 40), f"{v:,.4g}", "As recorded in the log (its own unit)."))
     C.tiles(items)
     words = {k: facts[k] for k in ("termination reason", "treatment", "task", "model") if facts.get(k) is not None}
     if words:

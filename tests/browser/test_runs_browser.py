@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import re
 
-from browser_helpers import ROOT, no_traceback, screenshot, wait_ready
+from browser_helpers import ROOT, dismiss_page_not_found, no_traceback, screenshot, wait_ready
 
 TAU1 = ROOT / "tests" / "fixtures" / "taubench" / "tau1_gpt-4o-airline_trimmed.json"
 
@@ -34,6 +34,7 @@ def test_confident_failures_to_one_run_on_the_demo(page):
     pg = page
     pg.goto(pg.base + "/runs?boot=0")
     wait_ready(pg, "Runs")
+    dismiss_page_not_found(pg)  # (a deep link as a fresh browser's first page: docs/deployment.md)
     no_traceback(pg)
     _preset(pg, "confident failures")
     pg.get_by_text(re.compile(r"^\d+ of 450 runs")).first.wait_for()

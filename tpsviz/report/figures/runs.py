@@ -44,7 +44,8 @@ def _move_traces(fig: go.Figure, moves: pd.DataFrame, colors: dict) -> None:
             x=part["step"], y=part["after"], customdata=part["step"], mode="markers+text", text=text,
             textposition="top center", textfont=dict(size=11, color=color_of(colors, name)),
             name=f"largest moves of {label}", legendgroup=label, showlegend=False,
-            marker=dict(symbol="circle-open", size=16, line=dict(width=2.5, color=color_of(colors, name))),
+            marker=dict(symbol="circle-open", size=16, color=color_of(colors, name),
+                        line=dict(width=2.5, color=color_of(colors, name))),
             hovertext=[f"{m:+.3f}" for m in part["move"]],
             hovertemplate=f"{label}: F moved %{{hovertext}} into step %{{x}}<extra>a largest move</extra>"), row=1, col=1)
 
