@@ -30,6 +30,7 @@ PAGES = [
     st.Page(str(HERE / "pages" / "views" / "overview.py"), title="Overview / Compare", icon=":material/leaderboard:", url_path="overview", visibility="hidden"),
     st.Page(str(HERE / "pages" / "views" / "reliability.py"), title="Reliability", icon=":material/show_chart:", url_path="reliability"),
     st.Page(str(HERE / "pages" / "views" / "steps.py"), title="Step contributions", icon=":material/grid_on:", url_path="steps"),
+    st.Page(str(HERE / "pages" / "views" / "runs.py"), title="Runs", icon=":material/list_alt:", url_path="runs"),
     st.Page(str(HERE / "pages" / "views" / "censoring.py"), title="Censoring", icon=":material/content_cut:", url_path="censoring"),
     st.Page(str(HERE / "pages" / "views" / "lab.py"), title="Scoring rule lab", icon=":material/science:", url_path="lab"),
     st.Page(str(HERE / "pages" / "views" / "monitoring.py"), title="Monitoring", icon=":material/monitor_heart:", url_path="monitoring"),

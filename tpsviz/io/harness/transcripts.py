@@ -56,7 +56,7 @@ class Transcript:
 
 
 def read_transcripts(path, options: ReadOptions | None = None, limits: Limits | None = None,
-                     outcomes=None) -> tuple[list[Transcript], dict]:
+                     outcomes=None, *, raw: bytes | None = None) -> tuple[list[Transcript], dict]:
     """The kept runs of a harness log file, with their messages.
 
     Parameters
@@ -72,6 +72,9 @@ def read_transcripts(path, options: ReadOptions | None = None, limits: Limits | 
     outcomes : str, PathLike or (bytes, name), optional
         A trace file's outcomes table (or Phoenix evaluations), as ``score --outcomes`` takes it:
         with ``options.traces`` it decides which runs are kept (docs/traces.md).
+    raw : bytes, optional
+        The file's bytes, already read (an upload, or a file read under the data roots): ``path``
+        then only names it, and is never opened. A tau2-bench folder layout needs its path.
 
     Returns
     -------
@@ -93,7 +96,7 @@ def read_transcripts(path, options: ReadOptions | None = None, limits: Limits | 
     options = replace(options or ReadOptions(), transcripts=True)
     p = Path(path)
     name = p.name or str(p)
-    log, kind = _read_log(p, name, options, limits, outcomes)
+    log, kind = _read_log(p, name, options, limits, outcomes, raw)
     frame, reading = guarded(runs_to_frame, name, kind, log, options, name, limits.max_rows)
     kept = set(frame["trajectory_id"].astype(str))
     del frame
@@ -109,18 +112,26 @@ def read_transcripts(path, options: ReadOptions | None = None, limits: Limits | 
     return out, reading
 
 
-def _read_log(p: Path, name: str, options: ReadOptions, limits: Limits, outcomes=None):
+def _read_log(p: Path, name: str, options: ReadOptions, limits: Limits, outcomes=None, raw: bytes | None = None):
     """(HarnessLog, format) of a harness log file, or of a tau2-bench folder layout given as the
-    folder or as its ``results.json`` index (read with ``simulations/`` beside it)."""
-    if p.is_dir():
+    folder or as its ``results.json`` index (read with ``simulations/`` beside it); ``raw``: the
+    file's bytes, read already (then ``p`` is not opened)."""
+    if raw is None and p.is_dir():
         if options.fmt not in (None, "tau2") or not (p / "results.json").is_file():
             raise LogFormatError(name, ["is a folder without results.json; the replay reads one harness log file "
                                         "(a tau-bench or tau2-bench results .json, an Inspect AI .eval or .json) "
                                         "or a tau2-bench results folder (results.json with simulations/)"])
         return guarded(read_tau2_dir_log, name, "tau2", p, options, limits, name), "tau2"
-    raw = read_file(p, limits.max_bytes, label=name)
+    given = raw is not None
+    if raw is None:
+        raw = read_file(p, limits.max_bytes, label=name)
+    elif len(raw) > limits.max_bytes:
+        raise LogFormatError(name, [f"is larger than the limit of {limits.max_bytes:,} bytes"])
     kind, parsed = (options.fmt, None) if options.fmt else detect_format(raw, name, limits.max_json_nodes)
     if kind == "tau2-index" or (kind == "tau2" and parsed is None and _is_tau2_index(raw, name, limits)):
+        if given:
+            raise LogFormatError(name, ["is the index of a tau2-bench results folder: its simulations are read "
+                                        "from the folder, which was not given"])
         del raw, parsed
         folder = p.resolve().parent
         return guarded(read_tau2_dir_log, name, "tau2", folder, options, limits, folder.name or name), "tau2"
