@@ -94,6 +94,17 @@ def test_presets_and_filters_keep_what_a_loop_keeps(webshop):
         RU.preset_mask(table, "confident successes", "verbal")
 
 
+def test_preset_counts_are_a_loops_counts_without_a_score(webshop):
+    """The Overview's links say how many runs each preset keeps, from the log alone (no TPS)."""
+    data, _ = webshop
+    counts = RU.preset_counts(data, data.predictors)
+    for p in data.predictors:
+        runs = _loop(data, p).values()
+        assert counts.loc[p, "confident failures"] == sum(w == "failure" and f >= 0.8 for w, _, _, f, _ in runs)
+        assert counts.loc[p, "doubted successes"] == sum(w == "success" and f <= 0.2 for w, _, _, f, _ in runs)
+    assert counts["confident failures"].sum() > 0
+
+
 def test_one_run_s_steps_are_its_rows_and_its_contributions_add_up_to_its_tps(webshop):
     data, result = webshop
     table = RU.run_table(data, result, data.predictors)

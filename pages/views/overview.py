@@ -23,6 +23,7 @@ from pages._ui import state as S
 from pages._ui.text import code
 from pages._ui.wording import say
 from tpsviz.report import figures as F
+from tpsviz.diagnostics import runs as RU
 from tpsviz.diagnostics.caveats import schedule_caveat
 from tpsviz.diagnostics.leaderboard import METRIC_INFO
 from tpsviz.diagnostics.verdict import ERROR_RATE_WORDS, RULES
@@ -145,8 +146,26 @@ def _show_caption(ev):
         f"AUROC and T-ECE use the steps of complete runs only (they need an outcome).")
 
 
+def _runs_links(ev) -> None:
+    """Links to the Runs page's presets, each for the best-ranked predictor (the log's own signals
+    first) that has such runs: from the leaderboard to the runs it was most wrong about, in one click."""
+    order = [n for n in ev.order if not F.is_reference(n)] + [n for n in ev.order if F.is_reference(n)]
+    counts = RU.preset_counts(ev.data, order)
+    cols = st.columns(len(RU.PRESETS))
+    for col, preset in zip(cols, RU.PRESETS):
+        has = counts.index[counts[preset] > 0]
+        if not len(has):
+            col.caption(f"No {preset} for any predictor ({RU.PRESETS[preset][0]}).")
+            continue
+        name, n = has[0], int(counts.loc[has[0], preset])
+        col.page_link("pages/views/runs.py", label=f"{preset.capitalize()} of {C.md(name, 40)} ({n:,})",
+                      icon=":material/list_alt:", query_params={"show": preset, "of": name},
+                      help=f"The Runs page, filtered: {RU.PRESETS[preset][0]}.")
+
+
 _show_board(ev)
 _show_caption(ev)
+_runs_links(ev)
 pred_warn = [w for n in cfg.predictors for w in warn.predictors.get(n, [])]
 if pred_warn:
     st.warning("\n".join("- " + C.md(w) for w in pred_warn), icon=":material/warning:")

@@ -77,7 +77,22 @@ def _on_view() -> None:
         st.query_params["run"] = st.session_state["_runs_last"]
 
 
+def _preset_from_link() -> None:
+    """A link to a preset (``?show=confident failures&of=NAME``, the Overview's; ``preset`` is the
+    score's) sets the table's filters before they are drawn, then leaves the URL: it names a run, not
+    the table's filters."""
+    preset, of = st.query_params.get("show"), st.query_params.get("of")
+    if preset in RU.PRESETS:
+        st.session_state["runs_preset"] = preset
+        st.session_state["runs_view"] = TABLE
+        if of in preds:
+            st.session_state["runs_preset_pred"] = of
+    for k in ("show", "of"):
+        R.drop_param(k)
+
+
 _follow_log()
+_preset_from_link()
 asked = st.query_params.get("run")
 if "runs_view" not in st.session_state:  # a link to one run opens it
     st.session_state["runs_view"] = ONE if asked else TABLE

@@ -26,7 +26,7 @@ from tpsviz.core.data import TrajectoryData
 from tpsviz.core.tps import TPSResult
 
 __all__ = ["OUTCOMES", "PRESETS", "COST_WORDS", "DURATION_WORDS", "run_table", "recorded_columns", "task_column",
-           "select_runs", "sort_runs", "preset_mask", "find_run", "run_steps", "largest_moves", "run_moves", "run_facts",
+           "select_runs", "sort_runs", "preset_mask", "preset_counts", "find_run", "run_steps", "largest_moves", "run_moves", "run_facts",
            "outcome_words", "tps_column", "first_column", "last_column"]
 
 #: the outcome of a run in words: a complete run's Y, or censored (the outcome is unknown)
@@ -199,6 +199,31 @@ def preset_mask(table: pd.DataFrame, preset: str, predictor: str) -> np.ndarray:
     last = table[last_column(predictor)].to_numpy(dtype=float)
     with np.errstate(invalid="ignore"):
         return (table["outcome"].to_numpy() == outcome) & (last >= lo) & (last <= hi)
+
+
+def preset_counts(data: TrajectoryData, predictors: Sequence[str]) -> pd.DataFrame:
+    """How many runs each preset of :data:`PRESETS` keeps for each predictor, from the log alone (no
+    score): what a link to the presets can say before the table of runs is built.
+
+    Parameters
+    ----------
+    data : TrajectoryData
+    predictors : sequence of str
+
+    Returns
+    -------
+    DataFrame
+        Index the predictors, one column per preset: the runs :func:`preset_mask` keeps.
+    """
+    words = outcome_words(data.trajectories["outcome"].to_numpy(dtype=float),
+                          data.trajectories["censored"].to_numpy(dtype=bool))
+    rows = {}
+    for name in predictors:
+        last = _first_last(data, name)[1]
+        with np.errstate(invalid="ignore"):
+            rows[name] = {k: int(((words == outcome) & (last >= lo) & (last <= hi)).sum())
+                          for k, (_, outcome, (lo, hi)) in PRESETS.items()}
+    return pd.DataFrame.from_dict(rows, orient="index", columns=list(PRESETS)).rename_axis("predictor")
 
 
 def select_runs(table: pd.DataFrame, *, preset: str | None = None, predictor: str | None = None,
