@@ -173,10 +173,12 @@ def test_numbers_are_read_as_printed():
     assert says_numbers("49% of 450", [450, 49.2]) and not says_numbers("49% of 450", [450, 450])
 
 
-def test_assert_says_looks_in_the_line_of_its_label():
-    text = "verbal is optimistic: says 94%, succeeds 50%\ntruthful is trustworthy: says 51%"
-    assert assert_says(text, "optimistic", 94, 50).startswith("verbal")
+def test_assert_says_looks_in_the_sentence_of_its_label():
+    text = "verbal is optimistic: says 94.1%, succeeds 50%. Truthful is trustworthy: says 51%\nnoisy: 3"
+    assert assert_says(text, "optimistic", 94.12, 50).startswith("verbal")
     with pytest.raises(AssertionError, match="prints"):
-        assert_says(text, "optimistic", 51)  # printed, but on another line
-    with pytest.raises(AssertionError, match="no line says"):
+        assert_says(text, "optimistic", 51)  # printed, but in another sentence
+    with pytest.raises(AssertionError, match="prints"):
+        assert_says(text, "noisy", 94.1)  # printed, but on another line
+    with pytest.raises(AssertionError, match="no sentence says"):
         assert_says(text, "pessimistic")

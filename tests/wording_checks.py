@@ -54,21 +54,25 @@ def says_numbers(text: str, numbers, *, rel: float = 0.0) -> bool:
     return True
 
 
+# where a sentence ends: a full stop (never a decimal point: a space follows) before a capital
+SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[A-Z*])")
+
+
 def sentences_with(text: str, label: str) -> list[str]:
-    """The lines of ``text`` that hold ``label``."""
-    return [line for line in text.splitlines() if label in line]
+    """The sentences of ``text`` (each line cut at its full stops) that hold ``label``."""
+    return [part for line in text.splitlines() for part in SENTENCE_END.split(line) if label in part]
 
 
 def assert_says(text: str, label: str, *numbers, rel: float = 0.0) -> str:
-    """Assert that a line of ``text`` holds ``label`` and prints every one of ``numbers`` (each a
-    value, matched as printed rounded, see ``says_numbers``); return that line.
+    """Assert that a sentence of ``text`` holds ``label`` and prints every one of ``numbers`` (each
+    a value, matched as printed rounded, see ``says_numbers``); return that sentence.
 
-    The numbers are looked for in the line of the label, never anywhere on the page, so a number
-    shown elsewhere cannot make a wrong sentence pass.
+    The numbers are looked for in the sentence of the label, never anywhere on the page, so a
+    number shown elsewhere cannot make a wrong sentence pass.
     """
     lines = sentences_with(text, label)
-    assert lines, f"no line says {label!r} in:\n{text[:3000]}"
+    assert lines, f"no sentence says {label!r} in:\n{text[:3000]}"
     for line in lines:
         if says_numbers(line, numbers, rel=rel):
             return line
-    raise AssertionError(f"no line with {label!r} prints {list(numbers)}: {lines}")
+    raise AssertionError(f"no sentence with {label!r} prints {list(numbers)}: {lines}")
