@@ -10,6 +10,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from tests.wording_checks import assert_says
 from tpsviz.cli.main import main
 from tpsviz.outcomes.continuous_pit import pit_histogram
 from tpsviz.io.kinds.continuous import read_continuous
@@ -38,7 +39,7 @@ def test_text_report(demo_csv, capsys):
     lines = out.splitlines()
     assert lines[0].startswith("continuous-like.csv: 150 runs")
     assert "censored run(s) left out" in lines[0]
-    assert "schedule uniform: w_t = 1 (strictly proper)" in out
+    assert "(strictly proper)" in assert_says(out, "schedule uniform", 1)  # w_t = 1, and its propriety
     assert "higher is better, 0 is perfect" in out
     res = tps_crps(read_continuous(demo_csv), n_boot=200)
     best_first = list(res.summary["tps_mean"].sort_values(ascending=False).index)

@@ -11,6 +11,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from tests.wording_checks import assert_says, says_numbers
 from tpsviz.cli.main import main
 
 DEMO = Path(__file__).resolve().parents[1] / "demo_data"
@@ -105,4 +106,7 @@ def test_compare_baseline_on_other_kinds_is_the_paired_difference(capsys, kind):
         assert got["tps_z"] == pytest.approx(mean / se, rel=1e-9)
         assert got["n_runs"] == n
     text = _out(capsys, ["compare", path, "--baseline", "truthful"])
-    assert "paired comparison with baseline 'truthful'" in text and "delta/SE" in text
+    assert "paired comparison" in assert_says(text, "baseline 'truthful'") and "delta/SE" in text
+    for name, (mean, se, n) in want.items():  # a row each: Δ, its SE, Δ/SE and the runs, as the JSON's
+        row = next(line for line in text.splitlines() if line.split() and line.split()[0] == name)
+        assert says_numbers(row, [mean, se, mean / se, n]), row

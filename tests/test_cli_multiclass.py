@@ -8,6 +8,7 @@ import json
 import pandas as pd
 import pytest
 
+from tests.wording_checks import assert_says
 from tpsviz.cli.main import main
 from tpsviz.outcomes.multiclass_reliability import ovr_summary, reliability_ovr
 from tpsviz.io.kinds.multiclass import read_multiclass
@@ -45,9 +46,11 @@ def test_text_output(demo, capsys):
     rc, out, err = _run(capsys, path, "--bootstrap", "200")
     assert rc == 0, err
     n_cens = int(truth["censored"].sum())
-    assert f"multiclass-like.csv: 3 labels (success, partial, failure); 500 runs, {n_cens} censored" in out
+    labels = read_multiclass(path).labels  # the head: the log's labels, its runs, the censored ones
+    head = assert_says(out, "multiclass-like.csv:", len(labels), len(truth), n_cens)
+    assert f"labels ({', '.join(labels)})" in head and "censored" in head
     assert "log score" in out and "nats per run" in out and "higher is better, 0 is perfect" in out
-    assert "schedule: uniform: w_t = 1 (strictly proper)" in out
+    assert "(strictly proper)" in assert_says(out, "schedule: uniform", 1)  # w_t = 1, and its propriety
     assert "censoring: exact" in out  # default: the log has q vectors
     lines = out.splitlines()
     rule = next(i for i, line in enumerate(lines) if line.startswith("-" * 20))

@@ -17,6 +17,7 @@ from tpsviz.cli.main import main
 from tpsviz.core.tps import ScoreSettings
 from tpsviz.diagnostics.compare import compare
 from tpsviz.forecasts.references import REFERENCES
+from tests.wording_checks import assert_says
 
 ROOT = Path(__file__).resolve().parents[1]
 FIX = ROOT / "tests" / "fixtures"
@@ -43,7 +44,7 @@ def test_a_real_log_without_forecasts_scores_its_references(capsys, path):
     assert rc == 0, err
     verdicts = [m.group(1) for line in out.splitlines() if (m := re.match(r"^  (ref:[^\s:]+): ", line))]
     assert verdicts == list(REAL[path])
-    assert "no forecast in this log, so only the references are scored" in out
+    assert "only the references" in assert_says(out, "no forecast in this log")
     assert f"python -m tpsviz forecast {path}" in out and "docs/forecasts.md section 2" in out
     rc, out, err = score(capsys, path, "--json")
     obj = json.loads(out)
@@ -125,14 +126,18 @@ def test_references_on_request_say_whether_each_predictor_beats_the_best(capsys)
         assert rec["reference"] == best
         assert rec["delta"] == pytest.approx(table.loc[name, "tps_delta"], rel=1e-12)
         assert rec["se"] == pytest.approx(table.loc[name, "tps_se"], rel=1e-12)
-    assert "beats ref:" in ev.verdicts["truthful"].text
-    assert "does worse than ref:" in ev.verdicts["verbal"].text
+    # the verdict says by how much, Δ ± SE as compare() gives them
+    truthful = table.loc["truthful", ["tps_delta", "tps_se"]]
+    assert_says(ev.verdicts["truthful"].text, f"beats {best}", *truthful)
+    assert_says(ev.verdicts["verbal"].text, f"does worse than {best}", abs(table.loc["verbal", "tps_delta"]),
+                table.loc["verbal", "tps_se"])
     assert "ref:" not in ev.verdicts[best].text.split(":", 2)[2]  # a reference is not compared with itself
     lb = ev.leaderboard
     assert lb["reference"].to_dict() == {n: n.startswith("ref:") for n in lb.index}
     rc, out, err = score(capsys, DEMO, "--references")
-    assert rc == 0 and "  truthful: " in out and "beats ref:" in out
-    assert "ref:step, ref:task, ref:task+step are reference forecasters" in out
+    assert rc == 0 and "  truthful: " in assert_says(out, f"beats {best}", *truthful)
+    line = assert_says(out, "are reference forecasters")
+    assert all(name in line for name in REFERENCES) and "not the agent's" in line
     assert "no forecast in this log" not in out
 
 

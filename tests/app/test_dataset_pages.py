@@ -11,6 +11,7 @@ import pandas as pd
 import pytest
 
 from apptest_helpers import DEMO, fresh, texts as _texts
+from tests.wording_checks import assert_says
 
 SECRET = "secret_column_7f3a9"
 
@@ -67,11 +68,12 @@ def test_a_dataset_above_the_memory_limit_opens_on_a_stated_sample(root, monkeyp
     t = texts(at)
     assert not at.exception and not at.error
     n = int({m.label: m.value for m in at.metric}["Trajectories"].replace(",", ""))
-    assert 0 < n <= 60 and f"random sample of **{n} of 450 runs**" in t
-    assert "All 450 runs (out of core)" in [h.value for h in at.subheader]
+    assert 0 < n <= 60 and "**" in assert_says(t, "random sample of", n, 450)
+    heading = "All 450 runs (out of core)"
+    assert heading in [h.value for h in at.subheader]
     # the banner does not claim the all-runs section for the sample (helper-24: after "Score all" it did)
-    assert ("every number on this page, except in the section **All 450 runs (out of core)**, describes a random "
-            "sample") in t
+    banner = assert_says(t, "every number on this page", 450)
+    assert "except" in banner and heading in banner.replace("**", "") and "random sample" in banner
     assert "every number on this page describes" not in t
     # on request, the headline table covers every run, and agrees with scoring the whole log in memory
     at.button(key="score_all_runs").click().run()
@@ -110,14 +112,15 @@ def test_a_dataset_above_the_memory_limit_opens_on_a_stated_sample(root, monkeyp
     assert list(table["predictor"]) == list(full.summary.loc[list(table["predictor"]), "tps_mean"].sort_values(
         ascending=False).index)
     # every run's TPS can be downloaded (its content: tests/browser/test_dataset_browser.py)
-    assert f"**Every run's TPS** ({len(full.per_trajectory):,} rows" in texts(at)
+    assert_says(texts(at), "Every run's TPS", len(full.per_trajectory))
     assert {"All runs: per-trajectory TPS (Parquet)", "All runs: per-trajectory TPS (CSV)"} <= downloads(at)
     # Monitoring counts runs among the sampled ones, and says so (helper-24)
     at.switch_page("pages/views/monitoring.py").run()
     assert not at.exception and not at.error
     t = texts(at)
-    assert f"runs are counted among the {n} sampled runs" in t and "of the dataset's 450 runs" in t
-    assert "every number on this page describes a random sample" in t
+    assert_says(t, "sampled runs", n, 450)  # among the n sampled runs, of the dataset's 450
+    banner = assert_says(t, "every number on this page")
+    assert "random sample" in banner and "except" not in banner  # no all-runs section on this page
 
 
 def downloads(at) -> set:
@@ -134,7 +137,8 @@ def test_every_runs_tps_above_the_servers_row_limit_is_not_offered_as_a_file(roo
     at.button(key="score_all_runs").click().run()
     assert not at.exception and not at.error, texts(at)
     t = texts(at)
-    assert "more rows than this server holds for a download (1,000, TPSVIZ_MAX_ROWS)" in t
+    predictors = len([d.value for d in at.dataframe if "n runs" in d.value.columns][-1])
+    assert "TPSVIZ_MAX_ROWS" in assert_says(t, "for a download", 450 * predictors, 1000)  # its rows, the cap
     assert "--engine duckdb --per-trajectory OUT.csv" in t
     assert not any(label.startswith("All runs:") for label in downloads(at))
 

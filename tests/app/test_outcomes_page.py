@@ -15,6 +15,7 @@ from tpsviz.io.kinds.multiclass import multiclass_from_frame, read_multiclass
 from tpsviz.outcomes.multiclass import tps_k
 
 from apptest_helpers import DEMO, fresh, texts
+from tests.wording_checks import assert_says
 
 PAGE = "pages/views/outcomes.py"
 
@@ -74,7 +75,7 @@ def test_binary_log_says_the_other_pages_score_it():
     at = fresh()
     at.switch_page(PAGE).run()
     assert not at.exception
-    assert "This log's outcome is success or failure" in texts(at)
+    assert "the other pages score it" in assert_says(texts(at), "outcome is success or failure")
 
 
 def test_a_folder_on_a_server_path_is_read_by_its_columns(tmp_path, monkeypatch):
@@ -92,15 +93,15 @@ def test_a_folder_on_a_server_path_is_read_by_its_columns(tmp_path, monkeypatch)
         df.iloc[200:].to_parquet(root / name / "b.parquet")
     shutil.copytree(ROOT / "tests" / "fixtures" / "tau2" / "tau2v1_airline_whissle_dirlayout", root / "tau2")
     monkeypatch.setenv("TPSVIZ_DATA_ROOTS", str(root))
-    for folder, words in (("binary", "This log's outcome is success or failure"),
-                          ("tau2", "This log's outcome is success or failure"),
-                          ("multi", "the folder's files hold a multiclass log; this page reads such a log from one "
-                                    "file: give the path of one file")):
+    # what each folder holds, and for a multi-class folder what to give instead (the path of one file)
+    for folder, label, then in (("binary", "outcome is success or failure", "other pages"),
+                                ("tau2", "outcome is success or failure", "other pages"),
+                                ("multi", "hold a multiclass log", "path of one file")):
         at = fresh({"src": "Server path", "path": folder})
         at.switch_page(PAGE).run()
         assert not at.exception, folder
         t = texts(at) + "\n".join(c.value for c in at.code)
-        assert words in t and "cannot open this path" not in t, (folder, t[:2000])
+        assert then in assert_says(t, label) and "cannot open this path" not in t, (folder, t[:2000])
 
 
 def test_overview_of_a_multiclass_log_points_here():
@@ -151,7 +152,9 @@ def test_exact_mode_disables_the_label_picker_when_every_censored_run_has_q():
     assert at.selectbox(key="oc_cens").value == "exact"
     picker = at.selectbox(key="oc_label")
     assert picker.disabled
-    assert "Not used: every censored run (74) has a q vector." in texts(at)
+    frame = pd.read_csv(DEMO / "multiclass-like.csv")
+    n_cens = frame.loc[frame["censored"], "trajectory_id"].nunique()  # (74)
+    assert "has a q vector" in assert_says(texts(at), "Not used: every censored run", n_cens)
     at.selectbox(key="oc_cens").set_value("simple").run()
     assert not at.selectbox(key="oc_label").disabled
     assert at.selectbox(key="oc_label").label == "…as the label"
@@ -171,7 +174,7 @@ def test_exact_mode_label_applies_only_to_censored_runs_without_q():
     picker = at.selectbox(key="oc_label")
     assert not picker.disabled
     assert picker.label == "…the 3 without q as"
-    assert f"3 of the {n_cens} censored runs have no q vector" in picker.help
+    assert_says(picker.help, "have no q vector", 3, n_cens)
     log = read_multiclass(DEMO / "multiclass-like.csv")  # only for the label order
     assert picker.value == log.labels[-1]
     from tpsviz.outcomes.multiclass import censoring_words
@@ -188,7 +191,9 @@ def test_exact_mode_label_applies_only_to_censored_runs_without_q():
 
 def test_censoring_control_says_the_sidebar_setting_is_for_binary_logs():
     at = _open("multiclass-like")
-    assert "This page's own choice. The sidebar's *Censored runs* applies to success/failure logs." in texts(at)
+    sidebar = at.sidebar.selectbox(key="cens").label  # the message names the sidebar's real widget
+    assert "success/failure logs" in assert_says(texts(at), f"The sidebar's *{sidebar}*")
+    assert "This page's own choice" in texts(at)
 
 
 def test_ece_table_has_a_heading_every_row_and_sits_with_the_panels(monkeypatch):

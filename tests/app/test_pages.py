@@ -4,6 +4,7 @@ import numpy as np
 import pytest
 
 from apptest_helpers import APP, DEMO, fresh, texts
+from tests.wording_checks import assert_says
 
 PAGES = ["pages/views/overview.py", "pages/views/reliability.py", "pages/views/steps.py", "pages/views/censoring.py", "pages/views/lab.py",
          "pages/views/recalibration.py", "pages/views/export.py"]
@@ -44,7 +45,10 @@ def test_starts_on_demo_with_nothing_to_click(app):
     assert "truthful (reference)" in lb.index and len(lb) == 6
     assert not app.error
     t = texts(app).replace("\\", "")
-    assert "log (α=0, β=0) score, every step weighs the same" in t  # the settings in one line (issue 37)
+    # the settings in one line (issue 37): the score family with its α and β, the schedule in words
+    score = app.session_state["_cfg"].score_settings()
+    assert score.alpha == score.beta == 0 and score.schedule.name == "uniform"
+    assert "log (α=" in assert_says(t, "every step weighs the same", score.alpha, score.beta)
     assert "**Weights**" not in t  # the details are drawn on request
     app.session_state["settings_details"] = True
     app.run()
@@ -333,22 +337,26 @@ def test_censored_data_reliability_explains_selection():
 
 def test_banner_label_follows_qz_source():
     at = _webshop({"cens": "exact", "qzs": "one value", "qz": "0.7"})
-    assert "runs cut off by the step budget count as 0.7 of a success" in texts(at).replace("\\", "")
+    assert "of a success" in assert_says(texts(at).replace("\\", ""), "cut off by the step budget", 0.7)
     at.session_state["settings_details"] = True
     at.run()
     t = texts(at)
-    assert "q_Z = 0.7 for every censored run" in t
+    assert "q_Z =" in assert_says(t, "for every censored run", 0.7)
     assert "q_Z from the log" not in t
     at.switch_page("pages/views/censoring.py").run()
-    assert "Under the current mode — exact (q_Z = 0.7" in texts(at)
+    assert "exact (q_Z =" in assert_says(texts(at), "Under the current mode", 0.7)
 
 
 def test_banner_n_under_complete_case():
+    import pandas as pd
+
+    runs = pd.read_csv(DEMO / "webshop-like.csv").groupby("trajectory_id")["censored"].first()
+    censored, total = int(runs.sum()), len(runs)  # (271 of 600: the banner's numbers, counted from the file)
     at = _webshop({"cens": "complete"})
-    assert "329 runs scored of 600" in texts(at)
+    assert "of" in assert_says(texts(at), "runs scored", total - censored, total)
     at.session_state["settings_details"] = True
     at.run()
-    assert "329 runs scored (271 censored left out of 600)" in texts(at)
+    assert_says(texts(at), "censored left out", total - censored, censored, total)
 
 
 def test_bootstrap_off_shows_se_interval():

@@ -11,6 +11,7 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from apptest_helpers import fresh, texts, upload
+from tests.wording_checks import assert_says
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "tests"))
@@ -184,7 +185,8 @@ def test_percent_forecasts_from_the_sidebar():
     upload(at, [("pct.csv", csv, "text/csv")])
     shown = "\n".join(c.value for c in at.code)
     assert "percentages" in shown  # the setting named by its widget (pages/_ui/wording.py), not by an option
-    assert 'say so with Reading options › "Predictors given in percent" set to v)' in shown and "--percent" not in shown
+    widget = at.text_input(key="pct").label  # the setting named by the reading options' real widget
+    assert 'Reading options ›' in assert_says(shown, f'"{widget}" set to v)') and "--percent" not in shown
     at.text_input(key="pct").set_value("v").run()
     assert _metrics(at)["Trajectories"] == "2"
 

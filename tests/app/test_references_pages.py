@@ -13,6 +13,7 @@ import pandas as pd
 import pytest
 
 from apptest_helpers import fresh, texts, upload
+from tests.wording_checks import assert_says
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "tests"))
@@ -60,8 +61,9 @@ def test_the_tau_bench_demo_opens_with_its_references_and_what_a_signal_must_bea
     # the bar in words: the best reference's TPS as the core computes it (an independent evaluate)
     ev = tpsviz.evaluate(str(REAL_LOG), n_boot=0)
     best = max(REFERENCES, key=lambda n: ev.summary.loc[n, "tps_mean"])
-    assert f"The best yardstick is **{best.replace(':', chr(92) + ':').replace('+', chr(92) + '+')}**" in shown
-    assert f"TPS **{ev.summary.loc[best, 'tps_mean']:.3f} nats per run**" in shown
+    row = ev.summary.loc[best]
+    line = assert_says(shown, "best yardstick", row["tps_mean"], row["tps_se"], row["n_trajectories"])
+    assert f"**{best.replace(':', chr(92) + ':').replace('+', chr(92) + '+')}**" in line and "nats" in line
     # labelled as references in the verdicts and the leaderboard, never as the agent's
     verdicts = [p for m in at.markdown for p in m.value.split("\n\n") if "-badge[" in p]  # one paragraph each
     assert len(verdicts) == 3 and all("reference forecaster" in v for v in verdicts)
@@ -126,7 +128,8 @@ def test_the_panel_names_an_uploaded_file_and_an_uploaded_table_is_joined():
     upload(at, [("my log (1).json", TAUBENCH.read_bytes(), "application/json")])
     shown = _shown(at)
     assert "python -m tpsviz forecast 'my log (1).json' --model openai/gpt-4o-mini --out forecasts.parquet" in shown
-    assert 'Reading options › "Forecasts table (optional)"' in shown
+    widget = at.file_uploader(key="upload_forecasts").label  # the message names the real widget
+    assert f'Reading options › "{widget}"' in shown
     assert list(at.sidebar.multiselect(key="pred").value) == list(REFERENCES)
     # the table the replay would write, joined: its predictor is scored beside the references
     at.file_uploader(key="upload_forecasts").set_value(("fc.csv", side.to_csv(index=False).encode(), "text/csv")).run()
@@ -150,7 +153,7 @@ def test_a_table_whose_ids_match_no_run_lists_them():
     err = "\n".join(e.value for e in at.error)
     assert "forecasts table" in err and "cannot be joined" in err
     listed = "\n".join(c.value for c in at.code)
-    assert "2 trajectory id(s) match no run of the log" in listed
+    assert_says(listed, "match no run", 2)
     assert "'not-a-run'" in listed and "'**also_not**'" in listed  # shown as text, as the CLI lists them
 
 
@@ -168,7 +171,8 @@ def test_the_panel_names_a_server_path(tmp_path, monkeypatch):
            "--out forecasts.parquet" in shown
     assert "inside the readable folder `logs`" in shown and "`logs:/forecasts.parquet`" in shown
     assert str(root.resolve()) not in shown and str(tmp_path) not in shown
-    assert 'Reading options › "Forecasts table path (optional)"' in shown
+    widget = at.text_input(key="fpath").label  # the message names the real widget
+    assert f'Reading options › "{widget}"' in shown
     monkeypatch.setenv("TPSVIZ_SHOW_ROOT_PATHS", "1")  # the administrator opted in: the full path
     shown = _shown(fresh({"src": "Server path", "path": "airline/gpt-4o airline.json", "boot": "0"}))
     assert f"python -m tpsviz forecast '{real}' --model openai/gpt-4o-mini --out forecasts.parquet" in shown

@@ -11,6 +11,7 @@ import pytest
 
 import tpsviz
 from apptest_helpers import fresh, upload
+from tests.wording_checks import assert_says
 from tpsviz.io.harness.runs import ReadOptions
 
 
@@ -66,8 +67,10 @@ def test_a_trace_file_without_an_outcome_says_which_setting_gives_one(otlp):
     upload(at, [("traces.json", path.read_bytes(), "application/json")])
     err = "\n".join([e.value for e in at.error] + [c.value for c in at.code] + [m.value for m in at.markdown])
     assert "names no outcome by itself" in err
-    assert 'Reading options › "Outcome score or attribute (traces)"' in err
-    assert 'Reading options › "Outcomes table (traces)"' in err and "--outcomes" not in err
+    # the two settings that give one, named by the reading options' real widgets
+    for widget in (at.text_input(key="outc").label, at.file_uploader(key="upload_outcomes").label):
+        assert "Reading options ›" in assert_says(err, f'"{widget}"')
+    assert "--outcomes" not in err
 
 
 def test_a_server_path_with_its_outcome_attribute_or_an_outcomes_path(otlp, monkeypatch):

@@ -7,6 +7,7 @@ import re
 import pandas as pd
 
 from apptest_helpers import DEMO, fresh, texts, upload
+from tests.wording_checks import assert_says, says_numbers
 
 BAD = re.compile(r"\b(nan|inf)\b|\+nan", re.IGNORECASE)
 
@@ -23,11 +24,18 @@ def test_overview_opens_with_a_verdict_per_predictor():
     lines = _verdict_lines(at)
     assert len(lines) == 6
     by_name = {re.search(r"\*\*(.+?)\*\*", x).group(1): x for x in lines}
-    assert by_name["verbal"].startswith(":orange-badge[optimistic] **verbal** — says 94% on average")
+    # the label, and the mean forecast against the success rate, as the core computes them
+    import tpsviz
+
+    core = tpsviz.evaluate(str(DEMO / "tau2-like.csv"), n_boot=0).verdicts
+    said = {name: (100 * v.mean_forecast, 100 * v.success_rate) for name, v in core.items()}
+    assert by_name["verbal"].startswith(":orange-badge[optimistic] **verbal**")
+    assert says_numbers(by_name["verbal"].split(";")[0], said["verbal"]), (by_name["verbal"], said["verbal"])
     assert by_name["truthful (reference)"].startswith(":green-badge[trustworthy]")
     assert "noisy" in by_name and "overconfident" in by_name["noisy"]
-    # a constant is named for what it is, not "optimistic" (issue 37)
-    assert by_name["base_rate"].startswith(":gray-badge[constant] **base_rate** — says 51% at every step")
+    # a constant is named for what it is, not "optimistic" (issue 37), and says its one value
+    assert by_name["base_rate"].startswith(":gray-badge[constant] **base_rate**")
+    assert "every step" in by_name["base_rate"] and says_numbers(by_name["base_rate"], said["base_rate"])
     assert not any(BAD.search(x) for x in lines)
     exp = [e for e in at.expander if e.label == "How the verdict is decided"]
     assert exp and "optimistic / pessimistic" not in texts(at)  # drawn only when open
@@ -48,8 +56,8 @@ def test_a_weak_raw_signal_opens_as_too_weak_to_convert_not_optimistic():
     at = fresh()
     upload(at, [("hotpot.csv", weak_unc_rows().to_csv(index=False).encode(), "text/csv")])
     lines = _verdict_lines(at)
-    assert len(lines) == 1 and lines[0].startswith(
-        ":violet-badge[too weak to convert] **uala@platt** — unc_uala converted to a probability by Platt scaling")
+    assert len(lines) == 1 and lines[0].startswith(":violet-badge[too weak to convert] **uala@platt**")
+    assert "unc_uala" in lines[0] and "Platt" in lines[0]  # the conversion named: the raw column, its method
     assert "optimistic" not in lines[0] and not BAD.search(lines[0])
 
 
@@ -190,7 +198,8 @@ def test_two_logs_loaded_together_are_compared():
     assert "clearly lower" in diff.loc["verbal", "in words"]
     # the summary at the top answers it in words (issue 37): the candidate scores worse on verbal, Δ ± SE
     said = next(m.value for m in at.markdown if m.value.startswith("**In short:**")).replace("\\", "")
-    assert "The candidate log (webshop-like.csv) scores worse than this log on verbal" in said
+    line = assert_says(said, "candidate log", abs(d.loc["verbal", "tps_delta"]), d.loc["verbal", "tps_se"])
+    assert "(webshop-like.csv)" in line and "worse" in line and "verbal" in line
     # a bad candidate is a message, not a traceback
     at.file_uploader(key="cand_upload").set_value(("bad.csv", b"trajectory_id,step\nt1,1\n", "text/csv")).run()
     assert not at.exception
@@ -277,8 +286,8 @@ def test_the_summary_answers_model_x_vs_y_without_a_click():
     said = next(m.value for m in at.markdown if m.value.startswith("**In short:**")).replace("\\", "")
     d = group_difference(tpsviz.load(DEMO / "drift-like.csv"), "model_version", "v1", "v2",
                          tpsviz.ScoreSettings(censoring="simple", n_boot=0))
-    want = f"By model_version: v2 scores worse than v1 on agent (by {-d.loc['agent', 'tps_delta']:.2f} ± "
-    assert want + f"{d.loc['agent', 'tps_se']:.2f} nats a run)" in said
+    line = assert_says(said, "By model_version", -d.loc["agent", "tps_delta"], d.loc["agent", "tps_se"])
+    assert "worse" in line and "agent" in line and line.index("v2") < line.index("worse") < line.index("v1")
     assert said.index("succeeded within the step budget") < said.index("By model_version")
     assert not [w for w in at.selectbox if w.key == "grp_by"]  # nothing to click
 

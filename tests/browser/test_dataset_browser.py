@@ -9,6 +9,7 @@ import pandas as pd
 import pytest
 
 from browser_helpers import ROOT, no_traceback, screenshot, wait_ready
+from tests.wording_checks import assert_says
 from conftest import _start_server, _stop_server
 
 
@@ -44,9 +45,9 @@ def test_a_large_dataset_opens_on_a_sample_and_scores_all_runs_on_request(big_pa
     no_traceback(pg)
     banner = pg.get_by_text("describes a random sample of").first
     banner.wait_for()
-    assert "of 450 runs" in banner.inner_text()
+    line = assert_says(banner.inner_text(), "describes a random sample of", 450)
     # the all-runs section below is not claimed for the sample
-    assert "every number on this page, except in the section All 450 runs (out of core)," in banner.inner_text()
+    assert "except" in line and "All 450 runs (out of core)" in line
     pg.get_by_role("heading", name="All 450 runs (out of core)").wait_for()
     screenshot(pg, "60_dataset_sample_overview")
     pg.get_by_role("button", name="Score all 450 runs").click()
@@ -71,7 +72,8 @@ def test_a_large_dataset_opens_on_a_sample_and_scores_all_runs_on_request(big_pa
         pg.get_by_role("button", name="Per-trajectory scores (CSV)").click()
     assert dl.value.suggested_filename.endswith("_sample_per_trajectory.csv")
     got = pd.read_csv(dl.value.path())
-    assert set(got["sample"]) == {"random sample of 120 of 450 runs, seed 20260101"}
+    [said] = set(got["sample"])  # one sentence for every row: the sample's size, of how many, its seed
+    assert_says(said, "random sample", 120, 450, 20260101)
     assert got["trajectory_id"].nunique() == 120
     # each run's outcome and metadata are in the file (helper-23: successes could not be told from failures)
     runs = pd.read_csv(ROOT / "demo_data" / "tau2-like.csv").groupby("trajectory_id").first()

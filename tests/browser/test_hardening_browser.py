@@ -135,11 +135,15 @@ def test_2_server_survives_a_fifo_link(rooted_page):
     pg.goto(pg.base + "/?src=Server+path&path=pipe.csv")
     wait_ready(pg)
     pg.get_by_text("cannot open this path").first.wait_for()
-    # the server still answers another user at once
+    no_traceback(pg)
+    assert "path=" not in pg.url, pg.url  # refused: the link does not keep the pipe
+    # the server still answers another user at once: the log under the root, its 450 runs
     other = pg.context.new_page()
     other.goto(pg.base + "/?src=Server+path&path=tau2.csv")
     wait_ready(other, "Overview / Compare")
     other.get_by_text("450", exact=True).first.wait_for()
+    assert "path=tau2.csv" in other.url and other.get_by_text("450", exact=True).count() >= 1
+    no_traceback(other)
     other.close()
 
 
