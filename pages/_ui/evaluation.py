@@ -31,7 +31,7 @@ from .loading import cfg_fit, cfg_refs, get_rollouts, is_failure, prepared, resu
 from .memo import memo
 from .state import SEED, Config, Source, current, current_source
 
-__all__ = ["evaluation", "evaluate_settings", "SharedParts", "BoardFirst", "compare_tps", "compare_metrics",
+__all__ = ["evaluation", "call_key", "evaluate_settings", "SharedParts", "BoardFirst", "compare_tps", "compare_metrics",
            "metric_intervals"]
 
 
@@ -186,6 +186,23 @@ def evaluation(cfg: Config | None = None, *, ci: bool = True, verdicts: bool = T
         return _evaluation(log, names, key, verdicts, data, s)
     with st.spinner("Scoring…"):
         return _evaluation(log, names, key, verdicts, data, s)
+
+
+def call_key(cfg: Config | None = None, *, ci: bool = True, predictors=None) -> tuple:
+    """The key of :func:`evaluation`'s call (log, predictors, settings): what a result computed from
+    that Evaluation is cached under.
+
+    Parameters
+    ----------
+    cfg : Config, optional
+    ci : bool
+    predictors : sequence of str, optional
+
+    Returns
+    -------
+    tuple
+    """
+    return _call(cfg, ci, predictors)[:3]
 
 
 # ----------------------------------------------------------------------------- parts read on demand

@@ -19,7 +19,7 @@ from tpsviz.core.schema import clean_text
 from tpsviz.forecasts.references import is_reference
 from tpsviz.forecasts.versus import best_reference
 
-from . import results as Rs
+from .evaluation import evaluation
 from . import state as S
 from .references import SWITCH, has_own_forecasts
 from .text import code, md
@@ -175,8 +175,8 @@ def reference_bar(cfg: S.Config, data) -> None:
     refs = [p for p in cfg.predictors if is_reference(p)]
     if not refs or has_own_forecasts(data):  # with a signal of its own, its verdict says "beats ref:…" or not
         return
-    a = Rs.analysis(cfg, predictors=refs, n_boot=0)
-    res, sk = Rs.tps_points(a=a), Rs.skill(a=a)
+    ev = evaluation(cfg, ci=False, verdicts=False, predictors=refs)  # the references' part of `score`'s Evaluation
+    res, sk = ev.points, ev.skill
     best = best_reference(res)
     r, k = res.summary.loc[best], sk.loc[best] if best in sk.index else None
     worst = res.summary["tps_mean"].idxmin()

@@ -15,15 +15,12 @@ what part of the cache key they are, and each real predictor's verdict against t
 
 from __future__ import annotations
 
-from dataclasses import replace
 
 from tpsviz.core.data import TrajectoryData
 from tpsviz.core.tps import ScoreSettings
 from tpsviz.forecasts.references import REF_STEP, REF_TASK, REF_TASK_STEP, is_reference, task_column
-from tpsviz.forecasts.versus import versus_best_reference
 
-__all__ = ["SWITCH", "SWITCH_HELP", "has_own_forecasts", "references_on", "refs_key", "offered", "keep_refs",
-           "with_versus"]
+__all__ = ["SWITCH", "SWITCH_HELP", "has_own_forecasts", "references_on", "refs_key", "offered", "keep_refs"]
 
 #: the sidebar switch's label
 SWITCH = "Add reference forecasters"
@@ -81,16 +78,3 @@ def keep_refs(refs: tuple, predictors: tuple) -> tuple:
     if refs and (not predictors or any(is_reference(p) for p in predictors)):
         return refs
     return ()
-
-
-def with_versus(verdicts: dict, data: TrajectoryData, settings: ScoreSettings, q_z, result) -> dict:
-    """The verdicts with each real predictor's sentence ending in whether it beats the best reference
-    (:func:`tpsviz.forecasts.versus.versus_best_reference`, as ``tpsviz score`` prints it); unchanged
-    when no reference is scored."""
-    scored = list(result.summary.index)
-    if not any(is_reference(n) for n in scored):
-        return verdicts
-    # only the predictors scored (a deselected one is not compared)
-    shown = replace(data, predictors=[p for p in data.predictors if p in scored])
-    versus = versus_best_reference(shown, settings, q_z, result)
-    return {n: replace(v, text=f"{v.text}; {versus[n]['words']}") if n in versus else v for n, v in verdicts.items()}

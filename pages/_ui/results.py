@@ -31,23 +31,20 @@ import tpsviz
 from tpsviz.core.censoring import CENSORING_LABELS
 from tpsviz.core.tps import ScoreSettings, TPSResult
 from tpsviz.diagnostics import audit as AU
-from tpsviz.diagnostics import caveats as CV
 from tpsviz.diagnostics import combine as CB
 from tpsviz.diagnostics import compare as CP
 from tpsviz.diagnostics import decomposition as DC
 from tpsviz.diagnostics import demonstrators as D
 from tpsviz.diagnostics import groups as GR
-from tpsviz.diagnostics import leaderboard as LB
 from tpsviz.diagnostics import reliability as RL
 from tpsviz.diagnostics import updating as UP
-from tpsviz.diagnostics import verdict as VD
 from tpsviz.diagnostics.monitoring import deferral as DF
 from tpsviz.diagnostics.monitoring import monitor as MO
 from tpsviz.report import figures as F
 
 from .loading import cfg_fit, cfg_refs, get_data, get_rollouts, is_failure, load_base, prepared, qz_choice, result_key
 from .memo import approx_bytes, memo
-from .references import keep_refs, with_versus
+from .references import keep_refs
 from .state import SEED, Config, Source, current, current_source
 from .wording import say
 
@@ -348,30 +345,6 @@ def tps(a, x):
     return tps_points(a=a, src=x.src).with_intervals(a.settings.n_boot)
 
 
-@result("Base-rate reference…", keep=_NO_BOOT)
-def reference(a, x):
-    """diagnostics.base_rate_reference: the constant success-rate forecast, scored once for every
-    predictor (no bootstrap)."""
-    ref = LB.base_rate_reference(x.data, replace(a.settings, n_boot=0), x.q_z(settings=a.settings))
-    return replace(ref, result=None)  # its full result holds a copy of the log: not kept
-
-
-@result("Skill against the base rate…", per_predictor=_concat, split=_row, max_entries=192)
-def skill(a, x):
-    """diagnostics.skill_table: ``ref_rate``, ``ref_rule`` and ``tps_ref`` = the reference's mean
-    TPS on each predictor's own (run, step) rows, and the skill with its bootstrap."""
-    return LB.skill_table(x.data, a.settings, list(a.predictors), q_z=x.q_z(settings=a.settings),
-                       n_boot=a.settings.n_boot, result=tps(a=a, src=x.src),
-                       reference=reference(a=replace(a, predictors=()), src=x.src))
-
-
-@result("Rational updating…", keep=(), per_predictor=_concat, split=_row, max_entries=192)
-def updating(a, x):
-    """updating.excess_movement: how far each forecast moves against the uncertainty it resolves
-    (needs no score setting: keyed on the log, filters and predictors only)."""
-    return UP.excess_movement(x.data, list(a.predictors))
-
-
 @result("Drift of the forecasts…", keep=())
 def drift(a, x, by: str):
     """updating.drift_table of each predictor, by forecast bin or by step (steps above 30 pooled)."""
@@ -393,35 +366,6 @@ def monitoring(a, x, by, window: int, alarm_on: str, baseline, shift: float, tar
     """monitor.monitor of the analysis's predictors: windows and the CUSUM alarm (no bootstrap)."""
     return MO.monitor(x.data, a.settings, by=by, window=window, predictors=list(a.predictors), alarm_on=alarm_on,
                    baseline=baseline, shift=shift, target_arl=target_arl, q_z=x.q_z(settings=a.settings))
-
-
-@result("Verdict tests…", keep=("censoring", "level", "seed"), per_predictor=_merge, split=_item,
-        max_entries=192)
-def verdict_statistics(a, x):
-    """verdict.verdict_statistics per predictor: keyed on the labels (censoring, q_Z), not on α/β,
-    the schedule or ε, so moving a slider or deselecting a predictor recomputes nothing."""
-    q = x.q_z(settings=a.settings)
-    return VD.statistics_for(x.data, replace(a.settings, n_boot=0), list(a.predictors), q_z=q)
-
-
-def verdicts(a: Analysis | None = None) -> dict:
-    """verdict.verdicts of the analysis's predictors (the skill only with ≥ 200 replicates)."""
-    a = a or analysis()
-    src = current_source()
-    data, _ = prepared(src, a.filters, a.recal, a.refs, a.fit)
-    sk = skill(a=a) if a.settings.n_boot >= 200 else None
-    q = Inputs(data, src, a.qz).q_z(settings=a.settings)
-    res = tps(a=a)
-    return with_versus(VD.verdicts(data, a.settings, list(a.predictors), q_z=q, skill=sk,
-                                   statistics=verdict_statistics(a=a), result=res), data, a.settings, q, res)
-
-
-@result("Checking for warnings…")
-def caveats(a, x):
-    """caveats.caveats of the predictors. No warning depends on a bootstrap: an analysis with
-    ``n_boot=0`` gives the same warnings from point estimates alone (what a large log shows first)."""
-    return CV.caveats(x.data, a.settings, tps_points(a=a, src=x.src).summary, skill(a=a, src=x.src),
-                list(a.predictors))
 
 
 # ----------------------------------------------------------------------------- groups and logs
@@ -462,26 +406,6 @@ def two_logs(cand: Source, pair_on: str = "auto", a: Analysis | None = None):
     return _two_logs(a, cand.key, pair_on, current_source(), cand)
 
 
-# ----------------------------------------------------------------------------- paired comparisons
-@result("Paired TPS comparison…")
-def compare_tps(a, x, baseline: str):
-    """(compare.compare of TPS alone, compare.z_matrix of TPS) against ``baseline``; n_boot=0: the
-    table shows Δ, the analytic SE and Δ/SE."""
-    names = tuple(dict.fromkeys(list(a.predictors) + [baseline]))
-    res = tps(a=replace(a, predictors=names), src=x.src)
-    q = x.q_z(settings=a.settings)
-    table = CP.compare(x.data, a.settings, baseline=baseline, predictors=list(a.predictors), q_z=q, metrics=(),
-                    n_boot=0, result=res)
-    return table, CP.z_matrix(x.data, a.settings, list(a.predictors), metric="tps", q_z=q, result=res)
-
-
-@result("Paired bootstrap of AUROC and T-ECE against the baseline…", keep=("n_boot", "seed"), max_entries=12)
-def compare_metrics(a, x, baseline: str):
-    """The rank/binned metric part of compare.compare (no α, β, schedule, censoring or ε)."""
-    t = CP.compare(x.data, a.settings, baseline=baseline, predictors=list(a.predictors), metrics=("auroc", "tece"))
-    return t[[c for c in t.columns if c.startswith(("auroc_", "tece_"))]]
-
-
 @result("Shift between censoring treatments…", keep=ALL)  # q_Z of exact mode whatever the current mode
 def shift(a, x, from_mode: str, to_mode: str):
     """compare.censoring_shift between two modes (q_Z of exact mode from the chosen source)."""
@@ -492,14 +416,6 @@ def shift(a, x, from_mode: str, to_mode: str):
 def mc_audit(a, x):
     """audit.mc_audit of the source's rollouts (call only when loading.get_rollouts() is a table)."""
     return AU.mc_audit(x.data, get_rollouts(x.src), a.settings, list(a.predictors))
-
-
-# ----------------------------------------------------------------------------- rank metrics
-@result("Computing AUROC / AUPRC / T-ECE…", keep=("eps", "n_boot", "seed"), per_predictor=_concat, split=_row,
-        max_entries=192)
-def metrics(a, x):
-    """diagnostics.metric_table (10 bins)."""
-    return LB.metric_table(x.data, a.settings, list(a.predictors), n_bins=10, n_boot=a.settings.n_boot)
 
 
 def metric_boot(cfg: Config | None = None) -> int:
@@ -513,15 +429,6 @@ def metric_boot_note(cfg: Config | None = None) -> str:
     if nb == 0:
         return "metric CIs off (0 replicates; raise 'Metric bootstrap' in the sidebar's Uncertainty box)"
     return f"metric CIs from {nb} replicates"
-
-
-def metrics_now(ci: bool = True, predictors=None):
-    """metrics() of the current settings with the metric bootstrap (``ci``) or points only."""
-    return metrics(a=analysis(predictors=predictors, n_boot=metric_boot() if ci else 0))
-
-
-def compare_metrics_now(baseline: str, predictors=None):
-    return compare_metrics(baseline, a=analysis(predictors=predictors, n_boot=metric_boot()))
 
 
 # ----------------------------------------------------------------------------- why-not-AUROC demos

@@ -1,6 +1,6 @@
-"""The Runs page's results, cached like every other page's (``results.result``, ``memo``).
+"""The Runs page's results, cached like every other page's (``memo``), from the sidebar's Evaluation.
 
-- :func:`table`: :func:`tpsviz.diagnostics.runs.run_table` of the current analysis.
+- :func:`table`: :func:`tpsviz.diagnostics.runs.run_table` of the Evaluation's per-run TPS (``ev.points``).
 - :func:`steps_of_run`: one run's forecasts and contributions (``run_steps``).
 - :func:`messages_of_run`: one run's transcript split at its steps (``transcript_steps``), read
   from the source's file for that run alone; one run's messages are cached (a few runs at most),
@@ -16,27 +16,44 @@ from tpsviz.diagnostics import run_messages as RM
 from tpsviz.diagnostics import runs as RU
 from tpsviz.io.files import PathRefused, limits_from_env
 
-from . import results as Rs
+from . import evaluation as E
 from .memo import memo
 from .state import Source, data_roots
 from .wording import say
 
-__all__ = ["POINT", "table", "steps_of_run", "messages_of_run", "MessagesUnavailable"]
+__all__ = ["table", "steps_of_run", "points", "messages_of_run", "MessagesUnavailable"]
 
-#: the settings a point result depends on: all of the score's but the bootstrap
-POINT = tuple(f for f in Rs.SETTINGS if f != "n_boot")
-
-
-@Rs.result("Listing the runs…", keep=POINT, max_entries=12)
-def table(a, x):
-    """run_table of the log under the analysis' settings (per-run TPS without the bootstrap)."""
-    return RU.run_table(x.data, Rs.tps_points(a=a, src=x.src), list(a.predictors))
+def _points(cfg):
+    """The Evaluation's TPS without the bootstrap (``ev.points``) and its cache key: the log, the
+    predictors and the settings (:func:`pages._ui.evaluation.call_key`)."""
+    return E.evaluation(cfg, ci=False, verdicts=False), E.call_key(cfg, ci=False)
 
 
-@Rs.result("Scoring the run's steps…", keep=POINT, max_entries=24)
-def steps_of_run(a, x, run_id: str):
+@memo(max_entries=12, spinner="Listing the runs…")
+def _table(key: tuple, _ev):
+    return RU.run_table(_ev.data, _ev.points, list(_ev.data.predictors))
+
+
+@memo(max_entries=24, spinner="Scoring the run's steps…")
+def _steps(key: tuple, run_id: str, _ev):
+    return RU.run_steps(_ev.data, _ev.points, run_id, list(_ev.data.predictors))
+
+
+def table(cfg):
+    """run_table of the log under the sidebar's settings (per-run TPS of the Evaluation, no bootstrap)."""
+    ev, key = _points(cfg)
+    return _table(key, ev)
+
+
+def steps_of_run(cfg, run_id: str):
     """run_steps of one run (raises KeyError for an id the log does not hold)."""
-    return RU.run_steps(x.data, Rs.tps_points(a=a, src=x.src), run_id, list(a.predictors))
+    ev, key = _points(cfg)
+    return _steps(key, run_id, ev)
+
+
+def points(cfg):
+    """The per-run TPS the table and the run view read (``ev.points`` of the sidebar's Evaluation)."""
+    return _points(cfg)[0].points
 
 
 class MessagesUnavailable(Exception):

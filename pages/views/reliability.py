@@ -8,6 +8,7 @@ import streamlit as st
 from pages._ui import common as C
 from pages._ui.charts import plot
 from pages._ui import results as Rs
+from pages._ui.evaluation import evaluation
 from tpsviz.report import figures as F
 from tpsviz.core import formatting as Fm
 
@@ -86,7 +87,7 @@ st.markdown(
     "evidence warrants) and **negative when it under-reacts** (sticks to its first guess). It needs no bins and "
     "no model of the outcome, and it stays valid on runs the budget cut off. It checks how the forecast moves, "
     "not how much it knows: a constant forecast passes; TPS and skill measure the rest.")
-moves = Rs.updating(a=Rs.analysis(cfg, predictors=shown))
+moves = evaluation(cfg, ci=False, verdicts=False, predictors=shown).excess_movement  # what `score` prints
 
 
 def _reads(z: float) -> str:

@@ -35,8 +35,6 @@ cfg, data = C.page("Runs", "Every run of the log in one table, and one run step 
 colors = Rs.selected_colors(cfg, data)
 preds = list(cfg.predictors)
 src = S.current_source()
-a = Rs.analysis(cfg)
-
 
 def _follow_log() -> None:
     """Another log: the run of the old one means nothing there (the first view keeps the link's run)."""
@@ -100,7 +98,7 @@ if asked:
     st.session_state["_runs_last"] = asked
 view = st.radio("View", [TABLE, ONE], key="runs_view", on_change=_on_view, horizontal=True,
                 label_visibility="collapsed")
-runs = RV.table(a=a)
+runs = RV.table(cfg)
 
 
 # ----------------------------------------------------------------------------- the table of runs
@@ -201,7 +199,7 @@ def _pick_run() -> str | None:
 
 
 def _facts(run_id: str, steps: pd.DataFrame) -> dict:
-    facts = RU.run_facts(runs, run_id, Rs.tps_points(a=a))
+    facts = RU.run_facts(runs, run_id, RV.points(cfg))
     rec = RU.recorded_columns(data)
     items = [("Outcome", facts["outcome"], "success or failure as the log judged it; censored: stopped before its "
                                            "outcome was known (the sidebar's censoring mode decides how it is scored)"),
@@ -322,7 +320,7 @@ def show_run() -> None:
         return
     if st.query_params.get("run") != run_id:
         st.query_params["run"] = run_id
-    steps = RV.steps_of_run(run_id, a=a)
+    steps = RV.steps_of_run(cfg, run_id)
     if not len(steps):
         st.info("This run has no steps.")
         return
