@@ -28,7 +28,7 @@ from tpsviz.core.inference import DEFAULT_SEED, INTERVALS, column_mean_intervals
 from tpsviz.core.schedules import Schedule
 from tpsviz.core.scores import family_name, score_unit, validate_alpha_beta
 from tpsviz.core.trajectory_sums import (
-    RunLabels, RunRows, contributions, scored_runs, trajectory_sums, where_or_self)
+    RowScores, RunLabels, RunRows, contributions, scored_runs, trajectory_sums, where_or_self)
 from tpsviz.core.weights import MAX_WEIGHT, check_weights, step_weights  # (their home until they grew apart)
 
 __all__ = ["ScoreSettings", "TPSResult", "compute_tps", "settings_words", "step_weights", "check_weights",
@@ -164,7 +164,7 @@ class TPSResult:
     summary: pd.DataFrame
     _data: TrajectoryData = field(repr=False)
     _weights: np.ndarray | None = field(repr=False)  # w_t for every step row (None: not yet)
-    _scores: dict[str, tuple[np.ndarray, np.ndarray]] = field(repr=False)  # per predictor: row_scores
+    _scores: dict[str, "_RowScoresOnLog"] = field(repr=False)  # per predictor: row_scores, when asked for
     # per predictor: (TPS of every run, scored runs), run codes as positions; kept so that per-run
     # matrices, intervals and splits need no pass over the long frame's text column
     _runs: dict[str, tuple[np.ndarray, np.ndarray]] = field(default_factory=dict, repr=False)
@@ -222,8 +222,13 @@ class TPSResult:
             (missing forecast, out of scope).
         forecasts : ndarray of float
             The forecast as clipped for scoring; NaN where missing or out of scope.
+
+        Notes
+        -----
+        Formed from the predictor's row scores at each call (read the arrays only: where every
+        row is in scope they are the ones the result keeps).
         """
-        return self._scores[name]
+        return self._scores[name]()
 
     def step_contributions(self, predictors: list[str] | None = None) -> pd.DataFrame:
         """Per-step contributions w_t·S as a long frame.
@@ -237,7 +242,7 @@ class TPSResult:
             self._weights = step_weights(self._data, self.settings.schedule)
         frames = []
         for name in predictors or list(self.summary.index):
-            s, pclip = self._scores[name]
+            s, pclip = self.row_scores(name)
             ok = ~np.isnan(s)
             w = self._weights[ok]
             sc = s[ok]
@@ -409,6 +414,30 @@ class _Scope:
                    traj["length"].to_numpy(), rows, run_clusters(data, settings.cluster_by))
 
 
+@dataclass(frozen=True)
+class _RowScoresOnLog:
+    """One predictor's row scores, formed on the log's rows when asked for (:meth:`TPSResult.row_scores`,
+    :meth:`TPSResult.step_contributions`): the sums do not need them, and the expected scores of
+    censored runs' rows (exact mode) or the copy onto every row of the log (complete-case) cost a
+    pass over the rows that a page showing the summary never reads.
+
+    It keeps what the result held before, the row scores S and the clipped forecasts, with what
+    finds the rest again (:meth:`~tpsviz.core.trajectory_sums.RowScores.again`: the log, ℓ per run,
+    the settings); a cache that counts a result's memory by its fields (the dashboard's) counts the
+    same arrays as before."""
+
+    s: np.ndarray                 # RowScores.s and .forecast of trajectory_sums
+    forecast: np.ndarray
+    data: TrajectoryData          # (the result's own log)
+    label: np.ndarray             # ℓ per run
+    settings: ScoreSettings
+
+    def __call__(self) -> tuple[np.ndarray, np.ndarray]:
+        st = self.settings
+        rows = RunRows.of(self.data, self.label > 0, self.label < 1, st.schedule)  # (as _Scope.of)
+        return RowScores.again(self.s, self.forecast, rows, st.alpha, st.beta).on_log(rows, self.label)
+
+
 def _score_predictor(data: TrajectoryData, settings: ScoreSettings, sc: _Scope, name: str):
     """One predictor's summary row, per-run columns, row scores, per-run TPS and valid runs: the
     per-trajectory sums (:func:`tpsviz.core.trajectory_sums.trajectory_sums`), then TPS_i from them."""
@@ -416,14 +445,7 @@ def _score_predictor(data: TrajectoryData, settings: ScoreSettings, sc: _Scope, 
     sums = trajectory_sums(p_all, sc.rows, settings.alpha, settings.beta, settings.eps, last=False,
                            keep_rows=True)
     tps, n_scored = scored_runs(sums.a1, sums.a0, sums.n_present, sc.labels, sc.in_scope_t)
-    s, pc = sums.rows.expected(sc.rows, sc.label), sums.rows.forecast
-    if sc.rows.rows_in is None:
-        score = (s, pc)
-    else:
-        s_full = np.full(p_all.shape, np.nan)
-        pc_full = np.full(p_all.shape, np.nan)
-        s_full[sc.rows.rows_in], pc_full[sc.rows.rows_in] = s, pc
-        score = (s_full, pc_full)
+    score = _RowScoresOnLog(sums.rows.s, sums.rows.forecast, data, sc.label, settings)
     columns = (n_scored, sums.wsum, sc.cens_t, sc.q_t)  # of every run: the long frame is built when asked for
     row = summary_of_runs(name, tps, n_scored, sums.wsum, sums.n_clipped, sc.length, sc.in_scope_t, sc.cens_t,
                           sc.fallback_t, sc.complete_case, sc.clusters.groups())

@@ -32,7 +32,7 @@ from tpsviz.core.scores import TABLE_MIN, beta_score
 from tpsviz.core.weights import step_weights
 
 __all__ = ["RunRows", "RowScores", "TrajectorySums", "RunLabels", "trajectory_sums", "contributions",
-           "tps_from_sums", "mix_by_label", "scored_runs", "where_or_self", "nan_unless"]
+           "tps_from_sums", "mix_by_label", "scored_runs", "zero_branch", "where_or_self", "nan_unless"]
 
 
 @dataclass
@@ -69,6 +69,8 @@ class RunRows:
         Runs with rows in scope.
     only0 : ndarray of bool
         Runs that need A0 alone.
+    both_codes : ndarray of int or None
+        The run of each row of :attr:`both` (None: no such row), found once for every predictor.
     """
 
     n_runs: int
@@ -84,9 +86,11 @@ class RunRows:
     wsum: np.ndarray
     has_rows: np.ndarray | None = None
     only0: np.ndarray | None = None
+    both_codes: np.ndarray | None = None
 
     def __post_init__(self) -> None:
         self.has_rows = self.length > 0
+        self.both_codes = None if self.both is None else self.codes[self.both]
         self._starts_has = self.starts if self.has_rows.all() else self.starts[self.has_rows]
         self.only0 = self.need0 & ~self.need1
         self._keep1, self._keep0 = nan_unless(self.need1), nan_unless(self.only0)
@@ -152,6 +156,12 @@ class RunRows:
         out[self.has_rows] = sums
         return out
 
+    @property
+    def table(self) -> bool:
+        """Score by the verified tables (:func:`tpsviz.core.scores.beta_score`): one evaluation
+        method for the whole log, whatever the size of the subsets scored."""
+        return (self.codes.size if self.rows_in is None else self.rows_in.size) >= TABLE_MIN
+
 
 def contributions(w: np.ndarray | None, s: np.ndarray) -> np.ndarray:
     """The per-row terms w_t·S that a run's sum adds up (S itself under uniform weights; a row
@@ -187,15 +197,83 @@ class RowScores:
     s0: np.ndarray | None
     both_rows: np.ndarray | None
 
+    @classmethod
+    def again(cls, s: np.ndarray, forecast: np.ndarray, rows: RunRows, alpha: float, beta: float) -> "RowScores":
+        """The row scores :func:`trajectory_sums` returned, from their :attr:`s` and :attr:`forecast`
+        alone: the second branch (:func:`zero_branch`) scored again, the same numbers. What a result
+        keeps to give its row scores when asked for (:meth:`tpsviz.core.tps.TPSResult.row_scores`).
+
+        Parameters
+        ----------
+        s, forecast : ndarray
+            :attr:`s` and :attr:`forecast` of the row scores :func:`trajectory_sums` returned on ``rows``.
+        rows : RunRows
+            Equal to the rows they were scored on.
+        alpha, beta : float
+            The score they were scored with.
+
+        Returns
+        -------
+        RowScores
+        """
+        missing = np.isnan(forecast)  # (the forecasts as scored: NaN where missing, as trajectory_sums found)
+        both, s0 = zero_branch(rows, forecast, ~missing if missing.any() else None, alpha, beta, rows.table)
+        return cls(s, forecast, s0, both)
+
     def expected(self, rows: RunRows, label: np.ndarray) -> np.ndarray:
         """Each row's score under the runs' labels ℓ: S(F_t, ℓ) where ℓ is 0 or 1, the expected
-        score ℓ·S(F_t, 1) + (1 − ℓ)·S(F_t, 0) (:func:`tps_from_sums` on the row) where ℓ is a q_Z."""
+        score ℓ·S(F_t, 1) + (1 − ℓ)·S(F_t, 0) (:func:`tps_from_sums` on the row) where ℓ is a q_Z.
+
+        Parameters
+        ----------
+        rows : RunRows
+            The rows these scores were computed on.
+        label : ndarray
+            ℓ per run.
+
+        Returns
+        -------
+        ndarray
+            One score per row in scope (NaN: no forecast); :attr:`s` itself (not a copy) when no
+            run needs both branches.
+        """
         if self.both_rows is None:
             return self.s
         out = self.s.copy()
         b = self.both_rows
-        out[b] = tps_from_sums(self.s[b], self.s0, label[rows.codes[b]])
+        ell = label[rows.both_codes if b is rows.both else rows.codes[b]]  # (ℓ of each row's run)
+        if ((ell > 0.0) & (ell < 1.0)).all():
+            # what tps_from_sums gives on these rows (its mixed branch, the same operations), without
+            # its selection by label: every ℓ here is a q_Z strictly between 0 and 1
+            with np.errstate(invalid="ignore", over="ignore"):
+                out[b] = ell * self.s[b] + (1.0 - ell) * self.s0
+        else:
+            out[b] = tps_from_sums(self.s[b], self.s0, ell)
         return out
+
+    def on_log(self, rows: RunRows, label: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """:meth:`expected` and :attr:`forecast` on every step row of the log (NaN on the rows out
+        of scope).
+
+        Parameters
+        ----------
+        rows : RunRows
+            The rows these scores were computed on.
+        label : ndarray
+            ℓ per run.
+
+        Returns
+        -------
+        scores, forecasts : ndarray
+            One per step row of the log (the arrays in scope themselves when every row is).
+        """
+        s, pc = self.expected(rows, label), self.forecast
+        if rows.rows_in is None:
+            return s, pc
+        s_full = np.full(rows.rows_in.shape, np.nan)
+        pc_full = np.full(rows.rows_in.shape, np.nan)
+        s_full[rows.rows_in], pc_full[rows.rows_in] = s, pc
+        return s_full, pc_full
 
 
 @dataclass
@@ -275,8 +353,7 @@ def trajectory_sums(p: np.ndarray, rows: RunRows, alpha: float, beta: float, eps
     -------
     TrajectorySums
     """
-    # one evaluation method for the whole log, whatever the size of the subsets scored
-    table = p.size >= TABLE_MIN
+    table = rows.table  # (p has one forecast per step row of the log)
     p_in = p if rows.rows_in is None else p[rows.rows_in]
     missing, clipped, pc = _clipped(p_in, float(eps))
     present = None if missing is None else ~missing
@@ -298,17 +375,44 @@ def trajectory_sums(p: np.ndarray, rows: RunRows, alpha: float, beta: float, eps
                  else rows.by_run(clipped.astype(float)).astype(np.int64))
     has = rows.has_rows if present is None else n_present > 0
     a1, a0 = rows.sums_as_branches(first, None if has.all() else has)
-    s0 = both = None
-    if rows.both is not None:  # A0 of the runs that need both branches
-        both = rows.both if present is None else rows.both & present
-        s0 = beta_score(pc[both], 0, alpha, beta, table)
+    both, s0 = zero_branch(rows, pc, present, alpha, beta, table)
+    if both is not None:  # A0 of the runs that need both branches
         c0 = contributions(None if rows.w is None else rows.w[both], s0)
-        second = np.bincount(rows.codes[both], weights=c0, minlength=rows.n_runs)
+        second = np.bincount(rows.both_codes if present is None else rows.codes[both], weights=c0,
+                             minlength=rows.n_runs)
         sel = rows.need1 & rows.need0 & has
         a0[sel] = second[sel]
     return TrajectorySums(a1, a0, wsum, n_present, n_clipped,
                           _last_forecast(p_in, present, rows) if last else None,
                           RowScores(s, pc, s0, both) if keep_rows else None)
+
+
+def zero_branch(rows: RunRows, pc: np.ndarray, present: np.ndarray | None, alpha: float, beta: float,
+                table: bool) -> tuple[np.ndarray | None, np.ndarray | None]:
+    """The rows whose A0 is a second branch (:attr:`RunRows.both`, with a forecast) and S(F_t, 0) on them.
+
+    Parameters
+    ----------
+    rows : RunRows
+    pc : ndarray
+        The forecasts of the rows in scope, clipped (NaN: missing).
+    present : ndarray of bool or None
+        Rows in scope with a forecast (None: every row).
+    alpha, beta : float
+    table : bool
+        :attr:`RunRows.table`.
+
+    Returns
+    -------
+    both : ndarray of bool or None
+        Those rows among the rows in scope (None: no run needs both branches).
+    s0 : ndarray or None
+        S(F_t, 0) on them.
+    """
+    if rows.both is None:
+        return None, None
+    both = rows.both if present is None else rows.both & present
+    return both, beta_score(pc[both], 0, alpha, beta, table)
 
 
 def where_or_self(cond: np.ndarray, x: np.ndarray, other) -> np.ndarray:
@@ -338,7 +442,8 @@ class RunLabels:
     keep1, keep0 : ndarray
         0 where ℓ = 1 (resp. ℓ = 0), NaN elsewhere (:func:`nan_unless`).
     mixed : ndarray of bool or None
-        Runs whose ℓ is neither 0 nor 1 (a censored run's q_Z, or NaN); None when there is none.
+        Runs whose ℓ is neither 0 nor 1 nor NaN (a censored run's q_Z); None when there is none.
+        (A run whose ℓ is NaN, left out by complete-case, gets NaN from ``keep1`` and ``keep0`` alone.)
     """
 
     label: np.ndarray
@@ -353,7 +458,7 @@ class RunLabels:
             return label
         label = np.asarray(label, dtype=float)
         one, zero = label == 1.0, label == 0.0
-        mixed = ~(one | zero)
+        mixed = ~(one | zero | np.isnan(label))
         return cls(label, nan_unless(one), nan_unless(zero), mixed if mixed.any() else None)
 
 
@@ -426,7 +531,7 @@ def scored_runs(a1: np.ndarray, a0: np.ndarray, n_present: np.ndarray, label: np
     in_scope : ndarray of bool
         Runs the censoring mode scores (complete-case leaves the censored ones out).
     out : ndarray, optional
-        Where :func:`tps_from_sums` writes.
+        Where to write TPS_i (:func:`tps_from_sums`; default a new array): the array returned.
 
     Returns
     -------
@@ -437,7 +542,7 @@ def scored_runs(a1: np.ndarray, a0: np.ndarray, n_present: np.ndarray, label: np
     """
     n_scored = where_or_self(in_scope, n_present, 0)
     valid = n_scored > 0
-    if valid.all():
-        return tps_from_sums(a1, a0, label, out), n_scored
-    label = label.label if isinstance(label, RunLabels) else label
-    return np.where(valid, tps_from_sums(a1, a0, np.where(valid, label, 0.5), out), np.nan), n_scored
+    tps = tps_from_sums(a1, a0, label, out)  # (under the labels worked out once: a run not scored is NaN below)
+    if not valid.all():
+        np.copyto(tps, np.nan, where=~valid)
+    return tps, n_scored
