@@ -282,8 +282,8 @@ def test_cli_json_equals_the_core(drift, tmp_path, capsys):
         again = json.loads(capsys.readouterr().out)
         assert again["windows"] == out["windows"] and again["settings"]["order"] == out["settings"]["order"]
     assert main(["monitor", str(path), "--window", "150", "--json"]) == 0
-    assert ("runs ordered by the log's column 'timestamp' (--order-by COLUMN names another)"
-            in json.loads(capsys.readouterr().out)["notes"])
+    assert json.loads(capsys.readouterr().out)["settings"]["order_source"] == ("runs ordered by timestamp (recorded "
+                                                                              "by the log)")
 
 
 def test_cli_text_and_errors(drift, tmp_path, capsys):

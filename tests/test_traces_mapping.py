@@ -135,7 +135,7 @@ def test_metadata_logprobs_and_the_replay_transcript():
         span("t1", "b", 1_767_225_602.0, "model", inp=[user, a_out], out=[{"role": "assistant", "content": "done"}])])
     log = trace_log(tf, ReadOptions(transcripts=True))
     (run,) = log.runs
-    assert run.metadata == {"timestamp": "2026-01-01T00:00:00.000Z", "model": "m1"}
+    assert run.metadata == {"start_time": "2026-01-01T00:00:00.000Z", "duration_s": 3.0, "model": "m1"}
     # the second call's input repeats the history: only the tool result (from the tool span) is new
     assert [m["role"] for m in run.messages] == ["user", "assistant", "tool", "assistant"]
     assert run.messages[1] is run.steps[0] and run.messages[3] is run.steps[1]

@@ -194,7 +194,7 @@ def test_tps_equals_that_of_the_long_form_twin(otlp_file, tmp_path):
     runs = data.trajectories.set_index("trajectory_id")
     first = next(r for r in truth if r["outcome"] is not None)
     assert runs.loc[first["id"], "model"] == first["model"]
-    assert pd.Timestamp(runs.loc[first["id"], "timestamp"]) == pd.Timestamp(first["start"], unit="ns", tz="UTC")
+    assert pd.Timestamp(runs.loc[first["id"], "start_time"]) == pd.Timestamp(first["start"], unit="ns", tz="UTC")
 
 
 def test_json_lines_with_hex_ids_read_the_same(recorded, otlp_file, tmp_path):

@@ -159,9 +159,10 @@ else:
 
 # ----------------------------------------------------------------- q_Z band
 st.subheader("q_Z sensitivity band")
-sweep = qz_band(points["simple"].summary["tps_mean"], points["upper"].summary["tps_mean"])  # means: no CIs needed
+sweep = qz_band(points["simple"].summary["tps_mean"], points["upper"].summary["tps_mean"],  # means: no CIs needed
+                n_censored=summ["n_censored"])  # (none: flat, with a note)
 marks = {"current q_Z": cfg.qz_const} if cfg.censoring == "exact" and cfg.qz_source == "constant" else None
-plot(F.qz_band_figure(sweep, colors, cfg.alpha, cfg.beta, marks), "cens_band",
+plot(F.qz_band_figure(sweep, colors, cfg.alpha, cfg.beta, marks, n_censored=summ["n_censored"]), "cens_band",
        caption="Each line gives every censored run the same q_Z. TPS_cen is linear in q_Z, so the lines at q_Z = 0 "
                "(simple) and 1 (upper) bound every possible exact score: if the ranking does not change across the "
                "band, no model of q_Z can change it.", name="q_Z sensitivity band")

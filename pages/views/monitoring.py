@@ -15,7 +15,7 @@ from pages._ui.wording import say
 from tpsviz.report import figures as F
 from tpsviz.report.export import safe_csv
 from tpsviz.diagnostics.monitoring.cusum import MIN_ALARM_RUNS, N_SIM
-from tpsviz.diagnostics.monitoring.monitor import default_baseline, order_columns
+from tpsviz.diagnostics.monitoring.monitor import default_baseline, log_time_column, order_columns, order_sentence
 from tpsviz.core.schema import show_id
 
 cfg, data = C.page("Monitoring",
@@ -37,7 +37,6 @@ def _when(v) -> str:
     return f"{v:g}" if isinstance(v, float) else str(v)
 
 
-TIME_NAMES = ("timestamp", "time", "date", "datetime", "created_at", "started_at", "start_time", "ts")
 # (bound to the URL: a copied link gives the same alarm verdict)
 WIDGETS = ("mon_by", "mon_window", "mon_alarm", "mon_baseline", "mon_shift", "mon_arl")
 # another log: its own defaults (a time column, a window for its size, a predictor that is not the reference)
@@ -50,7 +49,7 @@ if st.session_state.get("_mon_log") != getattr(src, "key", None):
             R.drop_param(k)
     st.session_state["_mon_log"] = getattr(src, "key", None)
 columns = order_columns(data)
-default_by = next((c for c in columns if str(c).lower() in TIME_NAMES), columns[0] if columns else FILE_ORDER)
+default_by = log_time_column(data) or FILE_ORDER   # the log's own time, else the file's order (never any number)
 n_runs = data.n_trajectories
 not_reference = [p for p in preds if not F.is_reference(p)] or preds
 
@@ -58,8 +57,9 @@ c = st.columns([2, 2, 2])
 by = c[0].selectbox("Order runs by", [FILE_ORDER] + columns, index=([FILE_ORDER] + columns).index(default_by),
                     key="mon_by", bind="query-params",
                     format_func=lambda v: v if v == FILE_ORDER else f"column {show_id(v)}",
-                    help="A column of date-times or numbers (a timestamp, a run counter); a value per step counts "
-                         "at each run's earliest. Or the order in which runs first appear in the file.")
+                    help="By default the time the log records (a harness's or a trace's start_time, a table's "
+                         "timestamp), else the order in which runs first appear in the file. Or any column of "
+                         "date-times or numbers; a value per step counts at each run's earliest.")
 max_window = max(2, n_runs // 2)
 window = int(c[1].number_input("Runs per window", 2, max_window, min(100, max(2, n_runs // 8)), step=10,
                                key="mon_window", bind="query-params",
@@ -90,6 +90,8 @@ except ValueError as exc:  # an order column without times or numbers: say so he
     st.warning(f"**Runs cannot be ordered this way:** {md(say(exc).rstrip('.'), 400)}. Choose another column under "
                "\"Order runs by\", or the order in the file.", icon=":material/sort:")
     st.stop()
+order_words = order_sentence(data, None if by == FILE_ORDER else by)
+st.caption(md(order_words[:1].upper() + order_words[1:], 200) + ".")
 sample = sample_info(data)  # a dataset opened on a sample: runs are counted among the sampled ones
 x_title = (("sampled run" if sample else "run") + " (order in the file)" if by == FILE_ORDER
            else f"{show_id(by)} (last run of the window)")
@@ -126,10 +128,7 @@ if alarm is not None and not alarm.reason:
         st.warning(f"**The in-control part is not calm:** the alarm went off {alarm.in_control_alarms} time(s) inside "
                    f"the first {alarm.n_baseline:,} runs it learns from, so what it takes as normal may already include "
                    "a change. Choose fewer in-control runs under Alarm settings.", icon=":material/warning:")
-    if n_after < max(window, MIN_ALARM_RUNS):
-        st.info(f"**Too few runs after the in-control part to tell** ({max(n_after, 0):,}); choose fewer in-control "
-                "runs under Alarm settings.", icon=":material/info:")
-    elif len(post):
+    if len(post):   # (too few runs after the in-control part: the core sets no alarm up and says why)
         first = post.iloc[0]
         where = (f"the alarm went off at {_run(int(first['position']), first['key'], first['trajectory_id'])}; the drop "
                  f"most likely began around the {_nth(int(first['start_position']))} run")
@@ -167,8 +166,9 @@ st.markdown(
     "streams drawn from the first runs, which also re-estimate what normal looks like.")
 if alarm is None:
     st.info("No alarm: choose a predictor for it to watch.")
-elif alarm.reason:
-    st.info(md(alarm.words(), 600), icon=":material/info:")
+elif alarm.reason:   # nothing drawn: no alarm could be raised on these runs, and the sentence says why
+    st.info(md(alarm.words(), 600) + " Nothing is drawn. The window is set above, the in-control runs "
+            "under Alarm settings.", icon=":material/info:")
 else:
     C.tiles([
         ("False alarms (measured)", f"{1000 * alarm.false_alarm_rate:.2f} per 1,000 runs",

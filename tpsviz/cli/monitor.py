@@ -20,7 +20,7 @@ from tpsviz.cli.unscored import unscored_why
 from tpsviz.core.formatting import json_number
 from tpsviz.core.tps import settings_words
 from tpsviz.diagnostics.monitoring.cusum import N_SIM
-from tpsviz.diagnostics.monitoring.monitor import monitor
+from tpsviz.diagnostics.monitoring.monitor import log_time_column, monitor, order_sentence
 from tpsviz.evaluation.engine_choice import memory_reason
 
 __all__ = ["add_arguments", "run"]
@@ -28,15 +28,16 @@ __all__ = ["add_arguments", "run"]
 
 def add_arguments(p) -> None:
     """The log and scoring options of ``score``, and the monitoring options."""
-    p.description = ("TPS and skill over run order or a timestamp column, in sliding windows with intervals, and a "
+    p.description = ("TPS and skill over the log's own time (else run order), in sliding windows with intervals, and a "
                      "one-sided CUSUM alarm on degradation whose threshold is set for a false-alarm rate and whose "
                      "false-alarm rate is measured on the in-control runs (docs/theory.md section 11).")
     add_scoring_options(p)
     g = p.add_argument_group("monitoring (docs/theory.md section 11)")
     g.add_argument("--order-by", dest="by", metavar="COLUMN", default=None,
-                   help="run-level column to order runs by: a timestamp (ISO 8601 or any date-time pandas reads) or a "
-                        "number (default: the column 'timestamp' when the log has one, else the order in which runs "
-                        "first appear in the file)")
+                   help="column to order runs by: a time (ISO 8601 or any date-time pandas reads) or a number "
+                        "(default: the time the log records, e.g. a harness's or a trace's start_time or a table's "
+                        "timestamp column, else the order in which runs first appear in the file; the output says "
+                        "which)")
     hidden_alias(g, "--by", "by")  # (its name before: compare's --by groups runs, this one orders them)
     g.add_argument("--window", type=int, default=100, metavar="N", help="runs per window (default 100)")
     g.add_argument("--stride", type=int, default=None, metavar="N",
@@ -88,10 +89,8 @@ def run(args) -> int:
     alarm_on = None if args.alarm_on is None else ("" if args.alarm_on.lower() == "none" else args.alarm_on)
     if alarm_on and alarm_on not in names:
         raise Fail(f"--alarm-on {safe(alarm_on, 40)}: not one of the monitored predictors")
-    by = args.by
-    if by is None and "timestamp" in data.metadata_columns + data.step_metadata_columns:
-        by = "timestamp"
-        notes.append("runs ordered by the log's column 'timestamp' (--order-by COLUMN names another)")
+    by = args.by if args.by is not None else log_time_column(data)   # the log's own time by default
+    order = order_sentence(data, by)   # said in the first line and in the JSON's settings
     try:
         res = monitor(data, settings, by=by, window=args.window, stride=args.stride, predictors=names,
                       alarm_on=alarm_on, baseline=args.baseline_runs, shift=args.shift, target_arl=args.arl, q_z=ev.q_z, result=ev.points)
@@ -101,16 +100,16 @@ def run(args) -> int:
     scored = res.windows.groupby("predictor", sort=False)["n_runs"].max() if len(res.windows) else {}
     nothing = unscored_why({n: int(scored.get(n, 0)) for n in names}, settings.censoring, data.n_censored)
     if args.json:
-        print(json.dumps(_json(res, data, words, notes) | ({"nothing_scored": nothing.json()} if nothing else {}),
+        print(json.dumps(_json(res, data, words, notes, by, order) | ({"nothing_scored": nothing.json()} if nothing else {}),
                          indent=2))
     elif nothing is None:
-        _print(res, data, words, notes, args.rows)
+        _print(res, data, words, notes, args.rows, order)
     if nothing is not None:  # exit 2: no window has a scored run (main prints why)
         raise nothing
     return 0
 
 
-def _json(res, data, words, notes) -> dict:
+def _json(res, data, words, notes, by, order) -> dict:
     windows = {}
     for name, tab in res.windows.groupby("predictor", sort=False):
         windows[safe(name)] = [
@@ -134,19 +133,21 @@ def _json(res, data, words, notes) -> dict:
                              "at": _key(r.key), "start_position": int(r.start_position), "start": _key(r.start_key),
                              "in_control": bool(r.in_control)} for r in a.alarms.itertuples()]
                  if len(a.alarms) else []}
-    return {"settings": {"file": safe(data.source), "order": safe(res.order), "window": res.window,
+    return {"settings": {"file": safe(data.source), "order": safe(res.order), "order_by": None if by is None else safe(by),
+                         "order_source": safe(order), "window": res.window,
                          "stride": res.stride, "level": res.settings.level, "score": words["score"],
                          "schedule": words["schedule"], "censoring": words["censoring"],
                          "intervals": "window TPS: mean ± z·SE over the window's runs; skill: against the "
                                       "window's own success rate, delta method"},
             "n_runs": int(len(res.runs)), "n_excluded": res.n_excluded,
             "notes": [safe(say(n)) for n in notes] + [say(n) for n in res.notes],
+            "runs": [{"trajectory_id": safe(r.trajectory_id), "at": _key(r.key)} for r in res.runs.itertuples()],
             "windows": windows, "alarm": alarm}
 
 
-def _print(res, data, words, notes, rows: int) -> None:
+def _print(res, data, words, notes, rows: int, order: str) -> None:
     pct = int(round(res.settings.level * 100))
-    print(f"{safe(data.source)}: {len(res.runs):,} runs in {safe(res.order)}; windows of {res.window} runs "
+    print(f"{safe(data.source)}: {len(res.runs):,} {safe(order)}; windows of {res.window} runs "
           f"every {res.stride}; {words['score']}, {words['schedule']}, censoring {words['censoring']}")
     for note in list(notes) + res.notes:
         print(f"note: {safe(say(note), 300)}")

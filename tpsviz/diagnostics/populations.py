@@ -74,7 +74,7 @@ def forecasts_by_population(data: TrajectoryData, predictors: list[str]) -> pd.D
     return pd.DataFrame(rows, columns=["predictor", "runs", "mean_all", "mean_last", "n_runs"])
 
 
-def qz_band(at_zero: pd.Series, at_one: pd.Series, grid: int = 11) -> pd.DataFrame:
+def qz_band(at_zero: pd.Series, at_one: pd.Series, grid: int = 11, n_censored: int | None = None) -> pd.DataFrame:
     """Mean TPS of every predictor if every censored run had the same q_Z, for q_Z on a grid.
 
     The censored score is linear in q_Z (S_cen = (1 − q)·S(F, 0) + q·S(F, 1)), so the mean TPS
@@ -86,6 +86,10 @@ def qz_band(at_zero: pd.Series, at_one: pd.Series, grid: int = 11) -> pd.DataFra
         Mean TPS per predictor (index) under the simple and the upper mode.
     grid : int
         Points from 0 to 1.
+    n_censored : int, optional
+        The log's censored runs. With none, no score depends on q_Z: the band is flat at the simple
+        mode's mean exactly (the two modes' means, summed apart, can differ in their last digits,
+        which drew a zigzag of rounding errors).
 
     Returns
     -------
@@ -94,10 +98,11 @@ def qz_band(at_zero: pd.Series, at_one: pd.Series, grid: int = 11) -> pd.DataFra
     """
     rows = []
     for name in at_zero.index:
-        lo, hi = float(at_zero[name]), float(at_one[name])
+        lo = float(at_zero[name])
+        hi = lo if n_censored == 0 else float(at_one[name])
         for q in np.linspace(0.0, 1.0, grid):
             with np.errstate(invalid="ignore"):  # an end of −∞ (ε = 0) stays −∞ inside the band
-                v = lo if q == 0.0 else hi if q == 1.0 else (1 - q) * lo + q * hi
+                v = lo if q == 0.0 or lo == hi else hi if q == 1.0 else (1 - q) * lo + q * hi  # (1−q)·x + q·x ≠ x in floats
             rows.append({"predictor": name, "q_z": float(q), "tps_mean": float(v)})
     return pd.DataFrame(rows, columns=["predictor", "q_z", "tps_mean"])
 

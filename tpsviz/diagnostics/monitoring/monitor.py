@@ -24,8 +24,10 @@ from tpsviz.core.data import TrajectoryData
 from tpsviz.core.scores import beta_score, clip_forecasts
 from tpsviz.core.tps import ScoreSettings, compute_tps
 from tpsviz.diagnostics.monitoring.cusum import MIN_ALARM_RUNS, Alarm, cusum_alarm
+from tpsviz.diagnostics.monitoring.order import log_time_column, order_columns, order_sentence, run_order
 
-__all__ = ["MonitorResult", "monitor", "run_order", "order_columns", "default_baseline", "window_table"]
+__all__ = ["MonitorResult", "monitor", "run_order", "order_columns", "log_time_column", "order_sentence",
+           "default_baseline", "runs_after_needed", "window_table"]
 
 @dataclass
 class MonitorResult:
@@ -59,92 +61,6 @@ class MonitorResult:
     window: int
     stride: int
     notes: list[str] = field(default_factory=list)
-
-
-def run_order(data: TrajectoryData, by: str | None = None) -> tuple[np.ndarray, pd.Series, str, int]:
-    """The runs of ``data`` in monitoring order.
-
-    Parameters
-    ----------
-    data : TrajectoryData
-    by : str, optional
-        A column of numbers, or of date-times in ISO 8601 or another form pandas reads: run-level
-        (``data.metadata_columns``), or step-level (``data.step_metadata_columns``, e.g. a timestamp
-        per step: a run then stands at its earliest readable value). Default: the order in which runs
-        first appear in the file.
-
-    Returns
-    -------
-    codes : ndarray of int
-        Run codes (rows of ``data.trajectories``) in monitoring order; runs without a usable order
-        value are left out.
-    key : Series
-        The order value of each of those runs (timestamps as UTC date-times; in file order the run
-        number 1, 2, …).
-    words : str
-        The order in words.
-    n_excluded : int
-        Runs left out for a missing or unreadable order value.
-
-    Raises
-    ------
-    ValueError
-        If ``by`` is not a metadata column, or no run has a usable value.
-    """
-    t = data.trajectories
-    rank = t["file_order"].to_numpy() if "file_order" in t else np.arange(len(t))
-    if by is None:
-        codes = np.argsort(rank, kind="stable")
-        words = ("order of first appearance in the file" if "file_order" in t
-                 else "trajectory id order (the file order is not known)")
-        return codes, pd.Series(np.arange(1, len(codes) + 1), name="run"), words, 0
-    step_level = by in data.step_metadata_columns
-    if by not in data.metadata_columns and not step_level:
-        usable = data.metadata_columns + data.step_metadata_columns
-        raise ValueError(f"no metadata column {by!r} to order runs by" + (
-            f"; the log has {', '.join(map(repr, usable[:12]))}" if usable else "; this log has no metadata column"))
-    if step_level:  # a value per step: the run's earliest readable one
-        values, kind = _order_values(data.steps[by])
-        key = values.groupby(data.steps["traj"].to_numpy()).min().reindex(range(len(t)))
-    else:
-        key, kind = _order_values(t[by])
-    usable = key.notna().to_numpy()
-    if not usable.any():
-        raise ValueError(f"column {by!r}: no run has a value that reads as a number or a date-time")
-    idx = np.flatnonzero(usable)
-    k = key.iloc[idx]
-    sort_key = k.to_numpy(dtype="datetime64[ns]").astype(np.int64) if kind == "time" else k.to_numpy(dtype=float)
-    codes = idx[np.lexsort((rank[idx], sort_key))]
-    words = (f"order of the {'time' if kind == 'time' else 'number'} column {by!r}"
-             + (" (each run at its earliest value)" if step_level else ""))
-    return codes, key.iloc[codes].reset_index(drop=True).rename(by), words, int((~usable).sum())
-
-
-def order_columns(data: TrajectoryData, probe: int = 200) -> list[str]:
-    """Metadata columns runs can be ordered by (run-level first, then step-level): those whose first
-    ``probe`` non-empty values read as numbers or date-times at least half of the time."""
-    out = []
-    for frame, cols in ((data.trajectories, data.metadata_columns), (data.steps, data.step_metadata_columns)):
-        for c in cols:
-            head = frame[c].dropna().head(probe)
-            if len(head) and _order_values(head)[0].notna().mean() >= 0.5:
-                out.append(c)
-    return out
-
-
-def _order_values(raw: pd.Series) -> tuple[pd.Series, str]:
-    """Numbers if the column holds numbers, else UTC date-times (NaN/NaT where unreadable)."""
-    if pd.api.types.is_datetime64_any_dtype(raw):
-        return pd.to_datetime(raw, utc=True), "time"
-    if pd.api.types.is_bool_dtype(raw):
-        return pd.Series(np.nan, index=raw.index), "number"
-    num = pd.to_numeric(raw, errors="coerce")
-    if num.notna().sum() >= max(1, raw.notna().sum() // 2):
-        return num.astype(float).where(np.isfinite(num.astype(float))), "number"
-    text = raw.astype("string")
-    with np.errstate(all="ignore"):
-        when = pd.to_datetime(text, errors="coerce", utc=True, format="mixed")
-    return when, "time"
 
 
 def _labels(per: pd.DataFrame, data: TrajectoryData) -> np.ndarray:
@@ -343,6 +259,16 @@ def default_baseline(n_scored: int, window: int) -> int:
     return min(n_scored, max(window, n_scored // 4, MIN_ALARM_RUNS))
 
 
+def runs_after_needed(window: int) -> int:
+    """Scored runs needed after the in-control part before the alarm can tell anything: one window,
+    and at least :data:`MIN_ALARM_RUNS` (as many as the in-control part needs at least).
+
+    With fewer, :func:`monitor` sets no alarm up and says why (``Alarm.reason``): a CUSUM over a
+    handful of runs would read "no alarm" whatever happened.
+    """
+    return max(int(window), MIN_ALARM_RUNS)
+
+
 def _reference_scores(rate, settings: ScoreSettings):
     """S(r, 1) and S(r, 0) of the constant forecast r (a number or an array; NaN stays NaN), clipped to
     [ε, 1 − ε] as the predictors are."""
@@ -376,6 +302,11 @@ def _alarm(runs: pd.DataFrame, wsum: np.ndarray, name: str, baseline: int | None
     baseline = int(baseline)
     if baseline < 1 or baseline > n:
         return Alarm(name, reason=f"the in-control part must be between 1 and {n:,} scored runs, got {baseline:,}")
+    need = runs_after_needed(window)
+    if baseline >= MIN_ALARM_RUNS and n - baseline < need:
+        return Alarm(name, n_baseline=baseline, shift=shift, target_arl=target_arl,
+                     reason=f"{n - baseline:,} scored run(s) follow the {baseline:,} in-control runs; at least "
+                            f"{need:,} (one window, and at least {MIN_ALARM_RUNS}) are needed to tell a change")
     label, w = scored["label"].to_numpy(), wsum[ok]
     r0 = float(label[:baseline].mean())
     if not 0.0 < r0 < 1.0:

@@ -13,6 +13,9 @@ members ``samples/<id>_epoch_<n>.json`` or the chunked per-sample folders
 - A confidence elicited during the run (:mod:`tpsviz.forecasts.elicit`, message metadata
   ``tpsviz_confidence``) is found without options: the predictor ``conf_elicited``, with the
   replies that held no usable probability counted by problem.
+- Time and cost (:mod:`tpsviz.io.harness.times`): ``start_time`` from ``started_at`` (older logs:
+  the first event's ``timestamp``), ``end_time`` from ``completed_at``, ``duration_s`` from
+  ``total_time``, ``cost`` the sum of ``model_usage[*].total_cost`` where recorded.
 """
 
 from __future__ import annotations
@@ -27,6 +30,7 @@ from tpsviz.core.schema import ELICITED_KEY, ELICITED_PROBLEM_KEY, show_id
 from tpsviz.core.wording import setting
 from tpsviz.io.harness.evalzip import EvalZip
 from tpsviz.io.harness.runs import FoundForecast, HarnessLog, ReadOptions, Run, is_key
+from tpsviz.io.harness.times import time_metadata
 
 __all__ = ["read_inspect_json", "read_inspect_eval", "sample_members", "DEFAULT_TREATMENT"]
 
@@ -152,8 +156,21 @@ def _run(sample: dict, where: str, header: dict, options: ReadOptions, events=No
     meta = {"sample_id": str(sid), "epoch": epoch, "model": model if isinstance(model, str) else None,
             "task": task if isinstance(task, str) else None,
             "limit": limit_type or "", "scorer": scorer or "", "termination_reason": reason}
+    meta.update(_times(sample, events if events is not None else sample.get("events")))
     return Run(tid, reason, outcome, steps, lps, meta, label,
                messages if options.transcripts else None), None
+
+
+def _times(sample: dict, events) -> dict:
+    """A sample's start, end, duration and cost where it records them (older logs have no
+    ``started_at``: their first event's time is the start)."""
+    start = sample.get("started_at")
+    if not isinstance(start, str) or not start:
+        first = _dict(events[0]) if isinstance(events, list) and events else {}
+        start = first.get("timestamp")
+    costs = [u.get("total_cost") for u in _dict(sample.get("model_usage")).values() if isinstance(u, dict)]
+    costs = [c for c in costs if isinstance(c, (int, float)) and not isinstance(c, bool) and math.isfinite(c)]
+    return time_metadata(start, sample.get("completed_at"), sample.get("total_time"), sum(costs) if costs else None)
 
 
 def _finish(runs, problems, name, notes) -> HarnessLog:

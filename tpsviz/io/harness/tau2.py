@@ -8,6 +8,9 @@
   harness's own |reward − 1| ≤ 1e-6).
 - Censoring comes from ``termination_reason``, never from the reward: the harness writes reward
   0 on every premature stop.
+- Time and cost (:mod:`tpsviz.io.harness.times`): ``start_time`` and ``end_time`` (else
+  ``timestamp``, written when the run ended) as recorded, ``duration_s`` from ``duration``, ``cost``
+  from ``agent_cost`` (tau2's ``SimulationRun``).
 """
 
 from __future__ import annotations
@@ -16,6 +19,7 @@ from tpsviz.core.errors import MAX_PROBLEMS, LogFormatError
 from tpsviz.core.schema import show_id
 from tpsviz.io.harness.forecasts import message_value
 from tpsviz.io.harness.runs import HarnessLog, ReadOptions, Run, is_key, is_number
+from tpsviz.io.harness.times import time_metadata
 
 __all__ = ["read_tau2", "DEFAULT_TREATMENT"]
 
@@ -144,5 +148,7 @@ def _run_of(where: str, sim, seen: dict, thr: float, context: dict) -> tuple[Run
             "trial": trial if isinstance(trial, int) and not isinstance(trial, bool) else None,
             "model": context["model"], "domain": context["domain"],
             "termination_reason": reason}
+    end = sim.get("end_time") if isinstance(sim.get("end_time"), str) else sim.get("timestamp")
+    meta.update(time_metadata(sim.get("start_time"), end, sim.get("duration"), sim.get("agent_cost")))
     return Run(sid, reason, outcome, steps, [_logprobs(m) for m in steps], meta, label,
                messages if context["transcripts"] else None), None

@@ -11,8 +11,10 @@ treatment table, the forecast fields, the token log-probabilities and the row ca
 - **outcome**: from the outcomes table, else from the score, evaluation or attribute ``outcome``
   names; a run without one is censored when ``censor_when`` matches it, else dropped (counted);
 - **metadata**: ``model`` (``gen_ai.request.model``, ``gen_ai.response.model``,
-  ``llm.model_name`` or ``model`` of the first step) and ``timestamp`` (the run's first start,
-  ISO 8601 UTC); runs come in order of their start, so the monitoring's file order is time order.
+  ``llm.model_name`` or ``model`` of the first step), ``start_time`` (the run's earliest span start,
+  ISO 8601 UTC) and ``duration_s`` (its latest span end minus that start, where ends are recorded;
+  :mod:`tpsviz.io.harness.times`); runs come in order of their start, and the monitoring orders them
+  by ``start_time``.
 
 The termination reasons of the treatment table: ``scored`` (outcome), ``censored`` (the outcomes
 table says so), ``limit`` (``censor_when`` matched: censored), ``no outcome`` and ``unreadable
@@ -255,7 +257,10 @@ def _metadata(steps: list, spans: list) -> dict:
                   if isinstance(s.attributes.get(k), str) and s.attributes[k]), None)
     start = min(s.start for s in spans)
     stamp = datetime.fromtimestamp(start, tz=timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
-    out = {"timestamp": stamp}
+    ends = [s.end for s in spans if s.end is not None and math.isfinite(s.end)]
+    out = {"start_time": stamp}
+    if ends and max(ends) >= start:
+        out["duration_s"] = max(ends) - start
     if model is not None:
         out["model"] = model
     return out
@@ -293,7 +298,8 @@ def mapping_words(options: ReadOptions, outcomes_table: str | None = None) -> di
                      if t.censor_when else "none by attribute") + "; other runs without an outcome are dropped",
         "forecasts": ("step-span attributes " + ", ".join(f"{n}={p}" for n, p in options.conf) if options.conf
                       else "no attribute named") + "; token log-probabilities where the spans hold them",
-        "metadata": "model from " + " / ".join(MODEL_KEYS) + " of the first step; timestamp = the run's first start",
+        "metadata": "model from " + " / ".join(MODEL_KEYS) + " of the first step; start_time = the run's earliest span start, "
+                    "duration_s = its latest span end minus that start",
     }
 
 
@@ -317,7 +323,8 @@ def trace_log(tf: TraceFile, options: ReadOptions, outcomes: dict | None = None,
     -------
     HarnessLog
         ``format`` is the trace source; reasons ``scored``, ``censored``, ``limit``, ``no outcome``,
-        ``unreadable outcome`` (:data:`TRACE_TREATMENT`); metadata ``model`` and ``timestamp``.
+        ``unreadable outcome`` (:data:`TRACE_TREATMENT`); metadata ``model``, ``start_time`` and
+        ``duration_s``.
     """
     t = options.traces
     notes = list(tf.notes) + parent_notes(tf.spans)

@@ -75,11 +75,20 @@ def censoring_modes_figure(table: pd.DataFrame, colors: dict, alpha: float, beta
     return apply_layout(fig, "Mean TPS (95% CI) by censoring treatment", height=max(300, 80 + 55 * len(preds)))
 
 
+#: the y ticks of the q_Z band: four significant digits, no trailing zeros (the axis of a band that
+#: moved only in its last digits read "-6.715668866680235105")
+BAND_TICKS = ".4~g"
+NO_CENSORED_NOTE = "No run is censored: q_Z changes no score, so every line is flat."
+
+
 def qz_band_figure(sweep: pd.DataFrame, colors: dict, alpha: float, beta: float,
-                   marks: dict | None = None) -> go.Figure:
+                   marks: dict | None = None, n_censored: int | None = None) -> go.Figure:
     """Mean TPS against a common q_Z for every censored run (linear in q_Z: a band with no model).
 
-    ``sweep`` columns: predictor, q_z, tps_mean.
+    ``sweep`` columns: predictor, q_z, tps_mean (:func:`tpsviz.diagnostics.populations.qz_band`).
+    ``n_censored``: the log's censored runs; with none the lines are flat and a note says why. The y
+    ticks are rounded (:data:`BAND_TICKS`), and a band narrower than its rounding gets a range wide
+    enough for distinct ticks.
     """
     fig = go.Figure()
     for name, s in by_predictor(sweep, colors):
@@ -89,7 +98,15 @@ def qz_band_figure(sweep: pd.DataFrame, colors: dict, alpha: float, beta: float,
     for label, x in (marks or {}).items():
         fig.add_vline(x=x, line=dict(color="#999", dash="dot"), annotation_text=label)
     fig.update_xaxes(title="q_Z given to every censored run (0 = simple: censoring as failure)", range=[0, 1])
-    fig.update_yaxes(title=score_label(alpha, beta, short=True))
+    fig.update_yaxes(title=score_label(alpha, beta, short=True), tickformat=BAND_TICKS)
+    y = sweep["tps_mean"].to_numpy(dtype=float)
+    y = y[np.isfinite(y)]
+    if y.size and y.max() - y.min() <= 1e-6 * max(1.0, float(np.abs(y).max())):  # flat: a range of its own
+        mid, half = float(y.mean()), max(0.05 * abs(float(y.mean())), 0.01)
+        fig.update_yaxes(range=[mid - half, mid + half])
+    if n_censored == 0:
+        fig.add_annotation(text=NO_CENSORED_NOTE, xref="paper", yref="paper", x=0.5, y=1.0, yanchor="bottom",
+                           showarrow=False, font=dict(color="#555"))
     return apply_layout(fig, "Sensitivity of mean TPS to q_Z (the band spans every possible q_Z)")
 
 
