@@ -87,7 +87,8 @@ def _combined_notes(logs, names, column: str, preds: list, signals: dict, weight
 
 def combine_logs(baseline: TrajectoryData, candidate: TrajectoryData,
                  names: tuple[str, str] = ("baseline", "candidate"),
-                 column: str = "log", max_rows: int | None = None) -> TrajectoryData:
+                 column: str = "log", max_rows: int | None = None,
+                 allow_no_predictor: bool = False) -> TrajectoryData:
     """Two logs as one, with a trajectory-level column naming the log of each run.
 
     ``group_table(combined, column)`` and ``group_difference(combined, column, names[0],
@@ -111,6 +112,9 @@ def combine_logs(baseline: TrajectoryData, candidate: TrajectoryData,
         Names of the two logs (the group labels), different, without "/".
     column : str
         Name of the new metadata column; not a column of either log.
+    allow_no_predictor : bool
+        Return the two logs' runs even when they share no predictor or signal (the comparison of
+        success, steps, cost and duration needs none: :mod:`tpsviz.diagnostics.versus_runs`).
     max_rows : int, optional
         Most step rows of the combined log (default ``TPSVIZ_MAX_ROWS``, the largest log this
         installation reads: two logs at the cap would make one of twice the cap).
@@ -122,7 +126,8 @@ def combine_logs(baseline: TrajectoryData, candidate: TrajectoryData,
     Raises
     ------
     ValueError
-        Bad names or column, no predictor or signal common to both logs, or more than
+        Bad names or column, no predictor or signal common to both logs (unless
+        ``allow_no_predictor``), or more than
         ``max_rows`` step rows together.
     """
     logs = (baseline, candidate)
@@ -134,7 +139,7 @@ def combine_logs(baseline: TrajectoryData, candidate: TrajectoryData,
                          "compare smaller logs (filter them first) or raise the limit")
     preds = [p for p in baseline.predictors if p in candidate.predictors]
     signals = {s: d for s, d in baseline.signals.items() if s in candidate.signals}
-    if not preds and not signals:
+    if not preds and not signals and not allow_no_predictor:
         raise ValueError("the two logs have no predictor (conf_<name>) or signal in common")
     weight = ["weight"] if all("weight" in d.steps.columns for d in logs) else []
     notes = _combined_notes(logs, names, column, preds, signals, bool(weight))
