@@ -97,3 +97,20 @@ def test_forecast_logs_of_different_harnesses_are_never_paired_for_confidence(ca
 def test_a_bad_base_group_is_refused_without_traceback(capsys):
     code, out, err = _run(capsys, "compare", TAU1, "--by", "trial", "--base-group", "9", *FAST)
     assert code == 2 and "is not a group of this column" in err and "Traceback" not in err
+
+
+def test_each_side_against_its_own_references(capsys):
+    """Where both logs have forecasts, each side's predictors face references fitted on that side's runs only."""
+    from tpsviz.forecasts.references import add_references
+    from tpsviz.forecasts.versus import versus_best_reference
+
+    code, out, _ = _run(capsys, "compare", "demo_data/tau2-like.csv", "demo_data/webshop-like.csv", *FAST, "--json")
+    assert code == 0
+    own = json.loads(out)["against_own_references"]
+    both = combine_logs(tpsviz.load("demo_data/tau2-like.csv"), tpsviz.load("demo_data/webshop-like.csv"))
+    side = both.subset((group_labels(both, "log") == "candidate").to_numpy())
+    want = versus_best_reference(add_references(side, tpsviz.ScoreSettings(censoring="simple")),
+                                 tpsviz.ScoreSettings(censoring="simple"))
+    assert own["candidate"]["verbal"]["delta"] == pytest.approx(want["verbal"]["delta"], rel=1e-12)
+    assert own["candidate"]["verbal"]["outcome"] == "worse"
+    assert set(own) == {"baseline", "candidate"}

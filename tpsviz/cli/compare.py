@@ -23,7 +23,8 @@ from tpsviz.cli.output import print_header
 from tpsviz.cli.unscored import unpaired_why, unscored_why
 from tpsviz.cli.score import engine_for, evaluation_or_exit, refuse_references_out_of_core
 from tpsviz.diagnostics.combine import combine_logs, free_column
-from tpsviz.cli.versus import print_versus, side_names, versus_json, versus_of
+from tpsviz.cli.versus import (
+    own_references, own_references_json, print_own_references, print_versus, side_names, versus_json, versus_of)
 from tpsviz.diagnostics.groups import (
     default_base, difference_words, group_difference, group_labels, group_order, group_table, why_missing)
 from tpsviz.evaluation.record import reading_json
@@ -214,11 +215,12 @@ def _compare_groups(args) -> int:
             raise Fail(say(exc)) from None
         scored = table["n_scored"].fillna(0).groupby(level="predictor", sort=False).sum()
         nothing = unscored_why({n: int(k) for n, k in scored.items()}, settings.censoring, data.n_censored)
+    own = own_references(data, labels, groups, settings) if nothing is None else {}
     if args.json:
         obj = (_groups_json(data, settings, notes, by, base, table, diffs) if table is not None
                else _versus_only_json(data, settings, notes, by, base))
         print(json.dumps(obj | {"sides": {safe(k): safe(v) for k, v in names.items()},
-                                "versus": versus_json(vs, names)}
+                                "versus": versus_json(vs, names), "against_own_references": own_references_json(own)}
                          | ({"nothing_scored": nothing.json()} if nothing else {}), indent=2))
     if nothing is not None:  # exit 2: no group has a scored run (main prints why)
         raise nothing
@@ -233,6 +235,8 @@ def _compare_groups(args) -> int:
         return 0
     _print_groups(table, list(dict.fromkeys(table.index.get_level_values("group"))), by)
     _print_differences(diffs, base, name_width(table.index.get_level_values("predictor")))
+    print()
+    print_own_references(own, names)
     return 0
 
 

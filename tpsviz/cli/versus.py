@@ -13,8 +13,11 @@ from tpsviz.cli.common import Fail, fmt, num, safe
 from tpsviz.cli.wording import say
 from tpsviz.core.schema import clean_text
 from tpsviz.diagnostics.versus_runs import measure_words, success_sentence, versus_runs
+from tpsviz.forecasts.references import add_references, real_predictors
+from tpsviz.forecasts.versus import versus_best_reference
 
-__all__ = ["versus_of", "print_versus", "versus_json", "side_names"]
+__all__ = ["versus_of", "print_versus", "versus_json", "side_names", "own_references", "print_own_references",
+           "own_references_json"]
 
 
 def side_names(args, candidate: bool, groups=()) -> dict:
@@ -109,3 +112,49 @@ def versus_json(tables: dict, names: dict) -> dict:
                          for _, r in t.iterrows()},
         }
     return out
+
+
+def own_references(data, labels, groups: list, settings) -> dict:
+    """Each side's real predictors against the best of its *own* references (``ref:*`` fitted on that side's
+    runs only, :func:`tpsviz.forecasts.references.add_references`), paired on the side's runs
+    (:func:`tpsviz.forecasts.versus.versus_best_reference`); ``{}`` when the log has no real predictor.
+
+    Returns
+    -------
+    dict
+        ``{group: {predictor: record}}`` (a side whose references cannot be formed: ``{"why": text}``).
+    """
+    if not real_predictors(data.predictors):
+        return {}
+    lab = np.asarray(labels, dtype=object)
+    out = {}
+    for g in groups:
+        try:
+            side = add_references(data.subset(lab == g), settings)
+            out[g] = versus_best_reference(side, settings)
+        except ValueError as exc:
+            out[g] = {"why": say(exc)}
+    return out
+
+
+def print_own_references(own: dict, names: dict) -> None:
+    """The lines of :func:`own_references`: one per side and predictor."""
+    if not own:
+        return
+    print("each side against its own references (ref:* fitted on that side's runs only; paired on its runs):")
+    for g, recs in own.items():
+        if "why" in recs:
+            print(f"  {safe(names.get(g, g), 60)}: not formed ({safe(recs['why'], 300)})")
+            continue
+        for pred, r in recs.items():
+            print(f"  {safe(names.get(g, g), 60)}, {safe(pred, 40)}: {safe(r['words'], 400)}")
+    print()
+
+
+def own_references_json(own: dict) -> dict:
+    """:func:`own_references` for the JSON."""
+    return {safe(g): ({"why": safe(recs["why"])} if "why" in recs else
+                      {safe(p): {"reference": safe(r["reference"]), "delta": num(r["delta"]), "se": num(r["se"]),
+                                 "z": num(r["z"]), "n_runs": int(r["n_runs"]), "outcome": r["outcome"],
+                                 "words": safe(r["words"])} for p, r in recs.items()})
+            for g, recs in own.items()}
