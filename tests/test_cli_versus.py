@@ -114,3 +114,35 @@ def test_each_side_against_its_own_references(capsys):
     assert own["candidate"]["verbal"]["delta"] == pytest.approx(want["verbal"]["delta"], rel=1e-12)
     assert own["candidate"]["verbal"]["outcome"] == "worse"
     assert set(own) == {"baseline", "candidate"}
+
+
+def test_by_model_on_a_table_without_forecasts_names_a_clear_winner_and_compares_cost(capsys, tmp_path):
+    import numpy as np
+    import pandas as pd
+
+    rng = np.random.default_rng(5)
+    rows = []
+    for m, rate, cost in (("alpha", 0.25, 0.10), ("beta", 0.75, 0.30)):
+        for task in range(20):
+            for trial in range(2):
+                y, c = int(rng.random() < rate), cost + 0.05 * rng.random()
+                for step in range(1, 2 + int(rng.integers(1, 4))):
+                    rows.append({"trajectory_id": f"{m}-{task}-{trial}", "step": step, "outcome": y, "model": m,
+                                 "task": f"t{task}", "cost": c})
+    path = tmp_path / "two_models.csv"
+    frame = pd.DataFrame(rows)
+    frame.to_csv(path, index=False)
+    code, out, err = _run(capsys, "compare", path, "--by", "model", "--base-group", "alpha", *FAST)
+    assert code == 0, err
+    runs = frame.drop_duplicates("trajectory_id")
+    per_task = runs.groupby(["model", "task"])["outcome"].mean().unstack(0)
+    d = per_task["beta"] - per_task["alpha"]
+    assert d.mean() / (d.std(ddof=1) / np.sqrt(20)) >= 2  # the data do make beta the clear winner
+    pa, pb = 100 * per_task["alpha"].mean(), 100 * per_task["beta"].mean()
+    assert (f"model beta succeeds more often: {pb:.1f}% against {pa:.1f}% (model alpha), "
+            f"Δ = {pb - pa:+.1f} points (SE {100 * d.std(ddof=1) / np.sqrt(20):.1f}, paired by task, 20 tasks)") in out
+    code, out, _ = _run(capsys, "compare", path, "--by", "model", "--base-group", "alpha", *FAST, "--json")
+    cost = json.loads(out)["versus"]["beta"]["measures"]["cost"]
+    dc = runs.groupby(["model", "task"])["cost"].mean().unstack(0)
+    assert cost["delta"] == pytest.approx((dc["beta"] - dc["alpha"]).mean()) and cost["paired"] is True
+    assert cost["column"] == "cost" and cost["z"] > 2

@@ -172,3 +172,12 @@ def test_a_winner_only_at_two_standard_errors():
                                         "unpaired, clustered by task)")
     assert said(-0.10, 0.049).startswith("A succeeds more often: 40.0% against 30.0% (B), Δ = +10.0 points")
     assert said(0.10, 0.051).startswith("no clear difference in success: A 40.0% against B 50.0%, Δ = +10.0 points")
+
+
+def test_no_winner_without_a_standard_error():
+    t = pd.DataFrame([{"measure": "success", "column": "outcome", "mean_a": 0.25, "mean_b": 0.75, "delta": 0.5,
+                       "se": 0.0, "z": np.nan, "paired": True, "n_pairs": 20, "n_a": 40, "n_b": 40, "n_missing": 0}])
+    t.attrs.update(a="A", b="B", clusters={"unit": "task"}, n_censored={})
+    said = success_sentence(t)
+    assert said.startswith("success: A 25.0% against B 75.0%, Δ = +50.0 points (SE 0.0, paired by task, 20 tasks)")
+    assert "no winner called: the SE is 0" in said and "nan" not in said

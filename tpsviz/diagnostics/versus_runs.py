@@ -309,6 +309,13 @@ def _how(row, attrs) -> str:
     return "unpaired, clustered by task" if clustered else "unpaired, by run"
 
 
+def _no_z(row) -> str:
+    """Why Δ/SE is missing, in words."""
+    if np.isfinite(row["se"]):
+        return "the SE is 0 (the same difference everywhere), so the data cannot say how sure it is"
+    return "too few runs (or paired tasks) for an SE"
+
+
 def success_sentence(table: pd.DataFrame, names: dict | None = None) -> str:
     """The success comparison of :func:`versus_runs` in one plain sentence.
 
@@ -340,6 +347,9 @@ def success_sentence(table: pd.DataFrame, names: dict | None = None) -> str:
     how = f"{f'SE {se:.1f}' if np.isfinite(se) else 'SE not available'}, {_how(r, at)}"
     left = sum(int(v) for v in (at.get("n_censored") or {}).values())
     how += f"; {left} censored run{'s' if left != 1 else ''} left out" if left else ""
+    if not np.isfinite(r["z"]):  # no SE to judge by: say so, call no winner
+        return (f"success: {na} {pa:.1f}% against {nb} {pb:.1f}%, Δ = {d:+.1f} points ({how}); no winner called: "
+                f"{_no_z(r)}")
     if is_clear(r["z"]):
         win, lose, pw, pl = (nb, na, pb, pa) if r["delta"] > 0 else (na, nb, pa, pb)
         return f"{win} succeeds more often: {pw:.1f}% against {pl:.1f}% ({lose}), Δ = {abs(d):+.1f} points ({how})"
@@ -361,6 +371,6 @@ def measure_words(row, names: dict, a: str, b: str) -> str:
 
     se = f"SE {row['se']:{spec}}" if np.isfinite(row["se"]) else "SE not available"
     said = (f"{nb} clearly {'higher' if row['delta'] > 0 else 'lower'}" if is_clear(row["z"])
-            else "no clear difference")
+            else "no clear difference" if np.isfinite(row["z"]) else f"no judgement: {_no_z(row)}")
     return (f"{row['measure']}: {na} {v(row['mean_a'])}, {nb} {v(row['mean_b'])} per run, "
             f"Δ = {row['delta']:+{spec}} ({se}); {said}")
