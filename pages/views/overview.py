@@ -317,7 +317,9 @@ def _show_versus(vv: dict, base_name: str) -> None:
     """Which side succeeds more often, by how much, with its SE; steps, cost and duration (no forecast needed)."""
     for g, sentence in vv["sentences"].items():
         st.markdown(f"**Success:** {C.md(sentence)}.")
-        st.caption(f"{C.md(vv['names'][g][:1].upper() + vv['names'][g][1:])} against {C.md(base_name)}: {C.md(vv['pairing'][g])}. " + " ".join(f"{C.md(w)}." for w in vv["words"][g]))
+        side = vv["names"][g]
+        st.caption(f"{C.md(side[:1].upper() + side[1:])} against {C.md(base_name)}: {C.md(vv['pairing'][g])}. "
+                   + " ".join(f"{C.md(w)}." for w in vv["words"][g]))
     st.dataframe(vv["table"], hide_index=True, width="stretch", column_config=VERSUS_COLS)
     if vv["not recorded"]:
         st.caption("Not recorded in the log(s), so not compared: " + ", ".join(vv["not recorded"]) + ". Success is the "
