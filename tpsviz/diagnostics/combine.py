@@ -12,6 +12,7 @@ import pandas as pd
 
 from tpsviz.core.data import TrajectoryData
 from tpsviz.core.schema import clean_text, show_id
+from tpsviz.core.wording import Text
 from tpsviz.io.files import limits_from_env
 
 __all__ = ["combine_logs", "free_column"]
@@ -70,7 +71,8 @@ def _log_part(data: TrajectoryData, name: str, keep_cols: list[str], to_steps: s
 
 def _combined_notes(logs, names, column: str, preds: list, signals: dict, weight: bool) -> list[str]:
     """Both logs' notes prefixed with their names, then what combining did and left out."""
-    notes = [f"{n}: {note}" for n, d in zip(names, logs) for note in d.notes]
+    # each note's template kept (a Text): every front end words the settings it names its own way
+    notes = [Text(f"{n}: {getattr(note, 'template', note)}") for n, d in zip(names, logs) for note in d.notes]
     notes.append(f"two logs combined, column {show_id(column)} names each run's log; trajectory "
                  f"ids are prefixed with it ({show_id(names[0] + '/…')}, "
                  f"{show_id(names[1] + '/…')}) so that ids of the two logs stay distinct.")
