@@ -15,7 +15,8 @@ from tpsviz.core.inference import normal_quantile
 from tpsviz.core.scores import beta_score_pair, clip_forecasts
 from tpsviz.diagnostics import claims
 from tpsviz.diagnostics.claims import z_text
-from tpsviz.diagnostics.groups import difference_words, group_columns
+from tpsviz.diagnostics.groups import difference_words, group_columns, group_labels, group_order
+from tpsviz.diagnostics.versus_runs import measure_words, success_sentence, versus_runs
 from tpsviz.diagnostics.murphy import murphy_diagram
 from tpsviz.diagnostics.verdict import RULES
 from tpsviz.evaluation.report import leaderboard_figure
@@ -73,6 +74,39 @@ def logs_words(cfg: S.Config, base: str, diffs: dict, candidate: str, skip=()) -
     """The candidate log against this one in words (two logs loaded on the Overview)."""
     return comparison_words(diffs, base, cfg.unit, skip=skip,
                             names={"candidate": f"the candidate log ({candidate})", base: "this log"})
+
+
+def versus_tables(tables: dict, names: dict) -> dict:
+    """Display of tpsviz.diagnostics.versus_runs results (one per side against the base): the success sentence of
+    each, the other measures in words, one table of every measure with Δ and SE, the pairing of each."""
+    rows, sentences, words, pairing, recorded = [], {}, {}, {}, set()
+    for g, t in tables.items():
+        at = t.attrs
+        sentences[g] = success_sentence(t, names)
+        words[g] = [measure_words(r, names, at["a"], g) for _, r in t.iterrows() if r["measure"] != "success"]
+        pairing[g] = at["pairing"]
+        recorded |= set(t["measure"])
+        for _, r in t.iterrows():
+            pct = r["measure"] == "success"
+            spec = ".1%" if pct else ".4g"
+            rows.append({"side": names.get(g, g), "measure": r["measure"], "base": Fm.num(r["mean_a"], spec),
+                         "side's": Fm.num(r["mean_b"], spec),
+                         "Δ": Fm.num(100 * r["delta"], "+.1f") + " points" if pct else Fm.num(r["delta"], "+.4g"),
+                         "SE": Fm.num(100 * r["se"], ".1f") if pct else Fm.num(r["se"], ".3g"),
+                         "Δ/SE": Fm.num(r["z"], "+.1f"), "runs (base, side)": f"{int(r['n_a'])}, {int(r['n_b'])}"})
+    return {"sentences": sentences, "words": words, "table": pd.DataFrame(rows), "pairing": pairing,
+            "names": {g: names.get(g, g) for g in tables},
+            "not recorded": [m for m in ("cost", "duration") if m not in recorded]}
+
+
+def group_versus(cfg: S.Config, data, by: str, base: str | None, pair_on: str) -> dict:
+    """Success, steps, cost and duration of the groups of ``by`` against the base group (versus_tables), with or
+    without forecasts; the base is ``base`` when it is a group, else the group with the most runs."""
+    labels = group_labels(data, by)
+    groups = group_order(labels, by)
+    base = base if base in groups else max(groups, key=lambda g: int((labels == g).sum()))
+    tables = {g: versus_runs(data, by, base, g, labels, pair_on=pair_on) for g in groups if g != base}
+    return versus_tables(tables, {g: f"{by} {g}" for g in groups}) | {"base": base}
 
 
 def group_tables(table: pd.DataFrame, base: str, diffs: dict) -> dict:

@@ -38,6 +38,7 @@ from tpsviz.diagnostics import demonstrators as D
 from tpsviz.diagnostics import groups as GR
 from tpsviz.diagnostics import reliability as RL
 from tpsviz.diagnostics import updating as UP
+from tpsviz.diagnostics import versus_runs as VR
 from tpsviz.diagnostics.monitoring import deferral as DF
 from tpsviz.diagnostics.monitoring import monitor as MO
 from tpsviz.report import figures as F
@@ -389,19 +390,20 @@ def _two_logs(a: Analysis, cand_key: str, pair_on: str, _src: Source, _cand: Sou
         return cand
     base, _ = prepared(_src, a.filters, a.recal, a.refs, a.fit)
     column = CB.free_column(base, cand)  # "log", or "log_2" … when a log has a column of that name
-    both = CB.combine_logs(base, cand, column=column)
-    names = [p for p in a.predictors if p in both.predictors]
-    if not names:
-        raise ValueError("the two logs share none of the selected predictors (a predictor is compared "
-                         "only when both logs have it)")
+    both = CB.combine_logs(base, cand, column=column, allow_no_predictor=True)  # success needs no forecast
+    vs = VR.versus_runs(both, column, "baseline", "candidate", GR.group_labels(both, column), pair_on=pair_on,
+                        cluster_by=a.settings.cluster_by)
+    if not (names := [p for p in a.predictors if p in both.predictors]):  # success, steps, cost, duration only
+        return None, "baseline", {}, list(a.predictors), vs
     table = GR.group_table(both, column, a.settings, names)
-    diff = GR.group_difference(both, column, "baseline", "candidate", a.settings, names, pair_on=pair_on)
-    return table, "baseline", {"candidate": diff}, [p for p in a.predictors if p not in names]
+    diff = GR.group_difference(both, column, "baseline", "candidate", a.settings, names,
+                               pair_on=pair_on if vs.attrs["same_tasks"] else None)  # never across task sets
+    return table, "baseline", {"candidate": diff}, [p for p in a.predictors if p not in names], vs
 
 
 def two_logs(cand: Source, pair_on: str = "auto", a: Analysis | None = None):
-    """The current log (baseline, filtered and recalibrated) against a second log (candidate):
-    (table, base, {"candidate": difference}, predictors left out), or the candidate's LoadFailure."""
+    """The current log (baseline, filtered, recalibrated) against a second log (candidate): (table or None, base,
+    {"candidate": difference} or {}, predictors left out, versus_runs' table), or the candidate's LoadFailure."""
     a = (a or analysis()).key(ALL)
     return _two_logs(a, cand.key, pair_on, current_source(), cand)
 

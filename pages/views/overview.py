@@ -269,6 +269,13 @@ GROUP_COLS = {
                                          "a group is not rewarded for easier outcomes."),
     "success rate": st.column_config.TextColumn(help="Share of the group's runs that finished before the step budget "
                                                      "and succeeded (runs cut off are not counted).")}
+VERSUS_COLS = {
+    "base": st.column_config.TextColumn("base side", help="The base side's mean: success rate of its complete runs, "
+                                        "or mean steps, cost, duration per run."),
+    "Δ": st.column_config.TextColumn(help="side − base side (points of success rate for success)."),
+    "SE": st.column_config.TextColumn(help="Paired by task where both sides ran the same tasks; otherwise unpaired, "
+                                      "each side's SE clustered by task."),
+    "Δ/SE": st.column_config.TextColumn(help="|Δ/SE| ≥ 2 is called clear.")}
 DIFF_COLS = {
     "Δ TPS": st.column_config.TextColumn(f"Δ TPS ({cfg.unit}/run)", help="group − base group."),
     "Δ/SE (TPS)": st.column_config.TextColumn(help="|Δ/SE| ≥ 2 is called clear."),
@@ -317,23 +324,44 @@ def _groups_of_this_log(by_model: str | None) -> None:
             st.session_state["grp_base"] = gv["base"]
         g2.selectbox("Compared with", names, key="grp_base", format_func=lambda g: clean_text(g, 60),
                      help="The base group: every other group is shown as group − base.")
+        try:  # success, steps, cost and duration first: no forecast needed
+            _show_versus(V.group_versus(cfg, data, by, gv["base"], pair_on), f"{clean_text(by, 40)} {gv['base']}")
+        except ValueError as e:
+            st.info(f"Success cannot be compared by {code(by)}: {C.md(say(e))}")
         _show_groups(gv)
     S.remember_group_choice(by if gv is not None else None, st.session_state.get("grp_base"), pair_on)
 
 
-def _second_log():
-    """The candidate log against this one; returns how to say the answer in the summary (a function of
-    the predictors to leave out), or None."""
+def _show_versus(vv: dict, base_name: str) -> None:
+    """Which side succeeds more often, by how much, with its SE; steps, cost and duration (no forecast needed)."""
+    for g, sentence in vv["sentences"].items():
+        st.markdown(f"**Success:** {C.md(sentence)}.")
+        side = vv["names"][g]
+        st.caption(f"{C.md(side[:1].upper() + side[1:])} against {C.md(base_name)}: {C.md(vv['pairing'][g])}. "
+                   + " ".join(f"{C.md(w)}." for w in vv["words"][g]))
+    st.dataframe(vv["table"], hide_index=True, width="stretch", column_config=VERSUS_COLS)
+    if vv["not recorded"]:
+        st.caption("Not recorded in the log(s), so not compared: " + ", ".join(vv["not recorded"]) + ". Success is the "
+                   "share of complete runs that succeeded; a side is said to succeed more often only at |Δ/SE| ≥ 2.")
+
+
+def _candidate_source():
+    """The candidate log: an upload, or a server path under the data roots; (Source, name) or None."""
     from pages._ui.sidebar import UPLOAD_TYPES
 
-    S.remember_group_choice(None, None, "auto")
+    src = S.current_source()
+    if S.data_roots().enabled:
+        path = st.text_input("…or a path on the server", key="cand_path", placeholder="runs/other_agent.json",
+                             help="A log under one of the folders this server may read, read with the same "
+                                  "reading options as this log. It is only read, never modified.").strip()
+        if path:
+            cand = S.path_source(path, None, src.options)
+            return cand, ("server path" if cand.kind == "refused" else cand.name)
     up = st.file_uploader("Candidate log (this log is the baseline)", type=UPLOAD_TYPES, key="cand_upload",
                           help="Read with the same reading options as this log. Its runs are named candidate/…, "
                                "this log's baseline/…; only predictors both logs have are compared.")
     kept = S.kept_upload(up, "cand_upload")  # also the file uploaded before the section was closed
     if kept is None:
-        st.caption("Load a second log to compare it with this one: the leaderboard of each, and candidate − "
-                   "baseline with its SE (paired by task where both ran the same tasks).")
         return None
     raw, name, restored = kept
     if restored:
@@ -342,11 +370,24 @@ def _second_log():
                    "to replace it.")
         c2.button("Remove", key="cand_forget", on_click=S.forget_upload, args=("cand_upload",),
                   help="Compare with no second log.")
-    src = S.current_source()
-    cand = S.upload_source(((raw, name),), src.options, None, None, None)
+    return S.upload_source(((raw, name),), src.options, None, None, None), name
+
+
+def _second_log():
+    """The candidate log against this one; returns how to say the answer in the summary (a function of
+    the predictors to leave out), or None."""
+    S.remember_group_choice(None, None, "auto")
+    got = _candidate_source()
+    if got is None:
+        st.caption("Load a second log to compare it with this one: which succeeds more often, by how much, with its "
+                   "SE, their steps (and cost and duration where recorded), and, where both have forecasts, the "
+                   "leaderboard of each and candidate − baseline with its SE (paired by task where both ran the "
+                   "same tasks).")
+        return None
+    cand, name = got
     pair_on = st.selectbox("Pair by task", ["auto", "none"], key="cand_pair",
                            help="auto: pair by a task/task_id/task_name column with at least 10 tasks in both "
-                                "logs; none: unpaired.")
+                                "logs, never across logs of different harnesses or domains; none: unpaired.")
     try:
         out = Rs.two_logs(cand, pair_on, a=Rs.analysis(cfg))
     except ValueError as e:
@@ -355,13 +396,20 @@ def _second_log():
     if L.is_failure(out):  # about the candidate only: this log is fine
         st.error(f"**The candidate log {code(name, 60)} cannot be used** (this log is fine): "
                  + "; ".join(C.md(p, 300) for p in out.problems[:5])
-                 + ". Upload another candidate log.", icon=":material/block:")
+                 + ". Give another candidate log.", icon=":material/block:")
         return None
-    table, base, diffs, left = out
+    table, base, diffs, left, vs = out
+    names = {"baseline": "this log", "candidate": f"the candidate log ({clean_text(name, 40)})"}
+    _show_versus(V.versus_tables({"candidate": vs}, names), "this log")
+    if table is None:
+        st.caption("Confidence not compared: the two logs share none of the selected predictors (each log's own "
+                   "references are fitted on its own runs, so they are not one predictor).")
+        return lambda skip: V.versus_tables({"candidate": vs}, names)["sentences"]["candidate"]
     _show_groups(V.group_tables(table, base, diffs))
     if left:
         st.caption("Not in the candidate log, so not compared: " + ", ".join(code(p) for p in left))
-    return lambda skip: V.logs_words(cfg, base, diffs, clean_text(name, 40), skip)
+    said = V.versus_tables({"candidate": vs}, names)["sentences"]["candidate"]
+    return lambda skip: "; ".join(w for w in (V.logs_words(cfg, base, diffs, clean_text(name, 40), skip), said) if w)
 
 
 by_model = model_column(data)

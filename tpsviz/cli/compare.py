@@ -23,8 +23,10 @@ from tpsviz.cli.output import print_header
 from tpsviz.cli.unscored import unpaired_why, unscored_why
 from tpsviz.cli.score import engine_for, evaluation_or_exit, refuse_references_out_of_core
 from tpsviz.diagnostics.combine import combine_logs, free_column
+from tpsviz.cli.versus import (
+    own_references, own_references_json, print_own_references, print_versus, side_names, versus_json, versus_of)
 from tpsviz.diagnostics.groups import (
-    default_base, difference_words, group_difference, group_table, why_missing)
+    default_base, difference_words, group_difference, group_labels, group_order, group_table, why_missing)
 from tpsviz.evaluation.record import reading_json
 
 __all__ = ["add_arguments", "run"]
@@ -159,33 +161,66 @@ def _group_data(args):
         raise Fail("give either --by COLUMN or a second log, not both")
     if args.rollouts or args.q_z is not None:
         raise Fail("--rollouts and --q-z refer to the censored runs of one log; they cannot be used with two logs")
-    a, notes_a = load_log(args, args.path)
-    b, notes_b = load_log(args, args.candidate)
+    a, notes_a = load_log(args, args.path, allow_empty=True)  # success needs no forecast
+    b, notes_b = load_log(args, args.candidate, allow_empty=True)
     column = free_column(a, b)  # "log", or "log_2" … when a log has a column of that name
     try:
-        data = combine_logs(a, b, column=column)
+        data = combine_logs(a, b, column=column, allow_no_predictor=True)
     except ValueError as exc:
         raise Fail(say(exc)) from None
     notes = [f"baseline: {say(n)}" for n in notes_a] + [f"candidate: {say(n)}" for n in notes_b]
     return data, settings_for(args, data), None, notes, column
 
 
-def _compare_groups(args) -> int:
-    data, settings, q_z, notes, by = _group_data(args)
-    pair_on = args.pair_on  # "none": unpaired (tpsviz.diagnostics.groups)
+def _sides(data, by, settings, q_z):
+    """The label of every run, the groups in order and the groups' TPS table (None without forecasts)."""
     try:
-        table = group_table(data, by, settings, q_z=q_z)
-        groups = list(dict.fromkeys(table.index.get_level_values("group")))
-        base = (args.base_group if args.base_group is not None else
-                "baseline" if args.candidate is not None else default_base(table))
-        diffs = {g: group_difference(data, by, base, g, settings, q_z=q_z, pair_on=pair_on)
-                 for g in groups if g != base}
+        labels = group_labels(data, by)
+        groups = group_order(labels, by)
+        table = group_table(data, by, settings, q_z=q_z) if data.predictors else None
     except ValueError as exc:
         raise Fail(say(exc)) from None
-    scored = table["n_scored"].fillna(0).groupby(level="predictor", sort=False).sum()
-    nothing = unscored_why({n: int(k) for n, k in scored.items()}, settings.censoring, data.n_censored)
+    return labels, groups, table
+
+
+def _base_group(args, labels, groups, table) -> str:
+    """The base side: --base-group, the baseline log, the group default_base picks, or the largest group."""
+    if args.base_group is not None:
+        base = args.base_group
+    elif args.candidate is not None:
+        base = "baseline"
+    elif table is not None:
+        base = default_base(table)
+    else:
+        base = max(groups, key=lambda g: int((labels == g).sum()))
+    if base not in groups:
+        shown = ", ".join(safe(g, 40) for g in groups[:10])
+        raise Fail(f"--base-group {safe(base, 40)!r} is not a group of this column; the groups are: {shown}")
+    return base
+
+
+def _compare_groups(args) -> int:
+    data, settings, q_z, notes, by = _group_data(args)
+    labels, groups, table = _sides(data, by, settings, q_z)
+    base = _base_group(args, labels, groups, table)
+    names = side_names(args, args.candidate is not None, groups)
+    vs = versus_of(data, by, labels, groups, base, args.pair_on, settings.cluster_by)
+    diffs, nothing = {}, None
+    if table is not None:
+        try:  # never paired across different task sets (tau-bench and tau2-bench both number tasks from 0)
+            diffs = {g: group_difference(data, by, base, g, settings, q_z=q_z,
+                                         pair_on=args.pair_on if vs[g].attrs["same_tasks"] else None)
+                     for g in groups if g != base and g in set(table.index.get_level_values("group"))}
+        except ValueError as exc:
+            raise Fail(say(exc)) from None
+        scored = table["n_scored"].fillna(0).groupby(level="predictor", sort=False).sum()
+        nothing = unscored_why({n: int(k) for n, k in scored.items()}, settings.censoring, data.n_censored)
+    own = own_references(data, labels, groups, settings) if nothing is None else {}
     if args.json:
-        print(json.dumps(_groups_json(data, settings, notes, by, base, table, diffs)
+        obj = (_groups_json(data, settings, notes, by, base, table, diffs) if table is not None
+               else _versus_only_json(data, settings, notes, by, base))
+        print(json.dumps(obj | {"sides": {safe(k): safe(v) for k, v in names.items()},
+                                "versus": versus_json(vs, names), "against_own_references": own_references_json(own)}
                          | ({"nothing_scored": nothing.json()} if nothing else {}), indent=2))
     if nothing is not None:  # exit 2: no group has a scored run (main prints why)
         raise nothing
@@ -193,9 +228,32 @@ def _compare_groups(args) -> int:
         return 0
     print_header(data, settings, data.notes + notes, exclude=(by,))
     print()
-    _print_groups(table, groups, by)
+    print_versus(data, labels, groups, base, vs, names)
+    print()
+    if table is None:
+        print(f"confidence: {_no_forecast_words(args)}")
+        return 0
+    _print_groups(table, list(dict.fromkeys(table.index.get_level_values("group"))), by)
     _print_differences(diffs, base, name_width(table.index.get_level_values("predictor")))
+    print()
+    print_own_references(own, names)
     return 0
+
+
+def _no_forecast_words(args) -> str:
+    """Why the forecasts are not compared (no predictor in the log, or none common to both logs)."""
+    if args.candidate is not None:
+        return ("not compared: the two logs share no forecast (conf_<name>) or signal; success, steps, cost "
+                "and duration above need none")
+    return "not compared: the log holds no forecast; success, steps, cost and duration above need none"
+
+
+def _versus_only_json(data, settings, notes, by, base) -> dict:
+    """The JSON's settings when no forecast is compared (the success comparison is under ``versus``)."""
+    return {"settings": {**settings.describe(), "file": safe(data.source), "n_trajectories": data.n_trajectories,
+                         "notes": say_all(data.notes + notes), "by": safe(by), "base_group": safe(base)},
+            "groups": {}, "left_out_groups": {}, "differences": {},
+            "confidence": "not compared: no forecast (conf_<name>) or signal common to both sides"}
 
 
 def _print_groups(table, groups, by) -> None:

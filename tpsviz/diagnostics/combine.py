@@ -12,6 +12,7 @@ import pandas as pd
 
 from tpsviz.core.data import TrajectoryData
 from tpsviz.core.schema import clean_text, show_id
+from tpsviz.core.wording import Text
 from tpsviz.io.files import limits_from_env
 
 __all__ = ["combine_logs", "free_column"]
@@ -70,7 +71,8 @@ def _log_part(data: TrajectoryData, name: str, keep_cols: list[str], to_steps: s
 
 def _combined_notes(logs, names, column: str, preds: list, signals: dict, weight: bool) -> list[str]:
     """Both logs' notes prefixed with their names, then what combining did and left out."""
-    notes = [f"{n}: {note}" for n, d in zip(names, logs) for note in d.notes]
+    # each note's template kept (a Text): every front end words the settings it names its own way
+    notes = [Text(f"{n}: {getattr(note, 'template', note)}") for n, d in zip(names, logs) for note in d.notes]
     notes.append(f"two logs combined, column {show_id(column)} names each run's log; trajectory "
                  f"ids are prefixed with it ({show_id(names[0] + '/…')}, "
                  f"{show_id(names[1] + '/…')}) so that ids of the two logs stay distinct.")
@@ -87,7 +89,8 @@ def _combined_notes(logs, names, column: str, preds: list, signals: dict, weight
 
 def combine_logs(baseline: TrajectoryData, candidate: TrajectoryData,
                  names: tuple[str, str] = ("baseline", "candidate"),
-                 column: str = "log", max_rows: int | None = None) -> TrajectoryData:
+                 column: str = "log", max_rows: int | None = None,
+                 allow_no_predictor: bool = False) -> TrajectoryData:
     """Two logs as one, with a trajectory-level column naming the log of each run.
 
     ``group_table(combined, column)`` and ``group_difference(combined, column, names[0],
@@ -111,6 +114,9 @@ def combine_logs(baseline: TrajectoryData, candidate: TrajectoryData,
         Names of the two logs (the group labels), different, without "/".
     column : str
         Name of the new metadata column; not a column of either log.
+    allow_no_predictor : bool
+        Return the two logs' runs even when they share no predictor or signal (the comparison of
+        success, steps, cost and duration needs none: :mod:`tpsviz.diagnostics.versus_runs`).
     max_rows : int, optional
         Most step rows of the combined log (default ``TPSVIZ_MAX_ROWS``, the largest log this
         installation reads: two logs at the cap would make one of twice the cap).
@@ -122,7 +128,8 @@ def combine_logs(baseline: TrajectoryData, candidate: TrajectoryData,
     Raises
     ------
     ValueError
-        Bad names or column, no predictor or signal common to both logs, or more than
+        Bad names or column, no predictor or signal common to both logs (unless
+        ``allow_no_predictor``), or more than
         ``max_rows`` step rows together.
     """
     logs = (baseline, candidate)
@@ -134,7 +141,7 @@ def combine_logs(baseline: TrajectoryData, candidate: TrajectoryData,
                          "compare smaller logs (filter them first) or raise the limit")
     preds = [p for p in baseline.predictors if p in candidate.predictors]
     signals = {s: d for s, d in baseline.signals.items() if s in candidate.signals}
-    if not preds and not signals:
+    if not preds and not signals and not allow_no_predictor:
         raise ValueError("the two logs have no predictor (conf_<name>) or signal in common")
     weight = ["weight"] if all("weight" in d.steps.columns for d in logs) else []
     notes = _combined_notes(logs, names, column, preds, signals, bool(weight))

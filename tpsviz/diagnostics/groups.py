@@ -37,7 +37,7 @@ from tpsviz.diagnostics.claims import is_clear, z_text
 from tpsviz.diagnostics.group_inference import DIFF_COLUMNS, difference_by_task, difference_unpaired
 from tpsviz.diagnostics.leaderboard import base_rate_reference, skill_table
 
-__all__ = ["group_columns", "group_labels", "group_table", "group_difference", "default_base", "why_missing",
+__all__ = ["group_columns", "group_labels", "group_order", "group_table", "group_difference", "default_base", "why_missing",
            "difference_words", "MISSING_LABEL", "MAX_GROUPS", "AUTO_MIN_TASKS", "TASK_COLUMNS"]
 
 #: the group of the runs whose grouping value is missing (NaN, None or blank text)
@@ -101,8 +101,14 @@ def group_labels(data: TrajectoryData, by: str) -> pd.Series:
     return pd.Series([MISSING_LABEL if t is None else label_of[t] for t in text], dtype=object)
 
 
-def _group_order(labels: pd.Series, by: str) -> list[str]:
-    """The groups, sorted (``"(missing)"`` last); refuses one group only or too many."""
+def group_order(labels: pd.Series, by: str) -> list[str]:
+    """The groups of :func:`group_labels`' labels, sorted (``"(missing)"`` last).
+
+    Raises
+    ------
+    ValueError
+        With one group only, or more than :data:`MAX_GROUPS`.
+    """
     groups = sorted(set(labels) - {MISSING_LABEL}) + (
         [MISSING_LABEL] if (labels == MISSING_LABEL).any() else [])
     if len(groups) == 1:
@@ -230,7 +236,7 @@ def group_table(data: TrajectoryData, by: str, settings: ScoreSettings | None = 
     """
     settings, names, clusters = _resolve(data, settings, predictors, n_boot, seed, by)
     labels = group_labels(data, by)
-    groups = _group_order(labels, by)
+    groups = group_order(labels, by)
     counts = {g: int((labels == g).sum()) for g in groups}
     small = {g: n for g, n in counts.items() if n < min_runs}
     if len(small) == len(groups):
@@ -356,7 +362,7 @@ def group_difference(data: TrajectoryData, by: str, a: str, b: str,
         settings = replace(settings, cluster_by=pair_on)  # the task named for pairing is the cluster too
     settings, names, clusters = _resolve(data, settings, predictors, n_boot, seed, by)
     labels = group_labels(data, by)
-    groups = _group_order(labels, by)
+    groups = group_order(labels, by)
     for label, role in ((a, "a"), (b, "b")):
         _check_group(groups, label, role)
     if a == b:
