@@ -81,7 +81,7 @@ def run(args) -> int:
     if engine in ("duckdb", "dask"):
         refuse_references_out_of_core(args, engine)
         return compare_out_of_core(args, ds, why, engine)
-    ev = evaluation_or_exit(args, why)  # the Evaluation `score` prints; compare reads its TPS alone
+    ev = evaluation_or_exit(args, why, complete=False)  # the Evaluation `score` prints; compare reads its TPS alone
     data, settings = ev.data, ev.settings
     if args.baseline not in data.predictors:
         raise Fail(f"unknown baseline {safe(args.baseline)!r}: the log's predictors are "

@@ -79,7 +79,7 @@ def run(args) -> int:
         raise Fail(f"--stride must be at least 1 run, got {args.stride}")
     if args.rows < 1:
         raise Fail(f"--rows must be at least 1, got {args.rows}")
-    ev = evaluation_or_exit(args, memory_reason(args.path))  # the Evaluation `score` prints; its TPS alone is read
+    ev = evaluation_or_exit(args, memory_reason(args.path), complete=False)  # the Evaluation `score` prints; its TPS alone is read
     data, settings, notes = ev.data, ev.settings, list(ev.notes)  # the log's (a dataset's skipped files …) and the loading's
     names = args.predictor or list(data.predictors)
     unknown = [n for n in names if n not in data.predictors]

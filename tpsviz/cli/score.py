@@ -90,7 +90,7 @@ def run(args) -> int:
     return 0
 
 
-def evaluation_or_exit(args, why: str) -> BinaryEvaluation:
+def evaluation_or_exit(args, why: str, complete: bool = True) -> BinaryEvaluation:
     """:func:`evaluation_for`, or, for a log without any forecast whose references cannot be formed,
     its report and the exit 2 (:func:`print_nothing_scored`): what ``score``, ``compare`` and
     ``monitor`` stand on. Its parts are computed when read (``compare`` and ``monitor`` read TPS only).
@@ -100,6 +100,8 @@ def evaluation_or_exit(args, why: str) -> BinaryEvaluation:
     args : Namespace
     why : str
         Why the memory engine scores the log.
+    complete : bool
+        As in :func:`evaluation_for`.
 
     Returns
     -------
@@ -110,7 +112,7 @@ def evaluation_or_exit(args, why: str) -> BinaryEvaluation:
     NothingScored, Fail
     """
     try:
-        return evaluation_for(args, why)
+        return evaluation_for(args, why, complete)
     except NothingToScore as none:  # no forecast, and too few runs for a reference
         print_nothing_scored(args, none.data, none.settings, none.notes, why)
 
@@ -152,7 +154,7 @@ def refuse_references_out_of_core(args, engine: str) -> None:
                    f"--engine {engine}; use --engine memory on a log within TPSVIZ_MAX_ROWS (or a sample of it)")
 
 
-def evaluation_for(args, why: str) -> BinaryEvaluation:
+def evaluation_for(args, why: str, complete: bool = True) -> BinaryEvaluation:
     """The in-memory Evaluation of the command's binary log under its options: what
     ``tpsviz.evaluate`` returns for it (:func:`tpsviz.evaluation.front_door.evaluate_binary`).
 
@@ -161,6 +163,9 @@ def evaluation_for(args, why: str) -> BinaryEvaluation:
     args : Namespace
     why : str
         Why the memory engine scores the log.
+    complete : bool
+        Compute every part now (``score``: what the core refuses is said before anything is
+        printed); False: TPS only, the other parts when read (``compare``, ``monitor``).
 
     Returns
     -------
@@ -175,7 +180,8 @@ def evaluation_for(args, why: str) -> BinaryEvaluation:
     """
     settings, read = settings_of(args)
     try:
-        return evaluate_binary(args.path, settings, read, why)
+        ev = evaluate_binary(args.path, settings, read, why)
+        return ev.complete() if complete else ev
     except (LogFormatError, NothingToScore):
         raise
     except ValueError as exc:

@@ -184,9 +184,10 @@ class BinaryEvaluation(Evaluation):
     def compute(cls, data: TrajectoryData, settings: ScoreSettings, q_z=None, notes=(),
                 engine_reason: str | None = None, cache=None) -> "BinaryEvaluation":
         """The Evaluation of ``data`` under ``settings`` (what ``score`` computes). Each part is
-        computed when first read (:class:`~tpsviz.evaluation.parts.LazyParts`): a caller that reads
-        only :attr:`result` (``compare``, ``monitor``) never runs the verdicts' tests;
-        :meth:`complete` computes every part at once.
+        computed when first read (:class:`~tpsviz.evaluation.parts.LazyParts`), except TPS without
+        its bootstrap (:attr:`points`), scored here so that a setting the log cannot take raises
+        from this call: a caller that reads only :attr:`points` (``compare``, ``monitor``) never runs
+        the verdicts' tests; :meth:`complete` computes every part at once.
 
         Parameters
         ----------
@@ -208,8 +209,10 @@ class BinaryEvaluation(Evaluation):
         -------
         Evaluation
         """
-        return cls(data, settings, LazyParts(data, settings, q_z, cache), tuple(data.notes) + tuple(notes), q_z,
-                   engine_reason or memory_reason(data))
+        ev = cls(data, settings, LazyParts(data, settings, q_z, cache), tuple(data.notes) + tuple(notes), q_z,
+                 engine_reason or memory_reason(data))
+        ev.parts["points"]  # scored now: a setting the log cannot take is refused by the call, not by a later read
+        return ev
 
     def complete(self) -> "BinaryEvaluation":
         """Compute every part now (e.g. before the Evaluation is kept in a cache sized by its bytes).
