@@ -112,8 +112,9 @@ def _start(app: str, repo: Path, env: dict, up_mb: int):
     raise SystemExit(f"{app} did not start; see {log.name}")
 
 
-def _idle(pg, text: str) -> None:
-    pg.get_by_text(text).first.wait_for(timeout=600_000)
+def _idle(pg, text: str | None = None) -> None:
+    if text:
+        pg.get_by_text(text).first.wait_for(timeout=600_000)
     for _ in range(2):
         pg.wait_for_timeout(400)
         pg.wait_for_function("() => !document.querySelector('[data-testid=\"stStatusWidget\"]')", timeout=600_000)
@@ -129,6 +130,10 @@ def measure(browser, app: str, repo: Path, csv: Path, size: int, case: str, sett
         pg = ctx.new_page()
         pg.goto(base)
         _idle(pg, "done" if app == "toy" else "Can I trust it?")
+        if app != "toy":  # the sidebar's data source: Upload
+            pg.locator("[data-testid='stSidebar'] label").filter(has_text="Upload").first.click()
+            pg.wait_for_timeout(800)
+            _idle(pg)
         time.sleep(1.0)
         s = Sampler(proc.pid)
         before = s.rss()
@@ -147,9 +152,9 @@ def measure(browser, app: str, repo: Path, csv: Path, size: int, case: str, sett
         seconds = time.perf_counter() - t0
         time.sleep(settle)
         held, peak = s.rss(), s.peak
-        pg.locator("[data-testid='stFileUploaderDeleteBtn'] button").first.click()
+        pg.locator("[data-testid='stFileChipDeleteBtn']").first.click()
         pg.wait_for_timeout(800)
-        _idle(pg, "no file" if app == "toy" else "Can I trust it?")
+        _idle(pg, "no file" if app == "toy" else None)
         time.sleep(settle)
         cleared = s.rss()
         s.stop = True
