@@ -15,13 +15,14 @@ if str(HERE) not in sys.path:
 
 import streamlit as st  # noqa: E402
 
-from pages._ui import sidebar, warmup  # noqa: E402
+from pages._ui import sidebar, theme, warmup  # noqa: E402
 from tpsviz.report.figures.style import use_template_by_default
 
 use_template_by_default()  # figures get their template at creation, not by a 10 ms copy each
 warmup.skip_repl_check()  # before the first element: Streamlit's REPL check costs 0.9 s (warmup.py)
 
 st.set_page_config(page_title="tpsviz — is my agent's confidence honest?", page_icon="🎯", layout="wide")
+theme.apply()  # a phone's sizes and spacing (pages/_ui/theme.py); takes no place on the page
 
 PAGES = [
     # the default page is served at the root URL only (Streamlit ignores its url_path): /overview, the

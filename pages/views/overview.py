@@ -44,7 +44,9 @@ verdict_box = st.container()  # filled last: the verdict's tests run after the l
 
 # ----------------------------------------------------------------- dataset summary
 summ = censoring_summary(data)
-ev = evaluation(cfg, ci=not large, verdicts=False)  # the verdicts last (their tests), the CIs last on a large log
+# the leaderboard shows each verdict (issue 46): decided first, except on a large log, whose board shows its points
+# first and then its CIs and verdicts (the verdicts' tests are its slowest part)
+ev = evaluation(cfg, ci=not large, verdicts=not large)
 C.tiles([
     ("Trajectories", f"{data.n_trajectories:,}", "Runs after metadata filters."),
     ("Steps", f"{data.n_steps:,}", "(trajectory, step) rows with forecasts."),
@@ -116,12 +118,15 @@ def _show_board(ev):
     board.dataframe(
         tab, hide_index=True, width="stretch",
         column_config={
-            "predictor": st.column_config.TextColumn("predictor", help="conf_<name> column; (reference) = truthful/oracle; (reference "
+            # the first four fit a phone's 390 px (widths in px); the predictor stays in view while scrolling
+            "predictor": st.column_config.TextColumn("predictor", width=104, pinned=True, help="conf_<name> column; (reference) = truthful/oracle; (reference "
                                                           "forecaster) = ref:…, fitted on this log's other runs, "
                                                           "not the agent's."),
-            "TPS": st.column_config.TextColumn(f"TPS ({cfg.unit}/run)", help=h["TPS"]),
+            "verdict": st.column_config.TextColumn("verdict", width=92, help="Can I trust it? The label of the verdict above "
+                                                   "(\"How the verdict is decided\" there); empty while it is computed."),
+            "skill": st.column_config.TextColumn("skill ± SE", width=90, help=h["skill"]),
+            "TPS": st.column_config.TextColumn(f"TPS ({cfg.unit}/run)", width=70, help=h["TPS"]),
             "95% CI": st.column_config.TextColumn("95% CI", help=ci_help),
-            "skill": st.column_config.TextColumn("skill ± SE", help=h["skill"]),
             "AUROC": st.column_config.TextColumn("AUROC", help=METRIC_INFO["auroc"]),
             "T-ECE": st.column_config.TextColumn("T-ECE", help=METRIC_INFO["tece_pooled"]),
             "n runs": st.column_config.NumberColumn("n runs", help=h["n"]),
@@ -439,7 +444,9 @@ VERDICT_COLORS = {"trustworthy": "green", "optimistic": "orange", "pessimistic":
                   "too weak to convert": "violet", "conversion failed": "violet"}
 with verdict_box:
     st.subheader("Can I trust it?")
-    ev = evaluation(cfg)  # now with the verdicts: every other part comes from the shared cache (BoardFirst above)
+    ev = evaluation(cfg)  # with the verdicts (a large log: every other part from the shared cache, BoardFirst above)
+    if large:  # its board, drawn without them, gets its verdict column
+        _show_board(ev)
     # one line first (issue 37): the success rate defined once, the verdicts in one clause, models or logs compared
     constant = constant_predictors(ev.verdicts)  # a base rate is no model's signal: not compared
     said = summary_line(ev, "; ".join(w for w in (V.model_words(cfg, data, constant),

@@ -92,7 +92,10 @@ def _row(frame: pd.DataFrame, name: str) -> pd.Series:
 
 
 def leaderboard_table(ev, name=str) -> pd.DataFrame:
-    """The leaderboard's visible columns, best first (the Overview's table).
+    """The leaderboard's visible columns, best first (the Overview's table, the reports' first columns).
+
+    The first four are what a narrow screen (a phone) shows without scrolling: who, the verdict, the
+    skill and TPS (issue 46).
 
     Parameters
     ----------
@@ -103,22 +106,26 @@ def leaderboard_table(ev, name=str) -> pd.DataFrame:
     Returns
     -------
     DataFrame
-        ``predictor``, ``TPS``, ``95% CI`` (at the settings' level: :func:`intervals`), ``skill`` (± SE), ``AUROC``,
-        ``T-ECE``, ``n runs``, ``censored``, ``clipped`` (forecasts moved to [ε, 1 − ε]; with
-        ε = 0 the forecasts exactly 0 or 1 instead).
+        ``predictor``, ``verdict`` (the label; empty where undecided: an Evaluation without its
+        verdicts), ``skill`` (± SE), ``TPS``, ``95% CI`` (at the settings' level: :func:`intervals`),
+        ``AUROC``, ``T-ECE``, ``n runs``, ``censored``, ``clipped`` (forecasts moved to [ε, 1 − ε];
+        with ε = 0 the forecasts exactly 0 or 1 instead).
     """
     s, iv, ci = ev.summary, intervals(ev), f"{ev.settings.level:.0%} CI"
     zeros = exact_01_counts(ev.data, s.index) if ev.settings.eps == 0 else {}
+    verdicts = ev.verdicts or {}
     rows = []
     for n in ev.order:
         r, k, m = s.loc[n], _row(ev.skill, n), _row(ev.metrics, n)
         rows.append({
-            "predictor": name(n), "TPS": Fm.num(r["tps_mean"]), ci: Fm.interval(iv.at[n, "low"], iv.at[n, "high"]),
+            "predictor": name(n), "verdict": verdicts[n].label if n in verdicts else "",
             "skill": Fm.pm(k.get("skill", np.nan), k.get("skill_se", np.nan)),
+            "TPS": Fm.num(r["tps_mean"]), ci: Fm.interval(iv.at[n, "low"], iv.at[n, "high"]),
             "AUROC": Fm.num(m.get("auroc", np.nan), ".3f"), "T-ECE": Fm.num(m.get("tece_pooled", np.nan), ".3f"),
             "n runs": int(r["n_trajectories"]), "censored": int(r["n_censored"]),
             "clipped": int(r["n_clipped"]) if ev.settings.eps > 0 else zeros.get(n, 0)})
-    return pd.DataFrame(rows)
+    return pd.DataFrame(rows, columns=["predictor", "verdict", "skill", "TPS", ci, "AUROC", "T-ECE", "n runs",
+                                       "censored", "clipped"])
 
 
 def _ci(m: pd.Series, key: str) -> str:
@@ -159,8 +166,7 @@ def leaderboard_details(ev, name=str) -> pd.DataFrame:
 
 
 def report_table(ev, name=str) -> pd.DataFrame:
-    """The leaderboard of the HTML report: the visible columns with the verdict (where decided),
-    the SE, AUPRC and the metrics' CIs.
+    """The leaderboard of the HTML report: the visible columns (the verdict where decided), the SE, AUPRC and the metrics' CIs.
 
     Parameters
     ----------
@@ -175,9 +181,7 @@ def report_table(ev, name=str) -> pd.DataFrame:
     ci = f"{ev.settings.level:.0%} CI"
     details = leaderboard_details(ev, name)[["± SE", "AUPRC", f"AUROC {ci}", f"T-ECE {ci}"]]
     table = pd.concat([leaderboard_table(ev, name), details], axis=1)
-    if ev.verdicts:
-        table.insert(1, "verdict", [ev.verdicts[n].label if n in ev.verdicts else "" for n in ev.order])
-    return table
+    return table if ev.verdicts else table.drop(columns="verdict")
 
 
 def verdict_rows(ev) -> list[dict]:
