@@ -118,8 +118,9 @@ def _show_board(ev):
     board.dataframe(
         tab, hide_index=True, width="stretch",
         column_config={
-            # the first four fit a phone's 390 px (widths in px); the predictor stays in view while scrolling
-            "predictor": st.column_config.TextColumn("predictor", width=104, pinned=True, help="conf_<name> column; (reference) = truthful/oracle; (reference "
+            # at a phone's 390 px the predictor, its verdict and skill are in view (widths in px; a name of ~20
+            # characters is read whole at every width); the predictor stays in view while scrolling to TPS
+            "predictor": st.column_config.TextColumn("predictor", width=150, pinned=True, help="conf_<name> column; (reference) = truthful/oracle; (reference "
                                                           "forecaster) = ref:…, fitted on this log's other runs, "
                                                           "not the agent's."),
             "verdict": st.column_config.TextColumn("verdict", width=92, help="Can I trust it? The label of the verdict above "
