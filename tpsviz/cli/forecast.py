@@ -166,8 +166,8 @@ def _ask(args, todo, distinct, cache) -> None:
               f"For a local or OpenAI-compatible server (llama.cpp, vLLM, Ollama, LM Studio, a gateway) use "
               f"{LOCAL_FORM}; for an openai/... model, --chat-completions", file=sys.stderr)
     if result.timed_out or result.not_asked:
-        print(f"timed out: {result.timed_out} prompts got no answer within --timeout {args.timeout:g} s (each tried "
-              f"at most {MAX_RETRIES + 1} times)"
+        print(f"timed out: {result.timed_out} of {result.asked} prompts got no answer within --timeout "
+              f"{args.timeout:g} s (each tried at most {MAX_RETRIES + 1} times)"
               + (f"; after {stall_limit(args.concurrency)} timeouts in a row the provider was taken as not answering and "
                  f"{result.not_asked} prompts were not asked" if result.stalled else "")
               + "; they stay missing: run the command again to ask them", file=sys.stderr)

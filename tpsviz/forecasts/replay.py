@@ -286,9 +286,10 @@ class _Asking:
     async def ask(self, q: Question):
         """None once ``q`` is answered and stored, else its last error (:data:`_NOT_ASKED` when the
         provider had stopped answering before it was asked)."""
+        error = _NOT_ASKED
         for retry in range(MAX_RETRIES + 1):
             if self.result.stalled:
-                return _NOT_ASKED
+                return error
             try:
                 out = await asyncio.wait_for(self.model.generate(q.prompt), self.bound)
                 if getattr(out, "error", None):
@@ -297,7 +298,7 @@ class _Asking:
                 self.in_a_row = 0
                 return None
             except Exception as exc:  # a provider error: retried if transient, else counted
-                exc = last_attempt(exc)
+                exc = error = last_attempt(exc)
                 if is_timeout(exc):
                     self.in_a_row += 1
                     self.result.stalled = self.result.stalled or self.in_a_row >= self.limit
@@ -305,7 +306,7 @@ class _Asking:
                     return exc
                 self.result.retries += 1
                 await asyncio.sleep(retry_wait(exc, retry + 1))
-        return None  # (not reached: the last try returns)
+        return error  # (not reached: the last try returns)
 
     def record(self, error) -> None:
         r = self.result
