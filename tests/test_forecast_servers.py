@@ -391,3 +391,20 @@ def test_bad_timeouts_are_refused(env, tmp_path, capsys):
         code, stdout, err = run_cli(["forecast", TAU1, "--model", "openai/x", "--out", tmp_path / "f.parquet",
                                      "--timeout", value], capsys)
         assert code == 2 and "--timeout must be between 1 and 3600 seconds" in err
+
+
+def test_the_retry_is_the_replays_own_not_the_clients(env, tmp_path):
+    """inspect_ai and the OpenAI client are told not to retry: the one retry after a 429 is counted
+    by the replay (whose pause honours Retry-After), and a 400 is not tried again."""
+    from tpsviz.forecasts.prompts import load_prompts
+    from tpsviz.forecasts.replay import ask_model, build_questions, open_model, select_runs
+    from tpsviz.io.harness.transcripts import read_transcripts
+
+    questions = build_questions(select_runs(read_transcripts(TAU1)[0], max_runs=1), load_prompts(), "openai-api/llama/m")
+    s = Server(rate_limit=1)
+    try:
+        model = open_model("openai-api/llama/m", s.url, concurrency=1, timeout=5)
+        result = ask_model(model, questions[:2], AnswerCache(tmp_path / "c"), concurrency=1, timeout=5)
+    finally:
+        s.close()
+    assert (result.answered, result.retries, len(s.asked("/chat/completions"))) == (2, 1, 3)
