@@ -19,10 +19,12 @@ from tpsviz.cli.options import add_harness_options, add_seed, add_trace_options,
 from tpsviz.evaluation import reading as evaluation_reading
 from tpsviz.forecasts.cache import AnswerCache
 from tpsviz.forecasts.prompts import load_prompts
+from tpsviz.forecasts.provider import CHAT_PROVIDERS, DEFAULT_TIMEOUT, MAX_RETRIES, MAX_WAIT, provider_of
 from tpsviz.forecasts.replay import (
     CHARS_PER_TOKEN, ask_model, build_questions, column_name, estimate_tokens, forecast_table, open_model,
-    select_runs, write_table)
+    select_runs, stall_limit, write_table)
 from tpsviz.io.harness.transcripts import DEFAULT_MAX_CHARS, read_transcripts
+from tpsviz.report.export import neutralise_cells, safe_csv
 
 __all__ = ["add_arguments", "run", "DESCRIPTION"]
 
@@ -32,8 +34,14 @@ agent step t it sends the transcript up to and including the agent's t-th messag
 messages, the reward or the termination reason) and asks for the probability that the task will
 end in success. Writes trajectory_id, step, conf_<name> (Parquet or CSV) for
 `python -m tpsviz score LOG --forecasts FILE`. The model is reached through inspect_ai's model API
-with the provider's usual environment variables (OPENAI_API_KEY, OPENAI_BASE_URL, ...).
+with the provider's usual environment variables (OPENAI_API_KEY, OPENAI_BASE_URL, ...). A local or
+OpenAI-compatible server (llama.cpp, vLLM, Ollama, LM Studio, a gateway):
+--model openai-api/NAME/MODEL --model-base-url http://HOST:PORT/v1, with NAME_API_KEY set.
 """
+
+#: where a local or OpenAI-compatible server is told to look (messages and help)
+LOCAL_FORM = ("--model openai-api/NAME/MODEL --model-base-url http://HOST:PORT/v1 (the address ends in /v1; "
+              "MODEL as the server lists it at /v1/models; NAME_API_KEY set, any value for a server without keys)")
 
 
 def add_arguments(p) -> None:
@@ -64,6 +72,13 @@ def add_arguments(p) -> None:
                         "one keeps the task statement and its last characters")
     p.add_argument("--model-base-url", metavar="URL", default=None,
                    help="the provider's address (default: its environment variable, e.g. OPENAI_BASE_URL)")
+    p.add_argument("--chat-completions", action="store_true",
+                   help="ask an openai/... model through /v1/chat/completions, never /v1/responses (which most "
+                        "local servers do not serve; without it, a 404 on the first call switches once)")
+    p.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT, metavar="SECONDS",
+                   help=f"seconds one request may take (default {DEFAULT_TIMEOUT:g}); a transient failure is "
+                        f"tried again at most {MAX_RETRIES} times, after what Retry-After asks (at most "
+                        f"{MAX_WAIT:g} s)")
     add_harness_options(p.add_argument_group("reading the log, as `score` reads it (docs/harness.md)"))
     add_trace_options(p)
 
@@ -77,6 +92,10 @@ def _check(args) -> tuple[Path, Path, str]:
             raise Fail(f"{flag} must be at least {low}")
     if args.concurrency > 256:
         raise Fail("--concurrency must be at most 256")
+    if not 1 <= args.timeout <= 3600:  # (also refuses nan)
+        raise Fail("--timeout must be between 1 and 3600 seconds")
+    if args.chat_completions and provider_of(args.model) not in CHAT_PROVIDERS:
+        raise Fail(f"--chat-completions applies to openai/... and openai-api/... models, not {safe(args.model)}")
     out = Path(args.out)
     if out.suffix.lower() not in (".parquet", ".csv"):
         raise Fail(f"--out {safe(args.out)}: name a .parquet or .csv file")
@@ -114,22 +133,49 @@ def run(args) -> int:
     if args.dry_run:
         return 0
     if todo:
-        try:
-            model = open_model(args.model, args.model_base_url, args.concurrency)
-        except ValueError as exc:
-            raise Fail(say(exc)) from None
-        result = ask_model(model, todo, cache, args.concurrency, _progress)
-        if result.errors:
-            print(f"provider errors on {sum(result.errors.values())} of {result.asked} prompts ("
-                  + ", ".join(f"{k}: {v}" for k, v in sorted(result.errors.items()))
-                  + f"); first: {safe(result.first_error)}; they stay missing: run the command again to ask them",
-                  file=sys.stderr)
-        if result.answered == 0 and len(todo) == len(distinct):
-            raise Fail("the model answered no prompt (provider errors above); no table was written")
+        _ask(args, todo, distinct, cache)
     table, problems, unanswered = forecast_table(questions, cache, column)
-    write_table(table, out)
+    write_table(table, out, safe_csv)
     _print_result(args, out, cache_dir, column, table, problems, unanswered)
     return 0
+
+
+def _ask(args, todo, distinct, cache) -> None:
+    """Ask the model what the cache lacks and say what went wrong; Fail when it answered nothing."""
+    def opened(chat: bool):
+        try:
+            return open_model(args.model, args.model_base_url, args.concurrency, args.timeout, chat)
+        except ValueError as exc:
+            raise Fail(say(exc)) from None
+
+    model = opened(args.chat_completions)
+    reopen = (lambda: opened(True)) if provider_of(args.model) == "openai" and not args.chat_completions else None
+    result = ask_model(model, todo, cache, args.concurrency, _progress, timeout=args.timeout, reopen=reopen)
+    if result.switched:
+        print("the server does not serve the Responses API (/v1/responses answered HTTP 404): asked through "
+              "chat completions (/v1/chat/completions) instead; --chat-completions skips this first try, and "
+              f"for a local or OpenAI-compatible server the form is {LOCAL_FORM}", file=sys.stderr)
+    failed = sum(result.errors.values())
+    if failed:
+        print(f"provider errors on {failed} of {result.asked} prompts ("
+              + ", ".join(f"{k}: {v}" for k, v in sorted(result.errors.items()))
+              + f"); first: {safe(result.first_error)}; they stay missing: run the command again to ask them",
+              file=sys.stderr)
+    if result.not_found:
+        print(f"HTTP 404 (not found) on {result.not_found} prompts: the address serves no such endpoint or model. "
+              f"For a local or OpenAI-compatible server (llama.cpp, vLLM, Ollama, LM Studio, a gateway) use "
+              f"{LOCAL_FORM}; for an openai/... model, --chat-completions", file=sys.stderr)
+    if result.timed_out or result.not_asked:
+        print(f"timed out: {result.timed_out} of {result.asked} prompts got no answer within --timeout "
+              f"{args.timeout:g} s (each tried at most {MAX_RETRIES + 1} times)"
+              + (f"; after {stall_limit(args.concurrency)} timeouts in a row the provider was taken as not answering and "
+                 f"{result.not_asked} prompts were not asked" if result.stalled else "")
+              + "; they stay missing: run the command again to ask them", file=sys.stderr)
+    if result.answered == 0 and len(todo) == len(distinct):
+        if result.timed_out:
+            raise Fail(f"timed out: the model answered none of the {result.asked} prompts within --timeout "
+                       f"{args.timeout:g} s; no table was written")
+        raise Fail("the model answered no prompt (provider errors above); no table was written")
 
 
 def _print_plan(args, reading, transcripts, runs, questions, distinct, todo) -> None:
@@ -168,5 +214,10 @@ def _print_result(args, out: Path, cache_dir: Path, column: str, table, problems
         print(f"  reply without a probability, {problem}: {len(where):,} ({examples})")
     if unanswered:
         print(f"  no answer yet (provider errors): {unanswered:,}; run the command again to ask them")
+    if out.suffix.lower() == ".csv":
+        changed = int((neutralise_cells(table[["trajectory_id"]])["trajectory_id"] != table["trajectory_id"]).sum())
+        if changed:
+            print(f"  {changed:,} rows have an id that a spreadsheet would run as a formula: the CSV writes it "
+                  "after a ' (it then no longer joins the log); a .parquet table keeps every id exactly")
     print(f"  answers cached in {safe(cache_dir)}")
     print(f"  score it: python -m tpsviz score {safe(args.path)} --forecasts {safe(out)}")

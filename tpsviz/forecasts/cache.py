@@ -4,8 +4,9 @@ stopped (docs/forecasts.md §3).
 An answer is keyed by the SHA-256 of (the prompt's transcript prefix, the model's name, the prompt
 file's digest): the same prefix asked of the same model with the same prompt text is never asked
 twice, and an edited prompt or another model never reuses an answer. A file holds the reply's text
-only (no key, no address, no setting); it is written to a temporary name and renamed, so a kill
-leaves either the whole answer or none.
+only (no key, no address, no setting), cut to :data:`REPLY_CHARS` characters (:func:`cut_reply`: a
+provider that sends megabytes fills no disk); it is written to a temporary name and renamed, so a
+kill leaves either the whole answer or none.
 """
 
 from __future__ import annotations
@@ -16,7 +17,39 @@ import os
 import tempfile
 from pathlib import Path
 
-__all__ = ["AnswerCache", "answer_key", "write_atomic"]
+__all__ = ["AnswerCache", "answer_key", "write_atomic", "cut_reply", "REPLY_CHARS", "CUT_MARK"]
+
+#: the most characters of a reply kept: ample for the probability and the words around it
+REPLY_CHARS = 4000
+#: what stands for the characters cut from the middle of a long reply (no digit: it adds no number)
+CUT_MARK = "\n[… cut …]\n"
+
+
+def cut_reply(reply: str, bound: int = REPLY_CHARS) -> str:
+    """``reply`` if it has at most ``bound`` characters, else its beginning and its end (where a
+    reply gives its answer) with :data:`CUT_MARK` between them, ``bound`` characters in all.
+
+    Parameters
+    ----------
+    reply : str
+    bound : int
+
+    Returns
+    -------
+    str
+
+    Examples
+    --------
+    >>> len(cut_reply("x" * 20_000))
+    4000
+    >>> cut_reply("probability: 0.7")
+    'probability: 0.7'
+    """
+    if len(reply) <= bound:
+        return reply
+    keep = bound - len(CUT_MARK)
+    head = keep // 2
+    return reply[:head] + CUT_MARK + reply[len(reply) - (keep - head):]
 
 
 def answer_key(prefix: str, model: str, prompt_digest: str) -> str:
@@ -104,7 +137,7 @@ class AnswerCache:
         return reply
 
     def put(self, key: str, reply: str) -> None:
-        """Store one reply (atomically)."""
+        """Store one reply (atomically), cut to :data:`REPLY_CHARS` characters (:func:`cut_reply`)."""
         p = self._path(key)
         p.parent.mkdir(parents=True, exist_ok=True)
-        write_atomic(p, json.dumps({"reply": reply}, ensure_ascii=False).encode("utf-8"))
+        write_atomic(p, json.dumps({"reply": cut_reply(reply)}, ensure_ascii=False).encode("utf-8"))

@@ -2,23 +2,23 @@
 P(eventual success); the answers become the per-step table ``trajectory_id, step, conf_<name>``
 that ``--forecasts`` and the dashboard join (docs/forecasts.md §3).
 
-The model is called through inspect_ai's model API (``get_model``, ``generate``), imported only
-inside :func:`open_model` and :func:`ask_model` so that ``import tpsviz`` never loads it. Every
-answer is stored in an :class:`~tpsviz.forecasts.cache.AnswerCache` as it arrives: a killed run
-asks only what is missing, and the table (sorted, written atomically) is the same bytes. A reply
-without a readable probability is a missing value with its problem; a provider error on one prompt
-is counted and that prompt is left missing (asked again by the next run). No setting, address or
-key of the provider is written to the table, the cache or a message.
+The model is called through inspect_ai's model API (``get_model``, ``generate``), opened by
+:func:`tpsviz.forecasts.provider.open_model`, so that ``import tpsviz`` never loads it. Every request
+is bounded in time and retried a bounded number of times (:func:`ask_model`). Every answer is stored
+in an :class:`~tpsviz.forecasts.cache.AnswerCache` as it arrives (cut to a bound): a killed run asks
+only what is missing, and the table (sorted, written atomically) is the same bytes. A reply without
+a readable probability is a missing value with its problem; a provider error or a timeout on one
+prompt is counted and that prompt is left missing (asked again by the next run). No setting,
+address or key of the provider is written to the table, the cache or a message.
 """
 
 from __future__ import annotations
 
 import asyncio
-import threading
 import io
 import math
-import os
 import re
+import threading
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -31,20 +31,20 @@ from tpsviz.core.wording import setting
 from tpsviz.core.inference import DEFAULT_SEED
 from tpsviz.forecasts.cache import AnswerCache, answer_key, write_atomic
 from tpsviz.forecasts.prompts import Prompts
+from tpsviz.forecasts.provider import (
+    DEFAULT_TIMEOUT, MAX_RETRIES, describe_error, is_not_found, is_retriable, is_timeout, last_attempt, open_model,
+    redact, retry_wait, uses_responses_api)
 from tpsviz.forecasts.replies import parse_probability
 from tpsviz.io.harness.transcripts import DEFAULT_MAX_CHARS, Transcript, render_prefix
 
-__all__ = ["run_coroutine", "Question", "Replay", "CHARS_PER_TOKEN", "MAX_RETRIES", "select_runs", "build_questions",
-           "estimate_tokens", "column_name", "check_name", "redact", "describe_error", "open_model", "ask_model",
-           "forecast_table", "write_table"]
+__all__ = ["run_coroutine", "Question", "Replay", "CHARS_PER_TOKEN", "MAX_RETRIES", "DEFAULT_TIMEOUT",
+           "select_runs", "build_questions", "estimate_tokens", "column_name", "check_name", "redact",
+           "describe_error", "open_model", "ask_model", "stall_limit", "forecast_table", "write_table"]
 
 #: the estimate of input tokens counts this many characters a token
 CHARS_PER_TOKEN = 4
-#: retries of one prompt after a provider error (inspect_ai's own retry, with backoff)
-MAX_RETRIES = 3
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:-]{0,63}$")
-_SECRET_VARS = re.compile(r"KEY|TOKEN|SECRET|PASSWORD|CREDENTIAL|AUTH", re.IGNORECASE)
-_MARKUP = re.compile(r"\[/?(?:bold|blue|red|green|yellow|italic|dim)\]")
+_NOT_ASKED = object()  # a question left once the provider had stopped answering
 
 
 @dataclass(frozen=True)
@@ -84,12 +84,30 @@ class Replay:
         Provider errors by exception type.
     first_error : str or None
         The first error's message, with secrets removed.
+    timed_out : int
+        Prompts whose last try got no answer within the timeout (counted in ``errors`` too).
+    not_found : int
+        Prompts whose last try was told the address serves no such endpoint (HTTP 404).
+    not_asked : int
+        Prompts left unasked once the provider had stopped answering (``stalled``).
+    stalled : bool
+        Whether so many requests in a row timed out that the rest were not asked (:func:`stall_limit`).
+    switched : bool
+        Whether the Responses API was not served and chat completions were used instead.
+    retries : int
+        Tries made again after a transient failure.
     """
 
     asked: int = 0
     answered: int = 0
     errors: Counter = field(default_factory=Counter)
     first_error: str | None = None
+    timed_out: int = 0
+    not_found: int = 0
+    not_asked: int = 0
+    stalled: bool = False
+    switched: bool = False
+    retries: int = 0
 
 
 def select_runs(transcripts: list[Transcript], max_runs: int | None = None, sample: int | None = None,
@@ -165,50 +183,6 @@ def column_name(model: str, name: str | None = None) -> str:
     return "conf_" + check_name(name)
 
 
-def redact(text) -> str:
-    """``text`` for a message: the values of environment variables that look like secrets (names
-    with KEY, TOKEN, SECRET, PASSWORD, CREDENTIAL, AUTH) replaced, URL credentials removed,
-    console markup dropped, one line of at most 300 characters."""
-    text = _MARKUP.sub("", str(text))
-    for var, value in os.environ.items():
-        if _SECRET_VARS.search(var) and len(value) >= 6:
-            text = text.replace(value, "<redacted>")
-    text = re.sub(r"(\w+://)[^/\s:@]+:[^/\s@]+@", r"\1<redacted>@", text)
-    text = " ".join(text.split())
-    return text[:300] + ("…" if len(text) > 300 else "")
-
-
-def open_model(model: str, base_url: str | None = None, concurrency: int = 4, **model_args):
-    """inspect_ai's model ``model`` (``provider/name``), or ValueError saying why it cannot be used.
-
-    Parameters
-    ----------
-    model : str
-    base_url : str, optional
-        The provider's address (default: its usual environment variable, e.g. ``OPENAI_BASE_URL``).
-    concurrency : int
-        At most this many requests at once.
-    **model_args
-        Passed to ``get_model`` (the tests pass the mock model's ``custom_outputs``).
-
-    Returns
-    -------
-    inspect_ai.model.Model
-    """
-    # inspect_ai is imported here, never at `import tpsviz` (seconds to load, optional)
-    from inspect_ai.model import GenerateConfig, get_model
-
-    if "/" not in model:
-        raise SettingError(f"{setting('model', repr(model))}: write it as PROVIDER/MODEL, e.g. openai/gpt-4o-mini")
-    config = GenerateConfig(max_connections=concurrency, max_retries=MAX_RETRIES)
-    try:
-        return get_model(model, base_url=base_url, config=config, memoize=False, **model_args)
-    except Exception as exc:  # unknown provider, missing package or API key: inspect_ai says which
-        raise SettingError(f"{setting('model', redact(model))}: cannot be used ({type(exc).__name__}: "
-                           f"{redact(exc)})") from None
-
-
-
 def run_coroutine(coro):
     """Run ``coro`` to its end and return its result, also from a thread whose event loop is already
     running (a notebook, a test session with a browser open): ``asyncio.run`` refuses there, so the
@@ -232,9 +206,15 @@ def run_coroutine(coro):
         raise box["error"]
     return box.get("value")
 
-def ask_model(model, questions: list[Question], cache: AnswerCache, concurrency: int = 4,
-              progress=None) -> Replay:
+def ask_model(model, questions: list[Question], cache: AnswerCache, concurrency: int = 4, progress=None,
+              timeout: float = DEFAULT_TIMEOUT, reopen=None) -> Replay:
     """Ask ``model`` every question whose answer is not in ``cache``; store each answer as it comes.
+
+    Every request is bounded by ``timeout`` seconds; a transient failure (HTTP 408, 409, 429, 5xx,
+    a timeout, a dropped connection) is tried again at most :data:`MAX_RETRIES` times, after the
+    pause :func:`tpsviz.forecasts.provider.retry_wait` gives (the provider's ``Retry-After``, at most
+    a minute). When :func:`stall_limit` requests in a row time out with no answer between them,
+    the provider is taken as not answering and the questions not yet asked are left for the next run.
 
     Parameters
     ----------
@@ -245,7 +225,13 @@ def ask_model(model, questions: list[Question], cache: AnswerCache, concurrency:
     concurrency : int
         Requests in flight at most.
     progress : callable, optional
-        ``progress(done, total)`` after every answer or error.
+        ``progress(done, total)`` after every answer, error or question left.
+    timeout : float
+        Seconds a request may take (a hard bound around inspect_ai's own).
+    reopen : callable, optional
+        ``reopen()`` gives the same model asking through chat completions. When given and ``model``
+        asks through the Responses API, the first question is asked alone; if the address does not
+        serve that endpoint (HTTP 404), every question is asked through ``reopen()`` instead.
 
     Returns
     -------
@@ -258,56 +244,85 @@ def ask_model(model, questions: list[Question], cache: AnswerCache, concurrency:
         seen.add(q.key)
     result = Replay(asked=len(todo))
     if todo:
-        run_coroutine(_ask_all(model, todo, cache, max(1, concurrency), result, progress))
+        asking = _Asking(model, cache, result, timeout, stall_limit(concurrency), progress, len(todo))
+        run_coroutine(asking.run(todo, max(1, concurrency), reopen))
     return result
 
 
-async def _ask_all(model, todo: list[Question], cache: AnswerCache, concurrency: int, result: Replay,
-                   progress) -> None:
-    gate = asyncio.Semaphore(concurrency)
-    finished = 0
+def stall_limit(concurrency: int) -> int:
+    """Requests in a row that time out, with no answer between them, after which the provider is
+    taken as not answering: twice the requests in flight, at least 4."""
+    return max(4, 2 * concurrency)
 
-    async def one(q: Question) -> None:
-        nonlocal finished
-        async with gate:
+
+class _Asking:
+    """One pass of :func:`ask_model`: the model asked (switched once to chat completions where the
+    Responses API is not served), the timeouts in a row, and what happened to each question."""
+
+    def __init__(self, model, cache, result: Replay, timeout: float, limit: int, progress, total: int):
+        self.model, self.cache, self.result = model, cache, result
+        self.timeout, self.limit, self.progress, self.total = timeout, limit, progress, total
+        self.bound = math.ceil(timeout) + 2  # inspect_ai's attempt timeout fires first; this one always does
+        self.in_a_row = 0
+        self.finished = 0
+
+    async def run(self, todo: list[Question], concurrency: int, reopen) -> None:
+        if reopen is not None and uses_responses_api(self.model):
+            error = await self.ask(todo[0])
+            if error is not None and is_not_found(error):
+                self.model = reopen()
+                self.result.switched = True
+                error = await self.ask(todo[0])
+            self.record(error)
+            todo = todo[1:]
+        gate = asyncio.Semaphore(concurrency)
+
+        async def one(q: Question) -> None:
+            async with gate:
+                self.record(await self.ask(q))
+
+        await asyncio.gather(*(one(q) for q in todo))
+
+    async def ask(self, q: Question):
+        """None once ``q`` is answered and stored, else its last error (:data:`_NOT_ASKED` when the
+        provider had stopped answering before it was asked)."""
+        error = _NOT_ASKED
+        for retry in range(MAX_RETRIES + 1):
+            if self.result.stalled:
+                return error
             try:
-                out = await model.generate(q.prompt)
+                out = await asyncio.wait_for(self.model.generate(q.prompt), self.bound)
                 if getattr(out, "error", None):
                     raise RuntimeError(out.error)
-                cache.put(q.key, out.completion or "")
-                result.answered += 1
-            except Exception as exc:  # a provider error: counted, the prompt left for the next run
-                exc = _last_attempt(exc)
-                result.errors[type(exc).__name__] += 1
-                if result.first_error is None:
-                    result.first_error = describe_error(exc)
-            finished += 1
-            if progress:
-                progress(finished, len(todo))
+                self.cache.put(q.key, out.completion or "")
+                self.in_a_row = 0
+                return None
+            except Exception as exc:  # a provider error: retried if transient, else counted
+                exc = error = last_attempt(exc)
+                if is_timeout(exc):
+                    self.in_a_row += 1
+                    self.result.stalled = self.result.stalled or self.in_a_row >= self.limit
+                if retry == MAX_RETRIES or self.result.stalled or not is_retriable(exc):
+                    return exc
+                self.result.retries += 1
+                await asyncio.sleep(retry_wait(exc, retry + 1))
+        return error  # (not reached: the last try returns)
 
-    await asyncio.gather(*(one(q) for q in todo))
-
-
-def describe_error(exc: BaseException) -> str:
-    """A provider error for a message: its type, the HTTP status and the provider's own message
-    when the error carries them (inspect_ai's ``ModelGenerateError`` does; its text would repeat
-    the request, so the text of such an error is never shown), :func:`redact`-ed."""
-    status, said = getattr(exc, "status_code", None), getattr(exc, "provider_message", None)
-    if status is not None or said:
-        text = f"HTTP {status}: {said or '(no message)'}"
-    elif type(exc).__name__ == "ModelGenerateError":
-        text = "(no provider message)"
-    else:
-        text = str(exc)
-    return f"{type(exc).__name__}: {redact(text)}"
-
-
-def _last_attempt(exc: BaseException) -> BaseException:
-    """The error of the last try behind a retry library's wrapper (tenacity's ``RetryError``)."""
-    last = getattr(exc, "last_attempt", None)
-    inner = last.exception() if last is not None and hasattr(last, "exception") else None
-    return inner if isinstance(inner, BaseException) else exc
-
+    def record(self, error) -> None:
+        r = self.result
+        if error is None:
+            r.answered += 1
+        elif error is _NOT_ASKED:
+            r.not_asked += 1
+        else:
+            r.errors[type(error).__name__] += 1
+            r.timed_out += is_timeout(error)
+            r.not_found += is_not_found(error)
+            if r.first_error is None:
+                r.first_error = describe_error(error)
+        self.finished += 1
+        if self.progress:
+            self.progress(self.finished, self.total)
 
 def forecast_table(questions: list[Question], cache: AnswerCache, column: str
                    ) -> tuple[pd.DataFrame, dict, int]:
@@ -348,7 +363,7 @@ def forecast_table(questions: list[Question], cache: AnswerCache, column: str
     return table, problems, unanswered
 
 
-def write_table(table: pd.DataFrame, path) -> None:
+def write_table(table: pd.DataFrame, path, csv_text=None) -> None:
     """Write the table to ``path`` (Parquet for ``.parquet``, else CSV), atomically: the same
     table gives the same bytes.
 
@@ -356,12 +371,19 @@ def write_table(table: pd.DataFrame, path) -> None:
     ----------
     table : DataFrame
     path : str or Path
+    csv_text : callable, optional
+        ``csv_text(table) -> str``, the CSV text, needed for a CSV file: the command line passes
+        :func:`tpsviz.report.export.safe_csv`, so that no id can run as a spreadsheet formula
+        (Parquet keeps every id exactly).
     """
     path = Path(path)
     if path.suffix.lower() == ".parquet":
         buf = io.BytesIO()
         table.to_parquet(buf, index=False)
         data = buf.getvalue()
+    elif csv_text is None:
+        raise ValueError("a CSV forecasts table needs csv_text (tpsviz.report.export.safe_csv): it neutralises "
+                         "cells a spreadsheet would run as formulas")
     else:
-        data = table.to_csv(index=False, lineterminator="\n").encode("utf-8")
+        data = csv_text(table).encode("utf-8")
     write_atomic(path, data)
