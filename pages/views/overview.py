@@ -67,11 +67,9 @@ else:
 reference_bar(cfg, data)  # a log scored on its references only: the bar a real signal has to clear
 forecasts_panel(cfg, data)
 auto = st.session_state.get("_auto_recal_note")
-if auto and any(n in cfg.predictors for n in auto):
-    st.info("**This log has raw signals only** (no probability column), so each signal was turned into a "
-            "probability by a cross-fitted Platt recalibration (folds by trajectory): "
-            + ", ".join(code(n) for n in auto) + ". Change the method on the **Recalibration** page.",
-            icon=":material/tune:")
+if auto and auto[1] and any(n in cfg.predictors for n in auto[0]):  # the core's sentence, as the CLI prints it
+    st.info(C.md(auto[1][:1].upper() + auto[1][1:]) + ". Added: " + ", ".join(code(n) for n in auto[0])
+            + "; change the method on the **Recalibration** page.", icon=":material/tune:")
 if data.reading.get("treatment"):
     R.reading_panel(data)
 else:

@@ -56,7 +56,9 @@ def test_a_weak_raw_signal_opens_as_too_weak_to_convert_not_optimistic():
     at = fresh()
     upload(at, [("hotpot.csv", weak_unc_rows().to_csv(index=False).encode(), "text/csv")])
     lines = _verdict_lines(at)
-    assert len(lines) == 1 and lines[0].startswith(":violet-badge[too weak to convert] **uala@platt**")
+    # the conversion, and the reference beside it (issue 46, point 5: as the CLI scores it)
+    assert len(lines) == 2 and lines[0].startswith(":violet-badge[too weak to convert] **uala@platt**")
+    assert "ref:step" in lines[0] and "ref:step" in lines[1]
     assert "unc_uala" in lines[0] and "Platt" in lines[0]  # the conversion named: the raw column, its method
     assert "optimistic" not in lines[0] and not BAD.search(lines[0])
 
