@@ -148,8 +148,8 @@ def _source() -> S.Source | None:
     if kind == "demo":
         name = sb.selectbox("Demo scenario", list(S.DEMOS), key="demo", bind=BIND,
                             help=S.DEMOS_HELP + " The others than tau-bench-airline are synthetic benchmarks made by "
-                                 "tpsviz.synthetic.agent; 'truthful' reports the true q_t and is drawn in black as "
-                                 "the reference.")
+                                 "tpsviz.synthetic.agent; 'truthful' reports the true q_t (the true probability) and is "
+                                 "drawn in black.")
         for k in ("path", "rpath", *R.OPTION_KEYS):  # a link to the demo carries no file's path or options
             R.drop_param(k)
         return S.demo_source(name)
@@ -416,7 +416,7 @@ def _predictors(sb, base, recal: tuple, changed: bool, refs: bool = False) -> li
     preds = sb.multiselect("Predictors", options, key="pred", bind=BIND, default=options,
                            help="conf_<name> columns of the log (and recalibrated predictors; ref:… are the reference "
                                 "forecasters, yardsticks from the log itself). Each has one colour on every page; the "
-                                "truthful/oracle predictor is black, the reference.")
+                                "truthful/oracle predictor of synthetic data, the true probability, is black.")
     preds = [p for p in preds if p in options]
     return preds
 

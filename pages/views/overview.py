@@ -50,7 +50,7 @@ C.tiles([
     ("Steps", f"{data.n_steps:,}", "(trajectory, step) rows with forecasts."),
     ("Censored", f"{data.n_censored:,} ({Fm.pct(data.n_censored, data.n_trajectories)})",
      "Runs stopped by an administrative limit before their outcome was observed."),
-    ("Base-rate reference", f"F ≡ {Fm.num(ev.reference_rate, '.3f')}",
+    ("Constant forecast (base rate)", f"F ≡ {Fm.num(ev.reference_rate, '.3f')}",
      f"The success rate of the summary above, said as a forecast at every step (F ≡ {Fm.num(ev.reference_rate, '.3f')}): "
      f"the yardstick skill is measured against, the {ev.reference_rule}. It follows the censoring mode, so it is "
      f"the constant the current score rewards."),
@@ -114,7 +114,7 @@ def _show_board(ev):
     board.dataframe(
         tab, hide_index=True, width="stretch",
         column_config={
-            "predictor": st.column_config.TextColumn("predictor", help="conf_<name> column; (reference) = truthful/oracle; (reference "
+            "predictor": st.column_config.TextColumn("predictor", help="conf_<name> column; = true probability (synthetic): the truthful/oracle column of synthetic data; (reference "
                                                           "forecaster) = ref:…, fitted on this log's other runs, "
                                                           "not the agent's."),
             "TPS": st.column_config.TextColumn(f"TPS ({cfg.unit}/run)", help=h["TPS"]),

@@ -39,7 +39,7 @@ def leaderboard_figure(summary: pd.DataFrame, colors: dict, alpha: float, beta: 
     if ref_value is not None and np.isfinite(ref_value):  # what fig.add_vline(…, annotation_position="top") adds
         extra = dict(shapes=[dict(type="line", x0=ref_value, x1=ref_value, xref="x", y0=0, y1=1, yref="y domain",
                                   line=dict(color="#777", dash="dot"))],
-                     annotations=[dict(text="base-rate reference", showarrow=False, x=ref_value, xref="x", y=1,
+                     annotations=[dict(text="constant forecast (base rate)", showarrow=False, x=ref_value, xref="x", y=1,
                                        yref="y domain", xanchor="center", yanchor="bottom")])
     layout = layout_dict(title, height=max(220, 60 + 42 * len(s)), xaxis=dict(title=dict(text=score_label(alpha, beta))),
                          **extra)
@@ -95,7 +95,7 @@ def leaderboard_svg(summary: pd.DataFrame, colors: dict, alpha: float, beta: flo
         xr = x(ref_value)
         parts.append(f'<line x1="{xr:.1f}" y1="{top}" x2="{xr:.1f}" y2="{y_end}" stroke="#777" stroke-dasharray="3,3"/>'
                      f'<text x="{min(max(xr, x0 + 60), x1 - 60):.1f}" y="{top - 5}" text-anchor="middle">'
-                     "base-rate reference</text>")
+                     "constant forecast (base rate)</text>")
     title = html.escape(_leaderboard_title(level, ci_label))
     axis = html.escape(score_label(alpha, beta))
     return (f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" viewBox="0 0 {width} '
