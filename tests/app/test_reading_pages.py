@@ -197,7 +197,7 @@ def test_raw_only_hotpotqa_likeupload(tmp_path):
     f = hotpotqa_like(tmp_path / "hotpotqa.csv")
     at = _fresh()
     upload(at, [("hotpotqa.csv", f.read_bytes(), "text/csv")])
-    assert at.sidebar.multiselect(key="pred").value == ["entropy@platt"]
+    assert at.sidebar.multiselect(key="pred").value == ["entropy@platt", "ref:step"]  # as the CLI (issue 46, 5)
     assert _metrics(at)["Censored"].startswith("29 ")
     _every_page(at)
 
