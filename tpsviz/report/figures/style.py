@@ -25,7 +25,7 @@ from tpsviz.core.scores import score_unit
 from tpsviz.forecasts.references import is_reference as is_reference_forecaster
 
 __all__ = [
-    "TRUE_PROBABILITY",
+    "TRUE_PROBABILITY", "BASE_RATE_LINE",
     "PALETTE", "REFERENCE_COLOR", "REFERENCE_NAMES", "TEMPLATE", "FONT", "use_template_by_default",
     "is_reference", "default_baseline", "predictor_colors", "by_predictor", "display_name", "plot_label",
     "color_of", "rgba", "line_width", "score_label", "apply_layout", "layout_dict", "empty_figure", "with_caption",
@@ -66,6 +66,8 @@ FONT = dict(family="Source Sans Pro, Arial, sans-serif", size=13)
 
 #: what the truthful/oracle predictor of synthetic data is, as every label says it
 TRUE_PROBABILITY = "true probability (synthetic)"
+#: the line of always saying the base rate, as every figure labels it (skill is measured against it)
+BASE_RATE_LINE = "constant forecast (base rate)"
 
 
 def is_reference(name: str) -> bool:
