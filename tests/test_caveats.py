@@ -138,7 +138,7 @@ def test_cli_json_has_verdicts_and_warnings(capsys):
     assert [r.split(":")[0] for r in obj["settings"]["verdict_rules"][:3]] == ["yardstick", "too little data", "constant"]
     # a stable machine key beside the words; the rules' own label kept under a label of what it is
     assert verbal["verdict"]["key"] == "optimistic" and verbal["verdict"]["conversion"] is None
-    base = obj["predictors"]["base_rate"]["verdict"]
+    base = obj["predictors"]["flat"]["verdict"]
     assert (base["label"], base["key"], base["rules_label"]) == ("constant", "constant", "optimistic")
 
 

@@ -159,7 +159,7 @@ def test_score_json_metrics_skill_match_core():
 def test_score_table_shows_metrics_and_recalibrated():
     out = run("score", DEMO / "tau2-like.csv", "--recalibrate", "platt", "--folds", "3",
               "--n-boot", "100", check_rc=0).stdout
-    for word in ("AUROC", "AUPRC", "T-ECE", "skill", "base-rate reference", "verbal@platt",
+    for word in ("AUROC", "AUPRC", "T-ECE", "skill", "constant forecast (base rate)", "verbal@platt",
                  "logprob@platt", "hesitation@platt"):
         assert word in out, word
     obj = json.loads(run("score", DEMO / "tau2-like.csv", "--recalibrate", "beta", "--json",

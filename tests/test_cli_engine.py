@@ -176,7 +176,7 @@ def test_compare_out_of_core_report_and_refusals(dataset):
     assert "AUROC delta: not computed out of core" in big.stdout
     # a line per other predictor, best Δ first
     deltas = [float(line.split()[1]) for line in big.stdout.splitlines()
-              if line.split() and line.split()[0] in ("verbal", "noisy", "pessimistic", "base_rate", "budget_aware")]
+              if line.split() and line.split()[0] in ("verbal", "noisy", "pessimistic", "flat", "budget_aware")]
     assert len(deltas) >= 2 and deltas == sorted(deltas, reverse=True)
     out = run("compare", dataset, "--baseline", "nope", "--engine", "duckdb")
     assert out.returncode == 2

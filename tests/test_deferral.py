@@ -82,7 +82,7 @@ def test_an_informative_forecast_is_worth_deferring_on_a_constant_is_not():
     data = tpsviz.from_frame(steps)
     u = Utility(success=1.0, failure=3.0, handoff=0.5)
     good = deferral(data, "truthful", u, n_boot=300)
-    flat = deferral(data, "base_rate", u, n_boot=0)
+    flat = deferral(data, "flat", u, n_boot=0)
     never = good.curve["utility"].iloc[0]
     assert good.best_utility > never + 0.05 and 0 < good.best_tau < 1
     assert good.best_tau_ci[0] <= good.best_tau <= good.best_tau_ci[1]

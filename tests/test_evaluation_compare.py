@@ -83,9 +83,9 @@ def test_metric_intervals_hold_the_points_and_an_interval_around_them(ev):
     pd.testing.assert_series_equal(m["auroc"], ev.metrics["auroc"], check_names=False)
     inside = (m["auroc_ci_low"] <= m["auroc"]) & (m["auroc"] <= m["auroc_ci_high"])
     assert inside.all()
-    varying = m.index != "base_rate"  # a constant forecast's AUROC is 0.5 in every replicate
+    varying = m.index != "flat"  # a constant forecast's AUROC is 0.5 in every replicate
     assert (m["auroc_ci_high"] > m["auroc_ci_low"])[varying].all()
-    assert m.loc["base_rate", "auroc_ci_low"] == m.loc["base_rate", "auroc_ci_high"] == 0.5
+    assert m.loc["flat", "auroc_ci_low"] == m.loc["flat", "auroc_ci_high"] == 0.5
     shown = ev.with_metrics(m)
     assert shown.metrics is m and shown.summary is ev.summary
 

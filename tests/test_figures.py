@@ -33,7 +33,7 @@ def test_colors_are_stable_and_reference_is_black():
     assert c1["truthful"] == F.REFERENCE_COLOR == "#000000"
     assert c1["verbal"] == c2["verbal"] and c1["noisy"] == c2["noisy"]
     assert len(set(c2.values())) == 4
-    assert F.display_name("truthful") == "truthful (reference)" and F.display_name("x") == "x"
+    assert F.display_name("truthful") == "truthful = true probability (synthetic)" and F.display_name("x") == "x"
     assert F.display_name("ref:task+step") == "ref:task+step (reference forecaster)"  # never the agent's
 
 
@@ -73,7 +73,7 @@ def test_step_means_match_contributions(res, data):
     fig = F.step_means_figure(m, F.predictor_colors(["truthful", "verbal"]), 0, 0)
     _no_webgl(fig)
     widths = {t.name: t.line.width for t in fig.data if t.mode == "lines"}
-    assert widths["truthful (reference)"] > widths["verbal"]
+    assert widths["truthful = true probability (synthetic)"] > widths["verbal"]
 
 
 def test_reliability_and_histogram_figures(data):

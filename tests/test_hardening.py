@@ -262,7 +262,7 @@ def test_3_every_run_censored_skill_is_undefined_not_huge(tmp_path):
 
     data = load(_write(tmp_path, ALL_CENSORED + "t2,1,,0.3\n"))
     sk = skill_table(data, tpsviz.ScoreSettings(censoring="simple"), n_boot=0)
-    assert np.isnan(sk.loc["a", "skill"]) and "reference rate is 0" in sk.loc["a", "skill_note"]
+    assert np.isnan(sk.loc["a", "skill"]) and "base rate is 0" in sk.loc["a", "skill_note"]
 
 
 def test_3_predictor_without_any_forecast(tmp_path, capsys):

@@ -297,7 +297,7 @@ def test_truthful_beats_distorted_predictors_by_several_se(sim2000, rule, censor
     log, _ = sim2000
     res = tps_k(log, rule, censoring=censoring, n_boot=0)
     wide = res.per_run.pivot(index="trajectory_id", columns="predictor", values="tps")
-    for other in ("overconfident", "base_rate", "binary_view"):
+    for other in ("overconfident", "flat", "binary_view"):
         d = wide["truthful"] - wide[other]  # paired: the same runs
         z = d.mean() / (d.std(ddof=1) / np.sqrt(len(d)))
         assert z > 4.0, (other, z)

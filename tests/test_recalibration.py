@@ -122,8 +122,8 @@ def test_a_constant_signal_is_not_recalibrated_and_the_others_are():
 
     data = tpsviz.load(Path(__file__).resolve().parents[1] / "demo_data" / "tau2-like.csv")
     with pytest.raises(ValueError, match="same value on every row"):
-        add_recalibrated(data, "base_rate", "platt")
+        add_recalibrated(data, "flat", "platt")
     out, reports = add_all_recalibrated(data, "platt")
-    assert reports["base_rate"].startswith("skipped:") and "same value on every row" in reports["base_rate"]
-    assert "base_rate@platt" not in out.predictors
+    assert reports["flat"].startswith("skipped:") and "same value on every row" in reports["flat"]
+    assert "flat@platt" not in out.predictors
     assert {"logprob@platt", "hesitation@platt", "verbal@platt"} <= set(out.predictors)

@@ -94,7 +94,7 @@ def test_the_verdict_clause_counts_the_agents_signals_not_the_yardsticks():
     assert SM.verdict_words({"w": _verdict("w", "too weak to convert")}) == (
         "the agent's one signal, w, is labelled too weak to convert")
     # a constant (a base rate) is a baseline, not one of the agent's signals
-    v["base_rate"] = _verdict("base_rate", "constant")
+    v["flat"] = _verdict("flat", "constant")
     assert SM.verdict_words(v).startswith("none of the 3 signals is trustworthy; verbal")
     assert "no signal of the agent's own" in SM.verdict_words({"c": _verdict("c", "constant")})
 
@@ -143,10 +143,10 @@ def test_the_summary_line_answers_model_x_vs_y_on_the_drift_demo():
 
 
 def test_a_constant_forecast_is_no_models_signal():
-    v = {"base_rate": SimpleNamespace(forecast_min=0.49, forecast_max=0.49),
+    v = {"flat": SimpleNamespace(forecast_min=0.49, forecast_max=0.49),
          "verbal": SimpleNamespace(forecast_min=0.5, forecast_max=0.99),
          "empty": SimpleNamespace(forecast_min=float("nan"), forecast_max=float("nan"))}
-    assert SM.constant_predictors(v) == {"base_rate"}
-    diffs = {"B": _diff({"base_rate": (-4.0, 0.5), "verbal": (0.1, 0.1)})}
-    said = SM.comparison_words(diffs, "A", "nats", by="model", skip={"base_rate"})
+    assert SM.constant_predictors(v) == {"flat"}
+    diffs = {"B": _diff({"flat": (-4.0, 0.5), "verbal": (0.1, 0.1)})}
+    said = SM.comparison_words(diffs, "A", "nats", by="model", skip={"flat"})
     assert said == "by model: B and A are not clearly different on verbal (+0.10 ± 0.10 nats a run)"

@@ -140,7 +140,7 @@ def test_corp_losses_are_the_mean_squared_errors_row_by_row(rows):
 
 @pytest.mark.parametrize("value", [0.0, 0.3, 0.508, 1.0])
 def test_one_forecast_value_discriminates_nothing_exactly(value):
-    """A constant forecast (the base-rate reference) has DSC 0, not a rounding residue."""
+    """A constant forecast (base rate) has DSC 0, not a rounding residue."""
     rng = np.random.default_rng(3)
     for n in (7, 450, 997):
         for lab in [rng.integers(0, 2, n).astype(float) for _ in range(20)] + [rng.random(n) for _ in range(20)]:

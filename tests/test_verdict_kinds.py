@@ -184,15 +184,15 @@ def test_known_distortions_keep_their_labels_and_keys():
 
 
 # --------------------------------------------------------------------------- the constant
-def test_the_demo_base_rate_is_a_constant_at_the_base_rate_not_optimistic():
+def test_the_demo_flat_forecast_is_a_constant_at_the_base_rate_not_optimistic():
     data = tpsviz.load("demo_data/tau2-like.csv")
-    v = verdicts(data, SIMPLE, ["base_rate"])["base_rate"]
-    value = np.unique(data.forecasts("base_rate"))
+    v = verdicts(data, SIMPLE, ["flat"])["flat"]
+    value = np.unique(data.forecasts("flat"))
     t = data.trajectories
     run_rate = float(np.where(t["censored"], 0.0, t["outcome"]).mean())  # simple: cut off = failure
     assert value.size == 1 and round(100 * value[0]) == 51 and round(100 * run_rate) == 49
     assert (v.label, v.key, v.rule, v.rules_label) == ("constant", "constant", "constant", "optimistic")
-    assert v.text.startswith(f"base_rate: constant — says 51% at every step, against {100 * v.success_rate:.0f}% "
+    assert v.text.startswith(f"flat: constant — says 51% at every step, against {100 * v.success_rate:.0f}% "
                              "success within the budget over the same steps (49% of runs; long runs fail more "
                              "often); the base rate, uninformative by construction: one value cannot tell runs "
                              "apart; ")

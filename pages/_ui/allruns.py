@@ -53,7 +53,7 @@ def all_runs_table(score, names: list[str], eps: float, baseline: str | None = N
     paired = score.paired_tps(baseline) if baseline in shown and len(shown) > 1 else None
     rows = []
     for n in shown:
-        # (display_name: "truthful (reference)", as the leaderboard names it)
+        # (display_name: "truthful = true probability (synthetic)", as the leaderboard names it)
         row = {"predictor": F.display_name(n), "TPS": Fm.num(s.at[n, "tps_mean"]),
                "95% CI": Fm.interval(s.at[n, "tps_ci_low"], s.at[n, "tps_ci_high"]),
                "skill ± SE": Fm.pm(sk.at[n, "skill"], sk.at[n, "skill_se"]) if n in sk.index else "—",

@@ -24,6 +24,7 @@ import streamlit as st
 
 import tpsviz
 from tpsviz.evaluation.parts import PartsMemo, log_digest
+from tpsviz.evaluation.reading import as_decided
 from tpsviz.evaluation.record import BinaryEvaluation
 from tpsviz.forecasts.references import is_reference
 
@@ -141,7 +142,8 @@ def _evaluation(log: tuple, predictors: tuple, key: tuple, verdicts: bool, _data
     """``tpsviz.evaluate`` of the prepared log, cached under the call (log, predictors, settings);
     ``verdicts=False``: the same without the verdicts (:class:`BoardFirst`). Its parts are computed when
     a page reads them and are kept (and counted) in the shared cache as :class:`SharedParts`."""
-    data = replace(_data, predictors=list(predictors))
+    # the sidebar chose the forecasts (conversions, references): scored as they are, nothing added by default
+    data = as_decided(replace(_data, predictors=list(predictors)))
     parts = (SharedParts if verdicts else BoardFirst)(log, data)
     return tpsviz.evaluate(data, settings=_settings, cache=parts)
 

@@ -1,9 +1,10 @@
 """The reference forecasters in the dashboard (issue 34, docs/forecasts.md §1): when they are added,
 what part of the cache key they are, and each real predictor's verdict against the best of them.
 
-- A log without any forecast of its own (no ``conf_``, no raw signal) always gets them: every page
-  then scores ``ref:step``, ``ref:task``, ``ref:task+step``. A log with forecasts gets them when the
-  sidebar's switch :data:`SWITCH` is on.
+- A log without a probability of its own (no ``conf_``: no forecast, or raw signals only, converted)
+  always gets them, as on the command line (``tpsviz.evaluation.reading.default_forecasts``): every page
+  then scores ``ref:step``, ``ref:task``, ``ref:task+step``. A log with a probability of its own gets
+  them when the sidebar's switch :data:`SWITCH` is on.
 - They are fitted on the prepared log (filtered, recalibrated) with the labels of the session's
   censoring mode, q_Z in exact mode and seed (:func:`refs_key`): a part of the analysis of its own
   (``results.Analysis.refs``), kept in a result's key only when that result scores a reference, so
@@ -18,6 +19,7 @@ from __future__ import annotations
 
 from tpsviz.core.data import TrajectoryData
 from tpsviz.core.tps import ScoreSettings
+from tpsviz.evaluation.reading import default_forecasts
 from tpsviz.forecasts.references import REF_STEP, REF_TASK, REF_TASK_STEP, is_reference, task_column
 
 __all__ = ["SWITCH", "SWITCH_HELP", "has_own_forecasts", "references_on", "refs_key", "offered", "keep_refs"]
@@ -28,7 +30,7 @@ SWITCH_HELP = ("Yardsticks computed from this log alone, scored beside your pred
                "rate of the other runs still going at step t), ref:task (the task's other trials, shrunk toward "
                "the base rate) and ref:task+step (both). Fitted on folds of runs: a run's own outcome never "
                "enters its own forecast. A real signal should beat the best of them. Always on for a log "
-               "without forecasts.")
+               "without a probability of its own.")
 
 
 def has_own_forecasts(data: TrajectoryData) -> bool:
@@ -38,8 +40,10 @@ def has_own_forecasts(data: TrajectoryData) -> bool:
 
 
 def references_on(data: TrajectoryData, switch: bool) -> bool:
-    """Whether the references are added: always for a log without a forecast, else by the switch."""
-    return bool(switch) or not has_own_forecasts(data)
+    """Whether the references are added: always for a log without a probability of its own (no forecast,
+    or raw signals only: ``tpsviz.evaluation.reading.default_forecasts``, as on the command line), else
+    by the switch."""
+    return bool(switch) or default_forecasts(data).references
 
 
 def refs_key(on: bool, settings: ScoreSettings, qz: tuple) -> tuple:

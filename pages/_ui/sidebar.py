@@ -15,6 +15,7 @@ import tpsviz
 from tpsviz.report import figures as F
 from tpsviz.core.schedules import SCHEDULE_NAMES
 from tpsviz.core.censoring import CENSORING_MODES, qz_coverage
+from tpsviz.evaluation.reading import default_forecasts
 
 from . import reading as R
 from . import results as Rs
@@ -147,8 +148,8 @@ def _source() -> S.Source | None:
     if kind == "demo":
         name = sb.selectbox("Demo scenario", list(S.DEMOS), key="demo", bind=BIND,
                             help=S.DEMOS_HELP + " The others than tau-bench-airline are synthetic benchmarks made by "
-                                 "tpsviz.synthetic.agent; 'truthful' reports the true q_t and is drawn in black as "
-                                 "the reference.")
+                                 "tpsviz.synthetic.agent; 'truthful' reports the true q_t (the true probability) and is "
+                                 "drawn in black.")
         for k in ("path", "rpath", *R.OPTION_KEYS):  # a link to the demo carries no file's path or options
             R.drop_param(k)
         return S.demo_source(name)
@@ -264,18 +265,16 @@ def _server_path() -> S.Source | None:
 
 
 def _auto_recalibrate(base, data_key, recal: tuple) -> tuple:
-    """A log with raw signals only opens with a cross-fitted Platt recalibration (5 folds, fewer
-    when a class has fewer runs) of each signal, so there is something to score; once per file
-    (the user may remove them)."""
+    """A log with raw signals only opens with each signal converted as the core says for every face
+    (``tpsviz.evaluation.reading.default_forecasts``: a cross-fitted Platt scaling, 5 folds, fewer when
+    a class has fewer runs), so there is something to score; once per file (the user may remove them)."""
     done = st.session_state.setdefault("_auto_recal", set())
     if data_key in done:
         return recal
     done.add(data_key)
     have = {(S.parse_recal(s) or {}).get("source") for s in recal}
-    # every training fold needs both outcomes: a small log gets fewer folds (at least 2)
-    y = base.trajectories.loc[~base.trajectories["censored"], "outcome"]
-    folds = int(min(5, max(2, min(int((y == 1).sum()), int((y == 0).sum())))))
-    added = [S.recal_spec(sig, "platt", folds, False) for sig in base.signals if sig not in have]
+    plan = default_forecasts(base)
+    added = [S.recal_spec(sig, plan.method, plan.folds, False) for sig in plan.signals if sig not in have]
     room = max(S.MAX_RECAL - len(recal), 0)
     if len(added) > room:  # each adds a column to the whole log: the first ones, and say so
         st.session_state["_recal_dropped"] = st.session_state.get("_recal_dropped", 0) + len(added) - room
@@ -285,7 +284,7 @@ def _auto_recalibrate(base, data_key, recal: tuple) -> tuple:
         names = [S.parse_recal(a)["name"] for a in added]
         if "pred" in st.session_state:
             st.session_state["pred"] = list(dict.fromkeys(list(st.session_state["pred"]) + names))
-        st.session_state["_auto_recal_note"] = names
+        st.session_state["_auto_recal_note"] = (names, plan.words())
     return tuple(st.session_state["recal"])
 
 
@@ -385,6 +384,11 @@ def _references(sb, base) -> bool:
                    f"({', '.join(Ref.offered(base))}), yardsticks from the other runs' outcomes, not the agent's. "
                    "The Overview says how to get a real signal.")
         return True
+    if default_forecasts(base).references:  # raw signals only: scored beside the references, as by the CLI
+        sb.caption(f":material/straighten: **Raw signals only**: their conversions are scored beside the reference "
+                   f"forecasters ({', '.join(Ref.offered(base))}), yardsticks from the other runs' outcomes, the bar "
+                   "a real signal has to clear.")
+        return True
     return bool(sb.toggle(Ref.SWITCH, key="refs", bind=BIND, value=False, help=Ref.SWITCH_HELP))
 
 
@@ -412,7 +416,7 @@ def _predictors(sb, base, recal: tuple, changed: bool, refs: bool = False) -> li
     preds = sb.multiselect("Predictors", options, key="pred", bind=BIND, default=options,
                            help="conf_<name> columns of the log (and recalibrated predictors; ref:… are the reference "
                                 "forecasters, yardsticks from the log itself). Each has one colour on every page; the "
-                                "truthful/oracle predictor is black, the reference.")
+                                "truthful/oracle predictor of synthetic data, the true probability, is black.")
     preds = [p for p in preds if p in options]
     return preds
 

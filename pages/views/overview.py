@@ -52,7 +52,7 @@ C.tiles([
     ("Steps", f"{data.n_steps:,}", "(trajectory, step) rows with forecasts."),
     ("Censored", f"{data.n_censored:,} ({Fm.pct(data.n_censored, data.n_trajectories)})",
      "Runs stopped by an administrative limit before their outcome was observed."),
-    ("Base-rate reference", f"F ≡ {Fm.num(ev.reference_rate, '.3f')}",
+    ("Constant forecast (base rate)", f"F ≡ {Fm.num(ev.reference_rate, '.3f')}",
      f"The success rate of the summary above, said as a forecast at every step (F ≡ {Fm.num(ev.reference_rate, '.3f')}): "
      f"the yardstick skill is measured against, the {ev.reference_rule}. It follows the censoring mode, so it is "
      f"the constant the current score rewards."),
@@ -69,11 +69,9 @@ else:
 reference_bar(cfg, data)  # a log scored on its references only: the bar a real signal has to clear
 forecasts_panel(cfg, data)
 auto = st.session_state.get("_auto_recal_note")
-if auto and any(n in cfg.predictors for n in auto):
-    st.info("**This log has raw signals only** (no probability column), so each signal was turned into a "
-            "probability by a cross-fitted Platt recalibration (folds by trajectory): "
-            + ", ".join(code(n) for n in auto) + ". Change the method on the **Recalibration** page.",
-            icon=":material/tune:")
+if auto and auto[1] and any(n in cfg.predictors for n in auto[0]):  # the core's sentence, as the CLI prints it
+    st.info(C.md(auto[1][:1].upper() + auto[1][1:]) + ". Added: " + ", ".join(code(n) for n in auto[0])
+            + "; change the method on the **Recalibration** page.", icon=":material/tune:")
 if data.reading.get("treatment"):
     R.reading_panel(data)
 else:
@@ -118,9 +116,9 @@ def _show_board(ev):
     board.dataframe(
         tab, hide_index=True, width="stretch",
         column_config={
-            # at a phone's 390 px the predictor, its verdict and skill are in view (widths in px; a name of ~20
+            # at a phone's 390 px the predictor, its verdict and skill are in view (widths in px; a name of ~25
             # characters is read whole at every width); the predictor stays in view while scrolling to TPS
-            "predictor": st.column_config.TextColumn("predictor", width=150, pinned=True, help="conf_<name> column; (reference) = truthful/oracle; (reference "
+            "predictor": st.column_config.TextColumn("predictor", width=180, pinned=True, help="conf_<name> column; = true probability (synthetic): the truthful/oracle column of synthetic data; (reference "
                                                           "forecaster) = ref:…, fitted on this log's other runs, "
                                                           "not the agent's."),
             "verdict": st.column_config.TextColumn("verdict", width=92, help="Can I trust it? The label of the verdict above "

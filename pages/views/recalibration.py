@@ -14,13 +14,14 @@ from tpsviz.diagnostics.caveats import recalibration_hint
 from tpsviz.diagnostics.claims import is_clear, z_text
 from tpsviz.core import formatting as Fm
 from tpsviz.core.inference import summary_interval
+from tpsviz.evaluation.reading import own_predictors
 from tpsviz.forecasts.references import is_reference
 
 cfg, data = C.page("Recalibration",
                    "Fit a map from a signal to calibrated probabilities, cross-fitted by trajectory: every run is "
                    "recalibrated by a map fitted on other runs only, so no run sees its own outcome.")
 
-if not [p for p in data.predictors if "@" not in p] and data.signals:
+if not own_predictors(data) and data.signals:  # (its references aside: they are scored beside the conversions)
     st.info("**This log has raw signals only.** It opened with a cross-fitted Platt recalibration (5 folds, fewer "
             "for a small log; pooled over steps) of each signal, so that it can be scored; add another method "
             "below, or remove one.",

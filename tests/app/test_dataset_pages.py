@@ -88,7 +88,7 @@ def test_a_dataset_above_the_memory_limit_opens_on_a_stated_sample(root, monkeyp
 
     settings = at.session_state["_cfg"].score_settings(n_boot=0)
     skill = skill_table(tpsviz.from_frame(df), settings, n_boot=0)
-    table["predictor"] = table["predictor"].str.replace(" (reference)", "", regex=False)
+    table["predictor"] = table["predictor"].str.replace(" = true probability (synthetic)", "", regex=False)
     for _, row in table.iterrows():
         assert row["TPS"] == f"{full.summary.at[row['predictor'], 'tps_mean']:.4f}"
         assert row["n runs"] == full.summary.at[row["predictor"], "n_trajectories"]
@@ -164,7 +164,7 @@ def test_a_dataset_in_percent_is_scored_on_all_runs_in_percent(root, monkeypatch
     full = tpsviz.compute_tps(tpsviz.from_frame(df), at.session_state["_cfg"].score_settings(n_boot=0))
     assert len(table) == len(conf)
     for _, row in table.iterrows():
-        name = row["predictor"].removesuffix(" (reference)")  # (as the leaderboard names the reference)
+        name = row["predictor"].removesuffix(" = true probability (synthetic)")  # (as the leaderboard names the reference)
         assert row["TPS"] == f"{full.summary.at[name, 'tps_mean']:.4f}"
 
 

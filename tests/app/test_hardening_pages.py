@@ -241,7 +241,7 @@ def test_adv_a_failed_recalibration_from_a_link_is_escaped_and_the_rest_still_sc
     for m in list(at.markdown) + list(at.caption) + list(at.warning):
         assert "](http://127.0.0.1:9" not in m.value
     assert not [e.value for e in at.error if "cannot be applied" in e.value or "Something went wrong" in e.value]
-    assert len(at.dataframe) and "truthful (reference)" in set(at.dataframe[0].value["predictor"])
+    assert len(at.dataframe) and "truthful = true probability (synthetic)" in set(at.dataframe[0].value["predictor"])
 
 
 def test_adv3_numeric_metadata_with_infinity_keeps_the_sidebar():
@@ -257,7 +257,7 @@ def test_adv4_a_link_cannot_ask_for_unbounded_recalibrations():
 
     from pages._ui import state as S
 
-    specs = [f"{src}|{m}|{k}|pooled" for src in ("verbal", "noisy", "pessimistic", "base_rate", "budget_aware")
+    specs = [f"{src}|{m}|{k}|pooled" for src in ("verbal", "noisy", "pessimistic", "flat", "budget_aware")
              for m in ("platt", "isotonic") for k in (2, 3)]
     specs += ["verbal@platt|isotonic|2|pooled", "verbal@platt@isotonic|platt|2|pooled"]  # chains
     from streamlit.testing.v1 import AppTest

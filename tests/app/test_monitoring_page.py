@@ -29,8 +29,8 @@ def _p_words(p: float) -> str:
 def test_the_alarm_settings_come_back_from_a_link():
     """Order, window, watched predictor, in-control runs, drop and false-alarm rate are in the URL:
     a copied link gives the same alarm verdict (helper-23: only the demo was)."""
-    # (an option's words as shown are its value in the URL: "truthful (reference)", "column timestamp")
-    at = fresh({"demo": "drift-like", "mon_window": "50", "mon_alarm": "truthful (reference)", "mon_baseline": "120",
+    # (an option's words as shown are its value in the URL: "truthful = true probability (synthetic)", "column timestamp")
+    at = fresh({"demo": "drift-like", "mon_window": "50", "mon_alarm": "truthful = true probability (synthetic)", "mon_baseline": "120",
                 "mon_shift": "1.0", "mon_arl": "500", "mon_by": "order in the file"})
     _monitoring(at)
     assert at.number_input(key="mon_window").value == 50 and at.selectbox(key="mon_alarm").value == "truthful"

@@ -48,7 +48,7 @@ def test_multiclass_demo_matches_tps_k_and_the_controls_rerun():
     assert not at.exception
     want = tps_k(log, rule="brier", censoring="simple", censored_label="partial", seed=DEFAULT_SEED).summary
     got = _table(at, "tps_mean").set_index("predictor")
-    assert got.loc["base_rate", "tps_mean"] == pytest.approx(want.loc["base_rate", "tps_mean"], rel=1e-12)
+    assert got.loc["flat", "tps_mean"] == pytest.approx(want.loc["flat", "tps_mean"], rel=1e-12)
     from tpsviz.outcomes.multiclass import censoring_words
     from pages._ui.text import md
 
@@ -186,7 +186,7 @@ def test_exact_mode_label_applies_only_to_censored_runs_without_q():
     mine = multiclass_from_frame(frame, source="mine.csv")
     want = tps_k(mine, rule="log", censoring="exact", censored_label="success", seed=DEFAULT_SEED).summary
     got = _table(at, "tps_mean").set_index("predictor")
-    assert got.loc["truthful (reference)", "tps_mean"] == pytest.approx(want.loc["truthful", "tps_mean"], rel=1e-12)
+    assert got.loc["truthful = true probability (synthetic)", "tps_mean"] == pytest.approx(want.loc["truthful", "tps_mean"], rel=1e-12)
 
 
 def test_censoring_control_says_the_sidebar_setting_is_for_binary_logs():
@@ -212,7 +212,7 @@ def test_ece_table_has_a_heading_every_row_and_sits_with_the_panels(monkeypatch)
     ece = _table(at, "ECE")
     log = read_multiclass(DEMO / "multiclass-like.csv")
     assert len(ece) == len(log.predictors) * len(log.labels) == 12
-    assert "base_rate" in set(ece["predictor"])
+    assert "flat" in set(ece["predictor"])
     assert heights[("predictor", "label", "ECE", "largest gap")] == "content"  # every row shows, no scrolling
     order = _order(at)
     heading = order.index("#### Calibration error per label (one-vs-rest)")

@@ -35,7 +35,7 @@ def _check(at, ev):
     t = texts(at)
     for r in T.verdict_rows(ev):  # every verdict, word for word
         assert f"-badge[{r['label']}] **{md(display_name(r['name']))}** — {md(r['reason'])}" in t
-    assert f"F ≡ {ev.reference_rate:.3f}" in {m.label: m.value for m in at.metric}["Base-rate reference"]
+    assert f"F ≡ {ev.reference_rate:.3f}" in {m.label: m.value for m in at.metric}["Constant forecast (base rate)"]
 
 
 def test_overview_shows_what_tpsviz_evaluate_returns(app):

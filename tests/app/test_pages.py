@@ -42,7 +42,7 @@ def test_starts_on_demo_with_nothing_to_click(app):
     assert labels["Trajectories"] == "450"  # tau2-like is the landing (few censored runs)
     assert labels["Censored"] == "4 (0.9%)"  # one decimal below 1%, never "0%"
     lb = _leaderboard(app)
-    assert "truthful (reference)" in lb.index and len(lb) == 6
+    assert "truthful = true probability (synthetic)" in lb.index and len(lb) == 6
     assert not app.error
     t = texts(app).replace("\\", "")
     # the settings in one line (issue 37): the score family with its α and β, the schedule in words
@@ -302,7 +302,7 @@ def test_reference_rate_follows_censoring_mode(mode):
     data = tpsviz.load(DEMO / "webshop-like.csv")
     settings = tpsviz.ScoreSettings(censoring=mode)
     rate, rule = reference_rate(data, settings)
-    assert {m.label: m.value for m in at.metric}["Base-rate reference"] == f"F ≡ {rate:.3f}"
+    assert {m.label: m.value for m in at.metric}["Constant forecast (base rate)"] == f"F ≡ {rate:.3f}"
     assert rule in texts(at)  # the caption says which rate and why
     # the skill shown is the core's (the CLI prints the same number)
     sk = skill_table(data, settings, n_boot=0)
@@ -311,7 +311,7 @@ def test_reference_rate_follows_censoring_mode(mode):
 
 
 def test_reference_rates_differ_between_modes():
-    rates = {m: {x.label: x.value for x in _webshop({"cens": m}).metric}["Base-rate reference"]
+    rates = {m: {x.label: x.value for x in _webshop({"cens": m}).metric}["Constant forecast (base rate)"]
              for m in ("complete", "simple", "upper")}
     assert len(set(rates.values())) == 3
 

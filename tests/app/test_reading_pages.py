@@ -51,9 +51,11 @@ def test_inspect_upload_opens_with_recalibrated_signals_and_a_reading_panel(insp
     at = _fresh()
     upload(at, [("run.eval", inspect_eval.read_bytes(), "application/zip")])
     preds = at.sidebar.multiselect(key="pred").value
-    assert set(preds) == {"mean_logprob@platt", "min_logprob@platt", "entropy@platt"}
-    t = texts(at)
-    assert "raw signals only" in t and "cross-fitted Platt" in t
+    # raw signals only: converted, and scored beside the references (issue 46, point 5: as the CLI does)
+    assert {p for p in preds if not p.startswith("ref:")} == {"mean_logprob@platt", "min_logprob@platt", "entropy@platt"}
+    assert "ref:step" in preds
+    t = texts(at).replace("\\", "")
+    assert "raw signals only" in t.lower() and "by Platt scaling, cross-fitted by run" in t
     assert "18 runs read, 17 kept" in t
     table = next(d.value for d in at.dataframe if "termination reason" in d.value.columns)
     rows = dict(zip(table["termination reason"], table["treatment"]))
@@ -195,7 +197,7 @@ def test_raw_only_hotpotqa_likeupload(tmp_path):
     f = hotpotqa_like(tmp_path / "hotpotqa.csv")
     at = _fresh()
     upload(at, [("hotpotqa.csv", f.read_bytes(), "text/csv")])
-    assert at.sidebar.multiselect(key="pred").value == ["entropy@platt"]
+    assert at.sidebar.multiselect(key="pred").value == ["entropy@platt", "ref:step"]  # as the CLI (issue 46, 5)
     assert _metrics(at)["Censored"].startswith("29 ")
     _every_page(at)
 

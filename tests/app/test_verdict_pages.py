@@ -31,11 +31,11 @@ def test_overview_opens_with_a_verdict_per_predictor():
     said = {name: (100 * v.mean_forecast, 100 * v.success_rate) for name, v in core.items()}
     assert by_name["verbal"].startswith(":orange-badge[optimistic] **verbal**")
     assert says_numbers(by_name["verbal"].split(";")[0], said["verbal"]), (by_name["verbal"], said["verbal"])
-    assert by_name["truthful (reference)"].startswith(":green-badge[trustworthy]")
+    assert by_name["truthful = true probability (synthetic)"].startswith(":green-badge[trustworthy]")
     assert "noisy" in by_name and "overconfident" in by_name["noisy"]
     # a constant is named for what it is, not "optimistic" (issue 37), and says its one value
-    assert by_name["base_rate"].startswith(":gray-badge[constant] **base_rate**")
-    assert "every step" in by_name["base_rate"] and says_numbers(by_name["base_rate"], said["base_rate"])
+    assert by_name["flat"].startswith(":gray-badge[constant] **flat**")
+    assert "every step" in by_name["flat"] and says_numbers(by_name["flat"], said["flat"])
     assert not any(BAD.search(x) for x in lines)
     exp = [e for e in at.expander if e.label == "How the verdict is decided"]
     assert exp and "optimistic / pessimistic" not in texts(at)  # drawn only when open
@@ -56,7 +56,9 @@ def test_a_weak_raw_signal_opens_as_too_weak_to_convert_not_optimistic():
     at = fresh()
     upload(at, [("hotpot.csv", weak_unc_rows().to_csv(index=False).encode(), "text/csv")])
     lines = _verdict_lines(at)
-    assert len(lines) == 1 and lines[0].startswith(":violet-badge[too weak to convert] **uala@platt**")
+    # the conversion, and the reference beside it (issue 46, point 5: as the CLI scores it)
+    assert len(lines) == 2 and lines[0].startswith(":violet-badge[too weak to convert] **uala@platt**")
+    assert "ref:step" in lines[0] and "ref:step" in lines[1]
     assert "unc_uala" in lines[0] and "Platt" in lines[0]  # the conversion named: the raw column, its method
     assert "optimistic" not in lines[0] and not BAD.search(lines[0])
 

@@ -49,7 +49,7 @@ CASES: list[tuple[str, list[str]]] = [
     ("score_inspect_unscored_failure", ["score", INSPECT, *FAST, "--treat", "unscored=failure"]),
     ("score_webshop_cluster_run", ["score", WEBSHOP, *FAST, "--cluster-by", "run"]),
     ("score_webshop_percentile", ["score", WEBSHOP, *FAST, "--interval", "percentile"]),
-    ("compare_webshop_base_rate", ["compare", WEBSHOP, *FAST, "--baseline", "base_rate"]),
+    ("compare_webshop_flat", ["compare", WEBSHOP, *FAST, "--baseline", "flat"]),
     ("check_webshop_fails", ["check", WEBSHOP, *FAST, "--require", "trustworthy", "--min-skill", "0.1"]),
 ]
 

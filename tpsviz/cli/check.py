@@ -7,7 +7,7 @@ The log is scored as ``score`` scores it (same options, same numbers: the checks
   ``trustworthy``, i.e. none of the verdict rules 1-6 holds: "too little data" fails too (a gate
   needs evidence), and so does a predictor without a verdict (out of core with
   ``--verdict-sample 0``, which is refused up front);
-- ``--min-skill X``: its skill against the base-rate reference is >= X (a skill that cannot be
+- ``--min-skill X``: its skill against the constant forecast (base rate) is >= X (a skill that cannot be
   computed fails);
 - ``--max-drop X`` with ``--baseline-score FILE`` (an earlier ``score --json`` output under the same
   alpha, beta, schedule, censoring and eps, else exit 2): its TPS per run is at least the
@@ -15,7 +15,7 @@ The log is scored as ``score`` scores it (same options, same numbers: the checks
   new in the log has nothing to drop from and is not checked by this rule (a note says so).
 
 The predictors are every predictor of the log (its ``conf_<name>`` columns, and ``<name>@<method>``
-with ``--recalibrate``; the base-rate reference is not one), or those named with ``--predictor``.
+with ``--recalibrate``; the constant forecast (base rate) is not one), or those named with ``--predictor``.
 Exit 0 when all pass; exit 1 with one line per failing predictor saying why, and for nothing else;
 exit 2 for bad input or usage, and when none of the predictors checked was scored (a gate must not pass
 on nothing: :mod:`tpsviz.cli.unscored`); exit 3 for an unexpected failure (a bug:
@@ -53,7 +53,7 @@ TRUSTWORTHY = "trustworthy"
 EPILOG = ("rules (all given must hold for every predictor):\n"
           "  --require trustworthy  the verdict is exactly 'trustworthy' (none of the rules of `score --help` holds;\n"
           "                         'too little data' fails)\n"
-          "  --min-skill X          skill against the base-rate reference >= X (n/a fails)\n"
+          "  --min-skill X          skill against the constant forecast (base rate) >= X (n/a fails)\n"
           "  --max-drop X           TPS per run >= the baseline's - X (--baseline-score FILE: an earlier\n"
           "                         `score --json` output with the same alpha, beta, schedule, censoring and eps);\n"
           "                         a predictor of the baseline missing from the log fails, a new one is not\n"

@@ -233,8 +233,8 @@ def _print(ev: DatasetEvaluation) -> None:
     print(f"per step = sum of TPS / sum of weights (a display normalisation); CIs: {res.ci_words}")
     print()
     if len(sk):
-        print(f"base-rate reference: constant forecast {float(sk['ref_rate'].iloc[0]):.4f} "
-              f"({safe(sk['ref_rule'].iloc[0])}); skill = 1 - TPS/TPS_ref (> 0 beats the reference, 1 is "
+        print(f"constant forecast (base rate): {float(sk['ref_rate'].iloc[0]):.4f} "
+              f"({safe(sk['ref_rule'].iloc[0])}); skill = 1 - TPS/TPS_ref (> 0 beats it, 1 is "
               "perfect)")
     n_lab = int(m["n_trajectories"].max()) if len(m) else 0
     print(f"usual metrics on {n_lab:,} complete runs, pooled over steps unless 'final' (T-ECE: 10 equal-"

@@ -123,7 +123,7 @@ def _json(res, data, words, notes, by, order) -> dict:
     alarm = None
     if a is not None:
         alarm = {"predictor": safe(a.predictor), "reason": a.reason or None, "statistic": "lower CUSUM of "
-                 "TPS_i - TPS_ref,i (reference: the in-control success rate)", "n_baseline": a.n_baseline,
+                 "TPS_i - TPS_ref,i (TPS_ref: the constant forecast at the in-control success rate)", "n_baseline": a.n_baseline,
                  "rate0": _num(a.rate0), "mu0": _num(a.mu0), "sd0": _num(a.sd0), "shift_sd": a.shift,
                  "k": _num(a.shift / 2), "h": _num(a.h), "target_arl": a.target_arl,
                  "false_alarm_rate": _num(a.false_alarm_rate), "false_alarm_se": _num(a.false_alarm_se),

@@ -235,8 +235,8 @@ def _print_metrics(ev: BinaryEvaluation, nw: int) -> None:
     """The reference, the skill and usual metrics table, and why a value is n/a."""
     skill, metrics = ev.skill, ev.metrics
     if ev.reference_rate is not None:
-        print(f"base-rate reference: constant forecast {ev.reference_rate:.4f} ({ev.reference_rule}); "
-              "skill = 1 - TPS/TPS_ref (> 0 beats the reference, 1 is perfect)")
+        print(f"constant forecast (base rate): {ev.reference_rate:.4f} ({ev.reference_rule}); "
+              "skill = 1 - TPS/TPS_ref (> 0 beats it, 1 is perfect)")
     n_lab = int(metrics["n_trajectories"].max()) if len(metrics) else 0
     print(f"usual metrics on {n_lab} complete runs, pooled over steps unless 'final' "
           "(T-ECE: 10 equal-width bins, lower is better; blind to what TPS sees)")

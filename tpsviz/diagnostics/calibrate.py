@@ -223,7 +223,7 @@ def add_recalibrated(data: TrajectoryData, source: str, method: str = "platt", f
         raise ValueError(f"{source!r} has no value on any row")
     if np.ptp(x[ok]) == 0:  # a map of one value is the base rate of each fold: rankings across folds only
         raise ValueError(f"{source!r} has the same value on every row: there is nothing to recalibrate "
-                         "(the base-rate reference is its recalibration)")
+                         "(the constant forecast (base rate) is its recalibration)")
     steps = data.steps["t"].to_numpy()[ok] if per_step else None
     res = recalibrate(x[ok], y[ok], codes[ok], method=method, folds=folds, per_step=steps,
                       seed=seed, direction=direction, signal=kind)

@@ -165,7 +165,7 @@ def caveats(data: TrajectoryData, settings: ScoreSettings, summary=None, skill=N
             k, n = int(summary.loc[name, "n_missing"]), int(summary.loc[name, "n_missing"] + summary.loc[name, "n_steps"])
             ws.append(f"{name}: {k:,} of {n:,} steps have no forecast. TPS sums the steps a predictor forecasts, "
                       "so its TPS is not comparable with a predictor that forecasts every step; its skill is "
-                      "(measured against the reference on the same steps).")
+                      "(measured against the constant forecast (base rate) on the same steps).")
         if skill is not None and name in skill.index:
             sk = float(skill.loc[name, "skill"])
             if np.isfinite(sk) and sk <= 0:

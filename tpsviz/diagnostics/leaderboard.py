@@ -284,7 +284,7 @@ class BaseRateReference:
 
 
 def _reference_name(data: TrajectoryData) -> str:
-    name = "base-rate reference"
+    name = "constant forecast (base rate)"
     while name in data.predictors:
         name += "'"
     return name
@@ -484,8 +484,8 @@ def skill_from_runs(values: dict, rate: float, rule: str, level: float, n_boot: 
     # a reference rate of exactly 0 or 1 is (up to ε) a perfect forecast on these labels:
     # TPS_ref ≈ 0 and the ratio TPS/TPS_ref is meaningless, so skill is left undefined
     degenerate = rate in (0.0, 1.0)
-    note = (f"skill undefined: the reference rate is {rate:g} (every scored run counts as "
-            f"{'a success' if rate == 1.0 else 'a failure'}), so the constant reference is "
+    note = (f"skill undefined: the base rate is {rate:g} (every scored run counts as "
+            f"{'a success' if rate == 1.0 else 'a failure'}), so the constant forecast (base rate) is "
             "already perfect" if degenerate else "")
     stats = {}
     for name, (v, r) in values.items():

@@ -30,7 +30,8 @@ from tpsviz.evaluation.outcome_kinds import evaluate_continuous, evaluate_multic
 from tpsviz.evaluation.record import BinaryEvaluation
 from tpsviz.core.schema import plain_text
 from tpsviz.evaluation.engine_choice import choose_engine, memory_reason
-from tpsviz.evaluation.reading import no_forecast_reason, read_log, read_options, recalibrated, with_references
+from tpsviz.evaluation.reading import (default_converted, no_forecast_reason, read_log, read_options, recalibrated,
+                                       with_references)
 from tpsviz.evaluation.settings import RECALIBRATIONS, check_settings, qz_source, score_settings
 from tpsviz.io.kinds.continuous import ContinuousLog, read_continuous
 from tpsviz.io.dataset import DATASET_FORMATS, is_dataset_spec, open_dataset
@@ -287,6 +288,8 @@ def prepare_binary(source, s: Settings, r: ReadSettings) -> PreparedLog:
     more = []
     if s.recalibrate:  # fitted on the population the score scores (docs/theory.md §6)
         data, more = recalibrated(data, s.recalibrate, s.folds, s.seed, settings.censoring, q)
+    else:  # a log of raw signals only: converted as on every face (default_forecasts)
+        data, more = default_converted(data, s.folds, s.seed, settings.censoring, q)
     data, refs = with_references(data, settings, q, bool(s.references), s.folds, s.seed)
     return PreparedLog(data, settings, q, notes + more + qz_notes + refs)
 

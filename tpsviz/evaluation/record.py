@@ -113,7 +113,7 @@ def reading_json(reading: dict) -> dict:
 _UNITS = "TPS per trajectory in the score's units (nats for the log score); higher is better, 0 is perfect"
 _METRICS = ("auroc/auprc/tece_pooled pooled over (trajectory, step) pairs of complete runs; *_final use each "
             "run's final forecast; T-ECE with 10 equal-width bins; skill = 1 - TPS/TPS_ref against the "
-            "constant reference rate")
+            "constant forecast (base rate)")
 _MOVEMENT = ("mean over runs of sum (F_t+1 - F_t)^2 minus the uncertainty resolved, F_1(1-F_1) - F_end(1-F_end) "
              "(a finished run ends at Y); 0 for a truthful forecast, > 0 over-reacts, < 0 under-reacts; "
              "z = value / se across runs, the se clustered as settings.se says (docs/theory.md, Rational updating)")
@@ -451,7 +451,7 @@ class BinaryEvaluation(Evaluation):
             out["tps_ci"] = "no CI could be formed from the bootstrap replicates"
         if n and not math.isfinite(float(k.skill)):
             out["skill"] = (str(k.get("skill_note", "")) or
-                            "skill is undefined when TPS or the reference's TPS is not finite")
+                            "skill is undefined when TPS or the constant forecast's TPS is not finite")
         if not math.isfinite(float(m.get("auroc", math.nan))):
             out["auroc"] = ("AUROC needs complete runs with both outcomes (a success and a failure) "
                             "and a forecast")

@@ -144,6 +144,6 @@ def _leaderboard(ev, F) -> Section:
     text = (f"TPS in {unit} per trajectory (higher is better, 0 is perfect), {settings.level:.0%} "
             f"{'bootstrap CI over ' + ev.clusters.bootstrap_words() if boot else 'interval ± 1.96 SE'}, "
             f"{ev.clusters.words()}; skill against the "
-            f"constant forecast F ≡ {Fm.num(rate, '.3f')} ({ev.reference_rule or 'no reference'}); usual metrics "
+            f"constant forecast F ≡ {Fm.num(rate, '.3f')} ({ev.reference_rule or 'no base rate'}); usual metrics "
             "on complete runs, pooled over steps.")
     return Section("Leaderboard", text, leaderboard_figure(ev), report_table(ev, F.display_name))

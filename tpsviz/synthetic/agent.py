@@ -214,7 +214,7 @@ def simulate(scenario: Scenario | str, n_trajectories: int | None = None,
     -------
     SimulatedLog
         Predictors (``conf_<name>``): ``truthful`` (q_t), ``verbal`` (over-confident,
-        saturated near 0.9–1.0), ``pessimistic`` (σ(logit q_t - 1)), ``noisy``, ``base_rate``,
+        saturated near 0.9–1.0), ``pessimistic`` (σ(logit q_t - 1)), ``noisy``, ``flat`` (the base rate at every step),
         ``budget_aware`` (m_t). Signals: ``raw_logprob`` (higher = more confident) and
         ``unc_hesitation`` (higher = less confident).
     """
@@ -397,7 +397,7 @@ def _add_forecasts(steps: pd.DataFrame, q: np.ndarray, m: np.ndarray, noise: np.
         "verbal": verbal,
         "pessimistic": sigmoid(lq - 1.0),
         "noisy": sigmoid(lq + 0.8 * noise[1]),
-        "base_rate": np.full(q.size, base),
+        "flat": np.full(q.size, base),  # the base rate at every step: a constant forecast
         "budget_aware": m,
     }
     for name, v in conf.items():

@@ -16,7 +16,7 @@ the runs with T > B after step B (about 15% of them); their exact continuation l
 q_Z = Σ_K P(K | o_1..o_B, T > B) L_K, with the survival factor (1 − h_K)^B.
 
 Predictors (``conf_<name>__<label>``): ``truthful`` (q_t), ``overconfident`` (q_t² renormalised),
-``binary_view`` (all non-success mass on failure, nothing on partial) and ``base_rate`` (the label
+``binary_view`` (all non-success mass on failure, nothing on partial) and ``flat`` (the label
 frequencies of the complete runs). Every vector is rounded to 6 decimals with the rounding
 remainder on its largest entry, so it still sums to 1 (within 1e-15) once written with
 ``float_format="%.6g"``.
@@ -32,7 +32,7 @@ __all__ = ["simulate_multiclass", "demo_frames", "LABELS", "SIGNALS", "TYPES", "
 LABELS = ("success", "partial", "failure")
 SIGNALS = ("good", "neutral", "bad")
 TYPES = ("strong", "mixed", "weak")
-PREDICTORS = ("truthful", "overconfident", "binary_view", "base_rate")
+PREDICTORS = ("truthful", "overconfident", "binary_view", "flat")
 DEFAULT_SEED = 20260513
 PRIOR = np.array([0.40, 0.35, 0.25])
 #: P(label | type), rows: types, columns: LABELS
@@ -161,7 +161,7 @@ def _predictors(q: np.ndarray, complete_labels: np.ndarray) -> dict[str, np.ndar
         "truthful": q,
         "overconfident": sharp / sharp.sum(axis=1, keepdims=True),
         "binary_view": np.column_stack([q[:, 0], np.zeros(len(q)), q[:, 1] + q[:, 2]]),
-        "base_rate": np.tile(freq, (len(q), 1)),
+        "flat": np.tile(freq, (len(q), 1)),
     }
 
 

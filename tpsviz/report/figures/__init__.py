@@ -32,12 +32,14 @@ from tpsviz.report.figures.scoring import (
 from tpsviz.report.figures.steps import (
     contribution_heatmap_figure, prepare_heatmap, prepare_step_means, step_means_figure, trajectory_figure)
 from tpsviz.report.figures.style import (
-    PALETTE, REFERENCE_COLOR, REFERENCE_NAMES, default_baseline, display_name, empty_figure, integer_ticks,
+    BASE_RATE_LINE, PALETTE, REFERENCE_COLOR, REFERENCE_NAMES, TRUE_PROBABILITY, default_baseline, display_name, empty_figure,
+    integer_ticks,
     is_reference, plot_label, predictor_colors, score_label, use_template_by_default, with_caption)
 
 __all__ = [
     # style
-    "PALETTE", "REFERENCE_COLOR", "REFERENCE_NAMES", "is_reference", "default_baseline", "predictor_colors",
+    "PALETTE", "REFERENCE_COLOR", "REFERENCE_NAMES", "TRUE_PROBABILITY", "BASE_RATE_LINE", "is_reference", "default_baseline",
+    "predictor_colors",
     "display_name", "plot_label", "score_label", "empty_figure", "with_caption", "integer_ticks",
     "use_template_by_default",
     # scoring

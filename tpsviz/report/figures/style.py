@@ -5,7 +5,8 @@ Conventions:
 
 - one colour per predictor, the same everywhere (:func:`predictor_colors`, Okabe–Ito
   colour-blind-safe palette); the truthful / oracle predictor, when present, is drawn in black
-  with a thicker line and labelled "(reference)";
+  with a thicker line and labelled "= true probability (synthetic)" (a ``ref:*`` reference forecaster is
+  labelled "(reference forecaster)": "reference" names those yardsticks only);
 - every score axis says its units and direction (:func:`score_label`);
 - figures ship aggregates, never raw steps, and use SVG traces only (no WebGL).
 """
@@ -24,6 +25,7 @@ from tpsviz.core.scores import score_unit
 from tpsviz.forecasts.references import is_reference as is_reference_forecaster
 
 __all__ = [
+    "TRUE_PROBABILITY", "BASE_RATE_LINE",
     "PALETTE", "REFERENCE_COLOR", "REFERENCE_NAMES", "TEMPLATE", "FONT", "use_template_by_default",
     "is_reference", "default_baseline", "predictor_colors", "by_predictor", "display_name", "plot_label",
     "color_of", "rgba", "line_width", "score_label", "apply_layout", "layout_dict", "empty_figure", "with_caption",
@@ -60,6 +62,12 @@ def _template_kw() -> dict:
     """The template argument of a layout: none when :data:`TEMPLATE` is already plotly's default."""
     return {} if pio.templates.default == TEMPLATE else {"template": TEMPLATE}
 FONT = dict(family="Source Sans Pro, Arial, sans-serif", size=13)
+
+
+#: what the truthful/oracle predictor of synthetic data is, as every label says it
+TRUE_PROBABILITY = "true probability (synthetic)"
+#: the line of always saying the base rate, as every figure labels it (skill is measured against it)
+BASE_RATE_LINE = "constant forecast (base rate)"
 
 
 def is_reference(name: str) -> bool:
@@ -113,12 +121,13 @@ def by_predictor(frame, colors):
 
 
 def display_name(name: str) -> str:
-    """Predictor label with the reference marked: the truthful/oracle predictor of synthetic data
-    "(reference)", a reference forecaster fitted on the log (``ref:…``, docs/forecasts.md §1)
-    "(reference forecaster)", never mistaken for the agent's signal."""
+    """Predictor label with what it is marked: the truthful/oracle predictor of synthetic data
+    "= true probability (synthetic)", a reference forecaster fitted on the log (``ref:…``,
+    docs/forecasts.md §1) "(reference forecaster)", never mistaken for the agent's signal ("reference"
+    names those yardsticks only)."""
     if is_reference_forecaster(name):
         return f"{name} (reference forecaster)"
-    return f"{name} (reference)" if is_reference(name) else str(name)
+    return f"{name} = {TRUE_PROBABILITY}" if is_reference(name) else str(name)
 
 
 def plot_label(name: str) -> str:
