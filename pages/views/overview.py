@@ -116,9 +116,9 @@ def _show_board(ev):
     board.dataframe(
         tab, hide_index=True, width="stretch",
         column_config={
-            # at a phone's 390 px the predictor, its verdict and skill are in view (widths in px; a name of ~25
+            # at a phone's 390 px the predictor, its verdict and skill are in view (widths in px; a name of ~22
             # characters is read whole at every width); the predictor stays in view while scrolling to TPS
-            "predictor": st.column_config.TextColumn("predictor", width=180, pinned=True, help="conf_<name> column; = true probability (synthetic): the truthful/oracle column of synthetic data; (reference "
+            "predictor": st.column_config.TextColumn("predictor", width=160, pinned=True, help="conf_<name> column; = true probability (synthetic): the truthful/oracle column of synthetic data; (reference "
                                                           "forecaster) = ref:…, fitted on this log's other runs, "
                                                           "not the agent's."),
             "verdict": st.column_config.TextColumn("verdict", width=92, help="Can I trust it? The label of the verdict above "
