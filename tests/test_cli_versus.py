@@ -34,7 +34,9 @@ def test_two_real_logs_without_forecasts_exit_0_and_say_who_succeeds_more(capsys
     assert "no clear difference in success: tau-bench-airline-gpt-4o 43.1% against" in out
     assert "Δ = +6.9 points (SE 19.6, unpaired, clustered by task; 10 censored runs left out" in out
     assert "different harnesses (tau-bench, tau2-bench): task ids that coincide are not the same tasks" in out
-    assert "not recorded by the log(s): cost, duration" in out
+    # the tau2 reader records cost and duration (issue 46 point 4), the tau-bench one neither: not compared
+    assert "duration: recorded by tau2_airline_gpt-oss-120b_langc… only (88.1 s per run); not compared" in out
+    assert "cost: recorded by tau2_airline_gpt-oss-120b_langc… only" in out and "nan" not in out
     assert "confidence: not compared" in out
     assert "Traceback" not in out + err
 
@@ -51,7 +53,8 @@ def test_two_real_logs_json(capsys):
     assert (s["n_a"], s["n_b"], s["paired"]) == (195, 8, False)
     assert v["sentence"].startswith("no clear difference in success")
     assert v["se"] == {"unit": "task", "column": "task_id", "tasks": {"baseline": 50, "candidate": 13}}
-    assert set(v["measures"]) == {"success", "steps"}
+    assert set(v["measures"]) == {"success", "steps", "cost", "duration"}
+    assert (v["measures"]["duration"]["n_a"], v["measures"]["duration"]["n_b"]) == (0, 13)
     assert obj["differences"] == {} and obj["confidence"].startswith("not compared")
     assert obj["sides"] == {"baseline": "tau-bench-airline-gpt-4o", "candidate": "tau2_airline_gpt-oss-120b_langc…"}
 

@@ -120,7 +120,9 @@ def test_tau_bench_and_tau2_task_ids_are_not_paired():
     ta = a.trajectories.loc[~a.trajectories["censored"], "task_id"].astype(str).tolist()
     tb = b.trajectories.loc[~b.trajectories["censored"], "task_id"].astype(str).tolist()
     assert row["se"] == pytest.approx(math.hypot(_loop_clustered_se(list(ya), ta), _loop_clustered_se(list(yb), tb)))
-    assert set(t["measure"]) == {"success", "steps"}  # neither reader records cost or duration
+    # the tau2 reader records cost and duration, the tau-bench reader neither: side a has none of them
+    assert set(t["measure"]) == {"success", "steps", "cost", "duration"}
+    assert (t.set_index("measure").loc[["cost", "duration"], "n_a"] == 0).all()
 
 
 def test_groups_of_one_log_pair_by_task():

@@ -62,6 +62,15 @@ def test_shared_link_reproduces_the_view(page):
     assert page.get_by_text("Under the current mode — simple").first.is_visible()
 
 
+def _choose(pg, box, option: str) -> None:
+    """Choose ``option`` in a selectbox: scrolled into the middle of the view first (a box at the bottom
+    edge of the window opened its list and lost it again), then clicked open."""
+    box.evaluate("el => el.scrollIntoView({block: 'center'})")
+    pg.wait_for_timeout(300)
+    box.click()
+    pg.get_by_role("option", name=option).click()
+
+
 def _slider(pg, name: str) -> float:
     return float(_sidebar(pg).locator(f"input[type=range][aria-label='{name}']").input_value())
 
@@ -83,8 +92,7 @@ def test_browser_back_returns_to_the_settings_of_the_url(page):
     predictors = _sidebar(page).locator("[data-testid='stMultiSelect']").filter(has_text="Predictors")
     assert "truthful" in predictors.inner_text() and "budget_aware" in predictors.inner_text()
     # a preset, another page, then Back: the preset's URL and values again
-    _sidebar(page).locator("[data-testid='stSelectbox']").filter(has_text="Preset").click()
-    page.get_by_role("option", name="brier").click()
+    _choose(page, _sidebar(page).locator("[data-testid='stSelectbox']").filter(has_text="Preset"), "brier")
     wait_ready(page)
     page.get_by_role("link", name="Censoring").first.click()
     wait_ready(page, "Censoring")

@@ -369,6 +369,9 @@ def measure_words(row, names: dict, a: str, b: str) -> str:
     def v(x):
         return f"{x:{spec}}{(' ' + unit) if unit else ''}" if np.isfinite(x) else "—"
 
+    if not (int(row["n_a"]) and int(row["n_b"])):  # one side does not record it: nothing to compare
+        only, mean = (nb, row["mean_b"]) if int(row["n_b"]) else (na, row["mean_a"])
+        return f"{row['measure']}: recorded by {only} only ({v(mean)} per run); not compared"
     se = f"SE {row['se']:{spec}}" if np.isfinite(row["se"]) else "SE not available"
     said = (f"{nb} clearly {'higher' if row['delta'] > 0 else 'lower'}" if is_clear(row["z"])
             else "no clear difference" if np.isfinite(row["z"]) else f"no judgement: {_no_z(row)}")
