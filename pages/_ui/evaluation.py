@@ -32,7 +32,7 @@ from .loading import cfg_fit, cfg_refs, get_rollouts, is_failure, prepared, resu
 from .memo import memo
 from .state import SEED, Config, Source, current, current_source
 
-__all__ = ["evaluation", "call_key", "evaluate_settings", "SharedParts", "BoardFirst", "compare_tps", "compare_metrics",
+__all__ = ["evaluation", "evaluation_and_key", "log_key", "evaluate_settings", "SharedParts", "BoardFirst", "compare_tps", "compare_metrics",
            "metric_intervals"]
 
 
@@ -183,28 +183,35 @@ def evaluation(cfg: Config | None = None, *, ci: bool = True, verdicts: bool = T
     BinaryEvaluation
         ``tpsviz.evaluate`` of the prepared log with the selected predictors under these settings.
     """
-    log, names, key, data, s = _call(cfg, ci, predictors)
-    if _evaluation.has(log, names, key, verdicts, data, s):
-        return _evaluation(log, names, key, verdicts, data, s)
-    with st.spinner("Scoring…"):
-        return _evaluation(log, names, key, verdicts, data, s)
+    return evaluation_and_key(cfg, ci=ci, verdicts=verdicts, predictors=predictors)[0]
 
 
-def call_key(cfg: Config | None = None, *, ci: bool = True, predictors=None) -> tuple:
-    """The key of :func:`evaluation`'s call (log, predictors, settings): what a result computed from
-    that Evaluation is cached under.
+def evaluation_and_key(cfg: Config | None = None, *, ci: bool = True, verdicts: bool = True,
+                       predictors=None) -> tuple:
+    """:func:`evaluation` and the key of its call (log, predictors, settings): what a result computed
+    from that Evaluation is cached under (the prepared log is looked up once for both).
 
     Parameters
     ----------
     cfg : Config, optional
-    ci : bool
+    ci, verdicts : bool
     predictors : sequence of str, optional
 
     Returns
     -------
-    tuple
+    (BinaryEvaluation, tuple)
     """
-    return _call(cfg, ci, predictors)[:3]
+    log, names, key, data, s = _call(cfg, ci, predictors)
+    if _evaluation.has(log, names, key, verdicts, data, s):
+        return _evaluation(log, names, key, verdicts, data, s), (log, names, key)
+    with st.spinner("Scoring…"):
+        return _evaluation(log, names, key, verdicts, data, s), (log, names, key)
+
+
+def log_key(cfg: Config | None = None) -> tuple:
+    """The key of the prepared log of ``cfg`` (source, filters, recalibrations, references, their fit):
+    what a result read from the log alone, whatever the score's settings, is cached under."""
+    return _call(cfg, False)[0]
 
 
 # ----------------------------------------------------------------------------- parts read on demand
@@ -238,8 +245,7 @@ def compare_tps(baseline: str, cfg: Config | None = None, predictors=None):
     even when it is not selected."""
     selected = list((cfg or current()).predictors if predictors is None else predictors)
     chosen = tuple(dict.fromkeys(selected + [baseline]))
-    log, names, key, _, _ = _call(cfg, False, chosen)
-    ev = evaluation(cfg, ci=False, verdicts=False, predictors=chosen)
+    ev, (log, names, key) = evaluation_and_key(cfg, ci=False, verdicts=False, predictors=chosen)
     table, z = _compared_tps(log, names, key, baseline, ev)
     shown = [n for n in names if n in selected]  # the heatmap: the selected predictors alone
     return table, z.loc[shown, shown]
@@ -250,14 +256,12 @@ def compare_metrics(baseline: str, n_boot: int, cfg: Config | None = None, predi
     replicates, kept under the settings they depend on (an α nudge finds them)."""
     selected = list((cfg or current()).predictors if predictors is None else predictors)
     chosen = tuple(dict.fromkeys(selected + [baseline]))
-    log, names, key, _, _ = _call(cfg, False, chosen)
-    ev = evaluation(cfg, ci=False, verdicts=False, predictors=chosen)
+    ev, (log, names, key) = evaluation_and_key(cfg, ci=False, verdicts=False, predictors=chosen)
     return _compared_metrics(log, names, _metric_key(key), baseline, int(n_boot), ev)
 
 
 def metric_intervals(n_boot: int, cfg: Config | None = None, predictors=None):
     """``ev.metric_intervals(n_boot)``: the usual metrics with bootstrap CIs, kept under the settings
     they depend on (an α nudge finds them); ``n_boot=0``: the points."""
-    log, names, key, _, _ = _call(cfg, False, predictors)
-    ev = evaluation(cfg, ci=False, verdicts=False, predictors=predictors)
+    ev, (log, names, key) = evaluation_and_key(cfg, ci=False, verdicts=False, predictors=predictors)
     return _metric_intervals(log, names, _metric_key(key), int(n_boot), ev)

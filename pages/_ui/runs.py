@@ -21,12 +21,36 @@ from .memo import memo
 from .state import Source, data_roots
 from .wording import say
 
-__all__ = ["table", "steps_of_run", "points", "messages_of_run", "MessagesUnavailable"]
+__all__ = ["table", "steps_of_run", "points", "preset_counts", "messages_of_run", "MessagesUnavailable"]
+
 
 def _points(cfg):
-    """The Evaluation's TPS without the bootstrap (``ev.points``) and its cache key: the log, the
-    predictors and the settings (:func:`pages._ui.evaluation.call_key`)."""
-    return E.evaluation(cfg, ci=False, verdicts=False), E.call_key(cfg, ci=False)
+    """The Evaluation without the bootstrap (its ``ev.points``) and its cache key: the log, the
+    predictors and the settings (:func:`pages._ui.evaluation.evaluation_and_key`)."""
+    return E.evaluation_and_key(cfg, ci=False, verdicts=False)
+
+
+@memo(max_entries=12)
+def _preset_counts(log: tuple, names: tuple, _data):
+    return RU.preset_counts(_data, list(names))
+
+
+def preset_counts(ev, cfg=None):
+    """:func:`tpsviz.diagnostics.runs.preset_counts` of an Evaluation's log and predictors, cached under the
+    log and the predictors alone: the counts read the forecasts, not the score, so an α nudge finds them.
+
+    Parameters
+    ----------
+    ev : BinaryEvaluation
+        The sidebar's (any of its calls: the log and the predictors are the same).
+    cfg : Config, optional
+
+    Returns
+    -------
+    DataFrame
+        Index the predictors (sorted), one column per preset.
+    """
+    return _preset_counts(E.log_key(cfg), tuple(sorted(ev.summary.index)), ev.data)
 
 
 @memo(max_entries=12, spinner="Listing the runs…")

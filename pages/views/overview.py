@@ -16,6 +16,7 @@ from pages._ui.get_forecasts import forecasts_panel, reference_bar
 from pages._ui import reading as R
 from pages._ui import compute as V
 from pages._ui import evaluation as E
+from pages._ui import runs as RV
 from pages._ui.evaluation import evaluation
 from pages._ui import results as Rs
 from pages._ui import loading as L
@@ -154,7 +155,7 @@ def _runs_links(ev) -> None:
     """Links to the Runs page's presets, each for the best-ranked predictor (the log's own signals
     first) that has such runs: from the leaderboard to the runs it was most wrong about, in one click."""
     order = [n for n in ev.order if not F.is_reference(n)] + [n for n in ev.order if F.is_reference(n)]
-    counts = RU.preset_counts(ev.data, order)
+    counts = RV.preset_counts(ev, cfg).loc[order]  # (cached: an α nudge counts nothing again)
     cols = st.columns(len(RU.PRESETS))
     for col, preset in zip(cols, RU.PRESETS):
         has = counts.index[counts[preset] > 0]
