@@ -91,3 +91,22 @@ def test_a_log_with_a_probability_and_recalibrate_keeps_asked_references(uala, t
     assert {"verbal", "verbal@platt", "uala@platt", "ref:step"} <= set(out["predictors"])
     out = _score(capsys, "score", path)
     assert sorted(out["predictors"]) == ["verbal"]  # a probability of its own: nothing added by default
+
+
+def test_recalibrate_none_leaves_raw_signals_unconverted_and_keeps_the_references(uala, capsys):
+    """``--recalibrate none`` (``recalibrate="none"``) turns the default conversion off: the raw signal is
+    not scored, the references still are, and the reason is said; a log with probabilities is scored as
+    without the option."""
+    out = _score(capsys, "score", uala, "--recalibrate", "none")
+    assert sorted(out["predictors"]) == ["ref:step"]
+    assert not any("Platt" in n for n in out["settings"]["notes"])
+    assert any("unc_uala" in n and "not scored" in n for n in out["settings"]["notes"])
+    ev = tpsviz.evaluate(weak_unc_rows(), recalibrate="none", n_boot=0)
+    assert ev.data.predictors == ["ref:step"]
+    rows = weak_unc_rows().assign(conf_verbal=0.3)
+    same = tpsviz.evaluate(rows, n_boot=0)
+    none = tpsviz.evaluate(rows, recalibrate="none", n_boot=0)
+    assert none.data.predictors == same.data.predictors
+    assert none.points.summary["tps_mean"].equals(same.points.summary["tps_mean"])
+    with pytest.raises(ValueError, match="platt, isotonic, beta, none"):
+        tpsviz.evaluate(rows, recalibrate="nothing")

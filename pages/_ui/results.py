@@ -41,6 +41,7 @@ from tpsviz.diagnostics import updating as UP
 from tpsviz.diagnostics import versus_runs as VR
 from tpsviz.diagnostics.monitoring import deferral as DF
 from tpsviz.diagnostics.monitoring import monitor as MO
+from tpsviz.forecasts import versus as VS
 from tpsviz.report import figures as F
 
 from .loading import cfg_fit, cfg_refs, get_data, get_rollouts, is_failure, load_base, prepared, qz_choice, result_key
@@ -383,14 +384,46 @@ def groups(a, x, by: str, base: str | None, pair_on: str):
     return table, base, diffs
 
 
+@result("Fitting each group's own references…", max_entries=6)
+def own_references_groups(a, x, by: str):
+    """forecasts.versus.versus_own_references of the groups of ``by``: each group's real predictors against
+    references fitted on that group's runs only."""
+    labels = GR.group_labels(x.data, by)
+    return VS.versus_own_references(x.data, labels, list(dict.fromkeys(labels)), a.settings)
+
+
+def _both_logs(a: Analysis, src: Source, cand: Source):
+    """(both logs in one, the column naming the log), or the candidate's LoadFailure."""
+    got = load_base(cand)
+    if is_failure(got):
+        return got
+    base, _ = prepared(src, a.filters, a.recal, a.refs, a.fit)
+    column = CB.free_column(base, got)  # "log", or "log_2" … when a log has a column of that name
+    return CB.combine_logs(base, got, column=column, allow_no_predictor=True), column  # success needs no forecast
+
+
+@memo(max_entries=4, spinner="Fitting each log's own references…")
+def _own_two_logs(a: Analysis, cand_key: str, _src: Source, _cand: Source):
+    got = _both_logs(a, _src, _cand)
+    if is_failure(got):
+        return {}
+    both, column = got
+    return VS.versus_own_references(both, GR.group_labels(both, column), ["baseline", "candidate"], a.settings)
+
+
+def own_references_two_logs(cand: Source, a: Analysis | None = None) -> dict:
+    """Each log's real predictors against references fitted on that log's runs only ({} when the candidate
+    cannot be read: two_logs says why)."""
+    a = (a or analysis()).key(ALL)
+    return _own_two_logs(a, cand.key, current_source(), cand)
+
+
 @memo(max_entries=6, spinner="Reading the candidate log and scoring both…")
 def _two_logs(a: Analysis, cand_key: str, pair_on: str, _src: Source, _cand: Source):
-    cand = load_base(_cand)
-    if is_failure(cand):
-        return cand
-    base, _ = prepared(_src, a.filters, a.recal, a.refs, a.fit)
-    column = CB.free_column(base, cand)  # "log", or "log_2" … when a log has a column of that name
-    both = CB.combine_logs(base, cand, column=column, allow_no_predictor=True)  # success needs no forecast
+    got = _both_logs(a, _src, _cand)
+    if is_failure(got):
+        return got
+    both, column = got
     vs = VR.versus_runs(both, column, "baseline", "candidate", GR.group_labels(both, column), pair_on=pair_on,
                         cluster_by=a.settings.cluster_by)
     if not (names := [p for p in a.predictors if p in both.predictors]):  # success, steps, cost, duration only

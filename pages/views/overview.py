@@ -297,6 +297,21 @@ def _show_groups(gv):
         st.caption(f"{C.md(g)} − {C.md(gv['base'])}: {C.md(how)}")
 
 
+def _show_own_references(own: dict, names: dict) -> None:
+    """Each side's predictors against references fitted on that side's runs only (the CLI's lines)."""
+    if not own:
+        return
+    st.markdown("**Each side against its own references** (ref:* fitted on that side's runs only, paired on "
+                "its runs): a side is never judged by a yardstick that learnt from the other side's outcomes.")
+    lines = []
+    for g, recs in own.items():
+        side = C.md(names.get(g, g), 60)
+        if "why" in recs:
+            lines.append(f"- {side}: not formed ({C.md(say(recs['why']), 300)})")
+        lines += [f"- {side}, {code(p, 40)}: {C.md(r['words'], 400)}" for p, r in recs.items() if "why" not in recs]
+    st.markdown("\n".join(lines))
+
+
 def _groups_of_this_log(by_model: str | None) -> None:
     cols = group_columns(data)
     if not cols:
@@ -334,6 +349,9 @@ def _groups_of_this_log(by_model: str | None) -> None:
         except ValueError as e:
             st.info(f"Success cannot be compared by {code(by)}: {C.md(say(e))}")
         _show_groups(gv)
+        groups = list(dict.fromkeys(gv["table"]["group"]))
+        _show_own_references(Rs.own_references_groups(by, a=Rs.analysis(cfg)),
+                             {g: f"{clean_text(by, 40)} {clean_text(g, 40)}" for g in groups})
     S.remember_group_choice(by if gv is not None else None, st.session_state.get("grp_base"), pair_on)
 
 
@@ -411,6 +429,7 @@ def _second_log():
                    "references are fitted on its own runs, so they are not one predictor).")
         return lambda skip: V.versus_tables({"candidate": vs}, names)["sentences"]["candidate"]
     _show_groups(V.group_tables(table, base, diffs))
+    _show_own_references(Rs.own_references_two_logs(cand, a=Rs.analysis(cfg)), names)
     if left:
         st.caption("Not in the candidate log, so not compared: " + ", ".join(code(p) for p in left))
     said = V.versus_tables({"candidate": vs}, names)["sentences"]["candidate"]

@@ -214,10 +214,12 @@ def add_log_options(p: argparse.ArgumentParser) -> None:
     add_n_boot(p)
     add_level(p)
     add_json(p)
-    p.add_argument("--recalibrate", choices=("platt", "isotonic", "beta"), default=None,
+    p.add_argument("--recalibrate", choices=("platt", "isotonic", "beta", "none"), default=None,
                    help="add a cross-fitted recalibration of every predictor and raw_/unc_ "
                         "signal as predictor <name>@<method> (fitted on the runs the --censoring mode "
-                        "scores, with its labels; folds grouped by trajectory; beta skips raw signals)")
+                        "scores, with its labels; folds grouped by trajectory; beta skips raw signals); "
+                        "none: no recalibration, and raw signals of a log without probabilities are not "
+                        "converted by default (its references are still scored)")
     p.add_argument("--folds", type=int, default=5,
                    help="cross-fitting folds for --recalibrate (default 5)")
     add_reading_options(p)

@@ -13,8 +13,7 @@ from tpsviz.cli.common import Fail, fmt, num, safe
 from tpsviz.cli.wording import say
 from tpsviz.core.schema import clean_text
 from tpsviz.diagnostics.versus_runs import measure_words, success_sentence, versus_runs
-from tpsviz.forecasts.references import add_references, real_predictors
-from tpsviz.forecasts.versus import versus_best_reference
+from tpsviz.forecasts.versus import versus_own_references
 
 __all__ = ["versus_of", "print_versus", "versus_json", "side_names", "own_references", "print_own_references",
            "own_references_json"]
@@ -115,26 +114,9 @@ def versus_json(tables: dict, names: dict) -> dict:
 
 
 def own_references(data, labels, groups: list, settings) -> dict:
-    """Each side's real predictors against the best of its *own* references (``ref:*`` fitted on that side's
-    runs only, :func:`tpsviz.forecasts.references.add_references`), paired on the side's runs
-    (:func:`tpsviz.forecasts.versus.versus_best_reference`); ``{}`` when the log has no real predictor.
-
-    Returns
-    -------
-    dict
-        ``{group: {predictor: record}}`` (a side whose references cannot be formed: ``{"why": text}``).
-    """
-    if not real_predictors(data.predictors):
-        return {}
-    lab = np.asarray(labels, dtype=object)
-    out = {}
-    for g in groups:
-        try:
-            side = add_references(data.subset(lab == g), settings)
-            out[g] = versus_best_reference(side, settings)
-        except ValueError as exc:
-            out[g] = {"why": say(exc)}
-    return out
+    """:func:`tpsviz.forecasts.versus.versus_own_references`, its reasons in the CLI's words."""
+    own = versus_own_references(data, labels, groups, settings)
+    return {g: ({"why": say(recs["why"])} if "why" in recs else recs) for g, recs in own.items()}
 
 
 def print_own_references(own: dict, names: dict) -> None:

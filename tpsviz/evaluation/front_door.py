@@ -32,7 +32,7 @@ from tpsviz.core.schema import plain_text
 from tpsviz.evaluation.engine_choice import choose_engine, memory_reason
 from tpsviz.evaluation.reading import (default_converted, no_forecast_reason, read_log, read_options, recalibrated,
                                        with_references)
-from tpsviz.evaluation.settings import RECALIBRATIONS, check_settings, qz_source, score_settings
+from tpsviz.evaluation.settings import NO_RECALIBRATION, RECALIBRATIONS, check_settings, qz_source, score_settings
 from tpsviz.io.kinds.continuous import ContinuousLog, read_continuous
 from tpsviz.io.dataset import DATASET_FORMATS, is_dataset_spec, open_dataset
 from tpsviz.io.files import limits_from_env, read_file
@@ -142,8 +142,8 @@ def check_early(s: Settings, engine: str = "auto") -> None:
     check_cluster_by(s.cluster_by)
     if s.interval not in INTERVALS:
         raise SettingError(f"{setting('interval')} must be one of {', '.join(INTERVALS)}, got {s.interval!r}")
-    if s.recalibrate is not None and s.recalibrate not in RECALIBRATIONS:
-        raise SettingError(f"{setting('recalibrate')} must be one of {', '.join(RECALIBRATIONS)}, "
+    if s.recalibrate is not None and s.recalibrate not in RECALIBRATIONS + (NO_RECALIBRATION,):
+        raise SettingError(f"{setting('recalibrate')} must be one of {', '.join(RECALIBRATIONS + (NO_RECALIBRATION,))}, "
                            f"got {s.recalibrate!r}")
     if s.rule not in ("log", "brier"):
         raise SettingError(f"{setting('rule')} must be log or brier, got {s.rule!r}")
@@ -286,7 +286,9 @@ def prepare_binary(source, s: Settings, r: ReadSettings) -> PreparedLog:
                                       censoring, s.eps, s.n_boot, s.seed, s.level),
                        cluster_by=s.cluster_by, interval=s.interval)
     more = []
-    if s.recalibrate:  # fitted on the population the score scores (docs/theory.md §6)
+    if s.recalibrate == NO_RECALIBRATION:  # asked for: raw signals stay raw (their note says so); references come
+        more = []
+    elif s.recalibrate:  # fitted on the population the score scores (docs/theory.md §6)
         data, more = recalibrated(data, s.recalibrate, s.folds, s.seed, settings.censoring, q)
     else:  # a log of raw signals only: converted as on every face (default_forecasts)
         data, more = default_converted(data, s.folds, s.seed, settings.censoring, q)

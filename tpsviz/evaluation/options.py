@@ -47,9 +47,11 @@ class Settings:
         q_Z of censored runs in exact mode.
     rollouts : str, Path or DataFrame, optional
         A rollouts table ``trajectory_id, outcome``.
-    recalibrate : {"platt", "isotonic", "beta"}, optional
+    recalibrate : {"platt", "isotonic", "beta", "none"}, optional
         Add a cross-fitted recalibration ``<name>@<method>`` of every predictor and raw signal,
-        fitted on the censoring mode's population (docs/theory.md §6).
+        fitted on the censoring mode's population (docs/theory.md §6). ``"none"``: no
+        recalibration, and a log of raw signals only is not converted by default either (its
+        references are still scored).
     folds : int
         Cross-fitting folds (2 to 50).
     references : bool

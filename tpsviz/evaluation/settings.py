@@ -24,13 +24,16 @@ from tpsviz.core.tps import ScoreSettings
 from tpsviz.core.wording import setting, text
 from tpsviz.diagnostics.audit import qz_for_source, rollout_qz_series
 
-__all__ = ["check_settings", "qz_source", "score_settings", "MIN_N_BOOT", "MAX_N_BOOT", "MAX_SEED", "RECALIBRATIONS"]
+__all__ = ["check_settings", "qz_source", "score_settings", "MIN_N_BOOT", "MAX_N_BOOT", "MAX_SEED", "RECALIBRATIONS",
+           "NO_RECALIBRATION"]
 
 MAX_N_BOOT = 20_000      # bootstrap replicates accepted
 MIN_N_BOOT = 50          # fewer replicates make no 95% percentile interval (adversarial pass 7)
 MAX_SEED = 2 ** 63 - 1
 #: cross-fitted recalibrations that add predictors ``<name>@<method>``
 RECALIBRATIONS = ("platt", "isotonic", "beta")
+#: ``recalibrate="none"``: no recalibration, and a log of raw signals only is not converted either
+NO_RECALIBRATION = "none"
 
 
 def check_settings(n_boot: int = 2000, seed: int | None = None, eps: float = 1e-6, folds: int = 5,

@@ -10,6 +10,7 @@ critical value of the level, "does worse than" when below its negative, else "do
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 
 import numpy as np
 
@@ -18,9 +19,9 @@ from tpsviz.core.scores import score_unit
 from tpsviz.core.tps import ScoreSettings, TPSResult, compute_tps
 from tpsviz.diagnostics.compare import compare
 from tpsviz.diagnostics.verdict.checks import z_value
-from tpsviz.forecasts.references import is_reference, real_predictors
+from tpsviz.forecasts.references import add_references, is_reference, real_predictors
 
-__all__ = ["best_reference", "versus_best_reference", "versus_words"]
+__all__ = ["best_reference", "versus_best_reference", "versus_words", "versus_own_references"]
 
 
 def best_reference(result: TPSResult) -> str | None:
@@ -108,3 +109,54 @@ def versus_best_reference(data: TrajectoryData, settings: ScoreSettings, q_z=Non
         rec["words"] = versus_words(rec, unit, settings.level)
         out[name] = rec
     return out
+
+
+def versus_own_references(data: TrajectoryData, labels, sides, settings: ScoreSettings) -> dict:
+    """Each side's real predictors against the best of its *own* references, for comparing two logs or
+    groups of runs (issue 46: "each side against its own references").
+
+    The references of one side (``ref:*``, :func:`tpsviz.forecasts.references.add_references`) are
+    fitted on that side's runs only, so a side is never judged by a yardstick that learnt from the
+    other side's outcomes; then :func:`versus_best_reference` pairs each real predictor with the
+    best of them on the side's runs.
+
+    Parameters
+    ----------
+    data : TrajectoryData
+        Both sides in one log (references it holds are replaced side by side).
+    labels : array_like
+        The side of each trajectory, aligned with ``data.trajectories``.
+    sides : sequence
+        The sides to compare (values of ``labels``).
+    settings : ScoreSettings
+
+    Returns
+    -------
+    dict
+        ``{side: {predictor: record of versus_best_reference}}``; a side whose references cannot be
+        formed (too few runs, one outcome only): ``{side: {"why": reason}}``; ``{}`` when the log has
+        no real predictor.
+    """
+    if not real_predictors(data.predictors):
+        return {}
+    lab = np.asarray(labels, dtype=object)
+    out = {}
+    for side in sides:
+        part = _own_predictors(data.subset(lab == side))
+        if not real_predictors(part.predictors):
+            out[side] = {"why": "no forecast of its own on this side"}
+            continue
+        try:
+            out[side] = versus_best_reference(add_references(part, settings), settings)
+        except ValueError as exc:
+            out[side] = {"why": str(exc)}
+    return out
+
+
+def _own_predictors(data: TrajectoryData) -> TrajectoryData:
+    """The log without the predictors it holds no forecast of (two logs joined: the other log's)."""
+    empty = [p for p in data.predictors if not np.isfinite(data.forecasts(p)).any()]
+    if not empty:
+        return data
+    return replace(data, steps=data.steps.drop(columns=[f"conf_{p}" for p in empty]),
+                   predictors=[p for p in data.predictors if p not in empty])
