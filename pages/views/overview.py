@@ -8,6 +8,7 @@ bootstraps run last: the page first shows TPS, skill and metric point estimates,
 CIs and the paired AUROC/T-ECE comparison.
 """
 
+import pandas as pd
 import streamlit as st
 
 from pages._ui import common as C
@@ -297,19 +298,30 @@ def _show_groups(gv):
         st.caption(f"{C.md(g)} − {C.md(gv['base'])}: {C.md(how)}")
 
 
+OWN_WORDS = {"beats": "beats it", "worse": "does worse", "unclear": "not clearly better",
+             "undetermined": "no paired comparison"}
+
+
 def _show_own_references(own: dict, names: dict) -> None:
-    """Each side's predictors against references fitted on that side's runs only (the CLI's lines)."""
+    """Each side's predictors against references fitted on that side's runs only (the CLI's lines, as a table)."""
     if not own:
         return
-    st.markdown("**Each side against its own references** (ref:* fitted on that side's runs only, paired on "
-                "its runs): a side is never judged by a yardstick that learnt from the other side's outcomes.")
-    lines = []
+    rows, why = [], []
     for g, recs in own.items():
-        side = C.md(names.get(g, g), 60)
         if "why" in recs:
-            lines.append(f"- {side}: not formed ({C.md(say(recs['why']), 300)})")
-        lines += [f"- {side}, {code(p, 40)}: {C.md(r['words'], 400)}" for p, r in recs.items() if "why" not in recs]
-    st.markdown("\n".join(lines))
+            why.append(f"{C.md(names.get(g, g), 60)}: {C.md(say(recs['why']), 300)}")
+            continue
+        rows += [{"side": clean_text(names.get(g, g), 60), "predictor": clean_text(F.display_name(p), 80),
+                  "its best own reference": r["reference"], f"Δ TPS ({cfg.unit}/run)": r["delta"], "SE": r["se"],
+                  "Δ/SE": r["z"], "in words": OWN_WORDS.get(r["outcome"], r["outcome"])} for p, r in recs.items()]
+    st.markdown("**Each side against its own references**")
+    if rows:
+        st.dataframe(pd.DataFrame(rows), hide_index=True, width="stretch", key="own_refs",
+                     column_config={c: st.column_config.NumberColumn(format=f) for c, f in
+                                    ((f"Δ TPS ({cfg.unit}/run)", "%+.3f"), ("SE", "%.3f"), ("Δ/SE", "%+.1f"))})
+    st.caption("ref:* fitted on that side's runs only, and each predictor paired with the best of them on the side's "
+               "runs: a side is never judged by a yardstick that learnt from the other side's outcomes. \"Beats it\" "
+               "at Δ/SE above the level's critical value." + (" Not formed: " + "; ".join(why) + "." if why else ""))
 
 
 def _groups_of_this_log(by_model: str | None) -> None:

@@ -4,6 +4,8 @@ and for groups of one log (issue 46, point 3: "plus each side against its own re
 
 from pathlib import Path
 
+import pytest
+
 from apptest_helpers import fresh, texts
 
 import tpsviz
@@ -18,6 +20,14 @@ WEB = ROOT / "demo_data" / "webshop-like.csv"
 
 def _plain(at) -> str:
     return texts(at).replace("\\", "")
+
+
+def _table(at):
+    return next(d.value for d in at.dataframe if "its best own reference" in d.value.columns)
+
+
+def _row(table, side: str, pred: str):
+    return table[(table["side"] == side) & (table["predictor"] == pred)].iloc[0]
 
 
 def _own(data, labels, side, settings) -> dict:
@@ -41,10 +51,14 @@ def test_two_logs_each_against_its_own_references():
     labels = group_labels(both, "log")
     cand = _own(both, labels, "candidate", settings)
     base = _own(both, labels, "baseline", settings)
-    for pred in ("verbal", "pessimistic"):
-        if pred in cfg.predictors:
-            assert cand[pred]["words"].replace("\\", "") in said
-            assert base[pred]["words"].replace("\\", "") in said
+    table = _table(at)
+    names = {"baseline": "this log", "candidate": f"the candidate log ({WEB.name})"}
+    for side, recs in (("candidate", cand), ("baseline", base)):
+        for pred in ("verbal", "pessimistic"):
+            row = _row(table, names[side], pred)
+            assert row["its best own reference"] == recs[pred]["reference"]
+            assert row.iloc[3] == pytest.approx(recs[pred]["delta"], rel=1e-9)
+            assert row["SE"] == pytest.approx(recs[pred]["se"], rel=1e-9)
     # the candidate's own references differ from the baseline's: their records are not the same numbers
     assert cand["verbal"]["delta"] != base["verbal"]["delta"]
 
@@ -60,6 +74,11 @@ def test_groups_each_against_their_own_references():
     settings = at.session_state["_cfg"].score_settings()
     data = tpsviz.load(ROOT / "demo_data" / "tau2-like.csv")
     labels = group_labels(data, "difficulty")
+    table = _table(at)
+    assert set(table["side"]) == {f"difficulty {g}" for g in dict.fromkeys(labels)}
     for side in dict.fromkeys(labels):
         rec = _own(data, labels, side, settings)["verbal"]
-        assert f"difficulty {side}, `verbal`: {rec['words']}".replace("\\", "") in said
+        row = _row(table, f"difficulty {side}", "verbal")
+        assert row["its best own reference"] == rec["reference"]
+        assert row.iloc[3] == pytest.approx(rec["delta"], rel=1e-9) and row["Δ/SE"] == pytest.approx(rec["z"], rel=1e-9)
+        assert row["in words"] == {"beats": "beats it", "worse": "does worse", "unclear": "not clearly better"}[rec["outcome"]]
