@@ -127,21 +127,23 @@ def ensure_shell() -> None:
     st.rerun()
 
 
-def page(title: str, caption: str | None = None, all_runs_below: bool = False):
+def page(title: str, caption: str | None = None, all_runs_below: bool = False, predictors_needed: bool = True):
     """The common top of every page: shell, title, caption, data (or a designed empty/error
     state), and the settings banner. Returns (cfg, data). ``all_runs_below``: the page holds
-    the all-runs section of a sampled dataset (its banner says so)."""
+    the all-runs section of a sampled dataset (its banner says so); ``predictors_needed=False``: the
+    page has something to show without a predictor (the Runs page's transcripts)."""
     ensure_shell()
     st.title(title)
     if caption:
         st.caption(caption)
-    cfg, data, _ = require_data()
+    cfg, data, _ = require_data(predictors_needed)
     banner(cfg, data, all_runs_below=all_runs_below)
     return cfg, data
 
 
-def require_data():
-    """(cfg, data, problems) for the page, or render a designed empty/error state and stop."""
+def require_data(predictors_needed: bool = True):
+    """(cfg, data, problems) for the page, or render a designed empty/error state and stop (no predictor
+    selected: only when ``predictors_needed``)."""
     cfg = S.current()
     src = S.current_source()
     if src is None:
@@ -175,7 +177,7 @@ def require_data():
                  f"covering every censored run, or set *{LABELS['censoring']}* to *simple* (a cut-off run "
                  "counts as a failure).", icon=":material/tune:")
         st.stop()
-    if not cfg.predictors:
+    if not cfg.predictors and predictors_needed:
         st.warning("**No predictor selected.** Choose at least one in the sidebar's *Predictors* box.", icon=":material/touch_app:")
         st.stop()
     return cfg, data, problems

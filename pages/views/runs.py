@@ -31,7 +31,8 @@ AVATARS = {"system": ":material/settings:", "user": ":material/person:", "agent"
            "agent (tool call)": ":material/build:", "tool result": ":material/output:", "other": ":material/chat:"}
 
 cfg, data = C.page("Runs", "Every run of the log in one table, and one run step by step: what each predictor "
-                           "forecast, what each step cost or earned in score, and what was said at that step.")
+                           "forecast, what each step cost or earned in score, and what was said at that step.",
+                predictors_needed=False)
 colors = Rs.selected_colors(cfg, data)
 preds = list(cfg.predictors)
 src = S.current_source()
@@ -96,9 +97,10 @@ if "runs_view" not in st.session_state:  # a link to one run opens it
     st.session_state["runs_view"] = ONE if asked else TABLE
 if asked:
     st.session_state["_runs_last"] = asked
-view = st.radio("View", [TABLE, ONE], key="runs_view", on_change=_on_view, horizontal=True,
-                label_visibility="collapsed")
-runs = RV.table(cfg)
+if preds:
+    view = st.radio("View", [TABLE, ONE], key="runs_view", on_change=_on_view, horizontal=True,
+                    label_visibility="collapsed")
+    runs = RV.table(cfg)
 
 
 # ----------------------------------------------------------------------------- the table of runs
@@ -334,7 +336,37 @@ def show_run() -> None:
         _transcript(run_id, step, steps["step"].astype(int).tolist())
 
 
-if view == TABLE:
+def show_messages_only() -> None:
+    """No predictor to score (none selected, or a log too small for a reference): each run's transcript
+    and outcome, without forecasts."""
+    st.info("**No predictor to score**: none is selected, or the log has no forecast and too few runs for a "
+            "reference forecaster. Choose one in the sidebar's *Predictors* box to see forecasts and each step's "
+            "contribution; each run's messages are below.", icon=":material/touch_app:")
+    tr = data.trajectories
+    ids = tr["trajectory_id"].astype(str).tolist()
+    wanted = st.session_state.get("_runs_last")
+    if wanted not in ids:
+        if wanted is not None:
+            st.warning(f"**This log has no run {code(wanted, 120)}**. Choose a run below.", icon=":material/search_off:")
+        wanted = ids[0]
+    st.session_state["runs_pick"] = wanted
+    st.selectbox(f"Run ({len(ids):,} in this log)", ids[:MAX_LISTED] + ([wanted] if wanted not in ids[:MAX_LISTED] else []),
+                 key="runs_pick", on_change=_on_pick, help="The run's id in the log.")
+    if st.query_params.get("run") != wanted:
+        st.query_params["run"] = wanted
+    row = tr.iloc[ids.index(wanted)]
+    outcome = "censored" if bool(row["censored"]) else {1.0: "success", 0.0: "failure"}.get(row["outcome"], "unknown")
+    C.tiles([("Outcome", outcome, "success or failure as the log judged it; censored: stopped before its outcome "
+                                  "was known"), ("Steps", f"{int(row['length']):,}", "The agent's steps in this run.")])
+    nums = list(range(1, max(int(row["length"]), 1) + 1))
+    if st.session_state.get("runs_step") not in nums:
+        st.session_state["runs_step"] = nums[0]
+    _transcript(wanted, int(st.session_state["runs_step"]), nums)
+
+
+if not preds:
+    show_messages_only()
+elif view == TABLE:
     show_table()
 else:
     show_run()

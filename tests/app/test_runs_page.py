@@ -112,3 +112,40 @@ def test_text_from_the_log_is_shown_as_text_and_long_messages_are_cut(tmp_path):
     assert evil.strip() in [s.strip() for s in shown]  # the whole message, in its expander
     assert any(e.label.startswith("The whole message") for e in at.expander)
     assert not any("<img" in m.value for m in at.markdown)  # never as markdown or HTML
+
+
+INSPECT_ONE = ROOT / "tests" / "fixtures" / "inspect" / "2024-11-05T13-32-37-05-00_input-task_hxs4q9azL3ySGkjJirypKZ.eval"
+
+
+def test_a_log_with_messages_and_no_predictor_still_shows_each_run_s_transcript():
+    """A one-run Inspect log has no forecast and too few runs for a reference: no predictor to score, but its
+    messages are shown (issue 46, point 1: every log kind that has messages), with its outcome."""
+    at = fresh({"boot": "0"})
+    upload(at, [(INSPECT_ONE.name, INSPECT_ONE.read_bytes(), "application/octet-stream")])
+    at.switch_page(PAGE).run()
+    assert not at.exception, [e.value for e in at.exception]
+    said = texts(at)
+    assert "No predictor to score" in said and "No predictor selected" not in said
+    data = tpsviz.load(INSPECT_ONE)
+    rid = str(data.trajectories["trajectory_id"].iloc[0])
+    assert at.selectbox(key="runs_pick").value == rid
+    want = RM.transcript_steps(RM.read_run_transcript(INSPECT_ONE, rid))
+    shown = [t.value for t in at.text]
+    first = [m for m in want if m.step == 1]
+    assert [c.name for c in at.get("chat_message")][:len(first)] == [m.kind for m in first]
+    assert all(RM.cut_text(m.text, 1_200)[0] in " ".join(shown) for m in first if m.kind != "system")
+
+
+def test_predictors_deselected_the_run_s_messages_stay():
+    at = fresh({"boot": "0"})
+    upload(at, [(TAU1.name, TAU1.read_bytes(), "application/json")])
+    at.multiselect(key="pred").set_value([]).run()
+    at.switch_page(PAGE).run()
+    assert not at.exception, [e.value for e in at.exception]
+    assert "No predictor to score" in texts(at)
+    ids = tpsviz.load(TAU1).trajectories["trajectory_id"].astype(str).tolist()
+    at.selectbox(key="runs_pick").set_value(ids[1]).run()
+    assert not at.exception
+    assert list(at.query_params.get("run")) in ([ids[1]], list(ids[1]))
+    assert at.get("chat_message"), "the run's messages"
+    assert not at.get("plotly_chart"), "no forecast to draw"
