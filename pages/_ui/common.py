@@ -216,7 +216,7 @@ def banner(cfg: S.Config, data, extra: str | None = None, all_runs_below: bool =
         runs = f"{data.n_trajectories - n_cens:,} runs scored of {data.n_trajectories:,}"
     else:
         ntext = f"**n** {data.n_trajectories:,} runs, {n_cens:,} censored"
-        runs = f"{data.n_trajectories:,} runs"
+        runs = f"{data.n_trajectories:,} run{'s' if data.n_trajectories != 1 else ''}"
     qz = cfg.qz_const if cfg.censoring == "exact" and cfg.qz_source == "constant" else None
     line = settings_line(cfg.score_settings(), n_cens, qz)
     st.markdown(f":material/tune: **Scored with** {md(line)} · {runs}{nf}"
