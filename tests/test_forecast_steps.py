@@ -213,9 +213,11 @@ def test_carry_forward_matches_a_brute_force_loop(seed):
 def test_a_carried_forecast_uses_only_earlier_steps():
     tr = [Transcript("a", (), (1, 2, 3, 4, 5))]
     table = pd.DataFrame({"trajectory_id": ["a", "a"], "step": [2, 4], "conf_m": [0.2, 0.9]})
-    out, counts = carry_forward(table, tr, ["conf_m"])
+    out, counts = carry_forward(table.assign(unc_s=[1.0, 2.0]), tr)
     got = out["conf_m"].tolist()
     assert math.isnan(got[0]) and got[1:] == [0.2, 0.2, 0.9, 0.9]
+    assert list(out.columns) == ["trajectory_id", "step", "conf_m", "unc_s", ASKED]  # every forecast column
+    assert out["unc_s"].tolist()[1:] == [1.0, 1.0, 2.0, 2.0]
     assert (counts.asked, counts.carried, counts.missing) == (2, 2, 1)
 
 

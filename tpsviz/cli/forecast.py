@@ -151,11 +151,12 @@ def run(args) -> int:
     if todo:
         _ask(args, todo, distinct, cache)
     table, problems, unanswered = forecast_table(questions, cache, column)
+    carried = None
     if rule is not None:
-        table, carried = carry_forward(table, runs, [c for c in table.columns if c.startswith("conf_")])
+        table, carried = carry_forward(table, runs)
     write_table(table, out, safe_csv)
     _print_result(args, out, cache_dir, column, table, problems, unanswered)
-    for line in filter(None, [carry_line(rule, carried if rule is not None else None),
+    for line in filter(None, [carry_line(rule, carried),
                               *usage_lines(args.model, prices, cache, [q.key for q in todo], distinct)]):
         print(line)
     return 0

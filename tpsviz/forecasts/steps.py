@@ -167,7 +167,8 @@ class CarryCounts:
     missing: int
 
 
-def carry_forward(table: pd.DataFrame, transcripts, columns: list[str]) -> tuple[pd.DataFrame, CarryCounts]:
+def carry_forward(table: pd.DataFrame, transcripts, columns: list[str] | None = None
+                  ) -> tuple[pd.DataFrame, CarryCounts]:
     """The table of every agent step from the table of the asked steps.
 
     A step not asked takes, in each forecast column, the value of the last asked step before it in
@@ -179,8 +180,8 @@ def carry_forward(table: pd.DataFrame, transcripts, columns: list[str]) -> tuple
         ``trajectory_id, step`` and ``columns``, one row per asked step.
     transcripts : list of Transcript
         The runs replayed: the table gets one row per agent step of each.
-    columns : list of str
-        The forecast columns to carry.
+    columns : list of str, optional
+        The forecast columns to carry; default every ``conf_*``, ``raw_*`` and ``unc_*`` column.
 
     Returns
     -------
@@ -189,6 +190,8 @@ def carry_forward(table: pd.DataFrame, transcripts, columns: list[str]) -> tuple
     counts : CarryCounts
         Carried and missing count the rows whose first column was filled or left missing.
     """
+    if columns is None:
+        columns = [c for c in table.columns if str(c).startswith(("conf_", "raw_", "unc_"))]
     grid = pd.DataFrame({"trajectory_id": pd.Series([tr.trajectory_id for tr in transcripts
                                                      for _ in range(tr.steps)], dtype=object),
                          "step": np.array([t for tr in transcripts for t in range(1, tr.steps + 1)], dtype=np.int64)})
