@@ -2,8 +2,8 @@
 harness log and gives P(eventual success) at every agent step (docs/forecasts.md §3).
 
 The table it writes, ``trajectory_id, step, conf_<name>``, is what ``score LOG --forecasts FILE``
-and the dashboard join. Before any call it prints the number of prompts and an estimate of the input
-tokens (``--dry-run`` stops there). Answers are cached as they arrive, so a killed run resumes where
+and the dashboard join. Before any call it prints the number of prompts, an estimate of the input and
+output tokens and the price (``--dry-run`` stops there; :mod:`tpsviz.cli.forecast_cost`). Answers are cached as they arrive, so a killed run resumes where
 it stopped. inspect_ai is loaded only when a model is called (:mod:`tpsviz.forecasts.replay`).
 """
 
@@ -63,7 +63,7 @@ def add_arguments(p) -> None:
     p.add_argument("--cache", metavar="DIR", default=None,
                    help="where answers are kept as they arrive (default: OUT.cache/ beside --out)")
     p.add_argument("--dry-run", action="store_true",
-                   help="print the number of prompts and the estimate of input tokens, and stop")
+                   help="print the number of prompts, the estimate of input and output tokens and the price, and stop")
     p.add_argument("--max-runs", type=int, default=None, metavar="N", help="replay at most the first N runs")
     p.add_argument("--steps", default=None, metavar="RULE",
                    help="ask only some agent steps of each run: every:K (steps 1, 1+K, ...), first:N, last:N, "
