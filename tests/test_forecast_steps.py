@@ -15,9 +15,7 @@ import math
 import os
 import re
 import statistics
-import threading
 import tomllib
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import numpy as np
@@ -31,13 +29,13 @@ from tpsviz.forecasts.prices import DEFAULT_PRICES, OUTPUT_TOKENS_PER_REPLY, loa
 from tpsviz.forecasts.prompts import load_prompts
 from tpsviz.forecasts.steps import ASKED, asked_steps, carry_forward, parse_steps
 from tpsviz.io.harness.transcripts import Transcript, read_transcripts, render_prefix
+from test_forecast_servers import Server
 
 ROOT = Path(__file__).resolve().parents[1]
 TAU1 = ROOT / "tests" / "fixtures" / "taubench" / "tau1_gpt-4o-airline_trimmed.json"
 TAU2_LONG = ROOT / "tests" / "fixtures" / "tau2" / "tau2_airline_gpt-oss-120b_langchain_trimmed.json"
 DEMO = ROOT / "demo_data" / "tau-bench-airline-gpt-4o.json"
 DUMMY = "dummy-key-not-a-secret-5d2a"
-PROBE = "hello, world"  # inspect_ai's probe of reasoning summaries (Responses API)
 PROMPT_TOKENS, CACHED_TOKENS, COMPLETION_TOKENS = 1000, 600, 7
 
 
@@ -94,51 +92,23 @@ def run_cli(args, capsys):
 
 
 # ----------------------------------------------------------------------------- a fake provider
-class UsageServer:
-    """Chat completions on 127.0.0.1 that answer a probability read from the prompt's length and
-    report PROMPT_TOKENS prompt tokens, CACHED_TOKENS of them from the cache, COMPLETION_TOKENS out."""
-
-    def __init__(self):
-        self.prompts: list[str] = []
-        self.lock = threading.Lock()
-        server = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def do_POST(self):
-                body = json.loads(self.rfile.read(int(self.headers.get("Content-Length", 0))))
-                prompt = "\n".join(m["content"] if isinstance(m["content"], str) else
-                                   "".join(p.get("text", "") for p in m["content"]) for m in body["messages"])
-                if PROBE not in prompt:
-                    with server.lock:
-                        server.prompts.append(prompt)
-                data = json.dumps({
-                    "id": "c1", "object": "chat.completion", "created": 0, "model": body.get("model"),
-                    "choices": [{"index": 0, "finish_reason": "stop",
-                                 "message": {"role": "assistant", "content": f"probability: {reply(prompt)}"}}],
-                    "usage": {"prompt_tokens": PROMPT_TOKENS, "completion_tokens": COMPLETION_TOKENS,
-                              "total_tokens": PROMPT_TOKENS + COMPLETION_TOKENS,
-                              "prompt_tokens_details": {"cached_tokens": CACHED_TOKENS}}}).encode()
-                self.send_response(200)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
-
-            def log_message(self, *args):
-                pass
-
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.httpd.daemon_threads = True
-        self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}/v1"
-        threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
-
-    def close(self):
-        self.httpd.shutdown()
-        self.httpd.server_close()
-
-
 def reply(prompt: str) -> float:
     return (len(prompt) % 997) / 1000
+
+
+class UsageServer(Server):
+    """Chat completions that answer a probability read from the prompt's length and report
+    PROMPT_TOKENS prompt tokens, CACHED_TOKENS of them from the cache, COMPLETION_TOKENS out."""
+
+    def __init__(self):
+        super().__init__(responses=False, reply=lambda prompt: f"probability: {reply(prompt)}",
+                         usage={"prompt_tokens": PROMPT_TOKENS, "completion_tokens": COMPLETION_TOKENS,
+                                "total_tokens": PROMPT_TOKENS + COMPLETION_TOKENS,
+                                "prompt_tokens_details": {"cached_tokens": CACHED_TOKENS}})
+
+    @property
+    def prompts(self) -> list[str]:
+        return [r[2] for r in self.asked("/chat/completions")]
 
 
 @pytest.fixture

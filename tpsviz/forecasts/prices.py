@@ -13,9 +13,10 @@ from __future__ import annotations
 
 import math
 import os
-import tomllib
 from dataclasses import dataclass
 from pathlib import Path
+
+from tpsviz.forecasts.prompts import read_toml
 
 __all__ = ["DEFAULT_PRICES", "OUTPUT_TOKENS_PER_REPLY", "CACHE_MIN_TOKENS", "Price", "PriceTable", "load_prices",
            "cost", "usd", "token_usage", "usage_totals", "shared_prefix_tokens"]
@@ -82,12 +83,7 @@ def load_prices(path: str | Path | None = None) -> PriceTable:
         message names the file and the key, never the file's content.
     """
     p = Path(path) if path is not None else DEFAULT_PRICES
-    try:
-        doc = tomllib.loads(p.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError) as e:
-        raise ValueError(f"price file {p.name}: cannot be read ({type(e).__name__})") from None
-    except tomllib.TOMLDecodeError as e:
-        raise ValueError(f"price file {p.name}: not valid TOML ({e})") from None
+    doc = read_toml(p, "price file")
     listed = doc.pop("listed", None)
     if listed is not None and not isinstance(listed, str):
         raise ValueError(f"price file {p.name}: key 'listed' must be a text (a date)")
