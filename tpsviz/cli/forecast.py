@@ -78,7 +78,8 @@ def add_arguments(p) -> None:
                    help="requests in flight at most (default 4)")
     p.add_argument("--max-chars", type=int, default=DEFAULT_MAX_CHARS, metavar="N",
                    help=f"bound of a transcript prefix in characters (default {DEFAULT_MAX_CHARS:,}); a longer "
-                        "one keeps the task statement and its last characters")
+                        "one keeps its beginning, the task statement and its end, cut where consecutive steps' "
+                        "prompts keep a common beginning")
     p.add_argument("--model-base-url", metavar="URL", default=None,
                    help="the provider's address (default: its environment variable, e.g. OPENAI_BASE_URL)")
     p.add_argument("--chat-completions", action="store_true",
