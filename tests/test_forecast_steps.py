@@ -342,6 +342,7 @@ def test_the_providers_token_counts_are_summed_priced_and_kept_for_a_rerun(serve
     assert code == 0, err
     n = len(server.prompts)
     assert n == sum(list(tau1_steps(TAU1).values())[:3])
+    assert "price: about $" in stdout.split("tokens the provider reported")[0]  # the plan of a real run too
     listed = tomllib.loads(DEFAULT_PRICES.read_text(encoding="utf-8"))["openai/gpt-4o-mini"]
     line = (f"tokens the provider reported, this run ({n:,} answers): {n * PROMPT_TOKENS:,} input, of which "
             f"{n * CACHED_TOKENS:,} cached ({CACHED_TOKENS / PROMPT_TOKENS:.0%}), {n * COMPLETION_TOKENS:,} output")
