@@ -272,17 +272,18 @@ def test_a_prefix_holds_the_messages_up_to_step_t_and_nothing_after(tmp_path):
             assert [(int(a), int(b)) for a, b in MARK.findall(text)] == [(r, i) for i in range(idx + 1)]
 
 
-def test_a_long_prefix_keeps_the_task_statement_and_the_end():
+def test_a_long_prefix_keeps_the_beginning_the_task_statement_and_the_end():
     messages = ({"role": "system", "content": "policy " * 2000}, {"role": "user", "content": "TASK: rebook me"},
                 *({"role": "assistant", "content": f"step {i} " + "x" * 500} for i in range(30)))
     tr = Transcript("a", messages, tuple(range(3, 33)))
     text, cut = render_prefix(tr, 30, max_chars=4000)
     full, _ = render_prefix(tr, 30, max_chars=10**7)
     assert cut and len(text) < 4000 + 200
-    assert "TASK: rebook me" in text and full.endswith(text[-3000:]) and "step 29" in text
+    assert "TASK: rebook me" in text and "step 29" in text
+    assert text.startswith(full[:4000 // 3])  # the transcript's beginning (the system prompt's start)
     left = int(re.search(r"\[… ([\d,]+) characters", text).group(1).replace(",", ""))
     tail = text.split("left out …]\n\n", 1)[1]
-    assert left + len(tail) == len(full) and full.endswith(tail)
+    assert 4000 // 3 + left + len(tail) == len(full) and full.endswith(tail) and len(tail) > 1000
     short, cut = render_prefix(tr, 1, max_chars=10**7)
     assert not cut and "step 1 " not in short and "step 0 " in short
 

@@ -43,11 +43,14 @@ class Server:
         Answer this many requests, then hold every later one until :meth:`close` (a stalled server).
     rate_limit : float or None
         Answer the first request with 429 and ``Retry-After`` of this many seconds.
-    reply : str
-        The text of every answer.
+    reply : str or callable
+        The text of every answer, or ``reply(prompt)`` giving it.
+    usage : dict, optional
+        The chat completions' ``usage`` (default 10 prompt tokens, 3 completion tokens).
     """
 
-    def __init__(self, responses=True, chat=True, answer_first=None, rate_limit=None, reply="probability: 0.25"):
+    def __init__(self, responses=True, chat=True, answer_first=None, rate_limit=None, reply="probability: 0.25",
+                 usage=None):
         self.requests: list[tuple[float, str, str]] = []  # (time, path, prompt)
         self.lock, self.stop = threading.Lock(), threading.Event()
         server = self
@@ -69,14 +72,14 @@ class Server:
                 if PROBE not in prompt and rate_limit is not None and n == 0:
                     return self.send(429, {"error": {"message": "slow down", "type": "rate_limit_error"}},
                                      {"Retry-After": f"{rate_limit:g}"})
-                return self.send(200, self.shape(body, reply))
+                return self.send(200, self.shape(body, reply(prompt) if callable(reply) else reply))
 
             def shape(self, body, text):
                 if self.path.endswith("/chat/completions"):
                     return {"id": "c1", "object": "chat.completion", "created": 0, "model": body.get("model"),
                             "choices": [{"index": 0, "finish_reason": "stop",
                                          "message": {"role": "assistant", "content": text}}],
-                            "usage": {"prompt_tokens": 10, "completion_tokens": 3, "total_tokens": 13}}
+                            "usage": usage or {"prompt_tokens": 10, "completion_tokens": 3, "total_tokens": 13}}
                 return {"id": "r1", "object": "response", "created_at": 0, "model": body.get("model"),
                         "status": "completed", "parallel_tool_calls": True, "tool_choice": "auto", "tools": [],
                         "output": [{"type": "message", "id": "m1", "status": "completed", "role": "assistant",

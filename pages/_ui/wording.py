@@ -69,6 +69,7 @@ DASHBOARD = Wording(
         "continuous": "the Other outcomes page",
         "replay": "the command python -m tpsviz forecast {value} --model PROVIDER/MODEL --out FORECASTS.parquet",
         "model": "the forecast command's --model", "name": "the forecast command's --name",
+        "steps": "the forecast command's --steps", "prices": "the forecast command's --prices",
         "score": f'the sidebar\'s "{LABELS["score"]}"',
         "censoring": f'the sidebar\'s "{LABELS["censoring"]}"',
         "q_z": f'the sidebar\'s "{LABELS["q_z"]}"',

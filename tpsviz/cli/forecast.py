@@ -2,8 +2,8 @@
 harness log and gives P(eventual success) at every agent step (docs/forecasts.md §3).
 
 The table it writes, ``trajectory_id, step, conf_<name>``, is what ``score LOG --forecasts FILE``
-and the dashboard join. Before any call it prints the number of prompts and an estimate of the input
-tokens (``--dry-run`` stops there). Answers are cached as they arrive, so a killed run resumes where
+and the dashboard join. Before any call it prints the number of prompts, an estimate of the input and
+output tokens and the price (``--dry-run`` stops there; :mod:`tpsviz.cli.forecast_cost`). Answers are cached as they arrive, so a killed run resumes where
 it stopped. inspect_ai is loaded only when a model is called (:mod:`tpsviz.forecasts.replay`).
 """
 
@@ -14,15 +14,18 @@ import sys
 from pathlib import Path
 
 from tpsviz.cli.common import Fail, safe
+from tpsviz.cli.forecast_cost import carry_line, plan_lines, steps_line, usage_lines
 from tpsviz.cli.wording import say
 from tpsviz.cli.options import add_harness_options, add_seed, add_trace_options, check_numbers
 from tpsviz.evaluation import reading as evaluation_reading
 from tpsviz.forecasts.cache import AnswerCache
+from tpsviz.forecasts.prices import load_prices
 from tpsviz.forecasts.prompts import load_prompts
 from tpsviz.forecasts.provider import CHAT_PROVIDERS, DEFAULT_TIMEOUT, MAX_RETRIES, MAX_WAIT, provider_of
 from tpsviz.forecasts.replay import (
     CHARS_PER_TOKEN, ask_model, build_questions, column_name, estimate_tokens, forecast_table, open_model,
     select_runs, stall_limit, write_table)
+from tpsviz.forecasts.steps import ASKED, asked_steps, carry_forward, interleave_runs, keep_asked, parse_steps
 from tpsviz.io.harness.transcripts import DEFAULT_MAX_CHARS, read_transcripts
 from tpsviz.report.export import neutralise_cells, safe_csv
 
@@ -60,8 +63,14 @@ def add_arguments(p) -> None:
     p.add_argument("--cache", metavar="DIR", default=None,
                    help="where answers are kept as they arrive (default: OUT.cache/ beside --out)")
     p.add_argument("--dry-run", action="store_true",
-                   help="print the number of prompts and the estimate of input tokens, and stop")
+                   help="print the number of prompts, the estimate of input and output tokens and the price, and stop")
     p.add_argument("--max-runs", type=int, default=None, metavar="N", help="replay at most the first N runs")
+    p.add_argument("--steps", default=None, metavar="RULE",
+                   help="ask only some agent steps of each run: every:K (steps 1, 1+K, ...), first:N, last:N, "
+                        "sample:N (seeded by --seed); a step not asked carries the last asked forecast forward "
+                        f"(only the past), the table's column {ASKED} marks the asked ones")
+    p.add_argument("--prices", metavar="FILE", default=None,
+                   help="a price table in the form of tpsviz/forecasts/prices.toml (default: that file)")
     p.add_argument("--sample", type=int, default=None, metavar="N",
                    help="replay a random sample of N runs (seeded by --seed)")
     add_seed(p, "seed of --sample")
@@ -69,7 +78,8 @@ def add_arguments(p) -> None:
                    help="requests in flight at most (default 4)")
     p.add_argument("--max-chars", type=int, default=DEFAULT_MAX_CHARS, metavar="N",
                    help=f"bound of a transcript prefix in characters (default {DEFAULT_MAX_CHARS:,}); a longer "
-                        "one keeps the task statement and its last characters")
+                        "one keeps its beginning, the task statement and its end, cut where consecutive steps' "
+                        "prompts keep a common beginning")
     p.add_argument("--model-base-url", metavar="URL", default=None,
                    help="the provider's address (default: its environment variable, e.g. OPENAI_BASE_URL)")
     p.add_argument("--chat-completions", action="store_true",
@@ -117,7 +127,7 @@ def run(args) -> int:
     """``forecast``: read the log, ask the model what the cache lacks, write the table."""
     out, cache_dir, column = _check(args)
     try:
-        prompts = load_prompts(args.prompts)
+        prompts, prices, rule = load_prompts(args.prompts), load_prices(args.prices), parse_steps(args.steps)
         options = evaluation_reading.read_options(args.format, args.success_threshold, args.treat, args.scorer,
                                                    run_by=args.run_by, step_spans=args.step_spans,
                                                    outcome=args.outcome, censor_when=args.censor_when)
@@ -126,17 +136,30 @@ def run(args) -> int:
     transcripts, reading = read_transcripts(args.path, options, outcomes=args.outcomes)
     runs = select_runs(transcripts, args.max_runs, args.sample, args.seed)
     questions = build_questions(runs, prompts, args.model, args.max_chars)
+    n_steps = len(questions)
+    if rule is not None:
+        questions = keep_asked(questions, asked_steps(runs, rule, args.seed))
     cache = AnswerCache(cache_dir)
     distinct = {q.key: q for q in questions}
-    todo = [q for k, q in distinct.items() if cache.get(k) is None]
-    _print_plan(args, reading, transcripts, runs, questions, distinct, todo)
+    todo = interleave_runs([q for k, q in distinct.items() if cache.get(k) is None])
+    _print_plan(args, reading, transcripts, runs, questions, distinct, todo, n_steps)
+    for line in filter(None, [steps_line(rule, n_steps, len(questions)),
+                              *plan_lines(args.model, prices, todo, estimate_tokens(todo), CHARS_PER_TOKEN)]):
+        print(line)
     if args.dry_run:
+        print("  dry run: no model was called")
         return 0
     if todo:
         _ask(args, todo, distinct, cache)
     table, problems, unanswered = forecast_table(questions, cache, column)
+    carried = None
+    if rule is not None:
+        table, carried = carry_forward(table, runs)
     write_table(table, out, safe_csv)
     _print_result(args, out, cache_dir, column, table, problems, unanswered)
+    for line in filter(None, [carry_line(rule, carried),
+                              *usage_lines(args.model, prices, cache, [q.key for q in todo], distinct)]):
+        print(line)
     return 0
 
 
@@ -178,14 +201,15 @@ def _ask(args, todo, distinct, cache) -> None:
         raise Fail("the model answered no prompt (provider errors above); no table was written")
 
 
-def _print_plan(args, reading, transcripts, runs, questions, distinct, todo) -> None:
+def _print_plan(args, reading, transcripts, runs, questions, distinct, todo, n_steps=None) -> None:
     """What will be asked: prompts, runs, cached answers, the estimate of input tokens."""
     kept = len(transcripts)
     chosen = f"{len(runs)} of {kept} runs" if len(runs) != kept else f"{kept} runs"
     dropped = sum(reading.get("dropped", {}).values())
     print(f"forecast: {safe(Path(args.path).name)} ({reading['format']}): {chosen}"
           + (f" ({dropped} dropped by the treatment table)" if dropped else "")
-          + f", {len(questions):,} agent steps = prompts")
+          + (f", {len(questions):,} agent steps = prompts" if n_steps in (None, len(questions)) else
+             f", {n_steps:,} agent steps, {len(questions):,} asked (--steps {safe(args.steps)}) = prompts"))
     same = len(questions) - len(distinct)
     print(f"  {len(distinct) - len(todo):,} answered in the cache, {len(todo):,} to ask"
           + (f" ({same:,} prompts repeat an earlier one and are asked once)" if same else ""))
@@ -193,8 +217,6 @@ def _print_plan(args, reading, transcripts, runs, questions, distinct, todo) -> 
     print(f"  about {estimate_tokens(todo):,} input tokens to send ({CHARS_PER_TOKEN} characters a token; "
           f"{estimate_tokens(distinct.values()):,} for every prompt)"
           + (f"; {cut:,} transcript prefixes longer than {args.max_chars:,} characters were cut" if cut else ""))
-    if args.dry_run:
-        print("  dry run: no model was called")
 
 
 def _progress(done: int, total: int) -> None:

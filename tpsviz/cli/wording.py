@@ -26,6 +26,7 @@ CLI = Wording(
         "multiclass": "'python -m tpsviz score'", "continuous": "'python -m tpsviz score'",
         "replay": "python -m tpsviz forecast {value} --model PROVIDER/MODEL --out FORECASTS.parquet",
         "model": "--model", "name": "--name",
+        "steps": "--steps", "prices": "--prices",
         "seed": "--seed", "level": "--level", "cluster_by": "--cluster-by", "folds": "--folds", "censoring": "--censoring",
         "rollouts": "--rollouts", "q_z": "--q-z",
         "score": "--alpha and --beta (a preset's values)",

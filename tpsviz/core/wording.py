@@ -65,6 +65,8 @@ SETTINGS = {
     "replay": "the replay of a finished log to a model (docs/forecasts.md section 3); value: the log",
     "model": "the model the replay asks, PROVIDER/MODEL",
     "name": "the name of the replay's predictor (its column conf_<name>)",
+    "steps": "the agent steps the replay asks: every:K, first:N, last:N or sample:N",
+    "prices": "the replay's price table (USD per million tokens by model)",
     "seed": "the seed of the bootstrap and the folds",
     "level": "the confidence level of the intervals",
     "cluster_by": "the unit of the SEs and bootstraps: auto, run or a task column",

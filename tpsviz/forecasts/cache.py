@@ -100,7 +100,8 @@ def write_atomic(path: Path, data: bytes) -> None:
 
 
 class AnswerCache:
-    """A folder of answers, ``<key[:2]>/<key>.json`` each holding ``{"reply": text}``.
+    """A folder of answers, ``<key[:2]>/<key>.json`` each holding ``{"reply": text}`` and, where
+    the provider reported them, ``"usage": {"input": …, "cached": …, "output": …}``.
 
     Parameters
     ----------
@@ -136,8 +137,28 @@ class AnswerCache:
             return None
         return reply
 
-    def put(self, key: str, reply: str) -> None:
-        """Store one reply (atomically), cut to :data:`REPLY_CHARS` characters (:func:`cut_reply`)."""
+    def put(self, key: str, reply: str, usage: dict | None = None) -> None:
+        """Store one reply (atomically), cut to :data:`REPLY_CHARS` characters (:func:`cut_reply`),
+        with the tokens the provider reported for it (``usage``: ``input``, ``cached``, ``output``
+        whole numbers; :func:`tpsviz.forecasts.prices.token_usage`), so a run from the cache can
+        still say what the answers cost."""
         p = self._path(key)
         p.parent.mkdir(parents=True, exist_ok=True)
-        write_atomic(p, json.dumps({"reply": cut_reply(reply)}, ensure_ascii=False).encode("utf-8"))
+        entry = {"reply": cut_reply(reply)}
+        if usage:
+            entry["usage"] = {k: int(usage[k]) for k in ("input", "cached", "output") if k in usage}
+        write_atomic(p, json.dumps(entry, ensure_ascii=False).encode("utf-8"))
+
+    def usage(self, key: str) -> dict | None:
+        """The provider's token counts stored with the answer of ``key``, or None (no answer, an
+        answer stored without them, or an entry that cannot be read)."""
+        try:
+            entry = json.loads(self._path(key).read_bytes().decode("utf-8"))
+            usage = entry["usage"]
+        except (OSError, UnicodeDecodeError, ValueError, KeyError, TypeError):
+            return None
+        if not isinstance(usage, dict):
+            return None
+        out = {k: usage.get(k, 0) for k in ("input", "cached", "output")}
+        ok = all(isinstance(v, int) and not isinstance(v, bool) and v >= 0 for v in out.values())
+        return out if ok else None

@@ -12,7 +12,7 @@ import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 
-__all__ = ["DEFAULT_PROMPTS", "Prompts", "load_prompts"]
+__all__ = ["DEFAULT_PROMPTS", "Prompts", "load_prompts", "read_toml"]
 
 #: the prompt file shipped with tpsviz
 DEFAULT_PROMPTS = Path(__file__).with_name("prompts.toml")
@@ -67,6 +67,28 @@ class Prompts:
         return h.hexdigest()
 
 
+def read_toml(p: Path, what: str) -> dict:
+    """The TOML document of file ``p``; ValueError ``"<what> <name>: …"`` when it cannot be read or
+    is not TOML (the file's name and the parser's line and column, never its content).
+
+    Parameters
+    ----------
+    p : Path
+    what : str
+        What the file is, for the message (``"prompt file"``, ``"price file"``).
+
+    Returns
+    -------
+    dict
+    """
+    try:
+        return tomllib.loads(p.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError) as e:
+        raise ValueError(f"{what} {p.name}: cannot be read ({type(e).__name__})") from None
+    except tomllib.TOMLDecodeError as e:
+        raise ValueError(f"{what} {p.name}: not valid TOML ({e})") from None
+
+
 def load_prompts(path: str | Path | None = None) -> Prompts:
     """Read the prompts from ``path`` (default :data:`DEFAULT_PROMPTS`).
 
@@ -87,12 +109,7 @@ def load_prompts(path: str | Path | None = None) -> Prompts:
         ``{transcript}`` placeholder. The message names the file and the key, never its content.
     """
     p = Path(path) if path is not None else DEFAULT_PROMPTS
-    try:
-        doc = tomllib.loads(p.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError) as e:
-        raise ValueError(f"prompt file {p.name}: cannot be read ({type(e).__name__})") from None
-    except tomllib.TOMLDecodeError as e:
-        raise ValueError(f"prompt file {p.name}: not valid TOML ({e})") from None
+    doc = read_toml(p, "prompt file")
     texts = {}
     for key in ("self_report", "judge"):
         value = doc.get(key)

@@ -30,6 +30,7 @@ from tpsviz.core.errors import SettingError
 from tpsviz.core.wording import setting
 from tpsviz.core.inference import DEFAULT_SEED
 from tpsviz.forecasts.cache import AnswerCache, answer_key, write_atomic
+from tpsviz.forecasts.prices import token_usage
 from tpsviz.forecasts.prompts import Prompts
 from tpsviz.forecasts.provider import (
     DEFAULT_TIMEOUT, MAX_RETRIES, describe_error, is_not_found, is_retriable, is_timeout, last_attempt, open_model,
@@ -294,7 +295,7 @@ class _Asking:
                 out = await asyncio.wait_for(self.model.generate(q.prompt), self.bound)
                 if getattr(out, "error", None):
                     raise RuntimeError(out.error)
-                self.cache.put(q.key, out.completion or "")
+                self.cache.put(q.key, out.completion or "", token_usage(out))
                 self.in_a_row = 0
                 return None
             except Exception as exc:  # a provider error: retried if transient, else counted

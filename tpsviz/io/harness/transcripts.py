@@ -245,9 +245,16 @@ def render_prefix(transcript: Transcript, step: int, max_chars: int = DEFAULT_MA
     step : int
         t, from 1 to ``transcript.steps``.
     max_chars : int
-        The bound. A longer prefix keeps the task statement (the first user message, cut to a
-        quarter of the bound) and the last characters of the transcript up to the bound, with a
-        line saying how many characters were left out between them.
+        The bound. A longer prefix keeps the transcript's beginning (its first third of the bound:
+        the system prompt, the opening), the task statement (the first user message, cut to a
+        quarter of the bound) when the beginning does not hold it whole, and the end of the
+        transcript, with a line saying how many characters were left out before the end. The cut
+        is made so that the prompts of consecutive steps begin with the same text, as a provider's
+        prefix cache needs: the beginning and the task statement never change, and the end starts
+        a whole number of blocks (half the room left for the end, at least an eighth of the bound)
+        after the beginning, the fewest that keep within the bound; as the transcript grows, the
+        cut stays where it is until the end outgrows its room, then moves by blocks. The end kept
+        holds between half its room and all of it.
 
     Returns
     -------
@@ -283,14 +290,17 @@ def render_messages(messages, max_chars: int = DEFAULT_MAX_CHARS) -> tuple[str, 
     text = "\n\n".join(parts)
     if len(text) <= max_chars:
         return text, False
+    first = max_chars // 3
     first_user = next((i for i, m in enumerate(messages) if isinstance(m, dict) and m.get("role") == "user"), None)
-    head = ""
-    if first_user is not None and first_user < len(messages) - 1:
-        head = parts[first_user]
-        if len(head) > max_chars // 4:
-            head = head[:max_chars // 4] + " […]"
-        head = "(the task statement, the transcript's first user message)\n" + head + "\n\n"
-    keep = max(max_chars - len(head), max_chars // 2)
-    tail = text[-keep:]
-    left_out = len(text) - len(tail)
-    return f"{head}[… {left_out:,} characters of the transcript left out …]\n\n{tail}", True
+    task = ""
+    if first_user is not None and first_user < len(messages) - 1 \
+            and len("\n\n".join(parts[:first_user + 1])) > first:  # the task statement is not whole in the beginning
+        task = parts[first_user]
+        if len(task) > max_chars // 4:
+            task = task[:max_chars // 4] + " […]"
+        task = "(the task statement, the transcript's first user message)\n" + task + "\n\n"
+    keep = max(max_chars - first - len(task), max_chars // 8)
+    block = max(1, keep // 2)
+    left_out = -(-(len(text) - first - keep) // block) * block  # rounded up to whole blocks: the cut moves by blocks
+    tail = text[first + left_out:]
+    return f"{text[:first]}\n\n{task}[… {left_out:,} characters of the transcript left out …]\n\n{tail}", True
