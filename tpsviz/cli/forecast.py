@@ -15,14 +15,18 @@ from pathlib import Path
 
 from tpsviz.cli.common import Fail, safe
 from tpsviz.cli.wording import say
+from tpsviz.cli.forecast_methods import (
+    add_method_arguments, ask_methods, chosen_methods, merge_replays, method_questions, methods_table, print_methods,
+    write_summary)
 from tpsviz.cli.options import add_harness_options, add_seed, add_trace_options, check_numbers
 from tpsviz.evaluation import reading as evaluation_reading
 from tpsviz.forecasts.cache import AnswerCache
+from tpsviz.forecasts.methods import NOT_ANSWERED
 from tpsviz.forecasts.prompts import load_prompts
 from tpsviz.forecasts.provider import CHAT_PROVIDERS, DEFAULT_TIMEOUT, MAX_RETRIES, MAX_WAIT, provider_of
 from tpsviz.forecasts.replay import (
-    CHARS_PER_TOKEN, ask_model, build_questions, column_name, estimate_tokens, forecast_table, open_model,
-    select_runs, stall_limit, write_table)
+    CHARS_PER_TOKEN, build_questions, column_name, estimate_tokens, open_model, select_runs, stall_limit,
+    write_table)
 from tpsviz.io.harness.transcripts import DEFAULT_MAX_CHARS, read_transcripts
 from tpsviz.report.export import neutralise_cells, safe_csv
 
@@ -79,6 +83,7 @@ def add_arguments(p) -> None:
                    help=f"seconds one request may take (default {DEFAULT_TIMEOUT:g}); a transient failure is "
                         f"tried again at most {MAX_RETRIES} times, after what Retry-After asks (at most "
                         f"{MAX_WAIT:g} s)")
+    add_method_arguments(p)
     add_harness_options(p.add_argument_group("reading the log, as `score` reads it (docs/harness.md)"))
     add_trace_options(p)
 
@@ -116,6 +121,7 @@ def _check(args) -> tuple[Path, Path, str]:
 def run(args) -> int:
     """``forecast``: read the log, ask the model what the cache lacks, write the table."""
     out, cache_dir, column = _check(args)
+    methods = chosen_methods(args)
     try:
         prompts = load_prompts(args.prompts)
         options = evaluation_reading.read_options(args.format, args.success_threshold, args.treat, args.scorer,
@@ -125,23 +131,27 @@ def run(args) -> int:
         raise Fail(say(exc)) from None
     transcripts, reading = read_transcripts(args.path, options, outcomes=args.outcomes)
     runs = select_runs(transcripts, args.max_runs, args.sample, args.seed)
-    questions = build_questions(runs, prompts, args.model, args.max_chars)
+    by_method = method_questions(methods, prompts, args.model, args.samples,
+                                 lambda p, key_model: build_questions(runs, p, key_model, args.max_chars))
+    questions = [q for groups in by_method.values() for g in groups for q in g]
     cache = AnswerCache(cache_dir)
     distinct = {q.key: q for q in questions}
     todo = [q for k, q in distinct.items() if cache.get(k) is None]
     _print_plan(args, reading, transcripts, runs, questions, distinct, todo)
     if args.dry_run:
         return 0
-    if todo:
-        _ask(args, todo, distinct, cache)
-    table, problems, unanswered = forecast_table(questions, cache, column)
+    replays = _ask(args, by_method, todo, distinct, cache) if todo else {}
+    table, parts = methods_table(args, by_method, cache, column, methods, options)
     write_table(table, out, safe_csv)
-    _print_result(args, out, cache_dir, column, table, problems, unanswered)
+    summary = write_summary(out, table, parts, replays, args)
+    _print_result(args, out, cache_dir, table, parts)
+    print_methods(parts, summary)
     return 0
 
 
-def _ask(args, todo, distinct, cache) -> None:
-    """Ask the model what the cache lacks and say what went wrong; Fail when it answered nothing."""
+def _ask(args, by_method, todo, distinct, cache) -> dict:
+    """Ask the model what the cache lacks (each method's questions) and say what went wrong; Fail when
+    it answered nothing. Returns method → Replay."""
     def opened(chat: bool):
         try:
             return open_model(args.model, args.model_base_url, args.concurrency, args.timeout, chat)
@@ -150,8 +160,9 @@ def _ask(args, todo, distinct, cache) -> None:
 
     model = opened(args.chat_completions)
     reopen = (lambda: opened(True)) if provider_of(args.model) == "openai" and not args.chat_completions else None
-    result = ask_model(model, todo, cache, args.concurrency, _progress, timeout=args.timeout, reopen=reopen)
-    if result.switched:
+    replays, switched = ask_methods(model, by_method, cache, args, reopen, _progress)
+    result = merge_replays(replays.values())
+    if switched:
         print("the server does not serve the Responses API (/v1/responses answered HTTP 404): asked through "
               "chat completions (/v1/chat/completions) instead; --chat-completions skips this first try, and "
               f"for a local or OpenAI-compatible server the form is {LOCAL_FORM}", file=sys.stderr)
@@ -176,6 +187,7 @@ def _ask(args, todo, distinct, cache) -> None:
             raise Fail(f"timed out: the model answered none of the {result.asked} prompts within --timeout "
                        f"{args.timeout:g} s; no table was written")
         raise Fail("the model answered no prompt (provider errors above); no table was written")
+    return replays
 
 
 def _print_plan(args, reading, transcripts, runs, questions, distinct, todo) -> None:
@@ -203,17 +215,20 @@ def _progress(done: int, total: int) -> None:
         print(f"  asked {done:,}/{total:,}", file=sys.stderr, flush=True)
 
 
-def _print_result(args, out: Path, cache_dir: Path, column: str, table, problems: dict, unanswered: int) -> None:
-    """The table written: rows, values, and every missing value by its cause."""
+def _print_result(args, out: Path, cache_dir: Path, table, parts: dict) -> None:
+    """The table written: rows, values, and every missing value by its cause, per method's column."""
     n = len(table)
-    values = int(table[column].notna().sum())
-    print(f"wrote {safe(out)}: {n:,} rows ({table['trajectory_id'].nunique():,} runs), column {safe(column)}, "
-          f"{values:,} forecasts, {n - values:,} missing")
-    for problem, where in sorted(problems.items()):
-        examples = ", ".join(f"({safe(t)}, {s})" for t, s in where[:5]) + (" …" if len(where) > 5 else "")
-        print(f"  reply without a probability, {problem}: {len(where):,} ({examples})")
-    if unanswered:
-        print(f"  no answer yet (provider errors): {unanswered:,}; run the command again to ask them")
+    print(f"wrote {safe(out)}: {n:,} rows ({table['trajectory_id'].nunique():,} runs)"
+          + ("," if len(parts) == 1 else f", {len(parts)} columns:"))
+    for part in parts.values():
+        values = part["answered"]
+        print(f"  column {safe(part['column'])}, {values:,} forecasts, {n - values:,} missing")
+        for problem, where in sorted(part["where"].items()):
+            if problem == NOT_ANSWERED:
+                print(f"  no answer yet (provider errors): {len(where):,}; run the command again to ask them")
+                continue
+            examples = ", ".join(f"({safe(t)}, {s})" for t, s in where[:5]) + (" …" if len(where) > 5 else "")
+            print(f"  reply without a probability, {problem}: {len(where):,} ({examples})")
     if out.suffix.lower() == ".csv":
         changed = int((neutralise_cells(table[["trajectory_id"]])["trajectory_id"] != table["trajectory_id"]).sum())
         if changed:
