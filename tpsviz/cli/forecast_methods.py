@@ -146,8 +146,8 @@ def methods_table(args, by_method: dict, cache, column: str, methods: list[str],
         columns[name] = values
         parts[m] = _part(name, values, reasons)
         if m == "consistency":
-            columns[sd_column(name)] = spread
-            parts[m]["sd_column"] = sd_column(name)
+            columns[sd_column(column)] = spread
+            parts[m]["sd_column"] = sd_column(column)
     if "combined" in methods:
         name = method_column(column, "combined", methods)
         values, report = _combined(args, options, rows, [columns[method_column(column, m, methods)] for m in by_method])
@@ -180,12 +180,12 @@ def _combined(args, options, rows, columns) -> tuple[np.ndarray, dict]:
         labels = mode_labels(data, mode)
     except ValueError as exc:
         raise Fail(f"--method combined: the runs' outcomes cannot be read: {say(exc)}") from None
-    ids = data.trajectories["trajectory_id"].astype(str).tolist()
-    index = {t: i for i, t in enumerate(ids)}
-    run_of_row = np.array([index.get(str(q.trajectory_id), -1) for q in rows])
-    lab = np.append(labels, np.nan)  # a row whose run the log does not hold gets no label (index -1)
-    values, report = combined_forecast(np.column_stack(columns), np.where(run_of_row < 0, len(labels), run_of_row),
-                                       lab, FOLDS, args.seed)
+    label_of = dict(zip(data.trajectories["trajectory_id"].astype(str), labels))
+    runs = list(dict.fromkeys(str(q.trajectory_id) for q in rows))  # the runs asked, in the log's order
+    position = {t: i for i, t in enumerate(runs)}
+    run_of_row = np.array([position[str(q.trajectory_id)] for q in rows], dtype=np.int64)
+    run_labels = np.array([label_of.get(t, np.nan) for t in runs], dtype=float)
+    values, report = combined_forecast(np.column_stack(columns), run_of_row, run_labels, FOLDS, args.seed)
     report["censoring"] = mode
     return values, report
 

@@ -181,7 +181,7 @@ def method_column(column: str, method: str, methods) -> str:
 
 
 def sd_column(column: str) -> str:
-    """The column of the spread of ``consistency``'s samples: ``sd_<name>:consistency``. Its prefix is
+    """The column of the spread of ``consistency``'s samples, ``sd_<name>:consistency``, from ``conf_<name>``. Its prefix is
     none the readers take as a forecast (``conf_``, ``raw_``, ``unc_``), so ``--forecasts`` ignores it."""
     return "sd_" + column.removeprefix("conf_") + ":consistency"
 
