@@ -26,6 +26,7 @@ from tpsviz.forecasts.methods import (
 from tpsviz.forecasts.provider import provider_of
 from tpsviz.forecasts.replay import Replay, ask_model
 from tpsviz.forecasts.stack import FOLDS, combined_forecast
+from tpsviz.io.loading import load
 
 __all__ = ["add_method_arguments", "chosen_methods", "method_questions", "ask_methods", "merge_replays",
            "methods_table", "summary_path", "write_summary", "print_methods"]
@@ -172,8 +173,6 @@ def _part(name: str, values: np.ndarray, reasons: dict) -> dict:
 
 def _combined(args, options, rows, columns) -> tuple[np.ndarray, dict]:
     """The stack's forecasts of ``rows`` from the methods' columns, labelled by the censoring mode."""
-    from tpsviz import load  # (the whole log, read again for its outcomes: only when combined is asked)
-
     try:
         data = load(args.path, options=options, outcomes=args.outcomes)
         mode = args.censoring or default_censoring(data)
