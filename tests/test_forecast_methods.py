@@ -220,7 +220,7 @@ def test_a_server_without_logprobs_leaves_ptrue_missing_with_its_reason(env, tmp
     assert list(table.columns) == ["trajectory_id", "step", "conf_m:ptrue"] and table["conf_m:ptrue"].isna().all()
     summary = json.loads((tmp_path / "f.parquet.summary.json").read_text())
     assert summary["methods"]["ptrue"]["missing"] == {NO_LOGPROBS: len(table)}
-    assert f"missing, {NO_LOGPROBS}: {len(table)}" in stdout
+    assert f"missing, {NO_LOGPROBS}: {len(table)}" in stdout and err.count("the provider returned no logprobs") == 1
 
 
 def test_alternatives_without_yes_or_no_are_counted(env, tmp_path, capsys):
@@ -424,3 +424,24 @@ def test_the_command_stacks_on_the_runs_outcomes_by_the_censoring_mode(env, tmp_
     summary = json.loads((tmp_path / "f.parquet.summary.json").read_text())["methods"]["combined"]
     assert summary["stack"]["refused"] is None and summary["stack"]["censoring"] == "simple"
     assert summary["share"] == 1.0 and summary["cost"]["requests"] == 0
+
+
+def test_a_stalled_provider_stops_every_method_in_bounded_time(env, tmp_path, capsys):
+    """After the first method's stall the others are not asked: exit 2 as with one method."""
+    import time
+
+    from tests.test_forecast_servers import Server
+
+    s = Server(answer_first=0)  # accepts every request and never answers
+    try:
+        start = time.monotonic()
+        code, stdout, err = run_cli(["forecast", TAU1, "--model", MODEL, "--model-base-url", s.url, "--out",
+                                     tmp_path / "f.parquet", "--max-runs", 2, "--timeout", 2, "--method", "verbal",
+                                     "--method", "ptrue", "--method", "consistency"], capsys)
+        took = time.monotonic() - start
+    finally:
+        s.close()
+    assert code == 2 and "error: timed out: the model answered none of the 16 prompts" in err, err
+    assert "108 prompts were not asked" in err  # 16 verbal, 16 ptrue and 5 × 16 consistency, less the 4 asked
+    assert "  ptrue:" not in err and "structured output" not in err and not (tmp_path / "f.parquet").exists()
+    assert took < 20, took

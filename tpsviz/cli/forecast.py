@@ -16,8 +16,8 @@ from pathlib import Path
 from tpsviz.cli.common import Fail, safe
 from tpsviz.cli.wording import say
 from tpsviz.cli.forecast_methods import (
-    add_method_arguments, ask_methods, chosen_methods, merge_replays, method_questions, methods_table, print_methods,
-    write_summary)
+    add_method_arguments, ask_methods, chosen_methods, merge_replays, method_questions, methods_table, plan_words,
+    print_methods, write_summary)
 from tpsviz.cli.options import add_harness_options, add_seed, add_trace_options, check_numbers
 from tpsviz.evaluation import reading as evaluation_reading
 from tpsviz.forecasts.cache import AnswerCache
@@ -137,7 +137,7 @@ def run(args) -> int:
     cache = AnswerCache(cache_dir)
     distinct = {q.key: q for q in questions}
     todo = [q for k, q in distinct.items() if cache.get(k) is None]
-    _print_plan(args, reading, transcripts, runs, questions, distinct, todo)
+    _print_plan(args, reading, transcripts, runs, questions, distinct, todo, by_method)
     if args.dry_run:
         return 0
     replays = _ask(args, by_method, todo, distinct, cache) if todo else {}
@@ -190,18 +190,20 @@ def _ask(args, by_method, todo, distinct, cache) -> dict:
     return replays
 
 
-def _print_plan(args, reading, transcripts, runs, questions, distinct, todo) -> None:
-    """What will be asked: prompts, runs, cached answers, the estimate of input tokens."""
+def _print_plan(args, reading, transcripts, runs, questions, distinct, todo, by_method) -> None:
+    """What will be asked: prompts (per method), runs, cached answers, the estimate of input tokens."""
+    steps = next(iter(by_method.values()))[0]
     kept = len(transcripts)
     chosen = f"{len(runs)} of {kept} runs" if len(runs) != kept else f"{kept} runs"
     dropped = sum(reading.get("dropped", {}).values())
     print(f"forecast: {safe(Path(args.path).name)} ({reading['format']}): {chosen}"
           + (f" ({dropped} dropped by the treatment table)" if dropped else "")
-          + f", {len(questions):,} agent steps = prompts")
+          + (f", {len(questions):,} agent steps = prompts" if len(steps) == len(questions) else
+             f", {len(steps):,} agent steps, {len(questions):,} prompts ({plan_words(by_method)})"))
     same = len(questions) - len(distinct)
     print(f"  {len(distinct) - len(todo):,} answered in the cache, {len(todo):,} to ask"
           + (f" ({same:,} prompts repeat an earlier one and are asked once)" if same else ""))
-    cut = sum(q.truncated for q in questions)
+    cut = sum(q.truncated for q in steps)
     print(f"  about {estimate_tokens(todo):,} input tokens to send ({CHARS_PER_TOKEN} characters a token; "
           f"{estimate_tokens(distinct.values()):,} for every prompt)"
           + (f"; {cut:,} transcript prefixes longer than {args.max_chars:,} characters were cut" if cut else ""))

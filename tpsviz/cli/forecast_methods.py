@@ -20,7 +20,7 @@ from tpsviz.cli.wording import say
 from tpsviz.core.censoring import default_censoring, mode_labels
 from tpsviz.forecasts.cache import write_atomic
 from tpsviz.forecasts.methods import (
-    ASKED_METHODS, DEFAULT_SAMPLES, METHODS, STRUCTURED_PROVIDERS, TEMPERATURE, TOP_LOGPROBS,
+    ASKED_METHODS, DEFAULT_SAMPLES, METHODS, NO_LOGPROBS, STRUCTURED_PROVIDERS, TEMPERATURE, TOP_LOGPROBS,
     generate_config, keep_logprobs, key_model, method_column, method_prompts, sd_column, table_frame,
     values_and_reasons)
 from tpsviz.forecasts.provider import provider_of
@@ -28,7 +28,7 @@ from tpsviz.forecasts.replay import Replay, ask_model
 from tpsviz.forecasts.stack import FOLDS, combined_forecast
 from tpsviz.io.loading import load
 
-__all__ = ["add_method_arguments", "chosen_methods", "method_questions", "ask_methods", "merge_replays",
+__all__ = ["add_method_arguments", "chosen_methods", "method_questions", "ask_methods", "merge_replays", "plan_words",
            "methods_table", "summary_path", "write_summary", "print_methods"]
 
 
@@ -82,8 +82,14 @@ def method_questions(methods: list[str], prompts, model: str, samples: int, buil
     return out
 
 
+def plan_words(by_method: dict) -> str:
+    """The prompts of each method, in words: ``verbal 300, ptrue 300, consistency 5 × 300``."""
+    return ", ".join(f"{m} " + (f"{len(g)} × " if len(g) > 1 else "") + f"{len(g[0]):,}" for m, g in by_method.items())
+
+
 def ask_methods(model, by_method: dict, cache, args, reopen, progress) -> tuple[dict, bool]:
-    """Ask each method's questions the cache lacks, one method after the other.
+    """Ask each method's questions the cache lacks, one method after the other. Once the provider
+    has stopped answering (a stall), the methods not yet asked are left for the next run.
 
     Returns
     -------
@@ -95,12 +101,23 @@ def ask_methods(model, by_method: dict, cache, args, reopen, progress) -> tuple[
     replays, switched, provider = {}, False, provider_of(args.model)
     for m, groups in by_method.items():
         todo = [q for g in groups for q in g]
+        if any(r.stalled for r in replays.values()):
+            replays[m] = Replay(not_asked=len({q.key for q in todo if cache.get(q.key) is None}), stalled=True)
+            continue
+        if len(by_method) > 1:
+            print(f"  {m}:", file=sys.stderr, flush=True)
         r = ask_model(model, todo, cache, args.concurrency, progress, timeout=args.timeout, reopen=reopen,
                       config=generate_config(m, provider, not args.no_structured),
                       keep=keep_logprobs if m == "ptrue" else None)
         if r.switched:  # the next methods ask through chat completions from the start
             model, reopen, switched = reopen(), None, True
         replays[m] = r
+        if m != "ptrue" and r.asked and not r.answered and sum(r.errors.values()) > r.timed_out + r.not_found \
+                and not args.no_structured \
+                and provider in STRUCTURED_PROVIDERS:
+            print(f"{m}: no prompt was answered while the reply was requested as structured output "
+                  "({\"probability\": X}, response_format); if the server refuses it, add --no-structured",
+                  file=sys.stderr)
     return replays, switched
 
 
@@ -226,8 +243,15 @@ def print_methods(parts: dict, path: Path) -> None:
               f"({cost.get('cached_input_tokens', 0):,} cached), {cost.get('output_tokens', 0):,} output tokens")
         for reason, count in p["missing"].items():
             print(f"      missing, {safe(reason)}: {count:,}")
+        if "sd_column" in p:
+            print(f"      {safe(p['sd_column'])}: the samples' standard deviation (not a forecast: --forecasts "
+                  "ignores it)")
         if m == "combined" and p["stack"]["refused"]:
             print(f"      combined refused: {safe(p['stack']['refused'])}; the other methods' columns are written",
                   file=sys.stderr)
+    if parts.get("ptrue", {}).get("missing", {}).get(NO_LOGPROBS):
+        print("ptrue: the provider returned no logprobs; ptrue needs the reply's token log-probabilities (chat "
+              "completions with logprobs and top_logprobs: OpenAI's chat models, vLLM, llama.cpp's server …)",
+              file=sys.stderr)
     print(f"  summary: {safe(path)}")
 
