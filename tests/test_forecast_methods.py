@@ -266,6 +266,18 @@ def test_p_true_sums_every_yes_and_no_form():
     assert p_true([["Maybe", -0.1]]).problem == NO_YES_NO and p_true(None).problem == NO_LOGPROBS
 
 
+def test_the_requests_settings_of_each_method():
+    from tpsviz.forecasts.methods import generate_config
+
+    chat, responses = generate_config("ptrue", "openai-api"), generate_config("ptrue", "openai", responses_api=True)
+    assert (chat.max_tokens, chat.logprobs, chat.top_logprobs) == (1, True, 20)
+    assert responses.max_tokens == 16  # the Responses API refuses fewer; the first token is read alone
+    assert generate_config("verbal", "openai-api").response_schema.json_schema.required == ["probability"]
+    assert generate_config("verbal", "openai-api", structured=False).response_schema is None
+    assert generate_config("verbal", "ollama").response_schema is None
+    assert generate_config("consistency", "anthropic").temperature == 0.7
+
+
 # ----------------------------------------------------------------------------- combined
 def stack_data(n_runs=40, seed=3):
     rng = np.random.default_rng(seed)

@@ -23,7 +23,7 @@ from tpsviz.forecasts.methods import (
     ASKED_METHODS, DEFAULT_SAMPLES, METHODS, NO_LOGPROBS, STRUCTURED_PROVIDERS, TEMPERATURE, TOP_LOGPROBS,
     generate_config, keep_logprobs, key_model, method_column, method_prompts, sd_column, table_frame,
     values_and_reasons)
-from tpsviz.forecasts.provider import provider_of
+from tpsviz.forecasts.provider import provider_of, uses_responses_api
 from tpsviz.forecasts.replay import Replay, ask_model
 from tpsviz.forecasts.stack import FOLDS, combined_forecast
 from tpsviz.io.loading import load
@@ -107,7 +107,7 @@ def ask_methods(model, by_method: dict, cache, args, reopen, progress) -> tuple[
         if len(by_method) > 1:
             print(f"  {m}:", file=sys.stderr, flush=True)
         r = ask_model(model, todo, cache, args.concurrency, progress, timeout=args.timeout, reopen=reopen,
-                      config=generate_config(m, provider, not args.no_structured),
+                      config=generate_config(m, provider, not args.no_structured, uses_responses_api(model)),
                       keep=keep_logprobs if m == "ptrue" else None)
         if r.switched:  # the next methods ask through chat completions from the start
             model, reopen, switched = reopen(), None, True

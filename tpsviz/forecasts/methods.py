@@ -30,7 +30,7 @@ import pandas as pd
 
 from tpsviz.forecasts.replies import Reply, parse_probability
 
-__all__ = ["METHODS", "ASKED_METHODS", "DEFAULT_SAMPLES", "TEMPERATURE", "TOP_LOGPROBS", "STRUCTURED_PROVIDERS",
+__all__ = ["METHODS", "ASKED_METHODS", "DEFAULT_SAMPLES", "TEMPERATURE", "TOP_LOGPROBS", "RESPONSES_MIN_TOKENS", "STRUCTURED_PROVIDERS",
            "NO_LOGPROBS", "NO_YES_NO", "FEW_SAMPLES", "NOT_ANSWERED", "YES", "NO", "key_model",
            "method_prompts", "generate_config", "keep_logprobs", "p_true", "read_ptrue", "method_column",
            "sd_column", "consistency_values", "values_and_reasons", "table_frame"]
@@ -45,6 +45,8 @@ DEFAULT_SAMPLES = 5
 TEMPERATURE = 0.7
 #: alternatives of the first reply token asked by ``ptrue`` (the most OpenAI's API gives)
 TOP_LOGPROBS = 20
+#: the fewest output tokens OpenAI's Responses API accepts
+RESPONSES_MIN_TOKENS = 16
 #: providers whose structured output (``response_schema``) inspect_ai passes on
 STRUCTURED_PROVIDERS = ("openai", "openai-api", "anthropic", "google", "grok")
 #: reasons a ``ptrue`` answer has no value
@@ -80,7 +82,7 @@ def method_prompts(prompts, method: str):
     return replace(prompts, judge=prompts.ptrue) if method == "ptrue" else prompts
 
 
-def generate_config(method: str, provider: str, structured: bool = True):
+def generate_config(method: str, provider: str, structured: bool = True, responses_api: bool = False):
     """inspect_ai's ``GenerateConfig`` of one method's requests (merged by inspect_ai with the
     model's own: timeouts and connections stay).
 
@@ -93,6 +95,9 @@ def generate_config(method: str, provider: str, structured: bool = True):
         :data:`STRUCTURED_PROVIDERS` holds it.
     structured : bool
         Ask ``verbal`` and ``consistency`` replies as ``{"probability": X}``.
+    responses_api : bool
+        The model asks through OpenAI's Responses API, whose ``max_output_tokens`` is at least
+        :data:`RESPONSES_MIN_TOKENS`: ``ptrue`` asks that many there (it reads the first token only).
 
     Returns
     -------
@@ -103,7 +108,7 @@ def generate_config(method: str, provider: str, structured: bool = True):
     from inspect_ai.util import JSONSchema
 
     if method == "ptrue":
-        return GenerateConfig(max_tokens=1, logprobs=True, top_logprobs=TOP_LOGPROBS, temperature=0.0)
+        return GenerateConfig(max_tokens=RESPONSES_MIN_TOKENS if responses_api else 1, logprobs=True, top_logprobs=TOP_LOGPROBS, temperature=0.0)
     schema = None
     if structured and provider in STRUCTURED_PROVIDERS:
         schema = ResponseSchema(name="forecast", description="P(eventual success) of the task", json_schema=JSONSchema(
