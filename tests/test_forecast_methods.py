@@ -45,7 +45,7 @@ class LogprobServer:
     ``probability: X`` (one in eight is unreadable); any other request ``{"probability": X}``.
     """
 
-    def __init__(self, logprobs=True, with_yes_no=True):
+    def __init__(self, logprobs=True, with_yes_no=True, refuse_schema=False):
         self.lock = threading.Lock()
         self.top: dict[str, list] = {}  # prompt -> the (token, logprob) alternatives sent
         self.samples: dict[str, list] = {}  # prompt -> the sampled values sent (None: unreadable)
@@ -60,6 +60,13 @@ class LogprobServer:
                 prompt = "\n".join(m["content"] if isinstance(m["content"], str) else
                                    "".join(p.get("text", "") for p in m["content"]) for m in body["messages"])
                 rng = np.random.default_rng(abs(hash((prompt, len(server.bodies)))) % 2**32)
+                if refuse_schema and "response_format" in body:  # as a server without structured output
+                    data = json.dumps({"error": {"message": "response_format is not supported"}}).encode()
+                    self.send_response(400)
+                    self.send_header("Content-Type", "application/json")
+                    self.send_header("Content-Length", str(len(data)))
+                    self.end_headers()
+                    return self.wfile.write(data)
                 with server.lock:
                     server.bodies.append(body)
                     text, choice = server.answer(body, prompt, rng, logprobs, with_yes_no)
@@ -247,6 +254,19 @@ def test_verbal_alone_keeps_its_column_and_its_cache_keys(env, tmp_path, capsys)
     old_keys = {q.key for q in build_questions(runs, load_prompts(), MODEL, DEFAULT_MAX_CHARS)}
     cached = {p.stem for p in (tmp_path / "f.parquet.cache").rglob("*.json")}
     assert cached == old_keys
+
+
+def test_a_server_refusing_structured_output_is_named_and_no_structured_asks_without_it(env, tmp_path, capsys):
+    s = LogprobServer(refuse_schema=True)
+    try:
+        code, _, err = forecast(s, tmp_path / "f.parquet", capsys)
+        assert code == 2 and "if the server refuses it, add --no-structured" in err, err
+        code, stdout, err = forecast(s, tmp_path / "f.parquet", capsys, "--no-structured")
+        assert code == 0, err
+    finally:
+        s.close()
+    assert s.bodies and not any("response_format" in b for b in s.bodies)
+    assert pd.read_parquet(tmp_path / "f.parquet")["conf_m"].notna().all()  # the reply's JSON, read all the same
 
 
 def test_combined_alone_and_a_bad_sample_count_are_refused(env, tmp_path, capsys):
