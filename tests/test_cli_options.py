@@ -30,7 +30,7 @@ HAVE = {
     "level": {"score", "compare", "check", "defer", "monitor"},
     "json": {"score", "compare", "check", "defer", "monitor"},
     "schedule": {"score", "compare", "check", "monitor"},
-    "censoring": {"score", "compare", "check", "monitor"},
+    "censoring": {"score", "compare", "check", "monitor", "forecast"},  # forecast: --method combined's labels
     "engine": {"score", "compare", "check"},
 }
 

@@ -16,15 +16,19 @@ from pathlib import Path
 from tpsviz.cli.common import Fail, safe
 from tpsviz.cli.forecast_cost import carry_line, plan_lines, steps_line, usage_lines
 from tpsviz.cli.wording import say
+from tpsviz.cli.forecast_methods import (
+    add_method_arguments, ask_methods, chosen_methods, merge_replays, method_questions, methods_table, plan_words,
+    print_methods, write_summary)
 from tpsviz.cli.options import add_harness_options, add_seed, add_trace_options, check_numbers
 from tpsviz.evaluation import reading as evaluation_reading
 from tpsviz.forecasts.cache import AnswerCache
+from tpsviz.forecasts.methods import NOT_ANSWERED
 from tpsviz.forecasts.prices import load_prices
 from tpsviz.forecasts.prompts import load_prompts
 from tpsviz.forecasts.provider import CHAT_PROVIDERS, DEFAULT_TIMEOUT, MAX_RETRIES, MAX_WAIT, provider_of
 from tpsviz.forecasts.replay import (
-    CHARS_PER_TOKEN, ask_model, build_questions, column_name, estimate_tokens, forecast_table, open_model,
-    select_runs, stall_limit, write_table)
+    CHARS_PER_TOKEN, build_questions, column_name, estimate_tokens, open_model, select_runs, stall_limit,
+    write_table)
 from tpsviz.forecasts.steps import ASKED, asked_steps, carry_forward, interleave_runs, keep_asked, parse_steps
 from tpsviz.io.harness.transcripts import DEFAULT_MAX_CHARS, read_transcripts
 from tpsviz.report.export import neutralise_cells, safe_csv
@@ -89,6 +93,7 @@ def add_arguments(p) -> None:
                    help=f"seconds one request may take (default {DEFAULT_TIMEOUT:g}); a transient failure is "
                         f"tried again at most {MAX_RETRIES} times, after what Retry-After asks (at most "
                         f"{MAX_WAIT:g} s)")
+    add_method_arguments(p)
     add_harness_options(p.add_argument_group("reading the log, as `score` reads it (docs/harness.md)"))
     add_trace_options(p)
 
@@ -126,6 +131,7 @@ def _check(args) -> tuple[Path, Path, str]:
 def run(args) -> int:
     """``forecast``: read the log, ask the model what the cache lacks, write the table."""
     out, cache_dir, column = _check(args)
+    methods = chosen_methods(args)
     try:
         prompts, prices, rule = load_prompts(args.prompts), load_prices(args.prices), parse_steps(args.steps)
         options = evaluation_reading.read_options(args.format, args.success_threshold, args.treat, args.scorer,
@@ -135,36 +141,44 @@ def run(args) -> int:
         raise Fail(say(exc)) from None
     transcripts, reading = read_transcripts(args.path, options, outcomes=args.outcomes)
     runs = select_runs(transcripts, args.max_runs, args.sample, args.seed)
-    questions = build_questions(runs, prompts, args.model, args.max_chars)
-    n_steps = len(questions)
-    if rule is not None:
-        questions = keep_asked(questions, asked_steps(runs, rule, args.seed))
+    asked = asked_steps(runs, rule, args.seed) if rule is not None else None
+
+    def build(p, key_model):  # one method's questions: the asked steps of every run
+        questions = build_questions(runs, p, key_model, args.max_chars)
+        return questions if asked is None else keep_asked(questions, asked)
+
+    by_method = method_questions(methods, prompts, args.model, args.samples, build)
+    questions = [q for groups in by_method.values() for g in groups for q in g]
+    n_steps = sum(tr.steps for tr in runs)
     cache = AnswerCache(cache_dir)
     distinct = {q.key: q for q in questions}
     todo = interleave_runs([q for k, q in distinct.items() if cache.get(k) is None])
-    _print_plan(args, reading, transcripts, runs, questions, distinct, todo, n_steps)
-    for line in filter(None, [steps_line(rule, n_steps, len(questions)),
+    _print_plan(args, reading, transcripts, runs, questions, distinct, todo, by_method, n_steps)
+    asked_rows = len(next(iter(by_method.values()))[0])
+    for line in filter(None, [steps_line(rule, n_steps, asked_rows),
                               *plan_lines(args.model, prices, todo, estimate_tokens(todo), CHARS_PER_TOKEN)]):
         print(line)
     if args.dry_run:
         print("  dry run: no model was called")
         return 0
-    if todo:
-        _ask(args, todo, distinct, cache)
-    table, problems, unanswered = forecast_table(questions, cache, column)
+    replays = _ask(args, by_method, todo, distinct, cache) if todo else {}
+    table, parts = methods_table(args, by_method, cache, column, methods, options)
     carried = None
-    if rule is not None:
-        table, carried = carry_forward(table, runs)
+    if rule is not None:  # the steps not asked carry the last asked forecast (the past only)
+        table, carried = carry_forward(table, runs, [c for c in table.columns if c not in ("trajectory_id", "step")])
     write_table(table, out, safe_csv)
-    _print_result(args, out, cache_dir, column, table, problems, unanswered)
+    summary = write_summary(out, table, parts, replays, args)
+    _print_result(args, out, cache_dir, table, parts)
+    print_methods(parts, summary)
     for line in filter(None, [carry_line(rule, carried),
                               *usage_lines(args.model, prices, cache, [q.key for q in todo], distinct)]):
         print(line)
     return 0
 
 
-def _ask(args, todo, distinct, cache) -> None:
-    """Ask the model what the cache lacks and say what went wrong; Fail when it answered nothing."""
+def _ask(args, by_method, todo, distinct, cache) -> dict:
+    """Ask the model what the cache lacks (each method's questions) and say what went wrong; Fail when
+    it answered nothing. Returns method → Replay."""
     def opened(chat: bool):
         try:
             return open_model(args.model, args.model_base_url, args.concurrency, args.timeout, chat)
@@ -173,8 +187,9 @@ def _ask(args, todo, distinct, cache) -> None:
 
     model = opened(args.chat_completions)
     reopen = (lambda: opened(True)) if provider_of(args.model) == "openai" and not args.chat_completions else None
-    result = ask_model(model, todo, cache, args.concurrency, _progress, timeout=args.timeout, reopen=reopen)
-    if result.switched:
+    replays, switched = ask_methods(model, by_method, cache, args, reopen, _progress)
+    result = merge_replays(replays.values())
+    if switched:
         print("the server does not serve the Responses API (/v1/responses answered HTTP 404): asked through "
               "chat completions (/v1/chat/completions) instead; --chat-completions skips this first try, and "
               f"for a local or OpenAI-compatible server the form is {LOCAL_FORM}", file=sys.stderr)
@@ -199,24 +214,35 @@ def _ask(args, todo, distinct, cache) -> None:
             raise Fail(f"timed out: the model answered none of the {result.asked} prompts within --timeout "
                        f"{args.timeout:g} s; no table was written")
         raise Fail("the model answered no prompt (provider errors above); no table was written")
+    return replays
 
 
-def _print_plan(args, reading, transcripts, runs, questions, distinct, todo, n_steps=None) -> None:
-    """What will be asked: prompts, runs, cached answers, the estimate of input tokens."""
+def _print_plan(args, reading, transcripts, runs, questions, distinct, todo, by_method, n_steps: int) -> None:
+    """What will be asked: agent steps, the steps asked (``--steps``), prompts per method, runs, cached answers,
+    the estimate of input tokens."""
+    steps = next(iter(by_method.values()))[0]
     kept = len(transcripts)
     chosen = f"{len(runs)} of {kept} runs" if len(runs) != kept else f"{kept} runs"
     dropped = sum(reading.get("dropped", {}).values())
     print(f"forecast: {safe(Path(args.path).name)} ({reading['format']}): {chosen}"
           + (f" ({dropped} dropped by the treatment table)" if dropped else "")
-          + (f", {len(questions):,} agent steps = prompts" if n_steps in (None, len(questions)) else
-             f", {n_steps:,} agent steps, {len(questions):,} asked (--steps {safe(args.steps)}) = prompts"))
+          + _steps_words(args, by_method, n_steps, len(questions)))
     same = len(questions) - len(distinct)
     print(f"  {len(distinct) - len(todo):,} answered in the cache, {len(todo):,} to ask"
           + (f" ({same:,} prompts repeat an earlier one and are asked once)" if same else ""))
-    cut = sum(q.truncated for q in questions)
+    cut = sum(q.truncated for q in steps)
     print(f"  about {estimate_tokens(todo):,} input tokens to send ({CHARS_PER_TOKEN} characters a token; "
           f"{estimate_tokens(distinct.values()):,} for every prompt)"
           + (f"; {cut:,} transcript prefixes longer than {args.max_chars:,} characters were cut" if cut else ""))
+
+
+def _steps_words(args, by_method: dict, n_steps: int, n_prompts: int) -> str:
+    """``, 300 agent steps = prompts``; ``, 300 agent steps, 102 asked (--steps every:3) = prompts``; with several
+    methods ``…, 714 prompts (verbal 102, ptrue 102, consistency 5 × 102)``."""
+    n_asked = len(next(iter(by_method.values()))[0])
+    words = f", {n_steps:,} agent steps" + (f", {n_asked:,} asked (--steps {safe(args.steps)})"
+                                           if n_asked != n_steps else "")
+    return words + (" = prompts" if n_prompts == n_asked else f", {n_prompts:,} prompts ({plan_words(by_method)})")
 
 
 def _progress(done: int, total: int) -> None:
@@ -225,17 +251,20 @@ def _progress(done: int, total: int) -> None:
         print(f"  asked {done:,}/{total:,}", file=sys.stderr, flush=True)
 
 
-def _print_result(args, out: Path, cache_dir: Path, column: str, table, problems: dict, unanswered: int) -> None:
-    """The table written: rows, values, and every missing value by its cause."""
+def _print_result(args, out: Path, cache_dir: Path, table, parts: dict) -> None:
+    """The table written: rows, values, and every missing value by its cause, per method's column."""
     n = len(table)
-    values = int(table[column].notna().sum())
-    print(f"wrote {safe(out)}: {n:,} rows ({table['trajectory_id'].nunique():,} runs), column {safe(column)}, "
-          f"{values:,} forecasts, {n - values:,} missing")
-    for problem, where in sorted(problems.items()):
-        examples = ", ".join(f"({safe(t)}, {s})" for t, s in where[:5]) + (" …" if len(where) > 5 else "")
-        print(f"  reply without a probability, {problem}: {len(where):,} ({examples})")
-    if unanswered:
-        print(f"  no answer yet (provider errors): {unanswered:,}; run the command again to ask them")
+    print(f"wrote {safe(out)}: {n:,} rows ({table['trajectory_id'].nunique():,} runs)"
+          + ("," if len(parts) == 1 else f", {len(parts)} columns:"))
+    for part in parts.values():
+        values = part["answered"]
+        print(f"  column {safe(part['column'])}, {values:,} forecasts, {n - values:,} missing")
+        for problem, where in sorted(part["where"].items()):
+            if problem == NOT_ANSWERED:
+                print(f"  no answer yet (provider errors): {len(where):,}; run the command again to ask them")
+                continue
+            examples = ", ".join(f"({safe(t)}, {s})" for t, s in where[:5]) + (" …" if len(where) > 5 else "")
+            print(f"  reply without a probability, {problem}: {len(where):,} ({examples})")
     if out.suffix.lower() == ".csv":
         changed = int((neutralise_cells(table[["trajectory_id"]])["trajectory_id"] != table["trajectory_id"]).sum())
         if changed:

@@ -18,6 +18,9 @@ __all__ = ["DEFAULT_PROMPTS", "Prompts", "load_prompts", "read_toml"]
 DEFAULT_PROMPTS = Path(__file__).with_name("prompts.toml")
 #: the result shown for a tool call not run yet when the acting model is asked (optional key)
 PENDING_TOOL = "This tool call has not run yet: the task is paused for one question."
+#: the optional key of the ``ptrue`` method's prompt (tpsviz.forecasts.methods); a file without it
+#: takes the shipped file's
+PTRUE_KEY = "ptrue"
 
 
 @dataclass(frozen=True)
@@ -32,6 +35,9 @@ class Prompts:
         Asked of a judge model; holds ``{transcript}``, the transcript prefix H_t.
     source : str
         Where the text was read (the file's name, never its content).
+    ptrue : str
+        The ``ptrue`` method's prompt (a Yes/No question; holds ``{transcript}``); not part of
+        :attr:`digest` (its own questions' keys hold it, tpsviz.forecasts.methods.method_prompts).
     pending_tool : str
         The self-report asks right after the agent's turn, before its tool calls have run; a
         provider refuses a conversation whose tool calls have no results, so each pending call
@@ -42,6 +48,7 @@ class Prompts:
     judge: str
     source: str = "prompts.toml"
     pending_tool: str = PENDING_TOOL
+    ptrue: str = ""
 
     def judge_prompt(self, transcript: str) -> str:
         """The judge prompt for one transcript prefix H_t.
@@ -96,7 +103,7 @@ def load_prompts(path: str | Path | None = None) -> Prompts:
     ----------
     path : str or Path, optional
         A TOML file with the text keys ``self_report`` and ``judge`` (and optionally
-        ``pending_tool``).
+        ``pending_tool`` and ``ptrue``; a file without ``ptrue`` takes the shipped file's).
 
     Returns
     -------
@@ -121,4 +128,9 @@ def load_prompts(path: str | Path | None = None) -> Prompts:
     pending = doc.get("pending_tool", PENDING_TOOL)
     if not isinstance(pending, str) or not pending.strip():
         raise ValueError(f"prompt file {p.name}: key 'pending_tool' must be a non-empty text")
-    return Prompts(texts["self_report"], texts["judge"], p.name, pending.strip())
+    ptrue = doc.get(PTRUE_KEY)
+    if ptrue is None and p != DEFAULT_PROMPTS:
+        ptrue = load_prompts().ptrue
+    if not isinstance(ptrue, str) or "{transcript}" not in ptrue:
+        raise ValueError(f"prompt file {p.name}: key {PTRUE_KEY!r} must be a text holding the placeholder {{transcript}}")
+    return Prompts(texts["self_report"], texts["judge"], p.name, pending.strip(), ptrue.strip() + "\n")

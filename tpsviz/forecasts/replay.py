@@ -40,7 +40,7 @@ from tpsviz.io.harness.transcripts import DEFAULT_MAX_CHARS, Transcript, render_
 
 __all__ = ["run_coroutine", "Question", "Replay", "CHARS_PER_TOKEN", "MAX_RETRIES", "DEFAULT_TIMEOUT",
            "select_runs", "build_questions", "estimate_tokens", "column_name", "check_name", "redact",
-           "describe_error", "open_model", "ask_model", "stall_limit", "forecast_table", "write_table"]
+           "describe_error", "open_model", "ask_model", "stall_limit", "count_usage", "forecast_table", "write_table"]
 
 #: the estimate of input tokens counts this many characters a token
 CHARS_PER_TOKEN = 4
@@ -97,6 +97,9 @@ class Replay:
         Whether the Responses API was not served and chat completions were used instead.
     retries : int
         Tries made again after a transient failure.
+    usage : Counter
+        What the provider reported of its answers: ``input_tokens`` (cached ones included),
+        ``cached_input_tokens``, ``output_tokens``.
     """
 
     asked: int = 0
@@ -109,6 +112,7 @@ class Replay:
     stalled: bool = False
     switched: bool = False
     retries: int = 0
+    usage: Counter = field(default_factory=Counter)
 
 
 def select_runs(transcripts: list[Transcript], max_runs: int | None = None, sample: int | None = None,
@@ -208,7 +212,7 @@ def run_coroutine(coro):
     return box.get("value")
 
 def ask_model(model, questions: list[Question], cache: AnswerCache, concurrency: int = 4, progress=None,
-              timeout: float = DEFAULT_TIMEOUT, reopen=None) -> Replay:
+              timeout: float = DEFAULT_TIMEOUT, reopen=None, config=None, keep=None) -> Replay:
     """Ask ``model`` every question whose answer is not in ``cache``; store each answer as it comes.
 
     Every request is bounded by ``timeout`` seconds; a transient failure (HTTP 408, 409, 429, 5xx,
@@ -233,6 +237,10 @@ def ask_model(model, questions: list[Question], cache: AnswerCache, concurrency:
         ``reopen()`` gives the same model asking through chat completions. When given and ``model``
         asks through the Responses API, the first question is asked alone; if the address does not
         serve that endpoint (HTTP 404), every question is asked through ``reopen()`` instead.
+    config : inspect_ai.model.GenerateConfig, optional
+        The requests' settings (a method's: :func:`tpsviz.forecasts.methods.generate_config`).
+    keep : callable, optional
+        ``keep(output) -> str``, what is stored of a reply (default: its text).
 
     Returns
     -------
@@ -246,6 +254,7 @@ def ask_model(model, questions: list[Question], cache: AnswerCache, concurrency:
     result = Replay(asked=len(todo))
     if todo:
         asking = _Asking(model, cache, result, timeout, stall_limit(concurrency), progress, len(todo))
+        asking.config, asking.keep = config, keep
         run_coroutine(asking.run(todo, max(1, concurrency), reopen))
     return result
 
@@ -266,6 +275,7 @@ class _Asking:
         self.bound = math.ceil(timeout) + 2  # inspect_ai's attempt timeout fires first; this one always does
         self.in_a_row = 0
         self.finished = 0
+        self.config, self.keep = None, None
 
     async def run(self, todo: list[Question], concurrency: int, reopen) -> None:
         if reopen is not None and uses_responses_api(self.model):
@@ -292,10 +302,13 @@ class _Asking:
             if self.result.stalled:
                 return error
             try:
-                out = await asyncio.wait_for(self.model.generate(q.prompt), self.bound)
+                asked = self.model.generate(q.prompt) if self.config is None else \
+                    self.model.generate(q.prompt, config=self.config)
+                out = await asyncio.wait_for(asked, self.bound)
                 if getattr(out, "error", None):
                     raise RuntimeError(out.error)
-                self.cache.put(q.key, out.completion or "", token_usage(out))
+                self.cache.put(q.key, self.keep(out) if self.keep else out.completion or "", token_usage(out))
+                count_usage(self.result.usage, getattr(out, "usage", None))
                 self.in_a_row = 0
                 return None
             except Exception as exc:  # a provider error: retried if transient, else counted
@@ -324,6 +337,18 @@ class _Asking:
         self.finished += 1
         if self.progress:
             self.progress(self.finished, self.total)
+
+def count_usage(usage: Counter, reported) -> None:
+    """Add a reply's token counts (inspect_ai's ``ModelUsage``, or None) to ``usage``: input tokens
+    with the cached ones (read or written), the cached ones apart, output tokens."""
+    if reported is None:
+        return
+    cached = (getattr(reported, "input_tokens_cache_read", None) or 0) + \
+        (getattr(reported, "input_tokens_cache_write", None) or 0)
+    usage["input_tokens"] += int(getattr(reported, "input_tokens", 0) or 0) + int(cached)
+    usage["cached_input_tokens"] += int(getattr(reported, "input_tokens_cache_read", None) or 0)
+    usage["output_tokens"] += int(getattr(reported, "output_tokens", 0) or 0)
+
 
 def forecast_table(questions: list[Question], cache: AnswerCache, column: str
                    ) -> tuple[pd.DataFrame, dict, int]:
