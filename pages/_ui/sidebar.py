@@ -172,8 +172,8 @@ def _source() -> S.Source | None:
             sb.caption(f":orange[:material/warning:] {len(ups)} files are in the upload box, and they are read "
                        "together as one log (a tau2-bench folder layout: results.json with its simulation "
                        "files). For one table or harness log, remove the others (× beside each file).")
-        files = tuple((u.getvalue(), u.name) for u in ups)
-        rraw = roll.getvalue() if roll is not None else None
+        files = tuple((S.upload_bytes(u, "upload"), u.name) for u in ups)  # (not a copy of them)
+        rraw = S.upload_bytes(roll, "upload_rollouts") if roll is not None else None
         opts = _options()
         return S.upload_source(files, opts, side, rraw, roll.name if roll is not None else None, outcomes)
     return _server_path()

@@ -403,6 +403,24 @@ def count_run() -> int:
     return n
 
 
+def upload_bytes(up, key: str) -> bytes:
+    """The bytes of ``up``, a file the upload box ``key`` returned, without a copy of them.
+
+    ``st.file_uploader`` returns a deep copy of the box's value (Streamlit copies every widget's
+    value on every run), and the copy of an ``UploadedFile`` copies its bytes. The same file in
+    ``st.session_state[key]`` shares its bytes with Streamlit's upload store, which holds them
+    anyway until the file is removed from the box. A copy kept past the run (in the session's
+    Source, which Streamlit keeps one run longer) doubled an upload's memory, also after the
+    file was removed (issue 46, point 7; ``bench/bench_upload_memory.py``).
+    """
+    file_id = getattr(up, "file_id", None)
+    held = st.session_state.get(key)
+    for f in held if isinstance(held, list) else [held]:
+        if file_id is not None and getattr(f, "file_id", None) == file_id:
+            return f.getvalue()
+    return up.getvalue()
+
+
 def kept_upload(up, key: str):
     """(bytes, file name, restored) of an upload box drawn only while its section is open: the file
     it holds, or the one it held when it was last drawn (Streamlit forgets the file of a box a run
@@ -413,7 +431,7 @@ def kept_upload(up, key: str):
     was_shown = st.session_state.get(shown_key) == now - 1  # drawn in the run just before
     st.session_state[shown_key] = now
     if up is not None:
-        st.session_state[kept_key] = (up.getvalue(), up.name, False)
+        st.session_state[kept_key] = (upload_bytes(up, key), up.name, False)
     elif (kept := st.session_state.get(kept_key)) is not None and not kept[2]:
         if was_shown:  # the box held it in the last run and is empty now: the user removed it
             del st.session_state[kept_key]

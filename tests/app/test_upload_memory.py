@@ -26,3 +26,36 @@ def test_a_refused_upload_leaves_no_reference_to_its_bytes(monkeypatch):
     del src
     gc.collect()
     assert _referrers(raw, globals(), locals()) == []  # …and nothing keeps the bytes
+
+
+def _copies(raw: bytes) -> int:
+    """How many bytes objects other than ``raw`` hold its contents (found through every container
+    the garbage collector tracks: session state, caches, frames, exceptions)."""
+    found = set()
+    for o in gc.get_objects():
+        for r in gc.get_referents(o):
+            if type(r) is bytes and len(r) == len(raw) and r is not raw and id(r) not in found and r == raw:
+                found.add(id(r))
+    return len(found)
+
+
+def test_the_dashboard_keeps_no_copy_of_an_upload_and_drops_it_with_the_file(monkeypatch):
+    """Through Streamlit's real upload path (AppTest registers the file in Streamlit's upload store and
+    the box's value is deep-copied on every run): the session's Source holds the very bytes the store
+    holds, not the copy ``st.file_uploader`` returns, so a refused file costs one copy (Streamlit's)
+    while it is in the box and none of ours once it is removed (bench/bench_upload_memory.py)."""
+    from tests.app.apptest_helpers import fresh
+
+    monkeypatch.setenv("TPSVIZ_MAX_FILE_MB", "1")
+    raw = b"trajectory_id,step,outcome,conf_a\n" + b"r1,1,1,0.5\n" * 200_000  # 2.2 MB, over the limit
+    at = fresh()
+    at.radio(key="src").set_value("Upload").run()
+    at.file_uploader(key="upload").set_value(("big.csv", raw, "text/csv")).run()
+    assert not at.exception and any("cannot be used" in e.value for e in at.error)
+    assert at.session_state["_source"].raw is raw  # Streamlit's own bytes, not a copy of them
+    gc.collect()
+    assert _copies(raw) == 0
+    at.file_uploader(key="upload").clear().run()
+    assert not at.exception and at.session_state["_source"] is None
+    gc.collect()
+    assert _copies(raw) == 0
