@@ -59,3 +59,27 @@ def test_the_dashboard_keeps_no_copy_of_an_upload_and_drops_it_with_the_file(mon
     assert not at.exception and at.session_state["_source"] is None
     gc.collect()
     assert _copies(raw) == 0
+
+
+def test_the_side_tables_and_the_candidate_log_are_not_copied_either():
+    """The forecasts table's box (Reading options) and the second log's box of the Overview keep the
+    bytes of Streamlit's upload store too (S.upload_bytes), not the copy each run returns."""
+    import pandas as pd
+
+    from tests.app.apptest_helpers import DEMO, fresh, upload
+
+    raw = (DEMO / "tau2-like.csv").read_bytes()
+    log = pd.read_csv(DEMO / "tau2-like.csv")
+    fraw = log[["trajectory_id", "step"]].assign(conf_side=0.5).to_csv(index=False).encode()
+    at = fresh()
+    upload(at, ("tau2-like.csv", raw, "text/csv"), forecasts=("side.csv", fraw, "text/csv"))
+    assert not at.error
+    src = at.session_state["_source"]
+    assert src.raw is raw and src.forecasts_raw[0] is fraw
+    at = fresh({"demo": "tau-bench-airline"})
+    at.session_state["ov_groups"] = True
+    at.run()
+    at.radio(key="grp_mode").set_value("this log with a second log").run()
+    at.file_uploader(key="cand_upload").set_value(("other.csv", raw, "text/csv")).run()
+    assert not at.exception
+    assert at.session_state["_kept_cand_upload"][0] is raw
