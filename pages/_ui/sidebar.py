@@ -145,6 +145,8 @@ def _source() -> S.Source | None:
                          "(CSV, TSV, Parquet, JSON Lines) or a harness log (tau2-bench, tau-bench, Inspect AI). "
                          "Server path: a file under the folders this server may read.")
     kind = SOURCES[label]
+    if kind != "upload":  # the upload boxes are not drawn: Streamlit's store may let their files go
+        S.release_uploads(S.UPLOAD_BOXES)
     if kind == "demo":
         name = sb.selectbox("Demo scenario", list(S.DEMOS), key="demo", bind=BIND,
                             help=S.DEMOS_HELP + " The others than tau-bench-airline are synthetic benchmarks made by "

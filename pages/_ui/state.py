@@ -414,11 +414,43 @@ def upload_bytes(up, key: str) -> bytes:
     file was removed (issue 46, point 7; ``bench/bench_upload_memory.py``).
     """
     file_id = getattr(up, "file_id", None)
+    if file_id is not None:  # (for release_uploads)
+        st.session_state.setdefault(_UPLOADED, {}).setdefault(key, set()).add(file_id)
     held = st.session_state.get(key)
     for f in held if isinstance(held, list) else [held]:
         if file_id is not None and getattr(f, "file_id", None) == file_id:
             return f.getvalue()
     return up.getvalue()
+
+
+_UPLOADED = "_uploaded_ids"  # upload box key → ids of the files it returned (upload_bytes)
+
+#: the sidebar's upload boxes, drawn only while the data source is Upload
+UPLOAD_BOXES = ("upload", "upload_rollouts", "upload_forecasts", "upload_outcomes")
+
+
+def release_uploads(keys) -> int:
+    """Give Streamlit's upload store back the files the upload boxes ``keys`` held, once a run no
+    longer draws them (the data source is no longer Upload): Streamlit forgets the value of a box
+    it does not draw, so the file cannot be seen again, but its store keeps the bytes until the
+    browser session ends. Returns how many files were released.
+
+    Parameters
+    ----------
+    keys : iterable of str
+        The boxes' widget keys (files read through :func:`upload_bytes`).
+    """
+    known = st.session_state.get(_UPLOADED) or {}
+    gone = [file_id for key in keys for file_id in known.pop(key, ())]
+    from streamlit.runtime.scriptrunner import get_script_run_ctx
+
+    ctx = get_script_run_ctx()
+    remove = getattr(getattr(ctx, "uploaded_file_mgr", None), "remove_file", None)
+    if not gone or remove is None:  # (a store without remove_file keeps them until the session ends)
+        return 0
+    for file_id in gone:
+        remove(ctx.session_id, file_id)
+    return len(gone)
 
 
 def kept_upload(up, key: str):

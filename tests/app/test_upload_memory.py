@@ -83,3 +83,30 @@ def test_the_side_tables_and_the_candidate_log_are_not_copied_either():
     at.file_uploader(key="cand_upload").set_value(("other.csv", raw, "text/csv")).run()
     assert not at.exception
     assert at.session_state["_kept_cand_upload"][0] is raw
+
+
+def test_switching_to_the_demo_gives_the_uploaded_file_back_to_streamlits_store(monkeypatch):
+    """Streamlit's upload store keeps a file until the browser session ends, also once its box is no
+    longer drawn (the data source switched to the demo: the box's value is forgotten, the file cannot
+    be seen again). The dashboard removes it from the store then (S.release_uploads)."""
+    from streamlit.runtime.memory_uploaded_file_manager import MemoryUploadedFileManager
+    from streamlit.testing.v1 import local_script_runner
+
+    from tests.app.apptest_helpers import DEMO, fresh, upload
+
+    stores = []
+
+    class Recorded(MemoryUploadedFileManager):  # each run's store (AppTest makes one per run)
+        def __init__(self, *args, **kwargs):
+            super().__init__(*args, **kwargs)
+            stores.append(self)
+
+    monkeypatch.setattr(local_script_runner, "MemoryUploadedFileManager", Recorded)
+    raw = (DEMO / "tau2-like.csv").read_bytes()
+    at = fresh()
+    upload(at, ("tau2-like.csv", raw, "text/csv"))
+    held = [f for s in stores[-1:] for files in s.file_storage.values() for f in files.values()]
+    assert [f.data is raw for f in held] == [True]  # the store holds the file while its box is drawn
+    at.radio(key="src").set_value("Demo").run()
+    assert not at.exception and at.session_state["_source"].kind == "demo"
+    assert [f for files in stores[-1].file_storage.values() for f in files.values()] == []
