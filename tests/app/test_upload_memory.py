@@ -1,6 +1,10 @@
-"""A refused upload leaves nothing of its bytes behind (issue 46, point 7): the shared cache keeps
-the refusal (the bytes decide it), never the bytes, and no object of the loading path refers to them
-once the run's Source is gone. bench/bench_upload_memory.py measures the server's memory."""
+"""An upload's bytes are held once, by Streamlit, and let go with the file (issue 46, point 7).
+
+A refused upload leaves nothing of its bytes behind: the shared cache keeps the refusal (the bytes
+decide it), never the bytes. Through Streamlit's real upload path (AppTest): the session keeps the
+bytes of Streamlit's upload store, not the copy ``st.file_uploader`` returns on every run, for the
+log, its forecasts table and the Overview's second log; and a file whose box is no longer drawn
+leaves Streamlit's store. bench/bench_upload_memory.py measures the server's memory."""
 
 import gc
 import sys
