@@ -442,11 +442,13 @@ def release_uploads(keys) -> int:
     """
     known = st.session_state.get(_UPLOADED) or {}
     gone = [file_id for key in keys for file_id in known.pop(key, ())]
+    if not gone:
+        return 0
     from streamlit.runtime.scriptrunner import get_script_run_ctx
 
     ctx = get_script_run_ctx()
     remove = getattr(getattr(ctx, "uploaded_file_mgr", None), "remove_file", None)
-    if not gone or remove is None:  # (a store without remove_file keeps them until the session ends)
+    if remove is None:  # (a store without remove_file keeps them until the session ends)
         return 0
     for file_id in gone:
         remove(ctx.session_id, file_id)
