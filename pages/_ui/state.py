@@ -412,6 +412,18 @@ def upload_bytes(up, key: str) -> bytes:
     anyway until the file is removed from the box. A copy kept past the run (in the session's
     Source, which Streamlit keeps one run longer) doubled an upload's memory, also after the
     file was removed (issue 46, point 7; ``bench/bench_upload_memory.py``).
+
+    Parameters
+    ----------
+    up : UploadedFile
+        A file ``st.file_uploader(..., key=key)`` returned in this run.
+    key : str
+        The upload box's widget key.
+
+    Returns
+    -------
+    bytes
+        The file's bytes: the store's own object when the box's state holds the file, else a copy.
     """
     file_id = getattr(up, "file_id", None)
     if file_id is not None:  # (for release_uploads)
