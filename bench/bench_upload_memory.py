@@ -2,18 +2,28 @@
 ``st.file_uploader`` (the floor: Streamlit's uploader holds the file's bytes until the widget is
 cleared), measured in the same run.
 
-For each app, a fresh server (``serve.py`` for the dashboard, ``streamlit run`` for the toy) is
-started as a subprocess; headless chromium (Playwright) opens it and uploads a generated long-format
-CSV of ``--mb`` MB. The server's resident memory (RSS, /proc through psutil, every 20 ms) is sampled
-from before the upload until the page is done, then for ``--settle`` seconds; then the file is
-removed from the upload box and RSS is read again. Reported, in multiples of the file's size, above
-the RSS just before the upload: the peak, after the page is done (``held``), and after the file is
-removed (``cleared``).
+For each app and case, a fresh server (``serve.py`` for the dashboard, ``streamlit run`` for the
+toy) is started as a subprocess; headless chromium (Playwright) opens it and uploads a generated
+long-format CSV. The server's resident memory (RSS, /proc through psutil, every 20 ms) is sampled
+from before the upload until the page is done, then for ``--settle`` seconds. Reported, in
+multiples of the file's size, above the RSS just before the upload:
 
-Cases: ``refused`` (the file is over ``TPSVIZ_MAX_FILE_MB``, set to half its size for the dashboard)
-and ``accepted`` (a valid log within the limits). Measured, not asserted.
+- ``peak``: the largest RSS from the upload until the page is done;
+- ``held``: after the page is done;
+- ``cleared``: after the file is removed from the upload box (case ``replaced``: after the data
+  source is switched to the demo);
+- ``next run``: after one more run of the app (Streamlit's "r" shortcut): Streamlit keeps the last
+  run's session state and widget values, and so the file's bytes, until the next run starts;
+- ``swept`` (dashboard, accepted cases): after the cache's idle lifetime (``--ttl``, set as
+  ``TPSVIZ_CACHE_TTL_S``) and the next sweep (every 30 s): the parsed log and its analyses,
+  kept in the shared cache by design, are gone; what is left of the upload is not the cache's.
 
-Usage: .venv/bin/python bench/bench_upload_memory.py [--mb 200] [--accepted-mb 40] [--cases refused,accepted]
+Cases: ``refused`` (a ``--mb`` MB file over ``TPSVIZ_MAX_FILE_MB``, set to half its size for the
+dashboard), ``accepted`` (a valid ``--accepted-mb`` MB log, then removed from the box) and
+``replaced`` (the same, dashboard only, then replaced by the demo). Measured, not asserted.
+
+Usage: .venv/bin/python bench/bench_upload_memory.py [--mb 200] [--accepted-mb 40]
+       [--cases refused,accepted,replaced] [--ttl 20]
        [--repo OTHER_CHECKOUT] (the dashboard of another checkout, e.g. the code before a change)
 """
 
@@ -120,43 +130,83 @@ def _idle(pg, text: str | None = None) -> None:
         pg.wait_for_function("() => !document.querySelector('[data-testid=\"stStatusWidget\"]')", timeout=600_000)
 
 
-def measure(browser, app: str, repo: Path, csv: Path, size: int, case: str, settle: float) -> dict:
+def _rerun(pg) -> None:
+    """One more run of the app, as any interaction starts one (Streamlit's "r" shortcut)."""
+    pg.evaluate("document.activeElement && document.activeElement.blur()")
+    pg.keyboard.press("r")
+    pg.wait_for_timeout(800)
+    _idle(pg)
+
+
+def _server_env(app: str, case: str, size: int, ttl: float) -> dict:
     env = {"TPSVIZ_DATA_ROOTS": ""}
     if case == "refused":
         env["TPSVIZ_MAX_FILE_MB"] = str(max(1, size // MB // 2))
-    proc, base = _start(app, repo, env, size // MB + 50)
+    elif app != "toy":  # the cache's idle lifetime, shortened so that the bench sees it pass
+        env["TPSVIZ_CACHE_TTL_S"] = str(ttl)
+    return env
+
+
+def _open(pg, app: str, base: str) -> None:
+    pg.goto(base)
+    _idle(pg, "done" if app == "toy" else "Can I trust it?")
+    if app != "toy":  # the sidebar's data source: Upload
+        _source(pg, "Upload")
+        _idle(pg)
+
+
+def _source(pg, label: str) -> None:
+    pg.locator("[data-testid='stSidebar'] label").filter(has_text=label).first.click()
+    pg.wait_for_timeout(800)
+
+
+def _upload(pg, app: str, case: str, csv: Path, size: int) -> None:
+    pg.locator("[data-testid='stFileUploaderDropzoneInput']").first.set_input_files(str(csv))
+    if app == "toy":
+        _idle(pg, f"{size:,} bytes")
+    elif case == "refused":
+        _idle(pg, "cannot be used")
+    else:
+        pg.wait_for_timeout(1500)
+        _idle(pg, "Can I trust it?")
+
+
+def _let_go(pg, app: str, case: str) -> None:
+    """Remove the file from the upload box (case ``replaced``: switch the data source to the demo)."""
+    if case == "replaced":
+        _source(pg, "Demo")
+        _idle(pg, "Can I trust it?")
+        return
+    pg.locator("[data-testid='stFileChipDeleteBtn']").first.click()
+    pg.wait_for_timeout(800)
+    _idle(pg, "no file" if app == "toy" else None)
+
+
+def measure(browser, app: str, repo: Path, csv: Path, size: int, case: str, settle: float, ttl: float) -> dict:
+    proc, base = _start(app, repo, _server_env(app, case, size, ttl), size // MB + 50)
     try:
         ctx = browser.new_context(viewport={"width": 1400, "height": 1000})
         pg = ctx.new_page()
-        pg.goto(base)
-        _idle(pg, "done" if app == "toy" else "Can I trust it?")
-        if app != "toy":  # the sidebar's data source: Upload
-            pg.locator("[data-testid='stSidebar'] label").filter(has_text="Upload").first.click()
-            pg.wait_for_timeout(800)
-            _idle(pg)
+        _open(pg, app, base)
         time.sleep(1.0)
         s = Sampler(proc.pid)
         before = s.rss()
         s.reset()
         s.start()
         t0 = time.perf_counter()
-        box = pg.locator("[data-testid='stFileUploaderDropzoneInput']").first
-        box.set_input_files(str(csv))
-        if app == "toy":
-            _idle(pg, f"{size:,} bytes")
-        elif case == "refused":
-            _idle(pg, "cannot be used")
-        else:
-            pg.wait_for_timeout(1500)
-            _idle(pg, "Can I trust it?")
+        _upload(pg, app, case, csv, size)
         seconds = time.perf_counter() - t0
         time.sleep(settle)
         held, peak = s.rss(), s.peak
-        pg.locator("[data-testid='stFileChipDeleteBtn']").first.click()
-        pg.wait_for_timeout(800)
-        _idle(pg, "no file" if app == "toy" else None)
+        _let_go(pg, app, case)
         time.sleep(settle)
         cleared = s.rss()
+        _rerun(pg)  # Streamlit keeps the last run's session state (and widget values) until the next run
+        time.sleep(settle)
+        after_run, swept = s.rss(), None
+        if app != "toy" and case != "refused":  # the cache drops what was idle for ttl (sweeper: every 30 s)
+            time.sleep(ttl + 35)
+            swept = s.rss()
         s.stop = True
         ctx.close()
     finally:
@@ -165,36 +215,42 @@ def measure(browser, app: str, repo: Path, csv: Path, size: int, case: str, sett
             proc.wait(15)
         except subprocess.TimeoutExpired:
             proc.kill()
-    f = lambda v: (v - before) / size  # noqa: E731
+    f = lambda v: None if v is None else (v - before) / size  # noqa: E731
     return {"app": app, "case": case, "file_mb": size / MB, "before_mb": before / MB, "peak_mb": peak / MB,
-            "peak_x": f(peak), "held_x": f(held), "cleared_x": f(cleared), "seconds": seconds}
+            "peak_x": f(peak), "held_x": f(held), "cleared_x": f(cleared), "next_run_x": f(after_run),
+            "swept_x": f(swept), "seconds": seconds}
+
+
+def _row(r: dict) -> str:
+    x = lambda v: f"{v:.2f}" if v is not None else "–"  # noqa: E731
+    return (f"{r['app']:<10}{r['case']:<10}{r['file_mb']:>8.0f}{r['before_mb']:>11.0f}{r['peak_mb']:>8.0f}"
+            f"{x(r['peak_x']):>8}{x(r['held_x']):>8}{x(r['cleared_x']):>10}{x(r['next_run_x']):>10}"
+            f"{x(r['swept_x']):>9}{r['seconds']:>6.1f}")
 
 
 def main(argv=None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--mb", type=float, default=200, help="size of the refused file (MB)")
     ap.add_argument("--accepted-mb", type=float, default=40, help="size of the accepted file (MB)")
-    ap.add_argument("--cases", default="refused,accepted")
+    ap.add_argument("--cases", default="refused,accepted,replaced")
     ap.add_argument("--repo", type=Path, default=ROOT, help="the dashboard's checkout (default: this one)")
     ap.add_argument("--settle", type=float, default=3.0, help="seconds waited before reading RSS again")
+    ap.add_argument("--ttl", type=float, default=20.0,
+                    help="the dashboard's cache idle lifetime (TPSVIZ_CACHE_TTL_S) in the accepted cases (s)")
     a = ap.parse_args(argv)
     from playwright.sync_api import sync_playwright
 
     tmp = Path(tempfile.mkdtemp(prefix="upload-bench-"))
-    rows = []
     print(f"{'app':<10}{'case':<10}{'file MB':>8}{'RSS before':>11}{'peak':>8}{'peak ×':>8}{'held ×':>8}"
-          f"{'cleared ×':>10}{'s':>6}")
+          f"{'cleared ×':>10}{'next run ×':>10}{'swept ×':>9}{'s':>6}")
     try:
         with sync_playwright() as p:
             browser = p.chromium.launch(executable_path=CHROMIUM, args=ARGS)
             for case in a.cases.split(","):
                 csv = tmp / f"{case}.csv"
                 size = make_csv(csv, a.mb if case == "refused" else a.accepted_mb)
-                for app in ("toy", "dashboard"):
-                    r = measure(browser, app, a.repo, csv, size, case, a.settle)
-                    rows.append(r)
-                    print(f"{r['app']:<10}{r['case']:<10}{r['file_mb']:>8.0f}{r['before_mb']:>11.0f}{r['peak_mb']:>8.0f}"
-                          f"{r['peak_x']:>8.2f}{r['held_x']:>8.2f}{r['cleared_x']:>10.2f}{r['seconds']:>6.1f}", flush=True)
+                for app in ("toy", "dashboard") if case != "replaced" else ("dashboard",):
+                    print(_row(measure(browser, app, a.repo, csv, size, case, a.settle, a.ttl)), flush=True)
                 csv.unlink()
             browser.close()
     finally:

@@ -18,6 +18,7 @@ from tpsviz.io.harness.runs import TREATMENTS, ReadOptions, parse_conf, parse_ma
 from tpsviz.io.harness.runs import DEFAULT_SUCCESS_THRESHOLD
 from tpsviz.io.traces.options import TraceOptions, parse_rules
 
+from . import state as S
 from .text import md
 from .wording import LABELS, READING, say
 
@@ -173,7 +174,7 @@ def sidebar_options(kind: str) -> tuple:
                                   key="upload_forecasts",
                                   help="trajectory_id, step and conf_<name> / raw_<name> / unc_<name> columns, "
                                        "joined to the log's agent steps.")
-            side = (up.getvalue(), up.name) if up is not None else None
+            side = (S.upload_bytes(up, "upload_forecasts"), up.name) if up is not None else None
         else:
             st.text_input(LABELS["forecasts_path"], key="fpath",
                           help="A table trajectory_id, step, conf_*/raw_*/unc_* under the data roots.")
@@ -293,7 +294,7 @@ def _trace_inputs(kind: str):
     if kind == "upload":
         up = st.file_uploader(LABELS["outcomes"], type=["csv", "tsv", "parquet", "pq", "jsonl"],
                               key="upload_outcomes", help=table_help)
-        outcomes = (up.getvalue(), up.name) if up is not None else None
+        outcomes = (S.upload_bytes(up, "upload_outcomes"), up.name) if up is not None else None
     else:
         st.text_input(LABELS["outcomes_path"], key="opath", help=table_help + " Under the data roots.")
     st.text_input(LABELS["run_by"], key="runby", bind=BIND, placeholder="gen_ai.conversation.id",

@@ -145,6 +145,8 @@ def _source() -> S.Source | None:
                          "(CSV, TSV, Parquet, JSON Lines) or a harness log (tau2-bench, tau-bench, Inspect AI). "
                          "Server path: a file under the folders this server may read.")
     kind = SOURCES[label]
+    if kind != "upload":  # the upload boxes are not drawn: Streamlit's store may let their files go
+        S.release_uploads(S.UPLOAD_BOXES)
     if kind == "demo":
         name = sb.selectbox("Demo scenario", list(S.DEMOS), key="demo", bind=BIND,
                             help=S.DEMOS_HELP + " The others than tau-bench-airline are synthetic benchmarks made by "
@@ -172,8 +174,8 @@ def _source() -> S.Source | None:
             sb.caption(f":orange[:material/warning:] {len(ups)} files are in the upload box, and they are read "
                        "together as one log (a tau2-bench folder layout: results.json with its simulation "
                        "files). For one table or harness log, remove the others (× beside each file).")
-        files = tuple((u.getvalue(), u.name) for u in ups)
-        rraw = roll.getvalue() if roll is not None else None
+        files = tuple((S.upload_bytes(u, "upload"), u.name) for u in ups)  # (not a copy of them)
+        rraw = S.upload_bytes(roll, "upload_rollouts") if roll is not None else None
         opts = _options()
         return S.upload_source(files, opts, side, rraw, roll.name if roll is not None else None, outcomes)
     return _server_path()

@@ -403,6 +403,70 @@ def count_run() -> int:
     return n
 
 
+def upload_bytes(up, key: str) -> bytes:
+    """The bytes of ``up``, a file the upload box ``key`` returned, without a copy of them.
+
+    ``st.file_uploader`` returns a deep copy of the box's value (Streamlit copies every widget's
+    value on every run), and the copy of an ``UploadedFile`` copies its bytes. The same file in
+    ``st.session_state[key]`` shares its bytes with Streamlit's upload store, which holds them
+    anyway until the file is removed from the box. A copy kept past the run (in the session's
+    Source, which Streamlit keeps one run longer) doubled an upload's memory, also after the
+    file was removed (issue 46, point 7; ``bench/bench_upload_memory.py``).
+
+    Parameters
+    ----------
+    up : UploadedFile
+        A file ``st.file_uploader(..., key=key)`` returned in this run.
+    key : str
+        The upload box's widget key.
+
+    Returns
+    -------
+    bytes
+        The file's bytes: the store's own object when the box's state holds the file, else a copy.
+    """
+    file_id = getattr(up, "file_id", None)
+    if file_id is not None:  # (for release_uploads)
+        st.session_state.setdefault(_UPLOADED, {}).setdefault(key, set()).add(file_id)
+    held = st.session_state.get(key)
+    for f in held if isinstance(held, list) else [held]:
+        if file_id is not None and getattr(f, "file_id", None) == file_id:
+            return f.getvalue()
+    return up.getvalue()
+
+
+_UPLOADED = "_uploaded_ids"  # upload box key → ids of the files it returned (upload_bytes)
+
+#: the sidebar's upload boxes, drawn only while the data source is Upload
+UPLOAD_BOXES = ("upload", "upload_rollouts", "upload_forecasts", "upload_outcomes")
+
+
+def release_uploads(keys) -> int:
+    """Give Streamlit's upload store back the files the upload boxes ``keys`` held, once a run no
+    longer draws them (the data source is no longer Upload): Streamlit forgets the value of a box
+    it does not draw, so the file cannot be seen again, but its store keeps the bytes until the
+    browser session ends. Returns how many files were released.
+
+    Parameters
+    ----------
+    keys : iterable of str
+        The boxes' widget keys (files read through :func:`upload_bytes`).
+    """
+    known = st.session_state.get(_UPLOADED) or {}
+    gone = [file_id for key in keys for file_id in known.pop(key, ())]
+    if not gone:
+        return 0
+    from streamlit.runtime.scriptrunner import get_script_run_ctx
+
+    ctx = get_script_run_ctx()
+    remove = getattr(getattr(ctx, "uploaded_file_mgr", None), "remove_file", None)
+    if remove is None:  # (a store without remove_file keeps them until the session ends)
+        return 0
+    for file_id in gone:
+        remove(ctx.session_id, file_id)
+    return len(gone)
+
+
 def kept_upload(up, key: str):
     """(bytes, file name, restored) of an upload box drawn only while its section is open: the file
     it holds, or the one it held when it was last drawn (Streamlit forgets the file of a box a run
@@ -413,7 +477,7 @@ def kept_upload(up, key: str):
     was_shown = st.session_state.get(shown_key) == now - 1  # drawn in the run just before
     st.session_state[shown_key] = now
     if up is not None:
-        st.session_state[kept_key] = (up.getvalue(), up.name, False)
+        st.session_state[kept_key] = (upload_bytes(up, key), up.name, False)
     elif (kept := st.session_state.get(kept_key)) is not None and not kept[2]:
         if was_shown:  # the box held it in the last run and is empty now: the user removed it
             del st.session_state[kept_key]
