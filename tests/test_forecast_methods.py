@@ -47,6 +47,7 @@ class LogprobServer:
 
     def __init__(self, logprobs=True, with_yes_no=True, refuse_schema=False):
         self.lock = threading.Lock()
+        self.refused: list = []  # the bodies answered with the refusal
         self.top: dict[str, list] = {}  # prompt -> the (token, logprob) alternatives sent
         self.samples: dict[str, list] = {}  # prompt -> the sampled values sent (None: unreadable)
         self.verbal: dict[str, float] = {}
@@ -61,8 +62,10 @@ class LogprobServer:
                                    "".join(p.get("text", "") for p in m["content"]) for m in body["messages"])
                 rng = np.random.default_rng(abs(hash((prompt, len(server.bodies)))) % 2**32)
                 if refuse_schema and "response_format" in body:  # as a server without structured output
+                    with server.lock:
+                        server.refused.append(body)
                     data = json.dumps({"error": {"message": "response_format is not supported"}}).encode()
-                    self.send_response(400)
+                    self.send_response(400 if refuse_schema is True else int(refuse_schema))
                     self.send_header("Content-Type", "application/json")
                     self.send_header("Content-Length", str(len(data)))
                     self.end_headers()
@@ -256,17 +259,27 @@ def test_verbal_alone_keeps_its_column_and_its_cache_keys(env, tmp_path, capsys)
     assert cached == old_keys
 
 
-def test_a_server_refusing_structured_output_is_named_and_no_structured_asks_without_it(env, tmp_path, capsys):
-    s = LogprobServer(refuse_schema=True)
+@pytest.mark.parametrize("status", [400, 500])  # 500: llama-cpp-python's server on OpenAI's json_schema
+def test_a_server_refusing_structured_output_is_asked_without_it_and_said_so(env, tmp_path, capsys, status):
+    """The first question is asked alone as structured output; refused (400, 422, 500), it is asked again
+    without, and every later question too, once, with a sentence; --no-structured never asks with it."""
+    s = LogprobServer(refuse_schema=status)
     try:
         code, _, err = forecast(s, tmp_path / "f.parquet", capsys)
-        assert code == 2 and "if the server refuses it, add --no-structured" in err, err
-        code, stdout, err = forecast(s, tmp_path / "f.parquet", capsys, "--no-structured")
+        assert code == 0, err
+        assert "the server refused the reply as structured output" in err and "--no-structured" in err
+        assert len(s.refused) == (4 if status == 500 else 1)  # a 500 is tried again (at most 3 times), a 400 is not
+        assert not any("response_format" in b for b in s.bodies)  # every answer asked without it
+        assert len(s.bodies) == len(pd.read_parquet(tmp_path / "f.parquet"))  # each question answered once
+        table = pd.read_parquet(tmp_path / "f.parquet")
+        assert table["conf_m"].notna().all()  # the reply's JSON, read all the same
+        before = len(s.bodies)
+        code, stdout, err = forecast(s, tmp_path / "g.parquet", capsys, "--no-structured", "--cache",
+                                     tmp_path / "fresh")
         assert code == 0, err
     finally:
         s.close()
-    assert s.bodies and not any("response_format" in b for b in s.bodies)
-    assert pd.read_parquet(tmp_path / "f.parquet")["conf_m"].notna().all()  # the reply's JSON, read all the same
+    assert len(s.bodies) > before and not any("response_format" in b for b in s.bodies[before:])
 
 
 def test_combined_alone_and_a_bad_sample_count_are_refused(env, tmp_path, capsys):

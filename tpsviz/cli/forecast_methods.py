@@ -9,6 +9,7 @@ an address, the model's provider or a setting of it.
 
 from __future__ import annotations
 
+import functools
 import json
 import sys
 from pathlib import Path
@@ -90,7 +91,10 @@ def plan_words(by_method: dict) -> str:
 
 def ask_methods(model, by_method: dict, cache, args, reopen, progress) -> tuple[dict, bool]:
     """Ask each method's questions the cache lacks, one method after the other. Once the provider
-    has stopped answering (a stall), the methods not yet asked are left for the next run.
+    has stopped answering (a stall), the methods not yet asked are left for the next run. Where the
+    reply is requested as structured output, the first question is asked alone: a server that refuses
+    ``response_format`` (llama-cpp-python's answers ``json_schema`` with HTTP 500) is then asked without it,
+    once, and the run says so (:func:`_structured_or_not`).
 
     Returns
     -------
@@ -100,6 +104,7 @@ def ask_methods(model, by_method: dict, cache, args, reopen, progress) -> tuple[
         Whether chat completions were used where the Responses API is not served.
     """
     replays, switched, provider = {}, False, provider_of(args.model)
+    structured = not args.no_structured and provider in STRUCTURED_PROVIDERS
     for m, groups in by_method.items():
         todo = interleave_runs([q for g in groups for q in g])  # step by step across runs: prefix caches apply
         if any(r.stalled for r in replays.values()):
@@ -107,19 +112,59 @@ def ask_methods(model, by_method: dict, cache, args, reopen, progress) -> tuple[
             continue
         if len(by_method) > 1:
             print(f"  {m}:", file=sys.stderr, flush=True)
-        r = ask_model(model, todo, cache, args.concurrency, progress, timeout=args.timeout, reopen=reopen,
-                      config=generate_config(m, provider, not args.no_structured, uses_responses_api(model)),
-                      keep=keep_logprobs if m == "ptrue" else None)
+        ask = functools.partial(ask_model, model, cache=cache, timeout=args.timeout, reopen=reopen,
+                                keep=keep_logprobs if m == "ptrue" else None)
+        first = None
+        if m != "ptrue" and structured:
+            first, structured = _structured_or_not(ask, m, provider, todo, cache, uses_responses_api(model))
+            if first is not None and first.switched:  # the Responses API is not served: chat completions from now
+                model, reopen, switched = reopen(), None, True
+                ask = functools.partial(ask_model, model, cache=cache, timeout=args.timeout, reopen=None,
+                                        keep=None)
+        r = ask(todo, concurrency=args.concurrency, progress=progress,
+                config=generate_config(m, provider, structured, uses_responses_api(model)))
         if r.switched:  # the next methods ask through chat completions from the start
             model, reopen, switched = reopen(), None, True
+        r = r if first is None else merge_replays([first, r])
         replays[m] = r
         if m != "ptrue" and r.asked and not r.answered and sum(r.errors.values()) > r.timed_out + r.not_found \
-                and not args.no_structured \
-                and provider in STRUCTURED_PROVIDERS:
+                and structured:
             print(f"{m}: no prompt was answered while the reply was requested as structured output "
                   "({\"probability\": X}, response_format); if the server refuses it, add --no-structured",
                   file=sys.stderr)
     return replays, switched
+
+
+#: the statuses of a server that cannot take the request as sent (llama-cpp-python answers OpenAI's ``json_schema``
+#: with 500, other servers with 400 or 422)
+REFUSED = {400, 422, 500}
+
+
+def _structured_or_not(ask, method: str, provider: str, todo: list, cache, responses_api: bool):
+    """Ask the first question not in the cache alone as structured output; when the provider refuses it
+    (an error that is neither a timeout nor a 404) and answers it without, go on without, and say so.
+
+    Returns
+    -------
+    first : Replay or None
+        What asking it did when it was answered (None: nothing left to ask, or asked again with the others).
+    structured : bool
+    """
+    first = [q for q in todo if cache.get(q.key) is None][:1]
+    if not first:
+        return None, True
+    tried = ask(first, concurrency=1, retry_timeouts=False, config=generate_config(method, provider, True, responses_api))
+    if tried.answered:
+        return tried, True
+    if not tried.statuses or set(tried.statuses) - REFUSED:  # a timeout, a rate limit…: not a refusal; asked again
+        return None, True
+    plain = ask(first, concurrency=1, retry_timeouts=False, config=generate_config(method, provider, False, responses_api))
+    if not plain.answered:  # refused either way: the question is asked again with the others (and counted there)
+        return None, True
+    print(f"{method}: the server refused the reply as structured output ({{\"probability\": X}}, response_format: "
+          f"{safe(tried.first_error, 160)}); asked without it from here on (--no-structured skips this first try)",
+          file=sys.stderr)
+    return plain, False
 
 
 def merge_replays(replays) -> Replay:
@@ -130,6 +175,7 @@ def merge_replays(replays) -> Replay:
             setattr(total, f, getattr(total, f) + getattr(r, f))
         total.errors.update(r.errors)
         total.usage.update(r.usage)
+        total.statuses.update(r.statuses)
         total.first_error = total.first_error or r.first_error
         total.stalled = total.stalled or r.stalled
         total.switched = total.switched or r.switched

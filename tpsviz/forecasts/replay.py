@@ -34,7 +34,7 @@ from tpsviz.forecasts.prices import token_usage
 from tpsviz.forecasts.prompts import Prompts
 from tpsviz.forecasts.provider import (
     DEFAULT_TIMEOUT, MAX_RETRIES, describe_error, is_not_found, is_retriable, is_timeout, last_attempt, open_model,
-    redact, retry_wait, uses_responses_api)
+    redact, retry_wait, status_of, uses_responses_api)
 from tpsviz.forecasts.replies import parse_probability
 from tpsviz.io.harness.transcripts import DEFAULT_MAX_CHARS, Transcript, render_prefix
 
@@ -100,6 +100,8 @@ class Replay:
     usage : Counter
         What the provider reported of its answers: ``input_tokens`` (cached ones included),
         ``cached_input_tokens``, ``output_tokens``.
+    statuses : Counter
+        The HTTP status of each provider error that carried one.
     """
 
     asked: int = 0
@@ -113,6 +115,7 @@ class Replay:
     switched: bool = False
     retries: int = 0
     usage: Counter = field(default_factory=Counter)
+    statuses: Counter = field(default_factory=Counter)
 
 
 def select_runs(transcripts: list[Transcript], max_runs: int | None = None, sample: int | None = None,
@@ -212,7 +215,8 @@ def run_coroutine(coro):
     return box.get("value")
 
 def ask_model(model, questions: list[Question], cache: AnswerCache, concurrency: int = 4, progress=None,
-              timeout: float = DEFAULT_TIMEOUT, reopen=None, config=None, keep=None) -> Replay:
+              timeout: float = DEFAULT_TIMEOUT, reopen=None, config=None, keep=None,
+              retries: int = MAX_RETRIES, retry_timeouts: bool = True) -> Replay:
     """Ask ``model`` every question whose answer is not in ``cache``; store each answer as it comes.
 
     Every request is bounded by ``timeout`` seconds; a transient failure (HTTP 408, 409, 429, 5xx,
@@ -241,6 +245,11 @@ def ask_model(model, questions: list[Question], cache: AnswerCache, concurrency:
         The requests' settings (a method's: :func:`tpsviz.forecasts.methods.generate_config`).
     keep : callable, optional
         ``keep(output) -> str``, what is stored of a reply (default: its text).
+    retries : int
+        Tries after the first, at most (default :data:`MAX_RETRIES`).
+    retry_timeouts : bool
+        Whether a timeout is tried again (False for a probe: a stalled server is found by the asking
+        that follows, which stops after :func:`stall_limit` timeouts in a row).
 
     Returns
     -------
@@ -254,7 +263,7 @@ def ask_model(model, questions: list[Question], cache: AnswerCache, concurrency:
     result = Replay(asked=len(todo))
     if todo:
         asking = _Asking(model, cache, result, timeout, stall_limit(concurrency), progress, len(todo))
-        asking.config, asking.keep = config, keep
+        asking.config, asking.keep, asking.retries, asking.retry_timeouts = config, keep, int(retries), retry_timeouts
         run_coroutine(asking.run(todo, max(1, concurrency), reopen))
     return result
 
@@ -275,7 +284,7 @@ class _Asking:
         self.bound = math.ceil(timeout) + 2  # inspect_ai's attempt timeout fires first; this one always does
         self.in_a_row = 0
         self.finished = 0
-        self.config, self.keep = None, None
+        self.config, self.keep, self.retries, self.retry_timeouts = None, None, MAX_RETRIES, True
 
     async def run(self, todo: list[Question], concurrency: int, reopen) -> None:
         if reopen is not None and uses_responses_api(self.model):
@@ -298,7 +307,7 @@ class _Asking:
         """None once ``q`` is answered and stored, else its last error (:data:`_NOT_ASKED` when the
         provider had stopped answering before it was asked)."""
         error = _NOT_ASKED
-        for retry in range(MAX_RETRIES + 1):
+        for retry in range(self.retries + 1):
             if self.result.stalled:
                 return error
             try:
@@ -316,7 +325,8 @@ class _Asking:
                 if is_timeout(exc):
                     self.in_a_row += 1
                     self.result.stalled = self.result.stalled or self.in_a_row >= self.limit
-                if retry == MAX_RETRIES or self.result.stalled or not is_retriable(exc):
+                if retry == self.retries or self.result.stalled or not is_retriable(exc) \
+                        or (is_timeout(exc) and not self.retry_timeouts):
                     return exc
                 self.result.retries += 1
                 await asyncio.sleep(retry_wait(exc, retry + 1))
@@ -332,6 +342,8 @@ class _Asking:
             r.errors[type(error).__name__] += 1
             r.timed_out += is_timeout(error)
             r.not_found += is_not_found(error)
+            if (status := status_of(error)) is not None:
+                r.statuses[status] += 1
             if r.first_error is None:
                 r.first_error = describe_error(error)
         self.finished += 1
