@@ -45,7 +45,7 @@ class LogprobServer:
     ``probability: X`` (one in eight is unreadable); any other request ``{"probability": X}``.
     """
 
-    def __init__(self, logprobs=True, with_yes_no=True, refuse_schema=False):
+    def __init__(self, logprobs=True, with_yes_no=True, refuse_schema=False, json_object_ok=False):
         self.lock = threading.Lock()
         self.refused: list = []  # the bodies answered with the refusal
         self.top: dict[str, list] = {}  # prompt -> the (token, logprob) alternatives sent
@@ -61,7 +61,8 @@ class LogprobServer:
                 prompt = "\n".join(m["content"] if isinstance(m["content"], str) else
                                    "".join(p.get("text", "") for p in m["content"]) for m in body["messages"])
                 rng = np.random.default_rng(abs(hash((prompt, len(server.bodies)))) % 2**32)
-                if refuse_schema and "response_format" in body:  # as a server without structured output
+                form = (body.get("response_format") or {}).get("type")
+                if refuse_schema and form and not (json_object_ok and form == "json_object"):  # no such output
                     with server.lock:
                         server.refused.append(body)
                     data = json.dumps({"error": {"message": "response_format is not supported"}}).encode()
@@ -268,7 +269,12 @@ def test_a_server_refusing_structured_output_is_asked_without_it_and_said_so(env
         code, _, err = forecast(s, tmp_path / "f.parquet", capsys)
         assert code == 0, err
         assert "the server refused the reply as structured output" in err and "--no-structured" in err
-        assert len(s.refused) == (4 if status == 500 else 1)  # a 500 is tried again (at most 3 times), a 400 is not
+        # json_schema, then json_object with the schema (an OpenAI-compatible server), each refused: a 500 is
+        # tried again (at most 3 times), a 400 is not
+        assert len(s.refused) == (8 if status == 500 else 2)
+        assert [b["response_format"]["type"] for b in s.refused][::4 if status == 500 else 1] == ["json_schema",
+                                                                                                 "json_object"]
+        assert "asked without it from here on" in err
         assert not any("response_format" in b for b in s.bodies)  # every answer asked without it
         assert len(s.bodies) == len(pd.read_parquet(tmp_path / "f.parquet"))  # each question answered once
         table = pd.read_parquet(tmp_path / "f.parquet")
@@ -280,6 +286,22 @@ def test_a_server_refusing_structured_output_is_asked_without_it_and_said_so(env
     finally:
         s.close()
     assert len(s.bodies) > before and not any("response_format" in b for b in s.bodies[before:])
+
+
+def test_a_server_taking_json_object_but_not_json_schema_is_asked_so(env, tmp_path, capsys):
+    """llama-cpp-python's server: OpenAI's json_schema is an HTTP 500, ``{"type": "json_object", "schema": …}``
+    is taken (grammar-constrained): the replies are asked in that form after the first question's refusal."""
+    s = LogprobServer(refuse_schema=500, json_object_ok=True)
+    try:
+        code, _, err = forecast(s, tmp_path / "f.parquet", capsys)
+        assert code == 0, err
+    finally:
+        s.close()
+    assert "asked as JSON with response_format json_object from here on" in err
+    assert len(s.refused) == 4 and all(b["response_format"]["type"] == "json_schema" for b in s.refused)
+    forms = [b["response_format"] for b in s.bodies]
+    assert forms and all(f["type"] == "json_object" and f["schema"]["required"] == ["probability"] for f in forms)
+    assert pd.read_parquet(tmp_path / "f.parquet")["conf_m"].notna().all()
 
 
 def test_combined_alone_and_a_bad_sample_count_are_refused(env, tmp_path, capsys):

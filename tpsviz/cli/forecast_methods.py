@@ -22,7 +22,8 @@ from tpsviz.cli.options import add_censoring
 from tpsviz.core.censoring import default_censoring, mode_labels
 from tpsviz.forecasts.cache import write_atomic
 from tpsviz.forecasts.methods import (
-    ASKED_METHODS, DEFAULT_SAMPLES, METHODS, NO_LOGPROBS, STRUCTURED_PROVIDERS, TEMPERATURE, TOP_LOGPROBS,
+    ASKED_METHODS, DEFAULT_SAMPLES, JSON_OBJECT_PROVIDERS, METHODS, NO_LOGPROBS, STRUCTURED_PROVIDERS, TEMPERATURE,
+    TOP_LOGPROBS,
     generate_config, keep_logprobs, key_model, method_column, method_prompts, sd_column, table_frame,
     values_and_reasons)
 from tpsviz.forecasts.provider import provider_of, uses_responses_api
@@ -105,6 +106,7 @@ def ask_methods(model, by_method: dict, cache, args, reopen, progress) -> tuple[
     """
     replays, switched, provider = {}, False, provider_of(args.model)
     structured = not args.no_structured and provider in STRUCTURED_PROVIDERS
+    settled = not structured  # the form of structured output the server takes, once one was answered
     for m, groups in by_method.items():
         todo = interleave_runs([q for g in groups for q in g])  # step by step across runs: prefix caches apply
         if any(r.stalled for r in replays.values()):
@@ -115,8 +117,9 @@ def ask_methods(model, by_method: dict, cache, args, reopen, progress) -> tuple[
         ask = functools.partial(ask_model, model, cache=cache, timeout=args.timeout, reopen=reopen,
                                 keep=keep_logprobs if m == "ptrue" else None)
         first = None
-        if m != "ptrue" and structured:
+        if m != "ptrue" and not settled:
             first, structured = _structured_or_not(ask, m, provider, todo, cache, uses_responses_api(model))
+            settled = first is not None
             if first is not None and first.switched:  # the Responses API is not served: chat completions from now
                 model, reopen, switched = reopen(), None, True
                 ask = functools.partial(ask_model, model, cache=cache, timeout=args.timeout, reopen=None,
@@ -141,30 +144,37 @@ REFUSED = {400, 422, 500}
 
 
 def _structured_or_not(ask, method: str, provider: str, todo: list, cache, responses_api: bool):
-    """Ask the first question not in the cache alone as structured output; when the provider refuses it
-    (an error that is neither a timeout nor a 404) and answers it without, go on without, and say so.
+    """Ask the first question not in the cache alone as structured output; while the provider refuses the
+    form (an HTTP status of :data:`REFUSED`), try the next: OpenAI's ``json_schema``, then ``json_object``
+    with the schema (an OpenAI-compatible server), then the prompt's own line; go on with the first form
+    answered, and say so.
 
     Returns
     -------
     first : Replay or None
         What asking it did when it was answered (None: nothing left to ask, or asked again with the others).
-    structured : bool
+    structured : bool or str
+        The form to ask the others in (:func:`tpsviz.forecasts.methods.generate_config`).
     """
     first = [q for q in todo if cache.get(q.key) is None][:1]
     if not first:
         return None, True
-    tried = ask(first, concurrency=1, retry_timeouts=False, config=generate_config(method, provider, True, responses_api))
-    if tried.answered:
-        return tried, True
-    if not tried.statuses or set(tried.statuses) - REFUSED:  # a timeout, a rate limit…: not a refusal; asked again
-        return None, True
-    plain = ask(first, concurrency=1, retry_timeouts=False, config=generate_config(method, provider, False, responses_api))
-    if not plain.answered:  # refused either way: the question is asked again with the others (and counted there)
-        return None, True
-    print(f"{method}: the server refused the reply as structured output ({{\"probability\": X}}, response_format: "
-          f"{safe(tried.first_error, 160)}); asked without it from here on (--no-structured skips this first try)",
-          file=sys.stderr)
-    return plain, False
+    forms = [True] + (["json_object"] if provider in JSON_OBJECT_PROVIDERS else []) + [False]
+    refused = None
+    for form in forms:
+        tried = ask(first, concurrency=1, retry_timeouts=False,
+                    config=generate_config(method, provider, form, responses_api))
+        if tried.answered:
+            if refused is not None:
+                how = ("as JSON with response_format json_object" if form else "without it")
+                print(f"{method}: the server refused the reply as structured output ({{\"probability\": X}}, "
+                      f"response_format json_schema: {safe(refused, 160)}); asked {how} from here on "
+                      "(--no-structured skips this first try)", file=sys.stderr)
+            return tried, form
+        if not tried.statuses or set(tried.statuses) - REFUSED:  # a timeout, a rate limit…: asked again
+            return None, (True if refused is None else form)
+        refused = refused or tried.first_error
+    return None, True  # refused in every form: asked again with the others (and counted there)
 
 
 def merge_replays(replays) -> Replay:

@@ -49,6 +49,9 @@ TOP_LOGPROBS = 20
 RESPONSES_MIN_TOKENS = 16
 #: providers whose structured output (``response_schema``) inspect_ai passes on
 STRUCTURED_PROVIDERS = ("openai", "openai-api", "anthropic", "google", "grok")
+#: the providers asked with ``{"type": "json_object", "schema": …}`` when OpenAI's ``json_schema`` is refused
+#: (an OpenAI-compatible server: llama-cpp-python's answers ``json_schema`` with HTTP 500 and takes this form)
+JSON_OBJECT_PROVIDERS = ("openai-api",)
 #: reasons a ``ptrue`` answer has no value
 NO_LOGPROBS = "provider returned no logprobs"
 NO_YES_NO = "no Yes or No among the top logprobs"
@@ -82,7 +85,7 @@ def method_prompts(prompts, method: str):
     return replace(prompts, judge=prompts.ptrue) if method == "ptrue" else prompts
 
 
-def generate_config(method: str, provider: str, structured: bool = True, responses_api: bool = False):
+def generate_config(method: str, provider: str, structured: bool | str = True, responses_api: bool = False):
     """inspect_ai's ``GenerateConfig`` of one method's requests (merged by inspect_ai with the
     model's own: timeouts and connections stay).
 
@@ -93,8 +96,11 @@ def generate_config(method: str, provider: str, structured: bool = True, respons
     provider : str
         The provider (``openai-api``, ``anthropic`` …): structured output only where
         :data:`STRUCTURED_PROVIDERS` holds it.
-    structured : bool
-        Ask ``verbal`` and ``consistency`` replies as ``{"probability": X}``.
+    structured : bool or str
+        Ask ``verbal`` and ``consistency`` replies as ``{"probability": X}``: True or ``"json_schema"``
+        through inspect_ai's ``response_schema`` (OpenAI's ``json_schema``); ``"json_object"`` as
+        ``response_format: {"type": "json_object", "schema": …}``, the form llama.cpp's servers take
+        (an OpenAI-compatible server only, :data:`JSON_OBJECT_PROVIDERS`); False: the prompt's own line.
     responses_api : bool
         The model asks through OpenAI's Responses API, whose ``max_output_tokens`` is at least
         :data:`RESPONSES_MIN_TOKENS`: ``ptrue`` asks that many there (it reads the first token only).
@@ -110,6 +116,11 @@ def generate_config(method: str, provider: str, structured: bool = True, respons
     if method == "ptrue":
         return GenerateConfig(max_tokens=RESPONSES_MIN_TOKENS if responses_api else 1, logprobs=True, top_logprobs=TOP_LOGPROBS, temperature=0.0)
     schema = None
+    if structured == "json_object" and provider in JSON_OBJECT_PROVIDERS:
+        return GenerateConfig(temperature=TEMPERATURE if method == "consistency" else None, extra_body={
+            "response_format": {"type": "json_object", "schema": {
+                "type": "object", "properties": {_SCHEMA_PROPERTY: {"type": "number", "minimum": 0, "maximum": 1}},
+                "required": [_SCHEMA_PROPERTY]}}})
     if structured and provider in STRUCTURED_PROVIDERS:
         schema = ResponseSchema(name="forecast", description="P(eventual success) of the task", json_schema=JSONSchema(
             type="object", properties={_SCHEMA_PROPERTY: JSONSchema(type="number", description="between 0 and 1")},
