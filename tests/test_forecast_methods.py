@@ -12,12 +12,13 @@ from __future__ import annotations
 import json
 import math
 import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import pytest
+
+from fake_http import JSONHandler, serve
 
 from tpsviz.cli import main as cli
 from tpsviz.forecasts.methods import NO_LOGPROBS, NO_YES_NO, key_model, method_prompts, p_true
@@ -55,7 +56,7 @@ class LogprobServer:
         self.usage = {"prompt_tokens": 0, "completion_tokens": 0}
         server = self
 
-        class Handler(BaseHTTPRequestHandler):
+        class Handler(JSONHandler):
             def do_POST(self):
                 body = json.loads(self.rfile.read(int(self.headers.get("Content-Length", 0))))
                 prompt = "\n".join(m["content"] if isinstance(m["content"], str) else
@@ -65,35 +66,20 @@ class LogprobServer:
                 if refuse_schema and form and not (json_object_ok and form == "json_object"):  # no such output
                     with server.lock:
                         server.refused.append(body)
-                    data = json.dumps({"error": {"message": "response_format is not supported"}}).encode()
-                    self.send_response(400 if refuse_schema is True else int(refuse_schema))
-                    self.send_header("Content-Type", "application/json")
-                    self.send_header("Content-Length", str(len(data)))
-                    self.end_headers()
-                    return self.wfile.write(data)
+                    return self.send_json(400 if refuse_schema is True else int(refuse_schema),
+                                          {"error": {"message": "response_format is not supported"}})
                 with server.lock:
                     server.bodies.append(body)
                     text, choice = server.answer(body, prompt, rng, logprobs, with_yes_no)
                     usage = {"prompt_tokens": len(prompt) // 4, "completion_tokens": 1 + len(text) // 4}
                     for k, v in usage.items():
                         server.usage[k] += v
-                data = json.dumps({"id": "c1", "object": "chat.completion", "created": 0, "model": body["model"],
-                                   "choices": [{"index": 0, "finish_reason": "stop", **choice,
-                                                "message": {"role": "assistant", "content": text}}],
-                                   "usage": {**usage, "total_tokens": sum(usage.values())}}).encode()
-                self.send_response(200)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
+                self.send_json(200, {"id": "c1", "object": "chat.completion", "created": 0, "model": body["model"],
+                                     "choices": [{"index": 0, "finish_reason": "stop", **choice,
+                                                  "message": {"role": "assistant", "content": text}}],
+                                     "usage": {**usage, "total_tokens": sum(usage.values())}})
 
-            def log_message(self, *args):
-                pass
-
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.httpd.daemon_threads = True
-        self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}/v1"
-        threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
+        self.httpd, self.url = serve(Handler)
 
     def answer(self, body, prompt, rng, logprobs, with_yes_no):
         if body.get("logprobs"):

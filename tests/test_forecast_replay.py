@@ -17,12 +17,13 @@ import subprocess
 import sys
 import threading
 import time
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import pytest
+
+from fake_http import JSONHandler, reply_body, serve
 
 from tpsviz.cli import main as cli
 from tpsviz.forecasts.cache import AnswerCache, answer_key
@@ -133,7 +134,7 @@ class FakeServer:
         self.lock = threading.Lock()
         server = self
 
-        class Handler(BaseHTTPRequestHandler):
+        class Handler(JSONHandler):
             def do_POST(self):
                 body = json.loads(self.rfile.read(int(self.headers.get("Content-Length", 0))))
                 server.auth.add(self.headers.get("Authorization", ""))
@@ -151,33 +152,12 @@ class FakeServer:
                 return self.answer(self.shape(body, reply_for(prompt)))
 
             def shape(self, body: dict, text: str) -> dict:
-                if self.path.endswith("/chat/completions"):
-                    return {"id": "c1", "object": "chat.completion", "created": 0, "model": body.get("model"),
-                            "choices": [{"index": 0, "finish_reason": "stop",
-                                         "message": {"role": "assistant", "content": text}}],
-                            "usage": {"prompt_tokens": 10, "completion_tokens": 3, "total_tokens": 13}}
-                return {"id": "r1", "object": "response", "created_at": 0, "model": body.get("model"),
-                        "status": "completed", "parallel_tool_calls": True, "tool_choice": "auto", "tools": [],
-                        "output": [{"type": "message", "id": "m1", "status": "completed", "role": "assistant",
-                                    "content": [{"type": "output_text", "text": text, "annotations": []}]}],
-                        "usage": {"input_tokens": 10, "output_tokens": 3, "total_tokens": 13,
-                                  "input_tokens_details": {"cached_tokens": 0},
-                                  "output_tokens_details": {"reasoning_tokens": 0}}}
+                return reply_body(self.path, body, text)
 
             def answer(self, obj: dict, status: int = 200):
-                data = json.dumps(obj).encode()
-                self.send_response(status)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
+                self.send_json(status, obj)
 
-            def log_message(self, *args):
-                pass
-
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}/v1"
-        threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
+        self.httpd, self.url = serve(Handler)
 
     @staticmethod
     def prompt_of(body: dict) -> str:

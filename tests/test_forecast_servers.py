@@ -11,11 +11,12 @@ from __future__ import annotations
 import json
 import threading
 import time
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pandas as pd
 import pytest
+
+from fake_http import JSONHandler, reply_body, serve
 
 from tpsviz.cli import main as cli
 from tpsviz.forecasts import provider
@@ -55,7 +56,7 @@ class Server:
         self.lock, self.stop = threading.Lock(), threading.Event()
         server = self
 
-        class Handler(BaseHTTPRequestHandler):
+        class Handler(JSONHandler):
             def do_POST(self):
                 body = json.loads(self.rfile.read(int(self.headers.get("Content-Length", 0))))
                 prompt = server.prompt_of(body)
@@ -75,36 +76,11 @@ class Server:
                 return self.send(200, self.shape(body, reply(prompt) if callable(reply) else reply))
 
             def shape(self, body, text):
-                if self.path.endswith("/chat/completions"):
-                    return {"id": "c1", "object": "chat.completion", "created": 0, "model": body.get("model"),
-                            "choices": [{"index": 0, "finish_reason": "stop",
-                                         "message": {"role": "assistant", "content": text}}],
-                            "usage": usage or {"prompt_tokens": 10, "completion_tokens": 3, "total_tokens": 13}}
-                return {"id": "r1", "object": "response", "created_at": 0, "model": body.get("model"),
-                        "status": "completed", "parallel_tool_calls": True, "tool_choice": "auto", "tools": [],
-                        "output": [{"type": "message", "id": "m1", "status": "completed", "role": "assistant",
-                                    "content": [{"type": "output_text", "text": text, "annotations": []}]}],
-                        "usage": {"input_tokens": 10, "output_tokens": 3, "total_tokens": 13,
-                                  "input_tokens_details": {"cached_tokens": 0},
-                                  "output_tokens_details": {"reasoning_tokens": 0}}}
+                return reply_body(self.path, body, text, usage)
 
-            def send(self, status, obj, headers=None):
-                data = json.dumps(obj).encode()
-                self.send_response(status)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(data)))
-                for k, v in (headers or {}).items():
-                    self.send_header(k, v)
-                self.end_headers()
-                self.wfile.write(data)
+            send = JSONHandler.send_json
 
-            def log_message(self, *args):
-                pass
-
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.httpd.daemon_threads = True
-        self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}/v1"
-        threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
+        self.httpd, self.url = serve(Handler)
 
     @staticmethod
     def prompt_of(body: dict) -> str:
