@@ -12,6 +12,9 @@ still uses the same log: a team may open the same file (issue 46, point 7; docs/
 - A log is identified by the keys of its ``Source`` (``state.py``): the log with its reading
   options (``key``), the file alone (``file_key``), the rollouts file (``rollouts_key``). An entry
   is released when one of its key's strings mentions one of them as a whole (``mentions``).
+- The memory is given back (``memo.give_back``) when the entries are dropped, and again at the end
+  of that run and at the start of the next: what the session's last page still held (measured:
+  most of the parsed log, on a server) is let go only then (:func:`after_run`).
 - Left to the idle lifetime: the log of a session that ended without replacing it, until another
   session changes its log (sessions that ended are forgotten then), and the second log of the
   Overview's "this log with a second log" (not a session's log).
@@ -26,10 +29,11 @@ from collections.abc import Callable, Iterable
 from . import memo
 from .state import Source
 
-__all__ = ["source_keys", "mentions", "use_source", "session_id"]
+__all__ = ["source_keys", "mentions", "use_source", "session_id", "after_run"]
 
 _LOCK = threading.Lock()
 _USED: "dict[str, frozenset]" = {}   # session id → the keys of the log it uses (none: not listed)
+_DUE: "dict[str, int]" = {}          # session id → memory give-backs still due after a release (after_run)
 
 #: characters that continue a key: a key followed or preceded by one is another key (a longer path,
 #: a tau2-bench folder of several uploads ``upload:a:b:c:d``, the rollouts key ``…:rollouts``)
@@ -109,6 +113,8 @@ def use_source(src: Source | None) -> int:
     sid = session_id()
     if sid is None:
         return 0
+    if _due(sid):  # the start of the run after a release
+        memo.give_back()
     mine = source_keys(src)
     with _LOCK:
         before = _USED.get(sid, frozenset())
@@ -121,6 +127,28 @@ def use_source(src: Source | None) -> int:
         left = set(before)
         for other in [s for s in _USED if s != sid and _ended(s)]:
             left |= _USED.pop(other)
+            _DUE.pop(other, None)
         unused = left.difference(*_USED.values())
+    if not unused:
+        return 0
+    with _LOCK:
+        _DUE[sid] = 2  # at the end of this run and at the start of the next
     # (outside the lock: a session that opens this log again meanwhile at worst recomputes it)
-    return memo.release(mentions(unused)) if unused else 0
+    return memo.release(mentions(unused))
+
+
+def _due(sid: str) -> bool:
+    """Is a give-back due for session ``sid`` (and one fewer from now)?"""
+    with _LOCK:
+        n = _DUE.pop(sid, 0)
+        if n > 1:
+            _DUE[sid] = n - 1
+    return n > 0
+
+
+def after_run() -> None:
+    """At the end of a run of the app (``app.py``): give the memory back once more after a release
+    in this run, now that the page drawn before it has been replaced."""
+    sid = session_id()
+    if sid is not None and _due(sid):
+        memo.give_back()

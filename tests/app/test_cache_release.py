@@ -119,3 +119,19 @@ def test_a_log_another_session_uses_stays_until_the_last_one_leaves_it(two_sessi
 
     two.file_uploader(key="upload").set_value(("other.csv", RAW, "text/csv")).run()
     assert not two.exception and _held(key) == []  # the last session left it
+
+
+def test_the_memory_is_given_back_when_released_at_the_end_of_the_run_and_at_the_next(monkeypatch):
+    """What the session's last page held is let go after the release (measured on a server:
+    bench/bench_upload_memory.py), so the memory is given back then too, once each."""
+    calls = []
+    monkeypatch.setattr(memo, "give_back", lambda: calls.append(len(memo.keys())))
+    at = fresh()
+    upload(at, ("a.csv", RAW, "text/csv"))
+    assert calls == []
+    at.radio(key="src").set_value("Demo").run()
+    assert not at.exception and len(calls) == 2  # the release, the end of its run
+    at.run()
+    assert len(calls) == 3  # the start of the next run
+    at.run()
+    assert len(calls) == 3
