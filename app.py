@@ -15,7 +15,7 @@ if str(HERE) not in sys.path:
 
 import streamlit as st  # noqa: E402
 
-from pages._ui import sidebar, theme, warmup  # noqa: E402
+from pages._ui import sidebar, sources_in_use, theme, warmup  # noqa: E402
 from tpsviz.report.figures.style import use_template_by_default
 
 use_template_by_default()  # figures get their template at creation, not by a 10 ms copy each
@@ -86,3 +86,4 @@ def main_area():
 
 
 main_area()
+sources_in_use.after_run()  # a log this run released: its memory given back once the page is replaced

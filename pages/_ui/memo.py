@@ -18,6 +18,9 @@
   computes the result itself. A session waiting for another's computation stops waiting once it
   no longer needs the result (``tpsviz.core.cancel``). ``cached.hold`` takes the locks of several
   keys at once, for a result computed jointly and kept key by key (``results.py``).
+- **A log no session uses leaves at once** (:func:`release`, called by ``sources_in_use.py``
+  when a session replaces or removes its log): every entry whose key mentions it is dropped,
+  without waiting for the idle lifetime.
 - **Arguments whose name starts with ``_`` are not part of the key** (as with Streamlit's
   caches): they carry big objects that the other arguments already identify.
 """
@@ -43,7 +46,7 @@ from tpsviz.core import resample
 from tpsviz.core.cancel import checkpoint
 from tpsviz.core.data import TrajectoryData
 
-__all__ = ["memo", "clear_all", "stats", "approx_bytes", "configure"]
+__all__ = ["memo", "clear_all", "stats", "approx_bytes", "configure", "release", "keys"]
 
 _LOCK = threading.RLock()
 _ENTRIES: "OrderedDict[tuple, _Entry]" = OrderedDict()
@@ -246,6 +249,55 @@ def sweep(now: float | None = None) -> int:
     if old or freed:
         give_back()
     return len(old)
+
+
+def _strings(part, depth: int = 0):
+    """The strings in a key: in tuples, lists, sets, dict keys and values and dataclass fields
+    (an ``Analysis``), nested up to 8 deep."""
+    if isinstance(part, str):
+        yield part
+    elif depth > 8:
+        return
+    elif isinstance(part, (tuple, list, set, frozenset)):
+        for p in part:
+            yield from _strings(p, depth + 1)
+    elif isinstance(part, dict):
+        for k, v in part.items():
+            yield from _strings(k, depth + 1)
+            yield from _strings(v, depth + 1)
+    elif is_dataclass(part) and not isinstance(part, type):
+        for f in fields(part):
+            yield from _strings(getattr(part, f.name, None), depth + 1)
+
+
+def release(mentions) -> int:
+    """Drop at once every entry whose key mentions what ``mentions`` looks for (a log no session
+    uses any more: ``sources_in_use.py``), then give the freed memory back (:func:`give_back`).
+
+    Parameters
+    ----------
+    mentions : callable
+        ``mentions(text) -> bool`` for each string of a key (the log's key, a result key made
+        from it, the ``repr`` of a key a part of an Evaluation is kept under).
+
+    Returns
+    -------
+    int
+        How many entries were dropped.
+    """
+    with _LOCK:
+        gone = [k for k in _ENTRIES if any(mentions(s) for s in _strings(k))]
+        for k in gone:
+            _drop_locked(k)
+    if gone:
+        give_back()
+    return len(gone)
+
+
+def keys() -> list:
+    """The keys of the cached entries, least recently used first (for tests and benchmarks)."""
+    with _LOCK:
+        return list(_ENTRIES)
 
 
 def give_back() -> None:

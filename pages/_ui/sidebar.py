@@ -21,6 +21,7 @@ from . import reading as R
 from . import results as Rs
 from . import loading as L
 from . import references as Ref
+from . import sources_in_use as SU
 from . import state as S
 from .text import code, md
 from .wording import LABELS, UNCERTAINTY, say
@@ -316,6 +317,7 @@ def render() -> S.Config:
     sb = st.sidebar
     src = _source()
     st.session_state["_source"] = src
+    SU.use_source(src)  # a log this session leaves, and no other uses, leaves the shared cache now
     base = L.load_base(src) if src is not None else None
     ok = base is not None and not L.is_failure(base)
     recal, changed = _remember_base(src, base)
