@@ -317,6 +317,9 @@ def test_the_requests_settings_of_each_method():
     assert generate_config("verbal", "openai-api", structured=False).response_schema is None
     assert generate_config("verbal", "ollama").response_schema is None
     assert generate_config("consistency", "anthropic").temperature == 0.7
+    assert generate_config("verbal", "openai-api").max_tokens is None
+    assert generate_config("verbal", "openai-api", max_tokens=64).max_tokens == 64
+    assert generate_config("consistency", "openai-api", "json_object", max_tokens=64).max_tokens == 64
 
 
 # ----------------------------------------------------------------------------- combined
@@ -529,3 +532,15 @@ def test_steps_and_several_methods_together_carry_every_column_forward(env, tmp_
                 else:
                     assert (math.isnan(last) and math.isnan(row[column])) or row[column] == last
     assert f"{len(asked):,} asked (--steps every:3)" in stdout
+
+
+def test_max_tokens_reaches_the_server_and_a_bad_value_is_refused(env, tmp_path, capsys):
+    s = LogprobServer()
+    try:
+        code, _, err = forecast(s, tmp_path / "f.parquet", capsys, "--max-tokens", 64)
+        assert code == 0, err
+        assert s.bodies and all(b.get("max_tokens") == 64 for b in s.bodies)
+        code, _, err = forecast(s, tmp_path / "g.parquet", capsys, "--max-tokens", 0)
+        assert code == 2 and "--max-tokens must be at least 1" in err
+    finally:
+        s.close()

@@ -370,13 +370,17 @@ def test_an_answer_stored_without_usage_or_with_a_damaged_one_has_none(tmp_path)
     assert cache.usage("b" * 64) is None and cache.get("b" * 64) == "x"
 
 
-def test_questions_are_asked_step_by_step_across_runs(server, tmp_path, capsys):
+def test_questions_are_asked_run_by_run_step_after_step(server, tmp_path, capsys):
+    """Consecutive prompts of a run reach the server one after the other (a one-slot local server reuses
+    the previous prompt's prefix: docs/forecasts.md, "Prefix caches"): each prompt extends the one before
+    it, except where a new run starts."""
     code, stdout, err = run_cli(["forecast", TAU1, "--model", "openai-api/llama/tiny", "--model-base-url", server.url,
                                  "--out", tmp_path / "f.parquet", "--concurrency", 1, "--max-runs", 4,
                                  "--max-chars", 10**7], capsys)
     assert code == 0, err
-    order = [p.count("### AGENT") for p in server.prompts]  # the step of each prompt, in the order asked
-    assert order == sorted(order) and len(set(order)) > 1
+    steps = [p.count("### AGENT") for p in server.prompts]  # the step of each prompt, in the order asked
+    runs = list(tau1_steps(TAU1).values())[:4]
+    assert steps == [t for n in runs for t in range(1, n + 1)]
 
 
 # ----------------------------------------------------------------------------- stable prefixes

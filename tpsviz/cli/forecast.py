@@ -29,7 +29,7 @@ from tpsviz.forecasts.provider import CHAT_PROVIDERS, DEFAULT_TIMEOUT, MAX_RETRI
 from tpsviz.forecasts.replay import (
     CHARS_PER_TOKEN, build_questions, column_name, estimate_tokens, open_model, select_runs, stall_limit,
     write_table)
-from tpsviz.forecasts.steps import ASKED, asked_steps, carry_forward, interleave_runs, keep_asked, parse_steps
+from tpsviz.forecasts.steps import ASKED, asked_steps, carry_forward, keep_asked, parse_steps
 from tpsviz.io.harness.transcripts import DEFAULT_MAX_CHARS, read_transcripts
 from tpsviz.report.export import neutralise_cells, safe_csv
 
@@ -102,7 +102,8 @@ def _check(args) -> tuple[Path, Path, str]:
     """(output path, cache folder, column) once every option value is checked."""
     check_numbers(args)
     for flag, value, low in (("--max-runs", args.max_runs, 1), ("--sample", args.sample, 1),
-                             ("--concurrency", args.concurrency, 1), ("--max-chars", args.max_chars, 1000)):
+                             ("--concurrency", args.concurrency, 1), ("--max-chars", args.max_chars, 1000),
+                             ("--max-tokens", args.max_tokens, 1)):
         if value is not None and value < low:
             raise Fail(f"{flag} must be at least {low}")
     if args.concurrency > 256:
@@ -152,7 +153,7 @@ def run(args) -> int:
     n_steps = sum(tr.steps for tr in runs)
     cache = AnswerCache(cache_dir)
     distinct = {q.key: q for q in questions}
-    todo = interleave_runs([q for k, q in distinct.items() if cache.get(k) is None])
+    todo = [q for k, q in distinct.items() if cache.get(k) is None]
     _print_plan(args, reading, transcripts, runs, questions, distinct, todo, by_method, n_steps)
     asked_rows = len(next(iter(by_method.values()))[0])
     for line in filter(None, [steps_line(rule, n_steps, asked_rows),

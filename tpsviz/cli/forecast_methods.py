@@ -29,7 +29,6 @@ from tpsviz.forecasts.methods import (
 from tpsviz.forecasts.provider import provider_of, uses_responses_api
 from tpsviz.forecasts.replay import Replay, ask_model
 from tpsviz.forecasts.stack import FOLDS, combined_forecast
-from tpsviz.forecasts.steps import interleave_runs
 from tpsviz.io.loading import load
 
 __all__ = ["add_method_arguments", "chosen_methods", "method_questions", "ask_methods", "merge_replays", "plan_words",
@@ -49,6 +48,10 @@ def add_method_arguments(p) -> None:
     p.add_argument("--no-structured", action="store_true",
                    help="never ask for the provider's structured output ({\"probability\": X}) in verbal and "
                         "consistency replies (for a server that refuses response_format)")
+    p.add_argument("--max-tokens", type=int, default=None, metavar="N",
+                   help="the most tokens a verbal or consistency reply may hold (default: the provider's); e.g. 64 "
+                        "for a small local model that otherwise writes on until its context is full (not for a "
+                        "reasoning model, whose reasoning counts too)")
     add_censoring(p, words="the population --method combined is fitted on, as `score` scores it (default: the log's)")
 
 
@@ -105,10 +108,13 @@ def ask_methods(model, by_method: dict, cache, args, reopen, progress) -> tuple[
         Whether chat completions were used where the Responses API is not served.
     """
     replays, switched, provider = {}, False, provider_of(args.model)
+    config_of = functools.partial(generate_config, max_tokens=args.max_tokens)
     structured = not args.no_structured and provider in STRUCTURED_PROVIDERS
     settled = not structured  # the form of structured output the server takes, once one was answered
     for m, groups in by_method.items():
-        todo = interleave_runs([q for g in groups for q in g])  # step by step across runs: prefix caches apply
+        runs = {t: i for i, t in enumerate(dict.fromkeys(q.trajectory_id for q in groups[0]))}
+        # run by run, step after step (a sample's copies together): a one-slot local server reuses the prefix
+        todo = sorted((q for g in groups for q in g), key=lambda q: (runs[q.trajectory_id], q.step))
         if any(r.stalled for r in replays.values()):
             replays[m] = Replay(not_asked=len({q.key for q in todo if cache.get(q.key) is None}), stalled=True)
             continue
@@ -118,14 +124,14 @@ def ask_methods(model, by_method: dict, cache, args, reopen, progress) -> tuple[
                                 keep=keep_logprobs if m == "ptrue" else None)
         first = None
         if m != "ptrue" and not settled:
-            first, structured = _structured_or_not(ask, m, provider, todo, cache, uses_responses_api(model))
+            first, structured = _structured_or_not(ask, config_of, m, provider, todo, cache, uses_responses_api(model))
             settled = first is not None
             if first is not None and first.switched:  # the Responses API is not served: chat completions from now
                 model, reopen, switched = reopen(), None, True
                 ask = functools.partial(ask_model, model, cache=cache, timeout=args.timeout, reopen=None,
                                         keep=None)
         r = ask(todo, concurrency=args.concurrency, progress=progress,
-                config=generate_config(m, provider, structured, uses_responses_api(model)))
+                config=config_of(m, provider, structured, uses_responses_api(model)))
         if r.switched:  # the next methods ask through chat completions from the start
             model, reopen, switched = reopen(), None, True
         r = r if first is None else merge_replays([first, r])
@@ -143,7 +149,7 @@ def ask_methods(model, by_method: dict, cache, args, reopen, progress) -> tuple[
 REFUSED = {400, 422, 500}
 
 
-def _structured_or_not(ask, method: str, provider: str, todo: list, cache, responses_api: bool):
+def _structured_or_not(ask, config_of, method: str, provider: str, todo: list, cache, responses_api: bool):
     """Ask the first question not in the cache alone as structured output; while the provider refuses the
     form (an HTTP status of :data:`REFUSED`), try the next: OpenAI's ``json_schema``, then ``json_object``
     with the schema (an OpenAI-compatible server), then the prompt's own line; go on with the first form
@@ -163,7 +169,7 @@ def _structured_or_not(ask, method: str, provider: str, todo: list, cache, respo
     refused = None
     for form in forms:
         tried = ask(first, concurrency=1, retry_timeouts=False,
-                    config=generate_config(method, provider, form, responses_api))
+                    config=config_of(method, provider, form, responses_api))
         if tried.answered:
             if refused is not None:
                 how = ("as JSON with response_format json_object" if form else "without it")

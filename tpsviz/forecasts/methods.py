@@ -85,7 +85,8 @@ def method_prompts(prompts, method: str):
     return replace(prompts, judge=prompts.ptrue) if method == "ptrue" else prompts
 
 
-def generate_config(method: str, provider: str, structured: bool | str = True, responses_api: bool = False):
+def generate_config(method: str, provider: str, structured: bool | str = True, responses_api: bool = False,
+                    max_tokens: int | None = None):
     """inspect_ai's ``GenerateConfig`` of one method's requests (merged by inspect_ai with the
     model's own: timeouts and connections stay).
 
@@ -101,6 +102,9 @@ def generate_config(method: str, provider: str, structured: bool | str = True, r
         through inspect_ai's ``response_schema`` (OpenAI's ``json_schema``); ``"json_object"`` as
         ``response_format: {"type": "json_object", "schema": …}``, the form llama.cpp's servers take
         (an OpenAI-compatible server only, :data:`JSON_OBJECT_PROVIDERS`); False: the prompt's own line.
+    max_tokens : int, optional
+        The most tokens a ``verbal`` or ``consistency`` reply may hold (``--max-tokens``; default: the
+        provider's). A small model that does not stop otherwise writes until its context is full.
     responses_api : bool
         The model asks through OpenAI's Responses API, whose ``max_output_tokens`` is at least
         :data:`RESPONSES_MIN_TOKENS`: ``ptrue`` asks that many there (it reads the first token only).
@@ -117,7 +121,7 @@ def generate_config(method: str, provider: str, structured: bool | str = True, r
         return GenerateConfig(max_tokens=RESPONSES_MIN_TOKENS if responses_api else 1, logprobs=True, top_logprobs=TOP_LOGPROBS, temperature=0.0)
     schema = None
     if structured == "json_object" and provider in JSON_OBJECT_PROVIDERS:
-        return GenerateConfig(temperature=TEMPERATURE if method == "consistency" else None, extra_body={
+        return GenerateConfig(temperature=TEMPERATURE if method == "consistency" else None, max_tokens=max_tokens, extra_body={
             "response_format": {"type": "json_object", "schema": {
                 "type": "object", "properties": {_SCHEMA_PROPERTY: {"type": "number", "minimum": 0, "maximum": 1}},
                 "required": [_SCHEMA_PROPERTY]}}})
@@ -125,7 +129,8 @@ def generate_config(method: str, provider: str, structured: bool | str = True, r
         schema = ResponseSchema(name="forecast", description="P(eventual success) of the task", json_schema=JSONSchema(
             type="object", properties={_SCHEMA_PROPERTY: JSONSchema(type="number", description="between 0 and 1")},
             required=[_SCHEMA_PROPERTY], additionalProperties=False))
-    return GenerateConfig(response_schema=schema, temperature=TEMPERATURE if method == "consistency" else None)
+    return GenerateConfig(response_schema=schema, temperature=TEMPERATURE if method == "consistency" else None,
+                          max_tokens=max_tokens)
 
 
 def keep_logprobs(output) -> str:

@@ -24,8 +24,7 @@ from tpsviz.core.errors import SettingError
 from tpsviz.core.inference import DEFAULT_SEED
 from tpsviz.core.wording import setting
 
-__all__ = ["ASKED", "StepRule", "parse_steps", "asked_steps", "keep_asked", "carry_forward", "CarryCounts",
-           "interleave_runs"]
+__all__ = ["ASKED", "StepRule", "parse_steps", "asked_steps", "keep_asked", "carry_forward", "CarryCounts"]
 
 #: the table's column marking the rows whose step was asked (True) or carried or missing (False)
 ASKED = "asked"
@@ -135,16 +134,6 @@ def asked_steps(transcripts, rule: StepRule | None, seed: int | None = None) -> 
 def keep_asked(questions: list, asked: set) -> list:
     """The questions whose (trajectory_id, step) is in ``asked``, in their order."""
     return [q for q in questions if (q.trajectory_id, q.step) in asked]
-
-
-def interleave_runs(questions: list) -> list:
-    """The questions in the order to ask them: step 1 of every run, then step 2 of every run, ….
-
-    With several requests in flight, a run's consecutive steps are then never asked together: the
-    prompt of step t reaches the provider after the one of the step before it has been answered, so
-    a provider's prefix cache holds their shared prefix. (The table's order does not depend on it.)
-    """
-    return [q for _, _, q in sorted((q.step, i, q) for i, q in enumerate(questions))]
 
 
 @dataclass(frozen=True)
