@@ -1,0 +1,145 @@
+"""What a local OpenAI-compatible server does with the requests the replay methods need (issue 47
+point 3), asked by hand over plain HTTP on 127.0.0.1, and how often a small model's reply to the
+judge prompt carries a probability when the reply is forced to JSON.
+
+Checks: `/v1/responses`; chat completions with `logprobs` and `top_logprobs` (what `ptrue` reads);
+`logprobs` alone; `n` (several choices, what `consistency` could use); `response_format` of type
+`json_schema` (OpenAI's structured output) and of type `json_object` with a `schema` (llama.cpp's
+grammar-constrained form). Then, with `--json-runs N`, the judge prompt of `prompts.toml` for every
+agent step of the demo log's first N runs, asked with the JSON form the server takes, and the share
+of replies that hold a probability in [0, 1] (read as JSON, else by `parse_probability`).
+
+Usage: .venv/bin/python bench/probe_server.py --base-url http://127.0.0.1:8080 --model smollm2-135m
+       [--json-runs 3]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+import urllib.error
+import urllib.request
+from collections import Counter
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+LOG = ROOT / "demo_data" / "tau-bench-airline-gpt-4o.json"
+SCHEMA = {"type": "object", "properties": {"probability": {"type": "number", "minimum": 0, "maximum": 1}},
+          "required": ["probability"], "additionalProperties": False}
+YES_NO = "Will the sun rise tomorrow? Answer Yes or No."
+
+
+def post(base: str, path: str, body: dict, timeout: float = 600.0) -> tuple[int, dict | str]:
+    """(HTTP status, parsed JSON or text) of a POST to ``base + path``."""
+    req = urllib.request.Request(base + path, data=json.dumps(body).encode(), method="POST",
+                                 headers={"Content-Type": "application/json"})
+    try:
+        with urllib.request.urlopen(req, timeout=timeout) as r:
+            status, text = r.status, r.read().decode()
+    except urllib.error.HTTPError as e:
+        status, text = e.code, e.read().decode()
+    try:
+        return status, json.loads(text)
+    except ValueError:
+        return status, text
+
+
+def short(obj, n: int = 160) -> str:
+    text = obj if isinstance(obj, str) else json.dumps(obj)
+    return " ".join(text.split())[:n]
+
+
+def capabilities(base: str, model: str) -> None:
+    """One line per check: what the server answered."""
+    chat = {"model": model, "messages": [{"role": "user", "content": YES_NO}], "max_tokens": 1, "temperature": 0}
+    status, r = post(base, "/v1/responses", {"model": model, "input": YES_NO})
+    print(f"/v1/responses: HTTP {status} {short(r, 80)}")
+    status, r = post(base, "/v1/chat/completions", {**chat, "logprobs": True, "top_logprobs": 20})
+    lp = (r["choices"][0].get("logprobs") or {}).get("content") if status == 200 else None
+    if lp:
+        top = lp[0].get("top_logprobs") or []
+        print(f"logprobs + top_logprobs 20: HTTP {status}, first token {lp[0]['token']!r}, {len(top)} alternatives: "
+              + ", ".join(f"{t['token']!r} {t['logprob']:.2f}" for t in top[:6]) + " …")
+    else:
+        print(f"logprobs + top_logprobs 20: HTTP {status}, no logprobs: {short(r)}")
+    status, r = post(base, "/v1/chat/completions", {**chat, "logprobs": True})
+    print(f"logprobs alone: HTTP {status}, logprobs = "
+          + (short(r["choices"][0].get("logprobs"), 60) if status == 200 else short(r)))
+    status, r = post(base, "/v1/chat/completions", {**chat, "max_tokens": 8, "n": 3, "temperature": 1.0})
+    print(f"n = 3: HTTP {status}, " + (f"{len(r['choices'])} choice(s)" if status == 200 else short(r)))
+    fmt = {"type": "json_schema", "json_schema": {"name": "forecast", "strict": True, "schema": SCHEMA}}
+    status, r = post(base, "/v1/chat/completions", {**chat, "max_tokens": 20, "response_format": fmt})
+    print(f"response_format json_schema: HTTP {status}, "
+          + (repr(r["choices"][0]["message"]["content"]) if status == 200 else short(r)))
+    status, r = post(base, "/v1/chat/completions",
+                     {**chat, "max_tokens": 20, "response_format": {"type": "json_object", "schema": SCHEMA}})
+    print(f"response_format json_object + schema: HTTP {status}, "
+          + (repr(r["choices"][0]["message"]["content"]) if status == 200 else short(r)))
+
+
+def read_json_probability(text: str):
+    """(value, problem): the reply's ``probability`` read as JSON, else by ``parse_probability``."""
+    from tpsviz.forecasts.replies import parse_probability
+
+    try:
+        value = json.loads(text).get("probability")
+    except (ValueError, AttributeError):
+        value = None
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return (float(value), None) if 0 <= value <= 1 else (None, "out of range")
+    r = parse_probability(text)
+    return r.value, r.problem
+
+
+def json_experiment(base: str, model: str, runs: int) -> None:
+    """The judge prompt at every agent step of the first ``runs`` runs, asked with
+    ``response_format`` json_object + schema: the share of replies with a probability."""
+    from tpsviz.forecasts.prompts import load_prompts
+    from tpsviz.io.harness.transcripts import DEFAULT_MAX_CHARS, read_transcripts, render_prefix
+
+    prompts = load_prompts(None)
+    transcripts, _ = read_transcripts(str(LOG))
+    problems, values, start, n = Counter(), [], time.monotonic(), 0
+    for tr in transcripts[:runs]:
+        for t in range(1, tr.steps + 1):
+            prefix, _ = render_prefix(tr, t, DEFAULT_MAX_CHARS)
+            status, r = post(base, "/v1/chat/completions", {
+                "model": model, "messages": [{"role": "user", "content": prompts.judge_prompt(prefix)}],
+                "max_tokens": 40, "response_format": {"type": "json_object", "schema": SCHEMA}})
+            n += 1
+            if status != 200:
+                problems[f"HTTP {status}"] += 1
+                continue
+            text = r["choices"][0]["message"]["content"] or ""
+            value, problem = read_json_probability(text)
+            if value is None:
+                problems[problem] += 1
+            else:
+                values.append(value)
+            if n <= 5 or value is None:
+                print(f"  ({tr.trajectory_id}, {t}): {text!r}")
+    took = time.monotonic() - start
+    print(f"JSON (json_object + schema), judge prompt unchanged: {len(values)} of {n} replies hold a probability "
+          f"({len(values) / max(n, 1):.0%}); missing: {dict(problems) or 'none'}; {took / max(n, 1):.1f} s a prompt")
+    if values:
+        print(f"  values: {dict(sorted(Counter(round(v, 2) for v in values).items()))}")
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--base-url", required=True, help="e.g. http://127.0.0.1:8080 (127.0.0.1 only)")
+    ap.add_argument("--model", required=True, help="the model's name at the server")
+    ap.add_argument("--json-runs", type=int, default=0, help="run the JSON experiment on the first N runs")
+    args = ap.parse_args()
+    base = args.base_url.rstrip("/").removesuffix("/v1")
+    capabilities(base, args.model)
+    if args.json_runs:
+        json_experiment(base, args.model, args.json_runs)
+
+
+if __name__ == "__main__":
+    main()
