@@ -9,8 +9,11 @@ grammar-constrained form). Then, with `--json-runs N`, the judge prompt of `prom
 agent step of the demo log's first N runs, asked with the JSON form the server takes, and the share
 of replies that hold a probability in [0, 1] (read as JSON, else by `parse_probability`).
 
+With `--ptrue-runs N`, a Yes/No question about the same prefixes, one token with `top_logprobs` 20:
+how often Yes/No variants are among the alternatives, and P(Yes) normalised over the two.
+
 Usage: .venv/bin/python bench/probe_server.py --base-url http://127.0.0.1:8080 --model smollm2-135m
-       [--json-runs 3]
+       [--json-runs 3] [--ptrue-runs 3]
 """
 
 from __future__ import annotations
@@ -129,16 +132,66 @@ def json_experiment(base: str, model: str, runs: int) -> None:
         print(f"  values: {dict(sorted(Counter(round(v, 2) for v in values).items()))}")
 
 
+PTRUE_QUESTION = ("You are watching an AI agent work on a task. Below is the transcript so far; the task is not "
+                  "over.\n\n<transcript>\n{transcript}\n</transcript>\n\nWill the task end in success (the user's "
+                  "goal fully met, as a grader would judge it)? Answer Yes or No.")
+
+
+def yes_no_mass(top: list[dict]) -> tuple[float, float]:
+    """(P(yes), P(no)) summed over the first token's alternatives whose text, stripped and lowered,
+    is yes/no or a prefix of it of at least 1 letter ('Y', 'Yes', ' yes', 'NO')."""
+    import math
+
+    yes = no = 0.0
+    for t in top:
+        word = t["token"].strip().lower()
+        if word and "yes".startswith(word):
+            yes += math.exp(t["logprob"])
+        elif word and "no".startswith(word):
+            no += math.exp(t["logprob"])
+    return yes, no
+
+
+def ptrue_experiment(base: str, model: str, runs: int) -> None:
+    """A Yes/No question at every agent step of the first ``runs`` runs, one token with
+    ``top_logprobs`` 20: how often Yes/No variants are among the alternatives, their mass, and
+    P(Yes) normalised over the two."""
+    from tpsviz.io.harness.transcripts import DEFAULT_MAX_CHARS, read_transcripts, render_prefix
+
+    transcripts, _ = read_transcripts(str(LOG))
+    rows, start = [], time.monotonic()
+    for tr in transcripts[:runs]:
+        for t in range(1, tr.steps + 1):
+            prefix, _ = render_prefix(tr, t, DEFAULT_MAX_CHARS)
+            status, r = post(base, "/v1/chat/completions", {
+                "model": model, "messages": [{"role": "user", "content": PTRUE_QUESTION.format(transcript=prefix)}],
+                "max_tokens": 1, "temperature": 0, "logprobs": True, "top_logprobs": 20})
+            lp = (r["choices"][0].get("logprobs") or {}).get("content") if status == 200 else None
+            top = lp[0]["top_logprobs"] if lp else []
+            yes, no = yes_no_mass(top)
+            rows.append((tr.trajectory_id, t, lp[0]["token"] if lp else None, yes, no))
+    took = time.monotonic() - start
+    n, found = len(rows), [r for r in rows if r[3] + r[4] > 0]
+    print(f"ptrue (one token, top_logprobs 20): {len(found)} of {n} prompts have a Yes/No variant among the "
+          f"alternatives ({len(found) / max(n, 1):.0%}); {took / max(n, 1):.1f} s a prompt")
+    for tid, t, tok, yes, no in rows:
+        p = f"{yes / (yes + no):.3f}" if yes + no > 0 else "  n/a"
+        print(f"  ({tid}, {t}): first token {tok!r}, P(yes-like) {yes:.3f}, P(no-like) {no:.3f}, P(Yes) {p}")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--base-url", required=True, help="e.g. http://127.0.0.1:8080 (127.0.0.1 only)")
     ap.add_argument("--model", required=True, help="the model's name at the server")
     ap.add_argument("--json-runs", type=int, default=0, help="run the JSON experiment on the first N runs")
+    ap.add_argument("--ptrue-runs", type=int, default=0, help="run the Yes/No logprob experiment on the first N runs")
     args = ap.parse_args()
     base = args.base_url.rstrip("/").removesuffix("/v1")
     capabilities(base, args.model)
     if args.json_runs:
         json_experiment(base, args.model, args.json_runs)
+    if args.ptrue_runs:
+        ptrue_experiment(base, args.model, args.ptrue_runs)
 
 
 if __name__ == "__main__":
