@@ -87,12 +87,13 @@ def cli_has_methods() -> bool:
 
 def run_forecast(args, method: str, with_flag: bool, base: str, tmp: Path) -> dict:
     """One `tpsviz forecast` for ``method`` with a fresh cache; what it wrote and printed."""
-    out, cache = tmp / f"{method}.parquet", tmp / f"cache-{method}"
+    slug = method.replace(",", "+")
+    out, cache = tmp / f"{slug}.parquet", tmp / f"cache-{slug}"
     cmd = [sys.executable, "-m", "tpsviz", "forecast", str(LOG), "--model", f"openai-api/llama/{args.model_name}",
            "--model-base-url", base + "/v1", "--out", str(out), "--cache", str(cache),
            "--timeout", f"{args.timeout:g}", "--concurrency", str(args.concurrency)]
     cmd += ["--sample", str(args.sample), "--seed", str(args.seed)] if args.sample else ["--max-runs", str(args.runs)]
-    cmd += ["--method", method] if with_flag else ["--name", method]
+    cmd += [x for m in method.split(",") for x in ("--method", m)] if with_flag else ["--name", method]
     env = {**os.environ, "LLAMA_API_KEY": "none", "PYTHONPATH": str(ROOT)}
     env.pop("LLAMA_BASE_URL", None)
     start = time.monotonic()
@@ -158,6 +159,8 @@ def print_report(args, model_ids, results, counts, ev) -> None:
         t = r["table"]
         if t is None:
             print(f"{r['method']:<12} {r['code']:>4}  no table written")
+            for line in r["reasons"]:
+                print(f"  {line}")
             continue
         col = r["column"]
         ids = sorted(t["trajectory_id"].astype(str).unique())
@@ -166,9 +169,10 @@ def print_report(args, model_ids, results, counts, ev) -> None:
         per = r["seconds"] / r["asked"] if r["asked"] else math.nan
         print(f"{r['method']:<12} {r['code']:>4} {len(t):>5} {msgs:>10} {with_p:>7} {with_p / len(t):>6.0%} "
               f"{r['asked']:>6} {per:>8.2f}")
-        rows_match = len(t) == msgs and all((t["trajectory_id"].astype(str) == i).sum() == counts[i] for i in ids)
+        per_run = t["trajectory_id"].astype(str).value_counts()
+        rows_match = len(t) == msgs and all(per_run[i] == counts.get(i, -1) for i in ids)
         print(f"  one row per agent message: {'yes' if rows_match else 'NO'} ({len(ids)} runs: "
-              + ", ".join(f"{i}: {counts[i]}" for i in ids[:6]) + (" …" if len(ids) > 6 else "") + ")")
+              + ", ".join(f"{i}: {counts.get(i)}" for i in ids[:6]) + (" …" if len(ids) > 6 else "") + ")")
         for line in r["reasons"]:
             print(f"  {line}")
     if ev is None:
@@ -213,7 +217,8 @@ def main() -> None:
     ap.add_argument("--sample", type=int, default=None, help="a seeded random sample of N runs instead")
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--method", action="append", default=None,
-                    help="a replay method (repeatable; default verbal; others once `forecast --method` has them)")
+                    help="a replay method (repeatable, one `forecast` each; default verbal; others once `forecast "
+                         "--method` has them); a comma group (verbal,ptrue,combined) is one `forecast` asking them all")
     ap.add_argument("--timeout", type=float, default=300.0, help="forecast --timeout (default 300 s)")
     ap.add_argument("--concurrency", type=int, default=1,
                     help="forecast --concurrency (default 1: llama-cpp-python's server answers one at a time)")
@@ -238,10 +243,12 @@ def main() -> None:
         for m in methods:
             r = run_forecast(args, m, with_flag, base, tmp)
             cols = [c for c in (r["table"].columns if r["table"] is not None else []) if c.startswith("conf_")]
-            if r["table"] is not None:
-                r["table"] = r["table"][["trajectory_id", "step", *cols]]
-                r["column"] = cols[0]
-            results.append(r)
+            if not cols:
+                r["table"] = None
+                results.append(r)
+            for c in cols:  # one result per column a run wrote (a group of methods writes several)
+                label = c[len("conf_"):].rsplit(":", 1)[-1] if len(cols) > 1 else m
+                results.append({**r, "method": label, "column": c, "table": r["table"][["trajectory_id", "step", c]]})
         tables = [r["table"] for r in results if r["table"] is not None]
         ev = score(tables, tmp) if tables else None
         print_report(args, model_ids, results, agent_messages(LOG), ev)
