@@ -12,8 +12,11 @@ of replies that hold a probability in [0, 1] (read as JSON, else by `parse_proba
 With `--ptrue-runs N`, a Yes/No question about the same prefixes, one token with `top_logprobs` 20:
 how often Yes/No variants are among the alternatives, and P(Yes) normalised over the two.
 
+`--score DIR` writes both as forecasts tables and scores them against the references on the same runs
+and steps, as bench/bench_replay.py does.
+
 Usage: .venv/bin/python bench/probe_server.py --base-url http://127.0.0.1:8080 --model smollm2-135m
-       [--json-runs 3] [--ptrue-runs 3]
+       [--json-runs 3] [--ptrue-runs 3] [--score /tmp/probe]
 """
 
 from __future__ import annotations
@@ -29,6 +32,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "bench"))
 
 LOG = ROOT / "demo_data" / "tau-bench-airline-gpt-4o.json"
 SCHEMA = {"type": "object", "properties": {"probability": {"type": "number", "minimum": 0, "maximum": 1}},
@@ -98,7 +102,7 @@ def read_json_probability(text: str):
     return r.value, r.problem
 
 
-def json_experiment(base: str, model: str, runs: int) -> None:
+def json_experiment(base: str, model: str, runs: int) -> list[tuple[str, int, float | None]]:
     """The judge prompt at every agent step of the first ``runs`` runs, asked with
     ``response_format`` json_object + schema: the share of replies with a probability."""
     from tpsviz.forecasts.prompts import load_prompts
@@ -106,7 +110,7 @@ def json_experiment(base: str, model: str, runs: int) -> None:
 
     prompts = load_prompts(None)
     transcripts, _ = read_transcripts(str(LOG))
-    problems, values, start, n = Counter(), [], time.monotonic(), 0
+    problems, values, start, n, table = Counter(), [], time.monotonic(), 0, []
     for tr in transcripts[:runs]:
         for t in range(1, tr.steps + 1):
             prefix, _ = render_prefix(tr, t, DEFAULT_MAX_CHARS)
@@ -116,9 +120,11 @@ def json_experiment(base: str, model: str, runs: int) -> None:
             n += 1
             if status != 200:
                 problems[f"HTTP {status}"] += 1
+                table.append((tr.trajectory_id, t, None))
                 continue
             text = r["choices"][0]["message"]["content"] or ""
             value, problem = read_json_probability(text)
+            table.append((tr.trajectory_id, t, value))
             if value is None:
                 problems[problem] += 1
             else:
@@ -130,6 +136,7 @@ def json_experiment(base: str, model: str, runs: int) -> None:
           f"({len(values) / max(n, 1):.0%}); missing: {dict(problems) or 'none'}; {took / max(n, 1):.1f} s a prompt")
     if values:
         print(f"  values: {dict(sorted(Counter(round(v, 2) for v in values).items()))}")
+    return table
 
 
 PTRUE_QUESTION = ("You are watching an AI agent work on a task. Below is the transcript so far; the task is not "
@@ -152,7 +159,7 @@ def yes_no_mass(top: list[dict]) -> tuple[float, float]:
     return yes, no
 
 
-def ptrue_experiment(base: str, model: str, runs: int) -> None:
+def ptrue_experiment(base: str, model: str, runs: int) -> list[tuple[str, int, float | None]]:
     """A Yes/No question at every agent step of the first ``runs`` runs, one token with
     ``top_logprobs`` 20: how often Yes/No variants are among the alternatives, their mass, and
     P(Yes) normalised over the two."""
@@ -177,6 +184,26 @@ def ptrue_experiment(base: str, model: str, runs: int) -> None:
     for tid, t, tok, yes, no in rows:
         p = f"{yes / (yes + no):.3f}" if yes + no > 0 else "  n/a"
         print(f"  ({tid}, {t}): first token {tok!r}, P(yes-like) {yes:.3f}, P(no-like) {no:.3f}, P(Yes) {p}")
+    return [(tid, t, yes / (yes + no) if yes + no > 0 else None) for tid, t, _, yes, no in rows]
+
+
+def score_tables(columns: dict[str, list], keep: Path) -> None:
+    """The experiments' values as forecasts tables, scored against the references on the same runs
+    and steps (bench/bench_replay.py's comparison)."""
+    import pandas as pd
+
+    from bench_replay import compare_on_same_steps, score
+
+    keep.mkdir(parents=True, exist_ok=True)
+    tables = [pd.DataFrame(rows, columns=["trajectory_id", "step", f"conf_{name}"]).astype({f"conf_{name}": float})
+              for name, rows in columns.items()]
+    ev = score(tables, keep)
+    print("\nTPS (log score, simple censoring) on the runs and steps each experiment forecasts; a few runs: very noisy")
+    for name in columns:
+        c = compare_on_same_steps(ev, f"conf_{name}")
+        print(f"  {name}: {c['n_runs']} runs, {c['n_steps']} steps; TPS {c['tps']['method']:+.3f}")
+        for ref, (d, se) in c["delta"].items():
+            print(f"    {ref:<14} TPS {c['tps'][ref]:+.3f}   {name} − ref = {d:+.3f} ± {se:.3f} (SE over runs)")
 
 
 def main() -> None:
@@ -185,13 +212,18 @@ def main() -> None:
     ap.add_argument("--model", required=True, help="the model's name at the server")
     ap.add_argument("--json-runs", type=int, default=0, help="run the JSON experiment on the first N runs")
     ap.add_argument("--ptrue-runs", type=int, default=0, help="run the Yes/No logprob experiment on the first N runs")
+    ap.add_argument("--score", metavar="DIR", default=None,
+                    help="write the experiments' tables to DIR and score them against the references")
     args = ap.parse_args()
     base = args.base_url.rstrip("/").removesuffix("/v1")
     capabilities(base, args.model)
+    columns = {}
     if args.json_runs:
-        json_experiment(base, args.model, args.json_runs)
+        columns["json_verbal"] = json_experiment(base, args.model, args.json_runs)
     if args.ptrue_runs:
-        ptrue_experiment(base, args.model, args.ptrue_runs)
+        columns["yes_no_logprob"] = ptrue_experiment(base, args.model, args.ptrue_runs)
+    if args.score and columns:
+        score_tables(columns, Path(args.score))
 
 
 if __name__ == "__main__":
