@@ -38,6 +38,7 @@ LOG = ROOT / "demo_data" / "tau-bench-airline-gpt-4o.json"
 SCHEMA = {"type": "object", "properties": {"probability": {"type": "number", "minimum": 0, "maximum": 1}},
           "required": ["probability"], "additionalProperties": False}
 YES_NO = "Will the sun rise tomorrow? Answer Yes or No."
+SAMPLE: dict = {}  # --sample N --seed S: the runs `forecast --sample N --seed S` replays
 
 
 def post(base: str, path: str, body: dict, timeout: float = 600.0) -> tuple[int, dict | str]:
@@ -106,12 +107,13 @@ def json_experiment(base: str, model: str, runs: int) -> list[tuple[str, int, fl
     """The judge prompt at every agent step of the first ``runs`` runs, asked with
     ``response_format`` json_object + schema: the share of replies with a probability."""
     from tpsviz.forecasts.prompts import load_prompts
+    from tpsviz.forecasts.replay import select_runs
     from tpsviz.io.harness.transcripts import DEFAULT_MAX_CHARS, read_transcripts, render_prefix
 
     prompts = load_prompts(None)
     transcripts, _ = read_transcripts(str(LOG))
     problems, values, start, n, table = Counter(), [], time.monotonic(), 0, []
-    for tr in transcripts[:runs]:
+    for tr in select_runs(transcripts, runs, SAMPLE.get('n'), SAMPLE.get('seed')):
         for t in range(1, tr.steps + 1):
             prefix, _ = render_prefix(tr, t, DEFAULT_MAX_CHARS)
             status, r = post(base, "/v1/chat/completions", {
@@ -163,11 +165,12 @@ def ptrue_experiment(base: str, model: str, runs: int) -> list[tuple[str, int, f
     """A Yes/No question at every agent step of the first ``runs`` runs, one token with
     ``top_logprobs`` 20: how often Yes/No variants are among the alternatives, their mass, and
     P(Yes) normalised over the two."""
+    from tpsviz.forecasts.replay import select_runs
     from tpsviz.io.harness.transcripts import DEFAULT_MAX_CHARS, read_transcripts, render_prefix
 
     transcripts, _ = read_transcripts(str(LOG))
     rows, start = [], time.monotonic()
-    for tr in transcripts[:runs]:
+    for tr in select_runs(transcripts, runs, SAMPLE.get('n'), SAMPLE.get('seed')):
         for t in range(1, tr.steps + 1):
             prefix, _ = render_prefix(tr, t, DEFAULT_MAX_CHARS)
             status, r = post(base, "/v1/chat/completions", {
@@ -212,10 +215,14 @@ def main() -> None:
     ap.add_argument("--model", required=True, help="the model's name at the server")
     ap.add_argument("--json-runs", type=int, default=0, help="run the JSON experiment on the first N runs")
     ap.add_argument("--ptrue-runs", type=int, default=0, help="run the Yes/No logprob experiment on the first N runs")
+    ap.add_argument("--sample", type=int, default=None,
+                    help="a seeded random sample of N runs (as forecast --sample; then the first --json-runs of it)")
+    ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--score", metavar="DIR", default=None,
                     help="write the experiments' tables to DIR and score them against the references")
     args = ap.parse_args()
     base = args.base_url.rstrip("/").removesuffix("/v1")
+    SAMPLE.update(n=args.sample, seed=args.seed)
     capabilities(base, args.model)
     columns = {}
     if args.json_runs:
