@@ -45,3 +45,23 @@ def reply_body(path: str, body: dict, text: str, usage: dict | None = None) -> d
                         "content": [{"type": "output_text", "text": text, "annotations": []}]}],
             "usage": {"input_tokens": 10, "output_tokens": 3, "total_tokens": 13,
                       "input_tokens_details": {"cached_tokens": 0}, "output_tokens_details": {"reasoning_tokens": 0}}}
+
+
+def prompt_of(body: dict) -> str:
+    """The text a chat-completions or Responses request sends (its messages' or input's texts, joined)."""
+    if "messages" in body:
+        return "\n".join(m["content"] if isinstance(m["content"], str) else
+                         "".join(p.get("text", "") for p in m["content"]) for m in body["messages"])
+    inp = body.get("input")
+    if isinstance(inp, str):
+        return inp
+    return "\n".join(p.get("text", "") for item in inp for p in item.get("content", []))
+
+
+def run_cli(args, capsys):
+    """``python -m tpsviz ARGS`` in-process: (exit code, stdout, stderr)."""
+    from tpsviz.cli import main as cli
+
+    code = cli.main([str(a) for a in args])
+    out = capsys.readouterr()
+    return code, out.out, out.err

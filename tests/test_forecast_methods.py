@@ -18,9 +18,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from fake_http import JSONHandler, serve
+from fake_http import JSONHandler, prompt_of, run_cli, serve
 
-from tpsviz.cli import main as cli
 from tpsviz.forecasts.methods import NO_LOGPROBS, NO_YES_NO, key_model, method_prompts, p_true
 from tpsviz.forecasts.prompts import load_prompts
 from tpsviz.forecasts.references import run_folds
@@ -59,8 +58,7 @@ class LogprobServer:
         class Handler(JSONHandler):
             def do_POST(self):
                 body = json.loads(self.rfile.read(int(self.headers.get("Content-Length", 0))))
-                prompt = "\n".join(m["content"] if isinstance(m["content"], str) else
-                                   "".join(p.get("text", "") for p in m["content"]) for m in body["messages"])
+                prompt = prompt_of(body)
                 rng = np.random.default_rng(abs(hash((prompt, len(server.bodies)))) % 2**32)
                 form = (body.get("response_format") or {}).get("type")
                 if refuse_schema and form and not (json_object_ok and form == "json_object"):  # no such output
@@ -112,12 +110,6 @@ def env(monkeypatch):
     monkeypatch.delenv("LLAMA_BASE_URL", raising=False)
     monkeypatch.setenv("LLAMA_API_KEY", DUMMY)
     return monkeypatch
-
-
-def run_cli(args, capsys):
-    code = cli.main([str(a) for a in args])
-    out = capsys.readouterr()
-    return code, out.out, out.err
 
 
 def forecast(server, out, capsys, *more):

@@ -23,9 +23,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from fake_http import JSONHandler, reply_body, serve
+from fake_http import JSONHandler, prompt_of, reply_body, run_cli, serve
 
-from tpsviz.cli import main as cli
 from tpsviz.forecasts.cache import AnswerCache, answer_key
 from tpsviz.forecasts.prompts import load_prompts
 from tpsviz.forecasts.replay import (ask_model, build_questions, column_name, forecast_table, open_model,
@@ -138,7 +137,7 @@ class FakeServer:
             def do_POST(self):
                 body = json.loads(self.rfile.read(int(self.headers.get("Content-Length", 0))))
                 server.auth.add(self.headers.get("Authorization", ""))
-                prompt = server.prompt_of(body)
+                prompt = prompt_of(body)
                 if "hello, world" in prompt:  # inspect_ai's probe of reasoning summaries
                     return self.answer(self.shape(body, "hello, world"))
                 with server.lock:
@@ -159,16 +158,6 @@ class FakeServer:
 
         self.httpd, self.url = serve(Handler)
 
-    @staticmethod
-    def prompt_of(body: dict) -> str:
-        if "messages" in body:
-            return "\n".join(m["content"] if isinstance(m["content"], str) else
-                             "".join(p.get("text", "") for p in m["content"]) for m in body["messages"])
-        inp = body.get("input")
-        if isinstance(inp, str):
-            return inp
-        return "\n".join(p.get("text", "") for item in inp for p in item.get("content", []))
-
     def release(self):
         self.released.set()
 
@@ -185,12 +174,6 @@ def server(monkeypatch):
     monkeypatch.setenv("OPENAI_API_KEY", SECRET)
     yield s
     s.close()
-
-
-def run_cli(args, capsys):
-    code = cli.main([str(a) for a in args])
-    out = capsys.readouterr()
-    return code, out.out, out.err
 
 
 def all_written_text(folder: Path) -> list[tuple[Path, bytes]]:

@@ -16,9 +16,8 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from fake_http import JSONHandler, reply_body, serve
+from fake_http import JSONHandler, prompt_of, reply_body, run_cli, serve
 
-from tpsviz.cli import main as cli
 from tpsviz.forecasts import provider
 from tpsviz.forecasts.cache import CUT_MARK, REPLY_CHARS, AnswerCache, cut_reply
 from tpsviz.forecasts.replies import parse_probability
@@ -59,7 +58,7 @@ class Server:
         class Handler(JSONHandler):
             def do_POST(self):
                 body = json.loads(self.rfile.read(int(self.headers.get("Content-Length", 0))))
-                prompt = server.prompt_of(body)
+                prompt = prompt_of(body)
                 with server.lock:
                     n = sum(1 for r in server.requests if PROBE not in r[2])
                     server.requests.append((time.monotonic(), self.path, prompt))
@@ -82,16 +81,6 @@ class Server:
 
         self.httpd, self.url = serve(Handler)
 
-    @staticmethod
-    def prompt_of(body: dict) -> str:
-        if "messages" in body:
-            return "\n".join(m["content"] if isinstance(m["content"], str) else
-                             "".join(p.get("text", "") for p in m["content"]) for m in body["messages"])
-        inp = body.get("input")
-        if isinstance(inp, str):
-            return inp
-        return "\n".join(p.get("text", "") for item in inp for p in item.get("content", []))
-
     def asked(self, path_end: str) -> list[tuple[float, str, str]]:
         """The requests (not inspect_ai's probe) to the path ending so."""
         return [r for r in self.requests if r[1].endswith(path_end) and PROBE not in r[2]]
@@ -110,12 +99,6 @@ def env(monkeypatch):
     monkeypatch.setenv("OPENAI_API_KEY", DUMMY)
     monkeypatch.setenv("LLAMA_API_KEY", DUMMY)
     return monkeypatch
-
-
-def run_cli(args, capsys):
-    code = cli.main([str(a) for a in args])
-    out = capsys.readouterr()
-    return code, out.out, out.err
 
 
 def forecast(server, model, out, capsys, *more):
@@ -327,12 +310,18 @@ def test_a_20_kB_reply_is_cached_cut_to_the_bound(env, tmp_path, capsys):
     assert cache.get("ab" * 32) == "short"
 
 
-def test_csv_output_neutralises_a_hostile_id_and_parquet_keeps_it(env, tmp_path, capsys):
-    hostile = '=HYPERLINK("http://example.invalid","click")'
+def _with_first_id(tmp_path, run_id: str):
+    """The tau2 fixture with its first simulation's id replaced, written to a new file."""
     log = json.loads(TAU2.read_text(encoding="utf-8"))
-    log["simulations"][0]["id"] = hostile
+    log["simulations"][0]["id"] = run_id
     path = tmp_path / "hostile.json"
     path.write_text(json.dumps(log), encoding="utf-8")
+    return path
+
+
+def test_csv_output_neutralises_a_hostile_id_and_parquet_keeps_it(env, tmp_path, capsys):
+    hostile = '=HYPERLINK("http://example.invalid","click")'
+    path = _with_first_id(tmp_path, hostile)
     s = Server()
     try:
         for name in ("f.csv", "f.parquet"):
@@ -350,10 +339,7 @@ def test_csv_output_neutralises_a_hostile_id_and_parquet_keeps_it(env, tmp_path,
 
 def test_the_csv_run_says_its_ids_were_neutralised(env, tmp_path, capsys):
     hostile = "=1+1"
-    log = json.loads(TAU2.read_text(encoding="utf-8"))
-    log["simulations"][0]["id"] = hostile
-    path = tmp_path / "hostile.json"
-    path.write_text(json.dumps(log), encoding="utf-8")
+    path = _with_first_id(tmp_path, hostile)
     s = Server()
     try:
         code, stdout, err = run_cli(["forecast", path, "--model", "openai-api/llama/m", "--model-base-url", s.url,

@@ -22,7 +22,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from tpsviz.cli import main as cli
+from fake_http import run_cli
 from tpsviz.core.errors import SettingError
 from tpsviz.forecasts.cache import AnswerCache
 from tpsviz.forecasts.prices import DEFAULT_PRICES, OUTPUT_TOKENS_PER_REPLY, load_prices
@@ -83,12 +83,6 @@ def shared(a: str, b: str) -> int:
     while n < min(len(a), len(b)) and a[n] == b[n]:
         n += 1
     return n
-
-
-def run_cli(args, capsys):
-    code = cli.main([str(a) for a in args])
-    out = capsys.readouterr()
-    return code, out.out, out.err
 
 
 # ----------------------------------------------------------------------------- a fake provider
