@@ -276,6 +276,8 @@ def test_a_server_taking_json_object_but_not_json_schema_is_asked_so(env, tmp_pa
     finally:
         s.close()
     assert "asked as JSON with response_format json_object from here on" in err
+    summary = json.loads((tmp_path / "f.parquet.summary.json").read_text())
+    assert summary["methods"]["verbal"]["asked"]["structured_output"] == "json_object"  # the form used
     assert len(s.refused) == 4 and all(b["response_format"]["type"] == "json_schema" for b in s.refused)
     forms = [b["response_format"] for b in s.bodies]
     assert forms and all(f["type"] == "json_object" and f["schema"]["required"] == ["probability"] for f in forms)

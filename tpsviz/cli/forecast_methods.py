@@ -135,6 +135,7 @@ def ask_methods(model, by_method: dict, cache, args, reopen, progress) -> tuple[
         if r.switched:  # the next methods ask through chat completions from the start
             model, reopen, switched = reopen(), None, True
         r = r if first is None else merge_replays([first, r])
+        r.form = None if m == "ptrue" else structured
         replays[m] = r
         if m != "ptrue" and r.asked and not r.answered and sum(r.errors.values()) > r.timed_out + r.not_found \
                 and structured:
@@ -276,9 +277,10 @@ def summary_path(out: Path) -> Path:
 
 def write_summary(out: Path, table, parts: dict, replays: dict, args) -> Path:
     """Write the summary file (no key, address, provider or setting of the provider in it)."""
-    structured = not args.no_structured and provider_of(args.model) in STRUCTURED_PROVIDERS
     for m, part in parts.items():
         r = replays.get(m)
+        # the form the replies were asked in this run (the first refused forms fall back: ask_methods)
+        structured = "not asked this run" if r is None else {True: "json_schema"}.get(r.form, r.form)
         part["cost"] = {"requests": r.asked if r else 0, "input_tokens": int(r.usage["input_tokens"]) if r else 0,
                         "cached_input_tokens": int(r.usage["cached_input_tokens"]) if r else 0,
                         "output_tokens": int(r.usage["output_tokens"]) if r else 0}

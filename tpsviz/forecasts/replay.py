@@ -102,6 +102,9 @@ class Replay:
         ``cached_input_tokens``, ``output_tokens``.
     statuses : Counter
         The HTTP status of each provider error that carried one.
+    form : bool or str, optional
+        The form of structured output the replies were asked in, where a caller chose one
+        (:func:`tpsviz.forecasts.methods.generate_config`: True is OpenAI's ``json_schema``).
     """
 
     asked: int = 0
@@ -116,6 +119,7 @@ class Replay:
     retries: int = 0
     usage: Counter = field(default_factory=Counter)
     statuses: Counter = field(default_factory=Counter)
+    form: bool | str | None = None
 
 
 def select_runs(transcripts: list[Transcript], max_runs: int | None = None, sample: int | None = None,
