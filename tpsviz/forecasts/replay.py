@@ -31,11 +31,11 @@ from tpsviz.core.wording import setting
 from tpsviz.core.inference import DEFAULT_SEED
 from tpsviz.forecasts.cache import AnswerCache, answer_key, write_atomic
 from tpsviz.forecasts.prices import token_usage
+from tpsviz.forecasts.methods import NOT_ANSWERED, table_frame, values_and_reasons
 from tpsviz.forecasts.prompts import Prompts
 from tpsviz.forecasts.provider import (
     DEFAULT_TIMEOUT, MAX_RETRIES, describe_error, is_not_found, is_retriable, is_timeout, last_attempt, open_model,
     redact, retry_wait, status_of, uses_responses_api)
-from tpsviz.forecasts.replies import parse_probability
 from tpsviz.io.harness.transcripts import DEFAULT_MAX_CHARS, Transcript, render_prefix
 
 __all__ = ["run_coroutine", "Question", "Replay", "CHARS_PER_TOKEN", "MAX_RETRIES", "DEFAULT_TIMEOUT",
@@ -387,22 +387,9 @@ def forecast_table(questions: list[Question], cache: AnswerCache, column: str
     unanswered : int
         Questions without an answer in the cache (provider errors).
     """
-    values, problems, unanswered = [], {}, 0
-    for q in questions:
-        reply = cache.get(q.key)
-        if reply is None:
-            unanswered += 1
-            values.append(math.nan)
-            continue
-        r = parse_probability(reply)
-        if r.value is None:
-            problems.setdefault(r.problem, []).append((q.trajectory_id, q.step))
-        values.append(math.nan if r.value is None else r.value)
-    table = pd.DataFrame({"trajectory_id": pd.Series([q.trajectory_id for q in questions], dtype=object),
-                          "step": np.array([q.step for q in questions], dtype=np.int64),
-                          column: np.array(values, dtype=np.float64)})
-    table = table.sort_values(["trajectory_id", "step"], kind="stable").reset_index(drop=True)
-    return table, problems, unanswered
+    values, _, reasons = values_and_reasons("verbal", [questions], cache)
+    unanswered = len(reasons.pop(NOT_ANSWERED, []))
+    return table_frame(questions, {column: values}), reasons, unanswered
 
 
 def write_table(table: pd.DataFrame, path, csv_text=None) -> None:
